@@ -1,0 +1,66 @@
+// `trainlock check DIR`: validate the manifest, lock and config, then report compatibility
+// findings against the knowledge base.
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "catalog.h"
+#include "cli/commands.h"
+#include "compat.h"
+#include "exit_code.h"
+#include "project.h"
+
+namespace trainlock::cli {
+namespace {
+
+struct CheckOptions {
+  std::string dir = ".";
+  bool json = false;
+};
+
+Catalog LoadCatalog(const GlobalOptions& global) {
+  return global.catalog_dir.empty() ? Catalog::Embedded() : Catalog::FromDirectory(global.catalog_dir);
+}
+
+int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
+  Catalog catalog = LoadCatalog(global);
+  Project project = LoadProject(options.dir);
+  std::vector<Finding> findings = CheckCompatibility(project, catalog);
+  if (options.json) {
+    nlohmann::json out = {{"project", options.dir},
+                          {"manifest_sha256", project.manifest_sha256},
+                          {"lock_sha256", project.lock ? nlohmann::json(project.lock_sha256)
+                                                       : nlohmann::json(nullptr)},
+                          {"config_sha256", project.config_sha256},
+                          {"findings", nlohmann::json::array()}};
+    for (const Finding& f : findings) out["findings"].push_back(f.ToJson());
+    std::cout << out.dump(2) << "\n";
+  } else {
+    for (const Finding& f : findings) std::cout << f.Format() << "\n";
+    std::string files = project.lock ? "manifest, lock and config" : "manifest and config (no lock yet)";
+    if (findings.empty()) {
+      std::cout << options.dir << ": ok: " << files << " valid, no compatibility findings\n";
+    } else {
+      std::cout << options.dir << ": " << findings.size() << " finding"
+                << (findings.size() == 1 ? "" : "s") << "\n";
+    }
+  }
+  return findings.empty() ? kExitOk : kExitVerdict;
+}
+
+}  // namespace
+
+Command RegisterCheck(CLI::App& app, const GlobalOptions& global) {
+  auto options = std::make_shared<CheckOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "check",
+      "Validate a project's trainlock.toml, trainlock.lock (if present) and training config\n"
+      "against their schemas, then report compatibility findings (driver vs CUDA, GPU\n"
+      "architectures, vendors, torch build tags, stale lock). Exit 0 clean, 1 findings,\n"
+      "2 bad input (each error as path:line:column: error: message).");
+  cmd->add_option("DIR", options->dir, "Project directory")->capture_default_str();
+  cmd->add_flag("--json", options->json, "Print the findings as JSON");
+  return [options, &global] { return RunCheck(*options, global); };
+}
+
+}  // namespace trainlock::cli

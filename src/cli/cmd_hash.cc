@@ -1,0 +1,55 @@
+// `trainlock hash DIR`: print the lock's identity, lock-sha256.
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "diagnostic.h"
+#include "exit_code.h"
+#include "file_io.h"
+#include "project.h"
+#include "spec_loader.h"
+
+namespace trainlock::cli {
+namespace {
+
+struct HashOptions {
+  std::string dir = ".";
+  bool manifest = false;
+  bool json = false;
+};
+
+int RunHash(const HashOptions& options) {
+  const char* file = options.manifest ? kManifestFile : kLockFile;
+  std::string display = DisplayPath(options.dir, file);
+  std::string text = ReadInputFile(std::filesystem::path(options.dir) / file, display);
+  std::string sha;
+  LoadSpec(text, display, options.manifest ? SpecKind::kManifest : SpecKind::kLock, &sha);
+  if (options.json) {
+    std::cout << nlohmann::json{{options.manifest ? "manifest_sha256" : "lock_sha256", sha},
+                                {"file", display}}
+                     .dump()
+              << "\n";
+  } else {
+    std::cout << sha << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command RegisterHash(CLI::App& app, const GlobalOptions&) {
+  auto options = std::make_shared<HashOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "hash",
+      "Print lock-sha256, the identity of DIR/trainlock.lock: the SHA-256 of its canonical\n"
+      "serialization (sorted keys; comments, formatting and key order do not change it; the\n"
+      "[images] table of built images is excluded). Reports carry it; `gate` compares it.");
+  cmd->add_option("DIR", options->dir, "Project directory")->capture_default_str();
+  cmd->add_flag("--manifest", options->manifest,
+                "Print manifest-sha256 of DIR/trainlock.toml instead");
+  cmd->add_flag("--json", options->json, "Print as JSON");
+  return [options] { return RunHash(*options); };
+}
+
+}  // namespace trainlock::cli

@@ -1,0 +1,22 @@
+// The `trainlock` subcommands: each registers its options on the CLI11 app and runs as a thin
+// layer over the library.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace trainlock::cli {
+
+// A registered subcommand's body; returns the process exit code.
+using Command = std::function<int()>;
+
+// Options every command shares.
+struct GlobalOptions {
+  std::string catalog_dir;  // --catalog / TRAINLOCK_CATALOG; "" = the embedded catalog
+};
+
+Command RegisterCheck(CLI::App& app, const GlobalOptions& global);
+Command RegisterHash(CLI::App& app, const GlobalOptions& global);
+
+}  // namespace trainlock::cli
