@@ -149,7 +149,8 @@ const CudaDriverRequirement* Catalog::FindCudaDriver(const Version& cuda) const 
   for (const CudaDriverRequirement& r : cuda_drivers_) {
     if (r.cuda == cuda) return &r;
   }
-  Version release{{cuda.major(), cuda.minor()}, {}};
+  Version release;
+  release.parts = {cuda.major(), cuda.minor()};
   for (const CudaDriverRequirement& r : cuda_drivers_) {
     if (r.cuda == release) return &r;
   }
