@@ -4,6 +4,7 @@
 // the key, the position and the expected type.
 #include "train_config.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
@@ -12,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "diagnostic.h"
 #include "suggest.h"
@@ -306,19 +308,59 @@ void ReadTraining(YamlFields& f, TrainingConfig& t, const std::string& path, Dia
   f.Finish();
 }
 
+// Records where a document's first node starts, to tell whether a document holds anything.
+class FirstNodeMark : public YAML::EventHandler {
+ public:
+  std::optional<YAML::Mark> mark;
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { Record(m); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { Record(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Record(m);
+  }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Record(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Record(m);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Record(const YAML::Mark& m) {
+    if (!mark) mark = m;
+  }
+};
+
+// Refuses a second document. yaml-cpp 0.7's LoadAll() loops forever on a stray flow
+// indicator such as `"",` (jbeder/yaml-cpp#1040, fixed upstream in 0.8 by #1319), so the
+// documents are walked by hand and never more than two of them.
+void RefuseSecondDocument(const std::string& text, const std::string& path) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  FirstNodeMark first, second;
+  if (!parser.HandleNextDocument(first)) return;
+  if (!parser.HandleNextDocument(second)) return;
+  SourcePos pos = second.mark ? PosOf(*second.mark) : SourcePos{};
+  throw InputError(Diagnostic{path, pos, "unexpected content after the first YAML document",
+                              "a training config holds exactly one document"});
+}
+
 YAML::Node ParseYaml(std::string_view text, const std::string& path) {
   if (size_t nul = text.find('\0'); nul != std::string_view::npos) {
     throw InputError(Diagnostic{path, {}, "not a YAML file: contains a NUL byte at offset " +
                                               std::to_string(nul), "is this a binary file?"});
   }
+  std::string owned(text);
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
-    if (docs.size() > 1) {
-      throw InputError(Diagnostic{path, PosOf(docs[1].Mark()),
-                                  "a training config holds one YAML document, found " +
-                                      std::to_string(docs.size()), {}});
-    }
-    return docs.empty() ? YAML::Node() : docs.front();
+    YAML::Node root = YAML::Load(owned);
+    RefuseSecondDocument(owned, path);
+    return root;
   } catch (const YAML::Exception& e) {
     throw InputError(Diagnostic{path, PosOf(e.mark), "invalid YAML: " + e.msg, {}});
   }

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency from Debian 12 packages. Idempotent; runs apt-get
+# through sudo when not root.
+set -euo pipefail
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+packages=(
+  # build
+  cmake ninja-build g++ ccache pkg-config
+  # library dependencies
+  libtomlplusplus-dev libyaml-cpp-dev libcurl4-openssl-dev libssl-dev libcli11-dev
+  nlohmann-json3-dev
+  # tests: GoogleTest, clang + libFuzzer for the loaders' fuzz target
+  libgtest-dev libgmock-dev clang libclang-rt-14-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi

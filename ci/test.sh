@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: installs dependencies, builds with ASan/UBSan and
+# warnings as errors (preset `test`, in build/), and runs every test through ctest, including
+# the bounded libFuzzer run over the loaders.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ci/deps.sh
+cmake --preset test
+cmake --build --preset test -j "$(nproc)"
+ctest --preset test -j "$(nproc)" --timeout 900

@@ -1,0 +1,102 @@
+// The `trainlock` command line end to end: exit codes, help texts and output formats.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+namespace trainlock {
+namespace {
+
+using testing::RunTrainlock;
+using testing::SourceDir;
+
+std::string Example(const char* name) { return (SourceDir() / "examples" / name).string(); }
+
+TEST(CliCheck, ExamplesAreCleanAndExitZero) {
+  for (const char* name : {"tiny", "h200-pilot", "mi300x-pilot"}) {
+    auto r = RunTrainlock({"check", Example(name)});
+    EXPECT_EQ(r.exit_code, 0) << name << ": " << r.out << r.err;
+    EXPECT_NE(r.out.find("ok:"), std::string::npos);
+  }
+}
+
+TEST(CliCheck, JsonOutputCarriesHashesAndFindings) {
+  auto r = RunTrainlock({"check", Example("h200-pilot"), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["findings"].empty());
+  EXPECT_EQ(j["lock_sha256"].get<std::string>().size(), 64u);
+}
+
+TEST(CliCheck, FindingsExitOne) {
+  testing::TempDir dir;
+  testing::CopyExample("h200-pilot", dir.path());
+  std::string text = testing::ReadFile(dir.path() / "trainlock.toml");
+  text.replace(text.find("580.65.06"), 9, "550.54.14");
+  testing::WriteFile(dir.path() / "trainlock.toml", text);
+  auto r = RunTrainlock({"check", dir.path().string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("finding [compat.driver]"), std::string::npos);
+  EXPECT_NE(r.out.find("finding [lock.stale]"), std::string::npos);
+}
+
+TEST(CliCheck, MissingDirectoryIsBadInput) {
+  auto r = RunTrainlock({"check", "/nonexistent/project"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "/nonexistent/project: error: not a project directory\n");
+}
+
+TEST(CliCheck, MissingManifestNamesTheFile) {
+  testing::TempDir dir;
+  auto r = RunTrainlock({"check", dir.path().string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("trainlock.toml: error: cannot read: no such file"), std::string::npos);
+}
+
+TEST(CliUsage, UnknownOptionIsBadInput) {
+  EXPECT_EQ(RunTrainlock({"check", "--frobnicate"}).exit_code, 2);
+}
+
+TEST(CliUsage, NoSubcommandIsBadInput) { EXPECT_EQ(RunTrainlock({}).exit_code, 2); }
+
+TEST(CliUsage, HelpDescribesEveryCommand) {
+  auto r = RunTrainlock({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* command : {"check", "hash"}) {
+    EXPECT_NE(r.out.find(command), std::string::npos) << command;
+  }
+  EXPECT_NE(r.out.find("Exit codes"), std::string::npos);
+}
+
+TEST(CliUsage, EachSubcommandHasItsOwnHelp) {
+  EXPECT_NE(RunTrainlock({"check", "--help"}).out.find("compatibility findings"), std::string::npos);
+  EXPECT_NE(RunTrainlock({"hash", "--help"}).out.find("lock-sha256"), std::string::npos);
+}
+
+TEST(CliHash, PrintsTheLockIdentity) {
+  auto r = RunTrainlock({"hash", Example("tiny")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.size(), 65u);
+  auto again = RunTrainlock({"hash", Example("tiny")});
+  EXPECT_EQ(r.out, again.out);
+}
+
+TEST(CliHash, ManifestFlagPrintsTheManifestIdentityTheLockRecords) {
+  auto r = RunTrainlock({"hash", "--manifest", Example("tiny")});
+  ASSERT_EQ(r.exit_code, 0);
+  std::string lock = testing::ReadFile(SourceDir() / "examples/tiny/trainlock.lock");
+  EXPECT_NE(lock.find("manifest-sha256 = \"" + r.out.substr(0, 64) + "\""), std::string::npos);
+}
+
+TEST(CliCatalog, ReadsAnotherCatalogDirectory) {
+  auto r = RunTrainlock({"--catalog", (SourceDir() / "lockfiles/compat").string(), "check",
+                         Example("h200-pilot")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  auto bad = RunTrainlock({"--catalog", "/nonexistent", "check", Example("h200-pilot")});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("/nonexistent/cuda-drivers.toml: error: cannot read"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainlock

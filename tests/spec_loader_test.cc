@@ -1,0 +1,128 @@
+// Manifest and lock schema: what each accepts, and the stricter pinning rules of the lock.
+#include <gtest/gtest.h>
+
+#include "spec_loader.h"
+#include "test_support.h"
+
+namespace trainlock {
+namespace {
+
+using testing::ReadFile;
+using testing::SourceDir;
+
+std::string FirstError(const std::string& text, SpecKind kind) {
+  try {
+    LoadSpec(text, "f.toml", kind);
+  } catch (const InputError& e) {
+    return e.diagnostics().items().front().Format();
+  }
+  return "";
+}
+
+const char* kMinimalManifest = R"(
+[project]
+name = "p"
+config = "c.yaml"
+seed = 1
+[targets.cuda]
+base = "nvcr.io/nvidia/pytorch:25.01-py3"
+accelerators = ["H200"]
+torch = "2.11.0+cu130"
+cuda = "13.0"
+driver-min = "580.65.06"
+[model]
+source = "hf"
+repo = "meta-llama/Llama-3.2-1B"
+revision = "main"
+files = ["config.json", "model.safetensors"]
+)";
+
+TEST(ManifestLoader, AcceptsEveryExampleManifest) {
+  for (const char* name : {"tiny", "h200-pilot", "mi300x-pilot"}) {
+    std::filesystem::path file = SourceDir() / "examples" / name / "trainlock.toml";
+    EXPECT_NO_THROW(LoadSpec(ReadFile(file), file.string(), SpecKind::kManifest)) << name;
+  }
+}
+
+TEST(LockLoader, AcceptsEveryExampleLock) {
+  for (const char* name : {"tiny", "h200-pilot", "mi300x-pilot"}) {
+    std::filesystem::path file = SourceDir() / "examples" / name / "trainlock.lock";
+    EXPECT_NO_THROW(LoadSpec(ReadFile(file), file.string(), SpecKind::kLock)) << name;
+  }
+}
+
+TEST(ManifestLoader, AllowsFloatingTagsAndBranches) {
+  Spec spec = LoadSpec(kMinimalManifest, "f.toml", SpecKind::kManifest);
+  EXPECT_EQ(spec.model->revision, "main");
+  EXPECT_EQ(spec.targets.at("cuda").base, "nvcr.io/nvidia/pytorch:25.01-py3");
+  EXPECT_EQ(spec.model->files.size(), 2u);
+}
+
+TEST(ManifestLoader, RecordsFieldPositions) {
+  Spec spec = LoadSpec(kMinimalManifest, "f.toml", SpecKind::kManifest);
+  EXPECT_EQ(spec.Pos("targets.cuda.driver-min").line, 11);
+  EXPECT_EQ(spec.Pos("targets.cuda.driver-min").column, 14);
+}
+
+TEST(ManifestLoader, ReportsEveryErrorNotOnlyTheFirst) {
+  std::string text = kMinimalManifest;
+  text.replace(text.find("seed = 1"), 8, "seed = -1");
+  text.replace(text.find("cuda = \"13.0\""), 13, "cuda = 13");
+  try {
+    LoadSpec(text, "f.toml", SpecKind::kManifest);
+    FAIL() << "expected errors";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.diagnostics().size(), 2u);
+  }
+}
+
+TEST(LockLoader, RefusesAnImageTagWithoutDigest) {
+  std::string lock = ReadFile(SourceDir() / "examples/tiny/trainlock.lock");
+  size_t at = lock.find("@sha256:");
+  lock.erase(at, lock.find('"', at) - at);
+  EXPECT_NE(FirstError(lock, SpecKind::kLock).find("unpinned image reference"), std::string::npos);
+}
+
+TEST(LockLoader, RefusesABranchAsModelRevision) {
+  std::string lock = ReadFile(SourceDir() / "examples/tiny/trainlock.lock") +
+                     "\n[model]\nsource = \"hf\"\nrepo = \"org/m\"\nrevision = \"main\"\n";
+  EXPECT_NE(FirstError(lock, SpecKind::kLock).find("unpinned revision 'main'"), std::string::npos);
+}
+
+TEST(LockLoader, RequiresFileHashes) {
+  std::string lock = ReadFile(SourceDir() / "examples/tiny/trainlock.lock") +
+                     "\n[model]\nsource = \"hf\"\nrepo = \"org/m\"\nrevision = \"" +
+                     std::string(40, 'a') + "\"\n[[model.files]]\npath = \"config.json\"\nsize = 3\n";
+  EXPECT_NE(FirstError(lock, SpecKind::kLock).find("missing required key 'sha256'"),
+            std::string::npos);
+}
+
+TEST(LockLoader, ReadsPinnedFiles) {
+  std::string lock = ReadFile(SourceDir() / "examples/tiny/trainlock.lock") +
+                     "\n[model]\nsource = \"hf\"\nrepo = \"org/m\"\nrevision = \"" +
+                     std::string(40, 'a') + "\"\n[[model.files]]\npath = \"config.json\"\nsha256 = \"" +
+                     std::string(64, 'b') + "\"\nsize = 3\n";
+  Spec spec = LoadSpec(lock, "l", SpecKind::kLock);
+  ASSERT_EQ(spec.model->files.size(), 1u);
+  EXPECT_EQ(spec.model->files[0].size, 3u);
+}
+
+TEST(ManifestLoader, CustomOpsWithSmokeSpecs) {
+  std::string text = std::string(kMinimalManifest) + R"(
+[[custom-ops]]
+library = "ops/libfused.so"
+ops = ["trainlock_ops::fused_rmsnorm"]
+[[custom-ops.smoke]]
+op = "trainlock_ops::fused_rmsnorm"
+inputs = [{ shape = [4, 64], dtype = "fp32" }, { shape = [64], dtype = "fp32" }]
+reference = "rmsnorm"
+rtol = 1e-5
+)";
+  Spec spec = LoadSpec(text, "f.toml", SpecKind::kManifest);
+  ASSERT_EQ(spec.custom_ops.size(), 1u);
+  ASSERT_EQ(spec.custom_ops[0].smoke.size(), 1u);
+  EXPECT_EQ(spec.custom_ops[0].smoke[0].inputs[0].shape, (std::vector<int64_t>{4, 64}));
+}
+
+}  // namespace
+}  // namespace trainlock

@@ -1,0 +1,44 @@
+// Shared helpers for the test suite: temporary project directories and running the CLI.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace trainlock::testing {
+
+std::filesystem::path SourceDir();
+std::filesystem::path BinDir();
+std::string ReadFile(const std::filesystem::path& path);
+void WriteFile(const std::filesystem::path& path, const std::string& text);
+
+// A fresh directory under the system temp dir, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Copies examples/<name> into `dest` (which must exist) and returns dest.
+std::filesystem::path CopyExample(const std::string& name, const std::filesystem::path& dest);
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs build/bin/<program> with `args` (no shell), capturing stdout and stderr.
+RunResult RunProgram(const std::string& program, const std::vector<std::string>& args,
+                     const std::vector<std::string>& env = {});
+inline RunResult RunTrainlock(const std::vector<std::string>& args) {
+  return RunProgram("trainlock", args);
+}
+
+}  // namespace trainlock::testing
