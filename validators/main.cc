@@ -1,0 +1,101 @@
+// `trainlock-validate`: the in-container validator's command line. The default command
+// validates a project; the hidden `worker` subcommand is how the validator runs the
+// processes of its own resume test.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "diagnostic.h"
+#include "exit_code.h"
+#include "validate.h"
+#include "version_info.h"
+#include "worker.h"
+
+namespace {
+
+using namespace trainlock;
+using namespace trainlock::validate;
+
+int Main(int argc, char** argv) {
+  CLI::App app{
+      "trainlock-validate: prove this node and image can run the locked training job.\n"
+      "Reads DIR/trainlock.lock and its training config, runs every check (node probes,\n"
+      "pinned data, custom ops, one measured training step, a train -> checkpoint -> SIGKILL\n"
+      "-> restore -> resume round trip that must be bitwise equal to an uninterrupted run,\n"
+      "eval agreement, checkpoint portability) and writes report.json\n"
+      "(trainlock.report/v1). Exit 0 pass, 1 fail, 2 bad input, 3 environment failure."};
+  app.set_version_flag("--version", std::string(kTrainlockVersion) + " (torch " + BuiltTorchVersion() + ", " +
+                                        BuiltTorchFlavour() + ")");
+  ValidateOptions v;
+  std::string project = ".", out = "report.json", ckpt, work, control = "none";
+  app.add_option("DIR", project, "Project directory (holding trainlock.lock)")->capture_default_str();
+  app.add_option("--out,-o", out, "Where to write the report")->capture_default_str();
+  app.add_option("--checkpoint-dir", ckpt,
+                 "Checkpoint storage to test (default: the lock's validate.checkpoint-dir, else the work dir)");
+  app.add_option("--work-dir", work, "Directory for worker results (default: a fresh temporary one)");
+  app.add_flag("--keep-work", v.keep_work, "Keep the work directory and checkpoints afterwards");
+  app.add_option("--device", v.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
+  app.add_option("--threads", v.threads, "CPU threads per process (0: LibTorch's default)")->check(CLI::Range(0, 1024));
+  app.add_option("--timeout", v.timeout_s, "Seconds each worker process may run before it is killed")
+      ->check(CLI::Range(1, 86400))->capture_default_str();
+  app.add_flag("--json", v.json, "Print the report JSON instead of the summary");
+  app.add_option("--negative-control", control,
+                 "Deliberately break the resume to prove the check fails: rng (skip RNG restore), "
+                 "data (skip data-loader restore), corrupt (flip a checkpoint byte)")
+      ->check(CLI::IsMember({"none", "rng", "data", "corrupt"}))->capture_default_str();
+
+  WorkerOptions w;
+  std::string w_project, w_ckpt, w_result, w_final;
+  CLI::App* worker = app.add_subcommand("worker", "internal: one process of the resume test");
+  worker->group("");  // hidden from --help
+  worker->add_option("--role", w.role)->check(CLI::IsMember({"train", "portable"}));
+  worker->add_option("--project", w_project);
+  worker->add_option("--checkpoint-root", w_ckpt)->required();
+  worker->add_option("--result", w_result)->required();
+  worker->add_option("--final-state", w_final);
+  worker->add_option("--steps", w.steps);
+  worker->add_option("--save-at", w.save_at);
+  worker->add_option("--measure-step", w.measure_step);
+  worker->add_option("--keep-last", w.keep_last);
+  worker->add_flag("--restore", w.restore);
+  worker->add_flag("!--no-restore-rng", w.restore_rng);
+  worker->add_flag("!--no-restore-data", w.restore_data);
+  worker->add_option("--device", w.device);
+  worker->add_option("--threads", w.threads);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitBadInput;
+  }
+  if (worker->parsed()) {
+    w.project = w_project;
+    w.checkpoint_root = w_ckpt;
+    w.result = w_result;
+    w.final_state = w_final;
+    return RunWorker(w);
+  }
+  v.project = project;
+  v.out = out;
+  v.checkpoint_dir = ckpt;
+  v.work_dir = work;
+  v.negative_control = control == "rng"       ? NegativeControl::kSkipRngRestore
+                       : control == "data"    ? NegativeControl::kSkipDataRestore
+                       : control == "corrupt" ? NegativeControl::kCorruptCheckpoint
+                                              : NegativeControl::kNone;
+  return RunValidate(v);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const trainlock::InputError& e) {
+    for (const auto& d : e.diagnostics().items()) std::cerr << d.Format() << "\n";
+    return trainlock::kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "trainlock-validate: error: " << e.what() << "\n";
+    return trainlock::kExitEnvironment;
+  }
+}

@@ -1,0 +1,152 @@
+// Hugging Face model loading; see model_loader.h.
+#include "model_loader.h"
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "safetensors.h"
+
+namespace trainlock::validate {
+namespace fs = std::filesystem;
+namespace {
+
+std::string ShapeString(at::IntArrayRef shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+nlohmann::json ReadJson(const fs::path& file) {
+  std::ifstream in(file);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) throw ModelLoadError(file.string() + ": not a JSON object");
+  return j;
+}
+
+// config.json must describe the shape the training config builds.
+void CheckConfigJson(const fs::path& file, const ModelConfig& c) {
+  nlohmann::json j = ReadJson(file);
+  auto expect = [&](const char* key, int64_t want, int64_t fallback) {
+    int64_t got = j.contains(key) && j[key].is_number_integer() ? j[key].get<int64_t>() : fallback;
+    if (got != want) {
+      throw ModelLoadError(file.string() + ": " + key + " is " + std::to_string(got) +
+                           " but the training config builds " + std::to_string(want));
+    }
+  };
+  expect("hidden_size", c.hidden_size, -1);
+  expect("num_hidden_layers", c.num_layers, -1);
+  expect("num_attention_heads", c.num_heads, -1);
+  expect("num_key_value_heads", c.num_kv_heads, j.value("num_attention_heads", int64_t{-1}));
+  expect("intermediate_size", c.intermediate_size, -1);
+  expect("vocab_size", c.vocab_size, -1);
+  bool tied = j.value("tie_word_embeddings", false);
+  if (tied != c.tie_embeddings) {
+    throw ModelLoadError(file.string() + ": tie_word_embeddings is " + (tied ? "true" : "false") +
+                         " but the training config says tie_embeddings: " +
+                         (c.tie_embeddings ? "true" : "false"));
+  }
+}
+
+// The shard files and, for a sharded model, which file the index says holds each tensor.
+std::vector<fs::path> ShardFiles(const fs::path& dir, std::map<std::string, std::string>* index) {
+  fs::path index_file = dir / "model.safetensors.index.json";
+  std::vector<fs::path> files;
+  if (fs::exists(index_file)) {
+    nlohmann::json j = ReadJson(index_file);
+    if (!j["weight_map"].is_object()) throw ModelLoadError(index_file.string() + ": no weight_map");
+    std::set<std::string> names;
+    for (auto& [tensor, file] : j["weight_map"].items()) {
+      if (!file.is_string()) throw ModelLoadError(index_file.string() + ": weight_map values must be file names");
+      (*index)[tensor] = file.get<std::string>();
+      names.insert(file.get<std::string>());
+    }
+    for (const std::string& n : names) {
+      if (n.find('/') != std::string::npos || !fs::exists(dir / n)) {
+        throw ModelLoadError(index_file.string() + ": shard '" + n + "' is missing");
+      }
+      files.push_back(dir / n);
+    }
+    return files;
+  }
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == ".safetensors") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw ModelLoadError(dir.string() + ": no *.safetensors files");
+  return files;
+}
+
+bool Ignorable(const std::string& name, bool tied) {
+  return name.ends_with(".rotary_emb.inv_freq") || (tied && name == "lm_head.weight");
+}
+
+}  // namespace
+
+LoadedWeights LoadHfWeights(Llama& model, const fs::path& dir) {
+  const ModelConfig& c = model->config();
+  if (fs::exists(dir / "config.json")) CheckConfigJson(dir / "config.json", c);
+  std::map<std::string, std::string> index;
+  std::vector<fs::path> files = ShardFiles(dir, &index);
+
+  std::map<std::string, std::pair<torch::Tensor, std::string>> found;  // name -> tensor, file
+  LoadedWeights info;
+  std::set<std::string> dtypes;
+  for (const fs::path& file : files) {
+    std::map<std::string, torch::Tensor> tensors;
+    try {
+      tensors = ReadSafetensors(file);
+    } catch (const SafetensorsError& e) {
+      throw ModelLoadError(e.what());
+    }
+    for (auto& [name, tensor] : tensors) {
+      if (!index.empty() && index.count(name) && index[name] != file.filename().string()) {
+        throw ModelLoadError(file.string() + ": tensor '" + name + "' is indexed in '" + index[name] + "'");
+      }
+      if (found.count(name)) {
+        throw ModelLoadError(file.string() + ": tensor '" + name + "' also appears in " + found[name].second);
+      }
+      found[name] = {tensor, file.string()};
+    }
+    info.files.push_back(file.filename().string());
+  }
+  for (const auto& [name, file] : index) {
+    if (!found.count(name)) {
+      throw ModelLoadError((dir / file).string() + ": lacks tensor '" + name + "' named by the index");
+    }
+  }
+
+  torch::NoGradGuard no_grad;
+  std::set<std::string> used;
+  for (auto& item : model->named_parameters()) {
+    const std::string& name = item.key();
+    auto it = found.find(name);
+    if (it == found.end()) {
+      throw ModelLoadError(dir.string() + ": missing tensor '" + name + "' (the model has it; no file holds it)");
+    }
+    const auto& [tensor, file] = it->second;
+    if (!at::isFloatingType(tensor.scalar_type()) || tensor.scalar_type() == at::kDouble) {
+      throw ModelLoadError(file + ": tensor '" + name + "' has dtype " +
+                           SafetensorsDtype(tensor.scalar_type()) + "; expected F32, F16 or BF16");
+    }
+    if (tensor.sizes() != item.value().sizes()) {
+      throw ModelLoadError(file + ": tensor '" + name + "' has shape " + ShapeString(tensor.sizes()) +
+                           " but the model expects " + ShapeString(item.value().sizes()));
+    }
+    item.value().copy_(tensor);
+    dtypes.insert(SafetensorsDtype(tensor.scalar_type()));
+    used.insert(name);
+    ++info.tensors;
+  }
+  for (const auto& [name, entry] : found) {
+    if (!used.count(name) && !Ignorable(name, c.tie_embeddings)) {
+      throw ModelLoadError(entry.second + ": unexpected tensor '" + name +
+                           "' (not part of the model the training config builds)");
+    }
+  }
+  for (const std::string& d : dtypes) info.dtypes += (info.dtypes.empty() ? "" : ",") + d;
+  return info;
+}
+
+}  // namespace trainlock::validate

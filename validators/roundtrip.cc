@@ -1,0 +1,332 @@
+// The resume test's coordinator; see roundtrip.h.
+#include "roundtrip.h"
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "subprocess.h"
+#include "worker.h"
+
+namespace trainlock::validate {
+namespace fs = std::filesystem;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct WorkerRun {
+  std::string name;
+  int pid = -1;
+  std::optional<int> exit_code;  // nullopt: timed out
+  nlohmann::json result;         // its result file (empty object when none)
+  std::string stderr_tail;
+  bool killed_by_us = false;
+};
+
+double Seconds(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+class Coordinator {
+ public:
+  explicit Coordinator(const RoundtripOptions& o) : o_(o) {}
+
+  std::vector<CheckResult> Run();
+
+ private:
+  std::vector<std::string> Args(const std::string& name, const std::vector<std::string>& extra) const;
+  WorkerRun Start(const std::string& name, const std::vector<std::string>& extra,
+                  bool preempt_after_commit);
+  static nlohmann::json ReadJson(const fs::path& file);
+  std::string Failure(const WorkerRun& run) const;
+  void CorruptLatestCheckpoint();
+
+  CheckResult StepCheck(const WorkerRun& a) const;
+  CheckResult RoundtripCheck(const WorkerRun& a, const WorkerRun& b, const WorkerRun& c) const;
+  CheckResult EvalCheck(const WorkerRun& b, const WorkerRun& c) const;
+  CheckResult PortableCheck(const WorkerRun& b, const WorkerRun& d) const;
+
+  const RoundtripOptions& o_;
+};
+
+std::vector<std::string> Coordinator::Args(const std::string& name,
+                                           const std::vector<std::string>& extra) const {
+  std::vector<std::string> args = {SelfExecutable().string(),
+                                   "worker",
+                                   "--project", o_.project.string(),
+                                   "--checkpoint-root", o_.checkpoint_root.string(),
+                                   "--result", (o_.work_dir / (name + ".json")).string(),
+                                   "--device", o_.device,
+                                   "--threads", std::to_string(o_.threads),
+                                   "--keep-last", std::to_string(o_.keep_last)};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+nlohmann::json Coordinator::ReadJson(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) return nlohmann::json::object();
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  return j.is_object() ? j : nlohmann::json::object();
+}
+
+WorkerRun Coordinator::Start(const std::string& name, const std::vector<std::string>& extra,
+                             bool preempt_after_commit) {
+  WorkerRun run;
+  run.name = name;
+  fs::path err = o_.work_dir / (name + ".stderr");
+  Child child(Args(name, extra), err);
+  run.pid = child.pid();
+  auto deadline = Clock::now() + std::chrono::seconds(o_.timeout_s);
+  if (preempt_after_commit) {
+    // Preemption: SIGKILL as soon as the checkpoint is committed, while the next step runs.
+    while (auto line = child.ReadLine(deadline)) {
+      if (line->rfind(kCommittedLine, 0) == 0) {
+        child.Kill();
+        run.killed_by_us = true;
+        break;
+      }
+    }
+  }
+  run.exit_code = child.Wait(deadline);
+  run.result = ReadJson(o_.work_dir / (name + ".json"));
+  run.stderr_tail = TailOfFile(err, 5);
+  return run;
+}
+
+std::string Coordinator::Failure(const WorkerRun& run) const {
+  if (!run.exit_code) {
+    return "process " + run.name + " did not finish within " + std::to_string(o_.timeout_s) + " s";
+  }
+  if (run.result.contains("error")) return run.result["error"].value("message", "failed");
+  if (run.killed_by_us) return "";
+  if (*run.exit_code != 0) {
+    return "process " + run.name + " exited with " + std::to_string(*run.exit_code) +
+           (run.stderr_tail.empty() ? "" : ": " + run.stderr_tail.substr(run.stderr_tail.rfind('\n') + 1));
+  }
+  return "";
+}
+
+void Coordinator::CorruptLatestCheckpoint() {
+  // Flip one byte in the middle of the newest checkpoint's parameter file.
+  fs::path latest;
+  for (const auto& e : fs::directory_iterator(o_.checkpoint_root)) {
+    if (e.path().filename().string().rfind("step-", 0) == 0 && e.path() > latest) latest = e.path();
+  }
+  fs::path file = latest / "model.safetensors";
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  auto size = static_cast<std::streamoff>(fs::file_size(file));
+  f.seekg(size / 2);
+  char byte = 0;
+  f.read(&byte, 1);
+  byte = static_cast<char>(byte ^ 0x01);
+  f.seekp(size / 2);
+  f.write(&byte, 1);
+}
+
+std::vector<double> Losses(const nlohmann::json& result) {
+  std::vector<double> out;
+  for (const auto& l : result.value("losses", nlohmann::json::array())) out.push_back(l["loss"].get<double>());
+  return out;
+}
+
+CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
+  CheckResult c{"train.step", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
+  std::string failure = Failure(a);
+  if (!failure.empty() || !a.result.contains("measurement")) {
+    c.status = CheckStatus::kFail;
+    c.summary = "the training step failed at the intended shape: " + (failure.empty() ? "no measurement" : failure);
+    c.remedy = "see the process output in the work directory; an out-of-memory is reported with remedies";
+    return c;
+  }
+  const nlohmann::json& m = a.result["measurement"];
+  c.metrics = m;
+  c.metrics["device"] = a.result.value("device", "");
+  c.metrics["data"] = a.result.value("data", "");
+  c.metrics["model"] = a.result.value("model", nlohmann::json::object());
+  c.duration_s = m.value("step_time_s", 0.0);
+  std::ostringstream s;
+  s.precision(3);
+  s << "step " << m.value("step_time_s", 0.0) << " s, " << static_cast<int64_t>(m.value("tokens_per_s", 0.0))
+    << " tokens/s at " << m.value("tokens", 0) << " tokens per step";
+  if (m.value("peak_allocated_bytes", int64_t{-1}) >= 0) {
+    s << ", peak allocated " << m["peak_allocated_bytes"].get<int64_t>() / (1 << 20) << " MiB";
+  } else {
+    s << ", peak RSS " << m.value("peak_rss_bytes", int64_t{0}) / (1 << 20) << " MiB";
+  }
+  c.summary = s.str();
+  return c;
+}
+
+CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
+                                        const WorkerRun& c) const {
+  CheckResult r{"train.roundtrip", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
+  std::vector<double> la = Losses(a.result), lb = Losses(b.result), lc = Losses(c.result);
+  nlohmann::json resumed = nlohmann::json::array();
+  for (int64_t i = 0; i < static_cast<int64_t>(lb.size()) && i < o_.checkpoint_at; ++i) resumed.push_back(lb[i]);
+  for (double l : lc) resumed.push_back(l);
+  r.metrics = {{"steps", o_.steps},
+               {"checkpoint_at", o_.checkpoint_at},
+               {"pids", {{"uninterrupted", a.pid}, {"preempted", b.pid}, {"resumed", c.pid}}},
+               {"preempted_with", "SIGKILL"},
+               {"losses_uninterrupted", la},
+               {"losses_resumed", resumed},
+               {"rng_restored", c.result.contains("restore") ? c.result["restore"].value("rng_restored", true) : true},
+               {"data_restored", c.result.contains("restore") ? c.result["restore"].value("data_restored", true) : true}};
+  if (b.result.contains("save")) {
+    const auto& save = b.result["save"];
+    r.metrics["checkpoint_bytes"] = save["bytes"];
+    r.metrics["save_s"] = save["seconds"];
+    r.metrics["save_gbps"] = save["gbps"];
+  }
+  if (c.result.contains("restore")) {
+    r.metrics["restore_s"] = c.result["restore"]["seconds"];
+    r.metrics["restore_gbps"] = c.result["restore"]["gbps"];
+  }
+  for (const WorkerRun* run : {&a, &b, &c}) {
+    std::string failure = Failure(*run);
+    if (!failure.empty()) {
+      r.status = CheckStatus::kFail;
+      r.summary = "process " + run->name + ": " + failure;
+      r.remedy = run->result.contains("error") && run->result["error"]["kind"] == "checkpoint"
+                     ? "the checkpoint did not verify: check the storage (checkpoint-dir) for corruption"
+                     : "see the worker's stderr in the work directory (--keep-work)";
+      r.metrics["bitwise_equal"] = false;
+      return r;
+    }
+  }
+  if (!b.killed_by_us) {
+    r.status = CheckStatus::kError;
+    r.summary = "the preempted process never announced its checkpoint";
+    r.metrics["bitwise_equal"] = false;
+    return r;
+  }
+  double max_diff = 0;
+  int64_t first_divergent = 0;
+  bool losses_equal = la.size() == static_cast<size_t>(o_.steps) && resumed.size() == la.size();
+  for (size_t i = 0; i < la.size() && i < resumed.size(); ++i) {
+    double d = std::fabs(la[i] - resumed[i].get<double>());
+    if (d != 0 && first_divergent == 0) first_divergent = static_cast<int64_t>(i) + 1;
+    max_diff = std::max(max_diff, d);
+    losses_equal = losses_equal && la[i] == resumed[i].get<double>();
+  }
+  std::string sa = a.result["final_state"].value("sha256", "a"), sc = c.result["final_state"].value("sha256", "c");
+  bool states_equal = sa == sc;
+  std::string first_tensor;
+  double state_diff = 0;
+  if (!states_equal) {
+    state_diff = MaxAbsStateDifference(a.result["final_state"]["file"].get<std::string>(),
+                                       c.result["final_state"]["file"].get<std::string>(), &first_tensor);
+  }
+  bool bitwise = losses_equal && states_equal;
+  r.metrics["bitwise_equal"] = bitwise;
+  r.metrics["max_abs_loss_diff"] = max_diff;
+  r.metrics["final_state_equal"] = states_equal;
+  r.metrics["max_abs_state_diff"] = state_diff;
+  r.metrics["loss_tolerance"] = o_.loss_tolerance;
+  if (bitwise) {
+    r.summary = "resumed run is bitwise equal to the uninterrupted one (losses, parameters, AdamW moments) "
+                "after SIGKILL at step " + std::to_string(o_.checkpoint_at) + " of " + std::to_string(o_.steps);
+    return r;
+  }
+  if (o_.loss_tolerance > 0 && max_diff <= o_.loss_tolerance && la.size() == resumed.size()) {
+    r.summary = "resumed run within the documented tolerance " + std::to_string(o_.loss_tolerance) +
+                " (max loss difference " + std::to_string(max_diff) + "), not bitwise";
+    return r;
+  }
+  r.status = CheckStatus::kFail;
+  r.metrics["first_divergent_step"] = first_divergent;
+  if (!first_tensor.empty()) r.metrics["first_divergent_tensor"] = first_tensor;
+  std::ostringstream s;
+  s << "resumed run diverges from the uninterrupted one";
+  if (first_divergent) s << " at step " << first_divergent << " (max loss difference " << max_diff << ")";
+  if (!states_equal) s << "; final state differs" << (first_tensor.empty() ? "" : " first in '" + first_tensor + "'");
+  r.summary = s.str();
+  r.remedy = "a checkpoint must carry every source of state: RNG streams (CPU and device), data-loader "
+             "position, optimizer moments, scheduler and loss scaler";
+  return r;
+}
+
+CheckResult Coordinator::EvalCheck(const WorkerRun& b, const WorkerRun& c) const {
+  CheckResult r{"train.eval", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
+  if (!b.result.contains("eval_after_save") || !c.result.contains("eval_after_restore")) {
+    r.status = CheckStatus::kFail;
+    r.summary = "no eval loss around the checkpoint: " + Failure(c.result.contains("error") ? c : b);
+    return r;
+  }
+  double before = b.result["eval_after_save"], after = c.result["eval_after_restore"];
+  double diff = std::fabs(before - after);
+  r.metrics = {{"eval_loss_before_save", before}, {"eval_loss_after_restore", after},
+               {"abs_diff", diff}, {"tolerance", o_.eval_tolerance}};
+  if (diff > o_.eval_tolerance) {
+    r.status = CheckStatus::kFail;
+    r.summary = "eval loss changed across save/restore: " + std::to_string(before) + " -> " + std::to_string(after);
+    r.remedy = "the restored parameters differ from the saved ones; check the checkpoint writer and reader";
+  } else {
+    r.summary = "eval loss " + std::to_string(before) + " before the save and after the restore";
+  }
+  return r;
+}
+
+CheckResult Coordinator::PortableCheck(const WorkerRun& b, const WorkerRun& d) const {
+  CheckResult r{"ckpt.portable", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
+  std::string failure = Failure(d);
+  if (!failure.empty() || !b.result.contains("eval_after_save")) {
+    r.status = CheckStatus::kFail;
+    r.summary = "a fresh process could not use the checkpoint: " + (failure.empty() ? "no reference eval loss" : failure);
+    r.remedy = "the checkpoint must be self-describing: config, seed and data description in manifest.json";
+    return r;
+  }
+  double want = b.result["eval_after_save"], got = d.result["eval"];
+  r.metrics = {{"pid", d.pid}, {"eval_loss", got}, {"eval_loss_reference", want},
+               {"abs_diff", std::fabs(got - want)}, {"checkpoint", d.result.value("checkpoint", nlohmann::json::object())}};
+  if (std::fabs(got - want) > o_.eval_tolerance) {
+    r.status = CheckStatus::kFail;
+    r.summary = "a process with only the checkpoint computes eval loss " + std::to_string(got) +
+                ", the run computed " + std::to_string(want);
+    r.remedy = "the checkpoint does not carry everything the model needs";
+  } else {
+    r.summary = "a separate process verified the checkpoint from its manifest alone and reproduced eval loss " +
+                std::to_string(got);
+  }
+  return r;
+}
+
+std::vector<CheckResult> Coordinator::Run() {
+  fs::create_directories(o_.work_dir);
+  fs::create_directories(o_.checkpoint_root);
+  const std::string steps = std::to_string(o_.steps), at = std::to_string(o_.checkpoint_at);
+  auto t0 = Clock::now();
+  WorkerRun a = Start("a-uninterrupted", {"--steps", steps, "--measure-step", std::to_string(std::min<int64_t>(2, o_.steps)),
+                                          "--final-state", (o_.work_dir / "a-final.safetensors").string()}, false);
+  double a_s = Seconds(t0);
+  auto t1 = Clock::now();
+  WorkerRun b = Start("b-preempted", {"--steps", steps, "--save-at", at}, true);
+  double b_s = Seconds(t1);
+  if (o_.negative_control == NegativeControl::kCorruptCheckpoint && b.killed_by_us) CorruptLatestCheckpoint();
+  std::vector<std::string> c_args = {"--steps", steps, "--restore", "--final-state",
+                                     (o_.work_dir / "c-final.safetensors").string()};
+  if (o_.negative_control == NegativeControl::kSkipRngRestore) c_args.push_back("--no-restore-rng");
+  if (o_.negative_control == NegativeControl::kSkipDataRestore) c_args.push_back("--no-restore-data");
+  auto t2 = Clock::now();
+  WorkerRun c = Start("c-resumed", c_args, false);
+  double c_s = Seconds(t2);
+  auto t3 = Clock::now();
+  WorkerRun d = Start("d-portable", {"--role", "portable"}, false);
+  double d_s = Seconds(t3);
+
+  std::vector<CheckResult> checks = {StepCheck(a), RoundtripCheck(a, b, c), EvalCheck(b, c), PortableCheck(b, d)};
+  checks[1].duration_s = a_s + b_s + c_s;
+  checks[2].duration_s = c_s;
+  checks[3].duration_s = d_s;
+  return checks;
+}
+
+}  // namespace
+
+std::vector<CheckResult> RunRoundtrip(const RoundtripOptions& options) {
+  return Coordinator(options).Run();
+}
+
+}  // namespace trainlock::validate

@@ -1,0 +1,46 @@
+// The safetensors format (an 8-byte little-endian header length, a JSON header of
+// name -> {dtype, shape, data_offsets}, then the raw bytes), read and written with LibTorch
+// tensors so that Python's `safetensors` reads what the validator writes and vice versa.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace trainlock::validate {
+
+// A malformed or unreadable file; what() names the file and the problem.
+class SafetensorsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct NamedTensor {
+  std::string name;
+  torch::Tensor tensor;
+};
+
+struct WrittenFile {
+  uint64_t bytes = 0;
+  std::string sha256;  // of the whole file, computed while writing
+};
+
+// Writes `tensors` (any device; copied to CPU) in name order, with optional string metadata,
+// then fsyncs the file. Throws std::runtime_error naming the file on I/O failure.
+WrittenFile WriteSafetensors(const std::filesystem::path& file,
+                             const std::vector<NamedTensor>& tensors,
+                             const std::map<std::string, std::string>& metadata = {});
+
+// Reads every tensor of a file onto the CPU. Validates the header (length, JSON, dtypes,
+// shapes, offsets inside the data and covering it exactly) and throws SafetensorsError on
+// any problem.
+std::map<std::string, torch::Tensor> ReadSafetensors(const std::filesystem::path& file);
+
+// "F32", "BF16", ... for a scalar type; throws for types safetensors cannot hold.
+std::string SafetensorsDtype(at::ScalarType type);
+
+}  // namespace trainlock::validate

@@ -1,0 +1,30 @@
+// Differences between the LibTorch versions the validator builds against: Debian's 1.13 (CI,
+// CPU) and torch 2.x (the GPU machine, images). Every version guard lives here.
+#pragma once
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <string>
+
+namespace trainlock::validate {
+
+#if TORCH_VERSION_MAJOR >= 2
+inline constexpr bool kHasSdpa = true;  // at::scaled_dot_product_attention is public from 2.0
+#else
+inline constexpr bool kHasSdpa = false;
+#endif
+
+inline std::string TorchVersion() {
+  return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+         std::to_string(TORCH_VERSION_PATCH);
+}
+
+// Causal attention over [batch, heads, seq, head_dim] tensors. torch 2.x uses the fused
+// scaled_dot_product_attention; 1.13 composes it from matmul, mask and softmax.
+torch::Tensor CausalAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+
+// Enables or disables autocast for CUDA with the given dtype (the API changed in 2.4).
+void SetCudaAutocast(bool enabled, at::ScalarType dtype);
+
+}  // namespace trainlock::validate

@@ -1,0 +1,27 @@
+// `trainlock-validate`: runs every check on this node for one project and writes the report.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "roundtrip.h"
+
+namespace trainlock::validate {
+
+struct ValidateOptions {
+  std::filesystem::path project = ".";
+  std::filesystem::path out = "report.json";
+  std::filesystem::path checkpoint_dir;  // "" = the lock's validate.checkpoint-dir, else the work dir
+  std::filesystem::path work_dir;        // "" = a fresh temporary directory
+  bool keep_work = false;
+  std::string device = "auto";
+  int threads = 0;
+  int timeout_s = 900;
+  bool json = false;  // print the report to stdout instead of the summary
+  NegativeControl negative_control = NegativeControl::kNone;
+};
+
+// Returns the process exit code: 0 pass, 1 fail, 2 bad input, 3 environment failure.
+int RunValidate(const ValidateOptions& options);
+
+}  // namespace trainlock::validate

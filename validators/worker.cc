@@ -1,0 +1,249 @@
+// The worker roles of the resume test; see worker.h.
+#include "worker.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <thread>
+
+#include "artifact_paths.h"
+#include "diagnostic.h"
+#include "file_io.h"
+#include "model_loader.h"
+#include "project.h"
+#include "torch_compat.h"
+#include "trainer.h"
+
+namespace trainlock::validate {
+namespace fs = std::filesystem;
+namespace {
+
+// Everything a trainer needs, described so that a checkpoint can carry it and a process
+// with nothing but the checkpoint can rebuild it (the portable role).
+struct RunSetup {
+  TrainConfig config;
+  std::string config_yaml;
+  uint64_t seed = 0;
+  int64_t eval_batches = 1;
+  nlohmann::json data;   // {"kind": "synthetic", "length"} or {"kind": "shards", ...}
+  fs::path model_dir;    // "" = seeded initialisation
+  nlohmann::json identity;
+};
+
+torch::Device PickDevice(const std::string& requested) {
+  if (requested == "cpu") return torch::kCPU;
+  if (requested == "cuda" || (requested == "auto" && torch::cuda::is_available())) {
+    if (!torch::cuda::is_available()) throw std::runtime_error("--device cuda: no CUDA device");
+    return torch::Device(torch::kCUDA, 0);
+  }
+  return torch::kCPU;
+}
+
+std::unique_ptr<TokenSource> MakeData(const nlohmann::json& data, int64_t vocab) {
+  if (data.at("kind") == "shards") {
+    std::vector<fs::path> files;
+    for (const auto& f : data.at("files")) files.push_back(f.get<std::string>());
+    return ShardTokens(files, data.at("bytes_per_token").get<int>(), vocab);
+  }
+  return SyntheticTokens(data.at("seed").get<uint64_t>(), vocab, data.at("length").get<uint64_t>());
+}
+
+bool AllPresent(const fs::path& dir, const ArtifactSource& a) {
+  if (a.files.empty()) return false;
+  for (const PinnedFile& f : a.files) {
+    if (!fs::exists(dir / f.path)) return false;
+  }
+  return true;
+}
+
+RunSetup SetupFromProject(const fs::path& dir, int64_t steps) {
+  Project project = LoadProject(dir, ManifestRequirement::kOptional);
+  if (!project.lock) {
+    throw InputError(Diagnostic{project.lock_path, {}, "no lock", "run `trainlock lock` first"});
+  }
+  const Spec& lock = *project.lock;
+  RunSetup s;
+  s.config = project.config;
+  s.config_yaml = ReadInputFile(dir / lock.config, project.config_path);
+  s.seed = static_cast<uint64_t>(lock.seed);
+  s.eval_batches = std::max<int64_t>(1, lock.validate.eval_batches);
+  s.identity = {{"lock_sha256", project.lock_sha256},
+                {"config_sha256", project.config_sha256},
+                {"torch", TorchVersion()},
+                {"seed", s.seed},
+                {"eval_batches", s.eval_batches},
+                {"config_yaml", s.config_yaml}};
+  const TrainingConfig& t = s.config.training;
+  if (lock.dataset && !lock.dataset->token_dtype.empty()) {
+    fs::path data_dir = ArtifactDir(dir, *lock.dataset, "dataset");
+    if (AllPresent(data_dir, *lock.dataset)) {
+      nlohmann::json files = nlohmann::json::array();
+      for (const PinnedFile& f : lock.dataset->files) files.push_back(fs::absolute(data_dir / f.path).string());
+      s.data = {{"kind", "shards"}, {"files", files},
+                {"bytes_per_token", lock.dataset->token_dtype == "uint16" ? 2 : 4}};
+    }
+  }
+  if (s.data.is_null()) {
+    int64_t windows = std::max<int64_t>(64, steps * t.grad_accum * t.micro_batch) +
+                      s.eval_batches * t.micro_batch;
+    s.data = {{"kind", "synthetic"}, {"seed", s.seed},
+              {"length", static_cast<uint64_t>(windows * t.seq_len + 1)}};
+  }
+  if (lock.model) {
+    fs::path model_dir = ArtifactDir(dir, *lock.model, "model");
+    if (AllPresent(model_dir, *lock.model)) s.model_dir = model_dir;
+  }
+  s.identity["data"] = s.data;
+  return s;
+}
+
+RunSetup SetupFromCheckpoint(const CheckpointContents& c) {
+  RunSetup s;
+  s.identity = c.state;
+  s.config_yaml = c.state.at("config_yaml").get<std::string>();
+  s.config = LoadTrainConfig(s.config_yaml, "checkpoint manifest.json (config_yaml)");
+  s.seed = c.state.at("seed").get<uint64_t>();
+  s.eval_batches = c.state.at("eval_batches").get<int64_t>();
+  s.data = c.state.at("data");
+  return s;
+}
+
+std::unique_ptr<Trainer> MakeTrainer(const RunSetup& s, torch::Device device, nlohmann::json* result) {
+  TrainerOptions options{device, s.seed, s.eval_batches, s.identity};
+  auto trainer = std::make_unique<Trainer>(s.config, options, MakeData(s.data, s.config.model.vocab_size));
+  (*result)["data"] = trainer->data().Describe();
+  if (!s.model_dir.empty()) {
+    LoadedWeights w = LoadHfWeights(trainer->model(), s.model_dir);
+    trainer->model()->to(device);
+    (*result)["model"] = {{"source", "weights"}, {"files", w.files}, {"dtypes", w.dtypes}};
+  } else {
+    (*result)["model"] = {{"source", "seeded initialisation"}};
+  }
+  return trainer;
+}
+
+double Gbps(uint64_t bytes, double seconds) {
+  return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0.0;
+}
+
+void WriteResult(const WorkerOptions& o, const nlohmann::json& result) {
+  WriteFileAtomically(o.result, result.dump(2) + "\n");
+}
+
+int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
+  torch::Device device = PickDevice(o.device);
+  RunSetup setup = SetupFromProject(o.project, o.steps);
+  std::unique_ptr<Trainer> trainer = MakeTrainer(setup, device, &result);
+  result["device"] = device.str();
+  if (o.restore) {
+    auto latest = LatestCheckpoint(o.checkpoint_root);
+    if (!latest) throw CheckpointError(o.checkpoint_root.string() + ": no complete checkpoint to restore");
+    CheckpointIo io;
+    CheckpointContents contents = LoadCheckpoint(*latest, &io);
+    if (contents.state.value("lock_sha256", "") != setup.identity["lock_sha256"]) {
+      throw CheckpointError(latest->string() + ": written for lock " +
+                            contents.state.value("lock_sha256", "?").substr(0, 12) +
+                            "..., not this lock");
+    }
+    trainer->Restore(contents, {o.restore_rng, o.restore_data});
+    result["restore"] = {{"dir", latest->string()}, {"step", contents.step}, {"bytes", io.bytes},
+                         {"seconds", io.seconds}, {"gbps", Gbps(io.bytes, io.seconds)},
+                         {"rng_restored", o.restore_rng}, {"data_restored", o.restore_data}};
+    result["eval_after_restore"] = trainer->EvalLoss();
+  }
+  nlohmann::json losses = nlohmann::json::array();
+  while (trainer->step() < o.steps) {
+    double loss;
+    if (trainer->step() + 1 == o.measure_step) {
+      StepMeasurement m;
+      loss = trainer->MeasuredStep(&m);
+      result["measurement"] = {{"step", trainer->step()}, {"step_time_s", m.step_time_s},
+                               {"tokens", m.tokens}, {"tokens_per_s", m.tokens_per_s},
+                               {"flops", m.flops}, {"peak_rss_bytes", m.peak_rss_bytes},
+                               {"peak_allocated_bytes", m.peak_allocated_bytes},
+                               {"peak_reserved_bytes", m.peak_reserved_bytes},
+                               {"device_used_bytes", m.device_used_bytes},
+                               {"device_total_bytes", m.device_total_bytes}};
+    } else {
+      loss = trainer->Step();
+    }
+    losses.push_back({{"step", trainer->step()}, {"loss", loss}});
+    result["losses"] = losses;
+    if (trainer->step() == o.save_at) {
+      CheckpointIo io = SaveCheckpoint(o.checkpoint_root, trainer->Capture(), o.keep_last);
+      result["save"] = {{"dir", io.dir.string()}, {"step", o.save_at}, {"bytes", io.bytes},
+                        {"seconds", io.seconds}, {"gbps", Gbps(io.bytes, io.seconds)}};
+      result["eval_after_save"] = trainer->EvalLoss();
+      WriteResult(o, result);
+      std::cout << kCommittedLine << " " << o.save_at << std::endl;
+    }
+  }
+  if (!o.final_state.empty()) {
+    WrittenFile f = WriteSafetensors(o.final_state, trainer->FinalState());
+    result["final_state"] = {{"file", o.final_state.string()}, {"sha256", f.sha256}, {"bytes", f.bytes}};
+  }
+  if (o.save_at > 0) {
+    // The saving worker is the one the coordinator preempts: wait for its SIGKILL.
+    WriteResult(o, result);
+    std::cout << "trainlock-waiting-for-kill" << std::endl;
+    while (true) ::pause();
+  }
+  return 0;
+}
+
+int RunPortable(const WorkerOptions& o, nlohmann::json& result) {
+  torch::Device device = PickDevice(o.device);
+  auto latest = LatestCheckpoint(o.checkpoint_root);
+  if (!latest) throw CheckpointError(o.checkpoint_root.string() + ": no complete checkpoint");
+  CheckpointIo io;
+  CheckpointContents contents = LoadCheckpoint(*latest, &io);
+  RunSetup setup = SetupFromCheckpoint(contents);
+  std::unique_ptr<Trainer> trainer = MakeTrainer(setup, device, &result);
+  trainer->Restore(contents);
+  result["checkpoint"] = {{"dir", latest->string()}, {"step", contents.step}, {"bytes", io.bytes},
+                          {"verified_files", 3}};
+  result["eval"] = trainer->EvalLoss();
+  return 0;
+}
+
+}  // namespace
+
+std::string BuiltTorchVersion() { return TorchVersion(); }
+
+std::string BuiltTorchFlavour() {
+#if defined(TRAINLOCK_WITH_ROCM)
+  return "rocm";
+#elif defined(TRAINLOCK_WITH_CUDA)
+  return "cuda";
+#else
+  return "cpu";
+#endif
+}
+
+int RunWorker(const WorkerOptions& o) {
+  // Deterministic kernels everywhere; cuBLAS needs its workspace pinned before CUDA starts.
+  ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
+  at::globalContext().setDeterministicAlgorithms(true, false);
+  if (o.threads > 0) torch::set_num_threads(o.threads);
+  nlohmann::json result = {{"role", o.role}, {"pid", ::getpid()}};
+  int code = 0;
+  try {
+    code = o.role == "portable" ? RunPortable(o, result) : RunTrain(o, result);
+  } catch (const CheckpointError& e) {
+    result["error"] = {{"kind", "checkpoint"}, {"message", e.what()}};
+    code = kWorkerCheckpointRefused;
+  } catch (const InputError& e) {
+    result["error"] = {{"kind", "input"}, {"message", e.what()}};
+    code = kWorkerBadInput;
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    result["error"] = {{"kind", "training"}, {"message", message.substr(0, message.find('\n'))}};
+    code = kWorkerTrainingFailed;
+  }
+  WriteResult(o, result);
+  if (code != 0) std::cerr << "worker " << o.role << ": " << result["error"]["message"].get<std::string>() << "\n";
+  return code;
+}
+
+}  // namespace trainlock::validate

@@ -1,0 +1,49 @@
+// The validator's worker processes. The coordinator (roundtrip.h) starts the same binary in a
+// worker role for each process of the resume test:
+//   train (A): N uninterrupted steps, measuring one representative step;
+//   train (B): K steps, a checkpoint, an announcement on stdout, then more steps until the
+//              coordinator's SIGKILL arrives;
+//   train (C): a fresh process that restores the newest checkpoint and runs K+1..N;
+//   portable (D): rebuilds everything from the checkpoint alone and reproduces the eval loss.
+// Each writes its findings to a JSON result file.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace trainlock::validate {
+
+// Worker exit codes beyond 0.
+inline constexpr int kWorkerCheckpointRefused = 4;  // restore verification failed
+inline constexpr int kWorkerTrainingFailed = 5;     // e.g. out of memory at the intended shape
+inline constexpr int kWorkerBadInput = 2;
+
+// The line a saving worker prints once its checkpoint is committed.
+inline constexpr const char* kCommittedLine = "trainlock-checkpoint-committed";
+
+struct WorkerOptions {
+  std::string role = "train";  // "train" | "portable"
+  std::filesystem::path project;
+  std::filesystem::path checkpoint_root;
+  std::filesystem::path result;
+  std::filesystem::path final_state;  // where to write the final parameters and moments
+  int64_t steps = 0;
+  int64_t save_at = 0;        // 0: never save
+  int64_t measure_step = 0;   // 0: measure nothing
+  int64_t keep_last = 2;
+  bool restore = false;
+  bool restore_rng = true;
+  bool restore_data = true;
+  std::string device = "auto";
+  int threads = 0;  // 0: LibTorch's default
+};
+
+int RunWorker(const WorkerOptions& options);
+
+// "1.13.1" / "2.11.0": the LibTorch the validator was built against.
+std::string BuiltTorchVersion();
+// "cpu", "cuda" or "rocm": how that LibTorch was built.
+std::string BuiltTorchFlavour();
+
+}  // namespace trainlock::validate
