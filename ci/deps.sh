@@ -10,6 +10,8 @@ packages=(
   # library dependencies
   libtomlplusplus-dev libyaml-cpp-dev libcurl4-openssl-dev libssl-dev libcli11-dev
   nlohmann-json3-dev
+  # the validator: Debian's LibTorch 1.13 (CPU)
+  libtorch-dev
   # tests: GoogleTest, clang + libFuzzer for the loaders' fuzz target
   libgtest-dev libgmock-dev clang libclang-rt-14-dev
 )

@@ -21,6 +21,19 @@ void Diagnostics::Error(std::string path, SourcePos pos, std::string message, st
   items_.push_back({std::move(path), pos, std::move(message), std::move(hint)});
 }
 
+void PrintDiagnostics(const Diagnostics& diags, std::ostream& out, size_t limit) {
+  size_t shown = 0;
+  for (const Diagnostic& d : diags.items()) {
+    if (shown == limit) {
+      const Diagnostic& first = diags.items().front();
+      out << first.path << ": error: " << diags.size() - limit << " more errors not shown\n";
+      break;
+    }
+    out << d.Format() << "\n";
+    ++shown;
+  }
+}
+
 static std::string FirstLine(const Diagnostics& d) {
   return d.empty() ? std::string("invalid input") : d.items().front().Format();
 }

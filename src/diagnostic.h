@@ -5,6 +5,7 @@
 // (or `path: error: message` when no position exists), so editors and CI logs can jump to it.
 #pragma once
 
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -41,6 +42,10 @@ class Diagnostics {
  private:
   std::vector<Diagnostic> items_;
 };
+
+// Writes each diagnostic on its own line to `out`, at most `limit` of them, then one line
+// saying how many more there were.
+void PrintDiagnostics(const Diagnostics& diags, std::ostream& out, size_t limit = 50);
 
 // Thrown when input is unusable; carries the diagnostics that explain why. Commands turn it
 // into exit code 2.

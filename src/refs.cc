@@ -69,6 +69,10 @@ std::string DigestProblem(std::string_view s) {
     return "malformed digest: expected 'sha256:' followed by 64 lower-case hex characters";
   }
   std::string_view hex = s.substr(kPrefix.size());
+  bool upper = hex.find_first_of("ABCDEF") != std::string_view::npos;
+  if (hex.size() == 64 && upper) {
+    return "malformed digest: hex after 'sha256:' must be lower-case";
+  }
   if (!IsSha256Hex(hex)) {
     return "malformed digest: expected 64 lower-case hex characters after 'sha256:', got " +
            std::to_string(hex.size()) + " characters";

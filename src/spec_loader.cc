@@ -91,7 +91,13 @@ void SpecReader::CheckVersion(TomlFields& f, std::string_view key,
 void SpecReader::Read(const toml::table& root) {
   TomlFields f = Fields(root, "");
   if (lock()) {
-    if (auto v = f.Integer("lock-version", Need::kRequired, kLockVersion, kLockVersion)) {
+    if (auto v = f.Integer("lock-version", Need::kRequired, 1, INT64_MAX)) {
+      if (*v > kLockVersion) {
+        f.Error(f.Pos("lock-version"),
+                "lock-version " + std::to_string(*v) + " is newer than this trainlock reads (" +
+                    std::to_string(kLockVersion) + ")",
+                "upgrade trainlock, or re-run `trainlock lock` with this one");
+      }
       spec_.lock_version = *v;
     }
     auto sha = f.String("manifest-sha256", Need::kRequired);
@@ -150,6 +156,14 @@ std::optional<ArtifactSource> SpecReader::ReadArtifact(const toml::table& t,
                                    " is not one of hf, local, url", hint);
     }
     a.source = *source;
+  }
+  bool known_source =
+      std::find(std::begin(kSources), std::end(kSources), a.source) != std::end(kSources);
+  if (!known_source) {
+    // Which keys belong depends on the source; do not call them unknown when it is misspelt.
+    for (const char* key : {"repo", "revision", "path", "url", "files", "token-dtype"}) f.Allow(key);
+    f.Finish();
+    return a;
   }
   if (a.source == "hf") {
     if (auto repo = f.String("repo", Need::kRequired)) {
@@ -425,7 +439,9 @@ void SpecReader::ReadSmoke(const toml::array& a, const std::string& name, Custom
         TensorSpec tensor;
         if (auto dtype = fi.String("dtype", Need::kRequired)) {
           if (std::find(std::begin(kDtypes), std::end(kDtypes), *dtype) == std::end(kDtypes)) {
-            fi.Error(fi.Pos("dtype"), "dtype " + Quoted(*dtype) + " is not supported",
+            fi.Error(fi.Pos("dtype"),
+                     "'" + fi.Qualified("dtype") + "' = " + Quoted(*dtype) +
+                         " is not one of fp32, bf16, fp16, fp64, int64, int32",
                      DidYouMean(*dtype, kDtypes));
           }
           tensor.dtype = *dtype;
@@ -434,7 +450,8 @@ void SpecReader::ReadSmoke(const toml::array& a, const std::string& name, Custom
           for (const toml::node& dim : *shape) {
             const auto* d = dim.as_integer();
             if (!d || d->get() < 1 || d->get() > (int64_t{1} << 31)) {
-              fi.Error(PosOf(dim), "shape dimensions must be integers from 1 to 2^31");
+              fi.Error(PosOf(dim), "'" + fi.Qualified("shape") +
+                                       "' dimensions must be integers from 1 to 2^31");
               continue;
             }
             tensor.shape.push_back(d->get());

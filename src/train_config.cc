@@ -4,6 +4,7 @@
 // the key, the position and the expected type.
 #include "train_config.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
@@ -49,11 +50,11 @@ class YamlFields {
     for (const auto& entry : node_) {
       const YAML::Node& key = entry.first;
       if (!key.IsScalar()) {
-        Error(PosOf(key.Mark()), "keys in '" + Display() + "' must be plain strings");
+        Error(PosOf(key.Mark()), "keys " + Where() + " must be plain strings");
         continue;
       }
       if (!seen.insert(key.Scalar()).second) {
-        Error(PosOf(key.Mark()), "duplicate key " + Quoted(key.Scalar()) + " in '" + Display() + "'");
+        Error(PosOf(key.Mark()), "duplicate key " + Quoted(key.Scalar()) + " " + Where());
       }
     }
   }
@@ -63,6 +64,14 @@ class YamlFields {
   }
   void Error(SourcePos pos, std::string message, std::string hint = {}) {
     diags_.Error(path_, pos, std::move(message), std::move(hint));
+  }
+
+  // Position of a key's value, or of the mapping when the key is absent.
+  SourcePos PosOfKey(std::string_view key) const {
+    for (const auto& entry : node_) {
+      if (entry.first.IsScalar() && entry.first.Scalar() == key) return PosOf(entry.second.Mark());
+    }
+    return PosOf(node_.Mark());
   }
 
   std::optional<YAML::Node> Get(std::string_view key, bool required) {
@@ -176,7 +185,7 @@ class YamlFields {
     for (const auto& entry : node_) {
       const YAML::Node& key = entry.first;
       if (!key.IsScalar() || known_.count(key.Scalar())) continue;
-      Error(PosOf(key.Mark()), "unknown key " + Quoted(key.Scalar()) + " in '" + Display() + "'",
+      Error(PosOf(key.Mark()), "unknown key " + Quoted(key.Scalar()) + " " + Where(),
             DidYouMean(key.Scalar(), candidates));
     }
   }
@@ -193,7 +202,8 @@ class YamlFields {
   }
 
  private:
-  std::string Display() const { return name_.empty() ? "the top level" : name_; }
+  // "at the top level" or "in 'training.optimizer'".
+  std::string Where() const { return name_.empty() ? "at the top level" : "in '" + name_ + "'"; }
   static std::string Format(double v) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", v);
@@ -226,7 +236,8 @@ void ReadModel(YamlFields& f, ModelConfig& m) {
 }
 
 // Shape rules that involve several fields; reported at the model mapping.
-void CheckModelShape(const ModelConfig& m, SourcePos pos, YamlFields& f) {
+void CheckModelShape(const ModelConfig& m, YamlFields& f) {
+  SourcePos pos = f.PosOfKey("num_heads");
   if (m.hidden_size && m.num_heads && m.hidden_size % m.num_heads != 0) {
     f.Error(pos, "model.hidden_size " + std::to_string(m.hidden_size) +
                      " is not divisible by model.num_heads " + std::to_string(m.num_heads));
@@ -235,7 +246,7 @@ void CheckModelShape(const ModelConfig& m, SourcePos pos, YamlFields& f) {
                      " is odd; rotary embeddings need an even head dimension");
   }
   if (m.num_heads && m.num_kv_heads && m.num_heads % m.num_kv_heads != 0) {
-    f.Error(pos, "model.num_heads " + std::to_string(m.num_heads) +
+    f.Error(f.PosOfKey("num_kv_heads"), "model.num_heads " + std::to_string(m.num_heads) +
                      " is not a multiple of model.num_kv_heads " + std::to_string(m.num_kv_heads),
             "grouped-query attention shares each kv head among num_heads / num_kv_heads heads");
   }
@@ -361,6 +372,9 @@ YAML::Node ParseYaml(std::string_view text, const std::string& path) {
     YAML::Node root = YAML::Load(owned);
     RefuseSecondDocument(owned, path);
     return root;
+  } catch (const YAML::DeepRecursion& e) {
+    throw InputError(Diagnostic{path, PosOf(e.mark), "invalid YAML: nested deeper than yaml-cpp's limit",
+                                "a training config is two levels deep"});
   } catch (const YAML::Exception& e) {
     throw InputError(Diagnostic{path, PosOf(e.mark), "invalid YAML: " + e.msg, {}});
   }
@@ -372,6 +386,10 @@ TrainConfig LoadTrainConfig(std::string_view text, const std::string& path) {
   YAML::Node root = ParseYaml(text, path);
   Diagnostics diags;
   TrainConfig config;
+  if (root.IsNull() && text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    diags.Error(path, {}, "the file is empty", "a training config has 'model' and 'training'");
+    throw InputError(diags);
+  }
   if (!root.IsMap()) {
     diags.Error(path, PosOf(root.Mark()),
                 "a training config must be a mapping with 'model' and 'training', not " +
@@ -383,7 +401,7 @@ TrainConfig LoadTrainConfig(std::string_view text, const std::string& path) {
     if (auto m = f.Map("model", true)) {
       YamlFields mf(*m, "model", path, diags);
       ReadModel(mf, config.model);
-      if (diags.empty()) CheckModelShape(config.model, PosOf(m->Mark()), mf);
+      if (diags.empty()) CheckModelShape(config.model, mf);
     }
     if (auto t = f.Map("training", true)) {
       YamlFields tf(*t, "training", path, diags);

@@ -17,6 +17,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kManifest = "manifest.json";
+// The SHA-256 of manifest.json's bytes, so that a damaged manifest is refused too.
+constexpr const char* kManifestHash = "manifest.json.sha256";
 constexpr const char* kModelFile = "model.safetensors";
 constexpr const char* kOptimizerFile = "optimizer.safetensors";
 
@@ -41,7 +43,7 @@ void FsyncDir(const fs::path& dir) {
 
 bool IsStepDir(const fs::directory_entry& e) {
   std::string name = e.path().filename().string();
-  return e.is_directory() && name.rfind("step-", 0) == 0 && fs::exists(e.path() / kManifest);
+  return e.is_directory() && name.rfind("step-", 0) == 0 && fs::exists(e.path() / kManifestHash);
 }
 
 void Prune(const fs::path& root, int64_t keep_last, const fs::path& keep) {
@@ -85,7 +87,8 @@ CheckpointIo SaveCheckpoint(const fs::path& root, const CheckpointContents& cont
   }
   std::string text = manifest.dump(2) + "\n";
   WriteFileAtomically(tmp / kManifest, text);  // fsyncs the file and tmp/
-  io.bytes += text.size();
+  WriteFileAtomically(tmp / kManifestHash, Sha256Hex(text) + "\n");
+  io.bytes += text.size() + 65;
   if (fs::exists(final_dir)) fs::remove_all(final_dir);  // a re-save of the same step
   fs::rename(tmp, final_dir);
   FsyncDir(root);
@@ -98,12 +101,22 @@ CheckpointIo SaveCheckpoint(const fs::path& root, const CheckpointContents& cont
 CheckpointContents LoadCheckpoint(const fs::path& dir, CheckpointIo* io) {
   auto start = std::chrono::steady_clock::now();
   const fs::path manifest_path = dir / kManifest;
-  nlohmann::json manifest;
+  std::string text;
   {
-    std::ifstream in(manifest_path);
+    std::ifstream in(manifest_path, std::ios::binary);
     if (!in) throw CheckpointError(manifest_path.string() + ": missing");
-    manifest = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    text.assign(std::istreambuf_iterator<char>(in), {});
   }
+  {
+    std::ifstream in(dir / kManifestHash);
+    std::string want;
+    if (!(in >> want)) throw CheckpointError((dir / kManifestHash).string() + ": missing");
+    if (Sha256Hex(text) != want) {
+      throw CheckpointError(manifest_path.string() + ": sha256 " + Sha256Hex(text).substr(0, 16) +
+                            "... does not match " + kManifestHash + " (" + want.substr(0, 16) + "...)");
+    }
+  }
+  nlohmann::json manifest = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!manifest.is_object() || manifest.value("format", "") != kCheckpointFormat ||
       !manifest["files"].is_array() || !manifest["step"].is_number_integer()) {
     throw CheckpointError(manifest_path.string() + ": not a " + kCheckpointFormat + " manifest");

@@ -1,7 +1,8 @@
 // Training checkpoints: a directory per step holding the parameters and optimizer moments as
 // safetensors and a manifest.json with every file's SHA-256 and size, the step, the lock and
 // config hashes, the torch version and the non-tensor state (RNG, scheduler, loss scaler,
-// data loader). Written atomically and verified completely before anything is loaded.
+// data loader), plus manifest.json.sha256 so the manifest itself is verified. Written
+// atomically and verified completely before anything is loaded.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
   try {
     return Main(argc, argv);
   } catch (const trainlock::InputError& e) {
-    for (const auto& d : e.diagnostics().items()) std::cerr << d.Format() << "\n";
+    trainlock::PrintDiagnostics(e.diagnostics(), std::cerr);
     return trainlock::kExitBadInput;
   } catch (const std::exception& e) {
     std::cerr << "trainlock-validate: error: " << e.what() << "\n";

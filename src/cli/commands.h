@@ -18,5 +18,6 @@ struct GlobalOptions {
 
 Command RegisterCheck(CLI::App& app, const GlobalOptions& global);
 Command RegisterHash(CLI::App& app, const GlobalOptions& global);
+Command RegisterValidate(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace trainlock::cli

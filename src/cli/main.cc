@@ -20,7 +20,6 @@ int Run(int argc, char** argv) {
       "refused); 2 bad input or usage; 3 the environment failed."};
   app.set_version_flag("--version", std::string(kTrainlockVersion));
   app.require_subcommand(1);
-  app.fallthrough();
 
   cli::GlobalOptions global;
   if (const char* env = std::getenv("TRAINLOCK_CATALOG")) global.catalog_dir = env;
@@ -37,6 +36,7 @@ int Run(int argc, char** argv) {
   };
   add("check", cli::RegisterCheck);
   add("hash", cli::RegisterHash);
+  add("validate", cli::RegisterValidate);
 
   try {
     app.parse(argc, argv);
@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   try {
     return Run(argc, argv);
   } catch (const trainlock::InputError& e) {
-    for (const auto& d : e.diagnostics().items()) std::cerr << d.Format() << "\n";
+    trainlock::PrintDiagnostics(e.diagnostics(), std::cerr);
     return trainlock::kExitBadInput;
   } catch (const std::exception& e) {
     std::cerr << "trainlock: error: " << e.what() << "\n";

@@ -1,0 +1,101 @@
+// The report contract (trainlock.report/v1): what conforms and what a tampered report breaks.
+#include <gtest/gtest.h>
+
+#include "report.h"
+
+namespace trainlock {
+namespace {
+
+Report MinimalReport() {
+  Report r;
+  r.lock_sha256 = std::string(64, 'a');
+  r.validator_version = "0.1.0";
+  r.torch_version = "1.13.0";
+  r.build = "cpu";
+  r.started_at = "2026-11-29T21:33:10Z";
+  r.duration_s = 1.5;
+  r.checks.push_back({"train.step", CheckStatus::kPass, 0.1, "ok", "", {{"step_time_s", 0.1}}});
+  r.checks.push_back({"env.driver", CheckStatus::kSkip, 0, "no GPU", "", nlohmann::json::object()});
+  return r;
+}
+
+bool Mentions(const std::vector<std::string>& problems, const std::string& what) {
+  for (const std::string& p : problems) {
+    if (p.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(ReportSchema, AReportBuiltByTheLibraryConforms) {
+  EXPECT_EQ(ReportSchemaViolations(MinimalReport().ToJson()), std::vector<std::string>{});
+}
+
+TEST(ReportSchema, VerdictIsFailWhenACheckFails) {
+  Report r = MinimalReport();
+  r.checks[0].status = CheckStatus::kFail;
+  EXPECT_EQ(r.Verdict(), "fail");
+}
+
+TEST(ReportSchema, VerdictIsFailWhenARequiredCheckIsSkipped) {
+  Report r = MinimalReport();
+  r.required = {"env.driver"};
+  EXPECT_EQ(r.Verdict(), "fail");
+}
+
+TEST(ReportSchema, UnknownCheckIdIsAViolation) {
+  nlohmann::json j = MinimalReport().ToJson();
+  j["checks"][0]["id"] = "train.stepp";
+  EXPECT_TRUE(Mentions(ReportSchemaViolations(j), "checks[0].id: unknown check id"));
+}
+
+TEST(ReportSchema, BadStatusIsAViolation) {
+  nlohmann::json j = MinimalReport().ToJson();
+  j["checks"][1]["status"] = "ok";
+  EXPECT_TRUE(Mentions(ReportSchemaViolations(j), "checks[1].status"));
+}
+
+TEST(ReportSchema, MalformedLockHashIsAViolation) {
+  nlohmann::json j = MinimalReport().ToJson();
+  j["lock_sha256"] = "abc";
+  EXPECT_TRUE(Mentions(ReportSchemaViolations(j), "lock_sha256"));
+}
+
+TEST(ReportSchema, MissingImageKeyIsAViolation) {
+  nlohmann::json j = MinimalReport().ToJson();
+  j.erase("image");
+  EXPECT_TRUE(Mentions(ReportSchemaViolations(j), "image: missing"));
+}
+
+TEST(ReportSchema, ImageDigestMustBeADigest) {
+  Report r = MinimalReport();
+  r.image = std::make_pair("registry/x", "sha256:short");
+  EXPECT_TRUE(Mentions(ReportSchemaViolations(r.ToJson()), "image.digest"));
+}
+
+TEST(ReportSchema, TimestampMustBeRfc3339) {
+  nlohmann::json j = MinimalReport().ToJson();
+  j["started_at"] = "yesterday";
+  EXPECT_TRUE(Mentions(ReportSchemaViolations(j), "started_at"));
+}
+
+TEST(ReportSchema, DuplicateChecksAreAViolation) {
+  nlohmann::json j = MinimalReport().ToJson();
+  j["checks"].push_back(j["checks"][0]);
+  EXPECT_TRUE(Mentions(ReportSchemaViolations(j), "duplicate check"));
+}
+
+TEST(ReportSchema, AFailedCheckMustSayWhy) {
+  nlohmann::json j = MinimalReport().ToJson();
+  j["checks"][0]["status"] = "fail";
+  j["checks"][0]["summary"] = "";
+  EXPECT_TRUE(Mentions(ReportSchemaViolations(j), "must say why"));
+}
+
+TEST(ReportSchema, DevicesNeedAnArchitecture) {
+  Report r = MinimalReport();
+  r.devices.push_back({{"index", 0}, {"name", "H200"}, {"uuid", "GPU-1"}, {"memory_bytes", 1}});
+  EXPECT_TRUE(Mentions(ReportSchemaViolations(r.ToJson()), "compute_capability or gfx"));
+}
+
+}  // namespace
+}  // namespace trainlock

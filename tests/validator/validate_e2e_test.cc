@@ -1,0 +1,158 @@
+// trainlock validate end to end on examples/tiny: the round trip passes bitwise across three
+// processes, the negative controls make it fail, and every report conforms to the schema.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "report.h"
+#include "test_support.h"
+
+namespace trainlock {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::RunTrainlock;
+
+struct Validation {
+  testing::RunResult run;
+  nlohmann::json report;
+};
+
+// One validation of a fresh copy of examples/tiny, with extra validator options.
+Validation Validate(const std::vector<std::string>& extra) {
+  testing::TempDir dir;
+  fs::path project = dir.path() / "tiny";
+  fs::create_directories(project);
+  testing::CopyExample("tiny", project);
+  fs::path out = dir.path() / "report.json";
+  std::vector<std::string> args = {"validate", project.string(), "--out", out.string(), "--threads", "2"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  Validation v{RunTrainlock(args), nlohmann::json()};
+  if (fs::exists(out)) v.report = nlohmann::json::parse(testing::ReadFile(out));
+  return v;
+}
+
+const nlohmann::json& Check(const nlohmann::json& report, const std::string& id) {
+  for (const auto& c : report["checks"]) {
+    if (c["id"] == id) return c;
+  }
+  static const nlohmann::json kMissing;
+  ADD_FAILURE() << "no check " << id;
+  return kMissing;
+}
+
+class ValidateTiny : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { pass_ = new Validation(Validate({})); }
+  static void TearDownTestSuite() { delete pass_; }
+  static const Validation& pass() { return *pass_; }
+
+ private:
+  static Validation* pass_;
+};
+Validation* ValidateTiny::pass_ = nullptr;
+
+TEST_F(ValidateTiny, PassesAndExitsZero) {
+  EXPECT_EQ(pass().run.exit_code, 0) << pass().run.out << pass().run.err;
+  EXPECT_EQ(pass().report["verdict"], "pass");
+}
+
+TEST_F(ValidateTiny, ResumeIsBitwiseEqualAcrossThreeProcesses) {
+  const auto& roundtrip = Check(pass().report, "train.roundtrip");
+  EXPECT_EQ(roundtrip["status"], "pass") << roundtrip["summary"];
+  EXPECT_EQ(roundtrip["metrics"]["bitwise_equal"], true);
+  EXPECT_EQ(roundtrip["metrics"]["max_abs_loss_diff"], 0.0);
+  EXPECT_EQ(roundtrip["metrics"]["preempted_with"], "SIGKILL");
+  std::set<int> pids;
+  for (const auto& [role, pid] : roundtrip["metrics"]["pids"].items()) pids.insert(pid.get<int>());
+  EXPECT_EQ(pids.size(), 3u);
+  EXPECT_EQ(roundtrip["metrics"]["losses_uninterrupted"], roundtrip["metrics"]["losses_resumed"]);
+}
+
+TEST_F(ValidateTiny, LossFallsOverTheRun) {
+  const auto& losses = Check(pass().report, "train.roundtrip")["metrics"]["losses_uninterrupted"];
+  ASSERT_GE(losses.size(), 2u);
+  EXPECT_LT(losses.back().get<double>(), losses.front().get<double>());
+}
+
+TEST_F(ValidateTiny, CheckpointTimeIsMeasured) {
+  const auto& m = Check(pass().report, "train.roundtrip")["metrics"];
+  EXPECT_GT(m["checkpoint_bytes"].get<int64_t>(), 0);
+  EXPECT_GT(m["save_s"].get<double>(), 0);
+  EXPECT_GT(m["restore_gbps"].get<double>(), 0);
+}
+
+TEST_F(ValidateTiny, EvalAndPortableCheckpointAgree) {
+  EXPECT_EQ(Check(pass().report, "train.eval")["status"], "pass");
+  const auto& portable = Check(pass().report, "ckpt.portable");
+  EXPECT_EQ(portable["status"], "pass") << portable["summary"];
+  EXPECT_EQ(portable["metrics"]["abs_diff"], 0.0);
+}
+
+TEST_F(ValidateTiny, StepIsMeasuredAtTheConfigShape) {
+  const auto& step = Check(pass().report, "train.step");
+  EXPECT_EQ(step["status"], "pass");
+  EXPECT_EQ(step["metrics"]["tokens"], 4 * 32 * 2);  // micro_batch x seq_len x grad_accum
+  EXPECT_GT(step["metrics"]["tokens_per_s"].get<double>(), 0);
+}
+
+TEST_F(ValidateTiny, EveryCheckIdAppearsOnceAndSkipsSayWhy) {
+  EXPECT_EQ(pass().report["checks"].size(), 18u);
+  for (const auto& c : pass().report["checks"]) {
+    if (c["status"] == "skip") {
+      EXPECT_FALSE(c["summary"].get<std::string>().empty()) << c["id"];
+    }
+  }
+}
+
+TEST_F(ValidateTiny, ReportConformsToTheSchemaAndCarriesTheLockIdentity) {
+  EXPECT_EQ(ReportSchemaViolations(pass().report), std::vector<std::string>{});
+  auto hash = RunTrainlock({"hash", (testing::SourceDir() / "examples/tiny").string()});
+  EXPECT_EQ(pass().report["lock_sha256"].get<std::string>() + "\n", hash.out);
+}
+
+TEST(ValidateNegativeControl, SkippingTheRngRestoreFailsTheRoundtrip) {
+  Validation v = Validate({"--negative-control", "rng"});
+  EXPECT_EQ(v.run.exit_code, 1);
+  const auto& roundtrip = Check(v.report, "train.roundtrip");
+  EXPECT_EQ(roundtrip["status"], "fail");
+  EXPECT_EQ(roundtrip["metrics"]["bitwise_equal"], false);
+  EXPECT_EQ(roundtrip["metrics"]["rng_restored"], false);
+  EXPECT_EQ(ReportSchemaViolations(v.report), std::vector<std::string>{});
+}
+
+TEST(ValidateNegativeControl, SkippingTheDataLoaderRestoreFailsTheRoundtrip) {
+  Validation v = Validate({"--negative-control", "data"});
+  EXPECT_EQ(v.run.exit_code, 1);
+  const auto& roundtrip = Check(v.report, "train.roundtrip");
+  EXPECT_EQ(roundtrip["status"], "fail");
+  EXPECT_EQ(roundtrip["metrics"]["first_divergent_step"], 4);  // the first step after the restore
+  EXPECT_EQ(ReportSchemaViolations(v.report), std::vector<std::string>{});
+}
+
+TEST(ValidateNegativeControl, ACorruptCheckpointIsRefusedNotLoaded) {
+  Validation v = Validate({"--negative-control", "corrupt"});
+  EXPECT_EQ(v.run.exit_code, 1);
+  const auto& roundtrip = Check(v.report, "train.roundtrip");
+  EXPECT_EQ(roundtrip["status"], "fail");
+  EXPECT_NE(roundtrip["summary"].get<std::string>().find("model.safetensors: sha256"), std::string::npos)
+      << roundtrip["summary"];
+  EXPECT_EQ(Check(v.report, "ckpt.portable")["status"], "fail");
+  EXPECT_EQ(ReportSchemaViolations(v.report), std::vector<std::string>{});
+}
+
+TEST(ValidateInput, AProjectWithoutALockIsBadInput) {
+  testing::TempDir dir;
+  testing::CopyExample("tiny", dir.path());
+  fs::remove(dir.path() / "trainlock.lock");
+  auto r = RunTrainlock({"validate", dir.path().string(), "--out", (dir.path() / "r.json").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("trainlock.lock: error: cannot read: no such file"), std::string::npos) << r.err;
+}
+
+TEST(ValidateInput, AnUnknownValidatorOptionIsBadInput) {
+  EXPECT_EQ(RunTrainlock({"validate", ".", "--frobnicate"}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace trainlock
