@@ -6,6 +6,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "catalog.h"
+#include "memory_model.h"
+#include "project.h"
 #include "subprocess.h"
 #include "worker.h"
 
@@ -43,6 +46,7 @@ class Coordinator {
   void CorruptLatestCheckpoint();
 
   CheckResult StepCheck(const WorkerRun& a) const;
+  CheckResult OutOfMemoryCheck(const WorkerRun& a) const;
   CheckResult RoundtripCheck(const WorkerRun& a, const WorkerRun& b, const WorkerRun& c) const;
   CheckResult EvalCheck(const WorkerRun& b, const WorkerRun& c) const;
   CheckResult PortableCheck(const WorkerRun& b, const WorkerRun& d) const;
@@ -134,6 +138,9 @@ std::vector<double> Losses(const nlohmann::json& result) {
 CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
   CheckResult c{"train.step", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
   std::string failure = Failure(a);
+  if (a.result.contains("error") && a.result["error"].value("kind", "") == "out_of_memory") {
+    return OutOfMemoryCheck(a);
+  }
   if (!failure.empty() || !a.result.contains("measurement")) {
     c.status = CheckStatus::kFail;
     c.summary = "the training step failed at the intended shape: " + (failure.empty() ? "no measurement" : failure);
@@ -155,7 +162,58 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
   } else {
     s << ", peak RSS " << m.value("peak_rss_bytes", int64_t{0}) / (1 << 20) << " MiB";
   }
+  // MFU against the catalog's dense peak for this device and precision.
+  const GpuModel* gpu = Catalog::Embedded().FindGpu(a.result.value("device_name", ""));
+  if (gpu && m.value("step_time_s", 0.0) > 0) {
+    Project project = LoadProject(o_.project, ManifestRequirement::kOptional);
+    const std::string& precision = project.config.training.precision;
+    double peak = (precision == "fp16" ? gpu->fp16_dense_tflops : gpu->bf16_dense_tflops) * 1e12;
+    if (peak > 0 && precision != "fp32") {
+      double mfu = m.value("flops", 0.0) / m["step_time_s"].get<double>() / peak;
+      c.metrics["mfu"] = mfu;
+      c.metrics["peak_tflops"] = peak / 1e12;
+      s << ", MFU " << static_cast<int>(mfu * 100 + 0.5) << "% of " << gpu->name << " dense " << precision;
+    }
+  }
+  if (!c.metrics.contains("mfu")) c.metrics["mfu"] = nullptr;
   c.summary = s.str();
+  return c;
+}
+
+// Out of memory at the intended shape is a finding with numbers and ranked remedies.
+CheckResult Coordinator::OutOfMemoryCheck(const WorkerRun& a) const {
+  CheckResult c{"train.step", CheckStatus::kFail, 0, "", "", nlohmann::json::object()};
+  const nlohmann::json& memory = a.result["error"].value("memory", nlohmann::json::object());
+  Project project = LoadProject(o_.project, ManifestRequirement::kOptional);
+  const TrainConfig& config = project.config;
+  double total = static_cast<double>(memory.value("device_total_bytes", int64_t{-1}));
+  MemoryEstimate estimate = EstimateTrainingMemory(config);
+  std::vector<std::string> remedies =
+      OutOfMemoryRemedies(config, total > 0 ? total : estimate.total_bytes() / 2, Catalog::Embedded());
+  c.metrics = memory;
+  c.metrics["out_of_memory"] = true;
+  c.metrics["error"] = a.result["error"]["message"];
+  c.metrics["seq_len"] = config.training.seq_len;
+  c.metrics["micro_batch"] = config.training.micro_batch;
+  c.metrics["estimate"] = {{"parameters", estimate.parameters},
+                           {"weights_bytes", estimate.weights_bytes},
+                           {"grads_bytes", estimate.grads_bytes},
+                           {"optimizer_bytes", estimate.optimizer_bytes},
+                           {"activation_bytes", estimate.activation_bytes},
+                           {"logits_bytes", estimate.logits_bytes},
+                           {"total_bytes", estimate.total_bytes()}};
+  c.metrics["remedies"] = remedies;
+  c.summary = "out of memory at seq_len " + std::to_string(config.training.seq_len) + ", micro_batch " +
+              std::to_string(config.training.micro_batch) + ": the step needs about " +
+              GiB(estimate.total_bytes()) + " (weights " + GiB(estimate.weights_bytes) + ", grads " +
+              GiB(estimate.grads_bytes) + ", AdamW " + GiB(estimate.optimizer_bytes) + ", activations " +
+              GiB(estimate.activation_bytes) + ", logits " + GiB(estimate.logits_bytes) + ")" +
+              (total > 0 ? "; the device has " + GiB(total) + ", peak reserved " +
+                               GiB(static_cast<double>(memory.value("peak_reserved_bytes", int64_t{0})))
+                         : "");
+  for (size_t i = 0; i < remedies.size(); ++i) {
+    c.remedy += (i ? "; " : "") + std::to_string(i + 1) + ") " + remedies[i];
+  }
   return c;
 }
 
@@ -301,6 +359,16 @@ std::vector<CheckResult> Coordinator::Run() {
   WorkerRun a = Start("a-uninterrupted", {"--steps", steps, "--measure-step", std::to_string(std::min<int64_t>(2, o_.steps)),
                                           "--final-state", (o_.work_dir / "a-final.safetensors").string()}, false);
   double a_s = Seconds(t0);
+  if (a.result.contains("error") && a.result["error"].value("kind", "") == "out_of_memory") {
+    // Nothing to resume: every later process would fail the same way.
+    const std::string why = "the training step does not fit (see train.step); nothing to resume";
+    std::vector<CheckResult> checks = {StepCheck(a)};
+    for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"}) {
+      checks.push_back({id, CheckStatus::kSkip, 0, why, "apply a train.step remedy first", nlohmann::json::object()});
+    }
+    checks[0].duration_s = a_s;
+    return checks;
+  }
   auto t1 = Clock::now();
   WorkerRun b = Start("b-preempted", {"--steps", steps, "--save-at", at}, true);
   double b_s = Seconds(t1);

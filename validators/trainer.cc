@@ -10,6 +10,11 @@
 
 #include "torch_compat.h"
 
+#if defined(TRAINLOCK_WITH_CUDA)
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <cuda_runtime_api.h>
+#endif
+
 namespace trainlock::validate {
 namespace {
 
@@ -51,6 +56,15 @@ int64_t PeakRssBytes() {
 }
 
 }  // namespace
+
+bool IsOutOfMemory(const std::exception& e) {
+#if TORCH_VERSION_MAJOR >= 2
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) return true;
+#endif
+  std::string what = e.what();
+  return what.find("out of memory") != std::string::npos ||
+         what.find("Out of memory") != std::string::npos;
+}
 
 Trainer::Trainer(const TrainConfig& config, const TrainerOptions& options,
                  std::unique_ptr<TokenSource> data)
@@ -94,7 +108,7 @@ double Trainer::LearningRate() const {
 
 double Trainer::ForwardBackward() {
   const int64_t accum = config_.training.grad_accum;
-  double total = 0;
+  std::vector<torch::Tensor> losses;
   for (int64_t micro = 0; micro < accum; ++micro) {
     Batch batch = loader_->Next();
     torch::Tensor inputs = ToDevice(batch.inputs, batch.rows, batch.cols);
@@ -102,11 +116,14 @@ double Trainer::ForwardBackward() {
     if (autocast_) SetCudaAutocast(true, autocast_dtype_);
     torch::Tensor loss = model_->Loss(inputs, targets);
     if (autocast_) SetCudaAutocast(false, autocast_dtype_);
-    total += loss.item<double>();
+    losses.push_back(loss.detach());
     torch::Tensor scaled = loss / static_cast<double>(accum);
     if (scaling_) scaled = scaled * loss_scale_;
     scaled.backward();
   }
+  // Read the losses once, after all the work is queued: no device sync between micro-batches.
+  double total = 0;
+  for (const torch::Tensor& l : losses) total += l.item<double>();
   return total / static_cast<double>(accum);
 }
 
@@ -140,16 +157,25 @@ bool Trainer::ApplyOptimizer() {
   const double t = static_cast<double>(step_ + 1);
   const double bias1 = 1.0 - std::pow(o.beta1, t);
   const double bias2_sqrt = std::sqrt(1.0 - std::pow(o.beta2, t));
+  std::vector<torch::Tensor> p, g, m, v;
   for (size_t i = 0; i < params.size(); ++i) {
-    torch::Tensor& p = params[i];
-    if (!p.grad().defined()) continue;
-    const torch::Tensor& g = p.grad();
-    p.mul_(1.0 - lr * o.weight_decay);
-    exp_avg_[i].mul_(o.beta1).add_(g, 1.0 - o.beta1);
-    exp_avg_sq_[i].mul_(o.beta2).addcmul_(g, g, 1.0 - o.beta2);
-    torch::Tensor denom = (exp_avg_sq_[i].sqrt() / bias2_sqrt).add_(o.eps);
-    p.addcdiv_(exp_avg_[i], denom, -lr / bias1);
+    if (!params[i].grad().defined()) continue;
+    p.push_back(params[i]);
+    g.push_back(params[i].grad());
+    m.push_back(exp_avg_[i]);
+    v.push_back(exp_avg_sq_[i]);
   }
+  // Multi-tensor (foreach) kernels, as torch.optim.AdamW uses on GPUs: a few launches for all
+  // parameters instead of several per parameter.
+  at::_foreach_mul_(p, 1.0 - lr * o.weight_decay);
+  at::_foreach_mul_(m, o.beta1);
+  at::_foreach_add_(m, g, 1.0 - o.beta1);
+  at::_foreach_mul_(v, o.beta2);
+  at::_foreach_addcmul_(v, g, g, 1.0 - o.beta2);
+  std::vector<torch::Tensor> denom = at::_foreach_sqrt(v);
+  at::_foreach_div_(denom, bias2_sqrt);
+  at::_foreach_add_(denom, o.eps);
+  at::_foreach_addcdiv_(p, m, denom, -lr / bias1);
   return true;
 }
 
@@ -161,12 +187,39 @@ double Trainer::Step() {
   return loss;
 }
 
+DeviceMemory ReadDeviceMemory(const torch::Device& device) {
+  DeviceMemory d;
+#if defined(TRAINLOCK_WITH_CUDA)
+  if (device.is_cuda()) {
+    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    d.peak_allocated_bytes = stats.allocated_bytes[0].peak;  // [0]: StatType::AGGREGATE
+    d.peak_reserved_bytes = stats.reserved_bytes[0].peak;
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+      d.device_used_bytes = static_cast<int64_t>(total_bytes - free_bytes);
+      d.device_total_bytes = static_cast<int64_t>(total_bytes);
+    }
+  }
+#else
+  (void)device;
+#endif
+  return d;
+}
+
 double Trainer::MeasuredStep(StepMeasurement* m) {
   const bool cuda = options_.device.is_cuda();
   if (cuda) torch::cuda::synchronize();
+#if defined(TRAINLOCK_WITH_CUDA)
+  if (cuda) c10::cuda::CUDACachingAllocator::resetPeakStats(options_.device.index());
+#endif
   auto start = std::chrono::steady_clock::now();
   double loss = Step();
   if (cuda) torch::cuda::synchronize();
+  DeviceMemory memory = ReadDeviceMemory(options_.device);
+  m->peak_allocated_bytes = memory.peak_allocated_bytes;
+  m->peak_reserved_bytes = memory.peak_reserved_bytes;
+  m->device_used_bytes = memory.device_used_bytes;
+  m->device_total_bytes = memory.device_total_bytes;
   m->step_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const TrainingConfig& t = config_.training;
   m->tokens = t.micro_batch * t.seq_len * t.grad_accum;

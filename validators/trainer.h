@@ -37,6 +37,18 @@ struct StepMeasurement {
   int64_t peak_rss_bytes = -1;  // the process's peak resident set (all builds)
 };
 
+// The caching allocator's peaks and the device's own view (cudaMemGetInfo); -1 off CUDA.
+struct DeviceMemory {
+  int64_t peak_allocated_bytes = -1;
+  int64_t peak_reserved_bytes = -1;
+  int64_t device_used_bytes = -1;
+  int64_t device_total_bytes = -1;
+};
+DeviceMemory ReadDeviceMemory(const torch::Device& device);
+
+// True when `e` is LibTorch's out-of-memory error (CUDA or host allocator).
+bool IsOutOfMemory(const std::exception& e);
+
 struct RestoreOptions {
   bool rng = true;   // false only for the negative control that proves the test can fail
   bool data = true;  // likewise for the data-loader position

@@ -15,6 +15,10 @@
 #include "torch_compat.h"
 #include "trainer.h"
 
+#if defined(TRAINLOCK_WITH_CUDA)
+#include <ATen/cuda/CUDAContext.h>
+#endif
+
 namespace trainlock::validate {
 namespace fs = std::filesystem;
 namespace {
@@ -136,6 +140,9 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
   RunSetup setup = SetupFromProject(o.project, o.steps);
   std::unique_ptr<Trainer> trainer = MakeTrainer(setup, device, &result);
   result["device"] = device.str();
+#if defined(TRAINLOCK_WITH_CUDA)
+  if (device.is_cuda()) result["device_name"] = at::cuda::getDeviceProperties(device.index())->name;
+#endif
   if (o.restore) {
     auto latest = LatestCheckpoint(o.checkpoint_root);
     if (!latest) throw CheckpointError(o.checkpoint_root.string() + ": no complete checkpoint to restore");
@@ -238,7 +245,15 @@ int RunWorker(const WorkerOptions& o) {
     code = kWorkerBadInput;
   } catch (const std::exception& e) {
     std::string message = e.what();
-    result["error"] = {{"kind", "training"}, {"message", message.substr(0, message.find('\n'))}};
+    result["error"] = {{"kind", IsOutOfMemory(e) ? "out_of_memory" : "training"},
+                       {"message", message.substr(0, message.find('\n'))}};
+    if (IsOutOfMemory(e)) {
+      DeviceMemory m = ReadDeviceMemory(PickDevice(o.device));
+      result["error"]["memory"] = {{"peak_allocated_bytes", m.peak_allocated_bytes},
+                                   {"peak_reserved_bytes", m.peak_reserved_bytes},
+                                   {"device_used_bytes", m.device_used_bytes},
+                                   {"device_total_bytes", m.device_total_bytes}};
+    }
     code = kWorkerTrainingFailed;
   }
   WriteResult(o, result);

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The GPU run, on the device machine (Ubuntu 24.04, H200, torch 2.11+cu130 in python3): builds
+# trainlock and the validator against that torch, runs the validator tests on the GPU,
+# validates examples/h200-pilot, runs the Python reference for train.step in the same run,
+# and leaves reports and tables in $OUT (default build-gpu/out).
+# The machine has no toml++: a copy of Debian's headers travels in .toml/ (git-ignored):
+#   mkdir -p .toml && cp -r /usr/include/toml++ .toml/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# NVLink multicast stays off on shared machines (the device tool's KINDS.md says why).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+OUT=${OUT:-$PWD/build-gpu/out}
+mkdir -p "$OUT"
+log() { echo "== $(date -u +%H:%M:%S) $*"; }
+
+prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+log "configure (torch at $prefix)"
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$prefix" \
+  -DTOMLPP_INCLUDE_DIR="$PWD/.toml" -DTRAINLOCK_WERROR=OFF >"$OUT/configure.log" 2>&1 ||
+  { tail -40 "$OUT/configure.log"; exit 1; }
+log "build"
+cmake --build build-gpu -j "$(nproc)" >"$OUT/build.log" 2>&1 || { grep -E "error" -A3 "$OUT/build.log" | head -60; exit 1; }
+grep -c "warning:" "$OUT/build.log" | sed 's/^/build warnings: /' || true
+
+log "validator tests (CPU parts and GPU end to end)"
+build-gpu/bin/validator_tests --gtest_brief=1 >"$OUT/validator-tests.log" 2>&1 && tail -3 "$OUT/validator-tests.log" ||
+  { grep -E "FAILED|Failure" -A5 "$OUT/validator-tests.log" | head -40; }
+
+log "tiny on the GPU"
+build-gpu/bin/trainlock-validate examples/tiny --device cuda --out "$OUT/tiny-gpu-report.json" || true
+
+log "h200-pilot"
+start=$(date +%s.%N)
+build-gpu/bin/trainlock validate examples/h200-pilot --out "$OUT/h200-pilot-report.json" \
+  --work-dir "$PWD/build-gpu/work-pilot" --keep-work || true
+end=$(date +%s.%N)
+echo "time to full verdict: $(python3 -c "print(round($end - $start, 1))") s" | tee "$OUT/pilot-verdict-time.txt"
+
+log "Python reference step"
+python3 bench/python_step.py examples/h200-pilot/configs/llama-1b.yaml >"$OUT/python-step.json"
+python3 bench/compare_step.py "$OUT/h200-pilot-report.json" "$OUT/python-step.json" | tee "$OUT/step-table.md"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$OUT/gpu.txt" || true
+log "done"
