@@ -116,10 +116,10 @@ LlamaBodyImpl::LlamaBodyImpl(const ModelConfig& c) {
   norm = register_module("norm", RMSNorm(c.hidden_size, c.norm_eps));
 }
 
-LlamaImpl::LlamaImpl(const ModelConfig& c) : config_(c) {
+LlamaImpl::LlamaImpl(const ModelConfig& c, bool init) : config_(c) {
   model = register_module("model", LlamaBody(c));
   if (!c.tie_embeddings) lm_head = register_module("lm_head", MakeLinear(c.hidden_size, c.vocab_size));
-  InitWeights();
+  if (init) InitWeights();
 }
 
 void LlamaImpl::InitWeights() {

@@ -65,7 +65,9 @@ TORCH_MODULE(LlamaBody);
 
 class LlamaImpl : public torch::nn::Module {
  public:
-  explicit LlamaImpl(const ModelConfig& c);
+  // `init` = false leaves LibTorch's default initialisation, for a caller that moves the
+  // model to its device first and calls InitWeights() there (fast on a GPU).
+  explicit LlamaImpl(const ModelConfig& c, bool init = true);
   // Logits [batch, seq, vocab] for tokens [batch, seq].
   torch::Tensor forward(const torch::Tensor& tokens);
   // Mean next-token cross-entropy of `tokens` against `targets`, in fp32.

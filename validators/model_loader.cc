@@ -29,7 +29,10 @@ nlohmann::json ReadJson(const fs::path& file) {
 void CheckConfigJson(const fs::path& file, const ModelConfig& c) {
   nlohmann::json j = ReadJson(file);
   auto expect = [&](const char* key, int64_t want, int64_t fallback) {
-    int64_t got = j.contains(key) && j[key].is_number_integer() ? j[key].get<int64_t>() : fallback;
+    if (j.contains(key) && !j[key].is_number_integer()) {
+      throw ModelLoadError(file.string() + ": " + key + " must be an integer, not " + j[key].dump());
+    }
+    int64_t got = j.contains(key) ? j[key].get<int64_t>() : fallback;
     if (got != want) {
       throw ModelLoadError(file.string() + ": " + key + " is " + std::to_string(got) +
                            " but the training config builds " + std::to_string(want));
@@ -41,6 +44,10 @@ void CheckConfigJson(const fs::path& file, const ModelConfig& c) {
   expect("num_key_value_heads", c.num_kv_heads, j.value("num_attention_heads", int64_t{-1}));
   expect("intermediate_size", c.intermediate_size, -1);
   expect("vocab_size", c.vocab_size, -1);
+  if (j.contains("tie_word_embeddings") && !j["tie_word_embeddings"].is_boolean()) {
+    throw ModelLoadError(file.string() + ": tie_word_embeddings must be true or false, not " +
+                         j["tie_word_embeddings"].dump());
+  }
   bool tied = j.value("tie_word_embeddings", false);
   if (tied != c.tie_embeddings) {
     throw ModelLoadError(file.string() + ": tie_word_embeddings is " + (tied ? "true" : "false") +

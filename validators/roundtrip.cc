@@ -269,13 +269,24 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
     max_diff = std::max(max_diff, d);
     losses_equal = losses_equal && la[i] == resumed[i].get<double>();
   }
-  std::string sa = a.result["final_state"].value("sha256", "a"), sc = c.result["final_state"].value("sha256", "c");
-  bool states_equal = sa == sc;
+  const nlohmann::json& fa = a.result["final_state"]["fingerprints"];
+  const nlohmann::json& fc = c.result["final_state"]["fingerprints"];
+  bool states_equal = fa == fc && !fa.empty();
   std::string first_tensor;
-  double state_diff = 0;
+  nlohmann::json state_diff = 0.0;
   if (!states_equal) {
-    state_diff = MaxAbsStateDifference(a.result["final_state"]["file"].get<std::string>(),
-                                       c.result["final_state"]["file"].get<std::string>(), &first_tensor);
+    for (auto& [name, fingerprint] : fa.items()) {
+      if (!fc.contains(name) || fc[name] != fingerprint) {
+        first_tensor = name;
+        break;
+      }
+    }
+    state_diff = nullptr;  // unknown unless both states were written out
+    if (a.result["final_state"].contains("file") && c.result["final_state"].contains("file")) {
+      std::string ignored;
+      state_diff = MaxAbsStateDifference(a.result["final_state"]["file"].get<std::string>(),
+                                         c.result["final_state"]["file"].get<std::string>(), &ignored);
+    }
   }
   bool bitwise = losses_equal && states_equal;
   r.metrics["bitwise_equal"] = bitwise;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "sha256.h"
 
@@ -141,7 +142,13 @@ WrittenFile WriteSafetensors(const std::filesystem::path& file,
 
 std::map<std::string, torch::Tensor> ReadSafetensors(const std::filesystem::path& path) {
   const std::string where = path.string();
-  File in(path, O_RDONLY);
+  std::optional<File> opened;
+  try {
+    opened.emplace(path, O_RDONLY);
+  } catch (const std::runtime_error& e) {
+    throw SafetensorsError(e.what());
+  }
+  File& in = *opened;
   const uint64_t file_size = in.Size();
   unsigned char prefix[8];
   if (file_size < 8 || !in.ReadAt(prefix, 8, 0)) {

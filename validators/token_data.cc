@@ -188,8 +188,13 @@ nlohmann::json WindowLoader::State() const {
 
 void WindowLoader::Restore(const nlohmann::json& state) {
   if (state.value("train_windows", int64_t{-1}) != train_windows_ ||
-      state.value("seq_len", int64_t{-1}) != seq_len_ || state.value("seed", uint64_t{0}) != seed_) {
+      state.value("seq_len", int64_t{-1}) != seq_len_ || state.value("seed", uint64_t{0}) != seed_ ||
+      state.value("shuffle", !shuffle_) != shuffle_) {
     throw std::runtime_error("data-loader state was saved for different data (" + state.dump() + ")");
+  }
+  if (state.at("cursor").get<uint64_t>() > static_cast<uint64_t>(train_windows_)) {
+    throw std::runtime_error("data-loader state has cursor " + state["cursor"].dump() +
+                             " past the epoch's " + std::to_string(train_windows_) + " windows");
   }
   epoch_ = state.at("epoch").get<uint64_t>();
   cursor_ = state.at("cursor").get<uint64_t>();

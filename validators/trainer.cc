@@ -57,6 +57,24 @@ int64_t PeakRssBytes() {
 
 }  // namespace
 
+std::string TensorFingerprint(const torch::Tensor& t) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor flat = t.detach().contiguous().view({-1});
+  at::ScalarType as = flat.element_size() == 8   ? torch::kLong
+                      : flat.element_size() == 4 ? torch::kInt
+                      : flat.element_size() == 2 ? torch::kShort
+                                                 : torch::kByte;
+  torch::Tensor bits = flat.view(as).to(torch::kLong);
+  torch::Tensor position = torch::arange(bits.numel(), bits.options());
+  // Odd multipliers keep every position's weight invertible mod 2^64.
+  const int64_t offset = 0x7F4A7C15, multiplier = 0x9E3779B1, base = 0x632BE5AB;
+  torch::Tensor weighted = (bits + offset) * (position * multiplier + base);
+  const int64_t sum = weighted.sum().item().toLong();
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(sum));
+  return buf;
+}
+
 bool IsOutOfMemory(const std::exception& e) {
 #if TORCH_VERSION_MAJOR >= 2
   if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) return true;
@@ -77,9 +95,10 @@ Trainer::Trainer(const TrainConfig& config, const TrainerOptions& options,
   int64_t eval_windows = std::max<int64_t>(1, options_.eval_batches) * t.micro_batch;
   loader_ = std::make_unique<WindowLoader>(*data_, t.seq_len, t.micro_batch, options_.seed,
                                            t.shuffle, eval_windows);
-  torch::manual_seed(options_.seed);
-  model_ = Llama(config_.model);
+  model_ = Llama(config_.model, /*init=*/false);
   model_->to(options_.device);
+  torch::manual_seed(options_.seed);  // seeds every device's generator too
+  model_->InitWeights();
   model_->train();
   for (auto& item : model_->named_parameters()) {
     params_.emplace_back(item.key(), item.value());
@@ -330,12 +349,13 @@ void Trainer::Restore(const CheckpointContents& c, const RestoreOptions& options
   if (options.rng) SetRngState(c.state.at("rng"));
 }
 
-std::vector<NamedTensor> Trainer::FinalState() {
+std::vector<NamedTensor> Trainer::FinalState(bool on_device) {
   std::vector<NamedTensor> out;
   for (size_t i = 0; i < params_.size(); ++i) {
-    out.push_back({params_[i].first, params_[i].second.detach().to(torch::kCPU)});
-    out.push_back({params_[i].first + ".exp_avg", exp_avg_[i].to(torch::kCPU)});
-    out.push_back({params_[i].first + ".exp_avg_sq", exp_avg_sq_[i].to(torch::kCPU)});
+    torch::Device where = on_device ? options_.device : torch::Device(torch::kCPU);
+    out.push_back({params_[i].first, params_[i].second.detach().to(where)});
+    out.push_back({params_[i].first + ".exp_avg", exp_avg_[i].to(where)});
+    out.push_back({params_[i].first + ".exp_avg_sq", exp_avg_sq_[i].to(where)});
   }
   return out;
 }

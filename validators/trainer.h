@@ -46,6 +46,11 @@ struct DeviceMemory {
 };
 DeviceMemory ReadDeviceMemory(const torch::Device& device);
 
+// An exact, order-sensitive 64-bit fingerprint of a tensor's bytes, computed where the tensor
+// lives: equal tensors always agree, and any changed bit changes it (barring a 2^-64
+// coincidence). Integer sums are deterministic on every device, unlike float reductions.
+std::string TensorFingerprint(const torch::Tensor& t);
+
 // True when `e` is LibTorch's out-of-memory error (CUDA or host allocator).
 bool IsOutOfMemory(const std::exception& e);
 
@@ -68,8 +73,9 @@ class Trainer {
 
   CheckpointContents Capture();
   void Restore(const CheckpointContents& contents, const RestoreOptions& options = {});
-  // Parameters and optimizer moments on the CPU, for bitwise comparison between runs.
-  std::vector<NamedTensor> FinalState();
+  // Parameters and optimizer moments (on the CPU, or where they live), for bitwise
+  // comparison between runs.
+  std::vector<NamedTensor> FinalState(bool on_device = false);
 
   int64_t step() const { return step_; }
   Llama& model() { return model_; }

@@ -148,7 +148,7 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
     if (!latest) throw CheckpointError(o.checkpoint_root.string() + ": no complete checkpoint to restore");
     CheckpointIo io;
     CheckpointContents contents = LoadCheckpoint(*latest, &io);
-    if (contents.state.value("lock_sha256", "") != setup.identity["lock_sha256"]) {
+    if (contents.state.value("lock_sha256", "") != setup.identity["lock_sha256"].get<std::string>()) {
       throw CheckpointError(latest->string() + ": written for lock " +
                             contents.state.value("lock_sha256", "?").substr(0, 12) +
                             "..., not this lock");
@@ -187,8 +187,20 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
     }
   }
   if (!o.final_state.empty()) {
-    WrittenFile f = WriteSafetensors(o.final_state, trainer->FinalState());
-    result["final_state"] = {{"file", o.final_state.string()}, {"sha256", f.sha256}, {"bytes", f.bytes}};
+    // Fingerprints of every tensor, computed on the device; the state itself is written out
+    // (for the element-wise difference when runs disagree) only while it is small.
+    std::vector<NamedTensor> state = trainer->FinalState(/*on_device=*/true);
+    nlohmann::json fingerprints = nlohmann::json::object();
+    uint64_t bytes = 0;
+    for (const NamedTensor& t : state) {
+      fingerprints[t.name] = TensorFingerprint(t.tensor);
+      bytes += static_cast<uint64_t>(t.tensor.numel()) * t.tensor.element_size();
+    }
+    result["final_state"] = {{"fingerprints", fingerprints}, {"bytes", bytes}};
+    if (bytes <= (uint64_t{1} << 30)) {
+      WriteSafetensors(o.final_state, state);
+      result["final_state"]["file"] = o.final_state.string();
+    }
   }
   if (o.save_at > 0) {
     // The saving worker is the one the coordinator preempts: wait for its SIGKILL.

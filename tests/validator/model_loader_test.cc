@@ -386,5 +386,21 @@ TEST_F(ModelLoaderTest, ReportsAMalformedSafetensorsFileAsALoadError) {
   EXPECT_TRUE(Contains(error, "truncated")) << error;
 }
 
+TEST_F(ModelLoaderTest, ReportsAnUnopenableWeightsFileAsALoadError) {
+  fs::create_symlink(dir() / "blobs" / "absent", SingleFile());
+  std::string error = LoadError();
+  EXPECT_TRUE(Contains(error, SingleFile().string())) << error;
+}
+
+TEST_F(ModelLoaderTest, RefusesANonBooleanTieWordEmbeddings) {
+  WriteTensors(SingleFile(), tensors_);
+  nlohmann::json config = ConfigJson(config_);
+  config["tie_word_embeddings"] = "no";
+  WriteFile(dir() / "config.json", config.dump(2));
+  std::string error = LoadError();
+  EXPECT_TRUE(Contains(error, (dir() / "config.json").string())) << error;
+  EXPECT_TRUE(Contains(error, "tie_word_embeddings")) << error;
+}
+
 }  // namespace
 }  // namespace trainlock::validate

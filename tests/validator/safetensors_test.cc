@@ -65,7 +65,7 @@ std::vector<NamedTensor> SampleTensors() {
       {"f16", torch::randn({2, 3}).to(torch::kHalf)},
       {"i64", torch::arange(-4, 6, torch::kLong).view({2, 5})},
       {"u8", torch::randint(0, 256, {7}, torch::kByte)},
-      {"scalar", torch::tensor(3.25f).view({})},
+      {"scalar", torch::scalar_tensor(3.25, torch::kFloat)},
   };
 }
 
@@ -330,12 +330,7 @@ TEST_F(SafetensorsTest, AMissingFileIsAnErrorNamingIt) {
   }
 }
 
-// Product bug: safetensors.h documents SafetensorsError as "a malformed or unreadable file" and
-// ReadSafetensors as throwing SafetensorsError "on any problem", but a file that cannot be opened
-// throws a plain std::runtime_error from the File helper (safetensors.cc), so callers that
-// translate SafetensorsError (LoadHfWeights -> ModelLoadError, LoadCheckpoint ->
-// CheckpointError) let it escape untranslated.
-TEST_F(SafetensorsTest, DISABLED_AnUnreadableFileIsASafetensorsError) {
+TEST_F(SafetensorsTest, AnUnreadableFileIsASafetensorsError) {
   fs::path file = Path("absent.safetensors");
   std::string error = ReadError(file);
   EXPECT_NE(error.find(file.string()), std::string::npos) << error;

@@ -86,18 +86,18 @@ bool Contains(const std::string& haystack, const std::string& needle) {
 
 // --- SyntheticTokens ---
 
-TEST(SyntheticTokensTest, IsDeterministicForASeed) {
+TEST(TokenDataSyntheticTokensTest, IsDeterministicForASeed) {
   auto a = SyntheticTokens(42, 1000, 4096);
   auto b = SyntheticTokens(42, 1000, 4096);
   EXPECT_EQ(a->size(), 4096u);
   EXPECT_EQ(ReadAll(*a), ReadAll(*b));
 }
 
-TEST(SyntheticTokensTest, DiffersAcrossSeeds) {
+TEST(TokenDataSyntheticTokensTest, DiffersAcrossSeeds) {
   EXPECT_NE(ReadAll(*SyntheticTokens(1, 1000, 4096)), ReadAll(*SyntheticTokens(2, 1000, 4096)));
 }
 
-TEST(SyntheticTokensTest, TokensAreInsideTheVocabulary) {
+TEST(TokenDataSyntheticTokensTest, TokensAreInsideTheVocabulary) {
   for (int64_t vocab : {2, 50, 1000, 50257}) {
     SCOPED_TRACE(vocab);
     for (int64_t t : ReadAll(*SyntheticTokens(7, vocab, 4096))) {
@@ -107,7 +107,7 @@ TEST(SyntheticTokensTest, TokensAreInsideTheVocabulary) {
   }
 }
 
-TEST(SyntheticTokensTest, AnyRangeReadsTheSameTokensAsTheWhole) {
+TEST(TokenDataSyntheticTokensTest, AnyRangeReadsTheSameTokensAsTheWhole) {
   auto source = SyntheticTokens(3, 500, 1000);
   std::vector<int64_t> all = ReadAll(*source);
   std::vector<int64_t> part(37);
@@ -117,7 +117,7 @@ TEST(SyntheticTokensTest, AnyRangeReadsTheSameTokensAsTheWhole) {
 
 // --- ShardTokens ---
 
-class ShardTokensTest : public ::testing::Test {
+class TokenDataShardTokensTest : public ::testing::Test {
  protected:
   fs::path Write(const std::string& name, const std::string& bytes) const {
     WriteFile(dir_.path() / name, bytes);
@@ -126,7 +126,7 @@ class ShardTokensTest : public ::testing::Test {
   TempDir dir_;
 };
 
-TEST_F(ShardTokensTest, ReadsUint16ShardsConcatenated) {
+TEST_F(TokenDataShardTokensTest, ReadsUint16ShardsConcatenated) {
   std::vector<uint64_t> first = {0, 1, 255, 256, 258, 65535, 4660};
   std::vector<uint64_t> second = {43981, 7, 513};
   auto source = ShardTokens(
@@ -138,7 +138,7 @@ TEST_F(ShardTokensTest, ReadsUint16ShardsConcatenated) {
   EXPECT_TRUE(Contains(source->Describe(), "2 token shard(s)")) << source->Describe();
 }
 
-TEST_F(ShardTokensTest, ReadsUint32ShardsConcatenated) {
+TEST_F(TokenDataShardTokensTest, ReadsUint32ShardsConcatenated) {
   std::vector<uint64_t> first = {0, 65536, 70000, 16777216, 151935};
   std::vector<uint64_t> second = {1, 123456, 99999};
   auto source =
@@ -153,7 +153,7 @@ TEST_F(ShardTokensTest, ReadsUint32ShardsConcatenated) {
   EXPECT_EQ(across, (std::vector<int64_t>{151935, 1, 123456, 99999}));
 }
 
-TEST_F(ShardTokensTest, RefusesATokenOutsideTheVocabularyNamingFileAndIndex) {
+TEST_F(TokenDataShardTokensTest, RefusesATokenOutsideTheVocabularyNamingFileAndIndex) {
   fs::path a = Write("a.bin", ShardBytes({1, 2, 3}, 2));
   fs::path b = Write("b.bin", ShardBytes({4, 5, 6, 1000, 7}, 2));
   auto source = ShardTokens({a, b}, 2, 1000);
@@ -165,7 +165,7 @@ TEST_F(ShardTokensTest, RefusesATokenOutsideTheVocabularyNamingFileAndIndex) {
   EXPECT_TRUE(Contains(error, "token 1000 at index 3")) << error;
 }
 
-TEST_F(ShardTokensTest, RefusesAFileThatIsNotAWholeNumberOfTokens) {
+TEST_F(TokenDataShardTokensTest, RefusesAFileThatIsNotAWholeNumberOfTokens) {
   fs::path a = Write("a.bin", ShardBytes({1, 2}, 2));
   fs::path b = Write("b.bin", std::string(7, '\1'));
   std::string error = RuntimeError([&] { ShardTokens({a, b}, 2, 1000); });
@@ -178,7 +178,7 @@ TEST_F(ShardTokensTest, RefusesAFileThatIsNotAWholeNumberOfTokens) {
   EXPECT_TRUE(Contains(error, "4-byte tokens")) << error;
 }
 
-TEST_F(ShardTokensTest, RefusesAMissingFileNamingIt) {
+TEST_F(TokenDataShardTokensTest, RefusesAMissingFileNamingIt) {
   fs::path missing = dir_.path() / "missing.bin";
   std::string error = RuntimeError([&] { ShardTokens({missing}, 2, 1000); });
   EXPECT_TRUE(Contains(error, missing.string())) << error;
@@ -355,10 +355,7 @@ TEST(WindowLoaderTest, RefusesStateFromALoaderOverDifferentData) {
   EXPECT_TRUE(Contains(error, "different data")) << error;
 }
 
-// Product bug: State() records "shuffle", but Restore() (token_data.cc) does not compare it, so
-// a shuffled loader's state restores silently into an unshuffled loader (and vice versa), which
-// then serves a different stream than the one that was saved.
-TEST(WindowLoaderTest, DISABLED_RefusesStateFromALoaderWithOtherShuffling) {
+TEST(WindowLoaderTest, RefusesStateFromALoaderWithOtherShuffling) {
   Positions source(8 * 48 + 1);
   WindowLoader shuffled(source, 8, 4, 9, /*shuffle=*/true, 8);
   shuffled.Next();
@@ -366,11 +363,7 @@ TEST(WindowLoaderTest, DISABLED_RefusesStateFromALoaderWithOtherShuffling) {
   EXPECT_THROW(ordered.Restore(shuffled.State()), std::runtime_error);
 }
 
-// Product bug: Restore() (token_data.cc) accepts any "cursor"; one beyond train_windows makes
-// Next() index order_ out of bounds (shuffle) or serve evaluation/out-of-range windows (no
-// shuffle), because Next() only wraps when the cursor equals train_windows. A state that does not
-// fit the data should be refused like one for different data.
-TEST(WindowLoaderTest, DISABLED_RefusesStateWithACursorPastTheEpoch) {
+TEST(WindowLoaderTest, RefusesStateWithACursorPastTheEpoch) {
   Positions source(8 * 48 + 1);
   WindowLoader loader(source, 8, 4, 9, true, 8);
   nlohmann::json state = loader.State();
