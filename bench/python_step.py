@@ -96,7 +96,13 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("config")
     parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--deterministic", action="store_true",
+                        help="deterministic algorithms, as the validator runs (bitwise resume)")
     args = parser.parse_args()
+    if args.deterministic:
+        import os
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True)
     cfg = yaml.safe_load(open(args.config))
     m, t = cfg["model"], cfg["training"]
     torch.manual_seed(0)
@@ -135,7 +141,8 @@ def main():
             peaks = {"peak_allocated_bytes": torch.cuda.max_memory_allocated(),
                      "peak_reserved_bytes": torch.cuda.max_memory_reserved(),
                      "device_used_bytes": total - free, "device_total_bytes": total}
-    json.dump({"torch": torch.__version__, "device": torch.cuda.get_device_name(0), **peaks,
+    json.dump({"torch": torch.__version__, "device": torch.cuda.get_device_name(0),
+               "deterministic": args.deterministic, **peaks,
                "step_time_s": times[0], "step_time_median_s": statistics.median(times),
                "tokens_per_step": mb * seq * accum}, sys.stdout, indent=2)
     print()

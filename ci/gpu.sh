@@ -55,10 +55,14 @@ pilot() {
 stage "h200-pilot" pilot
 
 reference() {
-  python3 bench/python_step.py examples/h200-pilot/configs/llama-1b.yaml >"$OUT/python-step.json" &&
-    python3 bench/compare_step.py "$OUT/h200-pilot-report.json" "$OUT/python-step.json" | tee "$OUT/step-table.md"
+  python3 bench/python_step.py examples/h200-pilot/configs/llama-1b.yaml --deterministic \
+    >"$OUT/python-step.json" &&
+    python3 bench/python_step.py examples/h200-pilot/configs/llama-1b.yaml >"$OUT/python-step-default.json" &&
+    python3 bench/compare_step.py "$OUT/h200-pilot-report.json" "$OUT/python-step.json" \
+      "$OUT/python-step-default.json" | tee "$OUT/step-table.md"
 }
 stage "Python reference step" reference
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$OUT/gpu.txt" || true
+objdump -T build-gpu/bin/trainlock-validate | grep -c "GLIBCXX.*filesystem" | sed 's/^/filesystem symbols bound to libstdc++: /'
 log "summary"
 printf '  %s\n' "${status[@]}"

@@ -146,6 +146,20 @@ double Trainer::ForwardBackward() {
   return total / static_cast<double>(accum);
 }
 
+// Total-norm gradient clipping with multi-tensor kernels and no host sync, as
+// torch.nn.utils.clip_grad_norm_ does in Python.
+static void ClipGradNorm(const std::vector<torch::Tensor>& params, double max_norm) {
+  std::vector<torch::Tensor> grads;
+  for (const torch::Tensor& p : params) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  if (grads.empty()) return;
+  std::vector<torch::Tensor> norms = at::_foreach_norm(grads, 2);
+  torch::Tensor total = torch::linalg_vector_norm(torch::stack(norms), 2, c10::nullopt, false, c10::nullopt);
+  torch::Tensor coef = torch::clamp_max(max_norm / (total + 1e-6), 1.0);
+  at::_foreach_mul_(grads, coef);
+}
+
 bool Trainer::ApplyOptimizer() {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> params;
@@ -168,9 +182,7 @@ bool Trainer::ApplyOptimizer() {
       growth_tracker_ = 0;
     }
   }
-  if (config_.training.grad_clip > 0) {
-    torch::nn::utils::clip_grad_norm_(params, config_.training.grad_clip);
-  }
+  if (config_.training.grad_clip > 0) ClipGradNorm(params, config_.training.grad_clip);
   const OptimizerConfig& o = config_.training.optimizer;
   const double lr = LearningRate();
   const double t = static_cast<double>(step_ + 1);
