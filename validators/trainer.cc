@@ -157,7 +157,11 @@ static void ClipGradNorm(const std::vector<torch::Tensor>& params, double max_no
   std::vector<torch::Tensor> norms = at::_foreach_norm(grads, 2);
   torch::Tensor total = torch::linalg_vector_norm(torch::stack(norms), 2, c10::nullopt, false, c10::nullopt);
   torch::Tensor coef = torch::clamp_max(max_norm / (total + 1e-6), 1.0);
-  at::_foreach_mul_(grads, coef);
+#if TORCH_VERSION_MAJOR >= 2
+  at::_foreach_mul_(grads, coef);  // the Tensor-scalar overload exists from 2.1
+#else
+  for (torch::Tensor& g : grads) g.mul_(coef);
+#endif
 }
 
 bool Trainer::ApplyOptimizer() {
