@@ -150,6 +150,7 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
   const nlohmann::json& m = a.result["measurement"];
   c.metrics = m;
   c.metrics["device"] = a.result.value("device", "");
+  if (a.result.contains("device_name")) c.metrics["device_name"] = a.result["device_name"];
   c.metrics["data"] = a.result.value("data", "");
   c.metrics["model"] = a.result.value("model", nlohmann::json::object());
   c.duration_s = m.value("step_time_s", 0.0);
@@ -163,7 +164,8 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
     s << ", peak RSS " << m.value("peak_rss_bytes", int64_t{0}) / (1 << 20) << " MiB";
   }
   // MFU against the catalog's dense peak for this device and precision.
-  const GpuModel* gpu = Catalog::Embedded().FindGpu(a.result.value("device_name", ""));
+  const Catalog catalog = Catalog::Embedded();  // FindGpu points into it: keep it alive
+  const GpuModel* gpu = catalog.FindGpu(a.result.value("device_name", ""));
   if (gpu && m.value("step_time_s", 0.0) > 0) {
     Project project = LoadProject(o_.project, ManifestRequirement::kOptional);
     const std::string& precision = project.config.training.precision;
