@@ -20,6 +20,9 @@
 #include "sha256.h"
 #include "version.h"
 #include "version_info.h"
+#include "catalog.h"
+#include "node_checks.h"
+#include "nvml_probe.h"
 #include "worker.h"
 
 namespace trainlock::validate {
@@ -111,7 +114,7 @@ CheckResult TorchVersionCheck(const Spec& lock) {
   return r;
 }
 
-std::vector<CheckResult> EnvChecks(const Spec& lock) {
+std::vector<CheckResult> EnvChecks(const Spec& lock, nlohmann::json* devices) {
   std::vector<CheckResult> checks;
   if (BuiltTorchFlavour() == "cpu") {
     const std::string why = "CPU build of the validator: no GPU driver, runtime or device to probe";
@@ -120,10 +123,8 @@ std::vector<CheckResult> EnvChecks(const Spec& lock) {
     for (const char* id : {"env.health", "env.devices"}) checks.push_back(Skip(id, why));
     return checks;
   }
-  for (const char* id : {"env.driver", "env.runtime", "env.arch", "env.versions", "env.health", "env.devices"}) {
-    checks.push_back(Skip(id, "node probes are not built into this validator yet"));
-  }
-  return checks;
+  BuildInfo build{BuiltTorchFlavour(), BuiltTorchVersion(), BuiltCudaRuntimeVersion(), LoadedNcclVersion()};
+  return NodeChecks(lock, ProbeNode(), build, Catalog::Embedded(), devices);
 }
 
 std::string StatusWord(CheckStatus s) {
@@ -198,7 +199,7 @@ int RunValidate(const ValidateOptions& o) {
   // A run of its own under shared checkpoint storage, so concurrent validations never mix.
   if (ckpt_root != work / "checkpoints") ckpt_root /= "trainlock-validate-" + std::to_string(::getpid());
 
-  for (CheckResult& c : EnvChecks(lock)) report.checks.push_back(std::move(c));
+  for (CheckResult& c : EnvChecks(lock, &report.devices)) report.checks.push_back(std::move(c));
   report.checks.push_back(VerifyArtifact(project, lock.model, "model"));
   report.checks.push_back(VerifyArtifact(project, lock.dataset, "dataset"));
   report.checks.push_back(lock.custom_ops.empty()

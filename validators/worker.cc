@@ -17,6 +17,7 @@
 
 #if defined(TRAINLOCK_WITH_CUDA)
 #include <ATen/cuda/CUDAContext.h>
+#include <cuda_runtime_api.h>
 #endif
 
 namespace trainlock::validate {
@@ -229,6 +230,14 @@ int RunPortable(const WorkerOptions& o, nlohmann::json& result) {
 }  // namespace
 
 std::string BuiltTorchVersion() { return TorchVersion(); }
+
+int BuiltCudaRuntimeVersion() {
+  int version = 0;
+#if defined(TRAINLOCK_WITH_CUDA)
+  if (cudaRuntimeGetVersion(&version) != cudaSuccess) version = 0;
+#endif
+  return version;
+}
 
 std::string BuiltTorchFlavour() {
 #if defined(TRAINLOCK_WITH_ROCM)

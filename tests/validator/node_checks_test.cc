@@ -1,0 +1,134 @@
+// The env.* checks on given node probes: what passes, what fails with which reason, and that
+// a node without NVML skips every probe with the reason instead of passing.
+#include <gtest/gtest.h>
+
+#include "node_checks.h"
+#include "spec_loader.h"
+#include "test_support.h"
+
+namespace trainlock::validate {
+namespace {
+
+Spec PilotLock() {
+  auto file = testing::SourceDir() / "examples/h200-pilot/trainlock.lock";
+  return LoadSpec(testing::ReadFile(file), file.string(), SpecKind::kLock);
+}
+
+NodeProbe HealthyH200Node() {
+  NodeProbe node;
+  node.nvml_loaded = true;
+  node.driver_version = "580.159.04";
+  node.cuda_driver_version = 13000;
+  GpuProbe g;
+  g.name = "NVIDIA H200";
+  g.uuid = "GPU-0";
+  g.memory_total_bytes = 150109880320;
+  g.cc_major = 9;
+  g.ecc_enabled = true;
+  g.ecc_uncorrected_volatile = 0;
+  g.throttle_reasons = 0x1;  // idle: normal
+  node.gpus.push_back(g);
+  return node;
+}
+
+const BuildInfo kCuda130{"cuda", "2.11.0", 13000, 0};
+
+std::vector<CheckResult> CheckNode(const NodeProbe& node, const BuildInfo& build = kCuda130) {
+  nlohmann::json devices = nlohmann::json::array();
+  return NodeChecks(PilotLock(), node, build, Catalog::Embedded(), &devices);
+}
+
+CheckResult Find(const std::vector<CheckResult>& checks, const std::string& id) {
+  for (const CheckResult& c : checks) {
+    if (c.id == id) return c;
+  }
+  throw std::runtime_error("no check " + id);
+}
+
+TEST(NodeChecks, AHealthyH200NodePassesDriverRuntimeVersionsHealthAndDevices) {
+  auto checks = CheckNode(HealthyH200Node());
+  for (const char* id : {"env.driver", "env.runtime", "env.versions", "env.health", "env.devices"}) {
+    EXPECT_EQ(Find(checks, id).status, CheckStatus::kPass) << id << ": " << Find(checks, id).summary;
+  }
+}
+
+TEST(NodeChecks, WithoutNvmlEveryProbeIsSkippedWithTheReason) {
+  NodeProbe node;
+  node.unavailable_reason = "NVML not found (libnvidia-ml.so.1 cannot be loaded)";
+  auto checks = CheckNode(node);
+  for (const char* id : {"env.driver", "env.runtime", "env.arch", "env.health", "env.devices"}) {
+    EXPECT_EQ(Find(checks, id).status, CheckStatus::kSkip) << id;
+    EXPECT_EQ(Find(checks, id).summary, node.unavailable_reason) << id;
+  }
+}
+
+TEST(NodeChecks, ThisMachineHasNoNvmlAndSaysSo) {
+  NodeProbe node = ProbeNode();
+  if (node.nvml_loaded) GTEST_SKIP() << "this machine has an NVIDIA driver";
+  EXPECT_NE(node.unavailable_reason.find("libnvidia-ml.so.1"), std::string::npos);
+}
+
+TEST(NodeChecks, ADriverOlderThanDriverMinFails) {
+  NodeProbe node = HealthyH200Node();
+  node.driver_version = "570.124.06";
+  CheckResult c = Find(CheckNode(node), "env.driver");
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_NE(c.summary.find("older than the lock's driver-min 580.65.06"), std::string::npos);
+}
+
+TEST(NodeChecks, ARuntimeNewerThanTheDriverSupportsFails) {
+  NodeProbe node = HealthyH200Node();
+  node.cuda_driver_version = 12080;
+  CheckResult c = Find(CheckNode(node), "env.runtime");
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_NE(c.summary.find("supports CUDA 12.8 but the image's runtime is CUDA 13.0"), std::string::npos);
+  EXPECT_NE(c.remedy.find("580.65.06"), std::string::npos);
+}
+
+TEST(NodeChecks, TorchOrCudaDifferentFromTheLockFailsVersions) {
+  CheckResult c = Find(CheckNode(HealthyH200Node(), {"cuda", "2.10.0", 12080, 0}), "env.versions");
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_NE(c.summary.find("torch 2.10.0 but the lock pins 2.11.0+cu130"), std::string::npos);
+  EXPECT_NE(c.summary.find("CUDA runtime 12.8 but the lock pins 13.0"), std::string::npos);
+}
+
+TEST(NodeChecks, UncorrectableEccErrorsFailHealth) {
+  NodeProbe node = HealthyH200Node();
+  node.gpus[0].ecc_uncorrected_volatile = 3;
+  CheckResult c = Find(CheckNode(node), "env.health");
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_NE(c.summary.find("GPU 0: 3 uncorrectable ECC errors"), std::string::npos);
+}
+
+TEST(NodeChecks, PendingRowRemapFailsHealth) {
+  NodeProbe node = HealthyH200Node();
+  node.gpus[0].remap_pending = true;
+  EXPECT_EQ(Find(CheckNode(node), "env.health").status, CheckStatus::kFail);
+}
+
+TEST(NodeChecks, HardwareThermalSlowdownFailsHealthButIdleDoesNot) {
+  NodeProbe node = HealthyH200Node();
+  node.gpus[0].throttle_reasons = 0x40 | 0x1;
+  CheckResult c = Find(CheckNode(node), "env.health");
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_NE(c.summary.find("hardware thermal slowdown"), std::string::npos);
+}
+
+TEST(NodeChecks, AGpuNotAmongTheTargetsAcceleratorsFailsDevices) {
+  NodeProbe node = HealthyH200Node();
+  node.gpus[0].name = "NVIDIA A100-SXM4-80GB";
+  CheckResult c = Find(CheckNode(node), "env.devices");
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_NE(c.summary.find("not among the target's accelerators (H200, H100-80GB)"), std::string::npos);
+}
+
+TEST(NodeChecks, DevicesAreListedForTheReport) {
+  nlohmann::json devices = nlohmann::json::array();
+  NodeChecks(PilotLock(), HealthyH200Node(), kCuda130, Catalog::Embedded(), &devices);
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0]["compute_capability"], "9.0");
+  EXPECT_EQ(devices[0]["memory_bytes"], 150109880320ull);
+}
+
+}  // namespace
+}  // namespace trainlock::validate

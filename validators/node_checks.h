@@ -1,0 +1,32 @@
+// The env.* checks: the node (driver, devices, health from NVML) against the lock's target
+// and the validator's own build (torch, CUDA runtime, NCCL).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "catalog.h"
+#include "nvml_probe.h"
+#include "report.h"
+#include "spec.h"
+
+namespace trainlock::validate {
+
+struct BuildInfo {
+  std::string flavour;        // "cpu" | "cuda" | "rocm"
+  std::string torch;          // "2.11.0"
+  int cuda_runtime = 0;       // 13000; 0 when not a CUDA build
+  int nccl = 0;               // 22807 for 2.28.7; 0 when unknown
+};
+
+// env.driver, env.runtime, env.arch, env.versions, env.health, env.devices, in that order;
+// `devices` receives the report's device list.
+std::vector<CheckResult> NodeChecks(const Spec& lock, const NodeProbe& node, const BuildInfo& build,
+                                    const Catalog& catalog, nlohmann::json* devices);
+
+// "13.0" for 13000.
+std::string CudaVersionString(int version);
+
+}  // namespace trainlock::validate
