@@ -89,13 +89,5 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return Main(argc, argv);
-  } catch (const trainlock::InputError& e) {
-    trainlock::PrintDiagnostics(e.diagnostics(), std::cerr);
-    return trainlock::kExitBadInput;
-  } catch (const std::exception& e) {
-    std::cerr << "trainlock-validate: error: " << e.what() << "\n";
-    return trainlock::kExitEnvironment;
-  }
+  return trainlock::RunWithExitCodes("trainlock-validate", [&] { return Main(argc, argv); });
 }

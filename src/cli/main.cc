@@ -53,13 +53,5 @@ int Run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return Run(argc, argv);
-  } catch (const trainlock::InputError& e) {
-    trainlock::PrintDiagnostics(e.diagnostics(), std::cerr);
-    return trainlock::kExitBadInput;
-  } catch (const std::exception& e) {
-    std::cerr << "trainlock: error: " << e.what() << "\n";
-    return trainlock::kExitEnvironment;
-  }
+  return trainlock::RunWithExitCodes("trainlock", [&] { return Run(argc, argv); });
 }
