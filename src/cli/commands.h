@@ -19,5 +19,6 @@ struct GlobalOptions {
 Command RegisterCheck(CLI::App& app, const GlobalOptions& global);
 Command RegisterHash(CLI::App& app, const GlobalOptions& global);
 Command RegisterValidate(CLI::App& app, const GlobalOptions& global);
+Command RegisterInspect(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace trainlock::cli

@@ -37,6 +37,7 @@ int Run(int argc, char** argv) {
   add("check", cli::RegisterCheck);
   add("hash", cli::RegisterHash);
   add("validate", cli::RegisterValidate);
+  add("inspect", cli::RegisterInspect);
 
   try {
     app.parse(argc, argv);
