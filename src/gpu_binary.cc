@@ -9,9 +9,14 @@
 // u64 size, u64 id length and the id ("hipv4-amdgcn-amd-amdhsa--gfx90a").
 #include "gpu_binary.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <stdexcept>
 
@@ -22,7 +27,7 @@ constexpr uint32_t kFatbinMagic = 0xBA55ED50;
 constexpr std::string_view kBundleMagic = "__CLANG_OFFLOAD_BUNDLE__";
 
 template <typename T>
-T Read(const std::string& data, size_t at) {
+T Read(std::string_view data, size_t at) {
   T value{};
   if (at + sizeof(T) <= data.size()) std::memcpy(&value, data.data() + at, sizeof(T));
   return value;
@@ -33,8 +38,8 @@ struct Section {
   uint64_t offset = 0, size = 0;
 };
 
-std::vector<Section> ElfSections(const std::string& data, const std::string& where) {
-  if (data.size() < 64 || data.compare(0, 4, "\x7f" "ELF") != 0) {
+std::vector<Section> ElfSections(std::string_view data, const std::string& where) {
+  if (data.size() < 64 || data.substr(0, 4) != "\x7f" "ELF") {
     throw std::runtime_error(where + ": not an ELF file");
   }
   if (data[4] != 2 || data[5] != 1) throw std::runtime_error(where + ": not a 64-bit little-endian ELF file");
@@ -50,7 +55,10 @@ std::vector<Section> ElfSections(const std::string& data, const std::string& whe
   for (uint16_t i = 0; i < shnum; ++i) {
     Section s;
     uint32_t name = Read<uint32_t>(data, header(i));
-    if (strtab + name < data.size()) s.name = std::string(data.c_str() + strtab + name);
+    if (strtab + name < data.size()) {
+      std::string_view rest = data.substr(strtab + name);
+      s.name = std::string(rest.substr(0, rest.find('\0')));
+    }
     uint32_t type = Read<uint32_t>(data, header(i) + 4);
     s.offset = Read<uint64_t>(data, header(i) + 0x18);
     s.size = Read<uint64_t>(data, header(i) + 0x20);
@@ -60,7 +68,7 @@ std::vector<Section> ElfSections(const std::string& data, const std::string& whe
   return sections;
 }
 
-void ReadFatbins(const std::string& data, const Section& s, GpuBinaryInfo& info, std::set<int>& sass,
+void ReadFatbins(std::string_view data, const Section& s, GpuBinaryInfo& info, std::set<int>& sass,
                  std::set<std::pair<int, int>>& ptx_isa) {
   const uint64_t end = s.offset + s.size;
   uint64_t at = s.offset;
@@ -90,11 +98,11 @@ void ReadFatbins(const std::string& data, const Section& s, GpuBinaryInfo& info,
   }
 }
 
-void ReadOffloadBundle(const std::string& data, const Section& s, std::set<std::string>& gfx) {
+void ReadOffloadBundle(std::string_view data, const Section& s, std::set<std::string>& gfx) {
   uint64_t at = s.offset;
   const uint64_t end = s.offset + s.size;
   while (at + kBundleMagic.size() + 8 <= end) {
-    if (data.compare(at, kBundleMagic.size(), kBundleMagic) != 0) {
+    if (data.substr(at, kBundleMagic.size()) != kBundleMagic) {
       at += 1;
       continue;
     }
@@ -106,7 +114,7 @@ void ReadOffloadBundle(const std::string& data, const Section& s, std::set<std::
       uint64_t offset = Read<uint64_t>(data, p), size = Read<uint64_t>(data, p + 8);
       uint64_t id_length = Read<uint64_t>(data, p + 16);
       if (p + 24 + id_length > end) break;
-      std::string id = data.substr(p + 24, id_length);
+      std::string id(data.substr(p + 24, id_length));
       p += 24 + id_length;
       bundle_end = std::max(bundle_end, bundle + offset + size);
       if (size_t dashes = id.rfind("--"); dashes != std::string::npos && id.find("amdgcn") != std::string::npos) {
@@ -119,10 +127,37 @@ void ReadOffloadBundle(const std::string& data, const Section& s, std::set<std::
 
 }  // namespace
 
+// A read-only memory map of a whole file (LibTorch's CUDA library is over a gigabyte).
+class MappedFile {
+ public:
+  explicit MappedFile(const std::filesystem::path& file) {
+    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw std::runtime_error(file.string() + ": cannot read: " + std::strerror(errno));
+    struct stat st {};
+    ::fstat(fd, &st);
+    size_ = static_cast<size_t>(st.st_size);
+    if (size_ > 0) {
+      data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (data_ == MAP_FAILED) data_ = nullptr;
+    }
+    ::close(fd);
+    if (size_ > 0 && !data_) throw std::runtime_error(file.string() + ": cannot map");
+  }
+  ~MappedFile() {
+    if (data_) ::munmap(data_, size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  std::string_view view() const { return {static_cast<const char*>(data_), size_}; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 GpuBinaryInfo InspectGpuBinary(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw std::runtime_error(file.string() + ": cannot read");
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  MappedFile mapped(file);
+  const std::string_view data = mapped.view();
   GpuBinaryInfo info;
   std::set<int> sass;
   std::set<std::pair<int, int>> ptx;

@@ -1,7 +1,10 @@
 // The env.* checks; see node_checks.h.
 #include "node_checks.h"
 
+#include <link.h>
+
 #include <algorithm>
+#include <cstdio>
 
 #include "version.h"
 
@@ -179,7 +182,116 @@ CheckResult Devices(const Target* target, const NodeProbe& node, const Catalog& 
               {}, m);
 }
 
+CheckResult Arch(const NodeProbe& node, const DeviceRuns& runs) {
+  nlohmann::json libs = nlohmann::json::array();
+  std::vector<std::string> problems;
+  for (const auto& [path, info] : runs.libraries) {
+    libs.push_back({{"path", path}, {"sass", info.sass}, {"ptx_archs", [&] {
+                      std::vector<int> a;
+                      for (const PtxEntry& p : info.ptx) a.push_back(p.arch);
+                      return a;
+                    }()}});
+    for (const GpuProbe& g : node.gpus) {
+      std::string why;
+      if (!CudaCodeRunsOn(info, g.cc_major * 10 + g.cc_minor, node.cuda_driver_version, &why)) {
+        problems.push_back(path.substr(path.rfind('/') + 1) + " on GPU " + std::to_string(g.index) + ": " + why);
+      }
+    }
+  }
+  for (const auto& d : runs.devices) {
+    if (!d.value("launch_ok", false)) {
+      problems.push_back("GPU " + std::to_string(d.value("index", -1)) + ": kernel launch failed" +
+                         (d.contains("error") ? ": " + d["error"].get<std::string>() : ""));
+    }
+  }
+  nlohmann::json m = {{"libraries", libs}, {"launches", runs.devices}};
+  if (runs.libraries.empty()) problems.push_back("no LibTorch CUDA library found in this process to inspect");
+  if (runs.devices.size() != node.gpus.size()) {
+    problems.push_back("the kernel launch reached " + std::to_string(runs.devices.size()) + " of " +
+                       std::to_string(node.gpus.size()) + " GPUs");
+  }
+  if (!problems.empty()) {
+    std::string summary;
+    for (const std::string& p : problems) summary += (summary.empty() ? "" : "; ") + p;
+    return Make("env.arch", CheckStatus::kFail, summary,
+                "use a torch build (and custom-op libraries) compiled for this GPU's architecture, or with PTX "
+                "the driver can JIT",
+                m);
+  }
+  std::string sms;
+  for (const GpuProbe& g : node.gpus) {
+    std::string sm = "sm_" + std::to_string(g.cc_major * 10 + g.cc_minor);
+    if (sms.find(sm) == std::string::npos) sms += (sms.empty() ? "" : ", ") + sm;
+  }
+  return Make("env.arch", CheckStatus::kPass,
+              std::to_string(runs.libraries.size()) + " CUDA librar" + (runs.libraries.size() == 1 ? "y" : "ies") +
+                  " carry code for " + sms + "; a known-answer kernel ran on every GPU",
+              {}, m);
+}
+
+int PhdrCallback(dl_phdr_info* info, size_t, void* out) {
+  std::string name = info->dlpi_name ? info->dlpi_name : "";
+  std::string base = name.substr(name.rfind('/') + 1);
+  if (base.rfind("libtorch_cuda", 0) == 0) static_cast<std::vector<std::string>*>(out)->push_back(name);
+  return 0;
+}
+
 }  // namespace
+
+std::vector<std::string> LoadedTorchCudaLibraries() {
+  std::vector<std::string> libraries;
+  dl_iterate_phdr(PhdrCallback, &libraries);
+  return libraries;
+}
+
+std::vector<CheckResult> PerfChecks(const NodeProbe& node, const DeviceRuns& runs, const Catalog& catalog) {
+  struct Measure {
+    const char* id;
+    const char* key;
+    const char* unit;
+    double fraction;
+    double GpuModel::*peak;
+  };
+  const Measure measures[] = {{"perf.matmul", "matmul_tflops", "TFLOP/s bf16 dense", kMatmulFraction,
+                               &GpuModel::bf16_dense_tflops},
+                              {"perf.hbm", "copy_tbps", "TB/s device copy", kHbmFraction, &GpuModel::hbm_tbps}};
+  std::vector<CheckResult> checks;
+  for (const Measure& measure : measures) {
+    nlohmann::json per_device = nlohmann::json::array();
+    std::vector<std::string> slow;
+    double slowest = -1;
+    std::string slowest_text;
+    for (const auto& d : runs.devices) {
+      int index = d.value("index", -1);
+      std::string name = index >= 0 && index < static_cast<int>(node.gpus.size()) ? node.gpus[static_cast<size_t>(index)].name : "";
+      const GpuModel* model = catalog.FindGpu(name);
+      double value = d.value(measure.key, 0.0);
+      double threshold = model ? model->*measure.peak * measure.fraction : 0.0;
+      per_device.push_back({{"index", index}, {"name", name}, {"value", value}, {"threshold", threshold}});
+      char text[160];
+      std::snprintf(text, sizeof text, "GPU %d (%s) %.0f %s", index, name.c_str(),
+                    measure.key == std::string("copy_tbps") ? value * 1000 : value,
+                    measure.key == std::string("copy_tbps") ? "GB/s device copy" : measure.unit);
+      if (slowest < 0 || value < slowest) {
+        slowest = value;
+        slowest_text = text;
+      }
+      if (model && value < threshold) slow.push_back(text);
+    }
+    nlohmann::json m = {{"devices", per_device}, {"threshold_fraction_of_datasheet", measure.fraction}};
+    if (runs.devices.empty()) {
+      checks.push_back(Make(measure.id, CheckStatus::kSkip, "no device was measured"));
+    } else if (!slow.empty()) {
+      std::string summary;
+      for (const std::string& x : slow) summary += (summary.empty() ? "" : "; ") + x;
+      checks.push_back(Make(measure.id, CheckStatus::kFail, summary + " below the threshold",
+                            "a slow or throttled GPU: check env.health (clocks, thermal, power) and drain the node", m));
+    } else {
+      checks.push_back(Make(measure.id, CheckStatus::kPass, "slowest: " + slowest_text, {}, m));
+    }
+  }
+  return checks;
+}
 
 std::string CudaVersionString(int version) {
   if (version <= 0) return "";
@@ -187,7 +299,7 @@ std::string CudaVersionString(int version) {
 }
 
 std::vector<CheckResult> NodeChecks(const Spec& lock, const NodeProbe& node, const BuildInfo& build,
-                                    const Catalog& catalog, nlohmann::json* devices) {
+                                    const Catalog& catalog, const DeviceRuns& runs, nlohmann::json* devices) {
   auto it = lock.targets.find(build.flavour);
   const Target* target = it == lock.targets.end() ? nullptr : &it->second;
   std::vector<CheckResult> checks;
@@ -206,9 +318,7 @@ std::vector<CheckResult> NodeChecks(const Spec& lock, const NodeProbe& node, con
   }
   checks.push_back(Driver(target, node));
   checks.push_back(Runtime(node, build, catalog));
-  checks.push_back(Make("env.arch", CheckStatus::kSkip,
-                        "the SASS/PTX inspection of the image's libraries is not built into this validator yet",
-                        "the training step on every device still proves its kernels run"));
+  checks.push_back(Arch(node, runs));
   checks.push_back(Versions(target, build));
   checks.push_back(Health(node));
   checks.push_back(Devices(target, node, catalog));

@@ -23,6 +23,8 @@
 #include "catalog.h"
 #include "node_checks.h"
 #include "nvml_probe.h"
+#include "gpu_binary.h"
+#include "subprocess.h"
 #include "worker.h"
 
 namespace trainlock::validate {
@@ -114,7 +116,29 @@ CheckResult TorchVersionCheck(const Spec& lock) {
   return r;
 }
 
-std::vector<CheckResult> EnvChecks(const Spec& lock, nlohmann::json* devices) {
+// The node worker's per-device launch and throughput, and the GPU code of the CUDA
+// libraries this process loaded.
+DeviceRuns MeasureDevices(const fs::path& work, int timeout_s) {
+  DeviceRuns runs;
+  fs::path result = work / "node.json";
+  Child child({SelfExecutable().string(), "worker", "--role", "node", "--result", result.string()},
+              work / "node.stderr");
+  child.Wait(std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s));
+  std::ifstream in(result);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_object() && j.contains("devices")) runs.devices = j["devices"];
+  for (const std::string& lib : LoadedTorchCudaLibraries()) {
+    try {
+      runs.libraries.emplace_back(lib, InspectGpuBinary(lib));
+    } catch (const std::exception&) {
+      // An unreadable library shows up as missing code in env.arch.
+    }
+  }
+  return runs;
+}
+
+std::vector<CheckResult> EnvChecks(const Spec& lock, const NodeProbe& node, const DeviceRuns& runs,
+                                   nlohmann::json* devices) {
   std::vector<CheckResult> checks;
   if (BuiltTorchFlavour() == "cpu") {
     const std::string why = "CPU build of the validator: no GPU driver, runtime or device to probe";
@@ -124,7 +148,7 @@ std::vector<CheckResult> EnvChecks(const Spec& lock, nlohmann::json* devices) {
     return checks;
   }
   BuildInfo build{BuiltTorchFlavour(), BuiltTorchVersion(), BuiltCudaRuntimeVersion(), LoadedNcclVersion()};
-  return NodeChecks(lock, ProbeNode(), build, Catalog::Embedded(), devices);
+  return NodeChecks(lock, node, build, Catalog::Embedded(), runs, devices);
 }
 
 std::string StatusWord(CheckStatus s) {
@@ -189,6 +213,13 @@ int RunValidate(const ValidateOptions& o) {
   }
 
   fs::path work = MakeWorkDir(o);
+  const bool gpu_build = report.build != "cpu";
+  NodeProbe node;
+  DeviceRuns runs;
+  if (gpu_build) {
+    node = ProbeNode();
+    if (node.nvml_loaded) runs = MeasureDevices(work, o.timeout_s);
+  }
   fs::path ckpt_root = o.checkpoint_dir.empty()
                            ? (lock.validate.checkpoint_dir.empty() ? work / "checkpoints"
                                                                    : fs::path(lock.validate.checkpoint_dir))
@@ -199,7 +230,7 @@ int RunValidate(const ValidateOptions& o) {
   // A run of its own under shared checkpoint storage, so concurrent validations never mix.
   if (ckpt_root != work / "checkpoints") ckpt_root /= "trainlock-validate-" + std::to_string(::getpid());
 
-  for (CheckResult& c : EnvChecks(lock, &report.devices)) report.checks.push_back(std::move(c));
+  for (CheckResult& c : EnvChecks(lock, node, runs, &report.devices)) report.checks.push_back(std::move(c));
   report.checks.push_back(VerifyArtifact(project, lock.model, "model"));
   report.checks.push_back(VerifyArtifact(project, lock.dataset, "dataset"));
   report.checks.push_back(lock.custom_ops.empty()
@@ -222,10 +253,13 @@ int RunValidate(const ValidateOptions& o) {
   for (CheckResult& c : RunRoundtrip(r)) report.checks.push_back(std::move(c));
   report.checks.push_back(Skip("comm.allreduce", "single process: no collective to test"));
   report.checks.push_back(Skip("comm.ddp", "single process: no collective to test"));
-  const std::string no_perf = report.build == "cpu" ? "CPU build: no accelerator to measure"
-                                                     : "throughput probes are not built into this validator yet";
-  report.checks.push_back(Skip("perf.matmul", no_perf));
-  report.checks.push_back(Skip("perf.hbm", no_perf));
+  if (gpu_build && node.nvml_loaded) {
+    for (CheckResult& c : PerfChecks(node, runs, Catalog::Embedded())) report.checks.push_back(std::move(c));
+  } else {
+    const std::string why = gpu_build ? node.unavailable_reason : "CPU build: no accelerator to measure";
+    report.checks.push_back(Skip("perf.matmul", why));
+    report.checks.push_back(Skip("perf.hbm", why));
+  }
   report.checks.push_back(Skip("ext.command", "the lock declares no smoke command"));
 
   report.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -2,6 +2,8 @@
 #include "worker.h"
 
 #include <signal.h>
+#include <algorithm>
+#include <chrono>
 #include <unistd.h>
 
 #include <iostream>
@@ -227,6 +229,58 @@ int RunPortable(const WorkerOptions& o, nlohmann::json& result) {
   return 0;
 }
 
+// Seconds per call of `work` on the current CUDA device: warm-ups, then the median of timed
+// repetitions (synchronizing around each).
+template <typename Work>
+double MedianSeconds(Work work, int warmups, int repetitions) {
+  for (int i = 0; i < warmups; ++i) work();
+  torch::cuda::synchronize();
+  std::vector<double> times;
+  for (int i = 0; i < repetitions; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    work();
+    torch::cuda::synchronize();
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// Every visible device: a kernel launch with a known answer (proves the library's code runs
+// there), bf16 dense matmul TFLOP/s (8192^3, random data) and device-copy TB/s (2 GiB,
+// bytes read + written).
+int RunNodeProbe(nlohmann::json& result) {
+  nlohmann::json devices = nlohmann::json::array();
+  const int64_t count = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
+  for (int64_t i = 0; i < count; ++i) {
+    torch::Device device(torch::kCUDA, static_cast<c10::DeviceIndex>(i));
+    nlohmann::json d = {{"index", i}};
+    try {
+      auto options = torch::TensorOptions().device(device);
+      torch::Tensor ones = torch::ones({256, 256}, options);
+      double sum = ones.mm(ones).sum().item<double>();
+      d["launch_ok"] = sum == 256.0 * 256.0 * 256.0;
+      const int64_t n = 8192;
+      torch::Tensor a = torch::randn({n, n}, options.dtype(torch::kBFloat16));
+      torch::Tensor b = torch::randn({n, n}, options.dtype(torch::kBFloat16));
+      double mm_s = MedianSeconds([&] { (void)a.mm(b); }, 3, 10);
+      d["matmul_tflops"] = 2.0 * n * n * n / mm_s / 1e12;
+      const int64_t bytes = int64_t{2} << 30;
+      torch::Tensor src = torch::randn({bytes / 4}, options);
+      torch::Tensor dst = torch::empty_like(src);
+      double copy_s = MedianSeconds([&] { dst.copy_(src); }, 3, 10);
+      d["copy_tbps"] = 2.0 * static_cast<double>(bytes) / copy_s / 1e12;
+    } catch (const std::exception& e) {
+      std::string message = e.what();
+      d["error"] = message.substr(0, message.find('\n'));
+      d["launch_ok"] = false;
+    }
+    devices.push_back(d);
+  }
+  result["devices"] = devices;
+  return 0;
+}
+
 }  // namespace
 
 std::string BuiltTorchVersion() { return TorchVersion(); }
@@ -257,7 +311,9 @@ int RunWorker(const WorkerOptions& o) {
   nlohmann::json result = {{"role", o.role}, {"pid", ::getpid()}};
   int code = 0;
   try {
-    code = o.role == "portable" ? RunPortable(o, result) : RunTrain(o, result);
+    code = o.role == "portable" ? RunPortable(o, result)
+           : o.role == "node"   ? RunNodeProbe(result)
+                                : RunTrain(o, result);
   } catch (const CheckpointError& e) {
     result["error"] = {{"kind", "checkpoint"}, {"message", e.what()}};
     code = kWorkerCheckpointRefused;

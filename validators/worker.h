@@ -4,7 +4,8 @@
 //   train (B): K steps, a checkpoint, an announcement on stdout, then more steps until the
 //              coordinator's SIGKILL arrives;
 //   train (C): a fresh process that restores the newest checkpoint and runs K+1..N;
-//   portable (D): rebuilds everything from the checkpoint alone and reproduces the eval loss.
+//   portable (D): rebuilds everything from the checkpoint alone and reproduces the eval loss;
+//   node: a known-answer kernel launch, bf16 matmul TFLOP/s and copy TB/s on every device.
 // Each writes its findings to a JSON result file.
 #pragma once
 
@@ -23,7 +24,7 @@ inline constexpr int kWorkerBadInput = 2;
 inline constexpr const char* kCommittedLine = "trainlock-checkpoint-committed";
 
 struct WorkerOptions {
-  std::string role = "train";  // "train" | "portable"
+  std::string role = "train";  // "train" | "portable" | "node"
   std::filesystem::path project;
   std::filesystem::path checkpoint_root;
   std::filesystem::path result;

@@ -35,7 +35,7 @@ const BuildInfo kCuda130{"cuda", "2.11.0", 13000, 0};
 
 std::vector<CheckResult> CheckNode(const NodeProbe& node, const BuildInfo& build = kCuda130) {
   nlohmann::json devices = nlohmann::json::array();
-  return NodeChecks(PilotLock(), node, build, Catalog::Embedded(), &devices);
+  return NodeChecks(PilotLock(), node, build, Catalog::Embedded(), DeviceRuns{}, &devices);
 }
 
 CheckResult Find(const std::vector<CheckResult>& checks, const std::string& id) {
@@ -124,10 +124,57 @@ TEST(NodeChecks, AGpuNotAmongTheTargetsAcceleratorsFailsDevices) {
 
 TEST(NodeChecks, DevicesAreListedForTheReport) {
   nlohmann::json devices = nlohmann::json::array();
-  NodeChecks(PilotLock(), HealthyH200Node(), kCuda130, Catalog::Embedded(), &devices);
+  NodeChecks(PilotLock(), HealthyH200Node(), kCuda130, Catalog::Embedded(), DeviceRuns{}, &devices);
   ASSERT_EQ(devices.size(), 1u);
   EXPECT_EQ(devices[0]["compute_capability"], "9.0");
   EXPECT_EQ(devices[0]["memory_bytes"], 150109880320ull);
+}
+
+DeviceRuns RunsOnOneH200(std::vector<int> sass, double tflops = 780, double tbps = 4.3) {
+  DeviceRuns runs;
+  runs.devices = {{{"index", 0}, {"launch_ok", true}, {"matmul_tflops", tflops}, {"copy_tbps", tbps}}};
+  GpuBinaryInfo info;
+  info.sass = std::move(sass);
+  runs.libraries.emplace_back("/opt/torch/lib/libtorch_cuda.so", info);
+  return runs;
+}
+
+CheckResult ArchOf(const DeviceRuns& runs) {
+  nlohmann::json devices = nlohmann::json::array();
+  return Find(NodeChecks(PilotLock(), HealthyH200Node(), kCuda130, Catalog::Embedded(), runs, &devices),
+              "env.arch");
+}
+
+TEST(NodeChecks, ArchPassesWhenTheLibraryHasSm90AndTheLaunchRan) {
+  CheckResult c = ArchOf(RunsOnOneH200({80, 90}));
+  EXPECT_EQ(c.status, CheckStatus::kPass) << c.summary;
+}
+
+TEST(NodeChecks, ArchFailsWhenTheLibraryLacksCodeForTheDevice) {
+  CheckResult c = ArchOf(RunsOnOneH200({80}));
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_NE(c.summary.find("libtorch_cuda.so on GPU 0: no code for sm_90 (has sm_80)"), std::string::npos) << c.summary;
+}
+
+TEST(NodeChecks, ArchFailsWhenTheKernelLaunchFailed) {
+  DeviceRuns runs = RunsOnOneH200({90});
+  runs.devices[0]["launch_ok"] = false;
+  EXPECT_EQ(ArchOf(runs).status, CheckStatus::kFail);
+}
+
+TEST(PerfChecks, AnH200AtDatasheetSpeedPasses) {
+  auto checks = PerfChecks(HealthyH200Node(), RunsOnOneH200({90}), Catalog::Embedded());
+  EXPECT_EQ(Find(checks, "perf.matmul").status, CheckStatus::kPass);
+  EXPECT_EQ(Find(checks, "perf.hbm").status, CheckStatus::kPass);
+  EXPECT_NE(Find(checks, "perf.matmul").summary.find("GPU 0 (NVIDIA H200) 780"), std::string::npos);
+}
+
+TEST(PerfChecks, AThrottledGpuFailsWithItsNumbers) {
+  auto checks = PerfChecks(HealthyH200Node(), RunsOnOneH200({90}, 300, 2.0), Catalog::Embedded());
+  CheckResult matmul = Find(checks, "perf.matmul"), hbm = Find(checks, "perf.hbm");
+  EXPECT_EQ(matmul.status, CheckStatus::kFail);
+  EXPECT_NE(matmul.summary.find("300 TFLOP/s"), std::string::npos) << matmul.summary;
+  EXPECT_EQ(hbm.status, CheckStatus::kFail);  // 2.0 < 0.7 x 4.8 TB/s
 }
 
 }  // namespace
