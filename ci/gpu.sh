@@ -54,6 +54,15 @@ pilot() {
 }
 stage "h200-pilot" pilot
 
+# An example that cannot fit must fail train.step with numbers and remedies, exit 1, no crash.
+oom() {
+  build-gpu/bin/trainlock validate examples/h200-8b-oom --out "$OUT/h200-8b-oom-report.json"
+  local rc=$?
+  echo "exit code $rc (expected 1)"
+  [ "$rc" -eq 1 ]
+}
+stage "h200-8b-oom (must fail train.step, exit 1)" oom
+
 reference() {
   python3 bench/python_step.py examples/h200-pilot/configs/llama-1b.yaml --deterministic \
     >"$OUT/python-step.json" &&

@@ -1,0 +1,47 @@
+// The training-memory arithmetic behind out-of-memory remedies, on the example shapes.
+#include <gtest/gtest.h>
+
+#include "memory_model.h"
+#include "test_support.h"
+
+namespace trainlock {
+namespace {
+
+TrainConfig Config(const char* project, const char* file) {
+  auto path = testing::SourceDir() / "examples" / project / "configs" / file;
+  return LoadTrainConfig(testing::ReadFile(path), path.string());
+}
+
+TEST(MemoryModel, StatesCostSixteenBytesPerParameter) {
+  MemoryEstimate e = EstimateTrainingMemory(Config("h200-pilot", "llama-1b.yaml"));
+  EXPECT_EQ(e.parameters, 1235814400.0);
+  EXPECT_EQ(e.weights_bytes + e.grads_bytes + e.optimizer_bytes, 16.0 * 1235814400.0);
+}
+
+TEST(MemoryModel, LogitsCostTwelveBytesPerTokenAndVocabEntryUnderBf16) {
+  MemoryEstimate e = EstimateTrainingMemory(Config("h200-pilot", "llama-1b.yaml"));
+  EXPECT_EQ(e.logits_bytes, 4.0 * 4096 * 128256 * 12);
+}
+
+TEST(MemoryModel, CheckpointingAndShardingShrinkWhatTheyShould) {
+  TrainConfig c = Config("h200-8b-oom", "llama-8b.yaml");
+  MemoryEstimate base = EstimateTrainingMemory(c);
+  MemoryEstimate ckpt = EstimateTrainingMemory(c, {0, true, 1});
+  MemoryEstimate fsdp = EstimateTrainingMemory(c, {0, false, 8});
+  EXPECT_LT(ckpt.activation_bytes, base.activation_bytes / 5);
+  EXPECT_EQ(fsdp.optimizer_bytes * 8, base.optimizer_bytes);
+  EXPECT_EQ(fsdp.activation_bytes, base.activation_bytes);
+}
+
+TEST(MemoryModel, The8bShapeOnOneH200GetsRankedRemedies) {
+  TrainConfig c = Config("h200-8b-oom", "llama-8b.yaml");
+  auto remedies = OutOfMemoryRemedies(c, 141e9, Catalog::Embedded());
+  ASSERT_EQ(remedies.size(), 4u);
+  EXPECT_EQ(remedies[0].rfind("activation checkpointing:", 0), 0u);
+  EXPECT_EQ(remedies[1].rfind("micro_batch ", 0), 0u);
+  EXPECT_EQ(remedies[2].rfind("FSDP over ", 0), 0u);
+  EXPECT_NE(remedies[3].find("no single catalog accelerator"), std::string::npos) << remedies[3];
+}
+
+}  // namespace
+}  // namespace trainlock
