@@ -16,11 +16,21 @@ void AppendJsonString(std::string& out, std::string_view s) {
   out.push_back('"');
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -77,7 +87,9 @@ void AppendTable(std::string& out, const toml::table& table,
 
 void AppendNode(std::string& out, const toml::node& node) {
   switch (node.type()) {
-    case toml::node_type::table: AppendTable(out, *node.as_table(), {}); return;
+    case toml::node_type::table:
+      AppendTable(out, *node.as_table(), {});
+      return;
     case toml::node_type::array: {
       out.push_back('[');
       bool first = true;
@@ -89,8 +101,12 @@ void AppendNode(std::string& out, const toml::node& node) {
       out.push_back(']');
       return;
     }
-    case toml::node_type::string: AppendJsonString(out, node.as_string()->get()); return;
-    case toml::node_type::integer: out += std::to_string(node.as_integer()->get()); return;
+    case toml::node_type::string:
+      AppendJsonString(out, node.as_string()->get());
+      return;
+    case toml::node_type::integer:
+      out += std::to_string(node.as_integer()->get());
+      return;
     case toml::node_type::floating_point: {
       double v = node.as_floating_point()->get();
       if (std::isnan(v)) {
@@ -105,9 +121,15 @@ void AppendNode(std::string& out, const toml::node& node) {
       }
       return;
     }
-    case toml::node_type::boolean: out += node.as_boolean()->get() ? "true" : "false"; return;
-    case toml::node_type::date: AppendJsonString(out, DateString(node.as_date()->get())); return;
-    case toml::node_type::time: AppendJsonString(out, TimeString(node.as_time()->get())); return;
+    case toml::node_type::boolean:
+      out += node.as_boolean()->get() ? "true" : "false";
+      return;
+    case toml::node_type::date:
+      AppendJsonString(out, DateString(node.as_date()->get()));
+      return;
+    case toml::node_type::time:
+      AppendJsonString(out, TimeString(node.as_time()->get()));
+      return;
     case toml::node_type::date_time: {
       const toml::date_time& dt = node.as_date_time()->get();
       std::string s = DateString(dt.date) + "T" + TimeString(dt.time);
@@ -120,7 +142,9 @@ void AppendNode(std::string& out, const toml::node& node) {
       AppendJsonString(out, s);
       return;
     }
-    case toml::node_type::none: out += "null"; return;
+    case toml::node_type::none:
+      out += "null";
+      return;
   }
 }
 

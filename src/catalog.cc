@@ -74,8 +74,8 @@ void Catalog::AddFile(const std::string& filename, const std::string& text,
   } else if (filename == "rocm-architectures.toml") {
     ForEachEntry(root, "rocm", display, diags, [&](TomlFields& f) {
       Version from = RequireVersion(f, "from");
-      rocm_archs_.emplace_back(from, f.StringArray("gfx", Need::kRequired).value_or(
-                                         std::vector<std::string>{}));
+      rocm_archs_.emplace_back(
+          from, f.StringArray("gfx", Need::kRequired).value_or(std::vector<std::string>{}));
     });
   } else if (filename == "torch-builds.toml") {
     ForEachEntry(root, "tag", display, diags, [&](TomlFields& f) {

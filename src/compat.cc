@@ -76,8 +76,8 @@ class CompatChecker {
                                : "move '" + gpu->name + "' to the " +
                                      (gpu->vendor == "amd" ? "rocm" : "cuda") + " target";
       Add("compat.vendor", field,
-          gpu->name + " is an " + (gpu->vendor == "amd" ? "AMD" : "NVIDIA") + " accelerator in the " +
-              t.name + " target",
+          gpu->name + " is an " + (gpu->vendor == "amd" ? "AMD" : "NVIDIA") +
+              " accelerator in the " + t.name + " target",
           remedy);
       return;
     }
@@ -110,8 +110,7 @@ class CompatChecker {
     if (!rocm) return;
     std::vector<std::string> gfx = catalog_.RocmArchitectures(*rocm);
     if (std::find(gfx.begin(), gfx.end(), gpu.gfx) == gfx.end()) {
-      Add("compat.arch", field,
-          gpu.name + " (" + gpu.gfx + ") is not supported by ROCm " + t.rocm,
+      Add("compat.arch", field, gpu.name + " (" + gpu.gfx + ") is not supported by ROCm " + t.rocm,
           "use a ROCm release that lists " + gpu.gfx + " among its supported GPUs");
     }
   }
@@ -160,8 +159,8 @@ class CompatChecker {
     if (lock.manifest_sha256 != project_.manifest_sha256) {
       Add("lock.stale", "manifest-sha256",
           "the lock was made from a different manifest (manifest-sha256 " +
-              lock.manifest_sha256.substr(0, 12) + "... != " +
-              project_.manifest_sha256.substr(0, 12) + "...)",
+              lock.manifest_sha256.substr(0, 12) +
+              "... != " + project_.manifest_sha256.substr(0, 12) + "...)",
           "run `trainlock lock` to re-resolve", project_.lock_path);
     }
     if (lock.config == spec_.config && lock.config_sha256 != project_.config_sha256) {

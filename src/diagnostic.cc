@@ -40,11 +40,12 @@ static std::string FirstLine(const Diagnostics& d) {
 
 InputError::InputError(Diagnostics diags) : std::runtime_error(FirstLine(diags)), diags_(diags) {}
 
-InputError::InputError(Diagnostic diag) : InputError([&] {
-    Diagnostics d;
-    d.Add(std::move(diag));
-    return d;
-  }()) {}
+InputError::InputError(Diagnostic diag)
+    : InputError([&] {
+        Diagnostics d;
+        d.Add(std::move(diag));
+        return d;
+      }()) {}
 
 std::string Quoted(std::string_view value) {
   constexpr size_t kMax = 60;

@@ -16,7 +16,9 @@ namespace trainlock {
 
 std::string ReadInputFile(const std::filesystem::path& file, const std::string& display) {
   std::error_code ec;
-  auto fail = [&](std::string why) { throw InputError(Diagnostic{display, {}, std::move(why), {}}); };
+  auto fail = [&](std::string why) {
+    throw InputError(Diagnostic{display, {}, std::move(why), {}});
+  };
   auto status = std::filesystem::status(file, ec);
   if (ec || !std::filesystem::exists(status)) fail("cannot read: no such file");
   if (std::filesystem::is_directory(status)) fail("cannot read: is a directory");
@@ -43,8 +45,8 @@ static void FsyncPath(const std::filesystem::path& path, int flags) {
 
 void WriteFileAtomically(const std::filesystem::path& file, std::string_view data) {
   std::filesystem::path dir = file.parent_path().empty() ? "." : file.parent_path();
-  std::filesystem::path tmp = dir / ("." + file.filename().string() + ".tmp." +
-                                     std::to_string(::getpid()));
+  std::filesystem::path tmp =
+      dir / ("." + file.filename().string() + ".tmp." + std::to_string(::getpid()));
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error(tmp.string() + ": create: " + std::strerror(errno));
   size_t written = 0;

@@ -39,10 +39,13 @@ struct Section {
 };
 
 std::vector<Section> ElfSections(std::string_view data, const std::string& where) {
-  if (data.size() < 64 || data.substr(0, 4) != "\x7f" "ELF") {
+  if (data.size() < 64 || data.substr(0, 4) !=
+                              "\x7f"
+                              "ELF") {
     throw std::runtime_error(where + ": not an ELF file");
   }
-  if (data[4] != 2 || data[5] != 1) throw std::runtime_error(where + ": not a 64-bit little-endian ELF file");
+  if (data[4] != 2 || data[5] != 1)
+    throw std::runtime_error(where + ": not a 64-bit little-endian ELF file");
   const uint64_t shoff = Read<uint64_t>(data, 0x28);
   const uint16_t shentsize = Read<uint16_t>(data, 0x3A), shnum = Read<uint16_t>(data, 0x3C),
                  shstrndx = Read<uint16_t>(data, 0x3E);
@@ -62,7 +65,8 @@ std::vector<Section> ElfSections(std::string_view data, const std::string& where
     uint32_t type = Read<uint32_t>(data, header(i) + 4);
     s.offset = Read<uint64_t>(data, header(i) + 0x18);
     s.size = Read<uint64_t>(data, header(i) + 0x20);
-    if (type == 8 /* SHT_NOBITS */ || s.offset > data.size() || s.size > data.size() - s.offset) continue;
+    if (type == 8 /* SHT_NOBITS */ || s.offset > data.size() || s.size > data.size() - s.offset)
+      continue;
     sections.push_back(s);
   }
   return sections;
@@ -117,7 +121,8 @@ void ReadOffloadBundle(std::string_view data, const Section& s, std::set<std::st
       std::string id(data.substr(p + 24, id_length));
       p += 24 + id_length;
       bundle_end = std::max(bundle_end, bundle + offset + size);
-      if (size_t dashes = id.rfind("--"); dashes != std::string::npos && id.find("amdgcn") != std::string::npos) {
+      if (size_t dashes = id.rfind("--");
+          dashes != std::string::npos && id.find("amdgcn") != std::string::npos) {
         gfx.insert(id.substr(dashes + 2));
       }
     }
@@ -190,8 +195,9 @@ bool CudaCodeRunsOn(const GpuBinaryInfo& info, int sm, int driver_cuda_version, 
     if (p.arch > sm) continue;
     int needs = CudaVersionForPtxIsa(p.isa_major, p.isa_minor);
     if (driver_cuda_version == 0 || needs <= driver_cuda_version) {
-      if (why) *why = "PTX compute_" + std::to_string(p.arch) + " (ISA " + std::to_string(p.isa_major) + "." +
-                      std::to_string(p.isa_minor) + ") JIT-compiles for sm_" + std::to_string(sm);
+      if (why)
+        *why = "PTX compute_" + std::to_string(p.arch) + " (ISA " + std::to_string(p.isa_major) +
+               "." + std::to_string(p.isa_minor) + ") JIT-compiles for sm_" + std::to_string(sm);
       return true;
     }
     too_new = "PTX compute_" + std::to_string(p.arch) + " needs a driver for CUDA " +
@@ -200,9 +206,10 @@ bool CudaCodeRunsOn(const GpuBinaryInfo& info, int sm, int driver_cuda_version, 
   if (why) {
     std::string have;
     for (int s : info.sass) have += (have.empty() ? "" : ", ") + ("sm_" + std::to_string(s));
-    for (const PtxEntry& p : info.ptx) have += (have.empty() ? "" : ", ") + ("compute_" + std::to_string(p.arch));
-    *why = "no code for sm_" + std::to_string(sm) + " (has " + (have.empty() ? "no CUDA code" : have) + ")" +
-           (too_new.empty() ? "" : "; " + too_new);
+    for (const PtxEntry& p : info.ptx)
+      have += (have.empty() ? "" : ", ") + ("compute_" + std::to_string(p.arch));
+    *why = "no code for sm_" + std::to_string(sm) + " (has " +
+           (have.empty() ? "no CUDA code" : have) + ")" + (too_new.empty() ? "" : "; " + too_new);
   }
   return false;
 }

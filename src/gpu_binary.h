@@ -16,9 +16,9 @@ struct PtxEntry {
 };
 
 struct GpuBinaryInfo {
-  std::vector<int> sass;          // sm numbers with machine code, sorted, unique
-  std::vector<PtxEntry> ptx;      // sorted by arch, unique
-  std::vector<std::string> gfx;   // HIP targets ("gfx90a", "gfx942:xnack-"), sorted, unique
+  std::vector<int> sass;         // sm numbers with machine code, sorted, unique
+  std::vector<PtxEntry> ptx;     // sorted by arch, unique
+  std::vector<std::string> gfx;  // HIP targets ("gfx90a", "gfx942:xnack-"), sorted, unique
   int fatbin_containers = 0;
   bool has_gpu_code() const { return !sass.empty() || !ptx.empty() || !gfx.empty(); }
 };

@@ -13,10 +13,10 @@
 namespace trainlock {
 
 struct MemoryEstimate {
-  double parameters = 0;      // count
-  double weights_bytes = 0;   // fp32 master weights: 4 bytes/param
-  double grads_bytes = 0;     // fp32 gradients: 4 bytes/param
-  double optimizer_bytes = 0; // AdamW exp_avg + exp_avg_sq: 8 bytes/param
+  double parameters = 0;       // count
+  double weights_bytes = 0;    // fp32 master weights: 4 bytes/param
+  double grads_bytes = 0;      // fp32 gradients: 4 bytes/param
+  double optimizer_bytes = 0;  // AdamW exp_avg + exp_avg_sq: 8 bytes/param
   double activation_bytes = 0;
   double logits_bytes = 0;
   double total_bytes() const {
@@ -25,9 +25,9 @@ struct MemoryEstimate {
 };
 
 struct MemoryOptions {
-  int64_t micro_batch = 0;       // 0: the config's
+  int64_t micro_batch = 0;  // 0: the config's
   bool activation_checkpointing = false;
-  int64_t shard_ranks = 1;       // FSDP: weights, grads and moments divided over this many GPUs
+  int64_t shard_ranks = 1;  // FSDP: weights, grads and moments divided over this many GPUs
 };
 
 // Activations per token and layer are taken as 2 bytes x (10 h + 3 i) under bf16/fp16

@@ -55,7 +55,9 @@ Project LoadProject(const std::filesystem::path& dir, ManifestRequirement requir
     });
   }
   // The config is named by the manifest (or, inside an image, by the lock).
-  const Spec* named_by = project.manifest ? &*project.manifest : project.lock ? &*project.lock : nullptr;
+  const Spec* named_by = project.manifest ? &*project.manifest
+                         : project.lock   ? &*project.lock
+                                          : nullptr;
   if (named_by && !named_by->config.empty()) {
     project.config_path = DisplayPath(dir, named_by->config);
     Collect(all, [&] {

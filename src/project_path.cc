@@ -17,8 +17,8 @@ std::string RelativePathProblem(std::string_view path) {
   size_t start = 0;
   while (start <= path.size()) {
     size_t slash = path.find('/', start);
-    std::string_view component =
-        path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    std::string_view component = path.substr(
+        start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
     if (component == "..") return "path " + Quoted(path) + " escapes the project through '..'";
     if (slash == std::string_view::npos) break;
     start = slash + 1;

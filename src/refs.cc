@@ -55,13 +55,16 @@ std::optional<ImageRef> ParseImageRef(std::string_view text, std::string* error)
   static const std::regex kRepository(
       R"(^[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*$)");
   if (rest.empty() || !std::regex_match(rest, kRepository)) {
-    return fail("invalid repository name '" + rest + "' (lower-case letters, digits, '.', '_', '-' and '/')");
+    return fail("invalid repository name '" + rest +
+                "' (lower-case letters, digits, '.', '_', '-' and '/')");
   }
   ref.repository = rest;
   return ref;
 }
 
-bool IsDigest(std::string_view s) { return DigestProblem(s).empty(); }
+bool IsDigest(std::string_view s) {
+  return DigestProblem(s).empty();
+}
 
 std::string DigestProblem(std::string_view s) {
   constexpr std::string_view kPrefix = "sha256:";

@@ -14,10 +14,14 @@ namespace trainlock {
 
 const char* CheckStatusName(CheckStatus status) {
   switch (status) {
-    case CheckStatus::kPass: return "pass";
-    case CheckStatus::kFail: return "fail";
-    case CheckStatus::kSkip: return "skip";
-    case CheckStatus::kError: return "error";
+    case CheckStatus::kPass:
+      return "pass";
+    case CheckStatus::kFail:
+      return "fail";
+    case CheckStatus::kSkip:
+      return "skip";
+    case CheckStatus::kError:
+      return "error";
   }
   return "error";
 }
@@ -72,7 +76,8 @@ class SchemaChecker {
     }
     Enum(r, "verdict", "$", {"pass", "fail"});
     if (auto* sha = Field(r, "lock_sha256", "$", nlohmann::json::value_t::string)) {
-      if (!IsSha256Hex(sha->get<std::string>())) Problem("lock_sha256", "must be 64 hex characters");
+      if (!IsSha256Hex(sha->get<std::string>()))
+        Problem("lock_sha256", "must be 64 hex characters");
     }
     if (!r.contains("image")) {
       Problem("image", "missing (null when there is no image)");
@@ -90,12 +95,14 @@ class SchemaChecker {
     }
     Field(r, "host", "$", nlohmann::json::value_t::object);
     if (auto* devices = Field(r, "devices", "$", nlohmann::json::value_t::array)) {
-      for (size_t i = 0; i < devices->size(); ++i) Device((*devices)[i], "devices[" + std::to_string(i) + "]");
+      for (size_t i = 0; i < devices->size(); ++i)
+        Device((*devices)[i], "devices[" + std::to_string(i) + "]");
     }
     if (auto* t = Field(r, "started_at", "$", nlohmann::json::value_t::string)) {
       static const std::regex kRfc3339(
           R"(^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$)");
-      if (!std::regex_match(t->get<std::string>(), kRfc3339)) Problem("started_at", "must be RFC 3339");
+      if (!std::regex_match(t->get<std::string>(), kRfc3339))
+        Problem("started_at", "must be RFC 3339");
     }
     Number(r, "duration_s", "$");
     if (auto* checks = Field(r, "checks", "$", nlohmann::json::value_t::array)) {

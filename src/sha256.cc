@@ -22,7 +22,9 @@ Sha256::Sha256() : impl_(std::make_unique<Impl>()) {
   }
 }
 
-Sha256::~Sha256() { EVP_MD_CTX_free(impl_->ctx); }
+Sha256::~Sha256() {
+  EVP_MD_CTX_free(impl_->ctx);
+}
 
 void Sha256::Update(const void* data, size_t size) {
   if (size > 0 && EVP_DigestUpdate(impl_->ctx, data, size) != 1) {

@@ -28,9 +28,9 @@ struct PinnedFile {
 
 // [model] or [dataset]: where the artifacts come from.
 struct ArtifactSource {
-  std::string source;    // "hf" | "local" | "url"
-  std::string repo;      // hf: "org/name"; local: a project-relative directory; url: base URL
-  std::string revision;  // hf: branch/tag (manifest) or 40-hex commit (lock)
+  std::string source;       // "hf" | "local" | "url"
+  std::string repo;         // hf: "org/name"; local: a project-relative directory; url: base URL
+  std::string revision;     // hf: branch/tag (manifest) or 40-hex commit (lock)
   std::string token_dtype;  // dataset token shards: "uint16" | "uint32" ("" = not tokens)
   std::vector<PinnedFile> files;
 };
@@ -41,13 +41,13 @@ struct Target {
   std::string base;  // image reference; a digest-pinned one in the lock
   std::map<std::string, std::string> base_platforms;  // lock: "linux/amd64" -> manifest digest
   std::vector<std::string> accelerators;              // catalog names
-  std::string torch;  // e.g. "2.11.0+cu130"
-  std::string cuda;   // cuda target: toolkit version, e.g. "13.0"
-  std::string rocm;   // rocm target: e.g. "6.3"
-  std::string nccl;   // cuda: NCCL version (optional)
-  std::string rccl;   // rocm: RCCL version (optional)
-  std::string cudnn;  // cuda: cuDNN version (optional)
-  std::string driver_min;  // minimum kernel driver on the node
+  std::string torch;                                  // e.g. "2.11.0+cu130"
+  std::string cuda;                                   // cuda target: toolkit version, e.g. "13.0"
+  std::string rocm;                                   // rocm target: e.g. "6.3"
+  std::string nccl;                                   // cuda: NCCL version (optional)
+  std::string rccl;                                   // rocm: RCCL version (optional)
+  std::string cudnn;                                  // cuda: cuDNN version (optional)
+  std::string driver_min;                             // minimum kernel driver on the node
 };
 
 struct TensorSpec {
@@ -80,7 +80,7 @@ struct ValidateSpec {
   int64_t keep_last = 2;
   double loss_tolerance = 0.0;  // 0 = bitwise
   double eval_tolerance = 0.0;
-  std::string checkpoint_dir;   // "" = a directory under the report's directory
+  std::string checkpoint_dir;         // "" = a directory under the report's directory
   std::vector<std::string> required;  // check ids that must pass
 };
 

@@ -152,8 +152,8 @@ std::optional<ArtifactSource> SpecReader::ReadArtifact(const toml::table& t,
   if (auto source = f.String("source", Need::kRequired)) {
     if (std::find(std::begin(kSources), std::end(kSources), *source) == std::end(kSources)) {
       std::string hint = DidYouMean(*source, kSources);
-      f.Error(f.Pos("source"), "'" + name + ".source' = " + Quoted(*source) +
-                                   " is not one of hf, local, url", hint);
+      f.Error(f.Pos("source"),
+              "'" + name + ".source' = " + Quoted(*source) + " is not one of hf, local, url", hint);
     }
     a.source = *source;
   }
@@ -161,7 +161,8 @@ std::optional<ArtifactSource> SpecReader::ReadArtifact(const toml::table& t,
       std::find(std::begin(kSources), std::end(kSources), a.source) != std::end(kSources);
   if (!known_source) {
     // Which keys belong depends on the source; do not call them unknown when it is misspelt.
-    for (const char* key : {"repo", "revision", "path", "url", "files", "token-dtype"}) f.Allow(key);
+    for (const char* key : {"repo", "revision", "path", "url", "files", "token-dtype"})
+      f.Allow(key);
     f.Finish();
     return a;
   }
@@ -169,8 +170,9 @@ std::optional<ArtifactSource> SpecReader::ReadArtifact(const toml::table& t,
     if (auto repo = f.String("repo", Need::kRequired)) {
       static const std::regex kRepo(R"(^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$)");
       if (!std::regex_match(*repo, kRepo)) {
-        f.Error(f.Pos("repo"), "'" + name + ".repo' = " + Quoted(*repo) +
-                                   " is not a Hugging Face repository id", "expected 'org/name'");
+        f.Error(f.Pos("repo"),
+                "'" + name + ".repo' = " + Quoted(*repo) + " is not a Hugging Face repository id",
+                "expected 'org/name'");
       }
       a.repo = *repo;
     }
@@ -198,8 +200,8 @@ std::optional<ArtifactSource> SpecReader::ReadArtifact(const toml::table& t,
   if (name == "dataset") {
     if (auto dtype = f.String("token-dtype", Need::kOptional)) {
       if (*dtype != "uint16" && *dtype != "uint32") {
-        f.Error(f.Pos("token-dtype"), "'dataset.token-dtype' = " + Quoted(*dtype) +
-                                          " is not one of uint16, uint32");
+        f.Error(f.Pos("token-dtype"),
+                "'dataset.token-dtype' = " + Quoted(*dtype) + " is not one of uint16, uint32");
       }
       a.token_dtype = *dtype;
     }
@@ -273,7 +275,9 @@ void SpecReader::ReadTargets(const toml::table& t) {
       f.Allow(k);
     }
   }
-  if (t.empty()) f.Error(f.TablePos(), "[targets] names no target", "add [targets.cuda], [targets.rocm] or [targets.cpu]");
+  if (t.empty())
+    f.Error(f.TablePos(), "[targets] names no target",
+            "add [targets.cuda], [targets.rocm] or [targets.cpu]");
   f.Finish();
 }
 
@@ -289,8 +293,8 @@ void SpecReader::ReadBaseImage(TomlFields& f, Target& target) {
     return;
   }
   if (lock() && !ref->pinned()) {
-    f.Error(f.Pos("base"), "unpinned image reference " + Quoted(*base) + " in '" +
-                               f.Qualified("base") + "'",
+    f.Error(f.Pos("base"),
+            "unpinned image reference " + Quoted(*base) + " in '" + f.Qualified("base") + "'",
             "a lock pins base images by digest (name@sha256:...); run `trainlock lock`");
   }
   if (!lock()) return;
@@ -344,25 +348,26 @@ Target SpecReader::ReadTarget(const toml::table& t, const std::string& target_na
 
 void SpecReader::ReadPython(const toml::table& t) {
   static const std::regex kPackage(R"(^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$)");
-  static const std::regex kExact(R"(^[0-9]+(\.[0-9]+)*([a-z]+[0-9]*)?(\.post[0-9]+)?(\+[A-Za-z0-9.]+)?$)");
+  static const std::regex kExact(
+      R"(^[0-9]+(\.[0-9]+)*([a-z]+[0-9]*)?(\.post[0-9]+)?(\+[A-Za-z0-9.]+)?$)");
   for (auto&& [key, node] : t) {
     std::string name(key.str());
     SourcePos pos = PosOf(node);
     if (!std::regex_match(name, kPackage)) {
-      diags_.Error(path_, PosOf(key.source()), "[python] key " + Quoted(name) +
-                                                   " is not a package name");
+      diags_.Error(path_, PosOf(key.source()),
+                   "[python] key " + Quoted(name) + " is not a package name");
       continue;
     }
     const auto* version = node.as_string();
     if (!version) {
-      diags_.Error(path_, pos, "'python." + name + "' must be a string, not " +
-                                   TomlTypeName(node.type()),
+      diags_.Error(path_, pos,
+                   "'python." + name + "' must be a string, not " + TomlTypeName(node.type()),
                    "write the exact version, e.g. " + name + " = \"1.2.3\"");
       continue;
     }
     if (!std::regex_match(version->get(), kExact)) {
-      diags_.Error(path_, pos, "'python." + name + "' = " + Quoted(version->get()) +
-                                   " is not an exact version",
+      diags_.Error(path_, pos,
+                   "'python." + name + "' = " + Quoted(version->get()) + " is not an exact version",
                    "pin one release, e.g. \"1.2.3\"; ranges and wildcards are not reproducible");
       continue;
     }
@@ -421,8 +426,8 @@ void SpecReader::ReadSmoke(const toml::array& a, const std::string& name, Custom
     SmokeSpec smoke;
     if (auto op = f.String("op", Need::kRequired)) {
       if (std::find(lib.ops.begin(), lib.ops.end(), *op) == lib.ops.end()) {
-        f.Error(f.Pos("op"), "smoke test names op " + Quoted(*op) + " which is not in '" + name +
-                                 ".ops'");
+        f.Error(f.Pos("op"),
+                "smoke test names op " + Quoted(*op) + " which is not in '" + name + ".ops'");
       }
       smoke.op = *op;
     }
@@ -479,9 +484,9 @@ void SpecReader::ReadValidate(const toml::table& t) {
   v.steps = f.Integer("steps", Need::kOptional, 2, 1000000).value_or(v.steps);
   if (auto at = f.Integer("checkpoint-at", Need::kOptional, 1, 1000000)) {
     if (*at >= v.steps) {
-      f.Error(f.Pos("checkpoint-at"), "'validate.checkpoint-at' = " + std::to_string(*at) +
-                                          " must be below 'validate.steps' = " +
-                                          std::to_string(v.steps),
+      f.Error(f.Pos("checkpoint-at"),
+              "'validate.checkpoint-at' = " + std::to_string(*at) +
+                  " must be below 'validate.steps' = " + std::to_string(v.steps),
               "the resumed run needs steps after the checkpoint");
     }
     v.checkpoint_at = *at;

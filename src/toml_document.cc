@@ -17,9 +17,9 @@ constexpr int kMaxKeyDepth = 256;
 std::optional<Diagnostic> DeepKey(std::string_view text, const std::string& path) {
   constexpr std::string_view kBasicMulti = R"(""")", kLiteralMulti = "'''";
   int line = 1, column = 0, dots = 0;
-  bool in_key = true;        // in the key or header part of a statement
-  char quote = 0;            // inside a single-line string
-  std::string_view multi;    // inside a multi-line string: its delimiter
+  bool in_key = true;      // in the key or header part of a statement
+  char quote = 0;          // inside a single-line string
+  std::string_view multi;  // inside a multi-line string: its delimiter
   bool comment = false;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -62,10 +62,11 @@ std::optional<Diagnostic> DeepKey(std::string_view text, const std::string& path
     } else if (in_key && (c == '=' || c == ']')) {
       in_key = false;
     } else if (in_key && c == '.' && ++dots > kMaxKeyDepth) {
-      return Diagnostic{path, {line, column},
-                        "invalid TOML: key nested deeper than " + std::to_string(kMaxKeyDepth) +
-                            " levels",
-                        {}};
+      return Diagnostic{
+          path,
+          {line, column},
+          "invalid TOML: key nested deeper than " + std::to_string(kMaxKeyDepth) + " levels",
+          {}};
     }
   }
   return std::nullopt;
@@ -86,8 +87,8 @@ toml::table ParseTomlDocument(std::string_view text, const std::string& path) {
         ++column;
       }
     }
-    throw InputError(Diagnostic{path, {line, column}, "not a TOML file: contains a NUL byte",
-                                "is this a binary file?"});
+    throw InputError(Diagnostic{
+        path, {line, column}, "not a TOML file: contains a NUL byte", "is this a binary file?"});
   }
   if (auto deep = DeepKey(text, path)) throw InputError(*deep);
   try {

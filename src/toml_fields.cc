@@ -13,20 +13,32 @@ SourcePos PosOf(const toml::source_region& region) {
   return {static_cast<int>(region.begin.line), static_cast<int>(region.begin.column)};
 }
 
-SourcePos PosOf(const toml::node& node) { return PosOf(node.source()); }
+SourcePos PosOf(const toml::node& node) {
+  return PosOf(node.source());
+}
 
 std::string TomlTypeName(toml::node_type type) {
   switch (type) {
-    case toml::node_type::table: return "table";
-    case toml::node_type::array: return "array";
-    case toml::node_type::string: return "string";
-    case toml::node_type::integer: return "integer";
-    case toml::node_type::floating_point: return "float";
-    case toml::node_type::boolean: return "boolean";
-    case toml::node_type::date: return "date";
-    case toml::node_type::time: return "time";
-    case toml::node_type::date_time: return "date-time";
-    case toml::node_type::none: break;
+    case toml::node_type::table:
+      return "table";
+    case toml::node_type::array:
+      return "array";
+    case toml::node_type::string:
+      return "string";
+    case toml::node_type::integer:
+      return "integer";
+    case toml::node_type::floating_point:
+      return "float";
+    case toml::node_type::boolean:
+      return "boolean";
+    case toml::node_type::date:
+      return "date";
+    case toml::node_type::time:
+      return "time";
+    case toml::node_type::date_time:
+      return "date-time";
+    case toml::node_type::none:
+      break;
   }
   return "nothing";
 }
@@ -74,9 +86,8 @@ const toml::node* TomlFields::Lookup(std::string_view key, Need need) {
 
 void TomlFields::TypeError(std::string_view key, const toml::node& node,
                            std::string_view expected) {
-  Error(PosOf(node),
-        "'" + Qualified(key) + "' must be " + std::string(expected) + ", not " +
-            TomlTypeName(node.type()));
+  Error(PosOf(node), "'" + Qualified(key) + "' must be " + std::string(expected) + ", not " +
+                         TomlTypeName(node.type()));
 }
 
 std::optional<std::string> TomlFields::String(std::string_view key, Need need) {
@@ -112,8 +123,7 @@ std::optional<int64_t> TomlFields::Integer(std::string_view key, Need need, int6
   return v;
 }
 
-std::optional<double> TomlFields::Number(std::string_view key, Need need, double min,
-                                         double max) {
+std::optional<double> TomlFields::Number(std::string_view key, Need need, double min, double max) {
   const toml::node* node = Lookup(key, need);
   if (!node) return std::nullopt;
   double v = 0;
@@ -202,8 +212,7 @@ void TomlFields::Finish() {
     std::string where = name_.empty() ? "at the top level" : "in [" + name_ + "]";
     SourcePos pos = PosOf(key.source());
     if (!pos.known()) pos = PosOf(node);
-    Error(pos, "unknown key " + Quoted(key.str()) + " " + where,
-          DidYouMean(key.str(), candidates));
+    Error(pos, "unknown key " + Quoted(key.str()) + " " + where, DidYouMean(key.str(), candidates));
   }
 }
 

@@ -88,8 +88,8 @@ class YamlFields {
   std::optional<std::string> ScalarOf(std::string_view key, const YAML::Node& v,
                                       std::string_view expected) {
     if (!v.IsScalar()) {
-      Error(PosOf(v.Mark()), "'" + Qualified(key) + "' must be " + std::string(expected) +
-                                 ", not " + KindName(v));
+      Error(PosOf(v.Mark()),
+            "'" + Qualified(key) + "' must be " + std::string(expected) + ", not " + KindName(v));
       return std::nullopt;
     }
     return v.Scalar();
@@ -113,8 +113,8 @@ class YamlFields {
       return std::nullopt;
     }
     if (value < min || value > max) {
-      Error(PosOf(v->Mark()), "'" + Qualified(key) + "' = " + std::to_string(value) +
-                                  " is out of range",
+      Error(PosOf(v->Mark()),
+            "'" + Qualified(key) + "' = " + std::to_string(value) + " is out of range",
             "expected " + std::to_string(min) + " to " + std::to_string(max));
       return std::nullopt;
     }
@@ -162,7 +162,8 @@ class YamlFields {
     if (std::find(choices.begin(), choices.end(), *text) == choices.end()) {
       std::string all;
       for (std::string_view c : choices) all += (all.empty() ? "" : ", ") + std::string(c);
-      Error(PosOf(v->Mark()), "'" + Qualified(key) + "' = " + Quoted(*text) + " is not one of " + all,
+      Error(PosOf(v->Mark()),
+            "'" + Qualified(key) + "' = " + Quoted(*text) + " is not one of " + all,
             DidYouMean(*text, choices));
       return std::nullopt;
     }
@@ -192,11 +193,16 @@ class YamlFields {
 
   static std::string KindName(const YAML::Node& v) {
     switch (v.Type()) {
-      case YAML::NodeType::Map: return "a mapping";
-      case YAML::NodeType::Sequence: return "a list";
-      case YAML::NodeType::Scalar: return "a scalar";
-      case YAML::NodeType::Null: return "null";
-      case YAML::NodeType::Undefined: break;
+      case YAML::NodeType::Map:
+        return "a mapping";
+      case YAML::NodeType::Sequence:
+        return "a list";
+      case YAML::NodeType::Scalar:
+        return "a scalar";
+      case YAML::NodeType::Null:
+        return "null";
+      case YAML::NodeType::Undefined:
+        break;
     }
     return "nothing";
   }
@@ -246,8 +252,9 @@ void CheckModelShape(const ModelConfig& m, YamlFields& f) {
                      " is odd; rotary embeddings need an even head dimension");
   }
   if (m.num_heads && m.num_kv_heads && m.num_heads % m.num_kv_heads != 0) {
-    f.Error(f.PosOfKey("num_kv_heads"), "model.num_heads " + std::to_string(m.num_heads) +
-                     " is not a multiple of model.num_kv_heads " + std::to_string(m.num_kv_heads),
+    f.Error(f.PosOfKey("num_kv_heads"),
+            "model.num_heads " + std::to_string(m.num_heads) +
+                " is not a multiple of model.num_kv_heads " + std::to_string(m.num_kv_heads),
             "grouped-query attention shares each kv head among num_heads / num_kv_heads heads");
   }
 }
@@ -272,11 +279,13 @@ void ReadOptimizer(YamlFields& f, OptimizerConfig& o) {
         double b = -1;
         const YAML::Node& n = (*betas)[i];
         if (n.IsScalar()) {
-          auto [ptr, ec] = std::from_chars(n.Scalar().data(), n.Scalar().data() + n.Scalar().size(), b);
+          auto [ptr, ec] =
+              std::from_chars(n.Scalar().data(), n.Scalar().data() + n.Scalar().size(), b);
           if (ec != std::errc() || ptr != n.Scalar().data() + n.Scalar().size()) b = -1;
         }
         if (!(b >= 0 && b < 1)) {
-          f.Error(PosOf(n.Mark()), "'" + f.Qualified("betas") + "' entries must be numbers in [0, 1)");
+          f.Error(PosOf(n.Mark()),
+                  "'" + f.Qualified("betas") + "' entries must be numbers in [0, 1)");
         } else {
           (i == 0 ? o.beta1 : o.beta2) = b;
         }
@@ -364,8 +373,11 @@ void RefuseSecondDocument(const std::string& text, const std::string& path) {
 
 YAML::Node ParseYaml(std::string_view text, const std::string& path) {
   if (size_t nul = text.find('\0'); nul != std::string_view::npos) {
-    throw InputError(Diagnostic{path, {}, "not a YAML file: contains a NUL byte at offset " +
-                                              std::to_string(nul), "is this a binary file?"});
+    throw InputError(
+        Diagnostic{path,
+                   {},
+                   "not a YAML file: contains a NUL byte at offset " + std::to_string(nul),
+                   "is this a binary file?"});
   }
   std::string owned(text);
   try {
@@ -373,7 +385,8 @@ YAML::Node ParseYaml(std::string_view text, const std::string& path) {
     RefuseSecondDocument(owned, path);
     return root;
   } catch (const YAML::DeepRecursion& e) {
-    throw InputError(Diagnostic{path, PosOf(e.mark), "invalid YAML: nested deeper than yaml-cpp's limit",
+    throw InputError(Diagnostic{path, PosOf(e.mark),
+                                "invalid YAML: nested deeper than yaml-cpp's limit",
                                 "a training config is two levels deep"});
   } catch (const YAML::Exception& e) {
     throw InputError(Diagnostic{path, PosOf(e.mark), "invalid YAML: " + e.msg, {}});

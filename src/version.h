@@ -9,9 +9,9 @@
 namespace trainlock {
 
 struct Version {
-  std::vector<int> parts;   // numeric components, e.g. {580, 65, 6}
-  std::string local;        // text after '+', e.g. "cu130"; "" when absent
-  std::string text;         // as written ("580.65.06" keeps its leading zero)
+  std::vector<int> parts;  // numeric components, e.g. {580, 65, 6}
+  std::string local;       // text after '+', e.g. "cu130"; "" when absent
+  std::string text;        // as written ("580.65.06" keeps its leading zero)
 
   // Compares numerically; missing trailing components count as 0 ("13" == "13.0").
   int Compare(const Version& other) const;

@@ -18,7 +18,9 @@ std::string LockHash(const std::string& text) {
   return sha;
 }
 
-std::string ExampleLock() { return ReadFile(SourceDir() / "examples/h200-pilot/trainlock.lock"); }
+std::string ExampleLock() {
+  return ReadFile(SourceDir() / "examples/h200-pilot/trainlock.lock");
+}
 
 std::string Replace(std::string text, const std::string& from, const std::string& to) {
   size_t at = text.find(from);
@@ -84,14 +86,15 @@ TEST(LockHash, OneChangedDigestCharacterChangesTheHash) {
 }
 
 TEST(LockHash, ReorderedArrayChangesTheHash) {
-  EXPECT_NE(LockHash(ExampleLock()),
-            LockHash(Replace(ExampleLock(), R"(["H200", "H100-80GB"])", R"(["H100-80GB", "H200"])")));
+  EXPECT_NE(LockHash(ExampleLock()), LockHash(Replace(ExampleLock(), R"(["H200", "H100-80GB"])",
+                                                      R"(["H100-80GB", "H200"])")));
 }
 
 TEST(LockHash, BuiltImagesDoNotChangeTheHash) {
   std::string with_image = ExampleLock() +
                            "\n[images.cuda]\nref = \"registry.example/pilot\"\n"
-                           "digest = \"sha256:" + std::string(64, 'a') + "\"\n";
+                           "digest = \"sha256:" +
+                           std::string(64, 'a') + "\"\n";
   EXPECT_EQ(LockHash(ExampleLock()), LockHash(with_image));
 }
 

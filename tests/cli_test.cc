@@ -11,7 +11,9 @@ namespace {
 using testing::RunTrainlock;
 using testing::SourceDir;
 
-std::string Example(const char* name) { return (SourceDir() / "examples" / name).string(); }
+std::string Example(const char* name) {
+  return (SourceDir() / "examples" / name).string();
+}
 
 TEST(CliCheck, ExamplesAreCleanAndExitZero) {
   for (const char* name : {"tiny", "h200-pilot", "mi300x-pilot"}) {
@@ -58,7 +60,9 @@ TEST(CliUsage, UnknownOptionIsBadInput) {
   EXPECT_EQ(RunTrainlock({"check", "--frobnicate"}).exit_code, 2);
 }
 
-TEST(CliUsage, NoSubcommandIsBadInput) { EXPECT_EQ(RunTrainlock({}).exit_code, 2); }
+TEST(CliUsage, NoSubcommandIsBadInput) {
+  EXPECT_EQ(RunTrainlock({}).exit_code, 2);
+}
 
 TEST(CliUsage, HelpDescribesEveryCommand) {
   auto r = RunTrainlock({"--help"});
@@ -70,7 +74,8 @@ TEST(CliUsage, HelpDescribesEveryCommand) {
 }
 
 TEST(CliUsage, EachSubcommandHasItsOwnHelp) {
-  EXPECT_NE(RunTrainlock({"check", "--help"}).out.find("compatibility findings"), std::string::npos);
+  EXPECT_NE(RunTrainlock({"check", "--help"}).out.find("compatibility findings"),
+            std::string::npos);
   EXPECT_NE(RunTrainlock({"hash", "--help"}).out.find("lock-sha256"), std::string::npos);
 }
 
@@ -90,8 +95,8 @@ TEST(CliHash, ManifestFlagPrintsTheManifestIdentityTheLockRecords) {
 }
 
 TEST(CliCatalog, ReadsAnotherCatalogDirectory) {
-  auto r = RunTrainlock({"--catalog", (SourceDir() / "lockfiles/compat").string(), "check",
-                         Example("h200-pilot")});
+  auto r = RunTrainlock(
+      {"--catalog", (SourceDir() / "lockfiles/compat").string(), "check", Example("h200-pilot")});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   auto bad = RunTrainlock({"--catalog", "/nonexistent", "check", Example("h200-pilot")});
   EXPECT_EQ(bad.exit_code, 2);

@@ -44,7 +44,8 @@ class CompatTest : public ::testing::Test {
 };
 
 TEST_F(CompatTest, H200WithCuda13AndDriver580_65_06IsClean) {
-  std::vector<Finding> findings = CheckWith("driver-min = \"580.65.06\"", "driver-min = \"580.65.06\"");
+  std::vector<Finding> findings =
+      CheckWith("driver-min = \"580.65.06\"", "driver-min = \"580.65.06\"");
   EXPECT_TRUE(findings.empty()) << findings.front().Format();
 }
 

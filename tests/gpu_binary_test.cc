@@ -12,9 +12,9 @@ std::filesystem::path Lib(const std::string& name) {
   return std::filesystem::path(TRAINLOCK_GPU_LIBS_DIR) / name;
 }
 
-#define REQUIRE_LIB(name)                                                                  \
-  if (!std::filesystem::exists(Lib(name))) {                                               \
-    GTEST_SKIP() << Lib(name) << " was not built: nvcc/hipcc not found by CMake";           \
+#define REQUIRE_LIB(name)                                                         \
+  if (!std::filesystem::exists(Lib(name))) {                                      \
+    GTEST_SKIP() << Lib(name) << " was not built: nvcc/hipcc not found by CMake"; \
   }
 
 TEST(GpuBinary, NvccLibraryListsSm80AndSm90SassAndCompute90Ptx) {

@@ -92,7 +92,8 @@ TEST(LockLoader, RefusesABranchAsModelRevision) {
 TEST(LockLoader, RequiresFileHashes) {
   std::string lock = ReadFile(SourceDir() / "examples/tiny/trainlock.lock") +
                      "\n[model]\nsource = \"hf\"\nrepo = \"org/m\"\nrevision = \"" +
-                     std::string(40, 'a') + "\"\n[[model.files]]\npath = \"config.json\"\nsize = 3\n";
+                     std::string(40, 'a') +
+                     "\"\n[[model.files]]\npath = \"config.json\"\nsize = 3\n";
   EXPECT_NE(FirstError(lock, SpecKind::kLock).find("missing required key 'sha256'"),
             std::string::npos);
 }
@@ -100,7 +101,8 @@ TEST(LockLoader, RequiresFileHashes) {
 TEST(LockLoader, ReadsPinnedFiles) {
   std::string lock = ReadFile(SourceDir() / "examples/tiny/trainlock.lock") +
                      "\n[model]\nsource = \"hf\"\nrepo = \"org/m\"\nrevision = \"" +
-                     std::string(40, 'a') + "\"\n[[model.files]]\npath = \"config.json\"\nsha256 = \"" +
+                     std::string(40, 'a') +
+                     "\"\n[[model.files]]\npath = \"config.json\"\nsha256 = \"" +
                      std::string(64, 'b') + "\"\nsize = 3\n";
   Spec spec = LoadSpec(lock, "l", SpecKind::kLock);
   ASSERT_EQ(spec.model->files.size(), 1u);

@@ -13,8 +13,12 @@
 
 namespace trainlock::testing {
 
-std::filesystem::path SourceDir() { return TRAINLOCK_SOURCE_DIR; }
-std::filesystem::path BinDir() { return TRAINLOCK_BIN_DIR; }
+std::filesystem::path SourceDir() {
+  return TRAINLOCK_SOURCE_DIR;
+}
+std::filesystem::path BinDir() {
+  return TRAINLOCK_BIN_DIR;
+}
 
 std::string ReadFile(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -43,9 +47,9 @@ TempDir::~TempDir() {
 }
 
 std::filesystem::path CopyExample(const std::string& name, const std::filesystem::path& dest) {
-  std::filesystem::copy(SourceDir() / "examples" / name, dest,
-                        std::filesystem::copy_options::recursive |
-                            std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy(
+      SourceDir() / "examples" / name, dest,
+      std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing);
   return dest;
 }
 

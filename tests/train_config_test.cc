@@ -33,7 +33,8 @@ TEST(TrainConfig, DefaultsApplyWhenOptionalKeysAreAbsent) {
 model: {architecture: llama, hidden_size: 8, num_layers: 1, num_heads: 2,
         intermediate_size: 16, vocab_size: 10}
 training: {seq_len: 4, micro_batch: 1, precision: fp32, optimizer: {name: adamw, lr: 0.1}}
-)", "c.yaml");
+)",
+                                  "c.yaml");
   EXPECT_EQ(c.model.num_kv_heads, 2);
   EXPECT_EQ(c.training.grad_accum, 1);
   EXPECT_EQ(c.training.parallelism, "ddp");
@@ -45,10 +46,12 @@ TEST(TrainConfig, KvHeadsMustDivideHeads) {
 model: {architecture: llama, hidden_size: 12, num_layers: 1, num_heads: 6, num_kv_heads: 4,
         intermediate_size: 16, vocab_size: 10}
 training: {seq_len: 4, micro_batch: 1, precision: fp32, optimizer: {name: adamw, lr: 0.1}}
-)", "c.yaml");
+)",
+                    "c.yaml");
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("not a multiple of model.num_kv_heads"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("not a multiple of model.num_kv_heads"),
+              std::string::npos);
   }
 }
 

@@ -79,10 +79,11 @@ CheckpointIo SaveCheckpoint(const fs::path& root, const CheckpointContents& cont
                              {"files", nlohmann::json::array()},
                              {"state", contents.state}};
   CheckpointIo io;
-  for (auto [file, tensors] : {std::pair{kModelFile, &contents.model},
-                               std::pair{kOptimizerFile, &contents.optimizer}}) {
+  for (auto [file, tensors] :
+       {std::pair{kModelFile, &contents.model}, std::pair{kOptimizerFile, &contents.optimizer}}) {
     WrittenFile written = WriteSafetensors(tmp / file, *tensors);
-    manifest["files"].push_back({{"path", file}, {"sha256", written.sha256}, {"size", written.bytes}});
+    manifest["files"].push_back(
+        {{"path", file}, {"sha256", written.sha256}, {"size", written.bytes}});
     io.bytes += written.bytes;
   }
   std::string text = manifest.dump(2) + "\n";
@@ -113,7 +114,8 @@ CheckpointContents LoadCheckpoint(const fs::path& dir, CheckpointIo* io) {
     if (!(in >> want)) throw CheckpointError((dir / kManifestHash).string() + ": missing");
     if (Sha256Hex(text) != want) {
       throw CheckpointError(manifest_path.string() + ": sha256 " + Sha256Hex(text).substr(0, 16) +
-                            "... does not match " + kManifestHash + " (" + want.substr(0, 16) + "...)");
+                            "... does not match " + kManifestHash + " (" + want.substr(0, 16) +
+                            "...)");
     }
   }
   nlohmann::json manifest = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -197,7 +199,8 @@ double MaxAbsStateDifference(const std::filesystem::path& a, const std::filesyst
       max_diff = std::numeric_limits<double>::infinity();
       continue;
     }
-    double d = (tensor.to(torch::kDouble) - it->second.to(torch::kDouble)).abs().max().item<double>();
+    double d =
+        (tensor.to(torch::kDouble) - it->second.to(torch::kDouble)).abs().max().item<double>();
     if (d != 0 && first_different && first_different->empty()) *first_different = name;
     max_diff = std::max(max_diff, d);
   }

@@ -26,8 +26,8 @@ class CheckpointError : public std::runtime_error {
 
 struct CheckpointContents {
   int64_t step = 0;
-  std::vector<NamedTensor> model;      // parameters, by Hugging Face name
-  std::vector<NamedTensor> optimizer;  // "<param>.exp_avg" and "<param>.exp_avg_sq"
+  std::vector<NamedTensor> model;                   // parameters, by Hugging Face name
+  std::vector<NamedTensor> optimizer;               // "<param>.exp_avg" and "<param>.exp_avg_sq"
   nlohmann::json state = nlohmann::json::object();  // everything that is not a tensor
 };
 

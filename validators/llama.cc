@@ -118,7 +118,8 @@ LlamaBodyImpl::LlamaBodyImpl(const ModelConfig& c) {
 
 LlamaImpl::LlamaImpl(const ModelConfig& c, bool init) : config_(c) {
   model = register_module("model", LlamaBody(c));
-  if (!c.tie_embeddings) lm_head = register_module("lm_head", MakeLinear(c.hidden_size, c.vocab_size));
+  if (!c.tie_embeddings)
+    lm_head = register_module("lm_head", MakeLinear(c.hidden_size, c.vocab_size));
   if (init) InitWeights();
 }
 
@@ -143,7 +144,8 @@ std::pair<torch::Tensor, torch::Tensor> LlamaImpl::Rotary(int64_t seq_len,
   auto positions = torch::arange(seq_len, options);
   auto freqs = torch::outer(positions, inv_freq);
   auto emb = torch::cat({freqs, freqs}, -1);
-  return {emb.cos().to(dtype).view({1, 1, seq_len, dim}), emb.sin().to(dtype).view({1, 1, seq_len, dim})};
+  return {emb.cos().to(dtype).view({1, 1, seq_len, dim}),
+          emb.sin().to(dtype).view({1, 1, seq_len, dim})};
 }
 
 torch::Tensor LlamaImpl::forward(const torch::Tensor& tokens) {

@@ -24,25 +24,34 @@ int Main(int argc, char** argv) {
       "-> restore -> resume round trip that must be bitwise equal to an uninterrupted run,\n"
       "eval agreement, checkpoint portability) and writes report.json\n"
       "(trainlock.report/v1). Exit 0 pass, 1 fail, 2 bad input, 3 environment failure."};
-  app.set_version_flag("--version", std::string(kTrainlockVersion) + " (torch " + BuiltTorchVersion() + ", " +
-                                        BuiltTorchFlavour() + ")");
+  app.set_version_flag("--version", std::string(kTrainlockVersion) + " (torch " +
+                                        BuiltTorchVersion() + ", " + BuiltTorchFlavour() + ")");
   ValidateOptions v;
   std::string project = ".", out = "report.json", ckpt, work, control = "none";
-  app.add_option("DIR", project, "Project directory (holding trainlock.lock)")->capture_default_str();
+  app.add_option("DIR", project, "Project directory (holding trainlock.lock)")
+      ->capture_default_str();
   app.add_option("--out,-o", out, "Where to write the report")->capture_default_str();
   app.add_option("--checkpoint-dir", ckpt,
-                 "Checkpoint storage to test (default: the lock's validate.checkpoint-dir, else the work dir)");
-  app.add_option("--work-dir", work, "Directory for worker results (default: a fresh temporary one)");
+                 "Checkpoint storage to test (default: the lock's validate.checkpoint-dir, else "
+                 "the work dir)");
+  app.add_option("--work-dir", work,
+                 "Directory for worker results (default: a fresh temporary one)");
   app.add_flag("--keep-work", v.keep_work, "Keep the work directory and checkpoints afterwards");
-  app.add_option("--device", v.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
-  app.add_option("--threads", v.threads, "CPU threads per process (0: LibTorch's default)")->check(CLI::Range(0, 1024));
-  app.add_option("--timeout", v.timeout_s, "Seconds each worker process may run before it is killed")
-      ->check(CLI::Range(1, 86400))->capture_default_str();
+  app.add_option("--device", v.device, "auto, cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_option("--threads", v.threads, "CPU threads per process (0: LibTorch's default)")
+      ->check(CLI::Range(0, 1024));
+  app.add_option("--timeout", v.timeout_s,
+                 "Seconds each worker process may run before it is killed")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   app.add_flag("--json", v.json, "Print the report JSON instead of the summary");
   app.add_option("--negative-control", control,
                  "Deliberately break the resume to prove the check fails: rng (skip RNG restore), "
                  "data (skip data-loader restore), corrupt (flip a checkpoint byte)")
-      ->check(CLI::IsMember({"none", "rng", "data", "corrupt"}))->capture_default_str();
+      ->check(CLI::IsMember({"none", "rng", "data", "corrupt"}))
+      ->capture_default_str();
 
   WorkerOptions w;
   std::string w_project, w_ckpt, w_result, w_final;

@@ -21,7 +21,8 @@ std::string ShapeString(at::IntArrayRef shape) {
 nlohmann::json ReadJson(const fs::path& file) {
   std::ifstream in(file);
   nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) throw ModelLoadError(file.string() + ": not a JSON object");
+  if (j.is_discarded() || !j.is_object())
+    throw ModelLoadError(file.string() + ": not a JSON object");
   return j;
 }
 
@@ -30,7 +31,8 @@ void CheckConfigJson(const fs::path& file, const ModelConfig& c) {
   nlohmann::json j = ReadJson(file);
   auto expect = [&](const char* key, int64_t want, int64_t fallback) {
     if (j.contains(key) && !j[key].is_number_integer()) {
-      throw ModelLoadError(file.string() + ": " + key + " must be an integer, not " + j[key].dump());
+      throw ModelLoadError(file.string() + ": " + key + " must be an integer, not " +
+                           j[key].dump());
     }
     int64_t got = j.contains(key) ? j[key].get<int64_t>() : fallback;
     if (got != want) {
@@ -50,9 +52,9 @@ void CheckConfigJson(const fs::path& file, const ModelConfig& c) {
   }
   bool tied = j.value("tie_word_embeddings", false);
   if (tied != c.tie_embeddings) {
-    throw ModelLoadError(file.string() + ": tie_word_embeddings is " + (tied ? "true" : "false") +
-                         " but the training config says tie_embeddings: " +
-                         (c.tie_embeddings ? "true" : "false"));
+    throw ModelLoadError(
+        file.string() + ": tie_word_embeddings is " + (tied ? "true" : "false") +
+        " but the training config says tie_embeddings: " + (c.tie_embeddings ? "true" : "false"));
   }
 }
 
@@ -65,7 +67,8 @@ std::vector<fs::path> ShardFiles(const fs::path& dir, std::map<std::string, std:
     if (!j["weight_map"].is_object()) throw ModelLoadError(index_file.string() + ": no weight_map");
     std::set<std::string> names;
     for (auto& [tensor, file] : j["weight_map"].items()) {
-      if (!file.is_string()) throw ModelLoadError(index_file.string() + ": weight_map values must be file names");
+      if (!file.is_string())
+        throw ModelLoadError(index_file.string() + ": weight_map values must be file names");
       (*index)[tensor] = file.get<std::string>();
       names.insert(file.get<std::string>());
     }
@@ -109,10 +112,12 @@ LoadedWeights LoadHfWeights(Llama& model, const fs::path& dir) {
     }
     for (auto& [name, tensor] : tensors) {
       if (!index.empty() && index.count(name) && index[name] != file.filename().string()) {
-        throw ModelLoadError(file.string() + ": tensor '" + name + "' is indexed in '" + index[name] + "'");
+        throw ModelLoadError(file.string() + ": tensor '" + name + "' is indexed in '" +
+                             index[name] + "'");
       }
       if (found.count(name)) {
-        throw ModelLoadError(file.string() + ": tensor '" + name + "' also appears in " + found[name].second);
+        throw ModelLoadError(file.string() + ": tensor '" + name + "' also appears in " +
+                             found[name].second);
       }
       found[name] = {tensor, file.string()};
     }
@@ -120,7 +125,8 @@ LoadedWeights LoadHfWeights(Llama& model, const fs::path& dir) {
   }
   for (const auto& [name, file] : index) {
     if (!found.count(name)) {
-      throw ModelLoadError((dir / file).string() + ": lacks tensor '" + name + "' named by the index");
+      throw ModelLoadError((dir / file).string() + ": lacks tensor '" + name +
+                           "' named by the index");
     }
   }
 
@@ -130,7 +136,8 @@ LoadedWeights LoadHfWeights(Llama& model, const fs::path& dir) {
     const std::string& name = item.key();
     auto it = found.find(name);
     if (it == found.end()) {
-      throw ModelLoadError(dir.string() + ": missing tensor '" + name + "' (the model has it; no file holds it)");
+      throw ModelLoadError(dir.string() + ": missing tensor '" + name +
+                           "' (the model has it; no file holds it)");
     }
     const auto& [tensor, file] = it->second;
     if (!at::isFloatingType(tensor.scalar_type()) || tensor.scalar_type() == at::kDouble) {
@@ -138,8 +145,9 @@ LoadedWeights LoadHfWeights(Llama& model, const fs::path& dir) {
                            SafetensorsDtype(tensor.scalar_type()) + "; expected F32, F16 or BF16");
     }
     if (tensor.sizes() != item.value().sizes()) {
-      throw ModelLoadError(file + ": tensor '" + name + "' has shape " + ShapeString(tensor.sizes()) +
-                           " but the model expects " + ShapeString(item.value().sizes()));
+      throw ModelLoadError(file + ": tensor '" + name + "' has shape " +
+                           ShapeString(tensor.sizes()) + " but the model expects " +
+                           ShapeString(item.value().sizes()));
     }
     item.value().copy_(tensor);
     dtypes.insert(SafetensorsDtype(tensor.scalar_type()));

@@ -20,14 +20,18 @@ CheckResult Driver(const Target* target, const NodeProbe& node) {
   nlohmann::json m = {{"driver_version", node.driver_version},
                       {"cuda_driver_version", CudaVersionString(node.cuda_driver_version)}};
   if (!target || target->driver_min.empty()) {
-    return Make("env.driver", CheckStatus::kPass, "driver " + node.driver_version + " (the lock sets no driver-min)", {}, m);
+    return Make("env.driver", CheckStatus::kPass,
+                "driver " + node.driver_version + " (the lock sets no driver-min)", {}, m);
   }
   m["driver_min"] = target->driver_min;
   auto have = ParseVersion(node.driver_version), want = ParseVersion(target->driver_min);
-  if (!have) return Make("env.driver", CheckStatus::kError, "cannot parse the driver version '" + node.driver_version + "'", {}, m);
+  if (!have)
+    return Make("env.driver", CheckStatus::kError,
+                "cannot parse the driver version '" + node.driver_version + "'", {}, m);
   if (*have < *want) {
     return Make("env.driver", CheckStatus::kFail,
-                "driver " + node.driver_version + " is older than the lock's driver-min " + target->driver_min,
+                "driver " + node.driver_version + " is older than the lock's driver-min " +
+                    target->driver_min,
                 "upgrade the NVIDIA driver on this node to " + target->driver_min + " or newer", m);
   }
   return Make("env.driver", CheckStatus::kPass,
@@ -37,32 +41,39 @@ CheckResult Driver(const Target* target, const NodeProbe& node) {
 CheckResult Runtime(const NodeProbe& node, const BuildInfo& build, const Catalog& catalog) {
   nlohmann::json m = {{"cuda_runtime", CudaVersionString(build.cuda_runtime)},
                       {"cuda_driver_supports", CudaVersionString(node.cuda_driver_version)}};
-  if (build.cuda_runtime == 0) return Make("env.runtime", CheckStatus::kSkip, "not a CUDA build of the validator", {}, m);
+  if (build.cuda_runtime == 0)
+    return Make("env.runtime", CheckStatus::kSkip, "not a CUDA build of the validator", {}, m);
   if (node.cuda_driver_version < build.cuda_runtime) {
     std::string need;
     if (auto v = ParseVersion(CudaVersionString(build.cuda_runtime))) {
-      if (const CudaDriverRequirement* r = catalog.FindCudaDriver(*v)) need = r->linux_driver_min.ToString();
+      if (const CudaDriverRequirement* r = catalog.FindCudaDriver(*v))
+        need = r->linux_driver_min.ToString();
     }
     return Make("env.runtime", CheckStatus::kFail,
                 "the driver supports CUDA " + CudaVersionString(node.cuda_driver_version) +
                     " but the image's runtime is CUDA " + CudaVersionString(build.cuda_runtime),
-                "upgrade the driver" + (need.empty() ? std::string() : " to " + need + " or newer") +
-                    ", or use an image built for CUDA " + CudaVersionString(node.cuda_driver_version) + " or older",
+                "upgrade the driver" +
+                    (need.empty() ? std::string() : " to " + need + " or newer") +
+                    ", or use an image built for CUDA " +
+                    CudaVersionString(node.cuda_driver_version) + " or older",
                 m);
   }
   return Make("env.runtime", CheckStatus::kPass,
-              "the driver (CUDA " + CudaVersionString(node.cuda_driver_version) + ") supports the runtime (CUDA " +
-                  CudaVersionString(build.cuda_runtime) + ")",
+              "the driver (CUDA " + CudaVersionString(node.cuda_driver_version) +
+                  ") supports the runtime (CUDA " + CudaVersionString(build.cuda_runtime) + ")",
               {}, m);
 }
 
 CheckResult Versions(const Target* target, const BuildInfo& build) {
-  nlohmann::json m = {{"torch", build.torch}, {"cuda_runtime", CudaVersionString(build.cuda_runtime)}};
+  nlohmann::json m = {{"torch", build.torch},
+                      {"cuda_runtime", CudaVersionString(build.cuda_runtime)}};
   if (build.nccl) {
-    m["nccl"] = std::to_string(build.nccl / 10000) + "." + std::to_string(build.nccl / 100 % 100) + "." +
-                std::to_string(build.nccl % 100);
+    m["nccl"] = std::to_string(build.nccl / 10000) + "." + std::to_string(build.nccl / 100 % 100) +
+                "." + std::to_string(build.nccl % 100);
   }
-  if (!target) return Make("env.versions", CheckStatus::kSkip, "the lock has no " + build.flavour + " target", {}, m);
+  if (!target)
+    return Make("env.versions", CheckStatus::kSkip, "the lock has no " + build.flavour + " target",
+                {}, m);
   std::vector<std::string> problems;
   auto torch_want = ParseVersion(target->torch), torch_have = ParseVersion(build.torch);
   m["torch_locked"] = target->torch;
@@ -73,7 +84,8 @@ CheckResult Versions(const Target* target, const BuildInfo& build) {
     m["cuda_locked"] = target->cuda;
     auto want = ParseVersion(target->cuda);
     if (!want || want->major() * 1000 + want->minor() * 10 != build.cuda_runtime) {
-      problems.push_back("CUDA runtime " + CudaVersionString(build.cuda_runtime) + " but the lock pins " + target->cuda);
+      problems.push_back("CUDA runtime " + CudaVersionString(build.cuda_runtime) +
+                         " but the lock pins " + target->cuda);
     }
   }
   if (!target->nccl.empty()) {
@@ -81,17 +93,21 @@ CheckResult Versions(const Target* target, const BuildInfo& build) {
     if (!build.nccl) {
       problems.push_back("the lock pins NCCL " + target->nccl + " but no NCCL is loaded");
     } else if (m["nccl"] != target->nccl) {
-      problems.push_back("NCCL " + m["nccl"].get<std::string>() + " but the lock pins " + target->nccl);
+      problems.push_back("NCCL " + m["nccl"].get<std::string>() + " but the lock pins " +
+                         target->nccl);
     }
   }
   if (!problems.empty()) {
     std::string summary;
     for (const std::string& p : problems) summary += (summary.empty() ? "" : "; ") + p;
-    return Make("env.versions", CheckStatus::kFail, summary,
-                "run the validator from the image built from this lock, or re-lock to what the image holds", m);
+    return Make(
+        "env.versions", CheckStatus::kFail, summary,
+        "run the validator from the image built from this lock, or re-lock to what the image holds",
+        m);
   }
   return Make("env.versions", CheckStatus::kPass,
-              "torch " + build.torch + (build.cuda_runtime ? ", CUDA " + CudaVersionString(build.cuda_runtime) : "") +
+              "torch " + build.torch +
+                  (build.cuda_runtime ? ", CUDA " + CudaVersionString(build.cuda_runtime) : "") +
                   " match the lock",
               {}, m);
 }
@@ -127,11 +143,14 @@ CheckResult Health(const NodeProbe& node) {
     per_device.push_back(d);
     std::string gpu = "GPU " + std::to_string(g.index);
     if (g.ecc_uncorrected_volatile.value_or(0) > 0) {
-      problems.push_back(gpu + ": " + std::to_string(*g.ecc_uncorrected_volatile) + " uncorrectable ECC errors since boot");
+      problems.push_back(gpu + ": " + std::to_string(*g.ecc_uncorrected_volatile) +
+                         " uncorrectable ECC errors since boot");
     }
-    if (g.retired_pages_pending.value_or(false)) problems.push_back(gpu + ": retired pages pending a reset");
+    if (g.retired_pages_pending.value_or(false))
+      problems.push_back(gpu + ": retired pages pending a reset");
     if (g.remap_failed.value_or(false)) problems.push_back(gpu + ": row remapping failed");
-    if (g.remap_pending.value_or(false)) problems.push_back(gpu + ": row remapping pending a reset");
+    if (g.remap_pending.value_or(false))
+      problems.push_back(gpu + ": row remapping pending a reset");
     if (g.throttle_reasons) {
       if (std::string why = HarmfulThrottleReasons(*g.throttle_reasons); !why.empty()) {
         problems.push_back(gpu + ": clocks held down by " + why);
@@ -143,30 +162,36 @@ CheckResult Health(const NodeProbe& node) {
     std::string summary;
     for (const std::string& p : problems) summary += (summary.empty() ? "" : "; ") + p;
     return Make("env.health", CheckStatus::kFail, summary,
-                "drain the node: reset the GPU (pending remaps/retirements) or send it for repair (uncorrectable "
+                "drain the node: reset the GPU (pending remaps/retirements) or send it for repair "
+                "(uncorrectable "
                 "errors, failed remaps); check cooling and power for slowdowns",
                 m);
   }
   return Make("env.health", CheckStatus::kPass,
-              std::to_string(node.gpus.size()) + " GPU(s): no uncorrectable ECC errors, no pending retirements or "
-                                                 "remaps, no hardware or thermal slowdown",
+              std::to_string(node.gpus.size()) +
+                  " GPU(s): no uncorrectable ECC errors, no pending retirements or "
+                  "remaps, no hardware or thermal slowdown",
               {}, m);
 }
 
 CheckResult Devices(const Target* target, const NodeProbe& node, const Catalog& catalog) {
   nlohmann::json m = {{"count", node.gpus.size()}};
   if (node.gpus.empty()) {
-    return Make("env.devices", CheckStatus::kFail, "NVML sees no GPU", "check that the container was given the GPUs", m);
+    return Make("env.devices", CheckStatus::kFail, "NVML sees no GPU",
+                "check that the container was given the GPUs", m);
   }
   if (!target || target->accelerators.empty()) {
-    return Make("env.devices", CheckStatus::kPass, std::to_string(node.gpus.size()) + " GPU(s); the lock names no accelerators", {}, m);
+    return Make("env.devices", CheckStatus::kPass,
+                std::to_string(node.gpus.size()) + " GPU(s); the lock names no accelerators", {},
+                m);
   }
   m["accelerators"] = target->accelerators;
   std::vector<std::string> wrong;
   for (const GpuProbe& g : node.gpus) {
     const GpuModel* model = catalog.FindGpu(g.name);
-    bool listed = model && std::any_of(target->accelerators.begin(), target->accelerators.end(),
-                                       [&](const std::string& a) { return catalog.FindGpu(a) == model; });
+    bool listed =
+        model && std::any_of(target->accelerators.begin(), target->accelerators.end(),
+                             [&](const std::string& a) { return catalog.FindGpu(a) == model; });
     if (!listed) wrong.push_back("GPU " + std::to_string(g.index) + " (" + g.name + ")");
   }
   std::string names;
@@ -174,11 +199,15 @@ CheckResult Devices(const Target* target, const NodeProbe& node, const Catalog& 
   if (!wrong.empty()) {
     std::string list;
     for (const std::string& w : wrong) list += (list.empty() ? "" : ", ") + w;
-    return Make("env.devices", CheckStatus::kFail, list + " not among the target's accelerators (" + names + ")",
-                "run on a node with the locked accelerators, or add this model to the target and re-lock", m);
+    return Make(
+        "env.devices", CheckStatus::kFail,
+        list + " not among the target's accelerators (" + names + ")",
+        "run on a node with the locked accelerators, or add this model to the target and re-lock",
+        m);
   }
   return Make("env.devices", CheckStatus::kPass,
-              std::to_string(node.gpus.size()) + " x " + node.gpus[0].name + ", among the target's accelerators (" + names + ")",
+              std::to_string(node.gpus.size()) + " x " + node.gpus[0].name +
+                  ", among the target's accelerators (" + names + ")",
               {}, m);
 }
 
@@ -187,14 +216,16 @@ CheckResult Arch(const NodeProbe& node, const DeviceRuns& runs) {
   std::vector<std::string> problems;
   for (const auto& [path, info] : runs.libraries) {
     libs.push_back({{"path", path}, {"sass", info.sass}, {"ptx_archs", [&] {
-                      std::vector<int> a;
-                      for (const PtxEntry& p : info.ptx) a.push_back(p.arch);
-                      return a;
-                    }()}});
+                                                            std::vector<int> a;
+                                                            for (const PtxEntry& p : info.ptx)
+                                                              a.push_back(p.arch);
+                                                            return a;
+                                                          }()}});
     for (const GpuProbe& g : node.gpus) {
       std::string why;
       if (!CudaCodeRunsOn(info, g.cc_major * 10 + g.cc_minor, node.cuda_driver_version, &why)) {
-        problems.push_back(path.substr(path.rfind('/') + 1) + " on GPU " + std::to_string(g.index) + ": " + why);
+        problems.push_back(path.substr(path.rfind('/') + 1) + " on GPU " + std::to_string(g.index) +
+                           ": " + why);
       }
     }
   }
@@ -205,7 +236,8 @@ CheckResult Arch(const NodeProbe& node, const DeviceRuns& runs) {
     }
   }
   nlohmann::json m = {{"libraries", libs}, {"launches", runs.devices}};
-  if (runs.libraries.empty()) problems.push_back("no LibTorch CUDA library found in this process to inspect");
+  if (runs.libraries.empty())
+    problems.push_back("no LibTorch CUDA library found in this process to inspect");
   if (runs.devices.size() != node.gpus.size()) {
     problems.push_back("the kernel launch reached " + std::to_string(runs.devices.size()) + " of " +
                        std::to_string(node.gpus.size()) + " GPUs");
@@ -214,7 +246,8 @@ CheckResult Arch(const NodeProbe& node, const DeviceRuns& runs) {
     std::string summary;
     for (const std::string& p : problems) summary += (summary.empty() ? "" : "; ") + p;
     return Make("env.arch", CheckStatus::kFail, summary,
-                "use a torch build (and custom-op libraries) compiled for this GPU's architecture, or with PTX "
+                "use a torch build (and custom-op libraries) compiled for this GPU's architecture, "
+                "or with PTX "
                 "the driver can JIT",
                 m);
   }
@@ -224,15 +257,17 @@ CheckResult Arch(const NodeProbe& node, const DeviceRuns& runs) {
     if (sms.find(sm) == std::string::npos) sms += (sms.empty() ? "" : ", ") + sm;
   }
   return Make("env.arch", CheckStatus::kPass,
-              std::to_string(runs.libraries.size()) + " CUDA librar" + (runs.libraries.size() == 1 ? "y" : "ies") +
-                  " carry code for " + sms + "; a known-answer kernel ran on every GPU",
+              std::to_string(runs.libraries.size()) + " CUDA librar" +
+                  (runs.libraries.size() == 1 ? "y" : "ies") + " carry code for " + sms +
+                  "; a known-answer kernel ran on every GPU",
               {}, m);
 }
 
 int PhdrCallback(dl_phdr_info* info, size_t, void* out) {
   std::string name = info->dlpi_name ? info->dlpi_name : "";
   std::string base = name.substr(name.rfind('/') + 1);
-  if (base.rfind("libtorch_cuda", 0) == 0) static_cast<std::vector<std::string>*>(out)->push_back(name);
+  if (base.rfind("libtorch_cuda", 0) == 0)
+    static_cast<std::vector<std::string>*>(out)->push_back(name);
   return 0;
 }
 
@@ -244,7 +279,8 @@ std::vector<std::string> LoadedTorchCudaLibraries() {
   return libraries;
 }
 
-std::vector<CheckResult> PerfChecks(const NodeProbe& node, const DeviceRuns& runs, const Catalog& catalog) {
+std::vector<CheckResult> PerfChecks(const NodeProbe& node, const DeviceRuns& runs,
+                                    const Catalog& catalog) {
   struct Measure {
     const char* id;
     const char* key;
@@ -252,9 +288,10 @@ std::vector<CheckResult> PerfChecks(const NodeProbe& node, const DeviceRuns& run
     double fraction;
     double GpuModel::*peak;
   };
-  const Measure measures[] = {{"perf.matmul", "matmul_tflops", "TFLOP/s bf16 dense", kMatmulFraction,
-                               &GpuModel::bf16_dense_tflops},
-                              {"perf.hbm", "copy_tbps", "TB/s device copy", kHbmFraction, &GpuModel::hbm_tbps}};
+  const Measure measures[] = {
+      {"perf.matmul", "matmul_tflops", "TFLOP/s bf16 dense", kMatmulFraction,
+       &GpuModel::bf16_dense_tflops},
+      {"perf.hbm", "copy_tbps", "TB/s device copy", kHbmFraction, &GpuModel::hbm_tbps}};
   std::vector<CheckResult> checks;
   for (const Measure& measure : measures) {
     nlohmann::json per_device = nlohmann::json::array();
@@ -263,11 +300,14 @@ std::vector<CheckResult> PerfChecks(const NodeProbe& node, const DeviceRuns& run
     std::string slowest_text;
     for (const auto& d : runs.devices) {
       int index = d.value("index", -1);
-      std::string name = index >= 0 && index < static_cast<int>(node.gpus.size()) ? node.gpus[static_cast<size_t>(index)].name : "";
+      std::string name = index >= 0 && index < static_cast<int>(node.gpus.size())
+                             ? node.gpus[static_cast<size_t>(index)].name
+                             : "";
       const GpuModel* model = catalog.FindGpu(name);
       double value = d.value(measure.key, 0.0);
       double threshold = model ? model->*measure.peak * measure.fraction : 0.0;
-      per_device.push_back({{"index", index}, {"name", name}, {"value", value}, {"threshold", threshold}});
+      per_device.push_back(
+          {{"index", index}, {"name", name}, {"value", value}, {"threshold", threshold}});
       char text[160];
       std::snprintf(text, sizeof text, "GPU %d (%s) %.0f %s", index, name.c_str(),
                     measure.key == std::string("copy_tbps") ? value * 1000 : value,
@@ -278,14 +318,17 @@ std::vector<CheckResult> PerfChecks(const NodeProbe& node, const DeviceRuns& run
       }
       if (model && value < threshold) slow.push_back(text);
     }
-    nlohmann::json m = {{"devices", per_device}, {"threshold_fraction_of_datasheet", measure.fraction}};
+    nlohmann::json m = {{"devices", per_device},
+                        {"threshold_fraction_of_datasheet", measure.fraction}};
     if (runs.devices.empty()) {
       checks.push_back(Make(measure.id, CheckStatus::kSkip, "no device was measured"));
     } else if (!slow.empty()) {
       std::string summary;
       for (const std::string& x : slow) summary += (summary.empty() ? "" : "; ") + x;
-      checks.push_back(Make(measure.id, CheckStatus::kFail, summary + " below the threshold",
-                            "a slow or throttled GPU: check env.health (clocks, thermal, power) and drain the node", m));
+      checks.push_back(Make(
+          measure.id, CheckStatus::kFail, summary + " below the threshold",
+          "a slow or throttled GPU: check env.health (clocks, thermal, power) and drain the node",
+          m));
     } else {
       checks.push_back(Make(measure.id, CheckStatus::kPass, "slowest: " + slowest_text, {}, m));
     }
@@ -299,7 +342,8 @@ std::string CudaVersionString(int version) {
 }
 
 std::vector<CheckResult> NodeChecks(const Spec& lock, const NodeProbe& node, const BuildInfo& build,
-                                    const Catalog& catalog, const DeviceRuns& runs, nlohmann::json* devices) {
+                                    const Catalog& catalog, const DeviceRuns& runs,
+                                    nlohmann::json* devices) {
   auto it = lock.targets.find(build.flavour);
   const Target* target = it == lock.targets.end() ? nullptr : &it->second;
   std::vector<CheckResult> checks;
@@ -308,13 +352,17 @@ std::vector<CheckResult> NodeChecks(const Spec& lock, const NodeProbe& node, con
       checks.push_back(Make(id, CheckStatus::kSkip, node.unavailable_reason));
     }
     checks.push_back(Versions(target, build));
-    for (const char* id : {"env.health", "env.devices"}) checks.push_back(Make(id, CheckStatus::kSkip, node.unavailable_reason));
+    for (const char* id : {"env.health", "env.devices"})
+      checks.push_back(Make(id, CheckStatus::kSkip, node.unavailable_reason));
     return checks;
   }
   for (const GpuProbe& g : node.gpus) {
-    devices->push_back({{"index", g.index}, {"name", g.name}, {"uuid", g.uuid},
-                        {"memory_bytes", g.memory_total_bytes},
-                        {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)}});
+    devices->push_back(
+        {{"index", g.index},
+         {"name", g.name},
+         {"uuid", g.uuid},
+         {"memory_bytes", g.memory_total_bytes},
+         {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)}});
   }
   checks.push_back(Driver(target, node));
   checks.push_back(Runtime(node, build, catalog));

@@ -16,29 +16,32 @@
 namespace trainlock::validate {
 
 struct BuildInfo {
-  std::string flavour;        // "cpu" | "cuda" | "rocm"
-  std::string torch;          // "2.11.0"
-  int cuda_runtime = 0;       // 13000; 0 when not a CUDA build
-  int nccl = 0;               // 22807 for 2.28.7; 0 when unknown
+  std::string flavour;   // "cpu" | "cuda" | "rocm"
+  std::string torch;     // "2.11.0"
+  int cuda_runtime = 0;  // 13000; 0 when not a CUDA build
+  int nccl = 0;          // 22807 for 2.28.7; 0 when unknown
 };
 
 // What the node worker measured on every device (worker.h, role "node"), and the GPU code of
 // the libraries the validator loaded (LibTorch's CUDA library), for env.arch and perf.*.
 struct DeviceRuns {
-  nlohmann::json devices = nlohmann::json::array();  // [{index, launch_ok, matmul_tflops, copy_tbps}]
+  nlohmann::json devices =
+      nlohmann::json::array();  // [{index, launch_ok, matmul_tflops, copy_tbps}]
   std::vector<std::pair<std::string, GpuBinaryInfo>> libraries;
 };
 
 // env.driver, env.runtime, env.arch, env.versions, env.health, env.devices, in that order;
 // `devices` receives the report's device list.
 std::vector<CheckResult> NodeChecks(const Spec& lock, const NodeProbe& node, const BuildInfo& build,
-                                    const Catalog& catalog, const DeviceRuns& runs, nlohmann::json* devices);
+                                    const Catalog& catalog, const DeviceRuns& runs,
+                                    nlohmann::json* devices);
 
 // perf.matmul and perf.hbm: every device against the catalog's datasheet numbers, with the
 // thresholds kMatmulFraction and kHbmFraction; the slowest device is named.
 inline constexpr double kMatmulFraction = 0.60;  // of dense bf16 TFLOP/s
 inline constexpr double kHbmFraction = 0.70;     // of HBM TB/s (a device copy, read + write)
-std::vector<CheckResult> PerfChecks(const NodeProbe& node, const DeviceRuns& runs, const Catalog& catalog);
+std::vector<CheckResult> PerfChecks(const NodeProbe& node, const DeviceRuns& runs,
+                                    const Catalog& catalog);
 
 // LibTorch's CUDA libraries loaded into this process (libtorch_cuda*.so), by path.
 std::vector<std::string> LoadedTorchCudaLibraries();

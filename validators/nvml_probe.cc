@@ -68,13 +68,16 @@ GpuProbe ProbeGpu(const Nvml& nvml, unsigned index, Device d) {
   }
   nvml.Call("nvmlDeviceGetCudaComputeCapability", d, &g.cc_major, &g.cc_minor);
   int ecc_current = 0, ecc_pending = 0;
-  if (nvml.Call("nvmlDeviceGetEccMode", d, &ecc_current, &ecc_pending)) g.ecc_enabled = ecc_current == 1;
+  if (nvml.Call("nvmlDeviceGetEccMode", d, &ecc_current, &ecc_pending))
+    g.ecc_enabled = ecc_current == 1;
   unsigned long long count = 0;
   // errorType 1 = uncorrected; counterType 0 = volatile, 1 = aggregate.
   if (nvml.Call("nvmlDeviceGetTotalEccErrors", d, 1, 0, &count)) g.ecc_uncorrected_volatile = count;
-  if (nvml.Call("nvmlDeviceGetTotalEccErrors", d, 1, 1, &count)) g.ecc_uncorrected_aggregate = count;
+  if (nvml.Call("nvmlDeviceGetTotalEccErrors", d, 1, 1, &count))
+    g.ecc_uncorrected_aggregate = count;
   int pending = 0;
-  if (nvml.Call("nvmlDeviceGetRetiredPagesPendingStatus", d, &pending)) g.retired_pages_pending = pending == 1;
+  if (nvml.Call("nvmlDeviceGetRetiredPagesPendingStatus", d, &pending))
+    g.retired_pages_pending = pending == 1;
   unsigned corrected = 0, uncorrected = 0, is_pending = 0, failed = 0;
   if (nvml.Call("nvmlDeviceGetRemappedRows", d, &corrected, &uncorrected, &is_pending, &failed)) {
     g.remapped_rows_uncorrectable = uncorrected;
@@ -90,13 +93,15 @@ GpuProbe ProbeGpu(const Nvml& nvml, unsigned index, Device d) {
   if (nvml.Call("nvmlDeviceGetClockInfo", d, 2, &value)) g.mem_clock_mhz = value;  // 2 = memory
   g.throttle_reasons = Get<unsigned long long>(nvml, "nvmlDeviceGetCurrentClocksEventReasons", d);
   if (!g.throttle_reasons) {
-    g.throttle_reasons = Get<unsigned long long>(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", d);
+    g.throttle_reasons =
+        Get<unsigned long long>(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", d);
   }
   g.pcie_gen = Get<unsigned>(nvml, "nvmlDeviceGetCurrPcieLinkGeneration", d);
   g.pcie_gen_max = Get<unsigned>(nvml, "nvmlDeviceGetMaxPcieLinkGeneration", d);
   g.pcie_width = Get<unsigned>(nvml, "nvmlDeviceGetCurrPcieLinkWidth", d);
   g.pcie_width_max = Get<unsigned>(nvml, "nvmlDeviceGetMaxPcieLinkWidth", d);
-  if (auto persistence = Get<int>(nvml, "nvmlDeviceGetPersistenceMode", d)) g.persistence = *persistence == 1;
+  if (auto persistence = Get<int>(nvml, "nvmlDeviceGetPersistenceMode", d))
+    g.persistence = *persistence == 1;
   int mig_current = 0, mig_pending = 0;
   if (nvml.Call("nvmlDeviceGetMigMode", d, &mig_current, &mig_pending)) g.mig = mig_current == 1;
   return g;
@@ -109,7 +114,8 @@ NodeProbe ProbeNode() {
   Nvml nvml;
   if (!nvml.loaded()) {
     node.unavailable_reason =
-        "NVML not found (libnvidia-ml.so.1 cannot be loaded): no NVIDIA driver on this node or in this container";
+        "NVML not found (libnvidia-ml.so.1 cannot be loaded): no NVIDIA driver on this node or in "
+        "this container";
     return node;
   }
   if (!nvml.ok()) {
@@ -126,7 +132,8 @@ NodeProbe ProbeNode() {
   nvml.Call("nvmlDeviceGetCount_v2", &count);
   for (unsigned i = 0; i < count; ++i) {
     Device d = nullptr;
-    if (nvml.Call("nvmlDeviceGetHandleByIndex_v2", i, &d)) node.gpus.push_back(ProbeGpu(nvml, i, d));
+    if (nvml.Call("nvmlDeviceGetHandleByIndex_v2", i, &d))
+      node.gpus.push_back(ProbeGpu(nvml, i, d));
   }
   return node;
 }

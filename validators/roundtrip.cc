@@ -38,7 +38,8 @@ class Coordinator {
   std::vector<CheckResult> Run();
 
  private:
-  std::vector<std::string> Args(const std::string& name, const std::vector<std::string>& extra) const;
+  std::vector<std::string> Args(const std::string& name,
+                                const std::vector<std::string>& extra) const;
   WorkerRun Start(const std::string& name, const std::vector<std::string>& extra,
                   bool preempt_after_commit);
   static nlohmann::json ReadJson(const fs::path& file);
@@ -58,12 +59,18 @@ std::vector<std::string> Coordinator::Args(const std::string& name,
                                            const std::vector<std::string>& extra) const {
   std::vector<std::string> args = {SelfExecutable().string(),
                                    "worker",
-                                   "--project", o_.project.string(),
-                                   "--checkpoint-root", o_.checkpoint_root.string(),
-                                   "--result", (o_.work_dir / (name + ".json")).string(),
-                                   "--device", o_.device,
-                                   "--threads", std::to_string(o_.threads),
-                                   "--keep-last", std::to_string(o_.keep_last)};
+                                   "--project",
+                                   o_.project.string(),
+                                   "--checkpoint-root",
+                                   o_.checkpoint_root.string(),
+                                   "--result",
+                                   (o_.work_dir / (name + ".json")).string(),
+                                   "--device",
+                                   o_.device,
+                                   "--threads",
+                                   std::to_string(o_.threads),
+                                   "--keep-last",
+                                   std::to_string(o_.keep_last)};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -107,7 +114,9 @@ std::string Coordinator::Failure(const WorkerRun& run) const {
   if (run.killed_by_us) return "";
   if (*run.exit_code != 0) {
     return "process " + run.name + " exited with " + std::to_string(*run.exit_code) +
-           (run.stderr_tail.empty() ? "" : ": " + run.stderr_tail.substr(run.stderr_tail.rfind('\n') + 1));
+           (run.stderr_tail.empty()
+                ? ""
+                : ": " + run.stderr_tail.substr(run.stderr_tail.rfind('\n') + 1));
   }
   return "";
 }
@@ -131,7 +140,8 @@ void Coordinator::CorruptLatestCheckpoint() {
 
 std::vector<double> Losses(const nlohmann::json& result) {
   std::vector<double> out;
-  for (const auto& l : result.value("losses", nlohmann::json::array())) out.push_back(l["loss"].get<double>());
+  for (const auto& l : result.value("losses", nlohmann::json::array()))
+    out.push_back(l["loss"].get<double>());
   return out;
 }
 
@@ -143,8 +153,10 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
   }
   if (!failure.empty() || !a.result.contains("measurement")) {
     c.status = CheckStatus::kFail;
-    c.summary = "the training step failed at the intended shape: " + (failure.empty() ? "no measurement" : failure);
-    c.remedy = "see the process output in the work directory; an out-of-memory is reported with remedies";
+    c.summary = "the training step failed at the intended shape: " +
+                (failure.empty() ? "no measurement" : failure);
+    c.remedy =
+        "see the process output in the work directory; an out-of-memory is reported with remedies";
     return c;
   }
   const nlohmann::json& m = a.result["measurement"];
@@ -156,8 +168,9 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
   c.duration_s = m.value("step_time_s", 0.0);
   std::ostringstream s;
   s.precision(3);
-  s << "step " << m.value("step_time_s", 0.0) << " s, " << static_cast<int64_t>(m.value("tokens_per_s", 0.0))
-    << " tokens/s at " << m.value("tokens", 0) << " tokens per step";
+  s << "step " << m.value("step_time_s", 0.0) << " s, "
+    << static_cast<int64_t>(m.value("tokens_per_s", 0.0)) << " tokens/s at " << m.value("tokens", 0)
+    << " tokens per step";
   if (m.value("peak_allocated_bytes", int64_t{-1}) >= 0) {
     s << ", peak allocated " << m["peak_allocated_bytes"].get<int64_t>() / (1 << 20) << " MiB";
   } else {
@@ -174,7 +187,8 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
       double mfu = m.value("flops", 0.0) / m["step_time_s"].get<double>() / peak;
       c.metrics["mfu"] = mfu;
       c.metrics["peak_tflops"] = peak / 1e12;
-      s << ", MFU " << static_cast<int>(mfu * 100 + 0.5) << "% of " << gpu->name << " dense " << precision;
+      s << ", MFU " << static_cast<int>(mfu * 100 + 0.5) << "% of " << gpu->name << " dense "
+        << precision;
     }
   }
   if (!c.metrics.contains("mfu")) c.metrics["mfu"] = nullptr;
@@ -190,8 +204,8 @@ CheckResult Coordinator::OutOfMemoryCheck(const WorkerRun& a) const {
   const TrainConfig& config = project.config;
   double total = static_cast<double>(memory.value("device_total_bytes", int64_t{-1}));
   MemoryEstimate estimate = EstimateTrainingMemory(config);
-  std::vector<std::string> remedies =
-      OutOfMemoryRemedies(config, total > 0 ? total : estimate.total_bytes() / 2, Catalog::Embedded());
+  std::vector<std::string> remedies = OutOfMemoryRemedies(
+      config, total > 0 ? total : estimate.total_bytes() / 2, Catalog::Embedded());
   c.metrics = memory;
   c.metrics["out_of_memory"] = true;
   c.metrics["error"] = a.result["error"]["message"];
@@ -205,14 +219,15 @@ CheckResult Coordinator::OutOfMemoryCheck(const WorkerRun& a) const {
                            {"logits_bytes", estimate.logits_bytes},
                            {"total_bytes", estimate.total_bytes()}};
   c.metrics["remedies"] = remedies;
-  c.summary = "out of memory at seq_len " + std::to_string(config.training.seq_len) + ", micro_batch " +
-              std::to_string(config.training.micro_batch) + ": the step needs about " +
-              GiB(estimate.total_bytes()) + " (weights " + GiB(estimate.weights_bytes) + ", grads " +
-              GiB(estimate.grads_bytes) + ", AdamW " + GiB(estimate.optimizer_bytes) + ", activations " +
-              GiB(estimate.activation_bytes) + ", logits " + GiB(estimate.logits_bytes) + ")" +
-              (total > 0 ? "; the device has " + GiB(total) + ", peak reserved " +
-                               GiB(static_cast<double>(memory.value("peak_reserved_bytes", int64_t{0})))
-                         : "");
+  c.summary =
+      "out of memory at seq_len " + std::to_string(config.training.seq_len) + ", micro_batch " +
+      std::to_string(config.training.micro_batch) + ": the step needs about " +
+      GiB(estimate.total_bytes()) + " (weights " + GiB(estimate.weights_bytes) + ", grads " +
+      GiB(estimate.grads_bytes) + ", AdamW " + GiB(estimate.optimizer_bytes) + ", activations " +
+      GiB(estimate.activation_bytes) + ", logits " + GiB(estimate.logits_bytes) + ")" +
+      (total > 0 ? "; the device has " + GiB(total) + ", peak reserved " +
+                       GiB(static_cast<double>(memory.value("peak_reserved_bytes", int64_t{0})))
+                 : "");
   for (size_t i = 0; i < remedies.size(); ++i) {
     c.remedy += (i ? "; " : "") + std::to_string(i + 1) + ") " + remedies[i];
   }
@@ -224,16 +239,20 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
   CheckResult r{"train.roundtrip", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
   std::vector<double> la = Losses(a.result), lb = Losses(b.result), lc = Losses(c.result);
   nlohmann::json resumed = nlohmann::json::array();
-  for (int64_t i = 0; i < static_cast<int64_t>(lb.size()) && i < o_.checkpoint_at; ++i) resumed.push_back(lb[i]);
+  for (int64_t i = 0; i < static_cast<int64_t>(lb.size()) && i < o_.checkpoint_at; ++i)
+    resumed.push_back(lb[i]);
   for (double l : lc) resumed.push_back(l);
-  r.metrics = {{"steps", o_.steps},
-               {"checkpoint_at", o_.checkpoint_at},
-               {"pids", {{"uninterrupted", a.pid}, {"preempted", b.pid}, {"resumed", c.pid}}},
-               {"preempted_with", "SIGKILL"},
-               {"losses_uninterrupted", la},
-               {"losses_resumed", resumed},
-               {"rng_restored", c.result.contains("restore") ? c.result["restore"].value("rng_restored", true) : true},
-               {"data_restored", c.result.contains("restore") ? c.result["restore"].value("data_restored", true) : true}};
+  r.metrics = {
+      {"steps", o_.steps},
+      {"checkpoint_at", o_.checkpoint_at},
+      {"pids", {{"uninterrupted", a.pid}, {"preempted", b.pid}, {"resumed", c.pid}}},
+      {"preempted_with", "SIGKILL"},
+      {"losses_uninterrupted", la},
+      {"losses_resumed", resumed},
+      {"rng_restored",
+       c.result.contains("restore") ? c.result["restore"].value("rng_restored", true) : true},
+      {"data_restored",
+       c.result.contains("restore") ? c.result["restore"].value("data_restored", true) : true}};
   if (b.result.contains("save")) {
     const auto& save = b.result["save"];
     r.metrics["checkpoint_bytes"] = save["bytes"];
@@ -249,9 +268,10 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
     if (!failure.empty()) {
       r.status = CheckStatus::kFail;
       r.summary = "process " + run->name + ": " + failure;
-      r.remedy = run->result.contains("error") && run->result["error"]["kind"] == "checkpoint"
-                     ? "the checkpoint did not verify: check the storage (checkpoint-dir) for corruption"
-                     : "see the worker's stderr in the work directory (--keep-work)";
+      r.remedy =
+          run->result.contains("error") && run->result["error"]["kind"] == "checkpoint"
+              ? "the checkpoint did not verify: check the storage (checkpoint-dir) for corruption"
+              : "see the worker's stderr in the work directory (--keep-work)";
       r.metrics["bitwise_equal"] = false;
       return r;
     }
@@ -286,8 +306,9 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
     state_diff = nullptr;  // unknown unless both states were written out
     if (a.result["final_state"].contains("file") && c.result["final_state"].contains("file")) {
       std::string ignored;
-      state_diff = MaxAbsStateDifference(a.result["final_state"]["file"].get<std::string>(),
-                                         c.result["final_state"]["file"].get<std::string>(), &ignored);
+      state_diff =
+          MaxAbsStateDifference(a.result["final_state"]["file"].get<std::string>(),
+                                c.result["final_state"]["file"].get<std::string>(), &ignored);
     }
   }
   bool bitwise = losses_equal && states_equal;
@@ -297,8 +318,10 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
   r.metrics["max_abs_state_diff"] = state_diff;
   r.metrics["loss_tolerance"] = o_.loss_tolerance;
   if (bitwise) {
-    r.summary = "resumed run is bitwise equal to the uninterrupted one (losses, parameters, AdamW moments) "
-                "after SIGKILL at step " + std::to_string(o_.checkpoint_at) + " of " + std::to_string(o_.steps);
+    r.summary =
+        "resumed run is bitwise equal to the uninterrupted one (losses, parameters, AdamW moments) "
+        "after SIGKILL at step " +
+        std::to_string(o_.checkpoint_at) + " of " + std::to_string(o_.steps);
     return r;
   }
   if (o_.loss_tolerance > 0 && max_diff <= o_.loss_tolerance && la.size() == resumed.size()) {
@@ -311,11 +334,15 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
   if (!first_tensor.empty()) r.metrics["first_divergent_tensor"] = first_tensor;
   std::ostringstream s;
   s << "resumed run diverges from the uninterrupted one";
-  if (first_divergent) s << " at step " << first_divergent << " (max loss difference " << max_diff << ")";
-  if (!states_equal) s << "; final state differs" << (first_tensor.empty() ? "" : " first in '" + first_tensor + "'");
+  if (first_divergent)
+    s << " at step " << first_divergent << " (max loss difference " << max_diff << ")";
+  if (!states_equal)
+    s << "; final state differs"
+      << (first_tensor.empty() ? "" : " first in '" + first_tensor + "'");
   r.summary = s.str();
-  r.remedy = "a checkpoint must carry every source of state: RNG streams (CPU and device), data-loader "
-             "position, optimizer moments, scheduler and loss scaler";
+  r.remedy =
+      "a checkpoint must carry every source of state: RNG streams (CPU and device), data-loader "
+      "position, optimizer moments, scheduler and loss scaler";
   return r;
 }
 
@@ -323,17 +350,23 @@ CheckResult Coordinator::EvalCheck(const WorkerRun& b, const WorkerRun& c) const
   CheckResult r{"train.eval", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
   if (!b.result.contains("eval_after_save") || !c.result.contains("eval_after_restore")) {
     r.status = CheckStatus::kFail;
-    r.summary = "no eval loss around the checkpoint: " + Failure(c.result.contains("error") ? c : b);
+    r.summary =
+        "no eval loss around the checkpoint: " + Failure(c.result.contains("error") ? c : b);
     return r;
   }
   double before = b.result["eval_after_save"], after = c.result["eval_after_restore"];
   double diff = std::fabs(before - after);
-  r.metrics = {{"eval_loss_before_save", before}, {"eval_loss_after_restore", after},
-               {"abs_diff", diff}, {"tolerance", o_.eval_tolerance}};
+  r.metrics = {{"eval_loss_before_save", before},
+               {"eval_loss_after_restore", after},
+               {"abs_diff", diff},
+               {"tolerance", o_.eval_tolerance}};
   if (diff > o_.eval_tolerance) {
     r.status = CheckStatus::kFail;
-    r.summary = "eval loss changed across save/restore: " + std::to_string(before) + " -> " + std::to_string(after);
-    r.remedy = "the restored parameters differ from the saved ones; check the checkpoint writer and reader";
+    r.summary = "eval loss changed across save/restore: " + std::to_string(before) + " -> " +
+                std::to_string(after);
+    r.remedy =
+        "the restored parameters differ from the saved ones; check the checkpoint writer and "
+        "reader";
   } else {
     r.summary = "eval loss " + std::to_string(before) + " before the save and after the restore";
   }
@@ -345,21 +378,29 @@ CheckResult Coordinator::PortableCheck(const WorkerRun& b, const WorkerRun& d) c
   std::string failure = Failure(d);
   if (!failure.empty() || !b.result.contains("eval_after_save")) {
     r.status = CheckStatus::kFail;
-    r.summary = "a fresh process could not use the checkpoint: " + (failure.empty() ? "no reference eval loss" : failure);
-    r.remedy = "the checkpoint must be self-describing: config, seed and data description in manifest.json";
+    r.summary = "a fresh process could not use the checkpoint: " +
+                (failure.empty() ? "no reference eval loss" : failure);
+    r.remedy =
+        "the checkpoint must be self-describing: config, seed and data description in "
+        "manifest.json";
     return r;
   }
   double want = b.result["eval_after_save"], got = d.result["eval"];
-  r.metrics = {{"pid", d.pid}, {"eval_loss", got}, {"eval_loss_reference", want},
-               {"abs_diff", std::fabs(got - want)}, {"checkpoint", d.result.value("checkpoint", nlohmann::json::object())}};
+  r.metrics = {{"pid", d.pid},
+               {"eval_loss", got},
+               {"eval_loss_reference", want},
+               {"abs_diff", std::fabs(got - want)},
+               {"checkpoint", d.result.value("checkpoint", nlohmann::json::object())}};
   if (std::fabs(got - want) > o_.eval_tolerance) {
     r.status = CheckStatus::kFail;
     r.summary = "a process with only the checkpoint computes eval loss " + std::to_string(got) +
                 ", the run computed " + std::to_string(want);
     r.remedy = "the checkpoint does not carry everything the model needs";
   } else {
-    r.summary = "a separate process verified the checkpoint from its manifest alone and reproduced eval loss " +
-                std::to_string(got);
+    r.summary =
+        "a separate process verified the checkpoint from its manifest alone and reproduced eval "
+        "loss " +
+        std::to_string(got);
   }
   return r;
 }
@@ -369,15 +410,19 @@ std::vector<CheckResult> Coordinator::Run() {
   fs::create_directories(o_.checkpoint_root);
   const std::string steps = std::to_string(o_.steps), at = std::to_string(o_.checkpoint_at);
   auto t0 = Clock::now();
-  WorkerRun a = Start("a-uninterrupted", {"--steps", steps, "--measure-step", std::to_string(std::min<int64_t>(2, o_.steps)),
-                                          "--final-state", (o_.work_dir / "a-final.safetensors").string()}, false);
+  WorkerRun a =
+      Start("a-uninterrupted",
+            {"--steps", steps, "--measure-step", std::to_string(std::min<int64_t>(2, o_.steps)),
+             "--final-state", (o_.work_dir / "a-final.safetensors").string()},
+            false);
   double a_s = Seconds(t0);
   if (a.result.contains("error") && a.result["error"].value("kind", "") == "out_of_memory") {
     // Nothing to resume: every later process would fail the same way.
     const std::string why = "the training step does not fit (see train.step); nothing to resume";
     std::vector<CheckResult> checks = {StepCheck(a)};
     for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"}) {
-      checks.push_back({id, CheckStatus::kSkip, 0, why, "apply a train.step remedy first", nlohmann::json::object()});
+      checks.push_back({id, CheckStatus::kSkip, 0, why, "apply a train.step remedy first",
+                        nlohmann::json::object()});
     }
     checks[0].duration_s = a_s;
     return checks;
@@ -385,11 +430,13 @@ std::vector<CheckResult> Coordinator::Run() {
   auto t1 = Clock::now();
   WorkerRun b = Start("b-preempted", {"--steps", steps, "--save-at", at}, true);
   double b_s = Seconds(t1);
-  if (o_.negative_control == NegativeControl::kCorruptCheckpoint && b.killed_by_us) CorruptLatestCheckpoint();
+  if (o_.negative_control == NegativeControl::kCorruptCheckpoint && b.killed_by_us)
+    CorruptLatestCheckpoint();
   std::vector<std::string> c_args = {"--steps", steps, "--restore", "--final-state",
                                      (o_.work_dir / "c-final.safetensors").string()};
   if (o_.negative_control == NegativeControl::kSkipRngRestore) c_args.push_back("--no-restore-rng");
-  if (o_.negative_control == NegativeControl::kSkipDataRestore) c_args.push_back("--no-restore-data");
+  if (o_.negative_control == NegativeControl::kSkipDataRestore)
+    c_args.push_back("--no-restore-data");
   auto t2 = Clock::now();
   WorkerRun c = Start("c-resumed", c_args, false);
   double c_s = Seconds(t2);
@@ -397,7 +444,8 @@ std::vector<CheckResult> Coordinator::Run() {
   WorkerRun d = Start("d-portable", {"--role", "portable"}, false);
   double d_s = Seconds(t3);
 
-  std::vector<CheckResult> checks = {StepCheck(a), RoundtripCheck(a, b, c), EvalCheck(b, c), PortableCheck(b, d)};
+  std::vector<CheckResult> checks = {StepCheck(a), RoundtripCheck(a, b, c), EvalCheck(b, c),
+                                     PortableCheck(b, d)};
   checks[1].duration_s = a_s + b_s + c_s;
   checks[2].duration_s = c_s;
   checks[3].duration_s = d_s;

@@ -29,7 +29,9 @@ constexpr DtypeName kDtypes[] = {
     {"U8", at::kByte},    {"BOOL", at::kBool},
 };
 
-std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+std::string Errno(const std::string& what) {
+  return what + ": " + std::strerror(errno);
+}
 
 class File {
  public:
@@ -134,7 +136,8 @@ WrittenFile WriteSafetensors(const std::filesystem::path& file,
   };
   emit(prefix, sizeof prefix);
   emit(json.data(), json.size());
-  for (const torch::Tensor& c : cpu) emit(c.data_ptr(), static_cast<size_t>(c.numel()) * c.element_size());
+  for (const torch::Tensor& c : cpu)
+    emit(c.data_ptr(), static_cast<size_t>(c.numel()) * c.element_size());
   out.Sync();
   result.sha256 = hash.HexDigest();
   return result;

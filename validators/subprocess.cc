@@ -114,6 +114,8 @@ std::string TailOfFile(const std::filesystem::path& file, int lines) {
   return out;
 }
 
-std::filesystem::path SelfExecutable() { return std::filesystem::read_symlink("/proc/self/exe"); }
+std::filesystem::path SelfExecutable() {
+  return std::filesystem::read_symlink("/proc/self/exe");
+}
 
 }  // namespace trainlock::validate

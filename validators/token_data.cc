@@ -56,13 +56,14 @@ class Shards : public TokenSource {
       uint64_t p = start + i;
       size_t m = 0;
       while (p >= maps_[m].first + maps_[m].tokens) ++m;
-      const unsigned char* at = static_cast<const unsigned char*>(maps_[m].data) + (p - maps_[m].first) * width_;
+      const unsigned char* at =
+          static_cast<const unsigned char*>(maps_[m].data) + (p - maps_[m].first) * width_;
       uint64_t token = 0;
       for (int b = width_ - 1; b >= 0; --b) token = (token << 8) | at[b];
       if (token >= static_cast<uint64_t>(vocab_)) {
         throw std::runtime_error(maps_[m].path + ": token " + std::to_string(token) + " at index " +
-                                 std::to_string(p - maps_[m].first) + " is outside the vocabulary (" +
-                                 std::to_string(vocab_) + ")");
+                                 std::to_string(p - maps_[m].first) +
+                                 " is outside the vocabulary (" + std::to_string(vocab_) + ")");
       }
       out[i] = static_cast<int64_t>(token);
     }
@@ -175,22 +176,28 @@ Batch WindowLoader::EvalBatch(int64_t index) const {
   Batch b{micro_batch_, seq_len_, std::vector<int64_t>(micro_batch_ * seq_len_),
           std::vector<int64_t>(micro_batch_ * seq_len_)};
   for (int64_t row = 0; row < micro_batch_; ++row) {
-    uint64_t window = static_cast<uint64_t>(train_windows_ + (index * micro_batch_ + row) % eval_windows_);
+    uint64_t window =
+        static_cast<uint64_t>(train_windows_ + (index * micro_batch_ + row) % eval_windows_);
     Fill(b, row, window);
   }
   return b;
 }
 
 nlohmann::json WindowLoader::State() const {
-  return {{"epoch", epoch_},   {"cursor", cursor_},         {"seed", seed_},
-          {"shuffle", shuffle_}, {"train_windows", train_windows_}, {"seq_len", seq_len_}};
+  return {{"epoch", epoch_},
+          {"cursor", cursor_},
+          {"seed", seed_},
+          {"shuffle", shuffle_},
+          {"train_windows", train_windows_},
+          {"seq_len", seq_len_}};
 }
 
 void WindowLoader::Restore(const nlohmann::json& state) {
   if (state.value("train_windows", int64_t{-1}) != train_windows_ ||
-      state.value("seq_len", int64_t{-1}) != seq_len_ || state.value("seed", uint64_t{0}) != seed_ ||
-      state.value("shuffle", !shuffle_) != shuffle_) {
-    throw std::runtime_error("data-loader state was saved for different data (" + state.dump() + ")");
+      state.value("seq_len", int64_t{-1}) != seq_len_ ||
+      state.value("seed", uint64_t{0}) != seed_ || state.value("shuffle", !shuffle_) != shuffle_) {
+    throw std::runtime_error("data-loader state was saved for different data (" + state.dump() +
+                             ")");
   }
   if (state.at("cursor").get<uint64_t>() > static_cast<uint64_t>(train_windows_)) {
     throw std::runtime_error("data-loader state has cursor " + state["cursor"].dump() +

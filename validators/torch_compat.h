@@ -22,7 +22,8 @@ inline std::string TorchVersion() {
 
 // Causal attention over [batch, heads, seq, head_dim] tensors. torch 2.x uses the fused
 // scaled_dot_product_attention; 1.13 composes it from matmul, mask and softmax.
-torch::Tensor CausalAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+torch::Tensor CausalAttention(const torch::Tensor& q, const torch::Tensor& k,
+                              const torch::Tensor& v);
 
 // Enables or disables autocast for CUDA with the given dtype (the API changed in 2.4).
 void SetCudaAutocast(bool enabled, at::ScalarType dtype);

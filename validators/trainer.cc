@@ -155,7 +155,8 @@ static void ClipGradNorm(const std::vector<torch::Tensor>& params, double max_no
   }
   if (grads.empty()) return;
   std::vector<torch::Tensor> norms = at::_foreach_norm(grads, 2);
-  torch::Tensor total = torch::linalg_vector_norm(torch::stack(norms), 2, c10::nullopt, false, c10::nullopt);
+  torch::Tensor total =
+      torch::linalg_vector_norm(torch::stack(norms), 2, c10::nullopt, false, c10::nullopt);
   torch::Tensor coef = torch::clamp_max(max_norm / (total + 1e-6), 1.0);
 #if TORCH_VERSION_MAJOR >= 2
   at::_foreach_mul_(grads, coef);  // the Tensor-scalar overload exists from 2.1
@@ -328,12 +329,12 @@ CheckpointContents Trainer::Capture() {
   c.state = options_.identity;
   c.state["rng"] = RngState();
   c.state["data_loader"] = loader_->State();
-  c.state["scheduler"] = {{"name", config_.training.scheduler.name}, {"step", step_},
-                          {"lr", LearningRate()}};
+  c.state["scheduler"] = {
+      {"name", config_.training.scheduler.name}, {"step", step_}, {"lr", LearningRate()}};
   c.state["optimizer"] = {{"name", "adamw"}, {"step", step_}};
-  c.state["loss_scaler"] = scaling_ ? nlohmann::json{{"scale", loss_scale_},
-                                                     {"growth_tracker", growth_tracker_}}
-                                    : nlohmann::json(nullptr);
+  c.state["loss_scaler"] =
+      scaling_ ? nlohmann::json{{"scale", loss_scale_}, {"growth_tracker", growth_tracker_}}
+               : nlohmann::json(nullptr);
   return c;
 }
 
@@ -346,7 +347,8 @@ void Trainer::Restore(const CheckpointContents& c, const RestoreOptions& options
     auto it = from.find(name);
     if (it == from.end()) throw CheckpointError("checkpoint lacks tensor '" + name + "'");
     if (it->second->sizes() != into.sizes() || it->second->scalar_type() != into.scalar_type()) {
-      throw CheckpointError("checkpoint tensor '" + name + "' has shape/dtype that differs from the model");
+      throw CheckpointError("checkpoint tensor '" + name +
+                            "' has shape/dtype that differs from the model");
     }
     torch::NoGradGuard no_grad;
     into.copy_(*it->second);

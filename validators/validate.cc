@@ -12,19 +12,19 @@
 #include <thread>
 
 #include "artifact_paths.h"
+#include "catalog.h"
 #include "check_ids.h"
 #include "diagnostic.h"
 #include "exit_code.h"
 #include "file_io.h"
-#include "project.h"
-#include "sha256.h"
-#include "version.h"
-#include "version_info.h"
-#include "catalog.h"
+#include "gpu_binary.h"
 #include "node_checks.h"
 #include "nvml_probe.h"
-#include "gpu_binary.h"
+#include "project.h"
+#include "sha256.h"
 #include "subprocess.h"
+#include "version.h"
+#include "version_info.h"
 #include "worker.h"
 
 namespace trainlock::validate {
@@ -60,12 +60,16 @@ CheckResult VerifyArtifact(const Project& project, const std::optional<ArtifactS
                            const std::string& kind) {
   const std::string id = "data." + kind;
   if (!artifact || artifact->files.empty()) {
-    return Skip(id, kind == "model" ? "the lock pins no model files: seeded initialisation of the config's shape"
-                                    : "the lock pins no dataset files: seeded synthetic token stream");
+    return Skip(id,
+                kind == "model"
+                    ? "the lock pins no model files: seeded initialisation of the config's shape"
+                    : "the lock pins no dataset files: seeded synthetic token stream");
   }
   auto start = std::chrono::steady_clock::now();
   fs::path dir = ArtifactDir(project.dir, *artifact, kind);
-  CheckResult r{id, CheckStatus::kPass, 0, "", "", {{"dir", dir.string()}, {"files", artifact->files.size()}}};
+  CheckResult r{id, CheckStatus::kPass,
+                0,  "",
+                "", {{"dir", dir.string()}, {"files", artifact->files.size()}}};
   uint64_t total = 0;
   for (const PinnedFile& f : artifact->files) {
     fs::path path = dir / f.path;
@@ -80,9 +84,13 @@ CheckResult VerifyArtifact(const Project& project, const std::optional<ArtifactS
     std::string sha = Sha256FileHex(path, &size);
     if (size != f.size || sha != f.sha256) {
       r.status = CheckStatus::kFail;
-      r.summary = path.string() + ": " + (size != f.size ? "size " + std::to_string(size) + " but the lock pins " + std::to_string(f.size)
-                                                         : "sha256 " + sha.substr(0, 16) + "... but the lock pins " + f.sha256.substr(0, 16) + "...");
-      r.remedy = "the file is not the pinned revision: re-fetch it, or re-lock if the change is intended";
+      r.summary = path.string() + ": " +
+                  (size != f.size ? "size " + std::to_string(size) + " but the lock pins " +
+                                        std::to_string(f.size)
+                                  : "sha256 " + sha.substr(0, 16) + "... but the lock pins " +
+                                        f.sha256.substr(0, 16) + "...");
+      r.remedy =
+          "the file is not the pinned revision: re-fetch it, or re-lock if the change is intended";
       break;
     }
     total += size;
@@ -90,7 +98,8 @@ CheckResult VerifyArtifact(const Project& project, const std::optional<ArtifactS
   r.metrics["bytes"] = total;
   r.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (r.status == CheckStatus::kPass) {
-    r.summary = std::to_string(artifact->files.size()) + " pinned files verified (" + std::to_string(total) + " bytes)";
+    r.summary = std::to_string(artifact->files.size()) + " pinned files verified (" +
+                std::to_string(total) + " bytes)";
   }
   return r;
 }
@@ -100,15 +109,21 @@ CheckResult TorchVersionCheck(const Spec& lock) {
   std::string flavour = BuiltTorchFlavour();
   auto it = lock.targets.find(flavour);
   if (it == lock.targets.end()) {
-    return Skip("env.versions", "the lock has no " + flavour + " target to compare this " + flavour + " validator with");
+    return Skip("env.versions", "the lock has no " + flavour + " target to compare this " +
+                                    flavour + " validator with");
   }
   std::string built = BuiltTorchVersion();
   auto want = ParseVersion(it->second.torch), have = ParseVersion(built);
-  CheckResult r{"env.versions", CheckStatus::kPass, 0, "", "",
+  CheckResult r{"env.versions",
+                CheckStatus::kPass,
+                0,
+                "",
+                "",
                 {{"torch", built}, {"torch_locked", it->second.torch}, {"target", flavour}}};
   if (!want || !have || !(*want == *have)) {
     r.status = CheckStatus::kFail;
-    r.summary = "torch " + built + " but the lock's " + flavour + " target pins " + it->second.torch;
+    r.summary =
+        "torch " + built + " but the lock's " + flavour + " target pins " + it->second.torch;
     r.remedy = "run the validator from the image built from this lock (`trainlock image build`)";
   } else {
     r.summary = "torch " + built + " matches the lock";
@@ -142,41 +157,49 @@ std::vector<CheckResult> EnvChecks(const Spec& lock, const NodeProbe& node, cons
   std::vector<CheckResult> checks;
   if (BuiltTorchFlavour() == "cpu") {
     const std::string why = "CPU build of the validator: no GPU driver, runtime or device to probe";
-    for (const char* id : {"env.driver", "env.runtime", "env.arch"}) checks.push_back(Skip(id, why));
+    for (const char* id : {"env.driver", "env.runtime", "env.arch"})
+      checks.push_back(Skip(id, why));
     checks.push_back(TorchVersionCheck(lock));
     for (const char* id : {"env.health", "env.devices"}) checks.push_back(Skip(id, why));
     return checks;
   }
-  BuildInfo build{BuiltTorchFlavour(), BuiltTorchVersion(), BuiltCudaRuntimeVersion(), LoadedNcclVersion()};
+  BuildInfo build{BuiltTorchFlavour(), BuiltTorchVersion(), BuiltCudaRuntimeVersion(),
+                  LoadedNcclVersion()};
   return NodeChecks(lock, node, build, Catalog::Embedded(), runs, devices);
 }
 
 std::string StatusWord(CheckStatus s) {
   switch (s) {
-    case CheckStatus::kPass: return "PASS ";
-    case CheckStatus::kFail: return "FAIL ";
-    case CheckStatus::kSkip: return "skip ";
-    case CheckStatus::kError: return "ERROR";
+    case CheckStatus::kPass:
+      return "PASS ";
+    case CheckStatus::kFail:
+      return "FAIL ";
+    case CheckStatus::kSkip:
+      return "skip ";
+    case CheckStatus::kError:
+      return "ERROR";
   }
   return "?";
 }
 
 void PrintSummary(const Report& report, const ValidateOptions& o, const std::string& lock_sha) {
-  std::cout << "trainlock-validate " << kTrainlockVersion << " (torch " << report.torch_version << ", "
-            << report.build << ") " << o.project.string() << " lock " << lock_sha.substr(0, 12) << "\n";
+  std::cout << "trainlock-validate " << kTrainlockVersion << " (torch " << report.torch_version
+            << ", " << report.build << ") " << o.project.string() << " lock "
+            << lock_sha.substr(0, 12) << "\n";
   int counts[4] = {};
   for (const CheckResult& c : report.checks) {
     ++counts[static_cast<int>(c.status)];
     char line[64];
-    std::snprintf(line, sizeof line, "  %s %-16s %7.2fs  ", StatusWord(c.status).c_str(), c.id.c_str(), c.duration_s);
+    std::snprintf(line, sizeof line, "  %s %-16s %7.2fs  ", StatusWord(c.status).c_str(),
+                  c.id.c_str(), c.duration_s);
     std::cout << line << c.summary << "\n";
     if (c.status == CheckStatus::kFail || c.status == CheckStatus::kError) {
       if (!c.remedy.empty()) std::cout << "         remedy: " << c.remedy << "\n";
     }
   }
-  std::cout << "verdict: " << report.Verdict() << " (" << counts[0] << " passed, " << counts[1] << " failed, "
-            << counts[3] << " errors, " << counts[2] << " skipped) in " << static_cast<int>(report.duration_s + 0.5)
-            << " s -> " << o.out.string() << "\n";
+  std::cout << "verdict: " << report.Verdict() << " (" << counts[0] << " passed, " << counts[1]
+            << " failed, " << counts[3] << " errors, " << counts[2] << " skipped) in "
+            << static_cast<int>(report.duration_s + 0.5) << " s -> " << o.out.string() << "\n";
 }
 
 fs::path MakeWorkDir(const ValidateOptions& o) {
@@ -185,7 +208,9 @@ fs::path MakeWorkDir(const ValidateOptions& o) {
     return o.work_dir;
   }
   std::string pattern = (fs::temp_directory_path() / "trainlock-validate-XXXXXX").string();
-  if (!::mkdtemp(pattern.data())) throw std::runtime_error("cannot create a work directory in " + fs::temp_directory_path().string());
+  if (!::mkdtemp(pattern.data()))
+    throw std::runtime_error("cannot create a work directory in " +
+                             fs::temp_directory_path().string());
   return pattern;
 }
 
@@ -197,7 +222,9 @@ int RunValidate(const ValidateOptions& o) {
   report.started_at = NowRfc3339();
   Project project = LoadProject(o.project, ManifestRequirement::kOptional);
   if (!project.lock) {
-    throw InputError(Diagnostic{project.lock_path, {}, "cannot read: no such file",
+    throw InputError(Diagnostic{project.lock_path,
+                                {},
+                                "cannot read: no such file",
                                 "the validator checks a lock: run `trainlock lock` first"});
   }
   const Spec& lock = *project.lock;
@@ -220,22 +247,26 @@ int RunValidate(const ValidateOptions& o) {
     node = ProbeNode();
     if (node.nvml_loaded) runs = MeasureDevices(work, o.timeout_s);
   }
-  fs::path ckpt_root = o.checkpoint_dir.empty()
-                           ? (lock.validate.checkpoint_dir.empty() ? work / "checkpoints"
-                                                                   : fs::path(lock.validate.checkpoint_dir))
-                           : o.checkpoint_dir;
-  if (ckpt_root.is_relative() && o.checkpoint_dir.empty() && !lock.validate.checkpoint_dir.empty()) {
+  fs::path ckpt_root = o.checkpoint_dir.empty() ? (lock.validate.checkpoint_dir.empty()
+                                                       ? work / "checkpoints"
+                                                       : fs::path(lock.validate.checkpoint_dir))
+                                                : o.checkpoint_dir;
+  if (ckpt_root.is_relative() && o.checkpoint_dir.empty() &&
+      !lock.validate.checkpoint_dir.empty()) {
     ckpt_root = project.dir / ckpt_root;
   }
   // A run of its own under shared checkpoint storage, so concurrent validations never mix.
-  if (ckpt_root != work / "checkpoints") ckpt_root /= "trainlock-validate-" + std::to_string(::getpid());
+  if (ckpt_root != work / "checkpoints")
+    ckpt_root /= "trainlock-validate-" + std::to_string(::getpid());
 
-  for (CheckResult& c : EnvChecks(lock, node, runs, &report.devices)) report.checks.push_back(std::move(c));
+  for (CheckResult& c : EnvChecks(lock, node, runs, &report.devices))
+    report.checks.push_back(std::move(c));
   report.checks.push_back(VerifyArtifact(project, lock.model, "model"));
   report.checks.push_back(VerifyArtifact(project, lock.dataset, "dataset"));
   report.checks.push_back(lock.custom_ops.empty()
                               ? Skip("ops.custom", "the lock declares no custom ops")
-                              : Skip("ops.custom", "custom-op validation is not built into this validator yet",
+                              : Skip("ops.custom",
+                                     "custom-op validation is not built into this validator yet",
                                      "see issue [4/8]"));
   RoundtripOptions r;
   r.project = fs::absolute(o.project);
@@ -254,15 +285,18 @@ int RunValidate(const ValidateOptions& o) {
   report.checks.push_back(Skip("comm.allreduce", "single process: no collective to test"));
   report.checks.push_back(Skip("comm.ddp", "single process: no collective to test"));
   if (gpu_build && node.nvml_loaded) {
-    for (CheckResult& c : PerfChecks(node, runs, Catalog::Embedded())) report.checks.push_back(std::move(c));
+    for (CheckResult& c : PerfChecks(node, runs, Catalog::Embedded()))
+      report.checks.push_back(std::move(c));
   } else {
-    const std::string why = gpu_build ? node.unavailable_reason : "CPU build: no accelerator to measure";
+    const std::string why =
+        gpu_build ? node.unavailable_reason : "CPU build: no accelerator to measure";
     report.checks.push_back(Skip("perf.matmul", why));
     report.checks.push_back(Skip("perf.hbm", why));
   }
   report.checks.push_back(Skip("ext.command", "the lock declares no smoke command"));
 
-  report.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.duration_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   nlohmann::json j = report.ToJson();
   j["project"] = project.effective().name;
   j["work_dir"] = o.keep_work ? nlohmann::json(work.string()) : nlohmann::json(nullptr);

@@ -11,8 +11,9 @@ namespace trainlock::validate {
 struct ValidateOptions {
   std::filesystem::path project = ".";
   std::filesystem::path out = "report.json";
-  std::filesystem::path checkpoint_dir;  // "" = the lock's validate.checkpoint-dir, else the work dir
-  std::filesystem::path work_dir;        // "" = a fresh temporary directory
+  std::filesystem::path
+      checkpoint_dir;              // "" = the lock's validate.checkpoint-dir, else the work dir
+  std::filesystem::path work_dir;  // "" = a fresh temporary directory
   bool keep_work = false;
   std::string device = "auto";
   int threads = 0;

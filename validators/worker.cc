@@ -2,9 +2,9 @@
 #include "worker.h"
 
 #include <signal.h>
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
-#include <unistd.h>
 
 #include <iostream>
 #include <thread>
@@ -33,8 +33,8 @@ struct RunSetup {
   std::string config_yaml;
   uint64_t seed = 0;
   int64_t eval_batches = 1;
-  nlohmann::json data;   // {"kind": "synthetic", "length"} or {"kind": "shards", ...}
-  fs::path model_dir;    // "" = seeded initialisation
+  nlohmann::json data;  // {"kind": "synthetic", "length"} or {"kind": "shards", ...}
+  fs::path model_dir;   // "" = seeded initialisation
   nlohmann::json identity;
 };
 
@@ -86,15 +86,18 @@ RunSetup SetupFromProject(const fs::path& dir, int64_t steps) {
     fs::path data_dir = ArtifactDir(dir, *lock.dataset, "dataset");
     if (AllPresent(data_dir, *lock.dataset)) {
       nlohmann::json files = nlohmann::json::array();
-      for (const PinnedFile& f : lock.dataset->files) files.push_back(fs::absolute(data_dir / f.path).string());
-      s.data = {{"kind", "shards"}, {"files", files},
+      for (const PinnedFile& f : lock.dataset->files)
+        files.push_back(fs::absolute(data_dir / f.path).string());
+      s.data = {{"kind", "shards"},
+                {"files", files},
                 {"bytes_per_token", lock.dataset->token_dtype == "uint16" ? 2 : 4}};
     }
   }
   if (s.data.is_null()) {
     int64_t windows = std::max<int64_t>(64, steps * t.grad_accum * t.micro_batch) +
                       s.eval_batches * t.micro_batch;
-    s.data = {{"kind", "synthetic"}, {"seed", s.seed},
+    s.data = {{"kind", "synthetic"},
+              {"seed", s.seed},
               {"length", static_cast<uint64_t>(windows * t.seq_len + 1)}};
   }
   if (lock.model) {
@@ -116,9 +119,11 @@ RunSetup SetupFromCheckpoint(const CheckpointContents& c) {
   return s;
 }
 
-std::unique_ptr<Trainer> MakeTrainer(const RunSetup& s, torch::Device device, nlohmann::json* result) {
+std::unique_ptr<Trainer> MakeTrainer(const RunSetup& s, torch::Device device,
+                                     nlohmann::json* result) {
   TrainerOptions options{device, s.seed, s.eval_batches, s.identity};
-  auto trainer = std::make_unique<Trainer>(s.config, options, MakeData(s.data, s.config.model.vocab_size));
+  auto trainer =
+      std::make_unique<Trainer>(s.config, options, MakeData(s.data, s.config.model.vocab_size));
   (*result)["data"] = trainer->data().Describe();
   if (!s.model_dir.empty()) {
     LoadedWeights w = LoadHfWeights(trainer->model(), s.model_dir);
@@ -148,18 +153,24 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
 #endif
   if (o.restore) {
     auto latest = LatestCheckpoint(o.checkpoint_root);
-    if (!latest) throw CheckpointError(o.checkpoint_root.string() + ": no complete checkpoint to restore");
+    if (!latest)
+      throw CheckpointError(o.checkpoint_root.string() + ": no complete checkpoint to restore");
     CheckpointIo io;
     CheckpointContents contents = LoadCheckpoint(*latest, &io);
-    if (contents.state.value("lock_sha256", "") != setup.identity["lock_sha256"].get<std::string>()) {
+    if (contents.state.value("lock_sha256", "") !=
+        setup.identity["lock_sha256"].get<std::string>()) {
       throw CheckpointError(latest->string() + ": written for lock " +
                             contents.state.value("lock_sha256", "?").substr(0, 12) +
                             "..., not this lock");
     }
     trainer->Restore(contents, {o.restore_rng, o.restore_data});
-    result["restore"] = {{"dir", latest->string()}, {"step", contents.step}, {"bytes", io.bytes},
-                         {"seconds", io.seconds}, {"gbps", Gbps(io.bytes, io.seconds)},
-                         {"rng_restored", o.restore_rng}, {"data_restored", o.restore_data}};
+    result["restore"] = {{"dir", latest->string()},
+                         {"step", contents.step},
+                         {"bytes", io.bytes},
+                         {"seconds", io.seconds},
+                         {"gbps", Gbps(io.bytes, io.seconds)},
+                         {"rng_restored", o.restore_rng},
+                         {"data_restored", o.restore_data}};
     result["eval_after_restore"] = trainer->EvalLoss();
   }
   nlohmann::json losses = nlohmann::json::array();
@@ -168,9 +179,12 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
     if (trainer->step() + 1 == o.measure_step) {
       StepMeasurement m;
       loss = trainer->MeasuredStep(&m);
-      result["measurement"] = {{"step", trainer->step()}, {"step_time_s", m.step_time_s},
-                               {"tokens", m.tokens}, {"tokens_per_s", m.tokens_per_s},
-                               {"flops", m.flops}, {"peak_rss_bytes", m.peak_rss_bytes},
+      result["measurement"] = {{"step", trainer->step()},
+                               {"step_time_s", m.step_time_s},
+                               {"tokens", m.tokens},
+                               {"tokens_per_s", m.tokens_per_s},
+                               {"flops", m.flops},
+                               {"peak_rss_bytes", m.peak_rss_bytes},
                                {"peak_allocated_bytes", m.peak_allocated_bytes},
                                {"peak_reserved_bytes", m.peak_reserved_bytes},
                                {"device_used_bytes", m.device_used_bytes},
@@ -182,8 +196,11 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
     result["losses"] = losses;
     if (trainer->step() == o.save_at) {
       CheckpointIo io = SaveCheckpoint(o.checkpoint_root, trainer->Capture(), o.keep_last);
-      result["save"] = {{"dir", io.dir.string()}, {"step", o.save_at}, {"bytes", io.bytes},
-                        {"seconds", io.seconds}, {"gbps", Gbps(io.bytes, io.seconds)}};
+      result["save"] = {{"dir", io.dir.string()},
+                        {"step", o.save_at},
+                        {"bytes", io.bytes},
+                        {"seconds", io.seconds},
+                        {"gbps", Gbps(io.bytes, io.seconds)}};
       result["eval_after_save"] = trainer->EvalLoss();
       WriteResult(o, result);
       std::cout << kCommittedLine << " " << o.save_at << std::endl;
@@ -223,7 +240,9 @@ int RunPortable(const WorkerOptions& o, nlohmann::json& result) {
   RunSetup setup = SetupFromCheckpoint(contents);
   std::unique_ptr<Trainer> trainer = MakeTrainer(setup, device, &result);
   trainer->Restore(contents);
-  result["checkpoint"] = {{"dir", latest->string()}, {"step", contents.step}, {"bytes", io.bytes},
+  result["checkpoint"] = {{"dir", latest->string()},
+                          {"step", contents.step},
+                          {"bytes", io.bytes},
                           {"verified_files", 3}};
   result["eval"] = trainer->EvalLoss();
   return 0;
@@ -240,7 +259,8 @@ double MedianSeconds(Work work, int warmups, int repetitions) {
     auto start = std::chrono::steady_clock::now();
     work();
     torch::cuda::synchronize();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
@@ -251,7 +271,8 @@ double MedianSeconds(Work work, int warmups, int repetitions) {
 // bytes read + written).
 int RunNodeProbe(nlohmann::json& result) {
   nlohmann::json devices = nlohmann::json::array();
-  const int64_t count = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
+  const int64_t count =
+      torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
   for (int64_t i = 0; i < count; ++i) {
     torch::Device device(torch::kCUDA, static_cast<c10::DeviceIndex>(i));
     nlohmann::json d = {{"index", i}};
@@ -283,7 +304,9 @@ int RunNodeProbe(nlohmann::json& result) {
 
 }  // namespace
 
-std::string BuiltTorchVersion() { return TorchVersion(); }
+std::string BuiltTorchVersion() {
+  return TorchVersion();
+}
 
 int BuiltCudaRuntimeVersion() {
   int version = 0;
@@ -334,7 +357,9 @@ int RunWorker(const WorkerOptions& o) {
     code = kWorkerTrainingFailed;
   }
   WriteResult(o, result);
-  if (code != 0) std::cerr << "worker " << o.role << ": " << result["error"]["message"].get<std::string>() << "\n";
+  if (code != 0)
+    std::cerr << "worker " << o.role << ": " << result["error"]["message"].get<std::string>()
+              << "\n";
   return code;
 }
 

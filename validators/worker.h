@@ -30,8 +30,8 @@ struct WorkerOptions {
   std::filesystem::path result;
   std::filesystem::path final_state;  // where to write the final parameters and moments
   int64_t steps = 0;
-  int64_t save_at = 0;        // 0: never save
-  int64_t measure_step = 0;   // 0: measure nothing
+  int64_t save_at = 0;       // 0: never save
+  int64_t measure_step = 0;  // 0: measure nothing
   int64_t keep_last = 2;
   bool restore = false;
   bool restore_rng = true;

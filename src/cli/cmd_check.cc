@@ -19,7 +19,8 @@ struct CheckOptions {
 };
 
 Catalog LoadCatalog(const GlobalOptions& global) {
-  return global.catalog_dir.empty() ? Catalog::Embedded() : Catalog::FromDirectory(global.catalog_dir);
+  return global.catalog_dir.empty() ? Catalog::Embedded()
+                                    : Catalog::FromDirectory(global.catalog_dir);
 }
 
 int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
@@ -37,7 +38,8 @@ int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
     std::cout << out.dump(2) << "\n";
   } else {
     for (const Finding& f : findings) std::cout << f.Format() << "\n";
-    std::string files = project.lock ? "manifest, lock and config" : "manifest and config (no lock yet)";
+    std::string files =
+        project.lock ? "manifest, lock and config" : "manifest and config (no lock yet)";
     if (findings.empty()) {
       std::cout << options.dir << ": ok: " << files << " valid, no compatibility findings\n";
     } else {

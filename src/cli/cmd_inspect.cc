@@ -15,8 +15,8 @@ namespace {
 struct InspectOptions {
   std::vector<std::string> libraries;
   bool json = false;
-  int sm = 0;                // --sm: also say whether a device of this capability can run it
-  std::string driver_cuda;   // --driver-cuda: the driver's CUDA version for PTX JIT
+  int sm = 0;               // --sm: also say whether a device of this capability can run it
+  std::string driver_cuda;  // --driver-cuda: the driver's CUDA version for PTX JIT
 };
 
 std::string Describe(const GpuBinaryInfo& info) {
@@ -30,8 +30,8 @@ std::string Describe(const GpuBinaryInfo& info) {
   std::vector<std::string> sass, ptx;
   for (int s : info.sass) sass.push_back("sm_" + std::to_string(s));
   for (const PtxEntry& p : info.ptx) {
-    ptx.push_back("compute_" + std::to_string(p.arch) + " (ISA " + std::to_string(p.isa_major) + "." +
-                  std::to_string(p.isa_minor) + ")");
+    ptx.push_back("compute_" + std::to_string(p.arch) + " (ISA " + std::to_string(p.isa_major) +
+                  "." + std::to_string(p.isa_minor) + ")");
   }
   list("SASS", sass);
   list("PTX", ptx);
@@ -57,10 +57,15 @@ int RunInspect(const InspectOptions& o) {
     } catch (const std::runtime_error& e) {
       throw InputError(Diagnostic{lib, {}, std::string(e.what()).substr(lib.size() + 2), {}});
     }
-    nlohmann::json j = {{"path", lib}, {"sass", info.sass}, {"gfx", info.gfx},
-                        {"fatbin_containers", info.fatbin_containers}, {"ptx", nlohmann::json::array()}};
+    nlohmann::json j = {{"path", lib},
+                        {"sass", info.sass},
+                        {"gfx", info.gfx},
+                        {"fatbin_containers", info.fatbin_containers},
+                        {"ptx", nlohmann::json::array()}};
     for (const PtxEntry& p : info.ptx) {
-      j["ptx"].push_back({{"arch", p.arch}, {"isa", std::to_string(p.isa_major) + "." + std::to_string(p.isa_minor)}});
+      j["ptx"].push_back(
+          {{"arch", p.arch},
+           {"isa", std::to_string(p.isa_major) + "." + std::to_string(p.isa_minor)}});
     }
     std::string line = lib + ": " + Describe(info);
     if (o.sm) {
@@ -68,7 +73,8 @@ int RunInspect(const InspectOptions& o) {
       bool runs = CudaCodeRunsOn(info, o.sm, driver, &why);
       all_run = all_run && runs;
       j["runs_on_sm"] = {{"sm", o.sm}, {"runs", runs}, {"why", why}};
-      line += std::string(runs ? "; runs on " : "; does NOT run on ") + "sm_" + std::to_string(o.sm) + ": " + why;
+      line += std::string(runs ? "; runs on " : "; does NOT run on ") + "sm_" +
+              std::to_string(o.sm) + ": " + why;
     }
     out["libraries"].push_back(j);
     if (!o.json) std::cout << line << "\n";

@@ -32,8 +32,9 @@ int RunValidate(const ValidateOptions& options) {
     if (std::filesystem::exists(sibling)) ::execv(sibling.c_str(), argv.data());
   }
   ::execvp("trainlock-validate", argv.data());
-  std::cerr << "trainlock: error: cannot run trainlock-validate (" << std::strerror(errno)
-            << "); it is built beside trainlock when LibTorch is found, or run it inside the image\n";
+  std::cerr
+      << "trainlock: error: cannot run trainlock-validate (" << std::strerror(errno)
+      << "); it is built beside trainlock when LibTorch is found, or run it inside the image\n";
   return kExitEnvironment;
 }
 

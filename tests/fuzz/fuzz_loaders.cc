@@ -14,9 +14,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
     switch (data[0] % 3) {
-      case 0: trainlock::LoadSpec(text, "fuzz.toml", trainlock::SpecKind::kManifest); break;
-      case 1: trainlock::LoadSpec(text, "fuzz.lock", trainlock::SpecKind::kLock); break;
-      default: trainlock::LoadTrainConfig(text, "fuzz.yaml"); break;
+      case 0:
+        trainlock::LoadSpec(text, "fuzz.toml", trainlock::SpecKind::kManifest);
+        break;
+      case 1:
+        trainlock::LoadSpec(text, "fuzz.lock", trainlock::SpecKind::kLock);
+        break;
+      default:
+        trainlock::LoadTrainConfig(text, "fuzz.yaml");
+        break;
     }
   } catch (const trainlock::InputError& e) {
     for (const auto& d : e.diagnostics().items()) {

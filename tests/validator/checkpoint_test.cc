@@ -92,7 +92,8 @@ TEST_F(CheckpointTest, ManifestListsEveryFileWithItsHashAndSize) {
 
 TEST_F(CheckpointTest, FlippedByteInTheParametersIsRefusedNamingTheFile) {
   fs::path dir = Save(1);
-  FlipByte(dir / "model.safetensors", static_cast<std::streamoff>(fs::file_size(dir / "model.safetensors") - 10));
+  FlipByte(dir / "model.safetensors",
+           static_cast<std::streamoff>(fs::file_size(dir / "model.safetensors") - 10));
   std::string error = LoadError(dir);
   EXPECT_NE(error.find("model.safetensors: sha256"), std::string::npos) << error;
   EXPECT_NE(error.find("does not match manifest.json"), std::string::npos) << error;
@@ -122,7 +123,8 @@ TEST_F(CheckpointTest, AFlippedByteAnywhereInAnyFileIsRefused) {
       TempDir copy;
       fs::copy(dir, copy.path() / "step-00000001");
       fs::path victim = copy.path() / "step-00000001" / file.filename();
-      FlipByte(victim, static_cast<std::streamoff>(where * static_cast<double>(fs::file_size(victim) - 1)));
+      FlipByte(victim,
+               static_cast<std::streamoff>(where * static_cast<double>(fs::file_size(victim) - 1)));
       std::string error = LoadError(copy.path() / "step-00000001");
       EXPECT_NE(error.find(file.filename().string()), std::string::npos)
           << file.filename() << " at " << where << ": " << error;
@@ -136,7 +138,8 @@ TEST_F(CheckpointTest, TruncatedFileIsRefusedWithBothSizes) {
   uint64_t size = fs::file_size(file);
   fs::resize_file(file, size - 100);
   std::string error = LoadError(dir);
-  EXPECT_NE(error.find("model.safetensors: size " + std::to_string(size - 100)), std::string::npos) << error;
+  EXPECT_NE(error.find("model.safetensors: size " + std::to_string(size - 100)), std::string::npos)
+      << error;
   EXPECT_NE(error.find("manifest.json says " + std::to_string(size)), std::string::npos) << error;
 }
 
@@ -157,7 +160,8 @@ TEST_F(CheckpointTest, ManifestLyingAboutASizeIsRefused) {
   testing::WriteFile(dir / "manifest.json", text);
   testing::WriteFile(dir / "manifest.json.sha256", Sha256Hex(text) + "\n");
   std::string error = LoadError(dir);
-  EXPECT_NE(error.find("manifest.json says " + std::to_string(real + 1)), std::string::npos) << error;
+  EXPECT_NE(error.find("manifest.json says " + std::to_string(real + 1)), std::string::npos)
+      << error;
 }
 
 TEST_F(CheckpointTest, MissingManifestIsRefused) {
@@ -193,7 +197,8 @@ TEST_F(CheckpointTest, SigkillDuringTheWriteLeavesThePreviousCheckpointIntact) {
     for (const auto& e : fs::directory_iterator(root)) {
       std::string name = e.path().filename().string();
       std::error_code ec;
-      if (name.rfind(".step-00000002.tmp", 0) == 0 && fs::exists(e.path() / "model.safetensors", ec)) {
+      if (name.rfind(".step-00000002.tmp", 0) == 0 &&
+          fs::exists(e.path() / "model.safetensors", ec)) {
         caught_mid_write = true;
       }
     }

@@ -47,8 +47,10 @@ CheckResult Find(const std::vector<CheckResult>& checks, const std::string& id) 
 
 TEST(NodeChecks, AHealthyH200NodePassesDriverRuntimeVersionsHealthAndDevices) {
   auto checks = CheckNode(HealthyH200Node());
-  for (const char* id : {"env.driver", "env.runtime", "env.versions", "env.health", "env.devices"}) {
-    EXPECT_EQ(Find(checks, id).status, CheckStatus::kPass) << id << ": " << Find(checks, id).summary;
+  for (const char* id :
+       {"env.driver", "env.runtime", "env.versions", "env.health", "env.devices"}) {
+    EXPECT_EQ(Find(checks, id).status, CheckStatus::kPass)
+        << id << ": " << Find(checks, id).summary;
   }
 }
 
@@ -81,7 +83,8 @@ TEST(NodeChecks, ARuntimeNewerThanTheDriverSupportsFails) {
   node.cuda_driver_version = 12080;
   CheckResult c = Find(CheckNode(node), "env.runtime");
   EXPECT_EQ(c.status, CheckStatus::kFail);
-  EXPECT_NE(c.summary.find("supports CUDA 12.8 but the image's runtime is CUDA 13.0"), std::string::npos);
+  EXPECT_NE(c.summary.find("supports CUDA 12.8 but the image's runtime is CUDA 13.0"),
+            std::string::npos);
   EXPECT_NE(c.remedy.find("580.65.06"), std::string::npos);
 }
 
@@ -119,7 +122,8 @@ TEST(NodeChecks, AGpuNotAmongTheTargetsAcceleratorsFailsDevices) {
   node.gpus[0].name = "NVIDIA A100-SXM4-80GB";
   CheckResult c = Find(CheckNode(node), "env.devices");
   EXPECT_EQ(c.status, CheckStatus::kFail);
-  EXPECT_NE(c.summary.find("not among the target's accelerators (H200, H100-80GB)"), std::string::npos);
+  EXPECT_NE(c.summary.find("not among the target's accelerators (H200, H100-80GB)"),
+            std::string::npos);
 }
 
 TEST(NodeChecks, DevicesAreListedForTheReport) {
@@ -132,7 +136,8 @@ TEST(NodeChecks, DevicesAreListedForTheReport) {
 
 DeviceRuns RunsOnOneH200(std::vector<int> sass, double tflops = 780, double tbps = 4.3) {
   DeviceRuns runs;
-  runs.devices = {{{"index", 0}, {"launch_ok", true}, {"matmul_tflops", tflops}, {"copy_tbps", tbps}}};
+  runs.devices = {
+      {{"index", 0}, {"launch_ok", true}, {"matmul_tflops", tflops}, {"copy_tbps", tbps}}};
   GpuBinaryInfo info;
   info.sass = std::move(sass);
   runs.libraries.emplace_back("/opt/torch/lib/libtorch_cuda.so", info);
@@ -141,8 +146,9 @@ DeviceRuns RunsOnOneH200(std::vector<int> sass, double tflops = 780, double tbps
 
 CheckResult ArchOf(const DeviceRuns& runs) {
   nlohmann::json devices = nlohmann::json::array();
-  return Find(NodeChecks(PilotLock(), HealthyH200Node(), kCuda130, Catalog::Embedded(), runs, &devices),
-              "env.arch");
+  return Find(
+      NodeChecks(PilotLock(), HealthyH200Node(), kCuda130, Catalog::Embedded(), runs, &devices),
+      "env.arch");
 }
 
 TEST(NodeChecks, ArchPassesWhenTheLibraryHasSm90AndTheLaunchRan) {
@@ -153,7 +159,9 @@ TEST(NodeChecks, ArchPassesWhenTheLibraryHasSm90AndTheLaunchRan) {
 TEST(NodeChecks, ArchFailsWhenTheLibraryLacksCodeForTheDevice) {
   CheckResult c = ArchOf(RunsOnOneH200({80}));
   EXPECT_EQ(c.status, CheckStatus::kFail);
-  EXPECT_NE(c.summary.find("libtorch_cuda.so on GPU 0: no code for sm_90 (has sm_80)"), std::string::npos) << c.summary;
+  EXPECT_NE(c.summary.find("libtorch_cuda.so on GPU 0: no code for sm_90 (has sm_80)"),
+            std::string::npos)
+      << c.summary;
 }
 
 TEST(NodeChecks, ArchFailsWhenTheKernelLaunchFailed) {

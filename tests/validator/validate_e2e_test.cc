@@ -25,7 +25,8 @@ Validation Validate(const std::vector<std::string>& extra) {
   fs::create_directories(project);
   testing::CopyExample("tiny", project);
   fs::path out = dir.path() / "report.json";
-  std::vector<std::string> args = {"validate", project.string(), "--out", out.string(), "--threads", "2"};
+  std::vector<std::string> args = {"validate",   project.string(), "--out",
+                                   out.string(), "--threads",      "2"};
   args.insert(args.end(), extra.begin(), extra.end());
   Validation v{RunTrainlock(args), nlohmann::json()};
   if (fs::exists(out)) v.report = nlohmann::json::parse(testing::ReadFile(out));
@@ -135,7 +136,8 @@ TEST(ValidateNegativeControl, ACorruptCheckpointIsRefusedNotLoaded) {
   EXPECT_EQ(v.run.exit_code, 1);
   const auto& roundtrip = Check(v.report, "train.roundtrip");
   EXPECT_EQ(roundtrip["status"], "fail");
-  EXPECT_NE(roundtrip["summary"].get<std::string>().find("model.safetensors: sha256"), std::string::npos)
+  EXPECT_NE(roundtrip["summary"].get<std::string>().find("model.safetensors: sha256"),
+            std::string::npos)
       << roundtrip["summary"];
   EXPECT_EQ(Check(v.report, "ckpt.portable")["status"], "fail");
   EXPECT_EQ(ReportSchemaViolations(v.report), std::vector<std::string>{});
@@ -145,9 +147,11 @@ TEST(ValidateInput, AProjectWithoutALockIsBadInput) {
   testing::TempDir dir;
   testing::CopyExample("tiny", dir.path());
   fs::remove(dir.path() / "trainlock.lock");
-  auto r = RunTrainlock({"validate", dir.path().string(), "--out", (dir.path() / "r.json").string()});
+  auto r =
+      RunTrainlock({"validate", dir.path().string(), "--out", (dir.path() / "r.json").string()});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("trainlock.lock: error: cannot read: no such file"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("trainlock.lock: error: cannot read: no such file"), std::string::npos)
+      << r.err;
 }
 
 TEST(ValidateInput, AnUnknownValidatorOptionIsBadInput) {
