@@ -11,6 +11,12 @@
 namespace trainlock::validate {
 namespace {
 
+std::string Join(const std::vector<std::string>& parts, const char* separator) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : separator) + p;
+  return out;
+}
+
 CheckResult Make(const char* id, CheckStatus status, std::string summary, std::string remedy = {},
                  nlohmann::json metrics = nlohmann::json::object()) {
   return {id, status, 0, std::move(summary), std::move(remedy), std::move(metrics)};
@@ -98,8 +104,7 @@ CheckResult Versions(const Target* target, const BuildInfo& build) {
     }
   }
   if (!problems.empty()) {
-    std::string summary;
-    for (const std::string& p : problems) summary += (summary.empty() ? "" : "; ") + p;
+    std::string summary = Join(problems, "; ");
     return Make(
         "env.versions", CheckStatus::kFail, summary,
         "run the validator from the image built from this lock, or re-lock to what the image holds",
@@ -159,8 +164,7 @@ CheckResult Health(const NodeProbe& node) {
   }
   nlohmann::json m = {{"devices", per_device}};
   if (!problems.empty()) {
-    std::string summary;
-    for (const std::string& p : problems) summary += (summary.empty() ? "" : "; ") + p;
+    std::string summary = Join(problems, "; ");
     return Make("env.health", CheckStatus::kFail, summary,
                 "drain the node: reset the GPU (pending remaps/retirements) or send it for repair "
                 "(uncorrectable "
@@ -243,8 +247,7 @@ CheckResult Arch(const NodeProbe& node, const DeviceRuns& runs) {
                        std::to_string(node.gpus.size()) + " GPUs");
   }
   if (!problems.empty()) {
-    std::string summary;
-    for (const std::string& p : problems) summary += (summary.empty() ? "" : "; ") + p;
+    std::string summary = Join(problems, "; ");
     return Make("env.arch", CheckStatus::kFail, summary,
                 "use a torch build (and custom-op libraries) compiled for this GPU's architecture, "
                 "or with PTX "
@@ -323,8 +326,7 @@ std::vector<CheckResult> PerfChecks(const NodeProbe& node, const DeviceRuns& run
     if (runs.devices.empty()) {
       checks.push_back(Make(measure.id, CheckStatus::kSkip, "no device was measured"));
     } else if (!slow.empty()) {
-      std::string summary;
-      for (const std::string& x : slow) summary += (summary.empty() ? "" : "; ") + x;
+      std::string summary = Join(slow, "; ");
       checks.push_back(Make(
           measure.id, CheckStatus::kFail, summary + " below the threshold",
           "a slow or throttled GPU: check env.health (clocks, thermal, power) and drain the node",

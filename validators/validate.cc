@@ -168,18 +168,14 @@ std::vector<CheckResult> EnvChecks(const Spec& lock, const NodeProbe& node, cons
   return NodeChecks(lock, node, build, Catalog::Embedded(), runs, devices);
 }
 
+// "PASS ", "FAIL ", "skip ", "ERROR": the status name, loud where a person must look.
 std::string StatusWord(CheckStatus s) {
-  switch (s) {
-    case CheckStatus::kPass:
-      return "PASS ";
-    case CheckStatus::kFail:
-      return "FAIL ";
-    case CheckStatus::kSkip:
-      return "skip ";
-    case CheckStatus::kError:
-      return "ERROR";
+  std::string word = CheckStatusName(s);
+  if (s != CheckStatus::kSkip) {
+    for (char& c : word) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   }
-  return "?";
+  word.resize(5, ' ');
+  return word;
 }
 
 void PrintSummary(const Report& report, const ValidateOptions& o, const std::string& lock_sha) {
