@@ -113,7 +113,7 @@ CheckResult Versions(const Target* target, const BuildInfo& build) {
   return Make("env.versions", CheckStatus::kPass,
               "torch " + build.torch +
                   (build.cuda_runtime ? ", CUDA " + CudaVersionString(build.cuda_runtime) : "") +
-                  " match the lock",
+                  (build.cuda_runtime ? " match" : " matches") + std::string(" the lock"),
               {}, m);
 }
 

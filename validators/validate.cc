@@ -104,33 +104,6 @@ CheckResult VerifyArtifact(const Project& project, const std::optional<ArtifactS
   return r;
 }
 
-// env.versions on a build without a GPU runtime: torch against the lock's target.
-CheckResult TorchVersionCheck(const Spec& lock) {
-  std::string flavour = BuiltTorchFlavour();
-  auto it = lock.targets.find(flavour);
-  if (it == lock.targets.end()) {
-    return Skip("env.versions", "the lock has no " + flavour + " target to compare this " +
-                                    flavour + " validator with");
-  }
-  std::string built = BuiltTorchVersion();
-  auto want = ParseVersion(it->second.torch), have = ParseVersion(built);
-  CheckResult r{"env.versions",
-                CheckStatus::kPass,
-                0,
-                "",
-                "",
-                {{"torch", built}, {"torch_locked", it->second.torch}, {"target", flavour}}};
-  if (!want || !have || !(*want == *have)) {
-    r.status = CheckStatus::kFail;
-    r.summary =
-        "torch " + built + " but the lock's " + flavour + " target pins " + it->second.torch;
-    r.remedy = "run the validator from the image built from this lock (`trainlock image build`)";
-  } else {
-    r.summary = "torch " + built + " matches the lock";
-  }
-  return r;
-}
-
 // The node worker's per-device launch and throughput, and the GPU code of the CUDA
 // libraries this process loaded.
 DeviceRuns MeasureDevices(const fs::path& work, int timeout_s) {
@@ -152,16 +125,13 @@ DeviceRuns MeasureDevices(const fs::path& work, int timeout_s) {
   return runs;
 }
 
-std::vector<CheckResult> EnvChecks(const Spec& lock, const NodeProbe& node, const DeviceRuns& runs,
+std::vector<CheckResult> EnvChecks(const Spec& lock, NodeProbe node, const DeviceRuns& runs,
                                    nlohmann::json* devices) {
-  std::vector<CheckResult> checks;
   if (BuiltTorchFlavour() == "cpu") {
-    const std::string why = "CPU build of the validator: no GPU driver, runtime or device to probe";
-    for (const char* id : {"env.driver", "env.runtime", "env.arch"})
-      checks.push_back(Skip(id, why));
-    checks.push_back(TorchVersionCheck(lock));
-    for (const char* id : {"env.health", "env.devices"}) checks.push_back(Skip(id, why));
-    return checks;
+    // Nothing to probe, but torch is still compared with the lock by the same env.versions.
+    node.nvml_loaded = false;
+    node.unavailable_reason =
+        "CPU build of the validator: no GPU driver, runtime or device to probe";
   }
   BuildInfo build{BuiltTorchFlavour(), BuiltTorchVersion(), BuiltCudaRuntimeVersion(),
                   LoadedNcclVersion()};
