@@ -2,7 +2,8 @@
 # The GPU run, on the device machine (Ubuntu 24.04, H200, torch 2.11+cu130 in python3): builds
 # trainlock and the validator against that torch, runs the validator tests on the GPU,
 # validates examples/h200-pilot, runs the Python reference for train.step in the same run,
-# and leaves reports and tables in $OUT (default build-gpu/out).
+# compares the pilot's checkpoint save with torch.save and dd, and leaves reports and tables
+# in $OUT (default build-gpu/out).
 # The machine has no toml++: a copy of Debian's headers travels in .toml/ (git-ignored):
 #   mkdir -p .toml && cp -r /usr/include/toml++ .toml/
 set -uo pipefail
@@ -32,7 +33,7 @@ stage() {  # stage NAME COMMAND...: run, record pass/fail
 tests() {
   build-gpu/bin/validator_tests >"$OUT/validator-tests.log" 2>&1
   local rc=$?
-  grep -E "^\[  (FAILED|PASSED)|Failure|Segmentation" "$OUT/validator-tests.log" | head -30
+  grep -E "^\[  (FAILED|PASSED)|Failure|Segmentation|error:" -A3 "$OUT/validator-tests.log" | head -60
   tail -3 "$OUT/validator-tests.log"
   return $rc
 }
@@ -53,6 +54,14 @@ pilot() {
   return $rc
 }
 stage "h200-pilot" pilot
+
+# The pilot's checkpoint save beside torch.save and dd of the same size on the same disk.
+save_compare() {
+  rm -rf build-gpu/work-pilot/checkpoints  # 15 GB: room for the torch.save and dd files
+  python3 bench/save_compare.py "$OUT/h200-pilot-report.json" examples/h200-pilot/configs/llama-1b.yaml \
+    build-gpu/save-compare --json "$OUT/save-compare.json" | tee "$OUT/save-compare.md"
+}
+stage "checkpoint save vs torch.save and dd" save_compare
 
 # An example that cannot fit must fail train.step with numbers and remedies, exit 1, no crash.
 oom() {

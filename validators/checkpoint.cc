@@ -10,6 +10,7 @@
 #include <set>
 
 #include "file_io.h"
+#include "parallel.h"
 #include "sha256.h"
 
 namespace trainlock::validate {
@@ -19,8 +20,14 @@ namespace {
 constexpr const char* kManifest = "manifest.json";
 // The SHA-256 of manifest.json's bytes, so that a damaged manifest is refused too.
 constexpr const char* kManifestHash = "manifest.json.sha256";
-constexpr const char* kModelFile = "model.safetensors";
-constexpr const char* kOptimizerFile = "optimizer.safetensors";
+constexpr const char* kModelRole = "model";
+constexpr const char* kOptimizerRole = "optimizer";
+
+struct Shard {
+  std::string role;  // kModelRole or kOptimizerRole
+  std::string file;
+  std::vector<NamedTensor> tensors;
+};
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -62,10 +69,44 @@ void Prune(const fs::path& root, int64_t keep_last, const fs::path& keep) {
   }
 }
 
+// Files of one role: tensors in name order, cut into shards of about kShardBytes (a tensor
+// larger than that gets a shard of its own). One file keeps the plain name ROLE.safetensors;
+// more are named as Hugging Face names shards, ROLE-00001-of-00003.safetensors.
+std::vector<Shard> PlanShards(const std::string& role, const std::vector<NamedTensor>& tensors,
+                              uint64_t shard_bytes) {
+  std::vector<const NamedTensor*> sorted;
+  for (const NamedTensor& t : tensors) sorted.push_back(&t);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const NamedTensor* a, const NamedTensor* b) { return a->name < b->name; });
+  std::vector<Shard> shards;
+  uint64_t in_current = 0;
+  for (const NamedTensor* t : sorted) {
+    const auto bytes = static_cast<uint64_t>(t->tensor.numel()) * t->tensor.element_size();
+    if (shards.empty() || (in_current > 0 && in_current + bytes > shard_bytes)) {
+      shards.push_back({role, "", {}});
+      in_current = 0;
+    }
+    shards.back().tensors.push_back(*t);
+    in_current += bytes;
+  }
+  if (shards.empty()) shards.push_back({role, "", {}});
+  for (size_t i = 0; i < shards.size(); ++i) {
+    char name[96];
+    if (shards.size() == 1) {
+      std::snprintf(name, sizeof name, "%s.safetensors", role.c_str());
+    } else {
+      std::snprintf(name, sizeof name, "%s-%05zu-of-%05zu.safetensors", role.c_str(), i + 1,
+                    shards.size());
+    }
+    shards[i].file = name;
+  }
+  return shards;
+}
+
 }  // namespace
 
 CheckpointIo SaveCheckpoint(const fs::path& root, const CheckpointContents& contents,
-                            int64_t keep_last) {
+                            int64_t keep_last, uint64_t shard_bytes) {
   auto start = std::chrono::steady_clock::now();
   fs::create_directories(root);
   const std::string name = StepName(contents.step);
@@ -74,17 +115,26 @@ CheckpointIo SaveCheckpoint(const fs::path& root, const CheckpointContents& cont
   fs::remove_all(tmp);
   fs::create_directories(tmp);
 
+  std::vector<Shard> shards = PlanShards(kModelRole, contents.model, shard_bytes);
+  for (Shard& s : PlanShards(kOptimizerRole, contents.optimizer, shard_bytes))
+    shards.push_back(std::move(s));
+  // Shards are independent files: copy to the host, write, hash and fsync them in parallel.
+  std::vector<WrittenFile> written(shards.size());
+  ParallelFor(shards.size(), IoThreads(), [&](size_t i) {
+    written[i] = WriteSafetensors(tmp / shards[i].file, shards[i].tensors);
+  });
+
   nlohmann::json manifest = {{"format", kCheckpointFormat},
                              {"step", contents.step},
                              {"files", nlohmann::json::array()},
                              {"state", contents.state}};
   CheckpointIo io;
-  for (auto [file, tensors] :
-       {std::pair{kModelFile, &contents.model}, std::pair{kOptimizerFile, &contents.optimizer}}) {
-    WrittenFile written = WriteSafetensors(tmp / file, *tensors);
-    manifest["files"].push_back(
-        {{"path", file}, {"sha256", written.sha256}, {"size", written.bytes}});
-    io.bytes += written.bytes;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    manifest["files"].push_back({{"path", shards[i].file},
+                                 {"role", shards[i].role},
+                                 {"sha256", written[i].sha256},
+                                 {"size", written[i].bytes}});
+    io.bytes += written[i].bytes;
   }
   std::string text = manifest.dump(2) + "\n";
   WriteFileAtomically(tmp / kManifest, text);  // fsyncs the file and tmp/
@@ -99,8 +149,9 @@ CheckpointIo SaveCheckpoint(const fs::path& root, const CheckpointContents& cont
   return io;
 }
 
-CheckpointContents LoadCheckpoint(const fs::path& dir, CheckpointIo* io) {
-  auto start = std::chrono::steady_clock::now();
+namespace {
+
+std::string ReadManifestVerified(const fs::path& dir) {
   const fs::path manifest_path = dir / kManifest;
   std::string text;
   {
@@ -108,60 +159,99 @@ CheckpointContents LoadCheckpoint(const fs::path& dir, CheckpointIo* io) {
     if (!in) throw CheckpointError(manifest_path.string() + ": missing");
     text.assign(std::istreambuf_iterator<char>(in), {});
   }
-  {
-    std::ifstream in(dir / kManifestHash);
-    std::string want;
-    if (!(in >> want)) throw CheckpointError((dir / kManifestHash).string() + ": missing");
-    if (Sha256Hex(text) != want) {
-      throw CheckpointError(manifest_path.string() + ": sha256 " + Sha256Hex(text).substr(0, 16) +
-                            "... does not match " + kManifestHash + " (" + want.substr(0, 16) +
-                            "...)");
+  std::ifstream in(dir / kManifestHash);
+  std::string want;
+  if (!(in >> want)) throw CheckpointError((dir / kManifestHash).string() + ": missing");
+  if (Sha256Hex(text) != want) {
+    throw CheckpointError(manifest_path.string() + ": sha256 " + Sha256Hex(text).substr(0, 16) +
+                          "... does not match " + kManifestHash + " (" + want.substr(0, 16) +
+                          "...)");
+  }
+  return text;
+}
+
+struct ListedFile {
+  std::string path, role, sha256;
+  uint64_t size = 0;
+};
+
+// The manifest's file list, checked for shape, names that stay inside the directory, a known
+// role (v1 manifests have none: the role is the file name's stem) and both roles present.
+std::vector<ListedFile> ListedFiles(const nlohmann::json& manifest, const fs::path& manifest_path) {
+  std::vector<ListedFile> files;
+  std::set<std::string> roles;
+  for (const auto& f : manifest["files"]) {
+    ListedFile file;
+    if (f.is_object()) {
+      file.path = f.value("path", "");
+      file.sha256 = f.value("sha256", "");
+      file.size = f.value("size", uint64_t{0});
+      file.role = f.value("role", file.path.substr(0, file.path.find('.')));
+    }
+    if (file.path.empty() || file.path.find('/') != std::string::npos || file.path == ".." ||
+        (file.role != kModelRole && file.role != kOptimizerRole)) {
+      throw CheckpointError(manifest_path.string() + ": invalid file entry " + f.dump());
+    }
+    roles.insert(file.role);
+    files.push_back(file);
+  }
+  for (const char* role : {kModelRole, kOptimizerRole}) {
+    if (!roles.count(role)) {
+      throw CheckpointError(manifest_path.string() + ": does not list " + role +
+                            " files (model.safetensors, optimizer.safetensors or their shards)");
     }
   }
+  return files;
+}
+
+}  // namespace
+
+CheckpointContents LoadCheckpoint(const fs::path& dir, CheckpointIo* io) {
+  auto start = std::chrono::steady_clock::now();
+  const fs::path manifest_path = dir / kManifest;
+  const std::string text = ReadManifestVerified(dir);
   nlohmann::json manifest = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!manifest.is_object() || manifest.value("format", "") != kCheckpointFormat ||
+  const std::string format = manifest.is_object() ? manifest.value("format", "") : "";
+  if ((format != kCheckpointFormat && format != kCheckpointFormatV1) ||
       !manifest["files"].is_array() || !manifest["step"].is_number_integer()) {
     throw CheckpointError(manifest_path.string() + ": not a " + kCheckpointFormat + " manifest");
   }
-  // Verify everything before loading anything: a restore never starts from a bad file.
+  std::vector<ListedFile> files;
+  try {
+    files = ListedFiles(manifest, manifest_path);
+  } catch (const nlohmann::json::exception&) {
+    throw CheckpointError(manifest_path.string() +
+                          ": file entries need string path, role and "
+                          "sha256 and an integer size");
+  }
+  // Sizes first (cheap, and a truncated shard is named before any hashing starts).
   uint64_t bytes = 0;
-  std::set<std::string> listed;
-  for (const auto& f : manifest["files"]) {
-    std::string file = f.value("path", "");
-    std::string want_sha = f.value("sha256", "");
-    uint64_t want_size = f.value("size", uint64_t{0});
-    if (file.empty() || file.find('/') != std::string::npos) {
-      throw CheckpointError(manifest_path.string() + ": invalid file entry " + f.dump());
-    }
-    fs::path path = dir / file;
+  for (const ListedFile& f : files) {
+    const fs::path path = dir / f.path;
     std::error_code ec;
     uint64_t size = fs::file_size(path, ec);
     if (ec) throw CheckpointError(path.string() + ": missing (listed in manifest.json)");
-    if (size != want_size) {
+    if (size != f.size) {
       throw CheckpointError(path.string() + ": size " + std::to_string(size) +
-                            " bytes but manifest.json says " + std::to_string(want_size));
-    }
-    std::string sha = Sha256FileHex(path);
-    if (sha != want_sha) {
-      throw CheckpointError(path.string() + ": sha256 " + sha.substr(0, 16) +
-                            "... does not match manifest.json's " + want_sha.substr(0, 16) + "...");
+                            " bytes but manifest.json says " + std::to_string(f.size));
     }
     bytes += size;
-    listed.insert(file);
   }
-  for (const char* required : {kModelFile, kOptimizerFile}) {
-    if (!listed.count(required)) {
-      throw CheckpointError(manifest_path.string() + ": does not list " + required);
-    }
+  // Read and hash every file in one pass, in parallel; nothing is returned unless all verify.
+  std::vector<std::map<std::string, torch::Tensor>> read(files.size());
+  try {
+    ParallelFor(files.size(), IoThreads(), [&](size_t i) {
+      read[i] = ReadVerifiedSafetensors(dir / files[i].path, files[i].sha256, kManifest);
+    });
+  } catch (const SafetensorsError& e) {
+    throw CheckpointError(e.what());
   }
   CheckpointContents contents;
   contents.step = manifest["step"].get<int64_t>();
   contents.state = manifest.value("state", nlohmann::json::object());
-  try {
-    for (auto& [n, t] : ReadSafetensors(dir / kModelFile)) contents.model.push_back({n, t});
-    for (auto& [n, t] : ReadSafetensors(dir / kOptimizerFile)) contents.optimizer.push_back({n, t});
-  } catch (const SafetensorsError& e) {
-    throw CheckpointError(e.what());
+  for (size_t i = 0; i < files.size(); ++i) {
+    auto& into = files[i].role == kModelRole ? contents.model : contents.optimizer;
+    for (auto& [n, t] : read[i]) into.push_back({n, std::move(t)});
   }
   if (io) {
     io->dir = dir;

@@ -16,7 +16,14 @@
 
 namespace trainlock::validate {
 
-inline constexpr const char* kCheckpointFormat = "trainlock.checkpoint/v1";
+// v2 shards the tensors and gives each file a role; v1 (one model.safetensors and one
+// optimizer.safetensors, no roles) is still read.
+inline constexpr const char* kCheckpointFormat = "trainlock.checkpoint/v2";
+inline constexpr const char* kCheckpointFormatV1 = "trainlock.checkpoint/v1";
+
+// Shard size for checkpoint files: small enough that a 1B model's state (15 GB) spreads over
+// every I/O thread, large enough that the file count stays modest.
+inline constexpr uint64_t kDefaultShardBytes = uint64_t{512} << 20;
 
 // A checkpoint that cannot be trusted; what() names the file and the mismatch.
 class CheckpointError : public std::runtime_error {
@@ -37,14 +44,18 @@ struct CheckpointIo {
   double seconds = 0;
 };
 
-// Writes ROOT/step-<8 digits> atomically: files go to a hidden temporary directory, each is
-// fsynced, the manifest is written last, the directory is renamed into place and ROOT is
-// fsynced. Older complete checkpoints beyond `keep_last` and stale temporaries are removed.
+// Writes ROOT/step-<8 digits> atomically: the model and optimizer tensors are cut into
+// shards of about `shard_bytes` (model.safetensors, or model-00001-of-0000N.safetensors when
+// there are several; the same for optimizer), written, hashed and fsynced in parallel into a
+// hidden temporary directory; the manifest is written last, the directory is renamed into
+// place and ROOT is fsynced. Older complete checkpoints beyond `keep_last` and stale
+// temporaries are removed.
 CheckpointIo SaveCheckpoint(const std::filesystem::path& root, const CheckpointContents& contents,
-                            int64_t keep_last);
+                            int64_t keep_last, uint64_t shard_bytes = kDefaultShardBytes);
 
-// Verifies every file the manifest lists (present, size, SHA-256) and only then loads them.
-// Throws CheckpointError naming the file and the mismatch.
+// Verifies every file the manifest lists (present, size, SHA-256) while reading it, in
+// parallel, and returns the tensors only when all of them verify. Throws CheckpointError
+// naming the file and the mismatch (the first bad file in manifest order).
 CheckpointContents LoadCheckpoint(const std::filesystem::path& dir, CheckpointIo* io = nullptr);
 
 // The newest complete checkpoint under ROOT (a step-* directory with a manifest), if any.

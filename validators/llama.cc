@@ -39,8 +39,13 @@ void SetCudaAutocast(bool enabled, at::ScalarType dtype) {
   if (!enabled) at::autocast::clear_cache();
 }
 
-static torch::nn::Linear MakeLinear(int64_t in, int64_t out) {
-  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
+ProjectionImpl::ProjectionImpl(int64_t in, int64_t out, const torch::TensorOptions& options) {
+  weight = register_parameter("weight", torch::empty({out, in}, options));
+}
+
+TokenEmbeddingImpl::TokenEmbeddingImpl(int64_t vocab, int64_t hidden,
+                                       const torch::TensorOptions& options) {
+  weight = register_parameter("weight", torch::empty({vocab, hidden}, options));
 }
 
 // [..., d] -> [-x2, x1] of its two halves.
@@ -49,8 +54,8 @@ static torch::Tensor RotateHalf(const torch::Tensor& x) {
   return torch::cat({-halves[1], halves[0]}, -1);
 }
 
-RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
-  weight = register_parameter("weight", torch::ones({dim}));
+RMSNormImpl::RMSNormImpl(int64_t dim, double eps, const torch::TensorOptions& options) : eps_(eps) {
+  weight = register_parameter("weight", torch::ones({dim}, options));
 }
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
@@ -59,12 +64,12 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   return weight * normed.to(x.scalar_type());
 }
 
-AttentionImpl::AttentionImpl(const ModelConfig& c)
+AttentionImpl::AttentionImpl(const ModelConfig& c, const torch::TensorOptions& o)
     : heads_(c.num_heads), kv_heads_(c.num_kv_heads), head_dim_(c.head_dim()) {
-  q_proj = register_module("q_proj", MakeLinear(c.hidden_size, heads_ * head_dim_));
-  k_proj = register_module("k_proj", MakeLinear(c.hidden_size, kv_heads_ * head_dim_));
-  v_proj = register_module("v_proj", MakeLinear(c.hidden_size, kv_heads_ * head_dim_));
-  o_proj = register_module("o_proj", MakeLinear(heads_ * head_dim_, c.hidden_size));
+  q_proj = register_module("q_proj", Projection(c.hidden_size, heads_ * head_dim_, o));
+  k_proj = register_module("k_proj", Projection(c.hidden_size, kv_heads_ * head_dim_, o));
+  v_proj = register_module("v_proj", Projection(c.hidden_size, kv_heads_ * head_dim_, o));
+  o_proj = register_module("o_proj", Projection(heads_ * head_dim_, c.hidden_size, o));
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
@@ -83,22 +88,23 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   return o_proj(out.transpose(1, 2).reshape({batch, seq, heads_ * head_dim_}));
 }
 
-MlpImpl::MlpImpl(const ModelConfig& c) {
-  gate_proj = register_module("gate_proj", MakeLinear(c.hidden_size, c.intermediate_size));
-  up_proj = register_module("up_proj", MakeLinear(c.hidden_size, c.intermediate_size));
-  down_proj = register_module("down_proj", MakeLinear(c.intermediate_size, c.hidden_size));
+MlpImpl::MlpImpl(const ModelConfig& c, const torch::TensorOptions& o) {
+  gate_proj = register_module("gate_proj", Projection(c.hidden_size, c.intermediate_size, o));
+  up_proj = register_module("up_proj", Projection(c.hidden_size, c.intermediate_size, o));
+  down_proj = register_module("down_proj", Projection(c.intermediate_size, c.hidden_size, o));
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
 }
 
-DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) : dropout_(c.dropout) {
-  self_attn = register_module("self_attn", Attention(c));
-  mlp = register_module("mlp", Mlp(c));
-  input_layernorm = register_module("input_layernorm", RMSNorm(c.hidden_size, c.norm_eps));
+DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c, const torch::TensorOptions& o)
+    : dropout_(c.dropout) {
+  self_attn = register_module("self_attn", Attention(c, o));
+  mlp = register_module("mlp", Mlp(c, o));
+  input_layernorm = register_module("input_layernorm", RMSNorm(c.hidden_size, c.norm_eps, o));
   post_attention_layernorm =
-      register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.norm_eps));
+      register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.norm_eps, o));
 }
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
@@ -109,17 +115,18 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
   return h + F::dropout(mlp_out, F::DropoutFuncOptions().p(dropout_).training(is_training()));
 }
 
-LlamaBodyImpl::LlamaBodyImpl(const ModelConfig& c) {
-  embed_tokens = register_module("embed_tokens", torch::nn::Embedding(c.vocab_size, c.hidden_size));
+LlamaBodyImpl::LlamaBodyImpl(const ModelConfig& c, const torch::TensorOptions& o) {
+  embed_tokens = register_module("embed_tokens", TokenEmbedding(c.vocab_size, c.hidden_size, o));
   layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < c.num_layers; ++i) layers->push_back(DecoderLayer(c));
-  norm = register_module("norm", RMSNorm(c.hidden_size, c.norm_eps));
+  for (int64_t i = 0; i < c.num_layers; ++i) layers->push_back(DecoderLayer(c, o));
+  norm = register_module("norm", RMSNorm(c.hidden_size, c.norm_eps, o));
 }
 
-LlamaImpl::LlamaImpl(const ModelConfig& c, bool init) : config_(c) {
-  model = register_module("model", LlamaBody(c));
+LlamaImpl::LlamaImpl(const ModelConfig& c, torch::Device device, bool init) : config_(c) {
+  const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+  model = register_module("model", LlamaBody(c, options));
   if (!c.tie_embeddings)
-    lm_head = register_module("lm_head", MakeLinear(c.hidden_size, c.vocab_size));
+    lm_head = register_module("lm_head", Projection(c.hidden_size, c.vocab_size, options));
   if (init) InitWeights();
 }
 

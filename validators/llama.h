@@ -10,9 +10,29 @@
 
 namespace trainlock::validate {
 
+// A bias-free linear layer (weight [out, in], as torch.nn.Linear). Unlike LibTorch's
+// Linear it allocates its weight uninitialised on the given device: building a 1B-parameter
+// model on the CPU with default initialisation and copying it over cost seconds per process.
+class ProjectionImpl : public torch::nn::Module {
+ public:
+  ProjectionImpl(int64_t in, int64_t out, const torch::TensorOptions& options);
+  torch::Tensor forward(const torch::Tensor& x) { return torch::linear(x, weight); }
+  torch::Tensor weight;
+};
+TORCH_MODULE(Projection);
+
+// Token embeddings (weight [vocab, hidden]), allocated uninitialised like Projection.
+class TokenEmbeddingImpl : public torch::nn::Module {
+ public:
+  TokenEmbeddingImpl(int64_t vocab, int64_t hidden, const torch::TensorOptions& options);
+  torch::Tensor forward(const torch::Tensor& tokens) { return torch::embedding(weight, tokens); }
+  torch::Tensor weight;
+};
+TORCH_MODULE(TokenEmbedding);
+
 class RMSNormImpl : public torch::nn::Module {
  public:
-  RMSNormImpl(int64_t dim, double eps);
+  RMSNormImpl(int64_t dim, double eps, const torch::TensorOptions& options);
   torch::Tensor forward(const torch::Tensor& x);
   torch::Tensor weight;
 
@@ -23,9 +43,9 @@ TORCH_MODULE(RMSNorm);
 
 class AttentionImpl : public torch::nn::Module {
  public:
-  explicit AttentionImpl(const ModelConfig& c);
+  AttentionImpl(const ModelConfig& c, const torch::TensorOptions& options);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
-  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  Projection q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
  private:
   int64_t heads_, kv_heads_, head_dim_;
@@ -34,15 +54,15 @@ TORCH_MODULE(Attention);
 
 class MlpImpl : public torch::nn::Module {
  public:
-  explicit MlpImpl(const ModelConfig& c);
+  MlpImpl(const ModelConfig& c, const torch::TensorOptions& options);
   torch::Tensor forward(const torch::Tensor& x);
-  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  Projection gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 };
 TORCH_MODULE(Mlp);
 
 class DecoderLayerImpl : public torch::nn::Module {
  public:
-  explicit DecoderLayerImpl(const ModelConfig& c);
+  DecoderLayerImpl(const ModelConfig& c, const torch::TensorOptions& options);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
   Attention self_attn{nullptr};
   Mlp mlp{nullptr};
@@ -56,8 +76,8 @@ TORCH_MODULE(DecoderLayer);
 // The "model." prefix of HF names: embeddings, layers and the final norm.
 class LlamaBodyImpl : public torch::nn::Module {
  public:
-  explicit LlamaBodyImpl(const ModelConfig& c);
-  torch::nn::Embedding embed_tokens{nullptr};
+  LlamaBodyImpl(const ModelConfig& c, const torch::TensorOptions& options);
+  TokenEmbedding embed_tokens{nullptr};
   torch::nn::ModuleList layers{nullptr};
   RMSNorm norm{nullptr};
 };
@@ -65,9 +85,9 @@ TORCH_MODULE(LlamaBody);
 
 class LlamaImpl : public torch::nn::Module {
  public:
-  // `init` = false leaves LibTorch's default initialisation, for a caller that moves the
-  // model to its device first and calls InitWeights() there (fast on a GPU).
-  explicit LlamaImpl(const ModelConfig& c, bool init = true);
+  // Parameters are allocated on `device`; `init` = false leaves them uninitialised, for a
+  // caller that seeds the generators and calls InitWeights() (or loads weights) itself.
+  explicit LlamaImpl(const ModelConfig& c, torch::Device device = torch::kCPU, bool init = true);
   // Logits [batch, seq, vocab] for tokens [batch, seq].
   torch::Tensor forward(const torch::Tensor& tokens);
   // Mean next-token cross-entropy of `tokens` against `targets`, in fp32.
@@ -77,7 +97,7 @@ class LlamaImpl : public torch::nn::Module {
   const ModelConfig& config() const { return config_; }
 
   LlamaBody model{nullptr};
-  torch::nn::Linear lm_head{nullptr};  // null when embeddings are tied
+  Projection lm_head{nullptr};  // null when embeddings are tied
 
  private:
   std::pair<torch::Tensor, torch::Tensor> Rotary(int64_t seq_len, const torch::Device& device,

@@ -72,6 +72,12 @@ class File {
   void Sync() {
     if (::fsync(fd_) != 0) throw std::runtime_error(Errno(path_.string() + ": fsync"));
   }
+  // Asks the kernel to start writing [offset, offset + size) to disk now; a hint (errors
+  // surface at the fsync), so a file system without it loses nothing.
+  void StartWriteback(uint64_t offset, uint64_t size) {
+    (void)::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(size),
+                            SYNC_FILE_RANGE_WRITE);
+  }
   uint64_t Size() const {
     off_t end = ::lseek(fd_, 0, SEEK_END);
     if (end < 0) throw SafetensorsError(Errno(path_.string() + ": seek"));
@@ -107,18 +113,17 @@ WrittenFile WriteSafetensors(const std::filesystem::path& file,
   std::sort(sorted.begin(), sorted.end(),
             [](const NamedTensor* a, const NamedTensor* b) { return a->name < b->name; });
 
-  std::vector<torch::Tensor> cpu;
+  // The header needs only dtypes and shapes: tensors are copied to the host one at a time
+  // below, so a device-to-host copy overlaps the writes of other files' threads.
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
   for (const NamedTensor* t : sorted) {
-    torch::Tensor c = t->tensor.detach().to(torch::kCPU).contiguous();
-    uint64_t bytes = static_cast<uint64_t>(c.numel()) * c.element_size();
-    header[t->name] = {{"dtype", SafetensorsDtype(c.scalar_type())},
-                       {"shape", c.sizes().vec()},
+    uint64_t bytes = static_cast<uint64_t>(t->tensor.numel()) * t->tensor.element_size();
+    header[t->name] = {{"dtype", SafetensorsDtype(t->tensor.scalar_type())},
+                       {"shape", t->tensor.sizes().vec()},
                        {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
-    cpu.push_back(std::move(c));
   }
   std::string json = header.dump();
   json.append((8 - json.size() % 8) % 8, ' ');  // align the data to 8 bytes, as HF does
@@ -130,41 +135,83 @@ WrittenFile WriteSafetensors(const std::filesystem::path& file,
   Sha256 hash;
   WrittenFile result;
   auto emit = [&](const void* data, size_t size) {
-    out.WriteAll(data, size);
-    hash.Update(data, size);
-    result.bytes += size;
+    // In chunks, each handed to the disk at once (sync_file_range), so writeback streams
+    // while the rest is produced and the final fsync finds little left to do.
+    constexpr size_t kChunk = 32u << 20;
+    const auto* p = static_cast<const char*>(data);
+    for (size_t done = 0; done < size; done += kChunk) {
+      const size_t n = std::min(kChunk, size - done);
+      out.WriteAll(p + done, n);
+      hash.Update(p + done, n);
+      out.StartWriteback(result.bytes, n);
+      result.bytes += n;
+    }
   };
   emit(prefix, sizeof prefix);
   emit(json.data(), json.size());
-  for (const torch::Tensor& c : cpu)
+  for (const NamedTensor* t : sorted) {
+    torch::Tensor c = t->tensor.detach().to(torch::kCPU).contiguous();
     emit(c.data_ptr(), static_cast<size_t>(c.numel()) * c.element_size());
+  }
   out.Sync();
   result.sha256 = hash.HexDigest();
   return result;
 }
 
-std::map<std::string, torch::Tensor> ReadSafetensors(const std::filesystem::path& path) {
-  const std::string where = path.string();
+namespace {
+
+// The whole file in one CPU byte tensor, read in chunks and, when `hash` is given, hashed on
+// the way (one pass over the bytes for verify-and-load).
+torch::Tensor ReadWholeFile(const std::filesystem::path& path, Sha256* hash) {
   std::optional<File> opened;
   try {
     opened.emplace(path, O_RDONLY);
   } catch (const std::runtime_error& e) {
     throw SafetensorsError(e.what());
   }
-  File& in = *opened;
-  const uint64_t file_size = in.Size();
-  unsigned char prefix[8];
-  if (file_size < 8 || !in.ReadAt(prefix, 8, 0)) {
+  const uint64_t size = opened->Size();
+  torch::Tensor bytes = torch::empty({static_cast<int64_t>(size)}, torch::kUInt8);
+  auto* data = bytes.data_ptr<uint8_t>();
+  constexpr uint64_t kChunk = 16u << 20;  // hashed while still in the CPU cache's reach
+  for (uint64_t offset = 0; offset < size; offset += kChunk) {
+    const uint64_t n = std::min(kChunk, size - offset);
+    if (!opened->ReadAt(data + offset, n, offset)) {
+      throw SafetensorsError(path.string() + ": truncated while reading (file shrank)");
+    }
+    if (hash) hash->Update(data + offset, n);
+  }
+  return bytes;
+}
+
+// A tensor of `dtype` and `shape` over bytes [begin, end) of `file`: a view when aligned for
+// the element type (files this validator writes always are), a copy otherwise.
+torch::Tensor TensorFromBytes(const torch::Tensor& file, uint64_t begin, uint64_t end,
+                              at::ScalarType dtype, const std::vector<int64_t>& shape) {
+  const auto element = static_cast<uint64_t>(c10::elementSize(dtype));
+  torch::Tensor slice =
+      file.narrow(0, static_cast<int64_t>(begin), static_cast<int64_t>(end - begin));
+  if (begin % element == 0) return slice.view(dtype).view(shape);
+  torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(dtype));
+  std::memcpy(t.data_ptr(), slice.data_ptr(), end - begin);
+  return t;
+}
+
+// Validates the header (length, JSON, dtypes, shapes, offsets inside the data and covering
+// it exactly) of a file held in `file` and returns its tensors, which share `file`'s memory.
+std::map<std::string, torch::Tensor> ParseSafetensors(const torch::Tensor& file,
+                                                      const std::string& where) {
+  const auto file_size = static_cast<uint64_t>(file.numel());
+  const auto* bytes = file.data_ptr<uint8_t>();
+  if (file_size < 8) {
     throw SafetensorsError(where + ": truncated: shorter than the 8-byte header length");
   }
   uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | prefix[i];
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];
   if (header_len > kMaxHeaderBytes || header_len > file_size - 8) {
     throw SafetensorsError(where + ": header length " + std::to_string(header_len) +
                            " exceeds the file (" + std::to_string(file_size) + " bytes)");
   }
-  std::string text(header_len, '\0');
-  in.ReadAt(text.data(), header_len, 8);
+  std::string text(reinterpret_cast<const char*>(bytes) + 8, header_len);
   nlohmann::json header = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!header.is_object()) throw SafetensorsError(where + ": header is not a JSON object");
 
@@ -206,12 +253,9 @@ std::map<std::string, torch::Tensor> ReadSafetensors(const std::filesystem::path
                              info["dtype"].get<std::string>() + " tensor of shape " +
                              info["shape"].dump() + " that needs " + std::to_string(expected));
     }
-    torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(dtype));
-    if (!in.ReadAt(t.data_ptr(), expected, data_start + begin)) {
-      throw SafetensorsError(at + ": truncated file");
-    }
     ranges.emplace_back(begin, end);
-    tensors.emplace(name, std::move(t));
+    tensors.emplace(name,
+                    TensorFromBytes(file, data_start + begin, data_start + end, dtype, shape));
   }
   // The data section must be exactly the tensors' bytes, with no gaps or overlaps.
   std::sort(ranges.begin(), ranges.end());
@@ -225,6 +269,25 @@ std::map<std::string, torch::Tensor> ReadSafetensors(const std::filesystem::path
                            " bytes after the last tensor");
   }
   return tensors;
+}
+
+}  // namespace
+
+std::map<std::string, torch::Tensor> ReadSafetensors(const std::filesystem::path& path) {
+  return ParseSafetensors(ReadWholeFile(path, nullptr), path.string());
+}
+
+std::map<std::string, torch::Tensor> ReadVerifiedSafetensors(const std::filesystem::path& path,
+                                                             const std::string& want_sha256,
+                                                             const std::string& listed_in) {
+  Sha256 hash;
+  torch::Tensor file = ReadWholeFile(path, &hash);
+  const std::string sha = hash.HexDigest();
+  if (sha != want_sha256) {
+    throw SafetensorsError(path.string() + ": sha256 " + sha.substr(0, 16) + "... does not match " +
+                           listed_in + "'s " + want_sha256.substr(0, 16) + "...");
+  }
+  return ParseSafetensors(file, path.string());
 }
 
 }  // namespace trainlock::validate

@@ -38,7 +38,15 @@ WrittenFile WriteSafetensors(const std::filesystem::path& file,
 // Reads every tensor of a file onto the CPU. Validates the header (length, JSON, dtypes,
 // shapes, offsets inside the data and covering it exactly) and throws SafetensorsError on
 // any problem.
+// The file is read whole into one CPU buffer that the returned tensors share.
 std::map<std::string, torch::Tensor> ReadSafetensors(const std::filesystem::path& file);
+
+// ReadSafetensors in one pass that also hashes the bytes: throws SafetensorsError
+// ("FILE: sha256 ... does not match LISTED_IN's ...") before parsing anything when the file's
+// SHA-256 is not `want_sha256`.
+std::map<std::string, torch::Tensor> ReadVerifiedSafetensors(const std::filesystem::path& file,
+                                                             const std::string& want_sha256,
+                                                             const std::string& listed_in);
 
 // "F32", "BF16", ... for a scalar type; throws for types safetensors cannot hold.
 std::string SafetensorsDtype(at::ScalarType type);

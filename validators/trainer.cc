@@ -95,8 +95,7 @@ Trainer::Trainer(const TrainConfig& config, const TrainerOptions& options,
   int64_t eval_windows = std::max<int64_t>(1, options_.eval_batches) * t.micro_batch;
   loader_ = std::make_unique<WindowLoader>(*data_, t.seq_len, t.micro_batch, options_.seed,
                                            t.shuffle, eval_windows);
-  model_ = Llama(config_.model, /*init=*/false);
-  model_->to(options_.device);
+  model_ = Llama(config_.model, options_.device, /*init=*/false);
   torch::manual_seed(options_.seed);  // seeds every device's generator too
   model_->InitWeights();
   model_->train();

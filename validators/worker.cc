@@ -143,10 +143,18 @@ void WriteResult(const WorkerOptions& o, const nlohmann::json& result) {
   WriteFileAtomically(o.result, result.dump(2) + "\n");
 }
 
+// Seconds since RunWorker began: the setup a worker pays before its work (reading the
+// project, creating the CUDA context, building the model on the device).
+double SecondsSinceWorkerStart() {
+  static const auto start = std::chrono::steady_clock::now();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
   torch::Device device = PickDevice(o.device);
   RunSetup setup = SetupFromProject(o.project, o.steps);
   std::unique_ptr<Trainer> trainer = MakeTrainer(setup, device, &result);
+  result["setup_s"] = SecondsSinceWorkerStart();
   result["device"] = device.str();
 #if defined(TRAINLOCK_WITH_CUDA)
   if (device.is_cuda()) result["device_name"] = at::cuda::getDeviceProperties(device.index())->name;
@@ -239,6 +247,7 @@ int RunPortable(const WorkerOptions& o, nlohmann::json& result) {
   CheckpointContents contents = LoadCheckpoint(*latest, &io);
   RunSetup setup = SetupFromCheckpoint(contents);
   std::unique_ptr<Trainer> trainer = MakeTrainer(setup, device, &result);
+  result["setup_s"] = SecondsSinceWorkerStart();
   trainer->Restore(contents);
   result["checkpoint"] = {{"dir", latest->string()},
                           {"step", contents.step},
@@ -329,6 +338,7 @@ std::string BuiltTorchFlavour() {
 int RunWorker(const WorkerOptions& o) {
   // Deterministic kernels everywhere; cuBLAS needs its workspace pinned before CUDA starts.
   ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
+  SecondsSinceWorkerStart();  // starts the clock
   at::globalContext().setDeterministicAlgorithms(true, false);
   if (o.threads > 0) torch::set_num_threads(o.threads);
   nlohmann::json result = {{"role", o.role}, {"pid", ::getpid()}};

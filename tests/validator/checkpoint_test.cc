@@ -170,6 +170,57 @@ TEST_F(CheckpointTest, MissingManifestIsRefused) {
   EXPECT_NE(LoadError(dir).find("manifest.json: missing"), std::string::npos);
 }
 
+TEST_F(CheckpointTest, LargeStateIsShardedWithHuggingFaceNamesAndRestoresExactly) {
+  CheckpointContents saved = MakeContents(4, 1024);  // 4 KiB tensors
+  CheckpointIo io = SaveCheckpoint(root_.path(), saved, 2, /*shard_bytes=*/4096);
+  auto manifest = nlohmann::json::parse(testing::ReadFile(io.dir / "manifest.json"));
+  std::vector<std::string> listed;
+  for (const auto& f : manifest["files"]) {
+    listed.push_back(f["role"].get<std::string>() + ":" + f["path"].get<std::string>());
+  }
+  // Name order: the 4 KiB embedding and the 32-byte norm do not share a 4 KiB shard.
+  EXPECT_EQ(listed, (std::vector<std::string>{"model:model-00001-of-00002.safetensors",
+                                              "model:model-00002-of-00002.safetensors",
+                                              "optimizer:optimizer-00001-of-00002.safetensors",
+                                              "optimizer:optimizer-00002-of-00002.safetensors"}));
+  CheckpointContents loaded = LoadCheckpoint(io.dir);
+  ExpectSameTensors(saved.model, loaded.model);
+  ExpectSameTensors(saved.optimizer, loaded.optimizer);
+}
+
+TEST_F(CheckpointTest, AFlippedByteInOneShardIsRefusedNamingThatShard) {
+  CheckpointIo io = SaveCheckpoint(root_.path(), MakeContents(4, 1024), 2, 4096);
+  FlipByte(io.dir / "optimizer-00002-of-00002.safetensors", 200);
+  EXPECT_NE(LoadError(io.dir).find("optimizer-00002-of-00002.safetensors: sha256"),
+            std::string::npos)
+      << LoadError(io.dir);
+}
+
+TEST_F(CheckpointTest, AVersion1CheckpointWithoutRolesStillLoads) {
+  CheckpointContents saved = MakeContents(3);
+  fs::path dir = SaveCheckpoint(root_.path(), saved, 2).dir;
+  auto manifest = nlohmann::json::parse(testing::ReadFile(dir / "manifest.json"));
+  manifest["format"] = kCheckpointFormatV1;
+  for (auto& f : manifest["files"]) f.erase("role");
+  const std::string text = manifest.dump(2) + "\n";
+  std::ofstream(dir / "manifest.json", std::ios::binary | std::ios::trunc) << text;
+  std::ofstream(dir / "manifest.json.sha256", std::ios::trunc) << Sha256Hex(text) << "\n";
+  CheckpointContents loaded = LoadCheckpoint(dir);
+  ExpectSameTensors(saved.model, loaded.model);
+  ExpectSameTensors(saved.optimizer, loaded.optimizer);
+}
+
+TEST_F(CheckpointTest, AManifestWithAnUnknownRoleIsRefused) {
+  fs::path dir = Save(2);
+  auto manifest = nlohmann::json::parse(testing::ReadFile(dir / "manifest.json"));
+  manifest["files"][0]["role"] = "extras";
+  const std::string text = manifest.dump(2) + "\n";
+  std::ofstream(dir / "manifest.json", std::ios::binary | std::ios::trunc) << text;
+  std::ofstream(dir / "manifest.json.sha256", std::ios::trunc) << Sha256Hex(text) << "\n";
+  EXPECT_NE(LoadError(dir).find("manifest.json: invalid file entry"), std::string::npos)
+      << LoadError(dir);
+}
+
 TEST_F(CheckpointTest, KeepsTheLastKAndFindsTheNewest) {
   for (int64_t step = 1; step <= 5; ++step) Save(step);
   int count = 0;
@@ -182,11 +233,12 @@ TEST_F(CheckpointTest, SigkillDuringTheWriteLeavesThePreviousCheckpointIntact) {
   CheckpointContents first = MakeContents(1);
   SaveCheckpoint(root_.path(), first, 3);
   const fs::path root = root_.path();
+  // 3 x 64 MiB of tensors: long enough for the parent to catch the child mid-write. Made
+  // before the fork: a child of a process that started CUDA must not touch CUDA (seeding).
+  CheckpointContents big = MakeContents(2, 16 << 20);
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    // 3 x 64 MiB of tensors: long enough for the parent to catch it mid-write.
-    CheckpointContents big = MakeContents(2, 16 << 20);
     SaveCheckpoint(root, big, 3);
     ::_exit(0);
   }

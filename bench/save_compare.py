@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Checkpoint save speed: the validator against PyTorch and the disk.
+
+Compares, on the same disk in the same run (ci/gpu.sh runs it right after the pilot):
+  - the validator's save of the pilot's full training state (fp32 parameters and AdamW
+    moments), as train.roundtrip reports it (save_s, checkpoint_bytes; every file fsynced);
+  - Python's torch.save of the same state (a model of the same shape on the GPU, AdamW state
+    materialised by one step), timed to the end of torch.save and to the end of os.fsync;
+  - dd if=/dev/zero ... conv=fsync of the same number of bytes (the disk's streaming write).
+
+Usage: save_compare.py REPORT.json CONFIG.yaml DIR [--json OUT.json]
+DIR must be on the disk the validator wrote its checkpoint to; files written there are
+removed afterwards. Prints a Markdown table."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import torch
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from python_step import Llama  # noqa: E402  (the same model definition as the step reference)
+
+
+def validator_save(report_path):
+    report = json.load(open(report_path))
+    roundtrip = next(c for c in report["checks"] if c["id"] == "train.roundtrip")
+    m = roundtrip["metrics"]
+    return {"bytes": m["checkpoint_bytes"], "seconds": m["save_s"]}
+
+
+def torch_save(config_path, directory):
+    cfg = yaml.safe_load(open(config_path))
+    torch.manual_seed(0)
+    model = Llama(cfg["model"]).to("cuda")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for p in model.parameters():
+        p.grad = torch.randn_like(p)
+    opt.step()  # creates exp_avg and exp_avg_sq for every parameter
+    for p in model.parameters():
+        p.grad = None
+    torch.cuda.synchronize()
+    state = {"model": model.state_dict(), "optimizer": opt.state_dict()}
+    path = os.path.join(directory, "torch-save.pt")
+    os.sync()
+    start = time.perf_counter()
+    with open(path, "wb") as f:
+        torch.save(state, f)
+        serialized = time.perf_counter() - start
+        f.flush()
+        os.fsync(f.fileno())
+    durable = time.perf_counter() - start
+    size = os.path.getsize(path)
+    os.remove(path)
+    return {"bytes": size, "seconds_to_return": serialized, "seconds": durable}
+
+
+def dd(bytes_, directory):
+    path = os.path.join(directory, "dd.bin")
+    block = 64 << 20
+    count = (bytes_ + block - 1) // block
+    os.sync()
+    start = time.perf_counter()
+    subprocess.run(["dd", "if=/dev/zero", f"of={path}", f"bs={block}", f"count={count}",
+                    "conv=fsync"], check=True, stderr=subprocess.DEVNULL)
+    seconds = time.perf_counter() - start
+    size = os.path.getsize(path)
+    os.remove(path)
+    return {"bytes": size, "seconds": seconds}
+
+
+def gbps(r):
+    return r["bytes"] / r["seconds"] / 1e9
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("report")
+    parser.add_argument("config")
+    parser.add_argument("dir")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    os.makedirs(args.dir, exist_ok=True)
+    v = validator_save(args.report)
+    t = torch_save(args.config, args.dir)
+    d = dd(v["bytes"], args.dir)
+    result = {"validator": v, "torch_save": t, "dd_conv_fsync": d,
+              "speedup_vs_torch_save": t["seconds"] / v["seconds"] * v["bytes"] / t["bytes"],
+              "fraction_of_dd": gbps(v) / gbps(d)}
+    if args.json:
+        json.dump(result, open(args.json, "w"), indent=2)
+    print("| writer | bytes | seconds | GB/s |")
+    print("|---|---|---|---|")
+    print(f"| validator (sharded, parallel, SHA-256 inline, fsync) | {v['bytes']:,} | {v['seconds']:.2f} | {gbps(v):.2f} |")
+    print(f"| torch.save + os.fsync | {t['bytes']:,} | {t['seconds']:.2f} | {gbps(t):.2f} |")
+    print(f"| torch.save (returned, before fsync) | {t['bytes']:,} | {t['seconds_to_return']:.2f} | "
+          f"{t['bytes'] / t['seconds_to_return'] / 1e9:.2f} |")
+    print(f"| dd if=/dev/zero bs=64M conv=fsync | {d['bytes']:,} | {d['seconds']:.2f} | {gbps(d):.2f} |")
+    print()
+    print(f"validator vs torch.save + fsync: {result['speedup_vs_torch_save']:.2f}x faster (target >= 1.5x); "
+          f"validator vs dd: {result['fraction_of_dd'] * 100:.0f}% (target >= 85%)")
+
+
+if __name__ == "__main__":
+    main()
