@@ -136,6 +136,7 @@ CheckpointIo SaveCheckpoint(const fs::path& root, const CheckpointContents& cont
                                  {"size", written[i].bytes}});
     io.bytes += written[i].bytes;
   }
+  io.files = shards.size();
   std::string text = manifest.dump(2) + "\n";
   WriteFileAtomically(tmp / kManifest, text);  // fsyncs the file and tmp/
   WriteFileAtomically(tmp / kManifestHash, Sha256Hex(text) + "\n");
@@ -256,6 +257,7 @@ CheckpointContents LoadCheckpoint(const fs::path& dir, CheckpointIo* io) {
   if (io) {
     io->dir = dir;
     io->bytes = bytes;
+    io->files = files.size();
     io->seconds = SecondsSince(start);
   }
   return contents;

@@ -42,6 +42,7 @@ struct CheckpointIo {
   std::filesystem::path dir;
   uint64_t bytes = 0;
   double seconds = 0;
+  size_t files = 0;  // tensor files written or verified (shards), besides the manifest
 };
 
 // Writes ROOT/step-<8 digits> atomically: the model and optimizer tensors are cut into

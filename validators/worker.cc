@@ -204,11 +204,9 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
     result["losses"] = losses;
     if (trainer->step() == o.save_at) {
       CheckpointIo io = SaveCheckpoint(o.checkpoint_root, trainer->Capture(), o.keep_last);
-      result["save"] = {{"dir", io.dir.string()},
-                        {"step", o.save_at},
-                        {"bytes", io.bytes},
-                        {"seconds", io.seconds},
-                        {"gbps", Gbps(io.bytes, io.seconds)}};
+      result["save"] = {{"dir", io.dir.string()}, {"step", o.save_at},
+                        {"files", io.files},      {"bytes", io.bytes},
+                        {"seconds", io.seconds},  {"gbps", Gbps(io.bytes, io.seconds)}};
       result["eval_after_save"] = trainer->EvalLoss();
       WriteResult(o, result);
       std::cout << kCommittedLine << " " << o.save_at << std::endl;
@@ -252,7 +250,7 @@ int RunPortable(const WorkerOptions& o, nlohmann::json& result) {
   result["checkpoint"] = {{"dir", latest->string()},
                           {"step", contents.step},
                           {"bytes", io.bytes},
-                          {"verified_files", 3}};
+                          {"verified_files", io.files + 2}};  // + manifest and its hash
   result["eval"] = trainer->EvalLoss();
   return 0;
 }

@@ -183,7 +183,10 @@ TEST_F(CheckpointTest, LargeStateIsShardedWithHuggingFaceNamesAndRestoresExactly
                                               "model:model-00002-of-00002.safetensors",
                                               "optimizer:optimizer-00001-of-00002.safetensors",
                                               "optimizer:optimizer-00002-of-00002.safetensors"}));
-  CheckpointContents loaded = LoadCheckpoint(io.dir);
+  EXPECT_EQ(io.files, 4u);
+  CheckpointIo read;
+  CheckpointContents loaded = LoadCheckpoint(io.dir, &read);
+  EXPECT_EQ(read.files, 4u);
   ExpectSameTensors(saved.model, loaded.model);
   ExpectSameTensors(saved.optimizer, loaded.optimizer);
 }
