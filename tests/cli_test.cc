@@ -94,6 +94,24 @@ TEST(CliHash, ManifestFlagPrintsTheManifestIdentityTheLockRecords) {
   EXPECT_NE(lock.find("manifest-sha256 = \"" + r.out.substr(0, 64) + "\""), std::string::npos);
 }
 
+TEST(CliArchs, PrintsTheCudaTargetsComputeCapabilitiesAsACMakeList) {
+  auto r = RunTrainlock({"archs", Example("h200-pilot"), "--target", "cuda"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "90\n");  // H200 and H100-80GB are both sm_90
+}
+
+TEST(CliArchs, PrintsTheRocmTargetsGfxTargets) {
+  auto r = RunTrainlock({"archs", Example("mi300x-pilot"), "--target", "rocm", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["architectures"], nlohmann::json({"gfx942"}));
+}
+
+TEST(CliArchs, ATargetTheLockLacksIsBadInputNamingTheLock) {
+  auto r = RunTrainlock({"archs", Example("h200-pilot"), "--target", "rocm"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("trainlock.lock: error: no [targets.rocm]"), std::string::npos) << r.err;
+}
+
 TEST(CliCatalog, ReadsAnotherCatalogDirectory) {
   auto r = RunTrainlock(
       {"--catalog", (SourceDir() / "lockfiles/compat").string(), "check", Example("h200-pilot")});

@@ -57,7 +57,7 @@ int Main(int argc, char** argv) {
   std::string w_project, w_ckpt, w_result, w_final;
   CLI::App* worker = app.add_subcommand("worker", "internal: one process of the resume test");
   worker->group("");  // hidden from --help
-  worker->add_option("--role", w.role)->check(CLI::IsMember({"train", "portable", "node"}));
+  worker->add_option("--role", w.role)->check(CLI::IsMember({"train", "portable", "node", "ops"}));
   worker->add_option("--project", w_project);
   worker->add_option("--checkpoint-root", w_ckpt);
   worker->add_option("--result", w_result)->required();

@@ -19,6 +19,7 @@
 #include "file_io.h"
 #include "gpu_binary.h"
 #include "node_checks.h"
+#include "ops_check.h"
 #include "nvml_probe.h"
 #include "project.h"
 #include "sha256.h"
@@ -105,8 +106,9 @@ CheckResult VerifyArtifact(const Project& project, const std::optional<ArtifactS
 }
 
 // The node worker's per-device launch and throughput, and the GPU code of the CUDA
-// libraries this process loaded.
-DeviceRuns MeasureDevices(const fs::path& work, int timeout_s) {
+// libraries this process loaded and of the custom-op libraries that carry CUDA code.
+DeviceRuns MeasureDevices(const fs::path& work, int timeout_s,
+                          const std::vector<fs::path>& custom_op_libraries) {
   DeviceRuns runs;
   fs::path result = work / "node.json";
   Child child({SelfExecutable().string(), "worker", "--role", "node", "--result", result.string()},
@@ -120,6 +122,14 @@ DeviceRuns MeasureDevices(const fs::path& work, int timeout_s) {
       runs.libraries.emplace_back(lib, InspectGpuBinary(lib));
     } catch (const std::exception&) {
       // An unreadable library shows up as missing code in env.arch.
+    }
+  }
+  for (const fs::path& lib : custom_op_libraries) {
+    try {
+      GpuBinaryInfo info = InspectGpuBinary(lib);
+      if (!info.sass.empty() || !info.ptx.empty()) runs.libraries.emplace_back(lib.string(), info);
+    } catch (const std::exception&) {
+      // Missing or unreadable: ops.custom names it.
     }
   }
   return runs;
@@ -211,7 +221,12 @@ int RunValidate(const ValidateOptions& o) {
   DeviceRuns runs;
   if (gpu_build) {
     node = ProbeNode();
-    if (node.nvml_loaded) runs = MeasureDevices(work, o.timeout_s);
+    std::vector<fs::path> op_libraries;
+    for (const CustomOpLibrary& lib : lock.custom_ops) {
+      op_libraries.push_back(fs::path(lib.library).is_absolute() ? fs::path(lib.library)
+                                                                 : project.dir / lib.library);
+    }
+    if (node.nvml_loaded) runs = MeasureDevices(work, o.timeout_s, op_libraries);
   }
   fs::path ckpt_root = o.checkpoint_dir.empty() ? (lock.validate.checkpoint_dir.empty()
                                                        ? work / "checkpoints"
@@ -229,11 +244,12 @@ int RunValidate(const ValidateOptions& o) {
     report.checks.push_back(std::move(c));
   report.checks.push_back(VerifyArtifact(project, lock.model, "model"));
   report.checks.push_back(VerifyArtifact(project, lock.dataset, "dataset"));
-  report.checks.push_back(lock.custom_ops.empty()
-                              ? Skip("ops.custom", "the lock declares no custom ops")
-                              : Skip("ops.custom",
-                                     "custom-op validation is not built into this validator yet",
-                                     "see issue [4/8]"));
+  if (lock.custom_ops.empty()) {
+    report.checks.push_back(Skip("ops.custom", "the lock declares no custom ops"));
+  } else {
+    report.checks.push_back(
+        RunOpsCheck({fs::absolute(o.project), {}, work, o.device, o.timeout_s}));
+  }
   RoundtripOptions r;
   r.project = fs::absolute(o.project);
   r.work_dir = work;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "artifact_paths.h"
+#include "custom_ops.h"
 #include "diagnostic.h"
 #include "file_io.h"
 #include "model_loader.h"
@@ -237,6 +238,12 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
   return 0;
 }
 
+int RunOps(const WorkerOptions& o, nlohmann::json& result) {
+  Project project = LoadProject(o.project, ManifestRequirement::kOptional);
+  result.update(RunCustomOps(project, DescribeOpsDevice(PickDevice(o.device))));
+  return 0;
+}
+
 int RunPortable(const WorkerOptions& o, nlohmann::json& result) {
   torch::Device device = PickDevice(o.device);
   auto latest = LatestCheckpoint(o.checkpoint_root);
@@ -344,6 +351,7 @@ int RunWorker(const WorkerOptions& o) {
   try {
     code = o.role == "portable" ? RunPortable(o, result)
            : o.role == "node"   ? RunNodeProbe(result)
+           : o.role == "ops"    ? RunOps(o, result)
                                 : RunTrain(o, result);
   } catch (const CheckpointError& e) {
     result["error"] = {{"kind", "checkpoint"}, {"message", e.what()}};

@@ -24,7 +24,7 @@ inline constexpr int kWorkerBadInput = 2;
 inline constexpr const char* kCommittedLine = "trainlock-checkpoint-committed";
 
 struct WorkerOptions {
-  std::string role = "train";  // "train" | "portable" | "node"
+  std::string role = "train";  // "train" | "portable" | "node" | "ops"
   std::filesystem::path project;
   std::filesystem::path checkpoint_root;
   std::filesystem::path result;

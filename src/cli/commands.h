@@ -20,5 +20,6 @@ Command RegisterCheck(CLI::App& app, const GlobalOptions& global);
 Command RegisterHash(CLI::App& app, const GlobalOptions& global);
 Command RegisterValidate(CLI::App& app, const GlobalOptions& global);
 Command RegisterInspect(CLI::App& app, const GlobalOptions& global);
+Command RegisterArchs(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace trainlock::cli

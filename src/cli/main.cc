@@ -38,6 +38,7 @@ int Run(int argc, char** argv) {
   add("hash", cli::RegisterHash);
   add("validate", cli::RegisterValidate);
   add("inspect", cli::RegisterInspect);
+  add("archs", cli::RegisterArchs);
 
   try {
     app.parse(argc, argv);
