@@ -42,6 +42,21 @@ stage "validator tests (CPU parts and GPU end to end)" tests
 stage "tiny on the GPU" build-gpu/bin/trainlock-validate examples/tiny --device cuda \
   --out "$OUT/tiny-gpu-report.json"
 
+# The pilot's custom op (examples/ops), built the way a project builds its own: for the
+# architectures of the lock's target, into the project's ops/ directory the lock names.
+pilot_ops() {
+  local archs
+  archs=$(build-gpu/bin/trainlock archs examples/h200-pilot --target cuda) || return 1
+  echo "building examples/ops for sm $archs"
+  cmake -S examples/ops -B build-gpu/ops-pilot -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$prefix" -DTRAINLOCK_OPS_CUDA_ARCHS="$archs" -DTRAINLOCK_OPS_CUDA_PTX= \
+    >"$OUT/ops-build.log" 2>&1 && cmake --build build-gpu/ops-pilot -j "$(nproc)" >>"$OUT/ops-build.log" 2>&1 ||
+    { grep -E "error|Error" -A3 "$OUT/ops-build.log" | head -40; return 1; }
+  mkdir -p examples/h200-pilot/ops && cp build-gpu/ops-pilot/libtrainlock_ops.so examples/h200-pilot/ops/ &&
+    build-gpu/bin/trainlock inspect examples/h200-pilot/ops/libtrainlock_ops.so
+}
+stage "custom op for the pilot (examples/ops)" pilot_ops
+
 pilot() {
   local start end
   start=$(date +%s.%N)

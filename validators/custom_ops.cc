@@ -35,7 +35,9 @@ json Failure(const char* kind, const std::string& op, const std::string& message
   return {{"kind", kind}, {"op", op}, {"message", message}, {"remedy", remedy}};
 }
 
-std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+std::string FirstLine(const std::string& s) {
+  return s.substr(0, s.find('\n'));
+}
 
 std::optional<c10::OperatorHandle> FindOp(const std::string& qualified) {
   const size_t dot = qualified.find('.', qualified.find("::"));
@@ -239,14 +241,14 @@ json Smoke(const c10::OperatorHandle& op, const SmokeSpec& spec, const torch::De
     Comparison forward = Compare(got, want, spec.rtol, spec.atol);
     out["forward"] = ComparisonJson(forward, spec.rtol, spec.atol);
     if (!forward.within) {
-      failures.push_back(Failure(
-          op_failure::kForwardExceedsTolerance, spec.op,
-          Describe(spec) + " forward differs from reference " + spec.reference +
-              ": max abs error " + std::to_string(forward.max_abs) + ", max rel error " +
-              std::to_string(forward.max_rel) + " (rtol " + std::to_string(spec.rtol) +
-              ", atol " + std::to_string(spec.atol) + ")",
-          "the kernel computes something else than the reference: fix the kernel, or the "
-          "smoke spec's reference and tolerance if they are wrong"));
+      failures.push_back(
+          Failure(op_failure::kForwardExceedsTolerance, spec.op,
+                  Describe(spec) + " forward differs from reference " + spec.reference +
+                      ": max abs error " + std::to_string(forward.max_abs) + ", max rel error " +
+                      std::to_string(forward.max_rel) + " (rtol " + std::to_string(spec.rtol) +
+                      ", atol " + std::to_string(spec.atol) + ")",
+                  "the kernel computes something else than the reference: fix the kernel, or the "
+                  "smoke spec's reference and tolerance if they are wrong"));
     }
     if (!got.requires_grad()) {
       failures.push_back(Failure(op_failure::kNoBackward, spec.op,
@@ -275,13 +277,13 @@ json Smoke(const c10::OperatorHandle& op, const SmokeSpec& spec, const torch::De
         entry["input"] = i;
         backward.push_back(entry);
         if (!g.within) {
-          failures.push_back(Failure(
-              op_failure::kBackwardExceedsTolerance, spec.op,
-              Describe(spec) + " gradient of input " + std::to_string(i) +
-                  " differs from reference " + spec.reference + ": max abs error " +
-                  std::to_string(g.max_abs) + " (grad-rtol " + std::to_string(spec.grad_rtol) +
-                  ", grad-atol " + std::to_string(spec.grad_atol) + ")",
-              "the backward kernel is wrong or missing for this input"));
+          failures.push_back(Failure(op_failure::kBackwardExceedsTolerance, spec.op,
+                                     Describe(spec) + " gradient of input " + std::to_string(i) +
+                                         " differs from reference " + spec.reference +
+                                         ": max abs error " + std::to_string(g.max_abs) +
+                                         " (grad-rtol " + std::to_string(spec.grad_rtol) +
+                                         ", grad-atol " + std::to_string(spec.grad_atol) + ")",
+                                     "the backward kernel is wrong or missing for this input"));
         }
       }
       out["backward"] = backward;
@@ -304,8 +306,8 @@ json CodeJson(const GpuBinaryInfo& code) {
 }
 
 json CheckLibrary(const Project& project, const CustomOpLibrary& lib, const OpsDevice& device) {
-  const fs::path path = fs::path(lib.library).is_absolute() ? fs::path(lib.library)
-                                                            : project.dir / lib.library;
+  const fs::path path =
+      fs::path(lib.library).is_absolute() ? fs::path(lib.library) : project.dir / lib.library;
   json out = {{"library", lib.library}, {"path", path.string()}};
   json failures = json::array();
   auto finish = [&] {
@@ -336,11 +338,12 @@ json CheckLibrary(const Project& project, const CustomOpLibrary& lib, const OpsD
     if (device.device.is_cuda() && device.sm > 0) {
       if (auto problem = CudaCodeProblem(code, device.sm, device.driver_cuda)) {
         code_runs = false;
-        failures.push_back(Failure(
-            op_failure::kNoCodeForDevice, "", lib.library + ": " + *problem,
-            "rebuild it for this GPU (-gencode arch=compute_" + std::to_string(device.sm) +
-                ",code=sm_" + std::to_string(device.sm) + ") or embed PTX it can JIT; "
-                "`trainlock archs DIR --target cuda` prints the lock's architectures"));
+        failures.push_back(
+            Failure(op_failure::kNoCodeForDevice, "", lib.library + ": " + *problem,
+                    "rebuild it for this GPU (-gencode arch=compute_" + std::to_string(device.sm) +
+                        ",code=sm_" + std::to_string(device.sm) +
+                        ") or embed PTX it can JIT; "
+                        "`trainlock archs DIR --target cuda` prints the lock's architectures"));
       }
     }
   } catch (const std::exception& e) {

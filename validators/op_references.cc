@@ -26,8 +26,8 @@ std::vector<torch::Tensor> RmsNorm(const std::vector<c10::IValue>& args) {
   const torch::Tensor& weight = TensorArg(args, 1, "rmsnorm");
   const double eps = ScalarArg(args, 2, 1e-6);
   torch::Tensor xf = x.to(torch::kFloat32);
-  torch::Tensor y = xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps) *
-                    weight.to(torch::kFloat32);
+  torch::Tensor y =
+      xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps) * weight.to(torch::kFloat32);
   return {y.to(x.scalar_type())};
 }
 

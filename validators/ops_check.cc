@@ -37,7 +37,8 @@ std::string RemedyOf(const json& failures) {
   }
   std::string out;
   for (size_t i = 0; i < remedies.size(); ++i) {
-    out += (i ? "; " : "") + (remedies.size() > 1 ? std::to_string(i + 1) + ") " : "") + remedies[i];
+    out +=
+        (i ? "; " : "") + (remedies.size() > 1 ? std::to_string(i + 1) + ") " : "") + remedies[i];
   }
   return out;
 }
@@ -73,10 +74,10 @@ CheckResult OpsCheckFromRun(const OpsRun& run) {
   CheckResult c{"ops.custom", CheckStatus::kPass, 0, "", "", json::object()};
   json failures = json::array();
   if (!run.exit_code || *run.exit_code != 0 || !run.result.contains("libraries")) {
-    std::string how = !run.exit_code ? "did not finish within " + std::to_string(run.timeout_s) + " s"
-                      : *run.exit_code > 128
-                          ? "was killed by signal " + std::to_string(*run.exit_code - 128)
-                          : "exited with " + std::to_string(*run.exit_code);
+    std::string how =
+        !run.exit_code         ? "did not finish within " + std::to_string(run.timeout_s) + " s"
+        : *run.exit_code > 128 ? "was killed by signal " + std::to_string(*run.exit_code - 128)
+                               : "exited with " + std::to_string(*run.exit_code);
     std::string error = run.result.contains("error")
                             ? run.result["error"].value("message", "")
                             : run.stderr_tail.substr(run.stderr_tail.rfind('\n') + 1);
@@ -84,8 +85,9 @@ CheckResult OpsCheckFromRun(const OpsRun& run) {
                         {"op", ""},
                         {"message", "the process testing the custom ops " + how +
                                         (error.empty() ? "" : ": " + error)},
-                        {"remedy", "a custom op crashed or hung while loading or running: run "
-                                   "its smoke test alone under a debugger"}});
+                        {"remedy",
+                         "a custom op crashed or hung while loading or running: run "
+                         "its smoke test alone under a debugger"}});
   } else {
     c.metrics["device"] = run.result["device"];
     c.metrics["libraries"] = run.result["libraries"];
@@ -116,8 +118,8 @@ CheckResult RunOpsCheck(const OpsCheckOptions& o) {
   run.timeout_s = o.timeout_s;
   {
     const fs::path validator = o.validator.empty() ? SelfExecutable() : o.validator;
-    Child child({validator.string(), "worker", "--role", "ops", "--project",
-                 o.project.string(), "--device", o.device, "--result", result_file.string()},
+    Child child({validator.string(), "worker", "--role", "ops", "--project", o.project.string(),
+                 "--device", o.device, "--result", result_file.string()},
                 stderr_file);
     run.exit_code = child.Wait(start + std::chrono::seconds(o.timeout_s));
   }

@@ -56,7 +56,9 @@ at::Tensor FusedRmsNormAutograd(const at::Tensor& x, const at::Tensor& weight, d
 TORCH_LIBRARY(trainlock_ops, m) {
   // y = x * rsqrt(mean(x^2, -1) + eps) * weight over the last dimension, in x's dtype.
   m.def("fused_rmsnorm(Tensor x, Tensor weight, float eps=1e-06) -> Tensor");
-  m.def("fused_rmsnorm_backward(Tensor grad, Tensor x, Tensor weight, float eps) -> (Tensor, Tensor)");
+  m.def(
+      "fused_rmsnorm_backward(Tensor grad, Tensor x, Tensor weight, float eps) -> (Tensor, "
+      "Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(trainlock_ops, Autograd, m) {

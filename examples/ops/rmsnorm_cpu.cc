@@ -20,7 +20,8 @@ void Forward(const T* x, const T* w, T* y, int64_t rows, int64_t cols, float eps
   for (int64_t r = 0; r < rows; ++r) {
     const T* row = x + r * cols;
     float sum = 0;
-    for (int64_t j = 0; j < cols; ++j) sum += static_cast<float>(row[j]) * static_cast<float>(row[j]);
+    for (int64_t j = 0; j < cols; ++j)
+      sum += static_cast<float>(row[j]) * static_cast<float>(row[j]);
     const float rstd = 1.0f / std::sqrt(sum / static_cast<float>(cols) + eps);
     for (int64_t j = 0; j < cols; ++j) {
       float v = static_cast<float>(row[j]) * rstd * static_cast<float>(w[j]);
@@ -61,8 +62,8 @@ at::Tensor ForwardCpu(const at::Tensor& x_in, const at::Tensor& weight_in, doubl
   at::Tensor y = at::empty_like(x);
   const int64_t cols = x.size(-1), rows = cols ? x.numel() / cols : 0;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "fused_rmsnorm", [&] {
-    Forward(x.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), rows,
-            cols, static_cast<float>(eps));
+    Forward(x.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), rows, cols,
+            static_cast<float>(eps));
   });
   return y;
 }
@@ -73,11 +74,12 @@ std::tuple<at::Tensor, at::Tensor> BackwardCpu(const at::Tensor& grad_in, const 
   at::Tensor grad = grad_in.contiguous(), x = x_in.contiguous(), weight = weight_in.contiguous();
   at::Tensor dx = at::empty_like(x), dweight = at::empty_like(weight);
   const int64_t cols = x.size(-1), rows = cols ? x.numel() / cols : 0;
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "fused_rmsnorm_bw", [&] {
-    Backward(grad.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(),
-             dx.data_ptr<scalar_t>(), dweight.data_ptr<scalar_t>(), rows, cols,
-             static_cast<float>(eps));
-  });
+  AT_DISPATCH_FLOATING_TYPES_AND2(
+      at::kBFloat16, at::kHalf, x.scalar_type(), "fused_rmsnorm_bw", [&] {
+        Backward(grad.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(),
+                 dx.data_ptr<scalar_t>(), dweight.data_ptr<scalar_t>(), rows, cols,
+                 static_cast<float>(eps));
+      });
   return {dx, dweight};
 }
 

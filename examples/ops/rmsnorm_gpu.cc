@@ -26,10 +26,14 @@ namespace {
 #if !defined(TRAINLOCK_OPS_NO_DEVICE_RUNTIME)
 Dtype KernelDtype(const at::Tensor& t) {
   switch (t.scalar_type()) {
-    case at::kFloat: return Dtype::kFloat32;
-    case at::kBFloat16: return Dtype::kBFloat16;
-    case at::kHalf: return Dtype::kFloat16;
-    default: throw std::invalid_argument("fused_rmsnorm: unsupported dtype");
+    case at::kFloat:
+      return Dtype::kFloat32;
+    case at::kBFloat16:
+      return Dtype::kBFloat16;
+    case at::kHalf:
+      return Dtype::kFloat16;
+    default:
+      throw std::invalid_argument("fused_rmsnorm: unsupported dtype");
   }
 }
 
@@ -41,13 +45,16 @@ void* CurrentStream() {
 #endif
 }
 
-void Check(const char* error) { TORCH_CHECK(error == nullptr, "fused_rmsnorm kernel: ", error); }
+void Check(const char* error) {
+  TORCH_CHECK(error == nullptr, "fused_rmsnorm kernel: ", error);
+}
 
 void CheckInputs(const at::Tensor& x, const at::Tensor& weight) {
   TORCH_CHECK(x.dim() >= 1 && weight.dim() == 1 && weight.size(0) == x.size(-1),
               "fused_rmsnorm: weight must be 1-D with x's last dimension (", x.size(-1), ")");
   TORCH_CHECK(x.scalar_type() == weight.scalar_type(), "fused_rmsnorm: x and weight dtypes differ");
-  TORCH_CHECK(x.device() == weight.device(), "fused_rmsnorm: x and weight are on different devices");
+  TORCH_CHECK(x.device() == weight.device(),
+              "fused_rmsnorm: x and weight are on different devices");
 }
 #endif
 

@@ -32,12 +32,22 @@ struct Bf16 {
   unsigned short bits;
 };
 
-__device__ float Load(const float* p) { return *p; }
-__device__ float Load(const __half* p) { return __half2float(*p); }
-__device__ float Load(const Bf16* p) { return __uint_as_float(static_cast<unsigned>(p->bits) << 16); }
+__device__ float Load(const float* p) {
+  return *p;
+}
+__device__ float Load(const __half* p) {
+  return __half2float(*p);
+}
+__device__ float Load(const Bf16* p) {
+  return __uint_as_float(static_cast<unsigned>(p->bits) << 16);
+}
 
-__device__ void Store(float* p, float v) { *p = v; }
-__device__ void Store(__half* p, float v) { *p = __float2half_rn(v); }
+__device__ void Store(float* p, float v) {
+  *p = v;
+}
+__device__ void Store(__half* p, float v) {
+  *p = __float2half_rn(v);
+}
 __device__ void Store(Bf16* p, float v) {
   unsigned bits = __float_as_uint(v);
   if ((bits & 0x7fffffffu) > 0x7f800000u) {
@@ -77,8 +87,8 @@ __global__ void Forward(const T* x, const T* w, T* y, int64_t cols, float eps) {
 }
 
 template <typename T>
-__global__ void Backward(const T* dy, const T* x, const T* w, T* dx, float* rstd_out,
-                         int64_t cols, float eps) {
+__global__ void Backward(const T* dy, const T* x, const T* w, T* dx, float* rstd_out, int64_t cols,
+                         float eps) {
   __shared__ float shared[kThreads];
   const int64_t base = blockIdx.x * cols;
   float sum = 0, dot = 0;
@@ -102,7 +112,8 @@ __global__ void WeightGrad(const T* dy, const T* x, const float* rstd, T* dw, in
   const int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (j >= cols) return;
   float sum = 0;
-  for (int64_t r = 0; r < rows; ++r) sum += Load(dy + r * cols + j) * Load(x + r * cols + j) * rstd[r];
+  for (int64_t r = 0; r < rows; ++r)
+    sum += Load(dy + r * cols + j) * Load(x + r * cols + j) * rstd[r];
   Store(dw + j, sum);
 }
 
@@ -110,9 +121,15 @@ __global__ void WeightGrad(const T* dy, const T* x, const float* rstd, T* dw, in
 template <typename Launch>
 const char* WithType(Dtype dtype, Launch launch) {
   switch (dtype) {
-    case Dtype::kFloat32: launch(static_cast<float*>(nullptr)); break;
-    case Dtype::kBFloat16: launch(static_cast<Bf16*>(nullptr)); break;
-    case Dtype::kFloat16: launch(static_cast<__half*>(nullptr)); break;
+    case Dtype::kFloat32:
+      launch(static_cast<float*>(nullptr));
+      break;
+    case Dtype::kBFloat16:
+      launch(static_cast<Bf16*>(nullptr));
+      break;
+    case Dtype::kFloat16:
+      launch(static_cast<__half*>(nullptr));
+      break;
   }
   return LastError();
 }

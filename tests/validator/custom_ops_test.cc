@@ -37,8 +37,9 @@ class CustomOps : public ::testing::Test {
       fs::copy_file(fs::path(TRAINLOCK_OPS_DIR) / lib.built, project / "ops" / "libops.so",
                     fs::copy_options::overwrite_existing);
     }
-    const std::string tol = lib.dtype == "fp32" ? "rtol = 1e-4\natol = 1e-5\ngrad-rtol = 1e-3\ngrad-atol = 1e-4\n"
-                                                : "rtol = 2e-2\natol = 2e-2\ngrad-rtol = 5e-2\ngrad-atol = 5e-2\n";
+    const std::string tol = lib.dtype == "fp32"
+                                ? "rtol = 1e-4\natol = 1e-5\ngrad-rtol = 1e-3\ngrad-atol = 1e-4\n"
+                                : "rtol = 2e-2\natol = 2e-2\ngrad-rtol = 5e-2\ngrad-atol = 5e-2\n";
     testing::WriteFile(project / "trainlock.lock",
                        testing::ReadFile(project / "trainlock.lock") +
                            "\n[[custom-ops]]\nlibrary = \"ops/libops.so\"\nops = [\"" + lib.op +
@@ -58,7 +59,8 @@ class CustomOps : public ::testing::Test {
 
   static std::string Kinds(const CheckResult& c) {
     std::string kinds;
-    for (const auto& f : c.metrics["failures"]) kinds += (kinds.empty() ? "" : ",") + f["kind"].get<std::string>();
+    for (const auto& f : c.metrics["failures"])
+      kinds += (kinds.empty() ? "" : ",") + f["kind"].get<std::string>();
     return kinds;
   }
 

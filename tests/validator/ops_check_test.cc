@@ -11,10 +11,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path OpsLib(const std::string& name) { return fs::path(TRAINLOCK_OPS_DIR) / name; }
+fs::path OpsLib(const std::string& name) {
+  return fs::path(TRAINLOCK_OPS_DIR) / name;
+}
 
 // The kernels alone, as nvcc or hipcc built them; skips when that compiler is missing.
-#define LOAD_KERNELS_OR_SKIP(var, name)                                          \
+#define LOAD_KERNELS_OR_SKIP(var, name)                                              \
   if (!fs::exists(OpsLib(name))) GTEST_SKIP() << name << " not built (no compiler)"; \
   GpuBinaryInfo var = InspectGpuBinary(OpsLib(name))
 
@@ -72,11 +74,12 @@ TEST(OpsCheckFromRun, AWorkerThatTimesOutSaysSo) {
 TEST(OpsCheckFromRun, EveryLibrarysFailuresAreListedWithTheirKindsAndOneRemedyEach) {
   OpsRun run;
   run.exit_code = 0;
-  nlohmann::json f1 = {{"kind", "library_missing"}, {"message", "a.so: not found"}, {"remedy", "r1"}};
+  nlohmann::json f1 = {
+      {"kind", "library_missing"}, {"message", "a.so: not found"}, {"remedy", "r1"}};
   nlohmann::json f2 = {{"kind", "forward_exceeds_tolerance"}, {"message", "off"}, {"remedy", "r2"}};
-  nlohmann::json f3 = {{"kind", "backward_exceeds_tolerance"}, {"message", "off"}, {"remedy", "r2"}};
-  run.result = {{"device", "cpu"},
-                {"libraries", {{{"failures", {f1}}}, {{"failures", {f2, f3}}}}}};
+  nlohmann::json f3 = {
+      {"kind", "backward_exceeds_tolerance"}, {"message", "off"}, {"remedy", "r2"}};
+  run.result = {{"device", "cpu"}, {"libraries", {{{"failures", {f1}}}, {{"failures", {f2, f3}}}}}};
   CheckResult c = OpsCheckFromRun(run);
   EXPECT_EQ(c.status, CheckStatus::kFail);
   EXPECT_EQ(c.summary,

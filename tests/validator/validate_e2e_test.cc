@@ -169,5 +169,42 @@ TEST(ValidateInput, AnUnknownValidatorOptionIsBadInput) {
   EXPECT_EQ(RunTrainlock({"validate", ".", "--frobnicate"}).exit_code, 2);
 }
 
+// The sample op library declared in tiny's manifest and lock (manifest-sha256 updated): the
+// report carries a passing ops.custom with its smoke metrics.
+TEST(ValidateWithCustomOps, TheSampleLibraryPassesInTheReport) {
+  testing::TempDir dir;
+  fs::path project = dir.path() / "tiny";
+  fs::create_directories(project / "ops");
+  testing::CopyExample("tiny", project);
+  fs::copy_file(fs::path(TRAINLOCK_OPS_DIR) / "libtrainlock_ops.so",
+                project / "ops" / "libtrainlock_ops.so");
+  const std::string ops =
+      "\n[[custom-ops]]\nlibrary = \"ops/libtrainlock_ops.so\"\n"
+      "ops = [\"trainlock_ops::fused_rmsnorm\"]\n[[custom-ops.smoke]]\n"
+      "op = \"trainlock_ops::fused_rmsnorm\"\n"
+      "inputs = [{ shape = [16, 128], dtype = \"fp32\" }, { shape = [128], dtype = \"fp32\" }]\n"
+      "reference = \"rmsnorm\"\nrtol = 1e-4\natol = 1e-5\ngrad-rtol = 1e-3\ngrad-atol = 1e-4\n";
+  for (const char* file : {"trainlock.toml", "trainlock.lock"}) {
+    testing::WriteFile(project / file, testing::ReadFile(project / file) + ops);
+  }
+  auto hash = RunTrainlock({"hash", project.string(), "--manifest"});
+  ASSERT_EQ(hash.exit_code, 0) << hash.err;
+  std::string lock = testing::ReadFile(project / "trainlock.lock");
+  const size_t at = lock.find("manifest-sha256 = \"") + 19;
+  lock.replace(at, 64, hash.out.substr(0, 64));
+  testing::WriteFile(project / "trainlock.lock", lock);
+
+  fs::path out = dir.path() / "report.json";
+  auto run = RunTrainlock({"validate", project.string(), "--out", out.string(), "--threads", "2"});
+  nlohmann::json report = nlohmann::json::parse(testing::ReadFile(out));
+  EXPECT_EQ(run.exit_code, 0) << NotPassing(report) << run.err;
+  const auto& ops_check = Check(report, "ops.custom");
+  EXPECT_EQ(ops_check["status"], "pass") << ops_check["summary"];
+  EXPECT_TRUE(
+      ops_check["metrics"]["libraries"][0]["ops"][0]["smoke"][0]["forward"]["within_tolerance"]
+          .get<bool>());
+  EXPECT_TRUE(ReportSchemaViolations(report).empty());
+}
+
 }  // namespace
 }  // namespace trainlock
