@@ -23,6 +23,8 @@ fs::path OpsLib(const std::string& name) {
 TEST(CudaCodeProblem, TheSampleKernelsBuiltForSm80AndSm90WithPtxRunOnSm90) {
   LOAD_KERNELS_OR_SKIP(code, "libtrainlock_ops_kernels_cuda.so");
   EXPECT_EQ(code.sass, (std::vector<int>{80, 90}));
+  ASSERT_EQ(code.ptx.size(), 1u);
+  EXPECT_EQ(code.ptx[0].arch, 90);
   EXPECT_EQ(CudaCodeProblem(code, 90, 13000), std::nullopt);
 }
 
