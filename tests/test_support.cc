@@ -1,15 +1,23 @@
 // Test helpers; see test_support.h.
 #include "test_support.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
+
+#include "http_client.h"
 
 namespace trainlock::testing {
 
@@ -55,10 +63,16 @@ std::filesystem::path CopyExample(const std::string& name, const std::filesystem
 
 RunResult RunProgram(const std::string& program, const std::vector<std::string>& args,
                      const std::vector<std::string>& env) {
+  std::vector<std::string> argv = {(BinDir() / program).string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, env);
+}
+
+RunResult RunCommand(const std::vector<std::string>& command, const std::vector<std::string>& env) {
   TempDir capture;
   std::string out_path = (capture.path() / "out").string();
   std::string err_path = (capture.path() / "err").string();
-  std::string binary = (BinDir() / program).string();
+  const std::string& binary = command.at(0);
   pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
@@ -69,10 +83,10 @@ RunResult RunProgram(const std::string& program, const std::vector<std::string>&
     ::dup2(err, 2);
     ::dup2(in, 0);
     for (const std::string& kv : env) ::putenv(const_cast<char*>(kv.c_str()));
-    std::vector<char*> argv{const_cast<char*>(binary.c_str())};
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    std::vector<char*> argv;
+    for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    ::execv(binary.c_str(), argv.data());
+    ::execvp(binary.c_str(), argv.data());
     ::_exit(127);
   }
   int status = 0;
@@ -82,6 +96,80 @@ RunResult RunProgram(const std::string& program, const std::vector<std::string>&
   result.out = ReadFile(out_path);
   result.err = ReadFile(err_path);
   return result;
+}
+
+bool HaveProgram(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::filesystem::path candidate =
+        std::filesystem::path(dirs.substr(start, end - start)) / program;
+    if (::access(candidate.c_str(), X_OK) == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+BackgroundProcess::BackgroundProcess(const std::vector<std::string>& command,
+                                     const std::filesystem::path& log) {
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int in = ::open("/dev/null", O_RDONLY);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    ::dup2(in, 0);
+    std::vector<char*> argv;
+    for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    ::_exit(127);
+  }
+}
+
+BackgroundProcess::~BackgroundProcess() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
+}
+
+int FreeLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error("no free loopback port");
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+bool WaitForHttp(const std::string& url, int seconds) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      HttpRequest request;
+      request.url = url;
+      request.timeout_s = 2;
+      HttpFetch(request);
+      return true;
+    } catch (const HttpError&) {
+      // not listening yet
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
 }
 
 }  // namespace trainlock::testing

@@ -41,4 +41,30 @@ inline RunResult RunTrainlock(const std::vector<std::string>& args) {
   return RunProgram("trainlock", args);
 }
 
+// Runs any program found on PATH (argv[0]), capturing stdout and stderr.
+RunResult RunCommand(const std::vector<std::string>& argv,
+                     const std::vector<std::string>& env = {});
+
+// True when `program` is on PATH.
+bool HaveProgram(const std::string& program);
+
+// A server or proxy the test starts (argv[0] from PATH, output to `log`) and kills with
+// SIGKILL when it goes out of scope.
+class BackgroundProcess {
+ public:
+  BackgroundProcess(const std::vector<std::string>& argv, const std::filesystem::path& log);
+  ~BackgroundProcess();
+  BackgroundProcess(const BackgroundProcess&) = delete;
+  BackgroundProcess& operator=(const BackgroundProcess&) = delete;
+
+ private:
+  int pid_ = -1;
+};
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+int FreeLoopbackPort();
+
+// Polls `url` until it answers with any HTTP status; false after `seconds`.
+bool WaitForHttp(const std::string& url, int seconds);
+
 }  // namespace trainlock::testing

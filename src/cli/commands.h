@@ -21,5 +21,6 @@ Command RegisterHash(CLI::App& app, const GlobalOptions& global);
 Command RegisterValidate(CLI::App& app, const GlobalOptions& global);
 Command RegisterInspect(CLI::App& app, const GlobalOptions& global);
 Command RegisterArchs(CLI::App& app, const GlobalOptions& global);
+Command RegisterLock(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace trainlock::cli

@@ -39,6 +39,7 @@ int Run(int argc, char** argv) {
   add("validate", cli::RegisterValidate);
   add("inspect", cli::RegisterInspect);
   add("archs", cli::RegisterArchs);
+  add("lock", cli::RegisterLock);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,96 @@
+// `trainlock lock DIR [--check] [--offline]`: resolve the manifest into trainlock.lock.
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "exit_code.h"
+#include "file_io.h"
+#include "lock_resolver.h"
+#include "project.h"
+#include "spec_loader.h"
+
+namespace trainlock::cli {
+namespace {
+
+struct LockCommandOptions {
+  std::string dir = ".";
+  bool check = false;
+  bool offline = false;
+  long timeout_s = 30;
+};
+
+// lock-sha256 and manifest-sha256 of the lock on disk, or "" when it is missing or invalid.
+std::string CurrentLockSha(const std::filesystem::path& dir) {
+  try {
+    const auto path = dir / kLockFile;
+    std::string sha;
+    LoadSpec(ReadInputFile(path, path.string()), path.string(), SpecKind::kLock, &sha);
+    return sha;
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+int RunLock(const LockCommandOptions& options) {
+  const std::filesystem::path dir = options.dir;
+  LockOptions o;
+  o.offline = options.offline;
+  o.registry.timeout_s = options.timeout_s;
+  o.hub.timeout_s = std::max(options.timeout_s, 60L);
+  ResolvedLock lock;
+  try {
+    lock = ResolveLock(dir, o);
+  } catch (const LockError& e) {
+    std::cerr << "trainlock lock: " << e.what() << "\n"
+              << "trainlock lock: nothing written\n";
+    return e.exit_code();
+  }
+  const std::filesystem::path path = dir / kLockFile;
+  if (options.check) {
+    const std::string current = CurrentLockSha(dir);
+    if (current.empty()) {
+      std::cerr << path.string() << ": error: missing or invalid; run `trainlock lock`\n";
+      return kExitVerdict;
+    }
+    if (current != lock.lock_sha256) {
+      std::cerr << path.string() << ": error: stale: resolving the manifest now gives lock-sha256 "
+                << lock.lock_sha256.substr(0, 12) << "..., the lock has " << current.substr(0, 12)
+                << "...; run `trainlock lock`\n";
+      return kExitVerdict;
+    }
+    std::cout << path.string() << ": up to date (lock-sha256 " << current << ")\n";
+    return kExitOk;
+  }
+  WriteFileAtomically(path, lock.text);
+  for (const std::string& line : lock.pinned) std::cout << "  " << line << "\n";
+  std::cout << "wrote " << path.string() << " (lock-sha256 " << lock.lock_sha256 << ")\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+Command RegisterLock(CLI::App& app, const GlobalOptions&) {
+  auto options = std::make_shared<LockCommandOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "lock",
+      "Resolve DIR/trainlock.toml into DIR/trainlock.lock: base images to the digests their\n"
+      "registries serve (each platform's manifest digest too), Hugging Face revisions to\n"
+      "commits with every file's size and SHA-256, local files hashed. Every body is verified\n"
+      "against its digest; nothing is written unless everything resolves. Exit 1 when content\n"
+      "does not match its digest (or, with --check, the lock is stale), 3 when a registry or\n"
+      "the Hub cannot answer. Credentials: TRAINLOCK_REGISTRY_USERNAME/PASSWORD or\n"
+      "~/.docker/config.json; HF_TOKEN; HF_ENDPOINT for another Hub.");
+  cmd->add_option("DIR", options->dir, "Project directory")->capture_default_str();
+  cmd->add_flag("--check", options->check,
+                "Write nothing; exit 1 when the lock is missing, stale or not what the manifest "
+                "resolves to");
+  cmd->add_flag("--offline", options->offline,
+                "Never touch the network: use only what the manifest or the existing lock pins");
+  cmd->add_option("--timeout", options->timeout_s, "Seconds per network request")
+      ->capture_default_str()
+      ->check(CLI::Range(1L, 3600L));
+  return [options] { return RunLock(*options); };
+}
+
+}  // namespace trainlock::cli

@@ -1,0 +1,67 @@
+// HTTP over libcurl for the resolvers (OCI registries, the Hugging Face Hub): one request
+// with a timeout, bounded retries with exponential backoff for transport errors, 429 and
+// 5xx, and streaming downloads that hash as they write. Request headers (credentials) never
+// appear in errors or logs.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace trainlock {
+
+// The request could not complete (DNS, refused, timeout, truncated body, too large);
+// what() names the URL (without credentials) and the cause.
+class HttpError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct HttpRequest {
+  std::string method = "GET";  // GET or HEAD
+  std::string url;
+  std::vector<std::string> headers;  // "Name: value"
+  long timeout_s = 30;
+  uint64_t max_body_bytes = uint64_t{64} << 20;  // bodies kept in memory
+};
+
+struct HttpResponse {
+  long status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names; the last value wins
+  std::string body;
+
+  std::string Header(const std::string& lower_name) const {
+    auto it = headers.find(lower_name);
+    return it == headers.end() ? "" : it->second;
+  }
+};
+
+struct RetryPolicy {
+  int attempts = 4;
+  std::chrono::milliseconds first_backoff{200};  // doubled per retry
+};
+
+// One request. Throws HttpError on a transport failure; any HTTP status is returned.
+HttpResponse HttpFetch(const HttpRequest& request);
+
+// HttpFetch retried on HttpError, 429 and 5xx; the last answer or error is returned/thrown.
+HttpResponse HttpFetchWithRetries(const HttpRequest& request, const RetryPolicy& retry = {});
+
+struct DownloadResult {
+  long status = 0;
+  uint64_t bytes = 0;
+  std::string sha256;  // of the bytes written
+};
+
+// Streams a GET into `file` (created or truncated), hashing it. A non-2xx status writes
+// nothing (the file is removed) and is returned; transport errors throw HttpError.
+DownloadResult HttpDownload(const HttpRequest& request, const std::filesystem::path& file);
+
+// The URL with any user:password@ removed, for messages.
+std::string RedactUrl(const std::string& url);
+
+}  // namespace trainlock

@@ -1,0 +1,231 @@
+// `trainlock lock` against a real OCI registry: Debian's docker-registry on a loopback port,
+// holding images the suite builds with buildah. Tags resolve to the digests skopeo reports,
+// an index to both platform manifests; a tampering proxy, a missing tag, a dead registry and
+// --offline each behave as documented, and a refused lock writes nothing.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+
+#include "project.h"
+#include "spec_loader.h"
+#include "test_support.h"
+
+namespace trainlock {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::RunCommand;
+using testing::RunTrainlock;
+
+class RegistryLock : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    for (const char* tool : {"docker-registry", "buildah", "skopeo", "python3"}) {
+      if (!testing::HaveProgram(tool)) {
+        skip_ = std::string(tool) + " is not installed (ci/deps.sh installs it)";
+        return;
+      }
+    }
+    dir_ = std::make_unique<testing::TempDir>();
+    port_ = testing::FreeLoopbackPort();
+    const fs::path config = dir_->path() / "registry.yml";
+    testing::WriteFile(config,
+                       "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n"
+                       "    rootdirectory: " +
+                           (dir_->path() / "data").string() +
+                           "\nhttp:\n  addr: 127.0.0.1:" + std::to_string(port_) + "\n");
+    registry_ = std::make_unique<testing::BackgroundProcess>(
+        std::vector<std::string>{"docker-registry", "serve", config.string()},
+        dir_->path() / "registry.log");
+    if (!testing::WaitForHttp(Host() + "/v2/", 30)) {
+      skip_ = "docker-registry did not start: " + testing::ReadFile(dir_->path() / "registry.log");
+      return;
+    }
+    PushImage("amd64", "one", "test/single:v1");
+    PushImage("arm64", "one", "");
+    PushIndex("test/multi:v1");
+  }
+  static void TearDownTestSuite() {
+    registry_.reset();
+    dir_.reset();
+  }
+  void SetUp() override {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+  }
+
+  static std::string Host() { return "http://127.0.0.1:" + std::to_string(port_); }
+  static std::string Ref(const std::string& name) {
+    return "127.0.0.1:" + std::to_string(port_) + "/" + name;
+  }
+
+  static testing::RunResult Buildah(std::vector<std::string> args) {
+    std::vector<std::string> argv = {"buildah",
+                                     "--root",
+                                     (dir_->path() / "storage").string(),
+                                     "--runroot",
+                                     (dir_->path() / "run").string(),
+                                     "--storage-driver",
+                                     "vfs"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    testing::RunResult r = RunCommand(argv);
+    EXPECT_EQ(r.exit_code, 0) << "buildah " << args[0] << ": " << r.err;
+    return r;
+  }
+
+  // A one-file scratch image for `arch`, committed as local image `arch-content`, pushed
+  // to `name` when given.
+  static void PushImage(const std::string& arch, const std::string& content,
+                        const std::string& name) {
+    const fs::path file = dir_->path() / ("content-" + content);
+    testing::WriteFile(file, content + "\n");
+    std::string c = Buildah({"from", "scratch"}).out;
+    c.erase(c.find_last_not_of("\n") + 1);
+    Buildah({"copy", c, file.string(), "/content.txt"});
+    Buildah({"config", "--arch", arch, "--os", "linux", c});
+    Buildah({"commit", "--timestamp", "0", c, arch + "-" + content});
+    if (!name.empty()) {
+      Buildah({"push", "--tls-verify=false", arch + "-" + content, "docker://" + Ref(name)});
+    }
+  }
+
+  static void PushIndex(const std::string& name) {
+    Buildah({"manifest", "create", "index-" + std::to_string(port_)});
+    for (const char* arch : {"amd64", "arm64"}) {
+      Buildah({"manifest", "add", "index-" + std::to_string(port_),
+               "containers-storage:localhost/" + std::string(arch) + "-one"});
+    }
+    Buildah({"manifest", "push", "--all", "--tls-verify=false", "index-" + std::to_string(port_),
+             "docker://" + Ref(name)});
+  }
+
+  static std::string SkopeoDigest(const std::string& name) {
+    auto r = RunCommand({"skopeo", "inspect", "--tls-verify=false", "--format", "{{.Digest}}",
+                         "docker://" + Ref(name)});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out.substr(0, r.out.find('\n'));
+  }
+
+  static nlohmann::json SkopeoRaw(const std::string& name) {
+    auto r =
+        RunCommand({"skopeo", "inspect", "--tls-verify=false", "--raw", "docker://" + Ref(name)});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  }
+
+  // examples/tiny with its cpu target's base set to `base`.
+  fs::path Project(const std::string& base) {
+    fs::path project = project_dir_.path() / "p";
+    fs::create_directories(project);
+    testing::CopyExample("tiny", project);
+    std::string manifest = testing::ReadFile(project / "trainlock.toml");
+    const size_t at = manifest.find("base = \"");
+    manifest.replace(at, manifest.find('\n', at) - at, "base = \"" + base + "\"");
+    testing::WriteFile(project / "trainlock.toml", manifest);
+    fs::remove(project / "trainlock.lock");
+    return project;
+  }
+
+  static Spec Lock(const fs::path& project) {
+    return LoadSpec(testing::ReadFile(project / "trainlock.lock"), "lock", SpecKind::kLock);
+  }
+
+  testing::TempDir project_dir_;
+  static inline std::string skip_;
+  static inline std::unique_ptr<testing::TempDir> dir_;
+  static inline std::unique_ptr<testing::BackgroundProcess> registry_;
+  static inline int port_ = 0;
+};
+
+TEST_F(RegistryLock, ResolvesATagToTheDigestSkopeoReports) {
+  fs::path project = Project(Ref("test/single:v1"));
+  auto r = RunTrainlock({"lock", project.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Lock(project).targets.at("cpu").base,
+            Ref("test/single:v1") + "@" + SkopeoDigest("test/single:v1"));
+}
+
+TEST_F(RegistryLock, ResolvesAnIndexToItsDigestAndBothPlatformManifests) {
+  fs::path project = Project(Ref("test/multi:v1"));
+  auto r = RunTrainlock({"lock", project.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Spec lock = Lock(project);
+  const Target& cpu = lock.targets.at("cpu");
+  EXPECT_EQ(cpu.base, Ref("test/multi:v1") + "@" + SkopeoDigest("test/multi:v1"));
+  std::map<std::string, std::string> want;
+  const nlohmann::json index = SkopeoRaw("test/multi:v1");
+  for (const auto& m : index["manifests"]) {
+    want[m["platform"]["os"].get<std::string>() + "/" +
+         m["platform"]["architecture"].get<std::string>()] = m["digest"];
+  }
+  EXPECT_EQ(want.size(), 2u);
+  EXPECT_EQ(cpu.base_platforms, want);
+}
+
+TEST_F(RegistryLock, TheSameManifestGivesTheSameLockBytes) {
+  fs::path project = Project(Ref("test/multi:v1"));
+  ASSERT_EQ(RunTrainlock({"lock", project.string()}).exit_code, 0);
+  const std::string first = testing::ReadFile(project / "trainlock.lock");
+  ASSERT_EQ(RunTrainlock({"lock", project.string()}).exit_code, 0);
+  EXPECT_EQ(testing::ReadFile(project / "trainlock.lock"), first);
+}
+
+TEST_F(RegistryLock, CheckPassesForAFreshLockAndFailsOnceTheTagMoves) {
+  PushImage("amd64", "before", "test/moving:v1");
+  fs::path project = Project(Ref("test/moving:v1"));
+  ASSERT_EQ(RunTrainlock({"lock", project.string()}).exit_code, 0);
+  EXPECT_EQ(RunTrainlock({"lock", project.string(), "--check"}).exit_code, 0);
+  PushImage("amd64", "after", "test/moving:v1");
+  auto r = RunTrainlock({"lock", project.string(), "--check"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("stale"), std::string::npos) << r.err;
+}
+
+TEST_F(RegistryLock, ATamperedManifestIsRefusedWithExit1AndNothingIsWritten) {
+  const int proxy_port = testing::FreeLoopbackPort();
+  testing::BackgroundProcess proxy(
+      {"python3", (testing::SourceDir() / "tests/servers/tamper_proxy.py").string(),
+       std::to_string(proxy_port), std::to_string(port_)},
+      project_dir_.path() / "proxy.log");
+  ASSERT_TRUE(testing::WaitForHttp("http://127.0.0.1:" + std::to_string(proxy_port) + "/v2/", 30));
+  fs::path project = Project("127.0.0.1:" + std::to_string(proxy_port) + "/test/single:v1");
+  auto r = RunTrainlock({"lock", project.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("refusing tampered or corrupt content"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nothing written"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(project / "trainlock.lock"));
+}
+
+TEST_F(RegistryLock, AnUnknownTagIsExit3NamingThe404) {
+  fs::path project = Project(Ref("test/single:no-such-tag"));
+  auto r = RunTrainlock({"lock", project.string()});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("404"), std::string::npos) << r.err;
+}
+
+TEST_F(RegistryLock, ARegistryThatIsDownIsExit3) {
+  fs::path project =
+      Project("127.0.0.1:" + std::to_string(testing::FreeLoopbackPort()) + "/test/single:v1");
+  auto r = RunTrainlock({"lock", project.string(), "--timeout", "2"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("registry unreachable"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(project / "trainlock.lock"));
+}
+
+TEST_F(RegistryLock, OfflineReusesTheLocksPinsAndRefusesWhatIsNotPinned) {
+  fs::path project = Project(Ref("test/single:v1"));
+  auto offline = RunTrainlock({"lock", project.string(), "--offline"});
+  EXPECT_EQ(offline.exit_code, 1);
+  EXPECT_NE(offline.err.find("--offline"), std::string::npos) << offline.err;
+  ASSERT_EQ(RunTrainlock({"lock", project.string()}).exit_code, 0);
+  const std::string locked = testing::ReadFile(project / "trainlock.lock");
+  registry_.reset();  // the registry is gone: offline must not need it
+  auto again = RunTrainlock({"lock", project.string(), "--offline"});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(testing::ReadFile(project / "trainlock.lock"), locked);
+  skip_ = "the registry was stopped by OfflineReusesTheLocksPinsAndRefusesWhatIsNotPinned";
+}
+
+}  // namespace
+}  // namespace trainlock
