@@ -1,0 +1,158 @@
+// `trainlock lock` against a loopback stand-in for the Hugging Face Hub
+// (tests/servers/hf_server.py, exactly the endpoints src/hf_hub.h documents): branches
+// resolve to commits with every file's size and SHA-256, and a gated repository without a
+// token (401), an unknown revision (404) and a truncated download each exit 3 and write
+// nothing; the token never appears in the output.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "project.h"
+#include "sha256.h"
+#include "spec_loader.h"
+#include "test_support.h"
+
+namespace trainlock {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kCommit = "0123456789abcdef0123456789abcdef01234567";
+
+class HubLock : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!testing::HaveProgram("python3")) {
+      skip_ = "python3 is not installed (ci/deps.sh installs it)";
+      return;
+    }
+    root_ = std::make_unique<testing::TempDir>();
+    const fs::path hub = root_->path() / "hub";
+    testing::WriteFile(hub / "org/tiny-model/config.json", "{\"hidden_size\": 64}\n");
+    testing::WriteFile(hub / "org/tiny-model/model.safetensors", std::string(4096, '\x42'));
+    testing::WriteFile(hub / "org/gated/config.json", "{}\n");
+    testing::WriteFile(hub / "org/broken/truncated.json", std::string(100000, 'x'));
+    testing::WriteFile(hub / "org/tokens/shard-0.bin", std::string(2048, '\x07'));
+    port_ = testing::FreeLoopbackPort();
+    server_ = std::make_unique<testing::BackgroundProcess>(
+        std::vector<std::string>{"python3",
+                                 (testing::SourceDir() / "tests/servers/hf_server.py").string(),
+                                 std::to_string(port_), hub.string()},
+        root_->path() / "hub.log");
+    if (!testing::WaitForHttp(Endpoint() + "/api/models/x/y/revision/main", 30)) {
+      skip_ = "hf_server.py did not start: " + testing::ReadFile(root_->path() / "hub.log");
+    }
+  }
+  static void TearDownTestSuite() {
+    server_.reset();
+    root_.reset();
+  }
+  void SetUp() override {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+  }
+
+  static std::string Endpoint() { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  // examples/tiny whose manifest adds `artifact` (a [model] or [dataset] table).
+  fs::path Project(const std::string& artifact) {
+    fs::path project = dir_.path() / "p";
+    fs::create_directories(project);
+    testing::CopyExample("tiny", project);
+    fs::remove(project / "trainlock.lock");
+    // No base image: these tests are about the Hub alone (the registry has its own).
+    std::string manifest = testing::ReadFile(project / "trainlock.toml");
+    const size_t base = manifest.find("base = ");
+    manifest.erase(base, manifest.find('\n', base) + 1 - base);
+    testing::WriteFile(project / "trainlock.toml", manifest + "\n" + artifact);
+    return project;
+  }
+
+  testing::RunResult Lock(const fs::path& project, const std::string& token = "") {
+    std::vector<std::string> env = {"HF_ENDPOINT=" + Endpoint()};
+    if (!token.empty()) env.push_back("HF_TOKEN=" + token);
+    return testing::RunProgram("trainlock", {"lock", project.string(), "--timeout", "5"}, env);
+  }
+
+  static Spec LockSpec(const fs::path& project) {
+    return LoadSpec(testing::ReadFile(project / "trainlock.lock"), "lock", SpecKind::kLock);
+  }
+
+  testing::TempDir dir_;
+  static inline std::string skip_;
+  static inline std::unique_ptr<testing::TempDir> root_;
+  static inline std::unique_ptr<testing::BackgroundProcess> server_;
+  static inline int port_ = 0;
+};
+
+TEST_F(HubLock, ABranchResolvesToItsCommitWithEveryFilesSizeAndSha256) {
+  fs::path project = Project(
+      "[model]\nsource = \"hf\"\nrepo = \"org/tiny-model\"\nrevision = \"main\"\n"
+      "files = [\"config.json\", \"model.safetensors\"]\n");
+  auto r = Lock(project);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Spec lock = LockSpec(project);
+  ASSERT_TRUE(lock.model);
+  EXPECT_EQ(lock.model->revision, kCommit);
+  ASSERT_EQ(lock.model->files.size(), 2u);
+  // config.json is hashed from its bytes, model.safetensors taken from the LFS metadata.
+  EXPECT_EQ(lock.model->files[0].sha256, Sha256Hex("{\"hidden_size\": 64}\n"));
+  EXPECT_EQ(lock.model->files[0].size, 20u);
+  EXPECT_EQ(lock.model->files[1].sha256, Sha256Hex(std::string(4096, '\x42')));
+  EXPECT_EQ(lock.model->files[1].size, 4096u);
+}
+
+TEST_F(HubLock, DatasetsResolveThroughTheDatasetEndpoints) {
+  fs::path project = Project(
+      "[dataset]\nsource = \"hf\"\nrepo = \"org/tokens\"\nrevision = \"main\"\n"
+      "token-dtype = \"uint16\"\nfiles = [\"shard-0.bin\"]\n");
+  auto r = Lock(project);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Spec lock = LockSpec(project);
+  ASSERT_TRUE(lock.dataset);
+  EXPECT_EQ(lock.dataset->revision, kCommit);
+  EXPECT_EQ(lock.dataset->files.at(0).sha256, Sha256Hex(std::string(2048, '\x07')));
+}
+
+TEST_F(HubLock, AGatedRepositoryWithoutATokenIsExit3Naming401) {
+  fs::path project = Project(
+      "[model]\nsource = \"hf\"\nrepo = \"org/gated\"\nrevision = \"main\"\nfiles = "
+      "[\"config.json\"]\n");
+  auto r = Lock(project);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("401 unauthorized"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("HF_TOKEN"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(project / "trainlock.lock"));
+}
+
+TEST_F(HubLock, AGatedRepositoryResolvesWithTheTokenWhichIsNeverPrinted) {
+  fs::path project = Project(
+      "[model]\nsource = \"hf\"\nrepo = \"org/gated\"\nrevision = \"main\"\nfiles = "
+      "[\"config.json\"]\n");
+  auto r = Lock(project, "good-token");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ((r.out + r.err).find("good-token"), std::string::npos);
+  EXPECT_NE(testing::ReadFile(project / "trainlock.lock").find(kCommit), std::string::npos);
+}
+
+TEST_F(HubLock, AnUnknownRevisionIsExit3Naming404) {
+  fs::path project = Project(
+      "[model]\nsource = \"hf\"\nrepo = \"org/tiny-model\"\nrevision = \"no-such-branch\"\n"
+      "files = [\"config.json\"]\n");
+  auto r = Lock(project);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("404 not found"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(project / "trainlock.lock"));
+}
+
+TEST_F(HubLock, ATruncatedDownloadIsExit3AndWritesNothing) {
+  fs::path project = Project(
+      "[model]\nsource = \"hf\"\nrepo = \"org/broken\"\nrevision = \"main\"\n"
+      "files = [\"truncated.json\"]\n");
+  auto r = Lock(project);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(project / "trainlock.lock"));
+}
+
+}  // namespace
+}  // namespace trainlock
