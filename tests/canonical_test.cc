@@ -35,7 +35,7 @@ const char* kReformattedLock = R"toml(
 # the same lock, reformatted
 [validate]
 required = [ 'env.driver', "env.runtime", "env.arch", "env.versions", "env.health",
-  "train.step", "train.roundtrip", "train.eval", "ckpt.portable", ]   # trailing comma
+  "ops.custom", "train.step", "train.roundtrip", "train.eval", "ckpt.portable", ]   # trailing comma
 keep-last = 2
 eval-batches   = 2
 checkpoint-at = 4
@@ -50,6 +50,13 @@ cuda.base = "docker.io/nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04@sha256:8b2705e
 
 [targets.cuda.base-platforms]
 "linux/amd64" = "sha256:5a2d3b02eb7412847d051d0f2b0f0a5031057a0172d9ca78743cc41cfc5d037f"
+
+[[custom-ops]]
+ops = ["trainlock_ops::fused_rmsnorm"]
+library = 'ops/libtrainlock_ops.so'
+smoke = [
+  { op = "trainlock_ops::fused_rmsnorm", reference = "rmsnorm", rtol = 0.02, atol = 2e-2, inputs = [{ dtype = "bf16", shape = [16384, 2048] }, { shape = [2_048], dtype = "bf16" }], grad-rtol = 5e-2, grad-atol = 0.05 },
+]
 
 [project]
 seed = 20_261_129
