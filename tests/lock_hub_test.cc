@@ -154,5 +154,42 @@ TEST_F(HubLock, ATruncatedDownloadIsExit3AndWritesNothing) {
   EXPECT_FALSE(fs::exists(project / "trainlock.lock"));
 }
 
+TEST_F(HubLock, FetchDownloadsThePinnedFilesIntoTheCacheAndVerifiesThem) {
+  fs::path project = Project(
+      "[model]\nsource = \"hf\"\nrepo = \"org/tiny-model\"\nrevision = \"main\"\n"
+      "files = [\"config.json\", \"model.safetensors\"]\n");
+  ASSERT_EQ(Lock(project).exit_code, 0);
+  auto r =
+      testing::RunProgram("trainlock", {"fetch", project.string()}, {"HF_ENDPOINT=" + Endpoint()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path cache =
+      project / ".trainlock/cache/models" / (std::string("org-tiny-model@") + kCommit);
+  EXPECT_EQ(testing::ReadFile(cache / "model.safetensors"), std::string(4096, '\x42'));
+  EXPECT_EQ(testing::ReadFile(cache / "config.json"), "{\"hidden_size\": 64}\n");
+  auto again =
+      testing::RunProgram("trainlock", {"fetch", project.string()}, {"HF_ENDPOINT=" + Endpoint()});
+  EXPECT_NE(again.out.find("fetched 0 file(s), 2 already present"), std::string::npos) << again.out;
+}
+
+TEST_F(HubLock, FetchRefusesAFileThatDoesNotMatchTheLockAndLeavesNothing) {
+  fs::path project = Project(
+      "[model]\nsource = \"hf\"\nrepo = \"org/tiny-model\"\nrevision = \"main\"\n"
+      "files = [\"model.safetensors\"]\n");
+  ASSERT_EQ(Lock(project).exit_code, 0);
+  // The lock now pins other bytes than the Hub serves (as if the Hub's file were swapped).
+  std::string lock = testing::ReadFile(project / "trainlock.lock");
+  const std::string real = Sha256Hex(std::string(4096, '\x42'));
+  lock.replace(lock.find(real), 64, std::string(64, 'a'));
+  testing::WriteFile(project / "trainlock.lock", lock);
+  auto r =
+      testing::RunProgram("trainlock", {"fetch", project.string()}, {"HF_ENDPOINT=" + Endpoint()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("does not match the lock"), std::string::npos) << r.err;
+  const fs::path cache =
+      project / ".trainlock/cache/models" / (std::string("org-tiny-model@") + kCommit);
+  EXPECT_FALSE(fs::exists(cache / "model.safetensors"));
+  EXPECT_FALSE(fs::exists(cache / "model.safetensors.partial"));
+}
+
 }  // namespace
 }  // namespace trainlock

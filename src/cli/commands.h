@@ -22,5 +22,6 @@ Command RegisterValidate(CLI::App& app, const GlobalOptions& global);
 Command RegisterInspect(CLI::App& app, const GlobalOptions& global);
 Command RegisterArchs(CLI::App& app, const GlobalOptions& global);
 Command RegisterLock(CLI::App& app, const GlobalOptions& global);
+Command RegisterFetch(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace trainlock::cli

@@ -40,6 +40,7 @@ int Run(int argc, char** argv) {
   add("inspect", cli::RegisterInspect);
   add("archs", cli::RegisterArchs);
   add("lock", cli::RegisterLock);
+  add("fetch", cli::RegisterFetch);
 
   try {
     app.parse(argc, argv);

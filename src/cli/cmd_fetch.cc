@@ -1,0 +1,83 @@
+// `trainlock fetch DIR`: download the model and dataset files the lock pins, by commit, into
+// the cache the validator reads (artifact_paths.h), verifying each file's size and SHA-256.
+#include <iostream>
+
+#include "artifact_paths.h"
+#include "cli/commands.h"
+#include "exit_code.h"
+#include "hf_hub.h"
+#include "project.h"
+#include "sha256.h"
+
+namespace trainlock::cli {
+namespace {
+
+struct FetchOptions {
+  std::string dir = ".";
+  long timeout_s = 600;
+};
+
+// True when `path` already holds exactly the pinned bytes.
+bool AlreadyThere(const std::filesystem::path& path, const PinnedFile& file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) != file.size) {
+    return false;
+  }
+  return Sha256FileHex(path) == file.sha256;
+}
+
+int RunFetch(const FetchOptions& options) {
+  Project project = LoadProject(options.dir);
+  if (!project.lock) {
+    std::cerr << project.lock_path << ": error: missing; run `trainlock lock` first\n";
+    return kExitBadInput;
+  }
+  const Spec& lock = *project.lock;
+  HubOptions hub;
+  hub.timeout_s = options.timeout_s;
+  int fetched = 0, present = 0;
+  for (const auto& [kind, artifact] :
+       {std::pair{"model", &lock.model}, std::pair{"dataset", &lock.dataset}}) {
+    if (!*artifact || (*artifact)->source != "hf") continue;
+    const ArtifactSource& a = **artifact;
+    const std::filesystem::path dir = ArtifactDir(project.dir, a, kind);
+    for (const PinnedFile& file : a.files) {
+      const std::filesystem::path dest = dir / file.path;
+      if (AlreadyThere(dest, file)) {
+        ++present;
+        continue;
+      }
+      try {
+        DownloadHubFile(kind, a.repo, a.revision, file, dest, hub);
+      } catch (const HubError& e) {
+        std::cerr << "trainlock fetch: " << e.what() << "\n";
+        return e.exit_code();
+      }
+      std::cout << "  " << kind << " " << a.repo << ": " << file.path << " (" << file.size
+                << " bytes, sha256 verified)\n";
+      ++fetched;
+    }
+  }
+  std::cout << "fetched " << fetched << " file(s), " << present
+            << " already present and verified\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+Command RegisterFetch(CLI::App& app, const GlobalOptions&) {
+  auto options = std::make_shared<FetchOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "fetch",
+      "Download the model and dataset files DIR/trainlock.lock pins (Hugging Face, by commit)\n"
+      "into the cache the validator reads (TRAINLOCK_CACHE, default DIR/.trainlock/cache),\n"
+      "verifying each file's size and SHA-256; a file is only moved into place once verified.\n"
+      "Exit 1 for a file that does not match the lock, 3 when the Hub cannot answer.");
+  cmd->add_option("DIR", options->dir, "Project directory")->capture_default_str();
+  cmd->add_option("--timeout", options->timeout_s, "Seconds per file download")
+      ->capture_default_str()
+      ->check(CLI::Range(1L, 86400L));
+  return [options] { return RunFetch(*options); };
+}
+
+}  // namespace trainlock::cli
