@@ -1,5 +1,5 @@
-// The catalog files compiled into the binary; generated from lockfiles/compat by CMake
-// (cmake/EmbedFiles.cmake).
+// Files compiled into the binary by CMake (cmake/EmbedFiles.cmake): the catalog from
+// lockfiles/compat and the image templates from images/.
 #pragma once
 
 #include <span>
@@ -13,5 +13,8 @@ struct EmbeddedFile {
 };
 
 std::span<const EmbeddedFile> EmbeddedCatalogFiles();
+
+// images/*.Containerfile.in, for `trainlock image generate`.
+std::span<const EmbeddedFile> EmbeddedImageTemplates();
 
 }  // namespace trainlock

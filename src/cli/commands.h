@@ -23,5 +23,6 @@ Command RegisterInspect(CLI::App& app, const GlobalOptions& global);
 Command RegisterArchs(CLI::App& app, const GlobalOptions& global);
 Command RegisterLock(CLI::App& app, const GlobalOptions& global);
 Command RegisterFetch(CLI::App& app, const GlobalOptions& global);
+Command RegisterImage(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace trainlock::cli

@@ -41,6 +41,7 @@ int Run(int argc, char** argv) {
   add("archs", cli::RegisterArchs);
   add("lock", cli::RegisterLock);
   add("fetch", cli::RegisterFetch);
+  add("image", cli::RegisterImage);
 
   try {
     app.parse(argc, argv);
