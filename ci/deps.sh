@@ -18,7 +18,7 @@ packages=(
   libgtest-dev libgmock-dev clang libclang-rt-14-dev
   # tests of `trainlock lock`: a real registry on loopback, images built and read back with
   # buildah and skopeo, and Python stand-ins for the Hugging Face Hub and a tampering proxy
-  docker-registry buildah skopeo python3
+  docker-registry buildah skopeo python3 busybox-static
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -44,6 +44,7 @@ class RegistryLock : public ::testing::Test {
       return;
     }
     PushImage("amd64", "one", "test/single:v1");
+    if (testing::HaveProgram("busybox")) PushBusybox("test/busybox:v1");
     PushImage("arm64", "one", "");
     PushIndex("test/multi:v1");
   }
@@ -88,6 +89,20 @@ class RegistryLock : public ::testing::Test {
     if (!name.empty()) {
       Buildah({"push", "--tls-verify=false", arch + "-" + content, "docker://" + Ref(name)});
     }
+  }
+
+  // A static busybox as the whole root file system: a base that can RUN a shell.
+  static void PushBusybox(const std::string& name) {
+    const fs::path root = dir_->path() / "busybox-root";
+    fs::create_directories(root / "bin");
+    auto which = RunCommand({"sh", "-c", "command -v busybox"});
+    fs::copy_file(which.out.substr(0, which.out.find('\n')), root / "bin" / "busybox");
+    std::string c = Buildah({"from", "scratch"}).out;
+    c.erase(c.find_last_not_of("\n") + 1);
+    Buildah({"copy", c, root.string(), "/"});
+    Buildah({"config", "--arch", "amd64", "--os", "linux", c});
+    Buildah({"commit", "--timestamp", "0", c, "busybox-base"});
+    Buildah({"push", "--tls-verify=false", "busybox-base", "docker://" + Ref(name)});
   }
 
   static void PushIndex(const std::string& name) {
@@ -225,6 +240,57 @@ TEST_F(RegistryLock, OfflineReusesTheLocksPinsAndRefusesWhatIsNotPinned) {
   EXPECT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(testing::ReadFile(project / "trainlock.lock"), locked);
   skip_ = "the registry was stopped by OfflineReusesTheLocksPinsAndRefusesWhatIsNotPinned";
+}
+
+// examples/tiny on the busybox base, locked, with a Containerfile running `run` in it.
+class ImageBuild : public RegistryLock {
+ protected:
+  void SetUp() override {
+    RegistryLock::SetUp();
+    if (!testing::HaveProgram("busybox"))
+      GTEST_SKIP() << "busybox is not installed (ci/deps.sh installs busybox-static)";
+  }
+  fs::path BuildProject(const std::string& run) {
+    fs::path project = Project(Ref("test/busybox:v1"));
+    EXPECT_EQ(RunTrainlock({"lock", project.string()}).exit_code, 0);
+    testing::WriteFile(project / "Containerfile",
+                       "FROM " + Lock(project).targets.at("cpu").base +
+                           "\n"
+                           "COPY trainlock.lock trainlock.toml /etc/trainlock/\n"
+                           "RUN [\"/bin/busybox\", \"sh\", \"-c\", \"" +
+                           run + "\"]\n");
+    return project;
+  }
+  testing::RunResult Build(const fs::path& project, const std::string& push) {
+    return RunTrainlock({"image", "build", project.string(), "--target", "cpu", "--engine",
+                         "buildah", "--containerfile", (project / "Containerfile").string(),
+                         "--push", Ref(push), "--verify-reproducible", "--no-tls-verify",
+                         "--source-date-epoch", "1764460800", "--storage-root",
+                         (project_dir_.path() / "storage").string()});
+  }
+};
+
+TEST_F(ImageBuild, TwoBuildsGiveOneDigestWhichIsPushedAndRecordedInTheLock) {
+  fs::path project =
+      BuildProject("/bin/busybox sha256sum /etc/trainlock/trainlock.lock > /lock.sha256");
+  const std::string identity = RunTrainlock({"hash", project.string()}).out;
+  auto r = Build(project, "test/built:v1");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("reproducible: a second build gave the same digest"), std::string::npos)
+      << r.out;
+  const Spec lock = Lock(project);
+  ASSERT_TRUE(lock.images.count("cpu"));
+  EXPECT_EQ(lock.images.at("cpu").ref, Ref("test/built:v1"));
+  EXPECT_EQ(lock.images.at("cpu").digest, SkopeoDigest("test/built:v1"));
+  EXPECT_EQ(RunTrainlock({"hash", project.string()}).out, identity);  // [images] is an output
+}
+
+TEST_F(ImageBuild, ABuildThatIsNotReproducibleIsExit1WithBothDigests) {
+  fs::path project = BuildProject("/bin/busybox head -c 16 /dev/urandom > /random");
+  auto r = Build(project, "test/random:v1");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("not reproducible: the first build is sha256:"), std::string::npos) << r.err;
+  EXPECT_FALSE(Lock(project).images.count("cpu"));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "exit_code.h"
 #include "file_io.h"
+#include "image_build.h"
 #include "image_generate.h"
 #include "project.h"
 
@@ -44,6 +45,42 @@ int RunGenerate(GenerateOptions options) {
   return kExitOk;
 }
 
+struct BuildCommandOptions {
+  std::string dir = ".";
+  ImageBuildOptions build;
+  std::string source_dir;
+  std::string containerfile;
+  std::string storage_root;
+  bool no_tls_verify = false;
+};
+
+int RunBuild(BuildCommandOptions options) {
+  if (options.build.image.source_date_epoch < 0) {
+    if (const char* env = std::getenv("SOURCE_DATE_EPOCH"))
+      options.build.image.source_date_epoch = std::atoll(env);
+  }
+  options.build.source_dir = options.source_dir;
+  options.build.containerfile = options.containerfile;
+  options.build.storage_root = options.storage_root;
+  options.build.tls_verify = !options.no_tls_verify;
+  if (options.build.image.image_ref.empty()) options.build.image.image_ref = options.build.push;
+  try {
+    BuiltImageResult r = BuildImage(options.dir, options.build);
+    std::cout << "built with " << r.engine << ": " << r.digest << "\n";
+    if (!r.second_digest.empty())
+      std::cout << "reproducible: a second build gave the same digest\n";
+    if (!r.ref.empty()) {
+      RecordBuiltImage(options.dir, options.build.image.target, r.ref, r.digest);
+      std::cout << "pushed " << r.ref << "@" << r.digest << "; recorded in [images."
+                << options.build.image.target << "] of the lock\n";
+    }
+  } catch (const ImageBuildError& e) {
+    std::cerr << "trainlock image build: " << e.what() << "\n";
+    return e.exit_code();
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 Command RegisterImage(CLI::App& app, const GlobalOptions&) {
@@ -67,7 +104,37 @@ Command RegisterImage(CLI::App& app, const GlobalOptions&) {
   generate->add_option("--revision", options->image.revision, "org.opencontainers.image.revision");
   generate->add_option("--image-ref", options->image.image_ref,
                        "The name the image will be pushed as");
-  return [options] { return RunGenerate(*options); };
+  auto build = std::make_shared<BuildCommandOptions>();
+  CLI::App* b = image->add_subcommand(
+      "build",
+      "Build the target's image (the generated Containerfile, or --containerfile) with buildah,\n"
+      "podman or docker under reproducibility settings: timestamps from SOURCE_DATE_EPOCH, no\n"
+      "cache, OCI format, no provenance attestations. --verify-reproducible builds twice and\n"
+      "fails (exit 1) when the digests differ; --push REF pushes and records ref and digest in\n"
+      "the lock's [images.<target>] (lock-sha256 does not include it).");
+  b->add_option("DIR", build->dir, "Project directory")->capture_default_str();
+  b->add_option("--target", build->build.image.target,
+                "cuda, rocm, or (with --containerfile) any target")
+      ->required();
+  b->add_option("--engine", build->build.engine,
+                "buildah, podman or docker (default: the first found)");
+  b->add_option("--push", build->build.push, "Registry reference to push to");
+  b->add_flag("--verify-reproducible", build->build.verify_reproducible,
+              "Build twice; the digests must match");
+  b->add_option("--containerfile", build->containerfile,
+                "Build this Containerfile instead of the generated one");
+  b->add_option("--source-dir", build->source_dir,
+                "trainlock's source tree (the generated Containerfile compiles it)");
+  b->add_option("--source-date-epoch", build->build.image.source_date_epoch,
+                "Build time (default: $SOURCE_DATE_EPOCH)");
+  b->add_flag("--no-tls-verify", build->no_tls_verify,
+              "Talk plain HTTP to the registry (loopback test registries)");
+  b->add_option("--storage-root", build->storage_root,
+                "buildah/podman storage directory (vfs driver)");
+  return [options, build, b] {
+    if (b->parsed()) return RunBuild(*build);
+    return RunGenerate(*options);
+  };
 }
 
 }  // namespace trainlock::cli
