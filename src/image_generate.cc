@@ -20,8 +20,9 @@ std::string UtcTime(int64_t epoch, const char* format) {
   return buf;
 }
 
-std::string Template(const std::string& target) {
-  const std::string name = target + ".Containerfile.in";
+// One template serves cuda and rocm: they differ in the base, the torch build and its index.
+std::string Template() {
+  const std::string name = "Containerfile.in";
   for (const EmbeddedFile& f : EmbeddedImageTemplates()) {
     if (f.name == name) return std::string(f.contents);
   }
@@ -88,6 +89,7 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
   base_name.digest.clear();
   const std::map<std::string, std::string> values = {
       {"LOCK_SHA256", project.lock_sha256},
+      {"TARGET", o.target},
       {"SOURCE_DATE_EPOCH", std::to_string(o.source_date_epoch)},
       {"SNAPSHOT", UtcTime(o.source_date_epoch, "%Y%m%dT%H%M%SZ")},
       {"CREATED", UtcTime(o.source_date_epoch, "%Y-%m-%dT%H:%M:%SZ")},
@@ -106,8 +108,7 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
   requirements += "torch==" + t.torch + "\n";
   for (const auto& [package, version] : lock.python)
     requirements += package + "==" + version + "\n";
-  return {{"Containerfile", FillTemplate(Template(o.target), values)},
-          {"requirements.txt", requirements}};
+  return {{"Containerfile", FillTemplate(Template(), values)}, {"requirements.txt", requirements}};
 }
 
 }  // namespace trainlock

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "http_client.h"
+#include "run_command.h"
 
 namespace trainlock::testing {
 
@@ -99,18 +100,7 @@ RunResult RunCommand(const std::vector<std::string>& command, const std::vector<
 }
 
 bool HaveProgram(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    std::filesystem::path candidate =
-        std::filesystem::path(dirs.substr(start, end - start)) / program;
-    if (::access(candidate.c_str(), X_OK) == 0) return true;
-    start = end + 1;
-  }
-  return false;
+  return OnPath(program);
 }
 
 BackgroundProcess::BackgroundProcess(const std::vector<std::string>& command,

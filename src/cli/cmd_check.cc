@@ -18,11 +18,6 @@ struct CheckOptions {
   bool json = false;
 };
 
-Catalog LoadCatalog(const GlobalOptions& global) {
-  return global.catalog_dir.empty() ? Catalog::Embedded()
-                                    : Catalog::FromDirectory(global.catalog_dir);
-}
-
 int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
   Catalog catalog = LoadCatalog(global);
   Project project = LoadProject(options.dir);
@@ -51,6 +46,11 @@ int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
 }
 
 }  // namespace
+
+Catalog LoadCatalog(const GlobalOptions& global) {
+  return global.catalog_dir.empty() ? Catalog::Embedded()
+                                    : Catalog::FromDirectory(global.catalog_dir);
+}
 
 Command RegisterCheck(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<CheckOptions>();

@@ -6,6 +6,8 @@
 
 #include <functional>
 
+#include "catalog.h"
+
 namespace trainlock::cli {
 
 // A registered subcommand's body; returns the process exit code.
@@ -15,6 +17,9 @@ using Command = std::function<int()>;
 struct GlobalOptions {
   std::string catalog_dir;  // --catalog / TRAINLOCK_CATALOG; "" = the embedded catalog
 };
+
+// The catalog --catalog names, else the one compiled in.
+Catalog LoadCatalog(const GlobalOptions& global);
 
 Command RegisterCheck(CLI::App& app, const GlobalOptions& global);
 Command RegisterHash(CLI::App& app, const GlobalOptions& global);
