@@ -2,9 +2,9 @@
 #include "image_build.h"
 
 #include <fstream>
-#include <sstream>
 
 #include "file_io.h"
+#include "lock_resolver.h"
 #include "project.h"
 #include "run_command.h"
 #include "spec_loader.h"
@@ -174,12 +174,9 @@ void RecordBuiltImage(const fs::path& project_dir, const std::string& target,
   toml::table doc = ParseTomlDocument(text, path.string());
   if (!doc["images"].is_table()) doc.insert_or_assign("images", toml::table{});
   doc["images"].as_table()->insert_or_assign(target, toml::table{{"ref", ref}, {"digest", digest}});
-  std::ostringstream out;
-  out << "# trainlock.lock: written by `trainlock lock` from trainlock.toml; do not edit by hand.\n"
-      << "# Identity (lock-sha256): `trainlock hash .`\n"
-      << doc << "\n";
-  LoadSpec(out.str(), path.string(), SpecKind::kLock);  // still a valid lock
-  WriteFileAtomically(path, out.str());
+  const std::string text_out = LockFileText(doc);
+  LoadSpec(text_out, path.string(), SpecKind::kLock);  // still a valid lock
+  WriteFileAtomically(path, text_out);
 }
 
 }  // namespace trainlock

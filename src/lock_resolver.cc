@@ -21,14 +21,16 @@ struct Problem {
   int exit_code;
 };
 
-// The existing lock, when present and valid: what --offline may reuse.
-std::optional<Spec> ExistingLock(const fs::path& dir) {
+// The existing lock, when present and valid: what --offline may reuse and --check compares.
+std::optional<Spec> ExistingLock(const fs::path& dir, std::string* lock_sha256) {
   std::error_code ec;
   const fs::path path = dir / kLockFile;
   if (!fs::exists(path, ec)) return std::nullopt;
   try {
-    return LoadSpec(ReadInputFile(path, path.string()), path.string(), SpecKind::kLock);
+    return LoadSpec(ReadInputFile(path, path.string()), path.string(), SpecKind::kLock,
+                    lock_sha256);
   } catch (const std::exception&) {
+    lock_sha256->clear();
     return std::nullopt;  // an invalid lock is replaced, not reused
   }
 }
@@ -122,6 +124,15 @@ toml::array FilesArray(const std::vector<PinnedFile>& files) {
 
 }  // namespace
 
+std::string LockFileText(const toml::table& lock) {
+  std::ostringstream text;
+  text
+      << "# trainlock.lock: written by `trainlock lock` from trainlock.toml; do not edit by hand.\n"
+      << "# Identity (lock-sha256): `trainlock hash .`\n"
+      << lock << "\n";
+  return text.str();
+}
+
 ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& o) {
   const fs::path manifest_path = dir / kManifestFile;
   const std::string manifest_text = ReadInputFile(manifest_path, manifest_path.string());
@@ -130,7 +141,8 @@ ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& o) {
       LoadSpec(manifest_text, manifest_path.string(), SpecKind::kManifest, &manifest_sha);
   const fs::path config_path = dir / manifest.config;
   const std::string config_text = ReadInputFile(config_path, config_path.string());
-  std::optional<Spec> old = ExistingLock(dir);
+  ResolvedLock out;
+  std::optional<Spec> old = ExistingLock(dir, &out.existing_lock_sha256);
   toml::table doc = ParseTomlDocument(manifest_text, manifest_path.string());
 
   // Every lookup at once; failures are collected so that all are reported.
@@ -148,7 +160,6 @@ ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& o) {
                               std::cref(old), std::cref(o));
     }
   }
-  ResolvedLock out;
   std::vector<Problem> problems;
   for (auto& [name, future] : bases) {
     try {

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <toml++/toml.h>
+
 #include "hf_hub.h"
 #include "oci_registry.h"
 
@@ -36,10 +38,15 @@ struct LockOptions {
 };
 
 struct ResolvedLock {
-  std::string text;                 // the lock file's bytes
-  std::string lock_sha256;          // its identity
-  std::vector<std::string> pinned;  // one line per resolved value, for the summary
+  std::string text;                  // the lock file's bytes
+  std::string lock_sha256;           // its identity
+  std::string existing_lock_sha256;  // of DIR/trainlock.lock as it was; "" if missing/invalid
+  std::vector<std::string> pinned;   // one line per resolved value, for the summary
 };
+
+// A lock document as trainlock writes it: the header comment, then the TOML in sorted key
+// order (toml++'s formatter), so the same document always gives the same bytes.
+std::string LockFileText(const toml::table& lock);
 
 // Resolves DIR/trainlock.toml. Throws InputError for bad project files and LockError when
 // something cannot be pinned (every failure, not only the first).

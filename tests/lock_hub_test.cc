@@ -53,18 +53,10 @@ class HubLock : public ::testing::Test {
 
   static std::string Endpoint() { return "http://127.0.0.1:" + std::to_string(port_); }
 
-  // examples/tiny whose manifest adds `artifact` (a [model] or [dataset] table).
+  // examples/tiny whose manifest adds `artifact` (a [model] or [dataset] table), without a
+  // base image: these tests are about the Hub alone (the registry has its own).
   fs::path Project(const std::string& artifact) {
-    fs::path project = dir_.path() / "p";
-    fs::create_directories(project);
-    testing::CopyExample("tiny", project);
-    fs::remove(project / "trainlock.lock");
-    // No base image: these tests are about the Hub alone (the registry has its own).
-    std::string manifest = testing::ReadFile(project / "trainlock.toml");
-    const size_t base = manifest.find("base = ");
-    manifest.erase(base, manifest.find('\n', base) + 1 - base);
-    testing::WriteFile(project / "trainlock.toml", manifest + "\n" + artifact);
-    return project;
+    return testing::UnlockedTiny(dir_.path() / "p", "", artifact);
   }
 
   testing::RunResult Lock(const fs::path& project, const std::string& token = "") {

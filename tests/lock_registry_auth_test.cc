@@ -45,15 +45,7 @@ class AuthRegistryLock : public ::testing::Test {
   }
 
   fs::path Project(const std::string& base) {
-    fs::path project = dir_.path() / "p";
-    fs::create_directories(project);
-    testing::CopyExample("tiny", project);
-    fs::remove(project / "trainlock.lock");
-    std::string manifest = testing::ReadFile(project / "trainlock.toml");
-    const size_t at = manifest.find("base = \"");
-    manifest.replace(at, manifest.find('\n', at) - at, "base = \"" + base + "\"");
-    testing::WriteFile(project / "trainlock.toml", manifest);
-    return project;
+    return testing::UnlockedTiny(dir_.path() / "p", base);
   }
 
   // `trainlock lock` with no docker config of the user's, plus `env`.

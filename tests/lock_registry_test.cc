@@ -137,15 +137,7 @@ class RegistryLock : public ::testing::Test {
 
   // examples/tiny with its cpu target's base set to `base`.
   fs::path Project(const std::string& base) {
-    fs::path project = project_dir_.path() / "p";
-    fs::create_directories(project);
-    testing::CopyExample("tiny", project);
-    std::string manifest = testing::ReadFile(project / "trainlock.toml");
-    const size_t at = manifest.find("base = \"");
-    manifest.replace(at, manifest.find('\n', at) - at, "base = \"" + base + "\"");
-    testing::WriteFile(project / "trainlock.toml", manifest);
-    fs::remove(project / "trainlock.lock");
-    return project;
+    return testing::UnlockedTiny(project_dir_.path() / "p", base);
   }
 
   static Spec Lock(const fs::path& project) {

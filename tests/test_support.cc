@@ -99,6 +99,23 @@ RunResult RunCommand(const std::vector<std::string>& command, const std::vector<
   return result;
 }
 
+std::filesystem::path UnlockedTiny(const std::filesystem::path& dest, const std::string& base,
+                                   const std::string& extra) {
+  std::filesystem::create_directories(dest);
+  CopyExample("tiny", dest);
+  std::filesystem::remove(dest / "trainlock.lock");
+  std::string manifest = ReadFile(dest / "trainlock.toml");
+  const size_t at = manifest.find("base = \"");
+  const size_t end = manifest.find('\n', at);
+  if (base.empty()) {
+    manifest.erase(at, end + 1 - at);
+  } else {
+    manifest.replace(at, end - at, "base = \"" + base + "\"");
+  }
+  WriteFile(dest / "trainlock.toml", extra.empty() ? manifest : manifest + "\n" + extra);
+  return dest;
+}
+
 bool HaveProgram(const std::string& program) {
   return OnPath(program);
 }

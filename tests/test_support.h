@@ -28,6 +28,12 @@ class TempDir {
 // Copies examples/<name> into `dest` (which must exist) and returns dest.
 std::filesystem::path CopyExample(const std::string& name, const std::filesystem::path& dest);
 
+// examples/tiny copied to `dest` (created) without its lock, for `trainlock lock` tests: the
+// cpu target's base set to `base`, or removed when `base` is empty; `extra` appended to the
+// manifest. Returns dest.
+std::filesystem::path UnlockedTiny(const std::filesystem::path& dest, const std::string& base,
+                                   const std::string& extra = {});
+
 struct RunResult {
   int exit_code = -1;
   std::string out;

@@ -3,17 +3,13 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include "rmsnorm_checks.h"
+
 #include <cmath>
 #include <vector>
 
 namespace trainlock_ops {
 namespace {
-
-void CheckInputs(const at::Tensor& x, const at::Tensor& weight) {
-  TORCH_CHECK(x.dim() >= 1 && weight.dim() == 1 && weight.size(0) == x.size(-1),
-              "fused_rmsnorm: weight must be 1-D with x's last dimension (", x.size(-1), ")");
-  TORCH_CHECK(x.scalar_type() == weight.scalar_type(), "fused_rmsnorm: x and weight dtypes differ");
-}
 
 template <typename T>
 void Forward(const T* x, const T* w, T* y, int64_t rows, int64_t cols, float eps) {
@@ -57,7 +53,7 @@ void Backward(const T* dy, const T* x, const T* w, T* dx, T* dw, int64_t rows, i
 }
 
 at::Tensor ForwardCpu(const at::Tensor& x_in, const at::Tensor& weight_in, double eps) {
-  CheckInputs(x_in, weight_in);
+  CheckRmsNormInputs(x_in, weight_in);
   at::Tensor x = x_in.contiguous(), weight = weight_in.contiguous();
   at::Tensor y = at::empty_like(x);
   const int64_t cols = x.size(-1), rows = cols ? x.numel() / cols : 0;
@@ -70,7 +66,7 @@ at::Tensor ForwardCpu(const at::Tensor& x_in, const at::Tensor& weight_in, doubl
 
 std::tuple<at::Tensor, at::Tensor> BackwardCpu(const at::Tensor& grad_in, const at::Tensor& x_in,
                                                const at::Tensor& weight_in, double eps) {
-  CheckInputs(x_in, weight_in);
+  CheckRmsNormInputs(x_in, weight_in);
   at::Tensor grad = grad_in.contiguous(), x = x_in.contiguous(), weight = weight_in.contiguous();
   at::Tensor dx = at::empty_like(x), dweight = at::empty_like(weight);
   const int64_t cols = x.size(-1), rows = cols ? x.numel() / cols : 0;

@@ -8,6 +8,8 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include "rmsnorm_checks.h"
+
 #include <stdexcept>
 
 #include "rmsnorm_kernels.h"
@@ -49,13 +51,6 @@ void Check(const char* error) {
   TORCH_CHECK(error == nullptr, "fused_rmsnorm kernel: ", error);
 }
 
-void CheckInputs(const at::Tensor& x, const at::Tensor& weight) {
-  TORCH_CHECK(x.dim() >= 1 && weight.dim() == 1 && weight.size(0) == x.size(-1),
-              "fused_rmsnorm: weight must be 1-D with x's last dimension (", x.size(-1), ")");
-  TORCH_CHECK(x.scalar_type() == weight.scalar_type(), "fused_rmsnorm: x and weight dtypes differ");
-  TORCH_CHECK(x.device() == weight.device(),
-              "fused_rmsnorm: x and weight are on different devices");
-}
 #endif
 
 #if defined(TRAINLOCK_OPS_NO_DEVICE_RUNTIME)
@@ -68,7 +63,7 @@ std::tuple<at::Tensor, at::Tensor> BackwardGpu(const at::Tensor&, const at::Tens
 }
 #else
 at::Tensor ForwardGpu(const at::Tensor& x_in, const at::Tensor& weight_in, double eps) {
-  CheckInputs(x_in, weight_in);
+  CheckRmsNormInputs(x_in, weight_in);
   c10::DeviceGuard guard(x_in.device());
   at::Tensor x = x_in.contiguous(), weight = weight_in.contiguous();
   at::Tensor y = at::empty_like(x);
@@ -80,7 +75,7 @@ at::Tensor ForwardGpu(const at::Tensor& x_in, const at::Tensor& weight_in, doubl
 
 std::tuple<at::Tensor, at::Tensor> BackwardGpu(const at::Tensor& grad_in, const at::Tensor& x_in,
                                                const at::Tensor& weight_in, double eps) {
-  CheckInputs(x_in, weight_in);
+  CheckRmsNormInputs(x_in, weight_in);
   c10::DeviceGuard guard(x_in.device());
   at::Tensor grad = grad_in.contiguous(), x = x_in.contiguous(), weight = weight_in.contiguous();
   at::Tensor dx = at::empty_like(x), dweight = at::empty_like(weight);

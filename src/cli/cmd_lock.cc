@@ -8,7 +8,6 @@
 #include "file_io.h"
 #include "lock_resolver.h"
 #include "project.h"
-#include "spec_loader.h"
 
 namespace trainlock::cli {
 namespace {
@@ -19,18 +18,6 @@ struct LockCommandOptions {
   bool offline = false;
   long timeout_s = 30;
 };
-
-// lock-sha256 and manifest-sha256 of the lock on disk, or "" when it is missing or invalid.
-std::string CurrentLockSha(const std::filesystem::path& dir) {
-  try {
-    const auto path = dir / kLockFile;
-    std::string sha;
-    LoadSpec(ReadInputFile(path, path.string()), path.string(), SpecKind::kLock, &sha);
-    return sha;
-  } catch (const std::exception&) {
-    return "";
-  }
-}
 
 int RunLock(const LockCommandOptions& options) {
   const std::filesystem::path dir = options.dir;
@@ -48,7 +35,7 @@ int RunLock(const LockCommandOptions& options) {
   }
   const std::filesystem::path path = dir / kLockFile;
   if (options.check) {
-    const std::string current = CurrentLockSha(dir);
+    const std::string& current = lock.existing_lock_sha256;
     if (current.empty()) {
       std::cerr << path.string() << ": error: missing or invalid; run `trainlock lock`\n";
       return kExitVerdict;
