@@ -12,6 +12,7 @@
 #include "memory_model.h"
 #include "project.h"
 #include "subprocess.h"
+#include "train_shape.h"
 #include "worker.h"
 
 namespace trainlock::validate {
@@ -206,6 +207,7 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
   if (a.result.contains("device_name")) c.metrics["device_name"] = a.result["device_name"];
   c.metrics["data"] = a.result.value("data", "");
   c.metrics["model"] = a.result.value("model", nlohmann::json::object());
+  c.metrics["shape"] = TrainShapeJson(LoadProject(o_.project, ManifestRequirement::kOptional).config);
   c.duration_s = m.value("step_time_s", 0.0);
   std::ostringstream s;
   s.precision(3);
@@ -252,6 +254,7 @@ CheckResult Coordinator::OutOfMemoryCheck(const WorkerRun& a) const {
   c.metrics["error"] = a.result["error"]["message"];
   c.metrics["seq_len"] = config.training.seq_len;
   c.metrics["micro_batch"] = config.training.micro_batch;
+  c.metrics["shape"] = TrainShapeJson(config);
   c.metrics["estimate"] = {{"parameters", estimate.parameters},
                            {"weights_bytes", estimate.weights_bytes},
                            {"grads_bytes", estimate.grads_bytes},
