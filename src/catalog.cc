@@ -100,6 +100,7 @@ void Catalog::AddFile(const std::string& filename, const std::string& text,
       gpu.bf16_dense_tflops = f.Number("bf16-dense-tflops", Need::kRequired, 0, 1e6).value_or(0);
       gpu.fp16_dense_tflops = f.Number("fp16-dense-tflops", Need::kRequired, 0, 1e6).value_or(0);
       gpu.hbm_tbps = f.Number("hbm-tbps", Need::kRequired, 0, 1e3).value_or(0);
+      gpu.relative_cost = f.Number("relative-cost", Need::kOptional, 0, 1e3).value_or(0);
       gpus_.push_back(gpu);
     });
   } else {

@@ -21,6 +21,7 @@ struct GpuModel {
   double bf16_dense_tflops = 0;
   double fp16_dense_tflops = 0;
   double hbm_tbps = 0;
+  double relative_cost = 0;  // per GPU-hour, A100-80GB = 1.0; 0 = unknown (gpus.toml)
 };
 
 struct CudaDriverRequirement {

@@ -26,6 +26,12 @@ const char* CheckStatusName(CheckStatus status) {
   return "error";
 }
 
+std::string StringMember(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return "";
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 std::string Report::Verdict() const {
   for (const CheckResult& c : checks) {
     if (c.status == CheckStatus::kFail || c.status == CheckStatus::kError) return "fail";
@@ -101,7 +107,9 @@ class SchemaChecker {
     if (auto* t = Field(r, "started_at", "$", nlohmann::json::value_t::string)) {
       static const std::regex kRfc3339(
           R"(^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$)");
-      if (!std::regex_match(t->get<std::string>(), kRfc3339))
+      // std::regex recurses per character: bound the length before matching.
+      const std::string& text = t->get_ref<const std::string&>();
+      if (text.size() > 64 || !std::regex_match(text, kRfc3339))
         Problem("started_at", "must be RFC 3339");
     }
     Number(r, "duration_s", "$");

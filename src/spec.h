@@ -84,6 +84,16 @@ struct ValidateSpec {
   std::vector<std::string> required;  // check ids that must pass
 };
 
+// [ext.command]: the project's own smoke command (e.g. its training script for two steps),
+// run by the validator as the ext.command check.
+struct ExtCommand {
+  std::vector<std::string> argv;  // no shell: argv[0] is looked up on PATH
+  double timeout_s = 600;
+  std::string cwd;                         // project-relative; "" = the project directory
+  std::map<std::string, std::string> env;  // added to the validator's environment
+  int64_t tail_lines = 40;                 // how much of the output the report keeps
+};
+
 // [images.<target>] in the lock: the image built from it (an output, not part of lock-sha256).
 struct BuiltImage {
   std::string ref;
@@ -105,6 +115,7 @@ struct Spec {
   std::map<std::string, std::string> python;  // package -> exact version
   std::vector<CustomOpLibrary> custom_ops;
   ValidateSpec validate;
+  std::optional<ExtCommand> ext_command;
 
   // Lock only.
   int64_t lock_version = 0;

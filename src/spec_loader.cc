@@ -56,6 +56,7 @@ class SpecReader {
   void ReadCustomOps(const toml::array& a);
   void ReadSmoke(const toml::array& a, const std::string& name, CustomOpLibrary& lib);
   void ReadValidate(const toml::table& t);
+  void ReadExt(const toml::table& t);
   void ReadImages(const toml::table& t);
 
   const std::string& path_;
@@ -115,6 +116,7 @@ void SpecReader::Read(const toml::table& root) {
   if (const toml::table* t = f.Table("python", Need::kOptional)) ReadPython(*t);
   if (const toml::array* a = f.Array("custom-ops", Need::kOptional)) ReadCustomOps(*a);
   if (const toml::table* t = f.Table("validate", Need::kOptional)) ReadValidate(*t);
+  if (const toml::table* t = f.Table("ext", Need::kOptional)) ReadExt(*t);
   if (lock()) {
     if (const toml::table* t = f.Table("images", Need::kOptional)) ReadImages(*t);
   }
@@ -512,6 +514,47 @@ void SpecReader::ReadValidate(const toml::table& t) {
     v.required = *required;
   }
   f.Finish();
+}
+
+void SpecReader::ReadExt(const toml::table& t) {
+  TomlFields ext = Fields(t, "ext");
+  const toml::table* table = ext.Table("command", Need::kRequired);
+  ext.Finish();
+  if (!table) return;
+  TomlFields f = Fields(*table, "ext.command");
+  ExtCommand command;
+  if (auto argv = f.StringArray("argv", Need::kRequired)) {
+    if (argv->empty() || argv->front().empty()) {
+      f.Error(f.Pos("argv"), "'ext.command.argv' must name a program",
+              "e.g. argv = [\"python3\", \"train.py\", \"--max-steps\", \"2\"]");
+    }
+    command.argv = *argv;
+  }
+  command.timeout_s = f.Number("timeout-s", Need::kOptional, 1, 86400).value_or(command.timeout_s);
+  command.tail_lines =
+      f.Integer("tail-lines", Need::kOptional, 1, 1000).value_or(command.tail_lines);
+  if (auto cwd = f.String("cwd", Need::kOptional)) {
+    CheckRelativePath(f, "cwd", *cwd, f.Pos("cwd"));
+    command.cwd = *cwd;
+  }
+  if (const toml::table* env = f.Table("env", Need::kOptional)) {
+    for (auto&& [key, node] : *env) {
+      std::string name(key.str());
+      static const std::regex kEnvName(R"(^[A-Za-z_][A-Za-z0-9_]*$)");
+      if (!std::regex_match(name, kEnvName)) {
+        diags_.Error(path_, PosOf(key.source()),
+                     "'ext.command.env' key " + Quoted(name) + " is not an environment name");
+      } else if (const auto* value = node.as_string()) {
+        command.env[name] = value->get();
+      } else {
+        diags_.Error(
+            path_, PosOf(node),
+            "'ext.command.env." + name + "' must be a string, not " + TomlTypeName(node.type()));
+      }
+    }
+  }
+  f.Finish();
+  spec_.ext_command = std::move(command);
 }
 
 void SpecReader::ReadImages(const toml::table& t) {

@@ -8,20 +8,14 @@ namespace trainlock {
 nlohmann::json TrainShapeJson(const TrainConfig& config) {
   const ModelConfig& m = config.model;
   const TrainingConfig& t = config.training;
-  return {{"parameters", m.ParameterCount()},
-          {"seq_len", t.seq_len},
-          {"micro_batch", t.micro_batch},
-          {"grad_accum", t.grad_accum},
-          {"precision", t.precision},
-          {"activation_checkpointing", t.activation_checkpointing},
-          {"parallelism", t.parallelism},
-          {"hidden_size", m.hidden_size},
-          {"num_layers", m.num_layers},
-          {"num_heads", m.num_heads},
-          {"num_kv_heads", m.num_kv_heads},
-          {"intermediate_size", m.intermediate_size},
-          {"vocab_size", m.vocab_size},
-          {"tie_embeddings", m.tie_embeddings}};
+  return {
+      {"parameters", m.ParameterCount()}, {"seq_len", t.seq_len},
+      {"micro_batch", t.micro_batch},     {"grad_accum", t.grad_accum},
+      {"precision", t.precision},         {"activation_checkpointing", t.activation_checkpointing},
+      {"parallelism", t.parallelism},     {"hidden_size", m.hidden_size},
+      {"num_layers", m.num_layers},       {"num_heads", m.num_heads},
+      {"num_kv_heads", m.num_kv_heads},   {"intermediate_size", m.intermediate_size},
+      {"vocab_size", m.vocab_size},       {"tie_embeddings", m.tie_embeddings}};
 }
 
 namespace {
@@ -29,12 +23,14 @@ namespace {
 template <typename T>
 T Get(const nlohmann::json& shape, const char* key, const std::string& where) {
   if (!shape.is_object() || !shape.contains(key)) {
-    throw InputError(Diagnostic{where, {}, std::string("the training shape has no \"") + key + "\"", ""});
+    throw InputError(
+        Diagnostic{where, {}, std::string("the training shape has no \"") + key + "\"", ""});
   }
   try {
     return shape.at(key).get<T>();
   } catch (const nlohmann::json::exception&) {
-    throw InputError(Diagnostic{where, {},
+    throw InputError(Diagnostic{where,
+                                {},
                                 std::string("the training shape's \"") + key +
                                     "\" has the wrong type (" + shape.at(key).dump() + ")",
                                 ""});

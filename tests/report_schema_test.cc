@@ -48,6 +48,12 @@ TEST(ReportSchema, UnknownCheckIdIsAViolation) {
   EXPECT_TRUE(Mentions(ReportSchemaViolations(j), "checks[0].id: unknown check id"));
 }
 
+TEST(ReportSchema, AMegabyteTimestampIsAViolationNotACrash) {
+  nlohmann::json j = MinimalReport().ToJson();
+  j["started_at"] = "2026-11-30T03:43:41." + std::string(3 << 20, '0') + "Z";
+  EXPECT_TRUE(Mentions(ReportSchemaViolations(j), "started_at: must be RFC 3339"));
+}
+
 TEST(ReportSchema, BadStatusIsAViolation) {
   nlohmann::json j = MinimalReport().ToJson();
   j["checks"][1]["status"] = "ok";

@@ -47,6 +47,10 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   app.add_flag("--json", v.json, "Print the report JSON instead of the summary");
+  std::string sign_key;
+  app.add_option("--sign", sign_key,
+                 "Sign the report with this Ed25519 private key (PEM, from `trainlock keygen`); "
+                 "`trainlock gate --key` verifies it");
   app.add_option("--negative-control", control,
                  "Deliberately break the resume to prove the check fails: rng (skip RNG restore), "
                  "data (skip data-loader restore), corrupt (flip a checkpoint byte)")
@@ -88,6 +92,7 @@ int Main(int argc, char** argv) {
   v.out = out;
   v.checkpoint_dir = ckpt;
   v.work_dir = work;
+  v.sign_key = sign_key;
   v.negative_control = control == "rng"       ? NegativeControl::kSkipRngRestore
                        : control == "data"    ? NegativeControl::kSkipDataRestore
                        : control == "corrupt" ? NegativeControl::kCorruptCheckpoint

@@ -19,10 +19,13 @@
 #include "file_io.h"
 #include "gpu_binary.h"
 #include "node_checks.h"
-#include "ops_check.h"
 #include "nvml_probe.h"
+#include "ops_check.h"
+#include "progress.h"
 #include "project.h"
+#include "report_signing.h"
 #include "sha256.h"
+#include "smoke_command.h"
 #include "subprocess.h"
 #include "version.h"
 #include "version_info.h"
@@ -204,6 +207,18 @@ int RunValidate(const ValidateOptions& o) {
                                 "the validator checks a lock: run `trainlock lock` first"});
   }
   const Spec& lock = *project.lock;
+  // The signing key is checked before the long run, so a bad key costs seconds, not the run.
+  std::string sign_pem;
+  if (!o.sign_key.empty()) {
+    sign_pem = ReadInputFile(o.sign_key, o.sign_key.string());
+    try {
+      PrivateKeyId(sign_pem);
+    } catch (const KeyError& e) {
+      throw InputError(Diagnostic{
+          o.sign_key.string(), {}, e.what(), "give the .key file written by `trainlock keygen`"});
+    }
+  }
+  Progress progress = Progress::ForStderr();
   report.lock_sha256 = project.lock_sha256;
   report.validator_version = std::string(kTrainlockVersion);
   report.torch_version = BuiltTorchVersion();
@@ -226,7 +241,11 @@ int RunValidate(const ValidateOptions& o) {
       op_libraries.push_back(fs::path(lib.library).is_absolute() ? fs::path(lib.library)
                                                                  : project.dir / lib.library);
     }
-    if (node.nvml_loaded) runs = MeasureDevices(work, o.timeout_s, op_libraries);
+    if (node.nvml_loaded) {
+      progress.Begin("env.arch, perf.*: measuring each device");
+      runs = MeasureDevices(work, o.timeout_s, op_libraries);
+      progress.End();
+    }
   }
   fs::path ckpt_root = o.checkpoint_dir.empty() ? (lock.validate.checkpoint_dir.empty()
                                                        ? work / "checkpoints"
@@ -247,8 +266,10 @@ int RunValidate(const ValidateOptions& o) {
   if (lock.custom_ops.empty()) {
     report.checks.push_back(Skip("ops.custom", "the lock declares no custom ops"));
   } else {
+    progress.Begin("ops.custom: loading and smoke-testing the custom ops");
     report.checks.push_back(
         RunOpsCheck({fs::absolute(o.project), {}, work, o.device, o.timeout_s}));
+    progress.End();
   }
   RoundtripOptions r;
   r.project = fs::absolute(o.project);
@@ -263,7 +284,10 @@ int RunValidate(const ValidateOptions& o) {
   r.threads = o.threads;
   r.timeout_s = o.timeout_s;
   r.negative_control = o.negative_control;
+  progress.Begin(
+      "train.step, train.roundtrip: train -> checkpoint -> SIGKILL -> restore -> resume");
   for (CheckResult& c : RunRoundtrip(r)) report.checks.push_back(std::move(c));
+  progress.End();
   report.checks.push_back(Skip("comm.allreduce", "single process: no collective to test"));
   report.checks.push_back(Skip("comm.ddp", "single process: no collective to test"));
   if (gpu_build && node.nvml_loaded) {
@@ -275,7 +299,14 @@ int RunValidate(const ValidateOptions& o) {
     report.checks.push_back(Skip("perf.matmul", why));
     report.checks.push_back(Skip("perf.hbm", why));
   }
-  report.checks.push_back(Skip("ext.command", "the lock declares no smoke command"));
+  if (lock.ext_command) {
+    progress.Begin("ext.command: the project's smoke command");
+    SmokeRun smoke = RunSmokeCommand(*lock.ext_command, fs::absolute(project.dir));
+    report.checks.push_back(SmokeCommandCheck(*lock.ext_command, smoke));
+    progress.End();
+  } else {
+    report.checks.push_back(Skip("ext.command", "the lock declares no smoke command"));
+  }
 
   report.duration_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -283,7 +314,8 @@ int RunValidate(const ValidateOptions& o) {
   j["project"] = project.effective().name;
   j["work_dir"] = o.keep_work ? nlohmann::json(work.string()) : nlohmann::json(nullptr);
   if (o.out.has_parent_path()) fs::create_directories(o.out.parent_path());
-  WriteFileAtomically(o.out, j.dump(2) + "\n");
+  if (!sign_pem.empty()) SignReport(j, sign_pem);
+  WriteFileAtomically(o.out, SignedReportText(j));
   if (o.json) {
     std::cout << j.dump(2) << "\n";
   } else {

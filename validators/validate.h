@@ -18,7 +18,8 @@ struct ValidateOptions {
   std::string device = "auto";
   int threads = 0;
   int timeout_s = 900;
-  bool json = false;  // print the report to stdout instead of the summary
+  bool json = false;               // print the report to stdout instead of the summary
+  std::filesystem::path sign_key;  // Ed25519 private key (PEM) to sign the report with; "" = none
   NegativeControl negative_control = NegativeControl::kNone;
 };
 

@@ -29,5 +29,9 @@ Command RegisterArchs(CLI::App& app, const GlobalOptions& global);
 Command RegisterLock(CLI::App& app, const GlobalOptions& global);
 Command RegisterFetch(CLI::App& app, const GlobalOptions& global);
 Command RegisterImage(CLI::App& app, const GlobalOptions& global);
+Command RegisterPlan(CLI::App& app, const GlobalOptions& global);
+Command RegisterGate(CLI::App& app, const GlobalOptions& global);
+Command RegisterKeygen(CLI::App& app, const GlobalOptions& global);
+Command RegisterReport(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace trainlock::cli

@@ -42,6 +42,10 @@ int Run(int argc, char** argv) {
   add("lock", cli::RegisterLock);
   add("fetch", cli::RegisterFetch);
   add("image", cli::RegisterImage);
+  add("plan", cli::RegisterPlan);
+  add("gate", cli::RegisterGate);
+  add("keygen", cli::RegisterKeygen);
+  add("report", cli::RegisterReport);
 
   try {
     app.parse(argc, argv);

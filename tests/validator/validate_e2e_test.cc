@@ -169,30 +169,38 @@ TEST(ValidateInput, AnUnknownValidatorOptionIsBadInput) {
   EXPECT_EQ(RunTrainlock({"validate", ".", "--frobnicate"}).exit_code, 2);
 }
 
-// The sample op library declared in tiny's manifest and lock (manifest-sha256 updated): the
-// report carries a passing ops.custom with its smoke metrics.
+// examples/tiny copied to DIR/tiny with `extra` appended to its manifest and lock, and the
+// lock's manifest-sha256 updated, as `trainlock lock` would leave it.
+fs::path TinyWith(const fs::path& dir, const std::string& extra) {
+  fs::path project = dir / "tiny";
+  fs::create_directories(project);
+  testing::CopyExample("tiny", project);
+  for (const char* file : {"trainlock.toml", "trainlock.lock"}) {
+    testing::WriteFile(project / file, testing::ReadFile(project / file) + extra);
+  }
+  auto hash = RunTrainlock({"hash", project.string(), "--manifest"});
+  EXPECT_EQ(hash.exit_code, 0) << hash.err;
+  std::string lock = testing::ReadFile(project / "trainlock.lock");
+  const size_t at = lock.find("manifest-sha256 = \"") + 19;
+  lock.replace(at, 64, hash.out.substr(0, 64));
+  testing::WriteFile(project / "trainlock.lock", lock);
+  return project;
+}
+
+// The sample op library declared in tiny's manifest and lock: the report carries a passing
+// ops.custom with its smoke metrics.
 TEST(ValidateWithCustomOps, TheSampleLibraryPassesInTheReport) {
   testing::TempDir dir;
-  fs::path project = dir.path() / "tiny";
-  fs::create_directories(project / "ops");
-  testing::CopyExample("tiny", project);
-  fs::copy_file(fs::path(TRAINLOCK_OPS_DIR) / "libtrainlock_ops.so",
-                project / "ops" / "libtrainlock_ops.so");
   const std::string ops =
       "\n[[custom-ops]]\nlibrary = \"ops/libtrainlock_ops.so\"\n"
       "ops = [\"trainlock_ops::fused_rmsnorm\"]\n[[custom-ops.smoke]]\n"
       "op = \"trainlock_ops::fused_rmsnorm\"\n"
       "inputs = [{ shape = [16, 128], dtype = \"fp32\" }, { shape = [128], dtype = \"fp32\" }]\n"
       "reference = \"rmsnorm\"\nrtol = 1e-4\natol = 1e-5\ngrad-rtol = 1e-3\ngrad-atol = 1e-4\n";
-  for (const char* file : {"trainlock.toml", "trainlock.lock"}) {
-    testing::WriteFile(project / file, testing::ReadFile(project / file) + ops);
-  }
-  auto hash = RunTrainlock({"hash", project.string(), "--manifest"});
-  ASSERT_EQ(hash.exit_code, 0) << hash.err;
-  std::string lock = testing::ReadFile(project / "trainlock.lock");
-  const size_t at = lock.find("manifest-sha256 = \"") + 19;
-  lock.replace(at, 64, hash.out.substr(0, 64));
-  testing::WriteFile(project / "trainlock.lock", lock);
+  fs::path project = TinyWith(dir.path(), ops);
+  fs::create_directories(project / "ops");
+  fs::copy_file(fs::path(TRAINLOCK_OPS_DIR) / "libtrainlock_ops.so",
+                project / "ops" / "libtrainlock_ops.so");
 
   fs::path out = dir.path() / "report.json";
   auto run = RunTrainlock({"validate", project.string(), "--out", out.string(), "--threads", "2"});
@@ -204,6 +212,57 @@ TEST(ValidateWithCustomOps, TheSampleLibraryPassesInTheReport) {
       ops_check["metrics"]["libraries"][0]["ops"][0]["smoke"][0]["forward"]["within_tolerance"]
           .get<bool>());
   EXPECT_TRUE(ReportSchemaViolations(report).empty());
+}
+
+// The project's own smoke command runs after the round trip and is reported as ext.command.
+TEST(ValidateWithSmokeCommand, TheCommandsExitAndOutputAreInTheReport) {
+  testing::TempDir dir;
+  fs::path project =
+      TinyWith(dir.path(),
+               "\n[ext.command]\nargv = [\"sh\", \"-c\", \"echo step 1; echo step 2\"]\n"
+               "timeout-s = 60\n");
+  fs::path out = dir.path() / "report.json";
+  auto run = RunTrainlock({"validate", project.string(), "--out", out.string(), "--threads", "2"});
+  nlohmann::json report = nlohmann::json::parse(testing::ReadFile(out));
+  EXPECT_EQ(run.exit_code, 0) << NotPassing(report) << run.err;
+  const auto& ext = Check(report, "ext.command");
+  EXPECT_EQ(ext["status"], "pass") << ext["summary"];
+  EXPECT_EQ(ext["metrics"]["exit_code"], 0);
+  EXPECT_EQ(ext["metrics"]["output_tail"], "step 1\nstep 2\n");
+}
+
+// A report signed by the validator clears the gate with the public key; the same file with
+// one value changed does not.
+TEST(ValidateSigned, SignedReportClearsTheGateAndATamperedOneDoesNot) {
+  testing::TempDir dir;
+  const std::string key = (dir.path() / "ci").string();
+  ASSERT_EQ(RunTrainlock({"keygen", key}).exit_code, 0);
+  const std::string tiny = (testing::SourceDir() / "examples/tiny").string();
+  fs::path out = dir.path() / "report.json";
+  auto run = RunTrainlock(
+      {"validate", tiny, "--out", out.string(), "--threads", "2", "--sign", key + ".key"});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  auto gate = RunTrainlock({"gate", out.string(), "--lock", tiny, "--key", key + ".pub"});
+  EXPECT_EQ(gate.exit_code, 0) << gate.out << gate.err;
+
+  std::string text = testing::ReadFile(out);
+  const std::string was = "\"bitwise_equal\": true";
+  text.replace(text.find(was), was.size(), "\"bitwise_equal\": false");
+  testing::WriteFile(out, text);
+  gate = RunTrainlock({"gate", out.string(), "--lock", tiny, "--key", key + ".pub"});
+  EXPECT_EQ(gate.exit_code, 1);
+  EXPECT_NE(gate.out.find("signature"), std::string::npos) << gate.out;
+}
+
+TEST(ValidateSigned, AKeyThatIsNotAPrivateKeyIsBadInputBeforeTheRun) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.path() / "bad.key", "-----BEGIN PRIVATE KEY-----\nnope\n");
+  auto run =
+      RunTrainlock({"validate", (testing::SourceDir() / "examples/tiny").string(), "--out",
+                    (dir.path() / "r.json").string(), "--sign", (dir.path() / "bad.key").string()});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("bad.key: error: not a PEM private key"), std::string::npos) << run.err;
+  EXPECT_FALSE(fs::exists(dir.path() / "r.json"));
 }
 
 }  // namespace

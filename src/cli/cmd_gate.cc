@@ -1,0 +1,118 @@
+// `trainlock gate REPORT --lock DIR [--key PUB] [--max-age DURATION] [--require CHECK...]`:
+// exit 0 only when the report clears every rule of gate.h; otherwise print every reason.
+#include <chrono>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "check_ids.h"
+#include "cli/commands.h"
+#include "diagnostic.h"
+#include "exit_code.h"
+#include "file_io.h"
+#include "gate.h"
+#include "project.h"
+#include "report_signing.h"
+#include "time_text.h"
+
+namespace trainlock::cli {
+namespace {
+
+struct GateOptions {
+  std::string report;
+  std::string lock_dir = ".";
+  std::string key;
+  std::string max_age;
+  std::vector<std::string> require;
+  bool json = false;
+};
+
+GateRequest BuildRequest(const GateOptions& options, const Project& project) {
+  GateRequest request;
+  request.report_path = options.report;
+  request.report_text = ReadInputFile(options.report, options.report);
+  request.lock = &*project.lock;
+  request.lock_path = project.lock_path;
+  request.lock_sha256 = project.lock_sha256;
+  request.require = options.require;
+  for (const std::string& id : options.require) {
+    if (!IsCheckId(id))
+      throw InputError(Diagnostic{"--require", {}, "unknown check id " + Quoted(id), ""});
+  }
+  if (!options.max_age.empty()) {
+    request.max_age_s = ParseDurationSeconds(options.max_age);
+    if (!request.max_age_s) {
+      throw InputError(Diagnostic{"--max-age",
+                                  {},
+                                  "not a duration: " + Quoted(options.max_age),
+                                  "write it as e.g. 36h, 7d, 1h30m (units w d h m s)"});
+    }
+  }
+  if (!options.key.empty()) request.public_key_pem = ReadInputFile(options.key, options.key);
+  request.now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+  return request;
+}
+
+int RunGate(const GateOptions& options, const GlobalOptions& global) {
+  Catalog catalog = LoadCatalog(global);
+  Project project = LoadProject(options.lock_dir, ManifestRequirement::kOptional);
+  if (!project.lock) {
+    throw InputError(Diagnostic{project.lock_path,
+                                {},
+                                "cannot read: no such file",
+                                "the gate compares a report with a lock: run `trainlock lock`"});
+  }
+  GateRequest request = BuildRequest(options, project);
+  GateDecision decision;
+  try {
+    decision = EvaluateGate(request, catalog);
+  } catch (const KeyError& e) {
+    throw InputError(Diagnostic{options.key, {}, e.what(), "give the .pub file from keygen"});
+  }
+  if (options.json) {
+    nlohmann::json out = decision.ToJson();
+    out["report"] = options.report;
+    out["lock"] = project.lock_path;
+    std::cout << out.dump(2) << "\n";
+  } else if (decision.allowed()) {
+    std::string facts;
+    for (const std::string& f : decision.facts) facts += (facts.empty() ? "" : ", ") + f;
+    std::cout << "gate: pass: " << options.report << " clears " << project.lock_path << " ("
+              << facts << ")\n";
+  } else {
+    std::cout << "gate: refused: " << options.report << " does not clear " << project.lock_path
+              << " (" << decision.reasons.size() << " reason"
+              << (decision.reasons.size() == 1 ? "" : "s") << ")\n";
+    for (const std::string& r : decision.reasons) std::cout << "  - " << r << "\n";
+  }
+  return decision.allowed() ? kExitOk : kExitVerdict;
+}
+
+}  // namespace
+
+Command RegisterGate(CLI::App& app, const GlobalOptions& global) {
+  auto options = std::make_shared<GateOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "gate",
+      "Decide whether a long run may start: exit 0 only when REPORT validated this lock\n"
+      "(lock_sha256), ran in the lock's built image for its target, on the target's\n"
+      "accelerators, with every required check passed (a skip is a refusal), within --max-age,\n"
+      "and, with --key, carries a valid Ed25519 signature over exactly these bytes. A refusal\n"
+      "prints every reason. Exit 0 pass, 1 refused, 2 bad input.");
+  cmd->add_option("REPORT", options->report, "report.json written by trainlock-validate")
+      ->required();
+  cmd->add_option("--lock", options->lock_dir, "Project directory holding trainlock.lock")
+      ->capture_default_str();
+  cmd->add_option("--key", options->key, "Ed25519 public key (PEM) the report must be signed with");
+  cmd->add_option("--max-age", options->max_age,
+                  "Refuse a report older than this (e.g. 36h, 7d, 1h30m)");
+  cmd->add_option("--require", options->require,
+                  "Checks that must pass on top of the lock's [validate] required")
+      ->expected(1, -1);
+  cmd->add_flag("--json", options->json, "Print the decision as JSON");
+  return [options, &global] { return RunGate(*options, global); };
+}
+
+}  // namespace trainlock::cli

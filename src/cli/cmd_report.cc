@@ -1,0 +1,76 @@
+// `trainlock report REPORT [--format text|markdown|html|junit] [--out FILE] [--color MODE]`:
+// renders a report.json for people and CI systems. Reads and checks the (untrusted) report,
+// then hands it to the renderers of report_render.h; it renders, it does not gate, so the
+// exit code is 0 whatever the verdict.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "exit_code.h"
+#include "file_io.h"
+#include "json_errors.h"
+#include "report_render.h"
+
+namespace trainlock::cli {
+namespace {
+
+struct ReportOptions {
+  std::string report;
+  std::string format = "text";
+  std::string out;
+  std::string color = "auto";
+};
+
+ColorMode ColorModeOf(const std::string& name) {
+  if (name == "always") return ColorMode::kAlways;
+  if (name == "never") return ColorMode::kNever;
+  return ColorMode::kAuto;
+}
+
+int RunReport(const ReportOptions& o) {
+  // Bad JSON and schema violations are bad input (exit 2), each named with file:line:column.
+  nlohmann::json report = ReadReportFile(o.report, o.report);
+  ReportFormat format = ParseReportFormat(o.format).value_or(ReportFormat::kText);
+  bool to_terminal = o.out.empty() && ::isatty(STDOUT_FILENO) == 1;
+  bool color = ShouldUseColor(ColorModeOf(o.color), to_terminal, std::getenv("NO_COLOR"),
+                              std::getenv("TERM"));
+  std::string rendered = RenderReport(report, format, color);
+  if (o.out.empty()) {
+    std::cout << rendered << std::flush;
+  } else {
+    WriteFileAtomically(o.out, rendered);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command RegisterReport(CLI::App& app, const GlobalOptions&) {
+  auto options = std::make_shared<ReportOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "report",
+      "Render a report.json (trainlock.report/v1) for people and CI systems: text for a\n"
+      "terminal, a GitHub-flavoured markdown table, one self-contained HTML page with charts\n"
+      "(loss of the resume round trip, peak memory, time per check), or JUnit XML. The report\n"
+      "is checked against its schema first (exit 2 listing every violation); exit 0 whatever\n"
+      "its verdict: this command renders, `trainlock gate` decides.");
+  cmd->add_option("REPORT", options->report, "The report.json to render")->required();
+  cmd->add_option("--format", options->format, "Output format")
+      ->check(CLI::IsMember({"text", "markdown", "html", "junit"}))
+      ->capture_default_str();
+  cmd->add_option("--out", options->out,
+                  "Write to FILE (atomically: a complete file or the old one) instead of stdout");
+  cmd->add_option("--color", options->color,
+                  "ANSI colour in text output: auto (when stdout is a terminal, unless NO_COLOR\n"
+                  "is set to a non-empty value or TERM=dumb), always (wins over NO_COLOR: you\n"
+                  "asked for it), never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  return [options] { return RunReport(*options); };
+}
+
+}  // namespace trainlock::cli

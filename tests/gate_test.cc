@@ -1,0 +1,333 @@
+// Specification of `trainlock gate`: one test per refusal reason, the signature's coverage of
+// every byte, and the CLI's exit codes and listing of every reason.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "catalog.h"
+#include "gate.h"
+#include "project.h"
+#include "report_signing.h"
+#include "test_support.h"
+#include "time_text.h"
+
+namespace trainlock {
+namespace {
+
+using nlohmann::json;
+using testing::ReadFile;
+using testing::SourceDir;
+
+class Gate : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    project_ = LoadProject(SourceDir() / "examples/tiny");
+    lock_ = *project_.lock;
+    report_ = json::parse(ReadFile(SourceDir() / "tests/fixtures/reports/tiny-report.json"));
+    report_["lock_sha256"] = project_.lock_sha256;
+    now_ = *ParseRfc3339(report_["started_at"].get<std::string>()) + 3600;
+  }
+
+  GateRequest Request(const std::string& text) {
+    GateRequest r;
+    r.report_path = "report.json";
+    r.report_text = text;
+    r.lock = &lock_;
+    r.lock_path = "trainlock.lock";
+    r.lock_sha256 = project_.lock_sha256;
+    r.now_s = now_;
+    return r;
+  }
+
+  GateDecision Decide(const GateRequest& request) {
+    return EvaluateGate(request, Catalog::Embedded());
+  }
+  GateDecision Decide() { return Decide(Request(report_.dump(2))); }
+
+  static bool HasReason(const GateDecision& d, const std::string& topic, const std::string& text) {
+    return std::any_of(d.reasons.begin(), d.reasons.end(), [&](const std::string& r) {
+      return r.starts_with(topic + ":") && r.find(text) != std::string::npos;
+    });
+  }
+
+  static json* Check(json& report, const std::string& id) {
+    for (json& c : report["checks"]) {
+      if (c["id"] == id) return &c;
+    }
+    return nullptr;
+  }
+
+  Project project_;
+  Spec lock_;
+  json report_;
+  int64_t now_ = 0;
+};
+
+TEST_F(Gate, MatchingReportClears) {
+  GateDecision d = Decide();
+  EXPECT_TRUE(d.allowed()) << ::testing::PrintToString(d.reasons);
+}
+
+TEST_F(Gate, ReportOfAnotherLockIsRefused) {
+  report_["lock_sha256"] = std::string(64, 'a');
+  GateDecision d = Decide();
+  EXPECT_TRUE(HasReason(d, "lock", "validated lock aaaaaaaaaaaa, not trainlock.lock"));
+}
+
+TEST_F(Gate, ImageDigestOtherThanTheLockedImageIsRefused) {
+  lock_.images["cpu"] = {"registry.example/tiny:1", "sha256:" + std::string(64, 'b')};
+  report_["image"] = {{"ref", "registry.example/tiny:1"},
+                      {"digest", "sha256:" + std::string(64, 'c')}};
+  GateDecision d = Decide();
+  EXPECT_TRUE(HasReason(d, "image", "not the lock's cpu image sha256:bbbb"));
+}
+
+TEST_F(Gate, ReportOutsideTheLockedImageIsRefused) {
+  lock_.images["cpu"] = {"registry.example/tiny:1", "sha256:" + std::string(64, 'b')};
+  GateDecision d = Decide();
+  EXPECT_TRUE(HasReason(d, "image", "not produced inside the locked cpu image"));
+}
+
+TEST_F(Gate, MatchingImageDigestClears) {
+  const std::string digest = "sha256:" + std::string(64, 'b');
+  lock_.images["cpu"] = {"registry.example/tiny:1", digest};
+  report_["image"] = {{"ref", "registry.example/tiny:1"}, {"digest", digest}};
+  EXPECT_TRUE(Decide().allowed());
+}
+
+TEST_F(Gate, DeviceNotAmongTheTargetAcceleratorsIsRefused) {
+  lock_.targets["cpu"].accelerators = {"H200"};
+  report_["devices"] = json::array({{{"index", 0},
+                                     {"name", "NVIDIA A100-SXM4-80GB"},
+                                     {"uuid", "GPU-1"},
+                                     {"memory_bytes", 85899345920},
+                                     {"compute_capability", "8.0"}}});
+  GateDecision d = Decide();
+  EXPECT_TRUE(HasReason(d, "devices",
+                        "device 0 ('NVIDIA A100-SXM4-80GB') is not among target "
+                        "cpu's accelerators (H200)"));
+}
+
+TEST_F(Gate, NoDeviceWhenTheTargetNamesAcceleratorsIsRefused) {
+  lock_.targets["cpu"].accelerators = {"H200"};
+  GateDecision d = Decide();
+  EXPECT_TRUE(HasReason(d, "devices", "saw no accelerator, but target cpu runs on H200"));
+}
+
+TEST_F(Gate, RequiredCheckThatFailedIsRefused) {
+  (*Check(report_, "train.roundtrip"))["status"] = "fail";
+  report_["verdict"] = "fail";
+  GateDecision d = Decide();
+  EXPECT_TRUE(HasReason(d, "checks", "required check train.roundtrip failed"));
+}
+
+TEST_F(Gate, SkipOfARequiredCheckIsARefusal) {
+  (*Check(report_, "train.eval"))["status"] = "skip";
+  GateDecision d = Decide();
+  EXPECT_TRUE(HasReason(d, "checks", "required check train.eval was skipped"));
+}
+
+TEST_F(Gate, CheckRequiredOnTheCommandLineMustPass) {
+  GateRequest r = Request(report_.dump(2));
+  r.require = {"comm.ddp"};
+  GateDecision d = Decide(r);
+  EXPECT_TRUE(HasReason(d, "checks", "required check comm.ddp was skipped"));
+}
+
+TEST_F(Gate, FailedCheckThatIsNotRequiredStillRefuses) {
+  (*Check(report_, "env.versions"))["status"] = "fail";
+  report_["verdict"] = "fail";
+  EXPECT_TRUE(HasReason(Decide(), "checks", "env.versions failed (not required"));
+}
+
+TEST_F(Gate, VerdictThatContradictsPassingChecksIsRefused) {
+  report_["verdict"] = "fail";
+  EXPECT_TRUE(HasReason(Decide(), "checks", "verdict is 'fail'"));
+}
+
+TEST_F(Gate, ReportOlderThanMaxAgeIsRefused) {
+  GateRequest r = Request(report_.dump(2));
+  r.max_age_s = 1800;
+  GateDecision d = Decide(r);
+  EXPECT_TRUE(HasReason(d, "age", "the report is 1h 0m old"));
+  EXPECT_TRUE(HasReason(d, "age", "older than --max-age 30m 0s"));
+}
+
+TEST_F(Gate, ReportYoungerThanMaxAgeClears) {
+  GateRequest r = Request(report_.dump(2));
+  r.max_age_s = 7200;
+  EXPECT_TRUE(Decide(r).allowed());
+}
+
+TEST_F(Gate, ReportFromTheFutureIsRefused) {
+  now_ -= 2 * 3600;
+  EXPECT_TRUE(HasReason(Decide(), "age", "in the future"));
+}
+
+TEST_F(Gate, EveryReasonIsListedNotOnlyTheFirst) {
+  report_["lock_sha256"] = std::string(64, 'a');
+  (*Check(report_, "train.eval"))["status"] = "skip";
+  GateRequest r = Request(report_.dump(2));
+  r.max_age_s = 60;
+  GateDecision d = Decide(r);
+  EXPECT_EQ(d.reasons.size(), 3u) << ::testing::PrintToString(d.reasons);
+}
+
+TEST_F(Gate, SchemaViolationIsRefused) {
+  report_.erase("checks");
+  EXPECT_TRUE(HasReason(Decide(), "schema", "checks: missing"));
+}
+
+class SignedGate : public Gate {
+ protected:
+  void SetUp() override {
+    Gate::SetUp();
+    keys_ = GenerateEd25519KeyPair();
+    SignReport(report_, keys_.private_pem);
+    signed_text_ = SignedReportText(report_);
+  }
+
+  GateRequest WithKey(const std::string& text, const std::string& public_pem) {
+    GateRequest r = Request(text);
+    r.public_key_pem = public_pem;
+    return r;
+  }
+
+  KeyPair keys_;
+  std::string signed_text_;
+};
+
+TEST_F(SignedGate, SignedReportClearsWithItsKey) {
+  GateDecision d = Decide(WithKey(signed_text_, keys_.public_pem));
+  EXPECT_TRUE(d.allowed()) << ::testing::PrintToString(d.reasons);
+  EXPECT_EQ(d.facts.front(), "signature verified");
+}
+
+TEST_F(SignedGate, OneChangedByteAnywhereIsRefusedOnTheSignature) {
+  // Every byte of the file, including whitespace, key names and the signature itself.
+  for (size_t i = 0; i < signed_text_.size(); ++i) {
+    std::string tampered = signed_text_;
+    tampered[i] = static_cast<char>(tampered[i] ^ 0x01);
+    GateDecision d = Decide(WithKey(tampered, keys_.public_pem));
+    ASSERT_TRUE(HasReason(d, "signature", ""))
+        << "byte " << i << " ('" << signed_text_[i] << "') changed without a signature refusal";
+  }
+}
+
+TEST_F(SignedGate, UnsignedReportWithAKeyIsRefused) {
+  report_.erase("signature");
+  GateDecision d = Decide(WithKey(SignedReportText(report_), keys_.public_pem));
+  EXPECT_TRUE(HasReason(d, "signature", "the report is not signed"));
+}
+
+TEST_F(SignedGate, ReportSignedWithAnotherKeyIsRefused) {
+  KeyPair other = GenerateEd25519KeyPair();
+  GateDecision d = Decide(WithKey(signed_text_, other.public_pem));
+  EXPECT_TRUE(HasReason(d, "signature", "made with another key"));
+}
+
+TEST_F(SignedGate, ReformattedSignedReportIsRefused) {
+  // Same JSON meaning, different bytes: the file is not what was signed.
+  GateDecision d = Decide(WithKey(report_.dump(4), keys_.public_pem));
+  EXPECT_TRUE(HasReason(d, "signature", "not in the signed layout"));
+}
+
+TEST_F(SignedGate, SignedReportClearsWithoutAKeyButSaysNothingOfTheSignature) {
+  GateDecision d = Decide(Request(signed_text_));
+  EXPECT_TRUE(d.allowed());
+  EXPECT_EQ(std::count(d.facts.begin(), d.facts.end(), "signature verified"), 0);
+}
+
+TEST_F(SignedGate, UnparseableReportWithAKeyIsASignatureRefusal) {
+  GateDecision d = Decide(WithKey("{\"schema\": ", keys_.public_pem));
+  EXPECT_TRUE(HasReason(d, "signature", "not valid JSON"));
+}
+
+// The command line: exit codes and output.
+class CliGate : public ::testing::Test {
+ protected:
+  testing::TempDir tmp_;
+  std::string Fixture() {
+    return (SourceDir() / "tests/fixtures/reports/tiny-report.json").string();
+  }
+  std::string Tiny() { return (SourceDir() / "examples/tiny").string(); }
+};
+
+TEST_F(CliGate, MatchingReportExitsZero) {
+  auto r = testing::RunTrainlock({"gate", Fixture(), "--lock", Tiny()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("gate: pass:"), std::string::npos) << r.out;
+}
+
+TEST_F(CliGate, RefusalPrintsEveryReasonAndExitsOne) {
+  auto r = testing::RunTrainlock(
+      {"gate", Fixture(), "--lock", Tiny(), "--max-age", "1m", "--require", "comm.ddp"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("(2 reasons)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  - checks: required check comm.ddp was skipped"), std::string::npos);
+  EXPECT_NE(r.out.find("  - age: the report is"), std::string::npos);
+}
+
+TEST_F(CliGate, JsonOutputIsTheDecision) {
+  auto r = testing::RunTrainlock({"gate", Fixture(), "--lock", Tiny(), "--json"});
+  json out = json::parse(r.out);
+  EXPECT_EQ(out["allowed"], true);
+  EXPECT_TRUE(out["reasons"].empty());
+}
+
+TEST_F(CliGate, NonJsonReportIsBadInputNamingThePosition) {
+  testing::WriteFile(tmp_.path() / "report.json", "{\n  \"schema\": x\n}\n");
+  auto r =
+      testing::RunTrainlock({"gate", (tmp_.path() / "report.json").string(), "--lock", Tiny()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("report.json:2:13: error: not valid JSON"), std::string::npos) << r.err;
+}
+
+TEST_F(CliGate, UnknownDurationIsBadInput) {
+  auto r = testing::RunTrainlock({"gate", Fixture(), "--lock", Tiny(), "--max-age", "7 days"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--max-age: error: not a duration"), std::string::npos) << r.err;
+}
+
+TEST_F(CliGate, UnknownRequiredCheckIsBadInput) {
+  auto r = testing::RunTrainlock({"gate", Fixture(), "--lock", Tiny(), "--require", "train.stepp"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown check id 'train.stepp'"), std::string::npos) << r.err;
+}
+
+TEST_F(CliGate, KeyThatIsNotAPublicKeyIsBadInput) {
+  testing::WriteFile(tmp_.path() / "k.pub", "not a key\n");
+  auto r = testing::RunTrainlock(
+      {"gate", Fixture(), "--lock", Tiny(), "--key", (tmp_.path() / "k.pub").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("k.pub: error: not a PEM public key"), std::string::npos) << r.err;
+}
+
+TEST_F(CliGate, KeygenKeySignsAReportTheGateVerifies) {
+  const std::string prefix = (tmp_.path() / "ci").string();
+  auto k = testing::RunTrainlock({"keygen", prefix});
+  ASSERT_EQ(k.exit_code, 0) << k.err;
+  EXPECT_EQ(std::filesystem::status(prefix + ".key").permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  json report = json::parse(ReadFile(Fixture()));
+  SignReport(report, ReadFile(prefix + ".key"));
+  testing::WriteFile(tmp_.path() / "signed.json", SignedReportText(report));
+  auto r = testing::RunTrainlock(
+      {"gate", (tmp_.path() / "signed.json").string(), "--lock", Tiny(), "--key", prefix + ".pub"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("signature verified"), std::string::npos) << r.out;
+}
+
+TEST_F(CliGate, KeygenRefusesToOverwriteAKey) {
+  const std::string prefix = (tmp_.path() / "ci").string();
+  ASSERT_EQ(testing::RunTrainlock({"keygen", prefix}).exit_code, 0);
+  const std::string before = ReadFile(prefix + ".key");
+  auto r = testing::RunTrainlock({"keygen", prefix});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
+  EXPECT_EQ(ReadFile(prefix + ".key"), before);
+}
+
+}  // namespace
+}  // namespace trainlock
