@@ -12,6 +12,8 @@ packages=(
   nlohmann-json3-dev
   # the validator: Debian's LibTorch 1.13 (CPU)
   libtorch-dev
+  # headers of Gloo, which LibTorch's c10d ProcessGroupGloo includes (comm.allreduce, comm.ddp on CPU)
+  libgloo-dev
   # HIP compiler for the inspector's test library (CUDA's nvcc comes with the machine image)
   hipcc
   # tests: GoogleTest, clang + libFuzzer for the loaders' fuzz target

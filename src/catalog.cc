@@ -101,6 +101,8 @@ void Catalog::AddFile(const std::string& filename, const std::string& text,
       gpu.fp16_dense_tflops = f.Number("fp16-dense-tflops", Need::kRequired, 0, 1e6).value_or(0);
       gpu.hbm_tbps = f.Number("hbm-tbps", Need::kRequired, 0, 1e3).value_or(0);
       gpu.relative_cost = f.Number("relative-cost", Need::kOptional, 0, 1e3).value_or(0);
+      gpu.interconnect_gbps =
+          f.Number("interconnect-gbps", Need::kOptional, 0, 1e5).value_or(0);
       gpus_.push_back(gpu);
     });
   } else {
@@ -180,6 +182,11 @@ const TorchBuildTag* Catalog::FindTorchTag(std::string_view tag) const {
     if (t.tag == tag) return &t;
   }
   return nullptr;
+}
+
+double AllReduceBusbwThreshold(const GpuModel& gpu, int world_size) {
+  if (gpu.interconnect_gbps <= 0 || world_size < 2 || world_size > 8) return 0;
+  return gpu.interconnect_gbps * (world_size == 8 ? 0.8 : 0.5);
 }
 
 }  // namespace trainlock

@@ -21,6 +21,7 @@ struct GpuModel {
   double bf16_dense_tflops = 0;
   double fp16_dense_tflops = 0;
   double hbm_tbps = 0;
+  double interconnect_gbps = 0;  // GPU-to-GPU per GPU, one direction; 0 = unknown
   double relative_cost = 0;  // per GPU-hour, A100-80GB = 1.0; 0 = unknown (gpus.toml)
 };
 
@@ -35,6 +36,10 @@ struct TorchBuildTag {
   std::string platform;  // "cuda" | "rocm" | "cpu"
   std::string version;   // "13.0" ("" for cpu)
 };
+
+// The comm.allreduce bus-bandwidth threshold for `world_size` GPUs of `gpu` in one node: 80%
+// of its interconnect bandwidth at 8 GPUs, 50% at 2-7 (gpus.toml says why); 0 when unknown.
+double AllReduceBusbwThreshold(const GpuModel& gpu, int world_size);
 
 class Catalog {
  public:

@@ -275,10 +275,10 @@ AcceleratorOption Accelerator(const Context& ctx, const GpuModel& gpu) {
   return a;
 }
 
-std::string Names(const std::vector<AcceleratorOption>& accelerators) {
+std::string Names(const std::vector<const AcceleratorOption*>& accelerators) {
   std::string out;
   for (size_t i = 0; i < accelerators.size(); ++i) {
-    out += (i == 0 ? "" : i + 1 == accelerators.size() ? " and " : ", ") + accelerators[i].name;
+    out += (i == 0 ? "" : i + 1 == accelerators.size() ? " and " : ", ") + accelerators[i]->name;
   }
   return out;
 }
@@ -295,71 +295,111 @@ const AcceleratorOption* Cheapest(const std::vector<const AcceleratorOption*>& o
   return best;
 }
 
-void Recommend(const Context& ctx, Plan& plan) {
-  std::vector<const AcceleratorOption*> fitting;
-  for (const AcceleratorOption& a : plan.accelerators) {
-    if (a.memory.fits() && a.relative_cost > 0) fitting.push_back(&a);
+// What the recommendation says when no accelerator of the measured vendor (or none at all)
+// fits: the fix on the measured device.
+void RecommendFix(const Context& ctx, const std::vector<const AcceleratorOption*>& considered,
+                  const std::string& vendor, Plan& plan) {
+  plan.recommendation = vendor.empty() ? "none of " + Names(considered)
+                                       : "none of the " + VendorName(vendor) + " accelerators (" +
+                                             Names(considered) + ")";
+  plan.recommendation += " fits this shape with DDP";
+  if (plan.memory.fits()) {
+    plan.recommendation += "; the measured " + ctx.input.device_name + " does";
+  } else if (plan.best_fix) {
+    const PlanFix& fix = plan.fixes[*plan.best_fix];
+    plan.recommendation += "; on the " + ctx.input.device_name + ": " + fix.name + " (" +
+                           GiB(fix.memory.total_bytes()) + " of " + GiB(fix.memory.usable_bytes) +
+                           " usable)";
+  } else {
+    plan.recommendation += ", and no fix within " + std::to_string(kMaxFsdpGpus) +
+                           " GPUs fits the " + ctx.input.device_name;
   }
-  if (fitting.empty()) {
-    plan.recommendation = "none of " + Names(plan.accelerators) + " fits this shape with DDP";
-    if (plan.memory.fits()) {
-      plan.recommendation += "; the measured " + ctx.input.device_name + " does";
-    } else if (plan.best_fix) {
-      const PlanFix& fix = plan.fixes[*plan.best_fix];
-      plan.recommendation += "; on the " + ctx.input.device_name + ": " + fix.name + " (" +
-                             GiB(fix.memory.total_bytes()) + " of " + GiB(fix.memory.usable_bytes) +
-                             " usable)";
-    } else {
-      plan.recommendation += ", and no fix within " + std::to_string(kMaxFsdpGpus) +
-                             " GPUs fits the " + ctx.input.device_name;
-    }
-    return;
+}
+
+// The measured vendor's image, custom ops and step are what the report validated: another
+// vendor's accelerator is a different project (another image target, the ops ported, the
+// validator re-run), so it is recommended only when the measured vendor is unknown, and else
+// named as an option beside the recommendation when it fits at a lower cost.
+void Recommend(const Context& ctx, Plan& plan) {
+  const std::string vendor = ctx.measured_gpu ? ctx.measured_gpu->vendor : std::string();
+  plan.measured_vendor = vendor;
+  std::vector<const AcceleratorOption*> fitting, same_vendor, same_fitting, other_fitting;
+  for (const AcceleratorOption& a : plan.accelerators) {
+    const bool same = vendor.empty() || a.vendor == vendor;
+    if (same) same_vendor.push_back(&a);
+    if (!a.memory.fits() || a.relative_cost <= 0) continue;
+    fitting.push_back(&a);
+    (same ? same_fitting : other_fitting).push_back(&a);
   }
   const bool by_budget =
-      ctx.options.tokens > 0 &&
+      ctx.options.tokens > 0 && !fitting.empty() &&
       std::all_of(fitting.begin(), fitting.end(), [](auto* a) { return a->budget_cost > 0; });
-  const AcceleratorOption& best = *Cheapest(fitting, by_budget);
-  plan.recommended = best.name;
-  if (by_budget) {
-    plan.recommendation =
-        best.name + ": the lowest cost for " + TokenCountText(ctx.options.tokens) +
-        " tokens among the accelerators that fit (" + Fixed(best.budget_gpu_hours, 1) +
-        " GPU-hours x " + Fixed(best.relative_cost, 1) + " = " + Fixed(best.budget_cost, 1) +
-        " A100-80GB GPU-hours)";
-  } else {
-    plan.recommendation =
-        best.name + ": the cheapest accelerator that fits (" + Fixed(best.relative_cost, 1) +
-        " per GPU-hour, A100-80GB = 1.0; " +
-        (ctx.options.tokens > 0 ? "not every one has a step time" : "no --tokens") +
-        ", so by the price per GPU-hour alone)";
-  }
   auto cost = [&](const AcceleratorOption* a) {
     return by_budget ? a->budget_cost : a->relative_cost;
   };
+  auto cost_text = [&](const AcceleratorOption* a) {
+    return Fixed(cost(a), 1) + (by_budget ? "" : " per GPU-hour");
+  };
+  auto other_vendor = [&](const AcceleratorOption* a, const std::string& what) {
+    return "; " + a->name + " (" + VendorName(a->vendor) + ") " + what + " but needs the " +
+           TargetOf(a->vendor) + " target built and validated on one first";
+  };
+  const AcceleratorOption* cheapest_other = Cheapest(other_fitting, by_budget);
+
+  if (same_fitting.empty()) {
+    if (vendor.empty() || !cheapest_other || same_vendor.empty()) {
+      std::vector<const AcceleratorOption*> all;
+      for (const AcceleratorOption& a : plan.accelerators) all.push_back(&a);
+      RecommendFix(ctx, all, "", plan);
+    } else {
+      RecommendFix(ctx, same_vendor, vendor, plan);
+    }
+    if (cheapest_other) {
+      plan.alternative = cheapest_other->name;
+      plan.recommendation += other_vendor(
+          cheapest_other, by_budget ? "fits it with DDP and would cost " + cost_text(cheapest_other)
+                                    : "fits it with DDP at " + cost_text(cheapest_other));
+    }
+    return;
+  }
+
+  const AcceleratorOption& best = *Cheapest(same_fitting, by_budget);
+  plan.recommended = best.name;
+  const std::string scope = vendor.empty() ? "" : VendorName(vendor) + " ";
+  if (by_budget) {
+    plan.recommendation = best.name + ": the lowest cost for " +
+                          TokenCountText(ctx.options.tokens) + " tokens among the " + scope +
+                          "accelerators that fit (" + Fixed(best.budget_gpu_hours, 1) +
+                          " GPU-hours x " + Fixed(best.relative_cost, 1) + " = " +
+                          Fixed(best.budget_cost, 1) + " A100-80GB GPU-hours)";
+  } else {
+    plan.recommendation =
+        best.name + ": the cheapest " + scope + "accelerator that fits (" +
+        Fixed(best.relative_cost, 1) + " per GPU-hour, A100-80GB = 1.0; " +
+        (ctx.options.tokens > 0 ? "not every one has a step time" : "no --tokens") +
+        ", so by the price per GPU-hour alone)";
+  }
+  const AcceleratorOption* alternative =
+      cheapest_other && cost(cheapest_other) < cost(&best) ? cheapest_other : nullptr;
+  if (alternative) {
+    plan.alternative = alternative->name;
+    plan.recommendation += other_vendor(alternative, "would cost " + cost_text(alternative));
+  }
   std::vector<const AcceleratorOption*> ranked = fitting;
   std::stable_sort(ranked.begin(), ranked.end(),
                    [&](auto* x, auto* y) { return cost(x) < cost(y); });
   std::string others;
   for (const AcceleratorOption* a : ranked) {
-    if (a == &best) continue;
+    if (a == &best || a == alternative) continue;
     others += (others.empty() ? "" : ", ") + a->name + " " + Fixed(cost(a), 1);
   }
   if (!others.empty()) plan.recommendation += "; the others that fit: " + others;
-  // A device of the other vendor runs another image, and the same-MFU step time is least
-  // certain across vendors.
-  if (ctx.measured_gpu && best.vendor != ctx.measured_gpu->vendor) {
-    plan.recommendation += "; " + best.name + " is " + VendorName(best.vendor) +
-                           " and the report was measured on " +
-                           VendorName(ctx.measured_gpu->vendor) + ": validate the " +
+  if (vendor.empty()) {
+    plan.recommendation += "; " + best.name + " is unmeasured: the report's " +
+                           ctx.input.device_name +
+                           " is not in the GPU catalog, so the measured vendor is unknown; "
+                           "validate the " +
                            TargetOf(best.vendor) + " target on one before booking";
-    std::vector<const AcceleratorOption*> same;
-    for (const AcceleratorOption* a : fitting) {
-      if (a->vendor == ctx.measured_gpu->vendor) same.push_back(a);
-    }
-    if (const AcceleratorOption* alt = Cheapest(same, by_budget)) {
-      plan.recommendation +=
-          "; the cheapest " + VendorName(ctx.measured_gpu->vendor) + " one is " + alt->name;
-    }
   }
 }
 

@@ -1,7 +1,8 @@
 // `trainlock plan`: from the memory and step time a validator report measured, the hardware
 // plan a person reads before booking a GPU reservation: does the run fit with DDP, what fixes
 // it when it does not (activation checkpointing, a smaller micro-batch, FSDP), which catalog
-// accelerator fits at the lowest cost, and how long a token budget takes. MakePlan is a pure
+// accelerator of the measured vendor fits at the lowest cost (a cheaper one of the other vendor
+// is named beside it, not recommended), and how long a token budget takes. MakePlan is a pure
 // function of measured numbers, options and the catalog; reading the report and printing are
 // separate (plan_input.cc, plan_render.cc) so that tests can state exact known answers.
 #pragma once
@@ -125,8 +126,10 @@ struct Plan {
   std::vector<PlanFix> fixes;                   // when the run does not fit the measured device
   std::optional<size_t> best_fix;               // index into fixes
   std::vector<AcceleratorOption> accelerators;  // kPlanAccelerators order
-  std::string recommended;                      // accelerator name; "" when none fits
-  std::string recommendation;                   // the sentence
+  std::string measured_vendor;  // the measured device's vendor in the catalog; "": unknown
+  std::string recommended;      // the cheapest fitting one of measured_vendor; "" when none fits
+  std::string alternative;      // a fitting one of the other vendor that costs less; "" if none
+  std::string recommendation;   // the sentence
   WallClock wall_clock;
   std::vector<std::string> notes;
   std::vector<std::string> assumptions;

@@ -45,6 +45,10 @@ nlohmann::json MemoryJson(const MemoryArithmetic& m) {
           {"line", m.line}};
 }
 
+nlohmann::json OrNull(const std::string& text) {
+  return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text);
+}
+
 nlohmann::json WallClockJson(const WallClock& w) {
   if (!w.estimated) return {{"estimated", false}, {"reason", w.reason}};
   return {{"estimated", true},
@@ -109,8 +113,9 @@ nlohmann::json PlanJson(const Plan& plan) {
                       {"fixes", nlohmann::json::array()},
                       {"best_fix", nullptr},
                       {"accelerators", nlohmann::json::array()},
-                      {"recommended", plan.recommended.empty() ? nlohmann::json(nullptr)
-                                                               : nlohmann::json(plan.recommended)},
+                      {"recommended", OrNull(plan.recommended)},
+                      {"measured_vendor", OrNull(plan.measured_vendor)},
+                      {"alternative", OrNull(plan.alternative)},
                       {"recommendation", plan.recommendation},
                       {"wall_clock", WallClockJson(plan.wall_clock)},
                       {"notes", plan.notes},

@@ -70,6 +70,14 @@ PlanInput SmallOnH200() {
 PlanInput LargeOnH200() {
   return Measured(Pilot(8, 1), "NVIDIA H200", kH200Total, 100 * kGiB, 0.8);
 }
+// 130 GiB peak at micro_batch 8: too large for the H200 too, not for the MI300X (192 GB).
+PlanInput OverH200OnH200() {
+  return Measured(Pilot(8, 1), "NVIDIA H200", kH200Total, 130 * kGiB, 0.8);
+}
+// The small shape measured on an MI300X (a round 192 GiB capacity for the test).
+PlanInput SmallOnMI300X() {
+  return Measured(Pilot(2, 2), "AMD Instinct MI300X", 192 * kGiB, 45 * kGiB, 0.4);
+}
 // The 8B shape ran out of memory on an H200: no step time, activations from the estimate.
 PlanInput OutOfMemoryOnH200() {
   PlanInput in = Measured(Llama8b(), "NVIDIA H200", kH200Total, 139 * kGiB, 1);
@@ -155,25 +163,50 @@ TEST(PlanRecommend, ShapeThatFitsAnA100IsRecommendedOnTheCheaperA100Baseline) {
             "A100-80GB: 49.6 GiB of 67.1 GiB usable (80 GB = 74.5 GiB x 0.90): fits");
   EXPECT_EQ(plan.recommended, "A100-80GB");
   EXPECT_EQ(plan.recommendation,
-            "A100-80GB: the cheapest accelerator that fits (1.0 per GPU-hour, A100-80GB = 1.0; "
-            "no --tokens, so by the price per GPU-hour alone); the others that fit: MI300X 1.5, "
-            "H100-80GB 1.7, H200 2.1");
+            "A100-80GB: the cheapest NVIDIA accelerator that fits (1.0 per GPU-hour, A100-80GB = "
+            "1.0; no --tokens, so by the price per GPU-hour alone); the others that fit: MI300X "
+            "1.5, H100-80GB 1.7, H200 2.1");
+}
+
+TEST(PlanRecommend, A100VsH200ShapeThatFitsA100GetsA100AndShapeOver80GbGetsH200) {
+  // 45 GiB peak: 18.4 GiB states + 4.6 GiB buckets + 26.6 GiB activations = 49.6 GiB.
+  Plan small = MakeTestPlan(SmallOnH200());
+  EXPECT_EQ(small.accelerators[0].line,
+            "A100-80GB: 49.6 GiB of 67.1 GiB usable (80 GB = 74.5 GiB x 0.90): fits");
+  EXPECT_EQ(small.accelerators[2].line,
+            "H200: 49.6 GiB of 125.8 GiB usable (139.8 GiB measured x 0.90): fits");
+  EXPECT_EQ(small.recommended, "A100-80GB");
+  EXPECT_EQ(small.alternative, "");
+  // 100 GiB peak: 104.6 GiB does not fit 80 GB x 0.90 = 67.1 GiB, fits 139.8 GiB x 0.90.
+  Plan large = MakeTestPlan(LargeOnH200());
+  EXPECT_EQ(large.accelerators[0].line,
+            "A100-80GB: 104.6 GiB of 67.1 GiB usable (80 GB = 74.5 GiB x 0.90): does not fit");
+  EXPECT_EQ(large.accelerators[2].line,
+            "H200: 104.6 GiB of 125.8 GiB usable (139.8 GiB measured x 0.90): fits");
+  EXPECT_EQ(large.recommended, "H200");
+  EXPECT_EQ(large.recommendation,
+            "H200: the cheapest NVIDIA accelerator that fits (2.1 per GPU-hour, A100-80GB = 1.0; "
+            "no --tokens, so by the price per GPU-hour alone); MI300X (AMD) would cost 1.5 per "
+            "GPU-hour but needs the rocm target built and validated on one first");
 }
 
 TEST(PlanRecommend, WithATokenBudgetTheCostOfTheWholeBudgetDecidesNotTheHourlyPrice) {
-  // A100-80GB runs at 312/989 of the H200's 40960 tokens/s: 238.9 GPU-hours for 10B tokens.
+  // A100-80GB runs at 312/989 of the H200's 40960 tokens/s: 238.9 GPU-hours for 10B tokens,
+  // H100-80GB at the H200's: 75.4 GPU-hours x 1.7. MI300X (1307/989 faster, 1.5) is cheaper
+  // still, but AMD: named, not recommended.
   Plan plan = MakeTestPlan(SmallOnH200(), Budget(1e10, 8));
   EXPECT_EQ(plan.accelerators[0].step_time_s, 0.4 * 989 / 312);
-  EXPECT_EQ(plan.recommended, "MI300X");
+  EXPECT_EQ(plan.recommended, "H100-80GB");
+  EXPECT_EQ(plan.alternative, "MI300X");
   EXPECT_EQ(plan.recommendation,
-            "MI300X: the lowest cost for 10B tokens among the accelerators that fit (57.0 "
-            "GPU-hours x 1.5 = 85.5 A100-80GB GPU-hours); the others that fit: H100-80GB 128.1, "
-            "H200 158.2, A100-80GB 238.9; MI300X is AMD and the report was measured on NVIDIA: "
-            "validate the rocm target on one before booking; the cheapest NVIDIA one is "
-            "H100-80GB");
+            "H100-80GB: the lowest cost for 10B tokens among the NVIDIA accelerators that fit "
+            "(75.4 GPU-hours x 1.7 = 128.1 A100-80GB GPU-hours); MI300X (AMD) would cost 85.5 "
+            "but needs the rocm target built and validated on one first; the others that fit: "
+            "H200 158.2, A100-80GB 238.9");
+  EXPECT_EQ(plan.wall_clock.accelerator, "H100-80GB");
 }
 
-TEST(PlanRecommend, PeakOver80GbFitsOnlyH200AndMI300XAndAtCatalogPricesMI300XIsCheaper) {
+TEST(PlanRecommend, PeakOver80GbIsRecommendedOnTheMeasuredNvidiaH200AndMI300XNamedAsCheaperAmd) {
   Plan plan = MakeTestPlan(LargeOnH200());
   EXPECT_EQ(Fits(plan), std::vector<bool>({false, false, true, true}));
   EXPECT_EQ(plan.accelerators[1].line,
@@ -182,13 +215,15 @@ TEST(PlanRecommend, PeakOver80GbFitsOnlyH200AndMI300XAndAtCatalogPricesMI300XIsC
             "H200: 104.6 GiB of 125.8 GiB usable (139.8 GiB measured x 0.90): fits");
   EXPECT_EQ(plan.accelerators[3].line,
             "MI300X: 104.6 GiB of 160.9 GiB usable (192 GB = 178.8 GiB x 0.90): fits");
-  // MI300X (192 GB) fits too, and at the catalog's 1.5 vs 2.1 per GPU-hour cost decides.
-  EXPECT_EQ(plan.recommended, "MI300X");
+  // MI300X (192 GB) fits too and costs less (1.5 vs 2.1 per GPU-hour), but the report was
+  // measured on NVIDIA: H200 is recommended, MI300X named as the other vendor's option.
+  EXPECT_EQ(plan.measured_vendor, "nvidia");
+  EXPECT_EQ(plan.recommended, "H200");
+  EXPECT_EQ(plan.alternative, "MI300X");
   EXPECT_EQ(plan.recommendation,
-            "MI300X: the cheapest accelerator that fits (1.5 per GPU-hour, A100-80GB = 1.0; no "
-            "--tokens, so by the price per GPU-hour alone); the others that fit: H200 2.1; "
-            "MI300X is AMD and the report was measured on NVIDIA: validate the rocm target on "
-            "one before booking; the cheapest NVIDIA one is H200");
+            "H200: the cheapest NVIDIA accelerator that fits (2.1 per GPU-hour, A100-80GB = 1.0; "
+            "no --tokens, so by the price per GPU-hour alone); MI300X (AMD) would cost 1.5 per "
+            "GPU-hour but needs the rocm target built and validated on one first");
 }
 
 TEST(PlanRecommend, PeakOver80GbIsRecommendedOnH200WhenMI300XCostsMorePerGpuHour) {
@@ -196,9 +231,71 @@ TEST(PlanRecommend, PeakOver80GbIsRecommendedOnH200WhenMI300XCostsMorePerGpuHour
   options.costs = {{"MI300X", 2.5}};
   Plan plan = MakeTestPlan(LargeOnH200(), options);
   EXPECT_EQ(plan.recommended, "H200");
+  EXPECT_EQ(plan.alternative, "");
   EXPECT_EQ(plan.recommendation,
-            "H200: the cheapest accelerator that fits (2.1 per GPU-hour, A100-80GB = 1.0; no "
-            "--tokens, so by the price per GPU-hour alone); the others that fit: MI300X 2.5");
+            "H200: the cheapest NVIDIA accelerator that fits (2.1 per GPU-hour, A100-80GB = 1.0; "
+            "no --tokens, so by the price per GPU-hour alone); the others that fit: MI300X 2.5");
+}
+
+TEST(PlanRecommend, ShapeMeasuredOnAnMI300XIsRecommendedOnTheMI300XNotOnACheaperNvidiaPart) {
+  Plan plan = MakeTestPlan(SmallOnMI300X());
+  EXPECT_EQ(Fits(plan), std::vector<bool>({true, true, true, true}));
+  EXPECT_EQ(plan.accelerators[3].line,
+            "MI300X: 49.6 GiB of 172.8 GiB usable (192.0 GiB measured x 0.90): fits");
+  EXPECT_EQ(plan.measured_vendor, "amd");
+  EXPECT_EQ(plan.recommended, "MI300X");
+  EXPECT_EQ(plan.alternative, "A100-80GB");
+  EXPECT_EQ(plan.recommendation,
+            "MI300X: the cheapest AMD accelerator that fits (1.5 per GPU-hour, A100-80GB = 1.0; "
+            "no --tokens, so by the price per GPU-hour alone); A100-80GB (NVIDIA) would cost 1.0 "
+            "per GPU-hour but needs the cuda target built and validated on one first; the others "
+            "that fit: H100-80GB 1.7, H200 2.1");
+}
+
+TEST(PlanRecommend, NothingOfTheMeasuredVendorFitsSoTheFixIsRecommendedAndMI300XNamed) {
+  // 130 GiB peak: 111.6 GiB activations; 134.6 GiB > 125.8 usable on the H200.
+  Plan plan = MakeTestPlan(OverH200OnH200());
+  EXPECT_EQ(plan.memory.line,
+            "weights 4.6 GiB + grads 4.6 GiB + AdamW 9.2 GiB + DDP buckets 4.6 GiB + activations "
+            "111.6 GiB (measured) = 134.6 GiB of 125.8 GiB usable (139.8 GiB x 0.90): does not "
+            "fit");
+  EXPECT_EQ(Fits(plan), std::vector<bool>({false, false, false, true}));
+  EXPECT_EQ(plan.accelerators[3].line,
+            "MI300X: 134.6 GiB of 160.9 GiB usable (192 GB = 178.8 GiB x 0.90): fits");
+  // micro_batch 4 halves the activations: 18.4 + 4.6 + 55.8 = 78.8 GiB, no FSDP, no recompute.
+  ASSERT_TRUE(plan.best_fix.has_value());
+  EXPECT_EQ(plan.fixes[*plan.best_fix].name, "micro_batch 4 with grad_accum 2");
+  EXPECT_EQ(plan.recommended, "");
+  EXPECT_EQ(plan.alternative, "MI300X");
+  EXPECT_EQ(plan.recommendation,
+            "none of the NVIDIA accelerators (A100-80GB, H100-80GB and H200) fits this shape with "
+            "DDP; on the NVIDIA H200: micro_batch 4 with grad_accum 2 (78.8 GiB of 125.8 GiB "
+            "usable); MI300X (AMD) fits it with DDP at 1.5 per GPU-hour but needs the rocm "
+            "target built and validated on one first");
+  // With a budget: MI300X at 40960 x 1307/989 tokens/s, 57.0 GPU-hours x 1.5; the wall-clock
+  // is the fix's, on the measured H200.
+  Plan budget = MakeTestPlan(OverH200OnH200(), Budget(1e10, 8));
+  EXPECT_EQ(budget.recommendation,
+            "none of the NVIDIA accelerators (A100-80GB, H100-80GB and H200) fits this shape with "
+            "DDP; on the NVIDIA H200: micro_batch 4 with grad_accum 2 (78.8 GiB of 125.8 GiB "
+            "usable); MI300X (AMD) fits it with DDP and would cost 85.5 but needs the rocm target "
+            "built and validated on one first");
+  EXPECT_EQ(budget.wall_clock.line,
+            "10B tokens / (40960 tokens/s per GPU x 8 GPUs x 0.90) = 9.4 hours = 0.4 days on 8 x "
+            "NVIDIA H200 with micro_batch 4 with grad_accum 2, 75.4 GPU-hours");
+}
+
+TEST(PlanRecommend, DeviceNotInTheCatalogHasNoMeasuredVendorSoAllAreConsideredAndSaidUnmeasured) {
+  Plan plan = MakeTestPlan(
+      Measured(Pilot(2, 2), "NVIDIA RTX PRO 6000 Blackwell", 96 * kGiB, 45 * kGiB, 0.4));
+  EXPECT_EQ(plan.measured_vendor, "");
+  EXPECT_EQ(plan.recommended, "A100-80GB");
+  EXPECT_EQ(plan.recommendation,
+            "A100-80GB: the cheapest accelerator that fits (1.0 per GPU-hour, A100-80GB = 1.0; no "
+            "--tokens, so by the price per GPU-hour alone); the others that fit: MI300X 1.5, "
+            "H100-80GB 1.7, H200 2.1; A100-80GB is unmeasured: the report's NVIDIA RTX PRO 6000 "
+            "Blackwell is not in the GPU catalog, so the measured vendor is unknown; validate the "
+            "cuda target on one before booking");
 }
 
 TEST(PlanFixes, ShapeThatFitsNothingGetsEachFixWithItsArithmetic) {
@@ -285,8 +382,8 @@ Plan LargeOnH200WithBudget(double tokens, int64_t gpus) {
 TEST(PlanWallClock, BudgetUnderSevenDaysFitsTheSevenDayPilotWindow) {
   Plan plan = LargeOnH200WithBudget(1e10, 8);
   EXPECT_EQ(plan.recommendation,
-            "H200: the lowest cost for 10B tokens among the accelerators that fit (75.4 GPU-hours "
-            "x 2.1 = 158.2 A100-80GB GPU-hours); the others that fit: MI300X 171.1");
+            "H200: the lowest cost for 10B tokens among the NVIDIA accelerators that fit (75.4 "
+            "GPU-hours x 2.1 = 158.2 A100-80GB GPU-hours); the others that fit: MI300X 171.1");
   const WallClock& w = plan.wall_clock;
   ASSERT_TRUE(w.estimated) << w.reason;
   EXPECT_EQ(w.line,
@@ -419,11 +516,12 @@ TEST(PlanCli, H200FixtureWithTenBillionTokensOnEightGpusPrintsThePlan) {
            "weights 4.6 GiB + grads 4.6 GiB + AdamW 9.2 GiB + DDP buckets 4.6 GiB + activations "
            "54.6 GiB (measured) = 77.6 GiB of 125.8 GiB usable (139.8 GiB x 0.90): fits\n",
            "A100-80GB: 77.6 GiB of 67.1 GiB usable (80 GB = 74.5 GiB x 0.90): does not fit\n",
-           "Recommendation: MI300X: the lowest cost for 10B tokens among the accelerators that fit "
-           "(61.0 GPU-hours x 1.5 = 91.5 A100-80GB GPU-hours); the others that fit: H200 169.3;",
-           "Wall-clock: 10B tokens / (50601 tokens/s per GPU x 8 GPUs x 0.90) = 7.6 hours = 0.3 "
-           "days on 8 x MI300X, 61.0 GPU-hours\n",
-           "a 7-day pilot window is enough (0.3 days estimated, 0.4 days with the x1.2 margin = 5% "
+           "Recommendation: H200: the lowest cost for 10B tokens among the NVIDIA accelerators "
+           "that fit (80.6 GPU-hours x 2.1 = 169.3 A100-80GB GPU-hours); MI300X (AMD) would cost "
+           "91.5 but needs the rocm target built and validated on one first\n",
+           "Wall-clock: 10B tokens / (38290 tokens/s per GPU x 8 GPUs x 0.90) = 10.1 hours = 0.4 "
+           "days on 8 x H200, 80.6 GPU-hours\n",
+           "a 7-day pilot window is enough (0.4 days estimated, 0.5 days with the x1.2 margin = 7% "
            "of the window)\n",
            "(measured here: peak reserved - peak allocated = 4.1 GiB, device used - peak "
            "allocated = 4.8 GiB = 3.4% of capacity)",
@@ -437,18 +535,25 @@ TEST(PlanCli, JsonIsTheSamePlanAsData) {
       {"plan", Fixture("h200-pilot-report.json"), "--tokens", "10B", "--gpus", "8", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["recommended"], "MI300X");
+  EXPECT_EQ(j["recommended"], "H200");
+  EXPECT_EQ(j["measured_vendor"], "nvidia");
+  EXPECT_EQ(j["alternative"], "MI300X");
   EXPECT_EQ(j["memory"]["fits"], true);
   EXPECT_EQ(j["accelerators"].size(), 4u);
   EXPECT_EQ(j["wall_clock"]["gpus"], 8);
   EXPECT_EQ(j["wall_clock"]["pilot_window_enough"], true);
 }
 
-TEST(PlanCli, CostOverrideChangesTheRecommendation) {
+TEST(PlanCli, CostOverrideDecidesWhetherTheOtherVendorIsNamedAsCheaper) {
   auto r = testing::RunTrainlock(
       {"plan", Fixture("h200-pilot-report.json"), "--cost", "MI300X=4", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(nlohmann::json::parse(r.out)["recommended"], "H200");
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["recommended"], "H200");
+  EXPECT_EQ(j["alternative"], nullptr);
+  EXPECT_EQ(j["recommendation"],
+            "H200: the cheapest NVIDIA accelerator that fits (2.1 per GPU-hour, A100-80GB = 1.0; "
+            "no --tokens, so by the price per GPU-hour alone); the others that fit: MI300X 4.0");
 }
 
 TEST(PlanCli, CpuFixtureSaysItNeedsAGpuReport) {

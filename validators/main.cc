@@ -5,6 +5,7 @@
 
 #include <iostream>
 
+#include "check_ids.h"
 #include "diagnostic.h"
 #include "exit_code.h"
 #include "validate.h"
@@ -47,6 +48,24 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   app.add_flag("--json", v.json, "Print the report JSON instead of the summary");
+  std::string nproc;
+  app.add_option("--nproc", nproc,
+                 "Start N ranks (auto: one per visible GPU) that join comm.allreduce and comm.ddp; "
+                 "under torchrun or srun the launcher's RANK/WORLD_SIZE or SLURM_* are used");
+  app.add_option("--join-timeout", v.join_timeout_s,
+                 "Seconds every rank has to join the rendezvous")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--collective-timeout", v.collective_timeout_s,
+                 "Seconds one collective may take before the ranks give up")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--comm-max-mib", v.comm_max_mib,
+                 "Largest all-reduce in MiB (default 1024 on GPUs, 16 on CPU)")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--only", v.only, "Run only these checks (ids); the others are skipped")
+      ->delimiter(',')
+      ->check(CLI::IsMember(std::vector<std::string>(kCheckIds.begin(), kCheckIds.end())));
   std::string sign_key;
   app.add_option("--sign", sign_key,
                  "Sign the report with this Ed25519 private key (PEM, from `trainlock keygen`); "
@@ -93,6 +112,19 @@ int Main(int argc, char** argv) {
   v.checkpoint_dir = ckpt;
   v.work_dir = work;
   v.sign_key = sign_key;
+  v.argv.assign(argv, argv + argc);
+  if (nproc == "auto") {
+    v.nproc = -1;
+  } else if (!nproc.empty()) {
+    char* end = nullptr;
+    long n = std::strtol(nproc.c_str(), &end, 10);
+    if (*end != '\0' || n < 1 || n > 1024) {
+      std::cerr << "trainlock-validate: error: --nproc: '" << nproc
+                << "' is not auto or a count in [1, 1024]\n";
+      return kExitBadInput;
+    }
+    v.nproc = static_cast<int>(n);
+  }
   v.negative_control = control == "rng"       ? NegativeControl::kSkipRngRestore
                        : control == "data"    ? NegativeControl::kSkipDataRestore
                        : control == "corrupt" ? NegativeControl::kCorruptCheckpoint

@@ -207,7 +207,8 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
   if (a.result.contains("device_name")) c.metrics["device_name"] = a.result["device_name"];
   c.metrics["data"] = a.result.value("data", "");
   c.metrics["model"] = a.result.value("model", nlohmann::json::object());
-  c.metrics["shape"] = TrainShapeJson(LoadProject(o_.project, ManifestRequirement::kOptional).config);
+  c.metrics["shape"] =
+      TrainShapeJson(LoadProject(o_.project, ManifestRequirement::kOptional).config);
   c.duration_s = m.value("step_time_s", 0.0);
   std::ostringstream s;
   s.precision(3);

@@ -5,6 +5,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -14,15 +15,19 @@
 #include "artifact_paths.h"
 #include "catalog.h"
 #include "check_ids.h"
+#include "collectives.h"
 #include "diagnostic.h"
 #include "exit_code.h"
 #include "file_io.h"
 #include "gpu_binary.h"
+#include "launch.h"
 #include "node_checks.h"
 #include "nvml_probe.h"
 #include "ops_check.h"
 #include "progress.h"
 #include "project.h"
+#include "rank_env.h"
+#include "report.h"
 #include "report_signing.h"
 #include "sha256.h"
 #include "smoke_command.h"
@@ -161,10 +166,14 @@ std::string StatusWord(CheckStatus s) {
   return word;
 }
 
-void PrintSummary(const Report& report, const ValidateOptions& o, const std::string& lock_sha) {
+void PrintSummary(const Report& report, const ValidateOptions& o, const std::string& lock_sha,
+                  const std::optional<RankEnv>& rank) {
   std::cout << "trainlock-validate " << kTrainlockVersion << " (torch " << report.torch_version
             << ", " << report.build << ") " << o.project.string() << " lock "
-            << lock_sha.substr(0, 12) << "\n";
+            << lock_sha.substr(0, 12);
+  if (rank)
+    std::cout << " rank " << rank->rank << "/" << rank->world_size << " (" << rank->launcher << ")";
+  std::cout << "\n";
   int counts[4] = {};
   for (const CheckResult& c : report.checks) {
     ++counts[static_cast<int>(c.status)];
@@ -178,7 +187,10 @@ void PrintSummary(const Report& report, const ValidateOptions& o, const std::str
   }
   std::cout << "verdict: " << report.Verdict() << " (" << counts[0] << " passed, " << counts[1]
             << " failed, " << counts[3] << " errors, " << counts[2] << " skipped) in "
-            << static_cast<int>(report.duration_s + 0.5) << " s -> " << o.out.string() << "\n";
+            << static_cast<int>(report.duration_s + 0.5) << " s -> "
+            << (rank && rank->rank != 0 ? RankReportPath(o.out.string(), rank->rank)
+                                        : o.out.string())
+            << "\n";
 }
 
 fs::path MakeWorkDir(const ValidateOptions& o) {
@@ -195,7 +207,224 @@ fs::path MakeWorkDir(const ValidateOptions& o) {
 
 }  // namespace
 
+namespace {
+
+// False when --only names checks and none of `ids` is among them: that work is not run.
+bool Selected(const ValidateOptions& o, std::initializer_list<std::string_view> ids) {
+  if (o.only.empty()) return true;
+  for (std::string_view id : ids) {
+    if (std::find(o.only.begin(), o.only.end(), id) != o.only.end()) return true;
+  }
+  return false;
+}
+
+// What rank 0 (or the only process) measured on the node, for the checks after the collectives.
+struct NodeRun {
+  fs::path checkpoint_root;
+  DeviceRuns runs;
+};
+
+fs::path CheckpointRoot(const ValidateOptions& o, const Project& project, const fs::path& work) {
+  const Spec& lock = *project.lock;
+  fs::path root = o.checkpoint_dir.empty() ? (lock.validate.checkpoint_dir.empty()
+                                                  ? work / "checkpoints"
+                                                  : fs::path(lock.validate.checkpoint_dir))
+                                           : o.checkpoint_dir;
+  if (root.is_relative() && o.checkpoint_dir.empty() && !lock.validate.checkpoint_dir.empty())
+    root = project.dir / root;
+  // A run of its own under shared checkpoint storage, so concurrent validations never mix.
+  if (root != work / "checkpoints") root /= "trainlock-validate-" + std::to_string(::getpid());
+  return root;
+}
+
+// env.*, data.*, ops.custom and the round trip: the checks of one node.
+NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project, const NodeProbe& node,
+                      const fs::path& work, Progress& progress, Report& report) {
+  const Spec& lock = *project.lock;
+  NodeRun run;
+  if (report.build != "cpu" && node.nvml_loaded &&
+      Selected(o, {"env.arch", "perf.matmul", "perf.hbm"})) {
+    std::vector<fs::path> op_libraries;
+    for (const CustomOpLibrary& lib : lock.custom_ops) {
+      op_libraries.push_back(fs::path(lib.library).is_absolute() ? fs::path(lib.library)
+                                                                 : project.dir / lib.library);
+    }
+    progress.Begin("env.arch, perf.*: measuring each device");
+    run.runs = MeasureDevices(work, o.timeout_s, op_libraries);
+    progress.End();
+  }
+  run.checkpoint_root = CheckpointRoot(o, project, work);
+  for (CheckResult& c : EnvChecks(lock, node, run.runs, &report.devices))
+    report.checks.push_back(std::move(c));
+  report.checks.push_back(VerifyArtifact(project, lock.model, "model"));
+  report.checks.push_back(VerifyArtifact(project, lock.dataset, "dataset"));
+  if (lock.custom_ops.empty()) {
+    report.checks.push_back(Skip("ops.custom", "the lock declares no custom ops"));
+  } else if (!Selected(o, {"ops.custom"})) {
+    report.checks.push_back(Skip("ops.custom", "not selected (--only)"));
+  } else {
+    progress.Begin("ops.custom: loading and smoke-testing the custom ops");
+    report.checks.push_back(
+        RunOpsCheck({fs::absolute(o.project), {}, work, o.device, o.timeout_s}));
+    progress.End();
+  }
+  if (!Selected(o, {"train.step", "train.roundtrip", "train.eval", "ckpt.portable"})) {
+    for (const char* id : {"train.step", "train.roundtrip", "train.eval", "ckpt.portable"})
+      report.checks.push_back(Skip(id, "not selected (--only)"));
+    return run;
+  }
+  RoundtripOptions r;
+  r.project = fs::absolute(o.project);
+  r.work_dir = work;
+  r.checkpoint_root = run.checkpoint_root;
+  r.steps = lock.validate.steps;
+  r.checkpoint_at = lock.validate.checkpoint_at;
+  r.keep_last = lock.validate.keep_last;
+  r.loss_tolerance = lock.validate.loss_tolerance;
+  r.eval_tolerance = lock.validate.eval_tolerance;
+  r.device = o.device;
+  r.threads = o.threads;
+  r.timeout_s = o.timeout_s;
+  r.negative_control = o.negative_control;
+  progress.Begin(
+      "train.step, train.roundtrip: train -> checkpoint -> SIGKILL -> restore -> resume");
+  for (CheckResult& c : RunRoundtrip(r)) report.checks.push_back(std::move(c));
+  progress.End();
+  return run;
+}
+
+// perf.* from the device measurements, and the project's own smoke command.
+void RunTailChecks(const ValidateOptions& o, const Project& project, const NodeProbe& node,
+                   const NodeRun& run, Progress& progress, Report& report) {
+  const Spec& lock = *project.lock;
+  const bool gpu_build = report.build != "cpu";
+  if (gpu_build && node.nvml_loaded) {
+    for (CheckResult& c : PerfChecks(node, run.runs, Catalog::Embedded()))
+      report.checks.push_back(std::move(c));
+  } else {
+    const std::string why =
+        gpu_build ? node.unavailable_reason : "CPU build: no accelerator to measure";
+    report.checks.push_back(Skip("perf.matmul", why));
+    report.checks.push_back(Skip("perf.hbm", why));
+  }
+  if (lock.ext_command && Selected(o, {"ext.command"})) {
+    progress.Begin("ext.command: the project's smoke command");
+    SmokeRun smoke = RunSmokeCommand(*lock.ext_command, fs::absolute(project.dir));
+    report.checks.push_back(SmokeCommandCheck(*lock.ext_command, smoke));
+    progress.End();
+  } else {
+    report.checks.push_back(Skip("ext.command", "the lock declares no smoke command"));
+  }
+}
+
+size_t CheckOrder(const std::string& id) {
+  for (size_t i = 0; i < kCheckIds.size(); ++i) {
+    if (kCheckIds[i] == id) return i;
+  }
+  return kCheckIds.size();
+}
+
+// The options every rank needs to join comm.allreduce and comm.ddp.
+CommOptions CommOptionsFor(const RankEnv& rank, const ValidateOptions& o, const NodeProbe& node) {
+  CommOptions c;
+  c.rank = rank;
+  c.device = CommDevice(o.device, rank.local_rank);
+  c.join_timeout = std::chrono::seconds(o.join_timeout_s);
+  c.collective_timeout = std::chrono::seconds(o.collective_timeout_s);
+  const bool cuda = c.device != "cpu";
+  c.max_bytes = (o.comm_max_mib > 0 ? o.comm_max_mib : (cuda ? 1024 : 16)) * (int64_t{1} << 20);
+  if (const char* fault = std::getenv("TRAINLOCK_FAULT_KILL_RANK"); fault && *fault)
+    c.fault_kill_rank = std::atoi(fault);
+  // Thresholds describe one node's interconnect: only when every rank is on this node.
+  const char* local_world = std::getenv("LOCAL_WORLD_SIZE");
+  const bool one_node =
+      rank.launcher == "torchrun" && local_world && std::atoi(local_world) == rank.world_size;
+  if (cuda && !node.gpus.empty()) {
+    const Catalog catalog = Catalog::Embedded();
+    const auto& gpu = node.gpus[static_cast<size_t>(rank.local_rank) % node.gpus.size()];
+    if (const GpuModel* model = catalog.FindGpu(gpu.name)) {
+      c.accelerator = model->name;
+      if (one_node) {
+        c.busbw_threshold_gbps = AllReduceBusbwThreshold(*model, rank.world_size);
+        c.threshold_source = "lockfiles/compat/gpus.toml interconnect-gbps " +
+                             std::to_string(static_cast<int>(model->interconnect_gbps)) +
+                             " GB/s x " + (rank.world_size == 8 ? "0.8" : "0.5");
+      }
+    }
+  }
+  return c;
+}
+
+// A rank other than 0 joins the collectives and leaves the node checks to rank 0.
+void SkipForNonLeadRank(Report& report, int rank) {
+  const std::string why = "run by rank 0; rank " + std::to_string(rank) + " joins the collectives";
+  for (std::string_view id : kCheckIds) {
+    if (id != "comm.allreduce" && id != "comm.ddp")
+      report.checks.push_back(Skip(std::string(id), why));
+  }
+}
+
+// The merged report's comm checks fail when any rank's did, naming the rank.
+void MergeRankResults(Report& report, const nlohmann::json& ranks) {
+  for (CheckResult& c : report.checks) {
+    if (c.id != "comm.allreduce" && c.id != "comm.ddp") continue;
+    for (const nlohmann::json& r : ranks) {
+      const std::string status = StringMember(
+          r.value("checks", nlohmann::json::object()).value(c.id, nlohmann::json::object()),
+          "status");
+      if ((status == "fail" || status == "error") && c.status == CheckStatus::kPass) {
+        c.status = CheckStatus::kFail;
+        c.summary += "; rank " + std::to_string(r.value("rank", -1)) + ": " +
+                     StringMember(r["checks"][c.id], "summary");
+      }
+    }
+  }
+}
+
+void AddCommChecks(Report& report, const std::optional<CommOutcome>& comm) {
+  if (comm) {
+    for (const CheckResult& c : comm->checks) report.checks.push_back(c);
+    MergeRankResults(report, comm->ranks);
+  } else {
+    report.checks.push_back(Skip("comm.allreduce", "single process: no collective to test",
+                                 "run with --nproc N, under torchrun or under srun"));
+    report.checks.push_back(Skip("comm.ddp", "single process: no collective to test",
+                                 "run with --nproc N, under torchrun or under srun"));
+  }
+}
+
+// --only: the checks not selected are skipped, and only selected ones stay required.
+void ApplyOnly(Report& report, const std::vector<std::string>& only) {
+  if (only.empty()) return;
+  auto selected = [&](const std::string& id) {
+    return std::find(only.begin(), only.end(), id) != only.end();
+  };
+  for (CheckResult& c : report.checks) {
+    if (!selected(c.id) && c.status != CheckStatus::kSkip) c = Skip(c.id, "not selected (--only)");
+  }
+  std::vector<std::string> required;
+  for (const std::string& id : report.required) {
+    if (selected(id)) required.push_back(id);
+  }
+  report.required = required;
+}
+
+}  // namespace
+
 int RunValidate(const ValidateOptions& o) {
+  std::optional<RankEnv> rank = DetectRankEnv([](const char* name) { return std::getenv(name); });
+  if (!rank && o.nproc != 0) {
+    const int n = o.nproc > 0 ? o.nproc : VisibleAcceleratorCount();
+    if (n < 1) {
+      throw InputError(Diagnostic{"--nproc",
+                                  {},
+                                  "auto: no accelerator is visible",
+                                  "give the number of processes, e.g. --nproc 2"});
+    }
+    if (n > 1) return LaunchRanks(o.argv, n);
+  }
+  const bool distributed = rank && rank->world_size > 1;
+  const bool lead = !rank || rank->rank == 0;
   auto start = std::chrono::steady_clock::now();
   Report report;
   report.started_at = NowRfc3339();
@@ -224,102 +453,68 @@ int RunValidate(const ValidateOptions& o) {
   report.torch_version = BuiltTorchVersion();
   report.build = BuiltTorchFlavour();
   report.host = HostInfo();
-  report.required = lock.validate.required;
+  report.required = lead ? lock.validate.required : std::vector<std::string>{};
   if (const char* ref = std::getenv("TRAINLOCK_IMAGE_REF"); ref && *ref) {
     const char* digest = std::getenv("TRAINLOCK_IMAGE_DIGEST");
     if (digest && *digest) report.image = std::make_pair(std::string(ref), std::string(digest));
   }
-
-  fs::path work = MakeWorkDir(o);
   const bool gpu_build = report.build != "cpu";
   NodeProbe node;
-  DeviceRuns runs;
-  if (gpu_build) {
-    node = ProbeNode();
-    std::vector<fs::path> op_libraries;
-    for (const CustomOpLibrary& lib : lock.custom_ops) {
-      op_libraries.push_back(fs::path(lib.library).is_absolute() ? fs::path(lib.library)
-                                                                 : project.dir / lib.library);
-    }
-    if (node.nvml_loaded) {
-      progress.Begin("env.arch, perf.*: measuring each device");
-      runs = MeasureDevices(work, o.timeout_s, op_libraries);
-      progress.End();
-    }
-  }
-  fs::path ckpt_root = o.checkpoint_dir.empty() ? (lock.validate.checkpoint_dir.empty()
-                                                       ? work / "checkpoints"
-                                                       : fs::path(lock.validate.checkpoint_dir))
-                                                : o.checkpoint_dir;
-  if (ckpt_root.is_relative() && o.checkpoint_dir.empty() &&
-      !lock.validate.checkpoint_dir.empty()) {
-    ckpt_root = project.dir / ckpt_root;
-  }
-  // A run of its own under shared checkpoint storage, so concurrent validations never mix.
-  if (ckpt_root != work / "checkpoints")
-    ckpt_root /= "trainlock-validate-" + std::to_string(::getpid());
+  if (gpu_build) node = ProbeNode();
 
-  for (CheckResult& c : EnvChecks(lock, node, runs, &report.devices))
-    report.checks.push_back(std::move(c));
-  report.checks.push_back(VerifyArtifact(project, lock.model, "model"));
-  report.checks.push_back(VerifyArtifact(project, lock.dataset, "dataset"));
-  if (lock.custom_ops.empty()) {
-    report.checks.push_back(Skip("ops.custom", "the lock declares no custom ops"));
-  } else {
-    progress.Begin("ops.custom: loading and smoke-testing the custom ops");
-    report.checks.push_back(
-        RunOpsCheck({fs::absolute(o.project), {}, work, o.device, o.timeout_s}));
+  // The collectives come first: every rank is at the rendezvous now, while rank 0's round
+  // trip afterwards may take minutes.
+  std::optional<CommOutcome> comm;
+  if (distributed) {
+    progress.Begin("comm.allreduce, comm.ddp: " + std::to_string(rank->world_size) + " ranks");
+    comm = RunCommChecks(CommOptionsFor(*rank, o, node));
     progress.End();
   }
-  RoundtripOptions r;
-  r.project = fs::absolute(o.project);
-  r.work_dir = work;
-  r.checkpoint_root = ckpt_root;
-  r.steps = lock.validate.steps;
-  r.checkpoint_at = lock.validate.checkpoint_at;
-  r.keep_last = lock.validate.keep_last;
-  r.loss_tolerance = lock.validate.loss_tolerance;
-  r.eval_tolerance = lock.validate.eval_tolerance;
-  r.device = o.device;
-  r.threads = o.threads;
-  r.timeout_s = o.timeout_s;
-  r.negative_control = o.negative_control;
-  progress.Begin(
-      "train.step, train.roundtrip: train -> checkpoint -> SIGKILL -> restore -> resume");
-  for (CheckResult& c : RunRoundtrip(r)) report.checks.push_back(std::move(c));
-  progress.End();
-  report.checks.push_back(Skip("comm.allreduce", "single process: no collective to test"));
-  report.checks.push_back(Skip("comm.ddp", "single process: no collective to test"));
-  if (gpu_build && node.nvml_loaded) {
-    for (CheckResult& c : PerfChecks(node, runs, Catalog::Embedded()))
-      report.checks.push_back(std::move(c));
+  fs::path work = MakeWorkDir(o);
+  fs::path ckpt_root = work / "checkpoints";
+  if (lead) {
+    NodeRun run = RunNodeChecks(o, project, node, work, progress, report);
+    ckpt_root = run.checkpoint_root;
+    AddCommChecks(report, comm);
+    RunTailChecks(o, project, node, run, progress, report);
   } else {
-    const std::string why =
-        gpu_build ? node.unavailable_reason : "CPU build: no accelerator to measure";
-    report.checks.push_back(Skip("perf.matmul", why));
-    report.checks.push_back(Skip("perf.hbm", why));
+    SkipForNonLeadRank(report, rank->rank);
+    for (const CheckResult& c : comm->checks) report.checks.push_back(c);
   }
-  if (lock.ext_command) {
-    progress.Begin("ext.command: the project's smoke command");
-    SmokeRun smoke = RunSmokeCommand(*lock.ext_command, fs::absolute(project.dir));
-    report.checks.push_back(SmokeCommandCheck(*lock.ext_command, smoke));
-    progress.End();
-  } else {
-    report.checks.push_back(Skip("ext.command", "the lock declares no smoke command"));
-  }
+  std::stable_sort(report.checks.begin(), report.checks.end(),
+                   [](const CheckResult& x, const CheckResult& y) {
+                     return CheckOrder(x.id) < CheckOrder(y.id);
+                   });
+  ApplyOnly(report, o.only);
 
   report.duration_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   nlohmann::json j = report.ToJson();
   j["project"] = project.effective().name;
   j["work_dir"] = o.keep_work ? nlohmann::json(work.string()) : nlohmann::json(nullptr);
+  if (!o.only.empty()) j["only"] = o.only;
+  if (rank) {
+    j["rank"] = {{"rank", rank->rank},
+                 {"world_size", rank->world_size},
+                 {"local_rank", rank->local_rank},
+                 {"launcher", rank->launcher}};
+  }
   if (o.out.has_parent_path()) fs::create_directories(o.out.parent_path());
-  if (!sign_pem.empty()) SignReport(j, sign_pem);
-  WriteFileAtomically(o.out, SignedReportText(j));
+  if (distributed) {
+    // Every rank's own report beside the merged one; rank 0's merged report adds the ranks.
+    nlohmann::json own = j;
+    if (!sign_pem.empty()) SignReport(own, sign_pem);
+    WriteFileAtomically(RankReportPath(o.out.string(), rank->rank), SignedReportText(own));
+    if (lead) j["ranks"] = comm->ranks;
+  }
+  if (lead) {
+    if (!sign_pem.empty()) SignReport(j, sign_pem);
+    WriteFileAtomically(o.out, SignedReportText(j));
+  }
   if (o.json) {
     std::cout << j.dump(2) << "\n";
   } else {
-    PrintSummary(report, o, project.lock_sha256);
+    PrintSummary(report, o, project.lock_sha256, rank);
   }
   if (!o.keep_work) {
     std::error_code ec;

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "roundtrip.h"
 
@@ -18,7 +19,13 @@ struct ValidateOptions {
   std::string device = "auto";
   int threads = 0;
   int timeout_s = 900;
-  bool json = false;               // print the report to stdout instead of the summary
+  bool json = false;  // print the report to stdout instead of the summary
+  int nproc = 0;      // --nproc: 0 not given, -1 auto (one per visible device), else the count
+  int join_timeout_s = 120;        // every rank must reach the rendezvous within this
+  int collective_timeout_s = 120;  // one collective may take this long
+  int64_t comm_max_mib = 0;        // largest all-reduce; 0: 1024 on GPUs, 16 on CPU
+  std::vector<std::string> only;   // --only: run these checks, skip the rest
+  std::vector<std::string> argv;   // this process's command line, for --nproc's ranks
   std::filesystem::path sign_key;  // Ed25519 private key (PEM) to sign the report with; "" = none
   NegativeControl negative_control = NegativeControl::kNone;
 };

@@ -33,5 +33,6 @@ Command RegisterPlan(CLI::App& app, const GlobalOptions& global);
 Command RegisterGate(CLI::App& app, const GlobalOptions& global);
 Command RegisterKeygen(CLI::App& app, const GlobalOptions& global);
 Command RegisterReport(CLI::App& app, const GlobalOptions& global);
+Command RegisterFleet(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace trainlock::cli

@@ -46,6 +46,7 @@ int Run(int argc, char** argv) {
   add("gate", cli::RegisterGate);
   add("keygen", cli::RegisterKeygen);
   add("report", cli::RegisterReport);
+  add("fleet", cli::RegisterFleet);
 
   try {
     app.parse(argc, argv);

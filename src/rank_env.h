@@ -1,0 +1,30 @@
+// Which rank of a distributed validation this process is, read from the environment the
+// launcher set: torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT), Slurm's
+// srun (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID), or trainlock-validate --nproc, which sets
+// the torchrun variables for the processes it starts.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace trainlock {
+
+struct RankEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string master_addr;  // where rank 0's rendezvous store listens
+  int master_port = 0;
+  std::string launcher;  // "torchrun" | "slurm" | "standalone" (trainlock-validate --nproc)
+};
+
+// Reads the variables through `getenv` (std::getenv in production). nullopt when no launcher
+// variables are set (a single-process run). Throws InputError naming the variable when they
+// are inconsistent: a rank outside the world, a missing MASTER_ADDR, a port out of range.
+std::optional<RankEnv> DetectRankEnv(const std::function<const char*(const char*)>& getenv);
+
+// The report path of rank `rank` beside `out`: "report.json" -> "report.rank-3.json".
+std::string RankReportPath(const std::string& out, int rank);
+
+}  // namespace trainlock

@@ -1,0 +1,512 @@
+// Specification of `trainlock fleet`: the Kubernetes Job parses as YAML with the kinds and
+// fields a one-pod-per-node validation needs, the sbatch script passes `bash -n` and quotes
+// what users typed, and `fleet summarize` tables a directory of mixed reports.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <nlohmann/json.hpp>
+
+#include "fleet.h"
+#include "project.h"
+#include "test_support.h"
+
+namespace trainlock {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::ReadFile;
+using testing::RunCommand;
+using testing::RunResult;
+using testing::RunTrainlock;
+using testing::SourceDir;
+using testing::TempDir;
+using testing::WriteFile;
+
+const std::string kDigest = "sha256:" + std::string(64, 'a');
+const std::string kBuiltRef = "registry.example/h200-pilot:1";
+// The image examples/fleet/ was generated with (examples/fleet/README.md).
+const std::string kExampleImage =
+    "registry.example/h200-pilot@sha256:"
+    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+// examples/<name> copied to DIR/<name>, with `images_table` appended to its lock.
+fs::path ProjectWithImage(const fs::path& dir, const std::string& name,
+                          const std::string& images_table) {
+  const fs::path project = dir / name;
+  fs::create_directories(project);
+  testing::CopyExample(name, project);
+  if (!images_table.empty()) {
+    WriteFile(project / kLockFile, ReadFile(project / kLockFile) + "\n" + images_table);
+  }
+  return project;
+}
+
+std::string CudaImageTable() {
+  return "[images.cuda]\nref = \"" + kBuiltRef + "\"\ndigest = \"" + kDigest + "\"\n";
+}
+
+class FleetK8s : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    project_ = ProjectWithImage(tmp_.path(), "h200-pilot", CudaImageTable());
+  }
+
+  // `trainlock fleet k8s` on the project, parsed.
+  YAML::Node Job(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"fleet", "k8s", project_.string(), "--nodes", "4"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    RunResult r = RunTrainlock(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    text_ = r.out;
+    return YAML::Load(r.out);
+  }
+
+  static YAML::Node PodSpec(const YAML::Node& job) { return job["spec"]["template"]["spec"]; }
+  static YAML::Node Container(const YAML::Node& job) { return PodSpec(job)["containers"][0]; }
+
+  TempDir tmp_;
+  fs::path project_;
+  std::string text_;
+};
+
+TEST_F(FleetK8s, ImagesTableLeavesTheLockIdentityUnchanged) {
+  const std::string original = LoadProject(SourceDir() / "examples/h200-pilot").lock_sha256;
+  Project project = LoadProject(project_);
+  EXPECT_EQ(project.lock_sha256, original);
+  EXPECT_EQ(project.lock->images.at("cuda").digest, kDigest);
+}
+
+TEST_F(FleetK8s, IsAnIndexedBatchV1JobWithOneCompletionPerNode) {
+  YAML::Node job = Job();
+  EXPECT_EQ(job["apiVersion"].as<std::string>(), "batch/v1");
+  EXPECT_EQ(job["kind"].as<std::string>(), "Job");
+  EXPECT_EQ(job["spec"]["completionMode"].as<std::string>(), "Indexed");
+  EXPECT_EQ(job["spec"]["completions"].as<int>(), 4);
+  EXPECT_EQ(job["spec"]["parallelism"].as<int>(), 4);
+}
+
+TEST_F(FleetK8s, NeverRetriesANode) {
+  YAML::Node job = Job();
+  EXPECT_EQ(job["spec"]["backoffLimitPerIndex"].as<int>(), 0);
+  EXPECT_FALSE(job["spec"]["backoffLimit"]) << "a global limit would stop every other node";
+  EXPECT_EQ(PodSpec(job)["restartPolicy"].as<std::string>(), "Never");
+}
+
+TEST_F(FleetK8s, RunsTheLockedImageByDigest) {
+  YAML::Node container = Container(Job());
+  EXPECT_EQ(container["image"].as<std::string>(), kBuiltRef + "@" + kDigest);
+  bool digest_env = false;
+  for (const YAML::Node& env : container["env"]) {
+    if (env["name"].as<std::string>() == "TRAINLOCK_IMAGE_DIGEST")
+      digest_env = env["value"].as<std::string>() == kDigest;
+  }
+  EXPECT_TRUE(digest_env) << "the report must carry the digest the gate compares";
+}
+
+TEST_F(FleetK8s, ImageOptionReplacesTheLockedImage) {
+  YAML::Node container = Container(Job({"--image", kExampleImage}));
+  EXPECT_EQ(container["image"].as<std::string>(), kExampleImage);
+}
+
+TEST_F(FleetK8s, RequestsTheGpusOfTheWholeNode) {
+  EXPECT_EQ(Container(Job())["resources"]["limits"]["nvidia.com/gpu"].as<int>(), 8);
+  EXPECT_EQ(
+      Container(Job({"--gpus-per-node", "4"}))["resources"]["limits"]["nvidia.com/gpu"].as<int>(),
+      4);
+}
+
+TEST_F(FleetK8s, PlacesOnePodPerNode) {
+  YAML::Node job = Job();
+  YAML::Node terms =
+      PodSpec(job)["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+  ASSERT_EQ(terms.size(), 1u);
+  EXPECT_EQ(terms[0]["topologyKey"].as<std::string>(), "kubernetes.io/hostname");
+  // The selector must match the job's own pods, or it keeps nothing apart.
+  YAML::Node pod_labels = job["spec"]["template"]["metadata"]["labels"];
+  ASSERT_GT(terms[0]["labelSelector"]["matchLabels"].size(), 0u);
+  for (const auto& label : terms[0]["labelSelector"]["matchLabels"]) {
+    const std::string key = label.first.as<std::string>();
+    EXPECT_EQ(pod_labels[key].as<std::string>(), label.second.as<std::string>()) << key;
+  }
+}
+
+TEST_F(FleetK8s, NamesEachReportAfterItsNode) {
+  YAML::Node container = Container(Job());
+  bool node_name = false;
+  for (const YAML::Node& env : container["env"]) {
+    if (env["name"].as<std::string>() == "NODE_NAME")
+      node_name = env["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>() == "spec.nodeName";
+  }
+  EXPECT_TRUE(node_name);
+  std::vector<std::string> args = container["args"].as<std::vector<std::string>>();
+  EXPECT_EQ(args, (std::vector<std::string>{"/etc/trainlock", "--nproc", "auto", "--out",
+                                            "/reports/$(NODE_NAME).json"}));
+  EXPECT_EQ(container["command"][0].as<std::string>(), "/usr/local/bin/trainlock-validate");
+}
+
+TEST_F(FleetK8s, MountsTheReportsOnTheNodeAndSharedMemory) {
+  YAML::Node job = Job();
+  std::map<std::string, YAML::Node> volumes;
+  for (const YAML::Node& v : PodSpec(job)["volumes"]) volumes[v["name"].as<std::string>()] = v;
+  ASSERT_TRUE(volumes.contains("reports"));
+  EXPECT_EQ(volumes["reports"]["hostPath"]["path"].as<std::string>(), "/var/lib/trainlock/reports");
+  ASSERT_TRUE(volumes.contains("dshm"));
+  EXPECT_EQ(volumes["dshm"]["emptyDir"]["medium"].as<std::string>(), "Memory");
+  std::map<std::string, std::string> mounts;
+  for (const YAML::Node& m : Container(job)["volumeMounts"])
+    mounts[m["name"].as<std::string>()] = m["mountPath"].as<std::string>();
+  EXPECT_EQ(mounts["reports"], "/reports");
+  EXPECT_EQ(mounts["dshm"], "/dev/shm");
+}
+
+TEST_F(FleetK8s, ReportsPvcReplacesTheHostPath) {
+  YAML::Node job = Job({"--reports-pvc", "fleet-reports", "--namespace", "gpu-ops"});
+  YAML::Node reports = PodSpec(job)["volumes"][0];
+  EXPECT_EQ(reports["name"].as<std::string>(), "reports");
+  EXPECT_EQ(reports["persistentVolumeClaim"]["claimName"].as<std::string>(), "fleet-reports");
+  EXPECT_FALSE(reports["hostPath"]);
+  EXPECT_EQ(job["metadata"]["namespace"].as<std::string>(), "gpu-ops");
+}
+
+TEST_F(FleetK8s, TimeoutBecomesTheActiveDeadline) {
+  EXPECT_EQ(Job({"--timeout", "90m"})["spec"]["activeDeadlineSeconds"].as<int>(), 5400);
+  EXPECT_EQ(Job({"--timeout", "600"})["spec"]["activeDeadlineSeconds"].as<int>(), 600);
+}
+
+TEST_F(FleetK8s, JobNameIsSanitisedToADns1123Label) {
+  YAML::Node job = Job({"--name", "My_Fleet; $(reboot)"});
+  EXPECT_EQ(job["metadata"]["name"].as<std::string>(), "my-fleet-reboot");
+  EXPECT_EQ(Job()["metadata"]["name"].as<std::string>(), "trainlock-validate-h200-pilot");
+}
+
+TEST_F(FleetK8s, StartsWithHowToApplyAndCollect) {
+  Job();
+  EXPECT_TRUE(text_.starts_with("# Generated by `trainlock fleet k8s`")) << text_;
+  EXPECT_NE(text_.find("kubectl apply"), std::string::npos);
+  EXPECT_NE(text_.find("trainlock fleet summarize"), std::string::npos);
+}
+
+TEST(FleetK8sRocm, RocmTargetRequestsAmdGpus) {
+  TempDir tmp;
+  fs::path project = ProjectWithImage(
+      tmp.path(), "mi300x-pilot",
+      "[images.rocm]\nref = \"registry.example/mi300x-pilot:1\"\ndigest = \"" + kDigest + "\"\n");
+  RunResult r = RunTrainlock({"fleet", "k8s", project.string(), "--nodes", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  YAML::Node limits =
+      YAML::Load(r.out)["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"];
+  EXPECT_EQ(limits["amd.com/gpu"].as<int>(), 8);
+  EXPECT_FALSE(limits["nvidia.com/gpu"]);
+}
+
+TEST(FleetOptions, MissingBuiltImageWithoutImageOptionIsBadInputWithAHint) {
+  TempDir tmp;
+  fs::path project = ProjectWithImage(tmp.path(), "h200-pilot", "");
+  for (const char* kind : {"k8s", "slurm"}) {
+    RunResult r = RunTrainlock({"fleet", kind, project.string(), "--nodes", "2"});
+    EXPECT_EQ(r.exit_code, 2) << kind;
+    EXPECT_NE(r.err.find("no built cuda image in the lock"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("trainlock image build"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--image"), std::string::npos) << r.err;
+  }
+}
+
+TEST(FleetOptions, TagOnlyImageIsRefused) {
+  TempDir tmp;
+  fs::path project = ProjectWithImage(tmp.path(), "h200-pilot", "");
+  RunResult r = RunTrainlock({"fleet", "k8s", project.string(), "--nodes", "2", "--image",
+                              "registry.example/h200-pilot:1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not pinned by digest"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(FleetOptions, LockWithoutAGpuTargetIsBadInput) {
+  RunResult r = RunTrainlock({"fleet", "k8s", (SourceDir() / "examples/tiny").string(), "--nodes",
+                              "2", "--image", kExampleImage});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no cuda or rocm target"), std::string::npos) << r.err;
+}
+
+TEST(FleetOptions, NodesOutOfRangeIsBadInput) {
+  TempDir tmp;
+  fs::path project = ProjectWithImage(tmp.path(), "h200-pilot", CudaImageTable());
+  EXPECT_EQ(RunTrainlock({"fleet", "k8s", project.string(), "--nodes", "0"}).exit_code, 2);
+  EXPECT_EQ(RunTrainlock({"fleet", "k8s", project.string(), "--nodes", "10001"}).exit_code, 2);
+  EXPECT_EQ(RunTrainlock({"fleet", "k8s", project.string()}).exit_code, 2);
+}
+
+TEST(FleetOptions, Dns1123LabelKeepsOnlyWhatKubernetesAccepts) {
+  EXPECT_EQ(Dns1123Label("Trainlock_Validate h200"), "trainlock-validate-h200");
+  EXPECT_EQ(Dns1123Label("--x--"), "x");
+  EXPECT_EQ(Dns1123Label("$()"), "");
+  EXPECT_EQ(Dns1123Label(std::string(100, 'a')).size(), 63u);
+}
+
+class FleetSlurm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    project_ = ProjectWithImage(tmp_.path(), "h200-pilot", CudaImageTable());
+  }
+
+  // `trainlock fleet slurm` written to a file; returns its path.
+  fs::path Script(std::vector<std::string> extra = {}) {
+    const fs::path out = tmp_.path() / "validate.sbatch";
+    std::vector<std::string> args = {"fleet", "slurm", project_.string(), "--nodes",
+                                     "4",     "--out", out.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    RunResult r = RunTrainlock(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    text_ = ReadFile(out);
+    return out;
+  }
+
+  bool Has(const std::string& line) const { return text_.find(line) != std::string::npos; }
+
+  TempDir tmp_;
+  fs::path project_;
+  std::string text_;
+};
+
+TEST_F(FleetSlurm, ScriptPassesBashSyntaxCheck) {
+  if (!testing::HaveProgram("bash")) GTEST_SKIP() << "bash is not on PATH";
+  RunResult r = RunCommand({"bash", "-n", Script().string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(FleetSlurm, HasTheSbatchLines) {
+  Script({"--timeout", "90m"});
+  EXPECT_TRUE(text_.starts_with("#!/bin/bash\n"));
+  for (const char* line :
+       {"#SBATCH --job-name=trainlock-validate-h200-pilot\n", "#SBATCH --nodes=4\n",
+        "#SBATCH --ntasks-per-node=1\n", "#SBATCH --gpus-per-node=8\n", "#SBATCH --exclusive\n",
+        "#SBATCH --time=1:30:00\n", "#SBATCH --output=trainlock-validate-h200-pilot-%j.out\n",
+        "set -euo pipefail\n"}) {
+    EXPECT_TRUE(Has(line)) << line << text_;
+  }
+}
+
+TEST_F(FleetSlurm, RunsTheImageByDigestThroughPyxis) {
+  Script();
+  EXPECT_TRUE(Has("IMAGE='registry.example#h200-pilot@" + kDigest + "'") ||
+              Has("IMAGE=registry.example#h200-pilot@" + kDigest))
+      << text_;
+  EXPECT_TRUE(Has("--container-image=\"$IMAGE\"")) << text_;
+  EXPECT_TRUE(Has("--container-mounts=\"$REPORTS:/reports\"")) << text_;
+  EXPECT_TRUE(Has("--nproc auto --out \"/reports/$(hostname).json\"")) << text_;
+  EXPECT_TRUE(Has("trainlock fleet summarize --nodes 4 \"$REPORTS\"")) << text_;
+  EXPECT_TRUE(Has("apptainer exec --nv")) << text_;
+}
+
+TEST_F(FleetSlurm, HostileValuesAreQuotedAndNotExecuted) {
+  if (!testing::HaveProgram("bash")) GTEST_SKIP() << "bash is not on PATH";
+  const fs::path marker = tmp_.path() / "pwned";
+  const std::string hostile = (tmp_.path() / "r").string() + "$(touch " + marker.string() +
+                              ")'; touch " + marker.string() + " #`touch " + marker.string() +
+                              "` \"x\"";
+  const fs::path script = Script({"--reports-dir", hostile, "--name", "x; $(touch y)"});
+  EXPECT_TRUE(Has("#SBATCH --job-name=x-touch-y\n")) << text_;
+  ASSERT_EQ(RunCommand({"bash", "-n", script.string()}).exit_code, 0) << text_;
+
+  // Run it with a stand-in srun that records its arguments: the hostile directory must arrive
+  // as one literal path, and nothing in it may run.
+  const fs::path bin = tmp_.path() / "bin";
+  fs::create_directories(bin);
+  const fs::path args_file = tmp_.path() / "srun-args";
+  WriteFile(bin / "srun", "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"" +
+                              args_file.string() + "\"\n");
+  fs::permissions(bin / "srun", fs::perms::owner_all);
+  RunResult r = RunCommand({"bash", script.string()},
+                           {"PATH=" + bin.string() + ":/usr/bin:/bin", "SLURM_JOB_ID=7"});
+  EXPECT_FALSE(fs::exists(marker)) << r.out << r.err;
+  EXPECT_TRUE(fs::is_directory(hostile)) << r.err;
+  EXPECT_NE(ReadFile(args_file).find("--container-mounts=" + hostile + ":/reports\n"),
+            std::string::npos)
+      << ReadFile(args_file);
+}
+
+TEST(FleetShellQuote, HostileValuesSurviveBashAsOneLiteralWord) {
+  if (!testing::HaveProgram("bash")) GTEST_SKIP() << "bash is not on PATH";
+  for (const std::string& value :
+       {std::string("plain/path-1.json"), std::string(""), std::string("it's"),
+        std::string("$(touch /tmp/x) `id` ${HOME} \"q\" \\ ; | & > <"), std::string("#comment"),
+        std::string("line\nbreak"), std::string("'''"), std::string("~root"), std::string("*")}) {
+    RunResult r = RunCommand({"bash", "-c", "printf %s " + ShellQuote(value)});
+    EXPECT_EQ(r.exit_code, 0) << value;
+    EXPECT_EQ(r.out, value) << ShellQuote(value);
+  }
+  EXPECT_EQ(ShellQuote("registry.example#x@sha256:ab"), "registry.example#x@sha256:ab");
+}
+
+TEST(FleetEnroot, ImageReferenceSeparatesTheRegistryWithAHash) {
+  EXPECT_EQ(EnrootImageRef("registry.example:5000/team/x:1@" + kDigest),
+            "registry.example:5000#team/x@" + kDigest);
+  EXPECT_EQ(EnrootImageRef("docker.io/nvidia/cuda@" + kDigest), "nvidia/cuda@" + kDigest);
+  EXPECT_EQ(EnrootImageRef("ubuntu@" + kDigest), "ubuntu@" + kDigest);
+}
+
+// ---- fleet summarize ----
+
+class FleetSummarize : public ::testing::Test {
+ protected:
+  static json Fixture() {
+    return json::parse(ReadFile(SourceDir() / "tests/fixtures/reports/h200-pilot-report.json"));
+  }
+  static json* Check(json& report, const std::string& id) {
+    for (json& c : report["checks"]) {
+      if (c["id"] == id) return &c;
+    }
+    return nullptr;
+  }
+  void Put(const std::string& file, const json& report) {
+    WriteFile(tmp_.path() / file, report.dump(2));
+  }
+  json Passing(const std::string& host) {
+    json r = Fixture();
+    r["host"]["hostname"] = host;
+    return r;
+  }
+  // A passing report, a failing one, one with a required check skipped, and a non-JSON file.
+  void WriteMixed() {
+    Put("gpu-a.json", Passing("gpu-a"));
+    json failing = Passing("gpu-b");
+    (*Check(failing, "train.roundtrip"))["status"] = "fail";
+    failing["verdict"] = "fail";
+    Put("gpu-b.json", failing);
+    json skipped = Passing("gpu-c");
+    (*Check(skipped, "env.health"))["status"] = "skip";
+    skipped["verdict"] = "fail";
+    Put("gpu-c.json", skipped);
+    WriteFile(tmp_.path() / "gpu-d.json", "{\"schema\": truncated");
+  }
+  RunResult Summarize(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"fleet", "summarize", tmp_.path().string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunTrainlock(args);
+  }
+
+  TempDir tmp_;
+};
+
+TEST_F(FleetSummarize, MixedReportsListEveryNodeAndFailingChecksAndExitOne) {
+  WriteMixed();
+  RunResult r = Summarize();
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  for (const char* node : {"gpu-a", "gpu-b", "gpu-c", "gpu-d"})
+    EXPECT_NE(r.out.find(node), std::string::npos) << node << "\n" << r.out;
+  EXPECT_NE(r.out.find("train.roundtrip"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("env.health (skipped)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unreadable"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not valid JSON"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 x NVIDIA H200"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4 nodes: 1 passed, 3 failed"), std::string::npos) << r.out;
+}
+
+TEST_F(FleetSummarize, RowsAreSortedByNodeName) {
+  Put("z.json", Passing("node-2"));
+  Put("a.json", Passing("node-10"));
+  Put("m.json", Passing("node-1"));
+  FleetSummary s = SummarizeReports(tmp_.path(), "reports");
+  ASSERT_EQ(s.nodes.size(), 3u);
+  EXPECT_EQ(s.nodes[0].node, "node-1");
+  EXPECT_EQ(s.nodes[1].node, "node-10");
+  EXPECT_EQ(s.nodes[2].node, "node-2");
+}
+
+TEST_F(FleetSummarize, LibraryClassifiesEachReport) {
+  WriteMixed();
+  FleetSummary s = SummarizeReports(tmp_.path(), "reports");
+  ASSERT_EQ(s.nodes.size(), 4u);
+  EXPECT_EQ(s.nodes[0].status, "pass");
+  EXPECT_EQ(s.nodes[1].status, "fail");
+  ASSERT_EQ(s.nodes[1].failing.size(), 1u);
+  EXPECT_EQ(s.nodes[1].failing[0].id, "train.roundtrip");
+  EXPECT_EQ(s.nodes[2].failing.at(0).status, "skip");
+  EXPECT_EQ(s.nodes[3].status, "unreadable");
+  EXPECT_EQ(s.nodes[3].node, "gpu-d");  // no report: the file name stands in
+  EXPECT_TRUE(s.nodes[3].reason.starts_with("reports/gpu-d.json:1:")) << s.nodes[3].reason;
+  EXPECT_EQ(s.passed(), 1);
+  EXPECT_EQ(s.failed(), 3);
+}
+
+TEST_F(FleetSummarize, AllPassingExitsZero) {
+  Put("gpu-a.json", Passing("gpu-a"));
+  Put("gpu-b.json", Passing("gpu-b"));
+  WriteFile(tmp_.path() / "notes.txt", "not a report, not *.json");
+  RunResult r = Summarize();
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("2 nodes: 2 passed, 0 failed"), std::string::npos) << r.out;
+}
+
+TEST_F(FleetSummarize, EmptyDirectoryIsBadInput) {
+  RunResult r = Summarize();
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no *.json reports"), std::string::npos) << r.err;
+}
+
+TEST_F(FleetSummarize, MissingDirectoryIsBadInput) {
+  RunResult r = RunTrainlock({"fleet", "summarize", (tmp_.path() / "nope").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no such directory"), std::string::npos) << r.err;
+}
+
+TEST_F(FleetSummarize, FewerReportsThanExpectedNodesFail) {
+  Put("gpu-a.json", Passing("gpu-a"));
+  Put("gpu-b.json", Passing("gpu-b"));
+  RunResult r = Summarize({"--nodes", "3"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("1 missing"), std::string::npos) << r.out;
+}
+
+TEST_F(FleetSummarize, DifferentLocksAreWarned) {
+  Put("gpu-a.json", Passing("gpu-a"));
+  json other = Passing("gpu-b");
+  other["lock_sha256"] = std::string(64, 'b');
+  Put("gpu-b.json", other);
+  RunResult r = Summarize();
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("warning: the reports validated 2 different locks"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("bbbbbbbbbbbb (1 node)"), std::string::npos) << r.out;
+}
+
+TEST_F(FleetSummarize, JsonCarriesTheSameRows) {
+  WriteMixed();
+  RunResult r = Summarize({"--json"});
+  EXPECT_EQ(r.exit_code, 1);
+  json out = json::parse(r.out);
+  EXPECT_EQ(out["total"], 4);
+  EXPECT_EQ(out["passed"], 1);
+  EXPECT_EQ(out["failed"], 3);
+  EXPECT_EQ(out["nodes"][1]["node"], "gpu-b");
+  EXPECT_EQ(out["nodes"][1]["failing_checks"][0]["id"], "train.roundtrip");
+  EXPECT_EQ(out["nodes"][3]["verdict"], "unreadable");
+  EXPECT_EQ(out["all_passed"], false);
+}
+
+TEST_F(FleetSummarize, ControlCharactersInAHostnameAreEscaped) {
+  Put("gpu-a.json", Passing("evil\x1b[2Jnode"));
+  RunResult r = Summarize();
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+  EXPECT_NE(r.out.find("evil\\x1b[2Jnode"), std::string::npos) << r.out;
+}
+
+// ---- examples/fleet ----
+
+TEST(FleetExamples, CheckedInExamplesAreWhatTheCommandGenerates) {
+  TempDir tmp;
+  const fs::path pilot = SourceDir() / "examples/h200-pilot";
+  for (const auto& [kind, file] : {std::pair<std::string, std::string>{"k8s", "validate-job.yaml"},
+                                   {"slurm", "validate.sbatch"}}) {
+    const fs::path out = tmp.path() / file;
+    RunResult r = RunTrainlock({"fleet", kind, pilot.string(), "--nodes", "4", "--image",
+                                kExampleImage, "--out", out.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(ReadFile(out), ReadFile(SourceDir() / "examples/fleet" / file))
+        << "regenerate examples/fleet/" << file << " (examples/fleet/README.md)";
+  }
+}
+
+}  // namespace
+}  // namespace trainlock

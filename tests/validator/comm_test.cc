@@ -1,0 +1,179 @@
+// comm.allreduce and comm.ddp over Gloo with 2, 3 and 4 CPU processes, started the three ways
+// an operator starts them (trainlock-validate --nproc, torchrun's variables, srun's), and the
+// failures a single process never shows: a rank that dies mid-collective, one that never joins.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <nlohmann/json.hpp>
+
+#include "collectives.h"
+#include "test_support.h"
+
+namespace trainlock {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::RunResult;
+
+const json& CheckOf(const json& report, const std::string& id) {
+  for (const json& c : report["checks"]) {
+    if (c["id"] == id) return c;
+  }
+  static const json kNone;
+  return kNone;
+}
+
+std::string Tiny() {
+  return (testing::SourceDir() / "examples/tiny").string();
+}
+
+// The arguments every rank gets: only the collectives, small messages, bounded waits.
+std::vector<std::string> CommArgs(const fs::path& out, int timeout_s = 60) {
+  return {"validate",
+          Tiny(),
+          "--out",
+          out.string(),
+          "--only",
+          "comm.allreduce,comm.ddp",
+          "--comm-max-mib",
+          "2",
+          "--threads",
+          "1",
+          "--join-timeout",
+          std::to_string(timeout_s),
+          "--collective-timeout",
+          std::to_string(timeout_s)};
+}
+
+void ExpectBothCommChecksPass(const json& report, int world) {
+  const json& allreduce = CheckOf(report, "comm.allreduce");
+  EXPECT_EQ(allreduce["status"], "pass") << allreduce["summary"];
+  EXPECT_EQ(allreduce["metrics"]["world_size"], world);
+  EXPECT_EQ(allreduce["metrics"]["backend"], "gloo");
+  EXPECT_TRUE(allreduce["metrics"]["sums_exact"].get<bool>());
+  ASSERT_EQ(allreduce["metrics"]["sizes"].size(), 2u);  // 1 MiB and 2 MiB
+  for (const json& size : allreduce["metrics"]["sizes"]) {
+    EXPECT_NEAR(size["busbw_gbps"].get<double>(),
+                size["algbw_gbps"].get<double>() * 2.0 * (world - 1) / world, 1e-9);
+  }
+  const json& ddp = CheckOf(report, "comm.ddp");
+  EXPECT_EQ(ddp["status"], "pass") << ddp["summary"];
+  EXPECT_TRUE(ddp["metrics"]["gradients_equal_within_tolerance"].get<bool>());
+  EXPECT_EQ(ddp["metrics"]["step_s_per_rank"].size(), static_cast<size_t>(world));
+}
+
+class CommStandalone : public ::testing::TestWithParam<int> {};
+
+TEST_P(CommStandalone, NprocRanksPassOverGlooAndEachWritesItsReport) {
+  const int world = GetParam();
+  testing::TempDir dir;
+  std::vector<std::string> args = CommArgs(dir.path() / "report.json");
+  args.insert(args.begin() + 2, {"--nproc", std::to_string(world)});
+  RunResult run = testing::RunTrainlock(args);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  json merged = json::parse(testing::ReadFile(dir.path() / "report.json"));
+  ExpectBothCommChecksPass(merged, world);
+  EXPECT_EQ(merged["rank"]["launcher"], "standalone");
+  EXPECT_EQ(merged["ranks"].size(), static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r)
+    EXPECT_TRUE(fs::exists(dir.path() / ("report.rank-" + std::to_string(r) + ".json"))) << r;
+}
+
+INSTANTIATE_TEST_SUITE_P(TwoThreeFour, CommStandalone, ::testing::Values(2, 3, 4));
+
+// Starts one trainlock-validate per rank at once with `env_of(rank)` and waits for all.
+std::vector<RunResult> RunRanks(int world, const std::vector<std::string>& args,
+                                const std::function<std::vector<std::string>(int)>& env_of) {
+  std::vector<std::future<RunResult>> ranks;
+  for (int r = 0; r < world; ++r) {
+    ranks.push_back(std::async(
+        std::launch::async, [&, r] { return testing::RunProgram("trainlock", args, env_of(r)); }));
+  }
+  std::vector<RunResult> results;
+  for (auto& f : ranks) results.push_back(f.get());
+  return results;
+}
+
+class CommTorchrun : public ::testing::TestWithParam<int> {};
+
+TEST_P(CommTorchrun, RanksFromTorchrunsVariablesPassOverGloo) {
+  const int world = GetParam();
+  testing::TempDir dir;
+  const int port = testing::FreeLoopbackPort();
+  auto results = RunRanks(world, CommArgs(dir.path() / "report.json"), [&](int r) {
+    return std::vector<std::string>{"RANK=" + std::to_string(r),
+                                    "LOCAL_RANK=" + std::to_string(r),
+                                    "WORLD_SIZE=" + std::to_string(world),
+                                    "LOCAL_WORLD_SIZE=" + std::to_string(world),
+                                    "MASTER_ADDR=127.0.0.1",
+                                    "MASTER_PORT=" + std::to_string(port)};
+  });
+  for (int r = 0; r < world; ++r)
+    EXPECT_EQ(results[static_cast<size_t>(r)].exit_code, 0)
+        << r << results[static_cast<size_t>(r)].err;
+  json merged = json::parse(testing::ReadFile(dir.path() / "report.json"));
+  ExpectBothCommChecksPass(merged, world);
+  EXPECT_EQ(merged["rank"]["launcher"], "torchrun");
+}
+
+INSTANTIATE_TEST_SUITE_P(TwoAndFour, CommTorchrun, ::testing::Values(2, 4));
+
+TEST(CommSlurm, RanksFromSrunsVariablesPassOverGloo) {
+  testing::TempDir dir;
+  const int port = testing::FreeLoopbackPort();
+  auto results = RunRanks(2, CommArgs(dir.path() / "report.json"), [&](int r) {
+    return std::vector<std::string>{
+        "SLURM_PROCID=" + std::to_string(r), "SLURM_LOCALID=" + std::to_string(r), "SLURM_NTASKS=2",
+        "SLURM_LAUNCH_NODE_IPADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)};
+  });
+  EXPECT_EQ(results[0].exit_code, 0) << results[0].err;
+  json merged = json::parse(testing::ReadFile(dir.path() / "report.json"));
+  ExpectBothCommChecksPass(merged, 2);
+  EXPECT_EQ(merged["rank"]["launcher"], "slurm");
+}
+
+TEST(CommFailure, ARankKilledMidCollectiveIsNamedByTheOthersWithinTheTimeout) {
+  testing::TempDir dir;
+  std::vector<std::string> args = CommArgs(dir.path() / "report.json", 10);
+  args.insert(args.begin() + 2, {"--nproc", "3"});
+  const auto start = std::chrono::steady_clock::now();
+  RunResult run = testing::RunProgram("trainlock", args, {"TRAINLOCK_FAULT_KILL_RANK=2"});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  EXPECT_LT(seconds, 90.0);  // the timeouts bound it: no hang
+  json merged = json::parse(testing::ReadFile(dir.path() / "report.json"));
+  const json& allreduce = CheckOf(merged, "comm.allreduce");
+  EXPECT_EQ(allreduce["status"], "fail");
+  EXPECT_NE(allreduce["summary"].get<std::string>().find("rank 2 lost during all-reduce"),
+            std::string::npos)
+      << allreduce["summary"];
+  EXPECT_EQ(merged["verdict"], "fail");
+}
+
+TEST(CommFailure, ARankThatNeverJoinsIsNamedWithinTheJoinTimeout) {
+  testing::TempDir dir;
+  const int port = testing::FreeLoopbackPort();
+  // Rank 0 of two starts; rank 1 never does.
+  RunResult run =
+      testing::RunProgram("trainlock", CommArgs(dir.path() / "report.json", 3),
+                          {"RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
+                           "MASTER_PORT=" + std::to_string(port)});
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  json merged = json::parse(testing::ReadFile(dir.path() / "report.json"));
+  for (const char* id : {"comm.allreduce", "comm.ddp"}) {
+    EXPECT_EQ(CheckOf(merged, id)["status"], "fail");
+    EXPECT_EQ(CheckOf(merged, id)["summary"], "rank 1 did not join within 3s");
+  }
+}
+
+TEST(CommBusBandwidth, IsAlgorithmBandwidthTimesTwoNMinusOneOverN) {
+  EXPECT_DOUBLE_EQ(validate::BusBandwidth(1e9, 1.0, 8), 1.75);
+  EXPECT_DOUBLE_EQ(validate::BusBandwidth(1e9, 1.0, 2), 1.0);
+  EXPECT_DOUBLE_EQ(validate::BusBandwidth(1e9, 0.5, 4), 3.0);
+}
+
+}  // namespace
+}  // namespace trainlock

@@ -1,0 +1,49 @@
+// comm.allreduce and comm.ddp: the collectives every rank of a distributed validation joins,
+// through LibTorch's c10d (ProcessGroupGloo on CPU, ProcessGroupNCCL on CUDA) with rendezvous
+// through a TCPStore on rank 0. Every wait is bounded: a rank that never joins, or dies
+// mid-collective, is named in a `fail`, and nothing hangs.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "rank_env.h"
+#include "report.h"
+
+namespace trainlock::validate {
+
+struct CommOptions {
+  RankEnv rank;
+  std::string device = "cpu";                   // "cpu" or "cuda:N"
+  std::chrono::seconds join_timeout{60};        // every rank must join within this
+  std::chrono::seconds collective_timeout{60};  // one collective may take this long
+  int64_t max_bytes = int64_t{1} << 30;         // the largest all-reduce size
+  double straggler_margin = 0.20;   // slower than the median step by more than this: straggler
+  std::string accelerator;          // catalog name of the device, for the busbw threshold
+  double busbw_threshold_gbps = 0;  // 0: none known for this accelerator and rank count
+  std::string threshold_source;
+  int fault_kill_rank = -1;  // fault injection for tests: this rank exits mid-collective
+};
+
+struct CommOutcome {
+  std::vector<CheckResult> checks;                 // comm.allreduce, comm.ddp
+  nlohmann::json ranks = nlohmann::json::array();  // rank 0: what each rank reported
+};
+
+// Runs both checks on this rank. Rank 0 also collects every rank's results (`ranks`).
+CommOutcome RunCommChecks(const CommOptions& options);
+
+// The device a rank uses: "cuda:<local_rank mod device count>" when CUDA is there and not
+// refused by `requested` ("cpu"), else "cpu".
+std::string CommDevice(const std::string& requested, int local_rank);
+
+// Visible accelerators (CUDA devices); 0 on a CPU build. `--nproc auto` starts this many ranks.
+int VisibleAcceleratorCount();
+
+// nccl-tests' bus bandwidth of an all-reduce: algbw x 2(n-1)/n.
+double BusBandwidth(double bytes, double seconds, int world_size);
+
+}  // namespace trainlock::validate
