@@ -15,9 +15,12 @@ mkdir -p "$OUT"
 log() { echo "== $(date -u +%H:%M:%S) $*"; }
 
 prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+# NCCL's header for c10d's ProcessGroupNCCL: the nvidia-nccl wheel beside torch, else the system.
+nccl_include=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "include"))' 2>/dev/null)
+[ -f "$nccl_include/nccl.h" ] || nccl_include=$(dirname "$(find /usr/include /usr/local -name nccl.h 2>/dev/null | head -1)")
 log "configure (torch at $prefix)"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$prefix" \
-  -DTOMLPP_INCLUDE_DIR="$PWD/.toml" -DTRAINLOCK_WERROR=OFF >"$OUT/configure.log" 2>&1 ||
+  -DTOMLPP_INCLUDE_DIR="$PWD/.toml" -DTRAINLOCK_NCCL_INCLUDE="$nccl_include" -DTRAINLOCK_WERROR=OFF >"$OUT/configure.log" 2>&1 ||
   { tail -40 "$OUT/configure.log"; exit 1; }
 log "build"
 cmake --build build-gpu -j "$(nproc)" >"$OUT/build.log" 2>&1 || { grep -E "error" -A3 "$OUT/build.log" | head -60; exit 1; }
@@ -70,13 +73,44 @@ pilot() {
 }
 stage "h200-pilot" pilot
 
+# The collectives across every GPU of the machine, beside torch.distributed in the same run,
+# then the whole pilot with one rank per GPU (rank 0 writes the merged report).
+collectives() {
+  local n
+  n=$(nvidia-smi -L | wc -l)
+  [ "$n" -ge 2 ] || { echo "one GPU: no collectives to measure"; return 0; }
+  build-gpu/bin/trainlock-validate examples/h200-pilot --nproc auto \
+    --only comm.allreduce,comm.ddp --out "$OUT/comm-report.json" | tail -4
+  python3 -m torch.distributed.run --standalone --nproc-per-node "$n" bench/allreduce_compare.py \
+    --json "$OUT/torch-allreduce.json" >"$OUT/torch-allreduce.log" 2>&1 || { tail -20 "$OUT/torch-allreduce.log"; return 1; }
+  python3 bench/allreduce_compare.py --table "$OUT/comm-report.json" "$OUT/torch-allreduce.json" |
+    tee "$OUT/busbw-table.md"
+}
+stage "comm.allreduce, comm.ddp vs torch.distributed" collectives
+
+pilot_all_gpus() {
+  local n start end
+  n=$(nvidia-smi -L | wc -l)
+  [ "$n" -ge 2 ] || return 0
+  mkdir -p "$OUT/h200-pilot-all-gpus"
+  start=$(date +%s.%N)
+  build-gpu/bin/trainlock validate examples/h200-pilot --nproc auto \
+    --out "$OUT/h200-pilot-all-gpus/report.json" --work-dir "$PWD/build-gpu/work-all"
+  local rc=$?
+  end=$(date +%s.%N)
+  echo "$n GPUs, time to full verdict: $(python3 -c "print(round($end - $start, 1))") s" |
+    tee "$OUT/h200-pilot-all-gpus/verdict-time.txt"
+  return $rc
+}
+stage "h200-pilot on every GPU (--nproc auto)" pilot_all_gpus
+
 # The pilot's checkpoint save beside torch.save and dd of the same size on the same disk.
 save_compare() {
   rm -rf build-gpu/work-pilot/checkpoints  # 15 GB: room for the torch.save and dd files
   python3 bench/save_compare.py "$OUT/h200-pilot-report.json" examples/h200-pilot/configs/llama-1b.yaml \
     build-gpu/save-compare --json "$OUT/save-compare.json" | tee "$OUT/save-compare.md"
 }
-stage "checkpoint save vs torch.save and dd" save_compare
+[ -n "${SKIP_SAVE_COMPARE:-}" ] || stage "checkpoint save vs torch.save and dd" save_compare
 
 # An example that cannot fit must fail train.step with numbers and remedies, exit 1, no crash.
 oom() {
