@@ -95,7 +95,7 @@ std::string Setup(const FleetOptions& o) {
   text += "export TRAINLOCK_IMAGE_REF=" + ShellQuote(image.ToString()) + "\n";
   text += "export TRAINLOCK_IMAGE_DIGEST=" + ShellQuote(digest) + "\n";
   // Absolute, as a container mount source must be.
-  text += "mkdir -p \"$REPORTS\"\nREPORTS=$(cd \"$REPORTS\" && pwd)\n";
+  text += "mkdir -p -- \"$REPORTS\"\nREPORTS=$(cd -- \"$REPORTS\" && pwd)\n";
   return text;
 }
 
@@ -111,8 +111,14 @@ std::string Run(const FleetOptions& o) {
   text += "  --container-mounts=" + mount + " \\\n";
   text += "  bash -c " + inner + " \\\n";
   text += "  || status=$?\n";
-  text += std::string("# Without pyxis, with Apptainer instead:\n") +
-          "#   srun --kill-on-bad-exit=0 apptainer exec " +
+  std::string alternative = "# Without pyxis, with Apptainer instead:\n";
+  if (o.target == "rocm") {
+    // enroot's hooks expose NVIDIA GPUs only.
+    alternative =
+        "# ROCm: enroot exposes no AMD GPUs by itself (mount /dev/kfd and /dev/dri with\n"
+        "# --container-mounts), or use Apptainer:\n";
+  }
+  text += alternative + "#   srun --kill-on-bad-exit=0 apptainer exec " +
           (o.target == "rocm" ? "--rocm" : "--nv") + " --bind " + mount + " \\\n" + "#     " +
           ShellQuote("docker://" + DigestOnly(o.image)) + " bash -c " + inner + " || status=$?\n";
   return text;

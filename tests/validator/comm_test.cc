@@ -31,10 +31,13 @@ std::string Tiny() {
 
 // The arguments every rank gets: only the collectives, small messages, bounded waits.
 std::vector<std::string> CommArgs(const fs::path& out, int timeout_s = 60) {
+  // --device cpu: Gloo also on the GPU machine, where 3 or 4 ranks would share 2 GPUs.
   return {"validate",
           Tiny(),
           "--out",
           out.string(),
+          "--device",
+          "cpu",
           "--only",
           "comm.allreduce,comm.ddp",
           "--comm-max-mib",

@@ -242,6 +242,8 @@ TEST(ValidateSigned, SignedReportClearsTheGateAndATamperedOneDoesNot) {
   auto run = RunTrainlock(
       {"validate", tiny, "--out", out.string(), "--threads", "2", "--sign", key + ".key"});
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  if (nlohmann::json::parse(testing::ReadFile(out))["validator"]["build"] != "cpu")
+    GTEST_SKIP() << "a CUDA-built validator reports a cuda run; tiny's lock has only a cpu target";
   auto gate = RunTrainlock({"gate", out.string(), "--lock", tiny, "--key", key + ".pub"});
   EXPECT_EQ(gate.exit_code, 0) << gate.out << gate.err;
 
