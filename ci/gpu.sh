@@ -40,9 +40,9 @@ tests() {
   tail -3 "$OUT/validator-tests.log"
   return $rc
 }
-stage "validator tests (CPU parts and GPU end to end)" tests
+[ -n "${SKIP_TESTS:-}" ] || stage "validator tests (CPU parts and GPU end to end)" tests
 
-stage "tiny on the GPU" build-gpu/bin/trainlock-validate examples/tiny --device cuda \
+[ -n "${SKIP_TESTS:-}" ] || stage "tiny on the GPU" build-gpu/bin/trainlock-validate examples/tiny --device cuda \
   --out "$OUT/tiny-gpu-report.json"
 
 # The pilot's custom op (examples/ops), built the way a project builds its own: for the
