@@ -163,8 +163,10 @@ c10::intrusive_ptr<GroupBase> MakeGroup(const StorePtr& store, const CommOptions
 #endif
 }
 
+// Waits for this rank's device: a rank on cuda:1 must not wait on cuda:0 (the current device),
+// or it times nothing and may exit with its collectives still in flight.
 void Synchronize(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize();
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
 }
 
 void AllReduce(GroupBase& group, torch::Tensor& t, const CommOptions& o) {
@@ -468,7 +470,7 @@ CommOutcome RunCommChecks(const CommOptions& o) {
   }
   c10::intrusive_ptr<GroupBase> group;
   try {
-    if (device.is_cuda()) torch::cuda::synchronize();
+    Synchronize(device);
     group = MakeGroup(store, o, device);
   } catch (const std::exception& e) {
     std::string why = std::string("cannot create the process group: ") + e.what();
