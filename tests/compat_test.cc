@@ -135,6 +135,15 @@ TEST(CompatRocm, H200InARocmTargetIsAVendorFinding) {
   EXPECT_EQ(findings[0].id, "compat.vendor");
 }
 
+TEST(CatalogData, AllReduceThresholdIsEightyPercentOfTheInterconnectAtEightGpusHalfBelow) {
+  const Catalog catalog = Catalog::Embedded();
+  const GpuModel& h200 = *catalog.FindGpu("H200");
+  EXPECT_DOUBLE_EQ(AllReduceBusbwThreshold(h200, 8), 360.0);
+  EXPECT_DOUBLE_EQ(AllReduceBusbwThreshold(h200, 2), 225.0);
+  EXPECT_DOUBLE_EQ(AllReduceBusbwThreshold(h200, 16), 0.0);  // more than one node: no threshold
+  EXPECT_DOUBLE_EQ(AllReduceBusbwThreshold(*catalog.FindGpu("L40S"), 2), 0.0);  // unknown
+}
+
 TEST(CatalogData, DirectoryAndEmbeddedCopiesAgree) {
   Catalog from_dir = Catalog::FromDirectory(testing::SourceDir() / "lockfiles/compat");
   Catalog embedded = Catalog::Embedded();

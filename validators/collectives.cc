@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iomanip>
 #include <sstream>
 #include <thread>
 
@@ -383,7 +384,8 @@ CheckResult DdpCheck(GroupBase& group, const StorePtr& store, const CommOptions&
     c.metrics["step_s_per_rank"] = per_rank;
     c.metrics["spread"] = spread;
     c.metrics["straggler_margin"] = o.straggler_margin;
-    s << "; step time spread " << spread << "x the median";
+    s << "; slowest rank's step " << std::fixed << std::setprecision(2) << spread << "x the median"
+      << std::defaultfloat << std::setprecision(3);
     if (spread > 1.0 + o.straggler_margin) {
       const int straggler = static_cast<int>(slowest - medians.begin());
       c.metrics["straggler_rank"] = straggler;

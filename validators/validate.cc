@@ -338,7 +338,7 @@ CommOptions CommOptionsFor(const RankEnv& rank, const ValidateOptions& o, const 
   // Thresholds describe one node's interconnect: only when every rank is on this node.
   const char* local_world = std::getenv("LOCAL_WORLD_SIZE");
   const bool one_node =
-      rank.launcher == "torchrun" && local_world && std::atoi(local_world) == rank.world_size;
+      rank.launcher == "standalone" || (local_world && std::atoi(local_world) == rank.world_size);
   if (cuda && !node.gpus.empty()) {
     const Catalog catalog = Catalog::Embedded();
     const auto& gpu = node.gpus[static_cast<size_t>(rank.local_rank) % node.gpus.size()];
