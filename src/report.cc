@@ -77,7 +77,7 @@ class SchemaChecker {
 
   void Check(const nlohmann::json& r) {
     if (!r.is_object()) return Problem("$", "must be an object");
-    if (r.value("schema", "") != kReportSchema) {
+    if (StringMember(r, "schema") != kReportSchema) {
       Problem("schema", std::string("must be \"") + kReportSchema + "\"");
     }
     Enum(r, "verdict", "$", {"pass", "fail"});
@@ -186,7 +186,7 @@ class SchemaChecker {
     Field(c, "summary", where, nlohmann::json::value_t::string);
     Field(c, "remedy", where, nlohmann::json::value_t::string);
     Field(c, "metrics", where, nlohmann::json::value_t::object);
-    if (c.value("status", "") != "pass" && c.value("summary", "").empty()) {
+    if (StringMember(c, "status") != "pass" && StringMember(c, "summary").empty()) {
       Problem(where + ".summary", "a check that did not pass must say why");
     }
   }

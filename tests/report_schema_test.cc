@@ -54,6 +54,13 @@ TEST(ReportSchema, AMegabyteTimestampIsAViolationNotACrash) {
   EXPECT_TRUE(Mentions(ReportSchemaViolations(j), "started_at: must be RFC 3339"));
 }
 
+TEST(ReportSchema, ASchemaThatIsNotAStringIsAViolationNotAnException) {
+  nlohmann::json j = MinimalReport().ToJson();
+  j["schema"] = 1;
+  j["checks"][0]["summary"] = 7;
+  EXPECT_TRUE(Mentions(ReportSchemaViolations(j), "schema: must be"));
+}
+
 TEST(ReportSchema, BadStatusIsAViolation) {
   nlohmann::json j = MinimalReport().ToJson();
   j["checks"][1]["status"] = "ok";
