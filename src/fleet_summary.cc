@@ -20,23 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Report text shown on a terminal: control characters (an escape sequence in a hostname)
-// become \xNN, and the rest valid UTF-8.
-std::string Printable(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    const auto b = static_cast<unsigned char>(c);
-    if (b < 0x20 || b == 0x7F) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", b);
-      out += escaped;
-    } else {
-      out.push_back(c);
-    }
-  }
-  return CleanText(out);
-}
-
 std::string FileStem(const fs::path& file) {
   return file.stem().string();
 }
@@ -261,14 +244,14 @@ std::string RenderFleetSummaryText(const FleetSummary& summary) {
       {"NODE", "VERDICT", "GPUS", "DURATION", "LOCK", "FAILING CHECKS"}};
   for (const NodeSummary& n : summary.nodes) {
     const bool readable = n.status != "unreadable";
-    rows.push_back({Printable(n.node), n.status, Printable(GpuText(n)),
+    rows.push_back({TerminalLine(n.node), n.status, TerminalLine(GpuText(n)),
                     readable ? FormatSeconds(n.duration_s) : "-",
-                    readable ? Printable(ShortSha(n.lock_sha256)) : "-",
-                    Printable(FailingText(n))});
+                    readable ? TerminalLine(ShortSha(n.lock_sha256)) : "-",
+                    TerminalLine(FailingText(n))});
   }
   std::string out = Columns(rows) + "\n";
   for (const std::string& warning : summary.Warnings())
-    out += "warning: " + Printable(warning) + "\n";
+    out += "warning: " + TerminalLine(warning) + "\n";
   out += Plural(static_cast<int>(summary.nodes.size()), "node") + ": " +
          std::to_string(summary.passed()) + " passed, " + std::to_string(summary.failed()) +
          " failed";

@@ -217,6 +217,24 @@ std::string CleanText(std::string_view text) {
   return out;
 }
 
+// One line of report text as a terminal may show it: control characters (an escape sequence
+// smuggled into a summary, a newline that would break the one-line-per-check layout) become
+// \xNN, and the rest valid UTF-8.
+std::string TerminalLine(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    unsigned char b = static_cast<unsigned char>(c);
+    if (b < 0x20 || b == 0x7F) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", b);
+      out += buf;
+    } else {
+      out.push_back(c);
+    }
+  }
+  return CleanText(out);
+}
+
 std::string EscapeMarkup(std::string_view text) {
   std::string out;
   for (char c : CleanText(text)) {
@@ -299,24 +317,6 @@ const char* StatusColor(std::string_view status) {
   if (status == "error") return "\x1b[35m";  // magenta: the check itself broke
   if (status == "skip") return "\x1b[33m";   // yellow
   return "";
-}
-
-// One line of report text as a terminal may show it: control characters (an escape sequence
-// smuggled into a summary, a newline that would break the one-line-per-check layout) become
-// \xNN, and the rest valid UTF-8.
-std::string TerminalLine(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    unsigned char b = static_cast<unsigned char>(c);
-    if (b < 0x20 || b == 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", b);
-      out += buf;
-    } else {
-      out.push_back(c);
-    }
-  }
-  return CleanText(out);
 }
 
 std::string Upper(std::string_view s) {

@@ -92,6 +92,10 @@ std::optional<double> FiniteNumber(const nlohmann::json& object, const char* key
 // misbehave on them.
 std::string CleanText(std::string_view text);
 
+// One line of report text as a terminal may show it: control characters (an escape sequence
+// smuggled into a summary or a hostname, a newline) become \xNN, and the rest valid UTF-8.
+std::string TerminalLine(std::string_view text);
+
 // Escapes for HTML/XML text and attribute values (& < > " '), after CleanText.
 std::string EscapeMarkup(std::string_view text);
 
