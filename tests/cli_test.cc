@@ -123,3 +123,26 @@ TEST(CliCatalog, ReadsAnotherCatalogDirectory) {
 
 }  // namespace
 }  // namespace trainlock
+
+namespace trainlock {
+namespace {
+
+// `trainlock lock --json` prints what it did as data, with and without --check.
+TEST(CliLockJson, WriteAndCheckPrintTheLockIdentityAsJson) {
+  testing::TempDir dir;
+  const std::filesystem::path project = testing::UnlockedTiny(dir.path() / "tiny", "");
+  auto wrote = testing::RunTrainlock({"lock", project.string(), "--offline", "--json"});
+  ASSERT_EQ(wrote.exit_code, 0) << wrote.err;
+  nlohmann::json w = nlohmann::json::parse(wrote.out);
+  EXPECT_EQ(w["written"], true);
+  EXPECT_EQ(w["lock_sha256"].get<std::string>().size(), 64u);
+  auto checked =
+      testing::RunTrainlock({"lock", project.string(), "--check", "--offline", "--json"});
+  ASSERT_EQ(checked.exit_code, 0) << checked.err;
+  nlohmann::json c = nlohmann::json::parse(checked.out);
+  EXPECT_EQ(c["up_to_date"], true);
+  EXPECT_EQ(c["lock_sha256"], w["lock_sha256"]);
+}
+
+}  // namespace
+}  // namespace trainlock

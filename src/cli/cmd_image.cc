@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
 #include "exit_code.h"
 #include "file_io.h"
@@ -52,6 +54,7 @@ struct BuildCommandOptions {
   std::string containerfile;
   std::string storage_root;
   bool no_tls_verify = false;
+  bool json = false;
 };
 
 int RunBuild(BuildCommandOptions options) {
@@ -66,11 +69,25 @@ int RunBuild(BuildCommandOptions options) {
   if (options.build.image.image_ref.empty()) options.build.image.image_ref = options.build.push;
   try {
     BuiltImageResult r = BuildImage(options.dir, options.build);
+    if (!r.ref.empty()) RecordBuiltImage(options.dir, options.build.image.target, r.ref, r.digest);
+    if (options.json) {
+      std::cout << nlohmann::json{{"engine", r.engine},
+                                  {"digest", r.digest},
+                                  {"reproducible",
+                                   r.second_digest.empty()
+                                       ? nlohmann::json(nullptr)
+                                       : nlohmann::json(r.second_digest == r.digest)},
+                                  {"pushed", r.ref.empty()
+                                                 ? nlohmann::json(nullptr)
+                                                 : nlohmann::json(r.ref + "@" + r.digest)}}
+                       .dump(2)
+                << "\n";
+      return kExitOk;
+    }
     std::cout << "built with " << r.engine << ": " << r.digest << "\n";
     if (!r.second_digest.empty())
       std::cout << "reproducible: a second build gave the same digest\n";
     if (!r.ref.empty()) {
-      RecordBuiltImage(options.dir, options.build.image.target, r.ref, r.digest);
       std::cout << "pushed " << r.ref << "@" << r.digest << "; recorded in [images."
                 << options.build.image.target << "] of the lock\n";
     }
@@ -127,6 +144,7 @@ Command RegisterImage(CLI::App& app, const GlobalOptions&) {
                 "trainlock's source tree (the generated Containerfile compiles it)");
   b->add_option("--source-date-epoch", build->build.image.source_date_epoch,
                 "Build time (default: $SOURCE_DATE_EPOCH)");
+  b->add_flag("--json", build->json, "Print the engine, digest and push result as JSON");
   b->add_flag("--no-tls-verify", build->no_tls_verify,
               "Talk plain HTTP to the registry (loopback test registries)");
   b->add_option("--storage-root", build->storage_root,

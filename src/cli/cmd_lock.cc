@@ -16,6 +16,7 @@ struct LockCommandOptions {
   std::string dir = ".";
   bool check = false;
   bool offline = false;
+  bool json = false;
   long timeout_s = 30;
 };
 
@@ -46,10 +47,27 @@ int RunLock(const LockCommandOptions& options) {
                 << "...; run `trainlock lock`\n";
       return kExitVerdict;
     }
-    std::cout << path.string() << ": up to date (lock-sha256 " << current << ")\n";
+    if (options.json) {
+      std::cout << nlohmann::json{{"lock", path.string()},
+                                  {"up_to_date", true},
+                                  {"lock_sha256", current}}
+                       .dump(2)
+                << "\n";
+    } else {
+      std::cout << path.string() << ": up to date (lock-sha256 " << current << ")\n";
+    }
     return kExitOk;
   }
   WriteFileAtomically(path, lock.text);
+  if (options.json) {
+    std::cout << nlohmann::json{{"lock", path.string()},
+                                {"written", true},
+                                {"lock_sha256", lock.lock_sha256},
+                                {"pinned", lock.pinned}}
+                     .dump(2)
+              << "\n";
+    return kExitOk;
+  }
   for (const std::string& line : lock.pinned) std::cout << "  " << line << "\n";
   std::cout << "wrote " << path.string() << " (lock-sha256 " << lock.lock_sha256 << ")\n";
   return kExitOk;
@@ -74,6 +92,8 @@ Command RegisterLock(CLI::App& app, const GlobalOptions&) {
                 "resolves to");
   cmd->add_flag("--offline", options->offline,
                 "Never touch the network: use only what the manifest or the existing lock pins");
+  cmd->add_flag("--json", options->json,
+                "Print the lock's path, lock-sha256 and what was pinned as JSON");
   cmd->add_option("--timeout", options->timeout_s, "Seconds per network request")
       ->capture_default_str()
       ->check(CLI::Range(1L, 3600L));
