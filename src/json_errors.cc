@@ -37,13 +37,19 @@ nlohmann::json ReadJsonFile(const std::filesystem::path& file, const std::string
   }
 }
 
-nlohmann::json ReadReportFile(const std::filesystem::path& file, const std::string& display) {
+nlohmann::json ReadReportFile(const std::filesystem::path& file, const std::string& display,
+                              size_t max_lines) {
   nlohmann::json report = ReadJsonFile(file, display);
   std::vector<std::string> violations = ReportSchemaViolations(report);
   if (violations.empty()) return report;
   Diagnostics diags;
-  for (const std::string& v : violations)
-    diags.Error(display, {}, "not a trainlock.report/v1 report: " + v);
+  const size_t listed = std::min(violations.size(), std::max<size_t>(max_lines, 1));
+  for (size_t i = 0; i < listed; ++i) {
+    const size_t more = i + 1 == listed ? violations.size() - listed : 0;
+    diags.Error(display, {},
+                "not a trainlock.report/v1 report: " + violations[i] +
+                    (more ? " (and " + std::to_string(more) + " more)" : ""));
+  }
   throw InputError(diags);
 }
 

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
@@ -20,8 +21,10 @@ Diagnostic JsonParseDiagnostic(const std::string& display, const std::string& te
 // cannot be read or is not JSON.
 nlohmann::json ReadJsonFile(const std::filesystem::path& file, const std::string& display);
 
-// ReadJsonFile, then refuses (InputError listing every violation) a document that does not
-// conform to trainlock.report/v1.
-nlohmann::json ReadReportFile(const std::filesystem::path& file, const std::string& display);
+// ReadJsonFile, then refuses a document that does not conform to trainlock.report/v1: an
+// InputError with one line per violation, at most `max_lines` of them, the last saying how
+// many more there are.
+nlohmann::json ReadReportFile(const std::filesystem::path& file, const std::string& display,
+                              size_t max_lines = SIZE_MAX);
 
 }  // namespace trainlock

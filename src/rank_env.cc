@@ -1,6 +1,15 @@
 // Reading the launcher's rank variables; see rank_env.h.
 #include "rank_env.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
 #include <cstdlib>
 #include <filesystem>
 
@@ -75,6 +84,22 @@ std::optional<RankEnv> DetectRankEnv(const Getenv& getenv) {
     return env;
   }
   return std::nullopt;
+}
+
+int FreeLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const std::string why = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error("no free loopback port: " + why);
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
 }
 
 std::string RankReportPath(const std::string& out, int rank) {

@@ -24,6 +24,10 @@ struct RankEnv {
 // are inconsistent: a rank outside the world, a missing MASTER_ADDR, a port out of range.
 std::optional<RankEnv> DetectRankEnv(const std::function<const char*(const char*)>& getenv);
 
+// A loopback TCP port that was free a moment ago (rank 0's rendezvous under --nproc; test
+// servers). Throws std::runtime_error when none can be bound.
+int FreeLoopbackPort();
+
 // The report path of rank `rank` beside `out`: "report.json" -> "report.rank-3.json".
 std::string RankReportPath(const std::string& out, int rank);
 

@@ -1,6 +1,8 @@
 // Test helpers; see test_support.h.
 #include "test_support.h"
 
+#include "rank_env.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -147,19 +149,7 @@ BackgroundProcess::~BackgroundProcess() {
 }
 
 int FreeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    if (fd >= 0) ::close(fd);
-    throw std::runtime_error("no free loopback port");
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
+  return trainlock::FreeLoopbackPort();
 }
 
 bool WaitForHttp(const std::string& url, int seconds) {

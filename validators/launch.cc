@@ -1,10 +1,7 @@
 // Starting the ranks of a standalone distributed validation; see launch.h.
 #include "launch.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,26 +9,11 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "rank_env.h"
 #include "subprocess.h"
 
 namespace trainlock::validate {
 namespace {
-
-// A loopback TCP port that was free a moment ago, for rank 0's rendezvous store.
-int FreeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    if (fd >= 0) ::close(fd);
-    throw std::runtime_error(std::string("cannot pick a rendezvous port: ") + std::strerror(errno));
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 std::vector<std::string> WithoutNproc(const std::vector<std::string>& argv) {
   std::vector<std::string> out;

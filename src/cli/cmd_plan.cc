@@ -20,19 +20,6 @@ struct PlanCliOptions {
   bool json = false;
 };
 
-// One line naming the file, however many violations there are.
-nlohmann::json ReadReport(const std::string& path) {
-  nlohmann::json report = ReadJsonFile(path, path);
-  std::vector<std::string> violations = ReportSchemaViolations(report);
-  if (!violations.empty()) {
-    std::string more =
-        violations.size() > 1 ? " (and " + std::to_string(violations.size() - 1) + " more)" : "";
-    throw InputError(
-        Diagnostic{path, {}, "not a trainlock.report/v1 report: " + violations[0] + more, ""});
-  }
-  return report;
-}
-
 PlanOptions ParseOptions(const PlanCliOptions& o, const Catalog& catalog) {
   PlanOptions options;
   options.gpus = o.gpus;
@@ -59,7 +46,8 @@ PlanOptions ParseOptions(const PlanCliOptions& o, const Catalog& catalog) {
 int RunPlan(const PlanCliOptions& o, const GlobalOptions& global) {
   Catalog catalog = LoadCatalog(global);
   PlanOptions options = ParseOptions(o, catalog);
-  PlanInput input = PlanInputFromReport(ReadReport(o.report), o.report);
+  PlanInput input =
+      PlanInputFromReport(ReadReportFile(o.report, o.report, /*max_lines=*/1), o.report);
   Plan plan = MakePlan(input, options, catalog);
   if (o.json) {
     std::cout << PlanJson(plan).dump(2) << "\n";
