@@ -74,7 +74,8 @@ pilot() {
 [ -n "${SKIP_PILOT:-}" ] || stage "h200-pilot" pilot
 
 # The collectives across every GPU of the machine, beside torch.distributed in the same run,
-# then the whole pilot with one rank per GPU (rank 0 writes the merged report).
+# then the whole pilot with one rank per GPU: each rank's own round trip on its GPU, rank 0's
+# merged report and a table with a row per GPU.
 collectives() {
   local n
   n=$(nvidia-smi -L | wc -l)
@@ -100,6 +101,8 @@ pilot_all_gpus() {
   end=$(date +%s.%N)
   echo "$n GPUs, time to full verdict: $(python3 -c "print(round($end - $start, 1))") s" |
     tee "$OUT/h200-pilot-all-gpus/verdict-time.txt"
+  python3 bench/rank_table.py "$OUT/h200-pilot-all-gpus/report.json" |
+    tee "$OUT/h200-pilot-all-gpus/per-gpu.md"
   return $rc
 }
 stage "h200-pilot on every GPU (--nproc auto)" pilot_all_gpus

@@ -3,7 +3,6 @@
 
 #include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 // The process groups' headers need their libraries' headers; LibTorch holds the code.
 #if __has_include(<gloo/algorithm.h>)
 #define TRAINLOCK_HAVE_GLOO 1
@@ -20,12 +19,17 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 #include <torch/version.h>
+#ifdef TRAINLOCK_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 #include <unistd.h>
 
 #include <algorithm>
 #include <iomanip>
 #include <sstream>
 #include <thread>
+
+#include "rank_store_native.h"
 
 namespace trainlock::validate {
 namespace {
@@ -41,19 +45,11 @@ using GroupBase = c10d::Backend;
 using GroupBase = c10d::ProcessGroup;
 #endif
 
-constexpr const char* kPrefix = "trainlock/";
-
 std::vector<uint8_t> Bytes(const std::string& s) {
   return {s.begin(), s.end()};
 }
 std::string Text(const std::vector<uint8_t>& b) {
   return {b.begin(), b.end()};
-}
-std::string Key(const std::string& what, int rank) {
-  return kPrefix + what + "/" + std::to_string(rank);
-}
-std::string Seconds(std::chrono::seconds s) {
-  return std::to_string(s.count()) + "s";
 }
 
 // A failure of the distributed run as a whole, with the sentence both checks report.
@@ -61,72 +57,13 @@ struct CommFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The ranks that did not publish `what` within `wait`, as "rank 2" / "ranks 2, 3".
-std::string MissingRanks(const StorePtr& store, const std::string& what, int world,
-                         Clock::time_point deadline) {
-  std::vector<int> missing;
-  do {
-    missing.clear();
-    for (int r = 0; r < world; ++r) {
-      if (!store->check({Key(what, r)})) missing.push_back(r);
-    }
-    if (missing.empty()) return "";
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  } while (Clock::now() < deadline);
-  std::string out = missing.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < missing.size(); ++i) out += (i ? ", " : "") + std::to_string(missing[i]);
-  return out;
-}
-
-StorePtr Connect(const CommOptions& o) {
-  c10d::TCPStoreOptions options;
-  options.port = static_cast<uint16_t>(o.rank.master_port);
-  options.isServer = o.rank.rank == 0;
-  options.waitWorkers = false;
-  options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o.join_timeout);
-  try {
-    return c10::make_intrusive<c10d::TCPStore>(o.rank.master_addr, options);
-  } catch (const std::exception& e) {
-    throw CommFailure(o.rank.rank == 0 ? "rank 0 could not open the rendezvous on port " +
-                                             std::to_string(o.rank.master_port) + ": " + e.what()
-                                       : "rank 0's rendezvous at " + o.rank.master_addr + ":" +
-                                             std::to_string(o.rank.master_port) +
-                                             " did not answer within " + Seconds(o.join_timeout));
-  }
-}
-
-// Every rank announces itself; rank 0 waits for all and then says "go" (or why not).
-void Rendezvous(const StorePtr& store, const CommOptions& o) {
-  const int world = o.rank.world_size;
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  store->set(Key("join", o.rank.rank), Bytes(std::string(host) + " " + o.device));
-  const std::string start = std::string(kPrefix) + "start";
-  if (o.rank.rank == 0) {
-    std::string missing = MissingRanks(store, "join", world, Clock::now() + o.join_timeout);
-    store->set(start, Bytes(missing.empty()
-                                ? "go"
-                                : missing + " did not join within " + Seconds(o.join_timeout)));
-    if (!missing.empty())
-      throw CommFailure(missing + " did not join within " + Seconds(o.join_timeout));
-    return;
-  }
-  try {
-    store->wait({start}, std::chrono::duration_cast<std::chrono::milliseconds>(o.join_timeout * 2));
-  } catch (const std::exception&) {
-    throw CommFailure("rank 0 did not start the collectives within " + Seconds(o.join_timeout * 2));
-  }
-  std::string verdict = Text(store->get(start));
-  if (verdict != "go") throw CommFailure(verdict);
-}
-
 // After a collective threw: which ranks are gone. Survivors mark themselves, wait a moment for
 // the others to do the same, and name whoever did not.
-std::string LostRanks(const StorePtr& store, const CommOptions& o, const std::string& phase) {
+std::string LostRanks(RankStore& store, const std::string& phase) {
   try {
-    store->set(Key("alive-" + phase, o.rank.rank), Bytes("1"));
-    std::string missing = MissingRanks(store, "alive-" + phase, o.rank.world_size,
-                                       Clock::now() + std::chrono::seconds(3));
+    store.Publish("alive-" + phase, "1");
+    std::string missing =
+        store.Missing("alive-" + phase, RankStore::Clock::now() + std::chrono::seconds(3));
     return missing.empty() ? "" : missing + " lost during " + phase;
   } catch (const std::exception&) {
     return "rank 0 lost during " + phase + " (its rendezvous store is gone)";
@@ -168,6 +105,19 @@ c10::intrusive_ptr<GroupBase> MakeGroup(const StorePtr& store, const CommOptions
 // or it times nothing and may exit with its collectives still in flight.
 void Synchronize(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+// The round trip that follows measures this device's memory: give back what the collectives'
+// tensors left in the caching allocator.
+void ReleaseCachedMemory(const torch::Device& device) {
+#ifdef TRAINLOCK_WITH_CUDA
+  if (device.is_cuda()) {
+    Synchronize(device);
+    c10::cuda::CUDACachingAllocator::emptyCache();
+  }
+#else
+  (void)device;
+#endif
 }
 
 void AllReduce(GroupBase& group, torch::Tensor& t, const CommOptions& o) {
@@ -346,7 +296,7 @@ CheckResult DdpCheck(GroupBase& group, const StorePtr& store, const CommOptions&
   }
   std::sort(times.begin(), times.end());
   const double median = times[times.size() / 2];
-  store->set(Key("ddp-step", rank), Bytes(std::to_string(median)));
+  store->set(RankStoreKey("ddp-step", rank), Bytes(std::to_string(median)));
   c.metrics = {{"world_size", world},
                {"batch_per_rank", kBatch},
                {"model", "fp32 MLP 64-256-64, MSE loss"},
@@ -370,9 +320,9 @@ CheckResult DdpCheck(GroupBase& group, const StorePtr& store, const CommOptions&
     Json per_rank = Json::array();
     std::vector<double> medians;
     for (int r = 0; r < world; ++r) {
-      store->wait({Key("ddp-step", r)},
+      store->wait({RankStoreKey("ddp-step", r)},
                   std::chrono::duration_cast<std::chrono::milliseconds>(o.collective_timeout));
-      double t = std::stod(Text(store->get(Key("ddp-step", r))));
+      double t = std::stod(Text(store->get(RankStoreKey("ddp-step", r))));
       medians.push_back(t);
       per_rank.push_back({{"rank", r}, {"median_step_s", t}});
     }
@@ -414,34 +364,6 @@ CheckResult Failed(const std::string& id, const std::string& why, const CommOpti
   return c;
 }
 
-// Rank 0 waits for the others' results so that the store outlives their last request, and
-// gathers what each rank saw for the merged report.
-Json GatherRanks(const StorePtr& store, const CommOptions& o,
-                 const std::vector<CheckResult>& mine) {
-  Json own = Json::object();
-  for (const CheckResult& c : mine)
-    own[c.id] = {{"status", CheckStatusName(c.status)}, {"summary", c.summary}};
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  Json entry = {{"rank", o.rank.rank},
-                {"local_rank", o.rank.local_rank},
-                {"host", host},
-                {"device", o.device},
-                {"checks", own}};
-  store->set(Key("result", o.rank.rank), Bytes(entry.dump()));
-  if (o.rank.rank != 0) return Json::array();
-  Json ranks = Json::array();
-  const auto deadline = Clock::now() + o.collective_timeout;
-  for (int r = 0; r < o.rank.world_size; ++r) {
-    while (!store->check({Key("result", r)}) && Clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    ranks.push_back(store->check({Key("result", r)})
-                        ? Json::parse(Text(store->get(Key("result", r))))
-                        : Json{{"rank", r}, {"error", "no result within the collective timeout"}});
-  }
-  return ranks;
-}
-
 }  // namespace
 
 std::string CommDevice(const std::string& requested, int local_rank) {
@@ -459,32 +381,27 @@ double BusBandwidth(double bytes, double seconds, int world_size) {
   return bytes / seconds / 1e9 * 2.0 * (world_size - 1) / world_size;
 }
 
-CommOutcome RunCommChecks(const CommOptions& o) {
+CommOutcome FailedCommChecks(const CommOptions& o, const std::string& why) {
+  return {{Failed("comm.allreduce", why, o), Failed("comm.ddp", why, o)}};
+}
+
+CommOutcome RunCommChecks(const CommOptions& o, RankStore& rank_store) {
   CommOutcome out;
   const torch::Device device(o.device);
-  StorePtr store;
-  try {
-    store = Connect(o);
-    Rendezvous(store, o);
-  } catch (const CommFailure& e) {
-    out.checks = {Failed("comm.allreduce", e.what(), o), Failed("comm.ddp", e.what(), o)};
-    return out;
-  }
+  const StorePtr store = NativeStore(rank_store);
   c10::intrusive_ptr<GroupBase> group;
   try {
     Synchronize(device);
     group = MakeGroup(store, o, device);
   } catch (const std::exception& e) {
-    std::string why = std::string("cannot create the process group: ") + e.what();
-    out.checks = {Failed("comm.allreduce", why, o), Failed("comm.ddp", why, o)};
-    return out;
+    return FailedCommChecks(o, std::string("cannot create the process group: ") + e.what());
   }
   for (const char* phase : {"all-reduce", "DDP"}) {
     try {
       out.checks.push_back(std::string(phase) == "all-reduce" ? AllReduceCheck(*group, o, device)
                                                               : DdpCheck(*group, store, o, device));
     } catch (const std::exception& e) {
-      std::string lost = LostRanks(store, o, phase);
+      std::string lost = LostRanks(rank_store, phase);
       std::string first_line = e.what();
       first_line = first_line.substr(0, first_line.find('\n'));
       CheckResult c =
@@ -498,11 +415,8 @@ CommOutcome RunCommChecks(const CommOptions& o) {
       break;
     }
   }
-  try {
-    out.ranks = GatherRanks(store, o, out.checks);
-  } catch (const std::exception&) {
-    // Rank 0 gone: this rank's own results stand.
-  }
+  group.reset();
+  ReleaseCachedMemory(device);
   return out;
 }
 

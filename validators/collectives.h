@@ -1,6 +1,6 @@
 // comm.allreduce and comm.ddp: the collectives every rank of a distributed validation joins,
-// through LibTorch's c10d (ProcessGroupGloo on CPU, ProcessGroupNCCL on CUDA) with rendezvous
-// through a TCPStore on rank 0. Every wait is bounded: a rank that never joins, or dies
+// through LibTorch's c10d (ProcessGroupGloo on CPU, ProcessGroupNCCL on CUDA) over the ranks'
+// shared store (rank_store.h). Every wait is bounded: a rank that never joins, or dies
 // mid-collective, is named in a `fail`, and nothing hangs.
 #pragma once
 
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rank_env.h"
+#include "rank_store.h"
 #include "report.h"
 
 namespace trainlock::validate {
@@ -29,12 +30,15 @@ struct CommOptions {
 };
 
 struct CommOutcome {
-  std::vector<CheckResult> checks;                 // comm.allreduce, comm.ddp
-  nlohmann::json ranks = nlohmann::json::array();  // rank 0: what each rank reported
+  std::vector<CheckResult> checks;  // comm.allreduce, comm.ddp
 };
 
-// Runs both checks on this rank. Rank 0 also collects every rank's results (`ranks`).
-CommOutcome RunCommChecks(const CommOptions& options);
+// Runs both checks on this rank, over the ranks' joined store (rank_store.h). The process
+// group is gone and the device's cached memory released when it returns.
+CommOutcome RunCommChecks(const CommOptions& options, RankStore& store);
+
+// Both checks failed for `why` (the rendezvous did not complete).
+CommOutcome FailedCommChecks(const CommOptions& options, const std::string& why);
 
 // The device a rank uses: "cuda:<local_rank mod device count>" when CUDA is there and not
 // refused by `requested` ("cpu"), else "cpu".

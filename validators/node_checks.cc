@@ -298,7 +298,7 @@ std::vector<CheckResult> PerfChecks(const NodeProbe& node, const DeviceRuns& run
   std::vector<CheckResult> checks;
   for (const Measure& measure : measures) {
     nlohmann::json per_device = nlohmann::json::array();
-    std::vector<std::string> slow;
+    std::vector<std::string> slow, implausible;
     double slowest = -1;
     std::string slowest_text;
     for (const auto& d : runs.devices) {
@@ -320,11 +320,18 @@ std::vector<CheckResult> PerfChecks(const NodeProbe& node, const DeviceRuns& run
         slowest_text = text;
       }
       if (model && value < threshold) slow.push_back(text);
+      // Faster than the datasheet is a timing that did not wait for the GPU, not a fast GPU.
+      if (model && value > model->*measure.peak * kImplausibleAboveDatasheet)
+        implausible.push_back(text);
     }
     nlohmann::json m = {{"devices", per_device},
                         {"threshold_fraction_of_datasheet", measure.fraction}};
     if (runs.devices.empty()) {
       checks.push_back(Make(measure.id, CheckStatus::kSkip, "no device was measured"));
+    } else if (!implausible.empty()) {
+      checks.push_back(Make(measure.id, CheckStatus::kError,
+                            Join(implausible, "; ") + ": above the datasheet peak, not measured",
+                            "the timing did not wait for that GPU: a validator bug to report", m));
     } else if (!slow.empty()) {
       std::string summary = Join(slow, "; ");
       checks.push_back(Make(

@@ -11,6 +11,7 @@
 #include "catalog.h"
 #include "memory_model.h"
 #include "project.h"
+#include "sha256.h"
 #include "subprocess.h"
 #include "train_shape.h"
 #include "worker.h"
@@ -339,6 +340,8 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
   const nlohmann::json& fa = a.result["final_state"]["fingerprints"];
   const nlohmann::json& fc = c.result["final_state"]["fingerprints"];
   bool states_equal = fa == fc && !fa.empty();
+  // What the uninterrupted run computed, to the bit: ranks on GPUs of one model must agree.
+  r.metrics["reference_digest"] = Sha256Hex(nlohmann::json(la).dump() + fa.dump());
   std::string first_tensor;
   nlohmann::json state_diff = 0.0;
   if (!states_equal) {

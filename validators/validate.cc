@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <thread>
 
@@ -27,6 +28,8 @@
 #include "progress.h"
 #include "project.h"
 #include "rank_env.h"
+#include "rank_merge.h"
+#include "rank_store.h"
 #include "report.h"
 #include "report_signing.h"
 #include "sha256.h"
@@ -193,10 +196,14 @@ void PrintSummary(const Report& report, const ValidateOptions& o, const std::str
             << "\n";
 }
 
-fs::path MakeWorkDir(const ValidateOptions& o) {
+// --work-dir, or a fresh temporary directory. Ranks of one node get a directory each under
+// --work-dir ("rank-N"): their round trips must not share worker files.
+fs::path MakeWorkDir(const ValidateOptions& o, const std::optional<RankEnv>& rank) {
   if (!o.work_dir.empty()) {
-    fs::create_directories(o.work_dir);
-    return o.work_dir;
+    fs::path dir = o.work_dir;
+    if (rank && rank->world_size > 1) dir /= "rank-" + std::to_string(rank->rank);
+    fs::create_directories(dir);
+    return dir;
   }
   std::string pattern = (fs::temp_directory_path() / "trainlock-validate-XXXXXX").string();
   if (!::mkdtemp(pattern.data()))
@@ -237,9 +244,43 @@ fs::path CheckpointRoot(const ValidateOptions& o, const Project& project, const 
   return root;
 }
 
-// env.*, data.*, ops.custom and the round trip: the checks of one node.
+// train.step, train.roundtrip, train.eval and ckpt.portable on `device`: the round trip.
+std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& project,
+                                     const std::string& device, const fs::path& work,
+                                     const fs::path& checkpoint_root, Progress& progress) {
+  const Spec& lock = *project.lock;
+  if (!Selected(o, {"train.step", "train.roundtrip", "train.eval", "ckpt.portable"})) {
+    std::vector<CheckResult> skipped;
+    for (const char* id : {"train.step", "train.roundtrip", "train.eval", "ckpt.portable"})
+      skipped.push_back(Skip(id, "not selected (--only)"));
+    return skipped;
+  }
+  RoundtripOptions r;
+  r.project = fs::absolute(o.project);
+  r.work_dir = work;
+  r.checkpoint_root = checkpoint_root;
+  r.steps = lock.validate.steps;
+  r.checkpoint_at = lock.validate.checkpoint_at;
+  r.keep_last = lock.validate.keep_last;
+  r.loss_tolerance = lock.validate.loss_tolerance;
+  r.eval_tolerance = lock.validate.eval_tolerance;
+  r.device = device;
+  r.threads = o.threads;
+  r.timeout_s = o.timeout_s;
+  r.negative_control = o.negative_control;
+  progress.Begin("train.step, train.roundtrip on " + device +
+                 ": train -> checkpoint -> SIGKILL -> restore -> resume");
+  std::vector<CheckResult> checks = RunRoundtrip(r);
+  progress.End();
+  return checks;
+}
+
+// env.*, data.*, ops.custom and the round trip on `train_device`: the checks of one node.
+// `measured` runs once the devices' throughput is measured (the other ranks wait for it
+// before they load their GPUs).
 NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project, const NodeProbe& node,
-                      const fs::path& work, Progress& progress, Report& report) {
+                      const fs::path& work, const std::string& train_device,
+                      const std::function<void()>& measured, Progress& progress, Report& report) {
   const Spec& lock = *project.lock;
   NodeRun run;
   if (report.build != "cpu" && node.nvml_loaded &&
@@ -253,6 +294,7 @@ NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project, const No
     run.runs = MeasureDevices(work, o.timeout_s, op_libraries);
     progress.End();
   }
+  measured();
   run.checkpoint_root = CheckpointRoot(o, project, work);
   for (CheckResult& c : EnvChecks(lock, node, run.runs, &report.devices))
     report.checks.push_back(std::move(c));
@@ -268,28 +310,8 @@ NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project, const No
         RunOpsCheck({fs::absolute(o.project), {}, work, o.device, o.timeout_s}));
     progress.End();
   }
-  if (!Selected(o, {"train.step", "train.roundtrip", "train.eval", "ckpt.portable"})) {
-    for (const char* id : {"train.step", "train.roundtrip", "train.eval", "ckpt.portable"})
-      report.checks.push_back(Skip(id, "not selected (--only)"));
-    return run;
-  }
-  RoundtripOptions r;
-  r.project = fs::absolute(o.project);
-  r.work_dir = work;
-  r.checkpoint_root = run.checkpoint_root;
-  r.steps = lock.validate.steps;
-  r.checkpoint_at = lock.validate.checkpoint_at;
-  r.keep_last = lock.validate.keep_last;
-  r.loss_tolerance = lock.validate.loss_tolerance;
-  r.eval_tolerance = lock.validate.eval_tolerance;
-  r.device = o.device;
-  r.threads = o.threads;
-  r.timeout_s = o.timeout_s;
-  r.negative_control = o.negative_control;
-  progress.Begin(
-      "train.step, train.roundtrip: train -> checkpoint -> SIGKILL -> restore -> resume");
-  for (CheckResult& c : RunRoundtrip(r)) report.checks.push_back(std::move(c));
-  progress.End();
+  for (CheckResult& c : RunTraining(o, project, train_device, work, run.checkpoint_root, progress))
+    report.checks.push_back(std::move(c));
   return run;
 }
 
@@ -355,42 +377,68 @@ CommOptions CommOptionsFor(const RankEnv& rank, const ValidateOptions& o, const 
   return c;
 }
 
-// A rank other than 0 joins the collectives and leaves the node checks to rank 0.
+// A rank other than 0 leaves the node's checks to rank 0; it runs only the per-rank ones.
 void SkipForNonLeadRank(Report& report, int rank) {
-  const std::string why = "run by rank 0; rank " + std::to_string(rank) + " joins the collectives";
+  const std::string why = "run by rank 0 for the node; rank " + std::to_string(rank) +
+                          " joins the collectives and trains on its own device";
+  const auto& own = PerRankCheckIds();
   for (std::string_view id : kCheckIds) {
-    if (id != "comm.allreduce" && id != "comm.ddp")
+    if (std::find(own.begin(), own.end(), id) == own.end())
       report.checks.push_back(Skip(std::string(id), why));
-  }
-}
-
-// The merged report's comm checks fail when any rank's did, naming the rank.
-void MergeRankResults(Report& report, const nlohmann::json& ranks) {
-  for (CheckResult& c : report.checks) {
-    if (c.id != "comm.allreduce" && c.id != "comm.ddp") continue;
-    for (const nlohmann::json& r : ranks) {
-      const std::string status = StringMember(
-          r.value("checks", nlohmann::json::object()).value(c.id, nlohmann::json::object()),
-          "status");
-      if ((status == "fail" || status == "error") && c.status == CheckStatus::kPass) {
-        c.status = CheckStatus::kFail;
-        c.summary += "; rank " + std::to_string(r.value("rank", -1)) + ": " +
-                     StringMember(r["checks"][c.id], "summary");
-      }
-    }
   }
 }
 
 void AddCommChecks(Report& report, const std::optional<CommOutcome>& comm) {
   if (comm) {
     for (const CheckResult& c : comm->checks) report.checks.push_back(c);
-    MergeRankResults(report, comm->ranks);
   } else {
     report.checks.push_back(Skip("comm.allreduce", "single process: no collective to test",
                                  "run with --nproc N, under torchrun or under srun"));
     report.checks.push_back(Skip("comm.ddp", "single process: no collective to test",
                                  "run with --nproc N, under torchrun or under srun"));
   }
+}
+
+// A rank beats this often while it works; rank 0 gives up on one silent for the stall.
+constexpr std::chrono::milliseconds kHeartbeatInterval{2000};
+constexpr std::chrono::seconds kHeartbeatStall{20};
+
+std::string HostName() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return host;
+}
+
+// Every rank sends rank 0 its entry; rank 0 waits for all of them (while their heartbeats
+// go on, and at most `wait`) and returns them in rank order. Without a store (the rendezvous
+// failed) the others are missing.
+nlohmann::json ExchangeRankEntries(RankStore* store, const RankEnv& rank, const nlohmann::json& own,
+                                   std::chrono::seconds wait) {
+  nlohmann::json entries = nlohmann::json::array();
+  if (!store) {
+    for (int r = 0; r < rank.world_size; ++r)
+      entries.push_back(r == rank.rank ? own : MissingRankEntry(r, "no rendezvous"));
+    return entries;
+  }
+  try {
+    store->Publish("result", own.dump());
+    if (rank.rank != 0) {
+      store->StopHeartbeat();
+      return entries;
+    }
+    auto values = store->Collect("result", kHeartbeatStall, RankStore::Clock::now() + wait);
+    for (int r = 0; r < rank.world_size; ++r) {
+      const auto& value = values[static_cast<size_t>(r)];
+      nlohmann::json entry =
+          value.value ? nlohmann::json::parse(*value.value, nullptr, false) : nlohmann::json();
+      if (!entry.is_object())
+        entry = MissingRankEntry(r, value.value ? "sent an unreadable result" : value.why_missing);
+      entries.push_back(entry);
+    }
+  } catch (const std::exception&) {
+    // Rank 0's store is gone: this rank's own report stands.
+  }
+  return entries;
 }
 
 // --only: the checks not selected are skipped, and only selected ones stay required.
@@ -462,24 +510,51 @@ int RunValidate(const ValidateOptions& o) {
   NodeProbe node;
   if (gpu_build) node = ProbeNode();
 
-  // The collectives come first: every rank is at the rendezvous now, while rank 0's round
-  // trip afterwards may take minutes.
+  // The collectives come first: every rank is at the rendezvous now. Then rank 0 measures
+  // every device while the others wait, and each rank runs the round trip on its own GPU.
+  std::unique_ptr<RankStore> store;
   std::optional<CommOutcome> comm;
+  std::string train_device = o.device;
   if (distributed) {
+    const CommOptions comm_options = CommOptionsFor(*rank, o, node);
+    train_device = comm_options.device;
     progress.Begin("comm.allreduce, comm.ddp: " + std::to_string(rank->world_size) + " ranks");
-    comm = RunCommChecks(CommOptionsFor(*rank, o, node));
+    try {
+      store = RankStore::Join(*rank, comm_options.device, comm_options.join_timeout);
+      store->StartHeartbeat(kHeartbeatInterval);
+      comm = RunCommChecks(comm_options, *store);
+    } catch (const RankStoreError& e) {
+      comm = FailedCommChecks(comm_options, e.what());
+    }
     progress.End();
   }
-  fs::path work = MakeWorkDir(o);
+  fs::path work = MakeWorkDir(o, rank);
   fs::path ckpt_root = work / "checkpoints";
   if (lead) {
-    NodeRun run = RunNodeChecks(o, project, node, work, progress, report);
+    auto measured = [&] {
+      if (store) store->Signal("devices-measured");
+    };
+    NodeRun run = RunNodeChecks(o, project, node, work, train_device, measured, progress, report);
     ckpt_root = run.checkpoint_root;
     AddCommChecks(report, comm);
     RunTailChecks(o, project, node, run, progress, report);
   } else {
+    // Rank 0's perf.* would measure this rank's training too: wait until it is done.
+    if (store) store->WaitForSignal("devices-measured", std::chrono::seconds(o.timeout_s + 60));
+    ckpt_root = CheckpointRoot(o, project, work);
     SkipForNonLeadRank(report, rank->rank);
-    for (const CheckResult& c : comm->checks) report.checks.push_back(c);
+    AddCommChecks(report, comm);
+    for (CheckResult& c : RunTraining(o, project, train_device, work, ckpt_root, progress))
+      report.checks.push_back(std::move(c));
+  }
+  nlohmann::json rank_entries;
+  if (distributed) {
+    // Rank 0 waits for a live rank's round trip at most as long as the four processes of
+    // its own may take.
+    const auto wait = std::chrono::seconds(4 * o.timeout_s + o.collective_timeout_s);
+    rank_entries = ExchangeRankEntries(
+        store.get(), *rank, RankEntry(*rank, HostName(), train_device, report.checks), wait);
+    if (lead) MergeRankResults(report, rank_entries, {train_device != "cpu", 0.20});
   }
   std::stable_sort(report.checks.begin(), report.checks.end(),
                    [](const CheckResult& x, const CheckResult& y) {
@@ -505,7 +580,7 @@ int RunValidate(const ValidateOptions& o) {
     nlohmann::json own = j;
     if (!sign_pem.empty()) SignReport(own, sign_pem);
     WriteFileAtomically(RankReportPath(o.out.string(), rank->rank), SignedReportText(own));
-    if (lead) j["ranks"] = comm->ranks;
+    if (lead) j["ranks"] = rank_entries;
   }
   if (lead) {
     if (!sign_pem.empty()) SignReport(j, sign_pem);

@@ -39,11 +39,23 @@ struct RunSetup {
   nlohmann::json identity;
 };
 
+// "cpu", "auto", "cuda" (device 0) or "cuda:N" (a rank's own GPU). A CUDA device becomes the
+// current one, so that nothing in this process touches (and allocates on) another GPU.
 torch::Device PickDevice(const std::string& requested) {
   if (requested == "cpu") return torch::kCPU;
-  if (requested == "cuda" || (requested == "auto" && torch::cuda::is_available())) {
-    if (!torch::cuda::is_available()) throw std::runtime_error("--device cuda: no CUDA device");
-    return torch::Device(torch::kCUDA, 0);
+  const bool indexed = requested.rfind("cuda:", 0) == 0;
+  if (requested == "cuda" || indexed || (requested == "auto" && torch::cuda::is_available())) {
+    if (!torch::cuda::is_available())
+      throw std::runtime_error("--device " + requested + ": no CUDA device");
+    torch::Device device(torch::kCUDA, 0);
+    if (indexed) device = torch::Device(requested);
+    if (device.index() >= static_cast<int>(torch::cuda::device_count()))
+      throw std::runtime_error("--device " + requested + ": only " +
+                               std::to_string(torch::cuda::device_count()) + " CUDA devices");
+#if defined(TRAINLOCK_WITH_CUDA)
+    c10::cuda::set_device(device.index());
+#endif
+    return device;
   }
   return torch::kCPU;
 }
@@ -262,17 +274,18 @@ int RunPortable(const WorkerOptions& o, nlohmann::json& result) {
   return 0;
 }
 
-// Seconds per call of `work` on the current CUDA device: warm-ups, then the median of timed
-// repetitions (synchronizing around each).
+// Seconds per call of `work` on CUDA device `index`: warm-ups, then the median of timed
+// repetitions, synchronizing that device around each (synchronizing the current device
+// instead would time nothing on any other GPU).
 template <typename Work>
-double MedianSeconds(Work work, int warmups, int repetitions) {
+double MedianSeconds(Work work, int index, int warmups, int repetitions) {
   for (int i = 0; i < warmups; ++i) work();
-  torch::cuda::synchronize();
+  torch::cuda::synchronize(index);
   std::vector<double> times;
   for (int i = 0; i < repetitions; ++i) {
     auto start = std::chrono::steady_clock::now();
     work();
-    torch::cuda::synchronize();
+    torch::cuda::synchronize(index);
     times.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
@@ -289,6 +302,7 @@ int RunNodeProbe(nlohmann::json& result) {
       torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
   for (int64_t i = 0; i < count; ++i) {
     torch::Device device(torch::kCUDA, static_cast<c10::DeviceIndex>(i));
+    const c10::DeviceGuard current(device);  // cuBLAS handles and streams of this GPU
     nlohmann::json d = {{"index", i}};
     try {
       auto options = torch::TensorOptions().device(device);
@@ -298,12 +312,12 @@ int RunNodeProbe(nlohmann::json& result) {
       const int64_t n = 8192;
       torch::Tensor a = torch::randn({n, n}, options.dtype(torch::kBFloat16));
       torch::Tensor b = torch::randn({n, n}, options.dtype(torch::kBFloat16));
-      double mm_s = MedianSeconds([&] { (void)a.mm(b); }, 3, 10);
+      double mm_s = MedianSeconds([&] { (void)a.mm(b); }, static_cast<int>(i), 3, 10);
       d["matmul_tflops"] = 2.0 * n * n * n / mm_s / 1e12;
       const int64_t bytes = int64_t{2} << 30;
       torch::Tensor src = torch::randn({bytes / 4}, options);
       torch::Tensor dst = torch::empty_like(src);
-      double copy_s = MedianSeconds([&] { dst.copy_(src); }, 3, 10);
+      double copy_s = MedianSeconds([&] { dst.copy_(src); }, static_cast<int>(i), 3, 10);
       d["copy_tbps"] = 2.0 * static_cast<double>(bytes) / copy_s / 1e12;
     } catch (const std::exception& e) {
       std::string message = e.what();

@@ -1,6 +1,7 @@
 // comm.allreduce and comm.ddp over Gloo with 2, 3 and 4 CPU processes, started the three ways
-// an operator starts them (trainlock-validate --nproc, torchrun's variables, srun's), and the
-// failures a single process never shows: a rank that dies mid-collective, one that never joins.
+// an operator starts them (trainlock-validate --nproc, torchrun's variables, srun's); every
+// rank's own round trip; and the failures a single process never shows: a rank that dies
+// mid-collective, one that never joins.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -95,6 +96,30 @@ TEST_P(CommStandalone, NprocRanksPassOverGlooAndEachWritesItsReport) {
 
 INSTANTIATE_TEST_SUITE_P(TwoThreeFour, CommStandalone, ::testing::Values(2, 3, 4));
 
+TEST(CommStandaloneTraining, EveryRankRunsTheRoundTripItselfAndTheRanksAgreeToTheBit) {
+  testing::TempDir dir;
+  std::vector<std::string> args = CommArgs(dir.path() / "report.json");
+  args.erase(args.begin() + 6, args.begin() + 8);  // no --only: the round trip on every rank
+  args.insert(args.begin() + 2, {"--nproc", "2"});
+  RunResult run = testing::RunProgram("trainlock", args);
+  SKIP_WITHOUT_GLOO(dir.path() / "report.json");
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  json merged = json::parse(testing::ReadFile(dir.path() / "report.json"));
+  const json& roundtrip = CheckOf(merged, "train.roundtrip");
+  EXPECT_EQ(roundtrip["status"], "pass") << roundtrip;
+  EXPECT_EQ(roundtrip["metrics"]["ranks_bitwise_identical"], true);
+  EXPECT_NE(roundtrip["summary"].get<std::string>().find("identical bits on all 2 ranks"),
+            std::string::npos);
+  EXPECT_EQ(CheckOf(merged, "train.step")["metrics"]["ranks"].size(), 2u);
+  const json& rank1 = merged["ranks"][1];
+  EXPECT_EQ(rank1["checks"]["train.roundtrip"]["status"], "pass") << rank1;
+  EXPECT_EQ(rank1["train"]["reference_digest"], merged["ranks"][0]["train"]["reference_digest"]);
+  // Rank 1's own report: its round trip, not the node's checks.
+  json own = json::parse(testing::ReadFile(dir.path() / "report.rank-1.json"));
+  EXPECT_EQ(CheckOf(own, "train.roundtrip")["status"], "pass");
+  EXPECT_EQ(CheckOf(own, "env.driver")["status"], "skip");
+}
+
 // Starts one trainlock-validate per rank at once with `env_of(rank)` and waits for all.
 std::vector<RunResult> RunRanks(int world, const std::vector<std::string>& args,
                                 const std::function<std::vector<std::string>(int)>& env_of) {
@@ -166,6 +191,9 @@ TEST(CommFailure, ARankKilledMidCollectiveIsNamedByTheOthersWithinTheTimeout) {
             std::string::npos)
       << allreduce["summary"];
   EXPECT_EQ(merged["verdict"], "fail");
+  // Rank 0 stopped waiting for the dead rank's result when its heartbeat stopped.
+  EXPECT_NE(merged["ranks"][2].value("error", "").find("no heartbeat"), std::string::npos)
+      << merged["ranks"][2];
 }
 
 TEST(CommFailure, ARankThatNeverJoinsIsNamedWithinTheJoinTimeout) {

@@ -185,5 +185,15 @@ TEST(PerfChecks, AThrottledGpuFailsWithItsNumbers) {
   EXPECT_EQ(hbm.status, CheckStatus::kFail);  // 2.0 < 0.7 x 4.8 TB/s
 }
 
+TEST(PerfChecks, AReadingAboveTheDatasheetIsAnErrorNotAFastGpu) {
+  // What timing a second GPU's work by synchronizing the first gave: 22 PFLOP/s, 333 TB/s.
+  auto checks =
+      PerfChecks(HealthyH200Node(), RunsOnOneH200({90}, 22305, 333.1), Catalog::Embedded());
+  CheckResult matmul = Find(checks, "perf.matmul"), hbm = Find(checks, "perf.hbm");
+  EXPECT_EQ(matmul.status, CheckStatus::kError);
+  EXPECT_NE(matmul.summary.find("above the datasheet peak"), std::string::npos) << matmul.summary;
+  EXPECT_EQ(hbm.status, CheckStatus::kError);
+}
+
 }  // namespace
 }  // namespace trainlock::validate

@@ -1,0 +1,197 @@
+// How rank 0 folds every rank's entry into the merged report of a distributed validation:
+// failures name their rank, a rank that sent nothing fails the training checks, a slow GPU is
+// a straggler, and GPUs of one model that compute different bits fail train.roundtrip.
+#include "rank_merge.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace trainlock::validate {
+namespace {
+
+using nlohmann::json;
+
+CheckResult Passed(const std::string& id, const std::string& summary = "ok") {
+  return {id, CheckStatus::kPass, 0, summary, "", json::object()};
+}
+
+// Rank 0's report with every per-rank check passed.
+Report LeadReport() {
+  Report report;
+  for (const std::string& id : PerRankCheckIds()) report.checks.push_back(Passed(id));
+  return report;
+}
+
+const CheckResult& Check(const Report& report, const std::string& id) {
+  for (const CheckResult& c : report.checks) {
+    if (c.id == id) return c;
+  }
+  throw std::runtime_error("no check " + id);
+}
+
+// One rank's entry as RankEntry writes it, all checks passed, on an H200.
+json Entry(int rank, const std::string& digest = "d1", double tokens_per_s = 1000,
+           const std::string& model = "NVIDIA H200") {
+  json checks = json::object();
+  for (const std::string& id : PerRankCheckIds())
+    checks[id] = {{"status", "pass"}, {"summary", "ok"}};
+  return {{"rank", rank},
+          {"local_rank", rank},
+          {"host", "node1"},
+          {"device", "cuda:" + std::to_string(rank)},
+          {"checks", checks},
+          {"train",
+           {{"device_name", model},
+            {"tokens_per_s", tokens_per_s},
+            {"reference_digest", digest},
+            {"bitwise_equal", true}}}};
+}
+
+const MergeOptions kGpu{true, 0.20};
+
+TEST(RankMerge, AllRanksPassingAndAgreeingKeepsEveryCheckPassing) {
+  Report report = LeadReport();
+  MergeRankResults(report, json::array({Entry(0), Entry(1), Entry(2), Entry(3)}), kGpu);
+  for (const std::string& id : PerRankCheckIds())
+    EXPECT_EQ(Check(report, id).status, CheckStatus::kPass) << id;
+  EXPECT_EQ(Check(report, "train.roundtrip").metrics["ranks_bitwise_identical"], true);
+  EXPECT_NE(Check(report, "train.roundtrip").summary.find("identical bits on all 4 ranks"),
+            std::string::npos);
+  EXPECT_EQ(Check(report, "train.step").metrics["ranks"].size(), 4u);
+}
+
+TEST(RankMerge, ARanksFailedRoundTripFailsTheMergedCheckAndNamesTheRank) {
+  Report report = LeadReport();
+  json bad = Entry(2);
+  bad["checks"]["train.roundtrip"] = {{"status", "fail"},
+                                      {"summary", "resumed run diverges at step 5"}};
+  MergeRankResults(report, json::array({Entry(0), Entry(1), bad}), kGpu);
+  const CheckResult& c = Check(report, "train.roundtrip");
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_NE(c.summary.find("rank 2 (cuda:2): resumed run diverges at step 5"), std::string::npos)
+      << c.summary;
+  EXPECT_FALSE(c.remedy.empty());
+  EXPECT_EQ(Check(report, "train.step").status, CheckStatus::kPass);
+}
+
+TEST(RankMerge, ARankThatSentNoResultFailsTheTrainingChecksButNotTheCollectives) {
+  Report report = LeadReport();
+  json lost = MissingRankEntry(1, "no heartbeat for 20s: the process died or hangs");
+  MergeRankResults(report, json::array({Entry(0), lost}), kGpu);
+  for (const char* id : {"train.step", "train.roundtrip"}) {
+    EXPECT_EQ(Check(report, id).status, CheckStatus::kFail) << id;
+    EXPECT_NE(Check(report, id).summary.find("rank 1: no heartbeat for 20s"), std::string::npos)
+        << Check(report, id).summary;
+  }
+  EXPECT_EQ(Check(report, "comm.allreduce").status, CheckStatus::kPass);
+}
+
+TEST(RankMerge, AGpuComputingDifferentBitsFromItsPeersFailsTheRoundTripNamingOnlyIt) {
+  Report report = LeadReport();
+  MergeRankResults(report, json::array({Entry(0), Entry(1), Entry(2, "d2"), Entry(3)}), kGpu);
+  const CheckResult& c = Check(report, "train.roundtrip");
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_EQ(c.metrics["ranks_bitwise_identical"], false);
+  EXPECT_EQ(c.metrics["ranks_computing_differently"], json::array({2}));
+  EXPECT_NE(c.summary.find("rank 2 (cuda:2) computed different bits"), std::string::npos)
+      << c.summary;
+  EXPECT_NE(c.remedy.find("dcgmi diag"), std::string::npos);
+}
+
+TEST(RankMerge, TwoGpusThatDisagreeWithNoMajorityAreBothNamed) {
+  Report report = LeadReport();
+  MergeRankResults(report, json::array({Entry(0, "d1"), Entry(1, "d2")}), kGpu);
+  const CheckResult& c = Check(report, "train.roundtrip");
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_EQ(c.metrics["ranks_computing_differently"], json::array({0, 1}));
+}
+
+TEST(RankMerge, GpusOfDifferentModelsAreNotComparedBitwise) {
+  Report report = LeadReport();
+  MergeRankResults(report, json::array({Entry(0, "d1"), Entry(1, "d2", 1000, "NVIDIA H100")}),
+                   kGpu);
+  EXPECT_EQ(Check(report, "train.roundtrip").status, CheckStatus::kPass);
+  EXPECT_TRUE(Check(report, "train.roundtrip").metrics["ranks_bitwise_identical"].is_null());
+}
+
+TEST(RankMerge, RanksWhoseOwnResumeWasNotBitwiseAreNotCompared) {
+  // Under a loss tolerance the kernels need not be deterministic: bits may differ anywhere.
+  Report report = LeadReport();
+  json a = Entry(0, "d1"), b = Entry(1, "d2");
+  a["train"]["bitwise_equal"] = false;
+  b["train"]["bitwise_equal"] = false;
+  MergeRankResults(report, json::array({a, b}), kGpu);
+  EXPECT_EQ(Check(report, "train.roundtrip").status, CheckStatus::kPass);
+}
+
+TEST(RankMerge, AGpuTrainingSlowerThanTheMarginBelowTheMedianIsAStraggler) {
+  Report report = LeadReport();
+  MergeRankResults(report, json::array({Entry(0), Entry(1), Entry(2, "d1", 700), Entry(3)}), kGpu);
+  const CheckResult& c = Check(report, "train.step");
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_EQ(c.metrics["slowest_rank"], 2);
+  EXPECT_DOUBLE_EQ(c.metrics["slowest_to_median"].get<double>(), 0.7);
+  EXPECT_NE(c.summary.find("slowest rank 2 (cuda:2) at 0.70x the median tokens/s: a straggler"),
+            std::string::npos)
+      << c.summary;
+}
+
+TEST(RankMerge, AGpuWithinTheMarginIsNamedAsSlowestButPasses) {
+  Report report = LeadReport();
+  MergeRankResults(report, json::array({Entry(0), Entry(1, "d1", 900)}), kGpu);
+  EXPECT_EQ(Check(report, "train.step").status, CheckStatus::kPass);
+  EXPECT_EQ(Check(report, "train.step").metrics["slowest_rank"], 1);
+}
+
+TEST(RankMerge, OnCpuASlowRankIsReportedButIsNotANodeFinding) {
+  Report report = LeadReport();
+  MergeRankResults(report, json::array({Entry(0), Entry(1, "d1", 500)}), {false, 0.20});
+  EXPECT_EQ(Check(report, "train.step").status, CheckStatus::kPass);
+  EXPECT_NE(Check(report, "train.step").summary.find("CPU processes share cores"),
+            std::string::npos);
+}
+
+TEST(RankMerge, ASkippedMergedCheckStaysSkipped) {
+  Report report = LeadReport();
+  for (CheckResult& c : report.checks) c.status = CheckStatus::kSkip;
+  json bad = Entry(1);
+  bad["checks"]["train.step"]["status"] = "fail";
+  MergeRankResults(report, json::array({Entry(0), bad, MissingRankEntry(2, "gone")}), kGpu);
+  for (const CheckResult& c : report.checks) EXPECT_EQ(c.status, CheckStatus::kSkip) << c.id;
+}
+
+TEST(RankMerge, ManyFailingRanksAreNamedUpToThreeThenCounted) {
+  Report report = LeadReport();
+  json entries = json::array({Entry(0)});
+  for (int r = 1; r <= 6; ++r) {
+    json e = Entry(r);
+    e["checks"]["train.eval"] = {{"status", "error"}, {"summary", "boom"}};
+    entries.push_back(e);
+  }
+  MergeRankResults(report, entries, kGpu);
+  const std::string& summary = Check(report, "train.eval").summary;
+  EXPECT_NE(summary.find("rank 3 (cuda:3): boom"), std::string::npos);
+  EXPECT_EQ(summary.find("rank 4 (cuda:4)"), std::string::npos);
+  EXPECT_NE(summary.find("more ranks failed"), std::string::npos);
+}
+
+TEST(RankEntry, CarriesThePerRankChecksAndTheTrainingNumbersTheMergeCompares) {
+  RankEnv rank{3, 8, 3, "127.0.0.1", 29500, "torchrun"};
+  CheckResult step = Passed("train.step", "step 0.1 s");
+  step.metrics = {{"device_name", "NVIDIA H200"}, {"tokens_per_s", 1234.5}, {"flops", 1.0}};
+  CheckResult roundtrip = Passed("train.roundtrip");
+  roundtrip.metrics = {{"reference_digest", "abc"}, {"bitwise_equal", true}, {"pids", {}}};
+  const json entry = RankEntry(rank, "node7", "cuda:3", {Passed("env.driver"), step, roundtrip});
+  EXPECT_EQ(entry["rank"], 3);
+  EXPECT_EQ(entry["host"], "node7");
+  EXPECT_EQ(entry["device"], "cuda:3");
+  EXPECT_FALSE(entry["checks"].contains("env.driver"));  // rank 0 runs the node's checks
+  EXPECT_EQ(entry["checks"]["train.step"]["summary"], "step 0.1 s");
+  EXPECT_EQ(entry["train"]["tokens_per_s"], 1234.5);
+  EXPECT_EQ(entry["train"]["reference_digest"], "abc");
+  EXPECT_FALSE(entry["train"].contains("flops"));
+}
+
+}  // namespace
+}  // namespace trainlock::validate
