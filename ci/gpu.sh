@@ -2,8 +2,10 @@
 # The GPU run, on the device machine (Ubuntu 24.04, H200, torch 2.11+cu130 in python3): builds
 # trainlock and the validator against that torch, runs the validator tests on the GPU,
 # validates examples/h200-pilot, runs the Python reference for train.step in the same run,
-# compares the pilot's checkpoint save with torch.save and dd, and leaves reports and tables
-# in $OUT (default build-gpu/out).
+# compares the pilot's checkpoint save with torch.save and dd, and with two or more GPUs runs
+# the collectives beside torch.distributed and the pilot on every GPU (--nproc auto and under
+# torchrun); it leaves reports and tables in $OUT (default build-gpu/out). Stages can be left
+# out: SKIP_TESTS, SKIP_PILOT, SKIP_TORCHRUN, SKIP_SAVE_COMPARE, SKIP_REFERENCE.
 # The machine has no toml++: a copy of Debian's headers travels in .toml/ (git-ignored):
 #   mkdir -p .toml && cp -r /usr/include/toml++ .toml/
 set -uo pipefail
@@ -106,6 +108,24 @@ pilot_all_gpus() {
   return $rc
 }
 stage "h200-pilot on every GPU (--nproc auto)" pilot_all_gpus
+
+# The same under torchrun, as a launcher would start it: one process per GPU from torchrun's
+# variables, rank 0's merged report.
+pilot_torchrun() {
+  local n
+  n=$(nvidia-smi -L | wc -l)
+  [ "$n" -ge 2 ] || return 0
+  mkdir -p "$OUT/h200-pilot-torchrun"
+  python3 -m torch.distributed.run --standalone --nproc-per-node "$n" --no-python \
+    build-gpu/bin/trainlock-validate examples/h200-pilot \
+    --out "$OUT/h200-pilot-torchrun/report.json" >"$OUT/h200-pilot-torchrun/run.log" 2>&1
+  local rc=$?
+  grep -E "^verdict|rank [0-9]+/" "$OUT/h200-pilot-torchrun/run.log"
+  python3 bench/rank_table.py "$OUT/h200-pilot-torchrun/report.json" |
+    tee "$OUT/h200-pilot-torchrun/per-gpu.md"
+  return $rc
+}
+[ -n "${SKIP_TORCHRUN:-}" ] || stage "h200-pilot on every GPU under torchrun" pilot_torchrun
 
 # The pilot's checkpoint save beside torch.save and dd of the same size on the same disk.
 save_compare() {
