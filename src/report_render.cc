@@ -117,6 +117,47 @@ ReportCheckView ViewOfCheck(const nlohmann::json& check) {
   return c;
 }
 
+ReportRankView ViewOfRank(const nlohmann::json& entry) {
+  ReportRankView r;
+  auto rank = FiniteNumber(entry, "rank");
+  r.rank = rank ? std::to_string(static_cast<long long>(*rank)) : "?";
+  r.device = StringAt(entry, "device");
+  r.host = StringAt(entry, "host");
+  r.error = StringAt(entry, "error");
+  const nlohmann::json& train = MemberAt(entry, "train");
+  r.tokens_per_s = FiniteNumber(train, "tokens_per_s");
+  r.peak_reserved_bytes = FiniteNumber(train, "peak_reserved_bytes");
+  if (r.peak_reserved_bytes && *r.peak_reserved_bytes < 0) r.peak_reserved_bytes.reset();
+  r.digest = StringAt(train, "reference_digest").substr(0, 12);
+  const nlohmann::json& checks = MemberAt(entry, "checks");
+  if (checks.is_object()) {
+    for (const auto& [id, check] : checks.items()) {
+      const std::string status = StringAt(check, "status");
+      if (status == "pass") {
+        ++r.passed;
+      } else if (status != "skip") {
+        r.not_passed.push_back(id + " " + (status.empty() ? "?" : status));
+      }
+    }
+  }
+  return r;
+}
+
+// "6 passed" or "5 passed; train.roundtrip fail".
+std::string RankChecksLine(const ReportRankView& r) {
+  std::string out = std::to_string(r.passed) + " passed";
+  for (const std::string& s : r.not_passed) out += "; " + s;
+  return out;
+}
+
+// "38378 tokens/s" ("38378" without the unit); "" when unknown.
+std::string RankTokensLine(const ReportRankView& r, bool unit = true) {
+  if (!r.tokens_per_s) return "";
+  char text[48];
+  std::snprintf(text, sizeof text, "%.0f%s", *r.tokens_per_s, unit ? " tokens/s" : "");
+  return text;
+}
+
 }  // namespace
 
 int ReportView::Count(std::string_view status) const {
@@ -147,6 +188,10 @@ ReportView ViewOfReport(const nlohmann::json& report) {
   const nlohmann::json& checks = MemberAt(report, "checks");
   if (checks.is_array()) {
     for (const nlohmann::json& c : checks) v.checks.push_back(ViewOfCheck(c));
+  }
+  const nlohmann::json& ranks = MemberAt(report, "ranks");
+  if (ranks.is_array()) {
+    for (const nlohmann::json& r : ranks) v.ranks.push_back(ViewOfRank(r));
   }
   return v;
 }
@@ -415,6 +460,22 @@ std::string RenderReportText(const nlohmann::json& report, bool color) {
       out += std::string(7, ' ') + "remedy: " + TerminalLine(c.remedy) + "\n";
     }
   }
+  if (!v.ranks.empty()) out += "\n" + w.Styled("ranks", kBold) + "\n";
+  for (const ReportRankView& r : v.ranks) {
+    std::string line = "rank " + r.rank;
+    if (!r.error.empty()) {
+      out += "  " + TerminalLine(line) + "  " + w.Status("error", 0) + ": " +
+             TerminalLine(r.error) + "\n";
+      continue;
+    }
+    for (const std::string& part :
+         {r.device, r.host, RankTokensLine(r),
+          r.peak_reserved_bytes ? "peak reserved " + FormatBytes(*r.peak_reserved_bytes) : "",
+          r.digest.empty() ? "" : "bits " + r.digest, RankChecksLine(r)}) {
+      if (!part.empty()) line += "  " + part;
+    }
+    out += "  " + TerminalLine(line) + "\n";
+  }
   out += "\n" + w.Styled("verdict: ", kBold) + verdict + " (" + CountsLine(v) + ")\n";
   return out;
 }
@@ -508,6 +569,17 @@ std::string RenderReportMarkdown(const nlohmann::json& report) {
     out += "| " + std::string(StatusEmoji(c.status)) + MarkdownCell(c.status) + " | " +
            MarkdownCode(c.id) + " | " + FormatSeconds(c.duration_s) + " | " +
            MarkdownCell(c.summary) + " | " + MarkdownCell(c.remedy) + " |\n";
+  }
+  if (v.ranks.empty()) return out;
+  out +=
+      "\n| rank | device | host | tokens/s | peak reserved | bits | checks |\n"
+      "|--:|---|---|--:|--:|---|---|\n";
+  for (const ReportRankView& r : v.ranks) {
+    out += "| " + MarkdownCell(r.rank) + " | " + MarkdownCode(r.device) + " | " +
+           MarkdownCell(r.host) + " | " + MarkdownCell(RankTokensLine(r, false)) + " | " +
+           (r.peak_reserved_bytes ? FormatBytes(*r.peak_reserved_bytes) : "") + " | " +
+           MarkdownCode(r.digest) + " | " +
+           MarkdownCell(r.error.empty() ? RankChecksLine(r) : "error: " + r.error) + " |\n";
   }
   return out;
 }

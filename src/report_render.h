@@ -30,12 +30,14 @@ enum class ColorMode { kAuto, kAlways, kNever };
 bool ShouldUseColor(ColorMode mode, bool output_is_tty, const char* no_color, const char* term);
 
 // One line per check (status, id, duration, summary; the remedy indented on the next line for
-// a check that did not pass), under a header of the report's facts and over a verdict footer.
+// a check that did not pass), under a header of the report's facts and over a verdict footer;
+// a merged report adds one line per rank (device, tokens/s, peak memory, bits, its checks).
 // With `color`, statuses and the verdict carry ANSI colours; without, the output has no
 // escape sequence at all (control characters from the report are shown as \xNN).
 std::string RenderReportText(const nlohmann::json& report, bool color);
 
-// The header facts and a table of the checks, GitHub-flavoured (for job summaries and PRs).
+// The header facts and a table of the checks, GitHub-flavoured (for job summaries and PRs);
+// a merged report adds a table of the ranks.
 std::string RenderReportMarkdown(const nlohmann::json& report);
 
 // One self-contained HTML page (no scripts, no external resources) with inline SVG charts:
@@ -64,6 +66,19 @@ struct ReportCheckView {
   nlohmann::json metrics = nlohmann::json::object();
 };
 
+// One rank of a distributed validation's merged report (its `ranks` entries).
+struct ReportRankView {
+  std::string rank;  // "3"; "?" when absent
+  std::string device;
+  std::string host;
+  std::string error;  // a rank that sent no result: why
+  std::optional<double> tokens_per_s;
+  std::optional<double> peak_reserved_bytes;
+  std::string digest;                   // the first 12 hex of its uninterrupted run's digest
+  int passed = 0;                       // its own checks that passed
+  std::vector<std::string> not_passed;  // "train.roundtrip fail"
+};
+
 struct ReportView {
   std::string project;
   std::string verdict;
@@ -78,6 +93,7 @@ struct ReportView {
   std::vector<std::string> devices;  // "0: NVIDIA H200 (9.0, 140.4 GiB)"
   std::string host;                  // "vm, Debian GNU/Linux 12 (bookworm), 2 CPUs, 23.5 GiB"
   std::vector<ReportCheckView> checks;
+  std::vector<ReportRankView> ranks;  // empty for a single process
 
   int Count(std::string_view status) const;
 };

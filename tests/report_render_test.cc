@@ -67,7 +67,40 @@ std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
+// The merged report of the pilot on two H200s, one round trip per GPU (bench/results).
+json H200x2() {
+  return Fixture("h200-x2-merged");
+}
+
 // ---- text ----
+
+TEST(ReportText, AMergedReportListsEveryRankWithDeviceThroughputMemoryAndBits) {
+  std::string text = RenderReportText(H200x2(), false);
+  ASSERT_NE(text.find("\nranks\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  rank 0  cuda:0"), std::string::npos) << text;
+  EXPECT_NE(text.find("  rank 1  cuda:1"), std::string::npos) << text;
+  EXPECT_NE(text.find("37728 tokens/s  peak reserved 77.1 GiB  bits a61ad119af9c  6 passed"),
+            std::string::npos)
+      << text;
+}
+
+TEST(ReportText, ARankThatSentNoResultShowsWhy) {
+  json report = H200x2();
+  report["ranks"][1] = {{"rank", 1}, {"error", "no heartbeat for 20s: the process died or hangs"}};
+  std::string text = RenderReportText(report, false);
+  EXPECT_NE(text.find("  rank 1  ERROR: no heartbeat for 20s"), std::string::npos) << text;
+}
+
+TEST(ReportText, ARanksFailedCheckIsOnItsLine) {
+  json report = H200x2();
+  report["ranks"][1]["checks"]["train.roundtrip"]["status"] = "fail";
+  std::string text = RenderReportText(report, false);
+  EXPECT_NE(text.find("5 passed; train.roundtrip fail"), std::string::npos) << text;
+}
+
+TEST(ReportText, ASingleProcessReportHasNoRanksSection) {
+  EXPECT_EQ(RenderReportText(Tiny(), false).find("\nranks\n"), std::string::npos);
+}
 
 TEST(ReportText, MatchesTheGoldenForTheTinyReport) {
   EXPECT_EQ(RenderReportText(Tiny(), false),
@@ -188,6 +221,15 @@ TEST(ReportMarkdown, HasTheHeaderFactsAndOneRowPerCheck) {
   for (const json& check : report["checks"]) {
     EXPECT_NE(md.find(" | `" + check["id"].get<std::string>() + "` | "), std::string::npos);
   }
+}
+
+TEST(ReportMarkdown, AMergedReportHasATableOfTheRanks) {
+  std::string md = RenderReportMarkdown(H200x2());
+  EXPECT_NE(md.find("| rank | device | host | tokens/s | peak reserved | bits | checks |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 1 | `cuda:1` |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 77.1 GiB | `a61ad119af9c` | 6 passed |"), std::string::npos) << md;
 }
 
 TEST(ReportMarkdown, PipesAndNewlinesInCellsAreEscaped) {
@@ -414,6 +456,10 @@ json OddReport() {
       json::parse(std::string(10000, '[') + std::string(10000, ']'));
   report["checks"].push_back({{"id", std::string(5000, 'z')}, {"status", "weird"}});
   report["checks"].push_back(42);
+  report["ranks"] = {7,
+                     {{"rank", "zero"}, {"train", {{"tokens_per_s", "fast"}}}},
+                     {{"rank", 1e300}, {"device", "\x1b[31mcuda:1"}, {"checks", {1, 2}}},
+                     {{"rank", 2}, {"error", std::string(1 << 16, 'e')}}};
   return report;
 }
 
