@@ -102,6 +102,12 @@ int FreeLoopbackPort() {
   return ntohs(addr.sin_port);
 }
 
+std::string HostName() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
 std::string RankReportPath(const std::string& out, int rank) {
   std::filesystem::path p(out);
   std::string stem = p.stem().string();

@@ -28,6 +28,9 @@ std::optional<RankEnv> DetectRankEnv(const std::function<const char*(const char*
 // servers). Throws std::runtime_error when none can be bound.
 int FreeLoopbackPort();
 
+// This host's name (gethostname), as ranks and reports name it.
+std::string HostName();
+
 // The report path of rank `rank` beside `out`: "report.json" -> "report.rank-3.json".
 std::string RankReportPath(const std::string& out, int rank);
 

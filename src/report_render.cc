@@ -280,19 +280,33 @@ std::string TerminalLine(std::string_view text) {
   return CleanText(out);
 }
 
+namespace {
+
+// Appends the entity of a character that would start markup (& < >) and returns true; false
+// for any other character. HTML and markdown cells both escape these.
+bool AppendMarkupEntity(char c, std::string& out) {
+  switch (c) {
+    case '&':
+      out += "&amp;";
+      return true;
+    case '<':
+      out += "&lt;";
+      return true;
+    case '>':
+      out += "&gt;";
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 std::string EscapeMarkup(std::string_view text) {
   std::string out;
   for (char c : CleanText(text)) {
+    if (AppendMarkupEntity(c, out)) continue;
     switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
       case '"':
         out += "&quot;";
         break;
@@ -491,6 +505,7 @@ std::string MarkdownCell(std::string_view text) {
   std::string clean = CleanText(text);
   for (size_t i = 0; i < clean.size(); ++i) {
     char c = clean[i];
+    if (AppendMarkupEntity(c, out)) continue;
     switch (c) {
       case '\r':
         if (i + 1 < clean.size() && clean[i + 1] == '\n') break;
@@ -501,15 +516,6 @@ std::string MarkdownCell(std::string_view text) {
         break;
       case '\t':
         out += ' ';
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
         break;
       case '|':
       case '\\':

@@ -1,7 +1,9 @@
 // Specification of how a validator process learns its rank from its launcher's environment.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
+#include <string>
 
 #include "diagnostic.h"
 #include "rank_env.h"
@@ -77,6 +79,16 @@ TEST(RankEnv, TorchrunWithoutMasterAddrIsBadInput) {
 TEST(RankEnv, RankReportsSitBesideTheMergedReport) {
   EXPECT_EQ(RankReportPath("out/report.json", 3), "out/report.rank-3.json");
   EXPECT_EQ(RankReportPath("report.json", 0), "report.rank-0.json");
+}
+
+TEST(RankEnv, HostNameIsTheKernelsHostName) {
+  std::ifstream kernel("/proc/sys/kernel/hostname");
+  std::string expected;
+  std::getline(kernel, expected);
+  EXPECT_FALSE(HostName().empty());
+  if (!expected.empty()) {
+    EXPECT_EQ(HostName(), expected);
+  }
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 // The ranks' shared rendezvous store; see rank_store.h.
 #include "rank_store.h"
 
-#include <unistd.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <thread>
@@ -62,9 +61,7 @@ std::unique_ptr<RankStore> RankStore::Join(const RankEnv& rank, const std::strin
   auto impl = std::make_unique<Impl>();
   impl->store = Connect(rank, join_timeout);
   std::unique_ptr<RankStore> self(new RankStore(rank, std::move(impl)));
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  self->Publish("join", std::string(host) + " " + device);
+  self->Publish("join", HostName() + " " + device);
   c10d::Store& store = *self->impl_->store;
   const std::string start = SignalKey("start");
   if (rank.rank == 0) {

@@ -49,9 +49,7 @@ CheckResult Skip(const std::string& id, std::string why, std::string remedy = {}
 
 nlohmann::json HostInfo() {
   nlohmann::json host;
-  char name[256] = {};
-  ::gethostname(name, sizeof name - 1);
-  host["hostname"] = name;
+  host["hostname"] = HostName();
   struct utsname u {};
   if (::uname(&u) == 0) host["kernel"] = std::string(u.sysname) + " " + u.release;
   host["cpus"] = std::thread::hardware_concurrency();
@@ -403,12 +401,6 @@ void AddCommChecks(Report& report, const std::optional<CommOutcome>& comm) {
 constexpr std::chrono::milliseconds kHeartbeatInterval{2000};
 constexpr std::chrono::seconds kHeartbeatStall{20};
 
-std::string HostName() {
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  return host;
-}
-
 // Every rank sends rank 0 its entry; rank 0 waits for all of them (while their heartbeats
 // go on, and at most `wait`) and returns them in rank order. Without a store (the rendezvous
 // failed) the others are missing.
@@ -554,7 +546,7 @@ int RunValidate(const ValidateOptions& o) {
     const auto wait = std::chrono::seconds(4 * o.timeout_s + o.collective_timeout_s);
     rank_entries = ExchangeRankEntries(
         store.get(), *rank, RankEntry(*rank, HostName(), train_device, report.checks), wait);
-    if (lead) MergeRankResults(report, rank_entries, {train_device != "cpu", 0.20});
+    if (lead) MergeRankResults(report, rank_entries, {.gpu = train_device != "cpu"});
   }
   std::stable_sort(report.checks.begin(), report.checks.end(),
                    [](const CheckResult& x, const CheckResult& y) {
