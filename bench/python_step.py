@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The reference for the validator's train.step: the same Llama shape, optimizer and
-precision in PyTorch eager (Python), measured the way DESIGN.md prescribes: one warm-up
+precision in PyTorch eager (Python), measured the way docs/DESIGN.md prescribes: one warm-up
 step (AdamW state is created lazily), then reset peak stats, zero_grad(set_to_none),
 forward, backward, optimizer step, synchronize, read the peaks.
 

@@ -26,10 +26,10 @@
 #include <string_view>
 #include <vector>
 
-#include "diagnostic.h"
-#include "spec_loader.h"
+#include "base/diagnostic.h"
+#include "project/spec_loader.h"
+#include "project/train_config.h"
 #include "test_support.h"
-#include "train_config.h"
 
 namespace trainlock {
 namespace {

@@ -1,10 +1,10 @@
 // lock-sha256 and manifest-sha256: stable under formatting, sensitive to every value.
 #include <gtest/gtest.h>
 
-#include "canonical.h"
-#include "spec_loader.h"
+#include "base/canonical.h"
+#include "base/toml_document.h"
+#include "project/spec_loader.h"
 #include "test_support.h"
-#include "toml_document.h"
 
 namespace trainlock {
 namespace {

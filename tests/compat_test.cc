@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
-#include "catalog.h"
-#include "compat.h"
-#include "project.h"
+#include "compat/catalog.h"
+#include "compat/compat.h"
+#include "project/project.h"
 #include "test_support.h"
 
 namespace trainlock {

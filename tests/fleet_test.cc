@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fleet.h"
-#include "project.h"
+#include "fleet/fleet.h"
+#include "project/project.h"
 #include "test_support.h"
 
 namespace trainlock {

@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "catalog.h"
-#include "gate.h"
-#include "project.h"
-#include "report_signing.h"
+#include "base/time_text.h"
+#include "compat/catalog.h"
+#include "project/project.h"
+#include "report/gate.h"
+#include "report/report_signing.h"
 #include "test_support.h"
-#include "time_text.h"
 
 namespace trainlock {
 namespace {

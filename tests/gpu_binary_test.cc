@@ -2,7 +2,7 @@
 // (SASS and PTX) and hipcc's offload bundles (gfx targets), and what can run where.
 #include <gtest/gtest.h>
 
-#include "gpu_binary.h"
+#include "compat/gpu_binary.h"
 #include "test_support.h"
 
 namespace trainlock {

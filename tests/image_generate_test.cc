@@ -4,7 +4,7 @@
 // templates or the example locks change on purpose); bad requests are bad input.
 #include <gtest/gtest.h>
 
-#include "image_generate.h"
+#include "image/image_generate.h"
 #include "test_support.h"
 
 namespace trainlock {

@@ -7,9 +7,9 @@
 
 #include <memory>
 
-#include "project.h"
-#include "sha256.h"
-#include "spec_loader.h"
+#include "base/sha256.h"
+#include "project/project.h"
+#include "project/spec_loader.h"
 #include "test_support.h"
 
 namespace trainlock {

@@ -8,8 +8,8 @@
 
 #include <memory>
 
-#include "project.h"
-#include "spec_loader.h"
+#include "project/project.h"
+#include "project/spec_loader.h"
 #include "test_support.h"
 
 namespace trainlock {

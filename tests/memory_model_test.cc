@@ -1,7 +1,7 @@
 // The training-memory arithmetic behind out-of-memory remedies, on the example shapes.
 #include <gtest/gtest.h>
 
-#include "memory_model.h"
+#include "plan/memory_model.h"
 #include "test_support.h"
 
 namespace trainlock {

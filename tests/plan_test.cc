@@ -6,9 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "catalog.h"
-#include "diagnostic.h"
-#include "plan.h"
+#include "base/diagnostic.h"
+#include "compat/catalog.h"
+#include "plan/plan.h"
 #include "test_support.h"
 
 namespace trainlock {

@@ -5,8 +5,8 @@
 #include <map>
 #include <string>
 
-#include "diagnostic.h"
-#include "rank_env.h"
+#include "base/diagnostic.h"
+#include "base/rank_env.h"
 
 namespace trainlock {
 namespace {

@@ -1,10 +1,10 @@
 // Image references, digests, commit ids, versions, paths and suggestions.
 #include <gtest/gtest.h>
 
-#include "project_path.h"
-#include "refs.h"
-#include "suggest.h"
-#include "version.h"
+#include "base/refs.h"
+#include "base/suggest.h"
+#include "base/version.h"
+#include "project/project_path.h"
 
 namespace trainlock {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report_render.h"
+#include "report/report_render.h"
 #include "test_support.h"
 
 namespace trainlock {

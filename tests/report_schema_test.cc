@@ -1,7 +1,7 @@
 // The report contract (trainlock.report/v1): what conforms and what a tampered report breaks.
 #include <gtest/gtest.h>
 
-#include "report.h"
+#include "report/report.h"
 
 namespace trainlock {
 namespace {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <thread>
 
-#include "smoke_command.h"
+#include "checks/smoke_command.h"
 #include "test_support.h"
 
 namespace trainlock {

@@ -1,7 +1,7 @@
 // Manifest and lock schema: what each accepts, and the stricter pinning rules of the lock.
 #include <gtest/gtest.h>
 
-#include "spec_loader.h"
+#include "project/spec_loader.h"
 #include "test_support.h"
 
 namespace trainlock {

@@ -1,7 +1,7 @@
 // Test helpers; see test_support.h.
 #include "test_support.h"
 
-#include "rank_env.h"
+#include "base/rank_env.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -19,8 +19,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "http_client.h"
-#include "run_command.h"
+#include "base/run_command.h"
+#include "lock/http_client.h"
 
 namespace trainlock::testing {
 

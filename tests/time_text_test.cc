@@ -1,7 +1,7 @@
 // Specification of durations and RFC 3339 timestamps as the gate reads them.
 #include <gtest/gtest.h>
 
-#include "time_text.h"
+#include "base/time_text.h"
 
 namespace trainlock {
 namespace {

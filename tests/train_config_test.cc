@@ -1,9 +1,9 @@
 // Training-config schema and the numbers derived from it.
 #include <gtest/gtest.h>
 
-#include "diagnostic.h"
+#include "base/diagnostic.h"
+#include "project/train_config.h"
 #include "test_support.h"
-#include "train_config.h"
 
 namespace trainlock {
 namespace {

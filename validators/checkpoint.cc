@@ -9,9 +9,9 @@
 #include <fstream>
 #include <set>
 
-#include "file_io.h"
+#include "base/file_io.h"
+#include "base/sha256.h"
 #include "parallel.h"
-#include "sha256.h"
 
 namespace trainlock::validate {
 namespace fs = std::filesystem;

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "rank_env.h"
+#include "base/rank_env.h"
 #include "rank_store.h"
-#include "report.h"
+#include "report/report.h"
 
 namespace trainlock::validate {
 

@@ -9,7 +9,7 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "gpu_binary.h"
+#include "compat/gpu_binary.h"
 #include "op_references.h"
 #include "ops_check.h"
 

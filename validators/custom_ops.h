@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "project.h"
+#include "project/project.h"
 
 namespace trainlock::validate {
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "rank_env.h"
+#include "base/rank_env.h"
 #include "subprocess.h"
 
 namespace trainlock::validate {

@@ -6,7 +6,7 @@
 
 #include <torch/torch.h>
 
-#include "train_config.h"
+#include "project/train_config.h"
 
 namespace trainlock::validate {
 

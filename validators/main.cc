@@ -5,11 +5,11 @@
 
 #include <iostream>
 
-#include "check_ids.h"
-#include "diagnostic.h"
-#include "exit_code.h"
+#include "base/diagnostic.h"
+#include "base/exit_code.h"
+#include "base/version_info.h"
+#include "project/check_ids.h"
 #include "validate.h"
-#include "version_info.h"
 #include "worker.h"
 
 namespace {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "version.h"
+#include "base/version.h"
 
 namespace trainlock::validate {
 namespace {

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "catalog.h"
-#include "gpu_binary.h"
+#include "compat/catalog.h"
+#include "compat/gpu_binary.h"
 #include "nvml_probe.h"
-#include "report.h"
-#include "spec.h"
+#include "project/spec.h"
+#include "report/report.h"
 
 namespace trainlock::validate {
 

@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
-#include "gpu_binary.h"
-#include "report.h"
+#include "compat/gpu_binary.h"
+#include "report/report.h"
 
 namespace trainlock::validate {
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "rank_env.h"
-#include "report.h"
+#include "base/rank_env.h"
+#include "report/report.h"
 
 namespace trainlock::validate {
 

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "rank_env.h"
+#include "base/rank_env.h"
 
 namespace trainlock::validate {
 

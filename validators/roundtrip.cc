@@ -8,12 +8,12 @@
 #include <optional>
 #include <sstream>
 
-#include "catalog.h"
-#include "memory_model.h"
-#include "project.h"
-#include "sha256.h"
+#include "base/sha256.h"
+#include "compat/catalog.h"
+#include "plan/memory_model.h"
+#include "project/project.h"
+#include "project/train_shape.h"
 #include "subprocess.h"
-#include "train_shape.h"
 #include "worker.h"
 
 namespace trainlock::validate {

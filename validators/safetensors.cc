@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "sha256.h"
+#include "base/sha256.h"
 
 namespace trainlock::validate {
 namespace {

@@ -11,8 +11,8 @@
 
 #include "checkpoint.h"
 #include "llama.h"
+#include "project/train_config.h"
 #include "token_data.h"
-#include "train_config.h"
 
 namespace trainlock::validate {
 
@@ -23,7 +23,7 @@ struct TrainerOptions {
   nlohmann::json identity = nlohmann::json::object();  // lock/config hashes, torch version
 };
 
-// What the validator measured around one representative step (DESIGN.md, "Measuring memory").
+// What the validator measured around one representative step (docs/DESIGN.md, "Measuring memory").
 struct StepMeasurement {
   double step_time_s = 0;
   double tokens_per_s = 0;
@@ -66,7 +66,7 @@ class Trainer {
 
   // One optimizer step over grad_accum micro-batches; returns the mean micro-batch loss.
   double Step();
-  // Step() measured as DESIGN.md prescribes: reset peak stats, zero grads, step, synchronize.
+  // Step() measured as docs/DESIGN.md prescribes: reset peak stats, zero grads, step, synchronize.
   double MeasuredStep(StepMeasurement* measurement);
   // Mean loss over the held-out batches, in eval mode, leaving every RNG stream untouched.
   double EvalLoss();

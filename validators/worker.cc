@@ -9,12 +9,12 @@
 #include <iostream>
 #include <thread>
 
-#include "artifact_paths.h"
+#include "base/diagnostic.h"
+#include "base/file_io.h"
 #include "custom_ops.h"
-#include "diagnostic.h"
-#include "file_io.h"
 #include "model_loader.h"
-#include "project.h"
+#include "project/artifact_paths.h"
+#include "project/project.h"
 #include "torch_compat.h"
 #include "trainer.h"
 

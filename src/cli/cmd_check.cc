@@ -4,11 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "catalog.h"
+#include "base/exit_code.h"
 #include "cli/commands.h"
-#include "compat.h"
-#include "exit_code.h"
-#include "project.h"
+#include "compat/catalog.h"
+#include "compat/compat.h"
+#include "project/project.h"
 
 namespace trainlock::cli {
 namespace {

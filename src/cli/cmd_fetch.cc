@@ -2,12 +2,12 @@
 // the cache the validator reads (artifact_paths.h), verifying each file's size and SHA-256.
 #include <iostream>
 
-#include "artifact_paths.h"
+#include "base/exit_code.h"
+#include "base/sha256.h"
 #include "cli/commands.h"
-#include "exit_code.h"
-#include "hf_hub.h"
-#include "project.h"
-#include "sha256.h"
+#include "lock/hf_hub.h"
+#include "project/artifact_paths.h"
+#include "project/project.h"
 
 namespace trainlock::cli {
 namespace {

@@ -3,13 +3,13 @@
 // they wrote and exits 1 when any node failed (fleet.h).
 #include <iostream>
 
+#include "base/diagnostic.h"
+#include "base/exit_code.h"
+#include "base/file_io.h"
+#include "base/time_text.h"
 #include "cli/commands.h"
-#include "diagnostic.h"
-#include "exit_code.h"
-#include "file_io.h"
-#include "fleet.h"
-#include "project.h"
-#include "time_text.h"
+#include "fleet/fleet.h"
+#include "project/project.h"
 
 namespace trainlock::cli {
 namespace {

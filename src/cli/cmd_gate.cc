@@ -5,15 +5,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "check_ids.h"
+#include "base/diagnostic.h"
+#include "base/exit_code.h"
+#include "base/file_io.h"
+#include "base/time_text.h"
 #include "cli/commands.h"
-#include "diagnostic.h"
-#include "exit_code.h"
-#include "file_io.h"
-#include "gate.h"
-#include "project.h"
-#include "report_signing.h"
-#include "time_text.h"
+#include "project/check_ids.h"
+#include "project/project.h"
+#include "report/gate.h"
+#include "report/report_signing.h"
 
 namespace trainlock::cli {
 namespace {

@@ -3,12 +3,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/diagnostic.h"
+#include "base/exit_code.h"
+#include "base/file_io.h"
 #include "cli/commands.h"
-#include "diagnostic.h"
-#include "exit_code.h"
-#include "file_io.h"
-#include "project.h"
-#include "spec_loader.h"
+#include "project/project.h"
+#include "project/spec_loader.h"
 
 namespace trainlock::cli {
 namespace {

@@ -5,12 +5,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/exit_code.h"
+#include "base/file_io.h"
 #include "cli/commands.h"
-#include "exit_code.h"
-#include "file_io.h"
-#include "image_build.h"
-#include "image_generate.h"
-#include "project.h"
+#include "image/image_build.h"
+#include "image/image_generate.h"
+#include "project/project.h"
 
 namespace trainlock::cli {
 namespace {

@@ -4,10 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/diagnostic.h"
+#include "base/exit_code.h"
 #include "cli/commands.h"
-#include "diagnostic.h"
-#include "exit_code.h"
-#include "gpu_binary.h"
+#include "compat/gpu_binary.h"
 
 namespace trainlock::cli {
 namespace {

@@ -7,11 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/diagnostic.h"
+#include "base/exit_code.h"
+#include "base/file_io.h"
 #include "cli/commands.h"
-#include "diagnostic.h"
-#include "exit_code.h"
-#include "file_io.h"
-#include "report_signing.h"
+#include "report/report_signing.h"
 
 namespace trainlock::cli {
 namespace {

@@ -3,11 +3,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/exit_code.h"
+#include "base/file_io.h"
 #include "cli/commands.h"
-#include "exit_code.h"
-#include "file_io.h"
-#include "lock_resolver.h"
-#include "project.h"
+#include "lock/lock_resolver.h"
+#include "project/project.h"
 
 namespace trainlock::cli {
 namespace {

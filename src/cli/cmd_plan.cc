@@ -2,12 +2,12 @@
 // with DDP, the fixes when it does not, which accelerator to book and for how long.
 #include <iostream>
 
+#include "base/diagnostic.h"
+#include "base/exit_code.h"
 #include "cli/commands.h"
-#include "diagnostic.h"
-#include "exit_code.h"
-#include "json_errors.h"
-#include "plan.h"
-#include "report.h"
+#include "plan/plan.h"
+#include "report/report.h"
+#include "report/report_file.h"
 
 namespace trainlock::cli {
 namespace {

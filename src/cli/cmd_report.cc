@@ -9,11 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/exit_code.h"
+#include "base/file_io.h"
 #include "cli/commands.h"
-#include "exit_code.h"
-#include "file_io.h"
-#include "json_errors.h"
-#include "report_render.h"
+#include "report/report_file.h"
+#include "report/report_render.h"
 
 namespace trainlock::cli {
 namespace {

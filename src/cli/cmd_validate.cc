@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include "base/exit_code.h"
 #include "cli/commands.h"
-#include "exit_code.h"
 
 namespace trainlock::cli {
 namespace {

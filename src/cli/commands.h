@@ -6,7 +6,7 @@
 
 #include <functional>
 
-#include "catalog.h"
+#include "compat/catalog.h"
 
 namespace trainlock::cli {
 

@@ -1,13 +1,13 @@
 // `trainlock`: the command-line front end. Parses arguments with CLI11, dispatches to one
-// subcommand and maps every failure to the documented exit codes (DESIGN.md).
+// subcommand and maps every failure to the documented exit codes (docs/DESIGN.md).
 #include <cstdlib>
 #include <iostream>
 #include <map>
 
+#include "base/diagnostic.h"
+#include "base/exit_code.h"
+#include "base/version_info.h"
 #include "cli/commands.h"
-#include "diagnostic.h"
-#include "exit_code.h"
-#include "version_info.h"
 
 namespace {
 

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "diagnostic.h"
-#include "spec_loader.h"
-#include "train_config.h"
+#include "base/diagnostic.h"
+#include "project/spec_loader.h"
+#include "project/train_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

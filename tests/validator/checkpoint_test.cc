@@ -11,8 +11,8 @@
 #include <fstream>
 #include <thread>
 
+#include "base/sha256.h"
 #include "checkpoint.h"
-#include "sha256.h"
 #include "test_support.h"
 
 namespace trainlock::validate {

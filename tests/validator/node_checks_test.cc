@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "node_checks.h"
-#include "spec_loader.h"
+#include "project/spec_loader.h"
 #include "test_support.h"
 
 namespace trainlock::validate {

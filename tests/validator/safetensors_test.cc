@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/sha256.h"
 #include "safetensors.h"
-#include "sha256.h"
 #include "test_support.h"
 
 namespace trainlock::validate {

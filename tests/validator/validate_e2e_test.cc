@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "report.h"
+#include "report/report.h"
 #include "test_support.h"
 
 namespace trainlock {

@@ -1,0 +1,34 @@
+// The project's own smoke command (`[ext.command]` in the lock), run by the validator as the
+// ext.command check: no shell, a hard timeout, and the whole process group killed afterwards
+// so that nothing the command started outlives the check.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "project/spec.h"
+#include "report/report.h"
+
+namespace trainlock {
+
+struct SmokeRun {
+  int exit_code = -1;           // the command's exit status; 128 + N when killed by signal N
+  bool started = false;         // false when it could not be executed (see `output_tail`)
+  bool timed_out = false;       // killed because it ran past the timeout
+  double duration_s = 0;        // until the command exited or was killed
+  std::string output_tail;      // the last lines of stdout and stderr, interleaved
+  int output_lines = 0;         // lines of output in all
+  bool left_processes = false;  // its group still had processes after it exited (killed)
+};
+
+// Runs `command` in `project_dir` (or its `cwd` below it) with its environment additions.
+// Waits at most `command.timeout_s`, then sends SIGTERM to the process group, and SIGKILL
+// after a 2-second grace. Never throws for the command's own failures.
+SmokeRun RunSmokeCommand(const ExtCommand& command, const std::filesystem::path& project_dir);
+
+// The ext.command check of the report from a run.
+CheckResult SmokeCommandCheck(const ExtCommand& command, const SmokeRun& run);
+
+}  // namespace trainlock

@@ -1,0 +1,188 @@
+// Resolving and checking what `trainlock fleet k8s|slurm` generates from (fleet.h): the
+// target, the digest-pinned image and a job name every scheduler accepts.
+#include "fleet/fleet.h"
+
+#include <regex>
+
+#include "base/diagnostic.h"
+#include "base/refs.h"
+
+namespace trainlock {
+namespace {
+
+// Indexed Job pods get the hostname "<job>-<index>", itself a 63-character label: leave room
+// for the index of the largest fleet ("-9999").
+constexpr size_t kMaxJobNameLength = 63 - 5;
+
+bool IsGpuTarget(const std::string& name) {
+  return name == "cuda" || name == "rocm";
+}
+
+std::string ResolveTarget(const Project& project, const std::string& requested) {
+  const Spec& lock = *project.lock;
+  if (!requested.empty()) {
+    if (!IsGpuTarget(requested)) {
+      throw InputError(Diagnostic{"--target",
+                                  {},
+                                  "must be cuda or rocm, not " + Quoted(requested),
+                                  "a fleet validates GPU nodes"});
+    }
+    if (!lock.targets.contains(requested)) {
+      throw InputError(
+          Diagnostic{project.lock_path,
+                     {},
+                     "the lock has no " + requested + " target",
+                     "add [targets." + requested + "] to trainlock.toml and run `trainlock lock`"});
+    }
+    return requested;
+  }
+  std::vector<std::string> gpu_targets;
+  for (const auto& [name, target] : lock.targets) {
+    if (IsGpuTarget(name)) gpu_targets.push_back(name);
+  }
+  if (gpu_targets.empty()) {
+    throw InputError(Diagnostic{project.lock_path,
+                                {},
+                                "the lock has no cuda or rocm target",
+                                "a fleet validates GPU nodes: add [targets.cuda] or "
+                                "[targets.rocm] to trainlock.toml and run `trainlock lock`"});
+  }
+  if (gpu_targets.size() > 1) {
+    throw InputError(Diagnostic{project.lock_path,
+                                {},
+                                "the lock has both cuda and rocm targets",
+                                "pass --target cuda or --target rocm"});
+  }
+  return gpu_targets.front();
+}
+
+ImageRef ParsePinnedImage(const std::string& text, const std::string& where) {
+  std::string why;
+  std::optional<ImageRef> ref = ParseImageRef(text, &why);
+  if (!ref) {
+    throw InputError(
+        Diagnostic{where, {}, "invalid image reference " + Quoted(text) + ": " + why, ""});
+  }
+  if (!ref->pinned()) {
+    throw InputError(Diagnostic{where,
+                                {},
+                                "image " + Quoted(text) + " is not pinned by digest",
+                                "images are pinned by digest: pass REF@sha256:<64 hex> (`trainlock "
+                                "image build --push REF` prints the digest)"});
+  }
+  return *ref;
+}
+
+std::string ResolveImage(const Project& project, const std::string& target,
+                         const std::string& requested) {
+  if (!requested.empty()) return ParsePinnedImage(requested, "--image").ToString();
+  const auto built = project.lock->images.find(target);
+  if (built == project.lock->images.end()) {
+    throw InputError(Diagnostic{project.lock_path,
+                                {},
+                                "no built " + target + " image in the lock",
+                                "run `trainlock image build DIR --target " + target +
+                                    " --push REF` to build and record it, or pass --image "
+                                    "REF@sha256:<64 hex>"});
+  }
+  // The lock records the name pushed to and the digest separately; the digest is what runs.
+  const std::string where = project.lock_path + " [images." + target + "]";
+  const std::string& ref = built->second.ref;
+  return ParsePinnedImage(ref.substr(0, ref.find('@')) + "@" + built->second.digest, where)
+      .ToString();
+}
+
+std::string ResolveName(const FleetOptions& requested, const std::string& project_name) {
+  const std::string wanted =
+      requested.name.empty() ? "trainlock-validate-" + project_name : requested.name;
+  std::string name = Dns1123Label(wanted);
+  if (name.size() > kMaxJobNameLength) name = Dns1123Label(name.substr(0, kMaxJobNameLength));
+  if (name.empty()) {
+    throw InputError(Diagnostic{"--name",
+                                {},
+                                "no usable job name in " + Quoted(wanted),
+                                "use lower-case letters, digits and '-'"});
+  }
+  return name;
+}
+
+void CheckKubernetesNames(const FleetOptions& options) {
+  if (!options.k8s_namespace.empty() &&
+      Dns1123Label(options.k8s_namespace) != options.k8s_namespace) {
+    throw InputError(Diagnostic{"--namespace",
+                                {},
+                                "not a Kubernetes namespace name: " + Quoted(options.k8s_namespace),
+                                "lower-case letters, digits and '-', at most 63 characters"});
+  }
+  static const std::regex kSubdomain(
+      R"(^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$)");
+  if (!options.reports_pvc.empty() &&
+      (options.reports_pvc.size() > 253 || !std::regex_match(options.reports_pvc, kSubdomain))) {
+    throw InputError(Diagnostic{"--reports-pvc",
+                                {},
+                                "not a PersistentVolumeClaim name: " + Quoted(options.reports_pvc),
+                                "lower-case letters, digits, '-' and '.'"});
+  }
+}
+
+void CheckCounts(const FleetOptions& options) {
+  if (options.nodes < 1 || options.nodes > kMaxFleetNodes) {
+    throw InputError(Diagnostic{"--nodes", {}, "must be 1.." + std::to_string(kMaxFleetNodes), ""});
+  }
+  if (options.gpus_per_node < 1 || options.gpus_per_node > 64) {
+    throw InputError(Diagnostic{"--gpus-per-node", {}, "must be 1..64", ""});
+  }
+  if (options.timeout_s < 1) {
+    throw InputError(Diagnostic{"--timeout", {}, "must be at least one second", ""});
+  }
+}
+
+void CheckReportsDir(const std::string& dir) {
+  // pyxis splits --container-mounts at ',' and ':'; such a path cannot be mounted.
+  if (dir.find_first_of(",:") != std::string::npos) {
+    throw InputError(Diagnostic{"--reports-dir",
+                                {},
+                                "contains ',' or ':': " + Quoted(dir),
+                                "pyxis's --container-mounts cannot mount such a path"});
+  }
+}
+
+}  // namespace
+
+std::string Dns1123Label(std::string_view text) {
+  std::string label;
+  for (char c : text) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (alnum) {
+      label.push_back(c);
+    } else if (!label.empty() && label.back() != '-') {
+      label.push_back('-');  // every run of other characters becomes one '-'
+    }
+  }
+  if (label.size() > 63) label.resize(63);
+  while (!label.empty() && label.back() == '-') label.pop_back();
+  return label;
+}
+
+FleetOptions ResolveFleetOptions(const Project& project, const FleetOptions& requested) {
+  if (!project.lock) {
+    throw InputError(Diagnostic{project.lock_path,
+                                {},
+                                "cannot read: no such file",
+                                "the fleet runs the lock's image: run `trainlock lock` and "
+                                "`trainlock image build` first"});
+  }
+  FleetOptions options = requested;
+  CheckCounts(options);
+  CheckKubernetesNames(options);
+  if (!options.reports_dir.empty()) CheckReportsDir(options.reports_dir);
+  options.target = ResolveTarget(project, requested.target);
+  options.image = ResolveImage(project, options.target, requested.image);
+  options.project_name = project.lock->name;
+  options.lock_sha256 = project.lock_sha256;
+  options.name = ResolveName(requested, options.project_name);
+  return options;
+}
+
+}  // namespace trainlock

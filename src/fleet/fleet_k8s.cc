@@ -1,0 +1,273 @@
+// `trainlock fleet k8s`: a batch/v1 indexed Job that runs the validator once per node (fleet.h).
+//
+// One pod per node: completions = parallelism = N with a required pod anti-affinity on the
+// job's own label over kubernetes.io/hostname, so no two pods share a node. Each pod asks for
+// all G GPUs, runs `trainlock-validate /etc/trainlock --nproc auto` in the lock's image (by
+// digest) and writes <reports>/<node name>.json, the node name coming from the downward API.
+#include <yaml-cpp/yaml.h>
+
+#include <regex>
+
+#include "base/refs.h"
+#include "fleet/fleet.h"
+
+namespace trainlock {
+namespace {
+
+constexpr const char* kJobLabel = "trainlock.io/job";
+
+// YAML reads some plain scalars as booleans, nulls or numbers ("true", "no", "8", "1e5",
+// "0x1f"); Kubernetes wants strings for names, labels and env values, so those get quoted.
+bool PlainScalarIsNotAString(const std::string& s) {
+  static const std::regex kNonString(
+      R"(^(|~|null|Null|NULL|y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|)"
+      R"(on|On|ON|off|Off|OFF|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)|)"
+      R"([-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?|)"
+      R"([-+]?0[xXoObB][0-9a-fA-F_]+|[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?)$)");
+  return std::regex_match(s, kNonString);
+}
+
+void String(YAML::Emitter& out, const std::string& value) {
+  if (PlainScalarIsNotAString(value)) out << YAML::DoubleQuoted;
+  out << value;
+}
+
+void Key(YAML::Emitter& out, const char* key) {
+  out << YAML::Key << key << YAML::Value;
+}
+
+void StringField(YAML::Emitter& out, const char* key, const std::string& value) {
+  Key(out, key);
+  String(out, value);
+}
+
+const char* GpuResource(const std::string& target) {
+  return target == "rocm" ? "amd.com/gpu" : "nvidia.com/gpu";
+}
+
+void Labels(YAML::Emitter& out, const FleetOptions& o) {
+  Key(out, "labels");
+  out << YAML::BeginMap;
+  StringField(out, "app.kubernetes.io/name", "trainlock-validate");
+  StringField(out, "app.kubernetes.io/instance", o.name);
+  StringField(out, kJobLabel, o.name);
+  out << YAML::EndMap;
+}
+
+void JobMetadata(YAML::Emitter& out, const FleetOptions& o) {
+  Key(out, "metadata");
+  out << YAML::BeginMap;
+  StringField(out, "name", o.name);
+  if (!o.k8s_namespace.empty()) StringField(out, "namespace", o.k8s_namespace);
+  Labels(out, o);
+  // A label value holds at most 63 characters: the 64-hex lock identity goes in an annotation.
+  Key(out, "annotations");
+  out << YAML::BeginMap;
+  StringField(out, "trainlock.io/project", o.project_name);
+  StringField(out, "trainlock.io/lock-sha256", o.lock_sha256);
+  StringField(out, "trainlock.io/target", o.target);
+  out << YAML::EndMap;
+  out << YAML::EndMap;
+}
+
+void OnePodPerNode(YAML::Emitter& out, const FleetOptions& o) {
+  Key(out, "affinity");
+  out << YAML::BeginMap;
+  Key(out, "podAntiAffinity");
+  out << YAML::BeginMap;
+  Key(out, "requiredDuringSchedulingIgnoredDuringExecution");
+  out << YAML::BeginSeq << YAML::BeginMap;
+  Key(out, "labelSelector");
+  out << YAML::BeginMap;
+  Key(out, "matchLabels");
+  out << YAML::BeginMap;
+  StringField(out, kJobLabel, o.name);
+  out << YAML::EndMap << YAML::EndMap;
+  StringField(out, "topologyKey", "kubernetes.io/hostname");
+  out << YAML::EndMap << YAML::EndSeq;
+  out << YAML::EndMap << YAML::EndMap;
+}
+
+void EnvValue(YAML::Emitter& out, const std::string& name, const std::string& value) {
+  out << YAML::BeginMap;
+  StringField(out, "name", name);
+  StringField(out, "value", value);
+  out << YAML::EndMap;
+}
+
+void Env(YAML::Emitter& out, const FleetOptions& o) {
+  Key(out, "env");
+  out << YAML::BeginSeq;
+  out << YAML::BeginMap;
+  StringField(out, "name", "NODE_NAME");
+  Key(out, "valueFrom");
+  out << YAML::BeginMap;
+  Key(out, "fieldRef");
+  out << YAML::BeginMap;
+  StringField(out, "fieldPath", "spec.nodeName");
+  out << YAML::EndMap << YAML::EndMap;
+  out << YAML::EndMap;
+  // The report records the image it ran in (gate compares it with the lock); an image cannot
+  // know its own digest, so the pod tells it.
+  ImageRef image = *ParseImageRef(o.image, nullptr);
+  const std::string digest = image.digest;
+  image.digest.clear();
+  EnvValue(out, "TRAINLOCK_IMAGE_REF", image.ToString());
+  EnvValue(out, "TRAINLOCK_IMAGE_DIGEST", digest);
+  out << YAML::EndSeq;
+}
+
+void Container(YAML::Emitter& out, const FleetOptions& o) {
+  out << YAML::BeginMap;
+  StringField(out, "name", "validate");
+  StringField(out, "image", o.image);
+  Key(out, "command");
+  out << YAML::Flow << YAML::BeginSeq << kValidatorInImage << YAML::EndSeq;
+  Key(out, "args");
+  out << YAML::Flow << YAML::BeginSeq << kProjectInImage << "--nproc"
+      << "auto"
+      << "--out" << std::string(kReportsInContainer) + "/$(NODE_NAME).json" << YAML::EndSeq;
+  Env(out, o);
+  Key(out, "resources");
+  out << YAML::BeginMap;
+  Key(out, "limits");
+  out << YAML::BeginMap;
+  Key(out, GpuResource(o.target));
+  out << o.gpus_per_node;
+  out << YAML::EndMap << YAML::EndMap;
+  Key(out, "volumeMounts");
+  out << YAML::BeginSeq;
+  out << YAML::BeginMap;
+  StringField(out, "name", "reports");
+  StringField(out, "mountPath", kReportsInContainer);
+  out << YAML::EndMap;
+  out << YAML::BeginMap;
+  StringField(out, "name", "dshm");
+  StringField(out, "mountPath", "/dev/shm");
+  out << YAML::EndMap;
+  out << YAML::EndSeq;
+  out << YAML::EndMap;
+}
+
+void Volumes(YAML::Emitter& out, const FleetOptions& o) {
+  Key(out, "volumes");
+  out << YAML::BeginSeq;
+  out << YAML::BeginMap;
+  StringField(out, "name", "reports");
+  if (!o.reports_pvc.empty()) {
+    Key(out, "persistentVolumeClaim");
+    out << YAML::BeginMap;
+    StringField(out, "claimName", o.reports_pvc);
+    out << YAML::EndMap;
+  } else {
+    Key(out, "hostPath");
+    out << YAML::BeginMap;
+    StringField(out, "path", kDefaultReportsHostPath);
+    StringField(out, "type", "DirectoryOrCreate");
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+  // NCCL/RCCL put their intra-node buffers in /dev/shm; a container's default is 64 MiB.
+  out << YAML::BeginMap;
+  StringField(out, "name", "dshm");
+  Key(out, "emptyDir");
+  out << YAML::BeginMap;
+  StringField(out, "medium", "Memory");
+  out << YAML::EndMap;
+  out << YAML::EndMap;
+  out << YAML::EndSeq;
+}
+
+void PodTemplate(YAML::Emitter& out, const FleetOptions& o) {
+  Key(out, "template");
+  out << YAML::BeginMap;
+  Key(out, "metadata");
+  out << YAML::BeginMap;
+  Labels(out, o);
+  out << YAML::EndMap;
+  Key(out, "spec");
+  out << YAML::BeginMap;
+  StringField(out, "restartPolicy", "Never");
+  OnePodPerNode(out, o);
+  // GPU node pools are commonly tainted with the GPU resource name so that only GPU pods land.
+  Key(out, "tolerations");
+  out << YAML::BeginSeq << YAML::BeginMap;
+  StringField(out, "key", GpuResource(o.target));
+  StringField(out, "operator", "Exists");
+  StringField(out, "effect", "NoSchedule");
+  out << YAML::EndMap << YAML::EndSeq;
+  Key(out, "containers");
+  out << YAML::BeginSeq;
+  Container(out, o);
+  out << YAML::EndSeq;
+  Volumes(out, o);
+  out << YAML::EndMap;
+  out << YAML::EndMap;
+}
+
+void JobSpec(YAML::Emitter& out, const FleetOptions& o) {
+  Key(out, "spec");
+  out << YAML::BeginMap;
+  StringField(out, "completionMode", "Indexed");
+  Key(out, "completions");
+  out << o.nodes;
+  Key(out, "parallelism");
+  out << o.nodes;
+  // No retries, counted per node: a plain backoffLimit of 0 would fail the whole Job at the
+  // first failing node and kill the validation still running on every other node.
+  Key(out, "backoffLimitPerIndex");
+  out << 0;
+  Key(out, "activeDeadlineSeconds");
+  out << o.timeout_s;
+  PodTemplate(out, o);
+  out << YAML::EndMap;
+}
+
+std::string HowToUse(const FleetOptions& o) {
+  const std::string ns = o.k8s_namespace.empty() ? "" : " -n " + o.k8s_namespace;
+  const std::string nodes = std::to_string(o.nodes);
+  std::string text = "Generated by `trainlock fleet k8s` for project " + o.project_name +
+                     " (lock-sha256 " + o.lock_sha256.substr(0, 12) + ",\n" + "target " + o.target +
+                     "): runs trainlock-validate once on each of " + nodes +
+                     " nodes, one pod per node with all\n" + std::to_string(o.gpus_per_node) + " " +
+                     GpuResource(o.target) +
+                     " GPUs, in the image pinned by digest. Needs Kubernetes >= 1.29\n"
+                     "(backoffLimitPerIndex: no retries, and a failing node does not stop the "
+                     "others) and " +
+                     nodes +
+                     "\nschedulable GPU nodes; a pod that finds no free node stays Pending until "
+                     "activeDeadlineSeconds.\n"
+                     "  kubectl apply" +
+                     ns + " -f FILE\n  kubectl wait" + ns +
+                     " --for=condition=complete --timeout=" + std::to_string(o.timeout_s) +
+                     "s job/" + o.name +
+                     "\n(a failing node fails the Job instead: condition=failed). ";
+  if (o.reports_pvc.empty()) {
+    text += std::string("Each node writes its report to\n") + kDefaultReportsHostPath +
+            "/<node>.json on its own disk (hostPath: no storage to set up);\n"
+            "copy them into one directory, then:\n";
+  } else {
+    text += "Every node writes <node>.json to\nthe claim " + o.reports_pvc +
+            " (it must be ReadWriteMany); copy them out (a pod mounting the claim,\n"
+            "`kubectl cp`), then:\n";
+  }
+  text += "  trainlock fleet summarize --nodes " + nodes + " REPORTS_DIR";
+  return text;
+}
+
+}  // namespace
+
+std::string KubernetesJobYaml(const FleetOptions& options) {
+  YAML::Emitter out;
+  out.SetIndent(2);
+  out << YAML::Comment(HowToUse(options));
+  out << YAML::BeginMap;
+  StringField(out, "apiVersion", "batch/v1");
+  StringField(out, "kind", "Job");
+  JobMetadata(out, options);
+  JobSpec(out, options);
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace trainlock

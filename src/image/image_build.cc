@@ -1,0 +1,182 @@
+// Building, verifying and pushing images; see image_build.h.
+#include "image/image_build.h"
+
+#include <fstream>
+
+#include "base/file_io.h"
+#include "base/run_command.h"
+#include "base/toml_document.h"
+#include "lock/lock_resolver.h"
+#include "project/project.h"
+#include "project/spec_loader.h"
+
+namespace trainlock {
+namespace fs = std::filesystem;
+namespace {
+
+std::string TailLines(std::string text, int lines) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  size_t pos = text.size();
+  while (lines-- > 0 && pos > 0) pos = text.rfind('\n', pos - 1);
+  return pos == std::string::npos || pos == 0 ? text : text.substr(pos + 1);
+}
+
+std::string Run(const std::vector<std::string>& argv, const std::string& what) {
+  CommandResult r = RunCapture(argv);
+  if (r.exit_code != 0) {
+    throw ImageBuildError(what + " failed (" + argv[0] + " exit " + std::to_string(r.exit_code) +
+                              "): " + TailLines(r.output, 5),
+                          3);
+  }
+  return r.output;
+}
+
+// Copies what the Containerfile needs into a fresh context directory.
+fs::path StageContext(const fs::path& project_dir, const Project& project,
+                      const ImageBuildOptions& o) {
+  const fs::path context = project_dir / ".trainlock" / ("build-" + o.image.target);
+  fs::remove_all(context);
+  fs::create_directories(context);
+  if (o.containerfile.empty()) {
+    for (const auto& [name, text] : GenerateImage(project, o.image)) {
+      WriteFileAtomically(context / name, text);
+    }
+    if (o.source_dir.empty() || !fs::exists(o.source_dir / "CMakeLists.txt")) {
+      throw ImageBuildError(
+          "the generated Containerfile compiles trainlock: --source-dir must name "
+          "trainlock's source tree",
+          2);
+    }
+    for (const char* part : {"CMakeLists.txt", "CMakePresets.json", "cmake", "src", "validators",
+                             "lockfiles", "images"}) {
+      if (fs::exists(o.source_dir / part)) {
+        fs::copy(o.source_dir / part, context / "trainlock-src" / part,
+                 fs::copy_options::recursive);
+      }
+    }
+  } else {
+    fs::copy_file(o.containerfile, context / "Containerfile");
+  }
+  fs::copy_file(project_dir / kLockFile, context / kLockFile);
+  fs::copy_file(project_dir / kManifestFile, context / kManifestFile);
+  const fs::path config = context / project.lock->config;
+  fs::create_directories(config.parent_path());
+  fs::copy_file(project_dir / project.lock->config, config);
+  return context;
+}
+
+std::string PickEngine(const std::string& wanted) {
+  if (!wanted.empty()) {
+    if (wanted != "buildah" && wanted != "podman" && wanted != "docker") {
+      throw ImageBuildError("--engine must be buildah, podman or docker, not '" + wanted + "'", 2);
+    }
+    if (!OnPath(wanted)) throw ImageBuildError(wanted + " is not installed", 3);
+    return wanted;
+  }
+  for (const char* engine : {"buildah", "podman", "docker"}) {
+    if (OnPath(engine)) return engine;
+  }
+  throw ImageBuildError("no image engine found (buildah, podman or docker)", 3);
+}
+
+std::vector<std::string> EngineBase(const std::string& engine, const ImageBuildOptions& o) {
+  std::vector<std::string> argv = {engine};
+  if (engine != "docker" && !o.storage_root.empty()) {
+    argv.insert(argv.end(), {"--root", (o.storage_root / "root").string(), "--runroot",
+                             (o.storage_root / "run").string(), "--storage-driver", "vfs"});
+  }
+  return argv;
+}
+
+// One build; returns the local image name.
+std::string BuildOnce(const std::string& engine, const ImageBuildOptions& o,
+                      const fs::path& context, int n) {
+  const std::string name = "localhost/trainlock-build-" + o.image.target + "-" + std::to_string(n);
+  const std::string epoch = std::to_string(o.image.source_date_epoch);
+  std::vector<std::string> argv = EngineBase(engine, o);
+  if (engine == "docker") {
+    argv.insert(argv.end(), {"build", "--no-cache", "--provenance=false", "--build-arg",
+                             "SOURCE_DATE_EPOCH=" + epoch, "-f",
+                             (context / "Containerfile").string(), "-t", name, context.string()});
+  } else {
+    argv.push_back("build");
+    // RUN steps in a chroot: works in unprivileged CI containers where namespaces do not.
+    if (engine == "buildah") argv.insert(argv.end(), {"--isolation", "chroot"});
+    if (!o.tls_verify) argv.push_back("--tls-verify=false");
+    argv.insert(argv.end(), {"--no-cache", "--layers=false", "--format", "oci", "--timestamp",
+                             epoch, "--build-arg", "SOURCE_DATE_EPOCH=" + epoch, "-f",
+                             (context / "Containerfile").string(), "-t", name, context.string()});
+  }
+  Run(argv, "build " + std::to_string(n));
+  return name;
+}
+
+// Pushes `name` to `destination` (docker://REF or oci:DIR) and returns the manifest digest.
+std::string PushOnce(const std::string& engine, const ImageBuildOptions& o, const std::string& name,
+                     const std::string& destination, const fs::path& digest_file) {
+  std::vector<std::string> argv = EngineBase(engine, o);
+  if (engine == "docker") {
+    const std::string ref = destination.substr(std::string("docker://").size());
+    Run({"docker", "tag", name, ref}, "tag");
+    std::string out = Run({"docker", "push", ref}, "push");
+    const size_t at = out.rfind("digest: sha256:");
+    if (at == std::string::npos) throw ImageBuildError("docker push printed no digest", 3);
+    return out.substr(at + 8, 71);
+  }
+  argv.insert(argv.end(), {"push", "--digestfile", digest_file.string()});
+  if (!o.tls_verify) argv.push_back("--tls-verify=false");
+  argv.insert(argv.end(), {name, destination});
+  Run(argv, "push to " + destination);
+  std::ifstream in(digest_file);
+  std::string digest;
+  in >> digest;
+  return digest;
+}
+
+}  // namespace
+
+BuiltImageResult BuildImage(const fs::path& project_dir, const ImageBuildOptions& o) {
+  Project project = LoadProject(project_dir);
+  if (!project.lock)
+    throw ImageBuildError(project.lock_path + ": missing; run `trainlock lock` first", 2);
+  if (o.image.source_date_epoch < 0) {
+    throw ImageBuildError("image build needs SOURCE_DATE_EPOCH (or --source-date-epoch)", 2);
+  }
+  BuiltImageResult result;
+  result.engine = PickEngine(o.engine);
+  const fs::path context = StageContext(project_dir, project, o);
+  const fs::path work = context.parent_path() / ("build-" + o.image.target + "-out");
+  fs::remove_all(work);
+  fs::create_directories(work);
+  const std::string first = BuildOnce(result.engine, o, context, 1);
+  auto destination = [&](int n) {
+    return o.push.empty() ? "oci:" + (work / ("image-" + std::to_string(n))).string()
+                          : "docker://" + o.push;
+  };
+  result.digest = PushOnce(result.engine, o, first, destination(1), work / "digest-1");
+  if (o.verify_reproducible) {
+    const std::string second = BuildOnce(result.engine, o, context, 2);
+    result.second_digest = PushOnce(result.engine, o, second, destination(2), work / "digest-2");
+    if (result.second_digest != result.digest) {
+      throw ImageBuildError("not reproducible: the first build is " + result.digest +
+                                ", the second " + result.second_digest,
+                            1);
+    }
+  }
+  if (!o.push.empty()) result.ref = o.push;
+  return result;
+}
+
+void RecordBuiltImage(const fs::path& project_dir, const std::string& target,
+                      const std::string& ref, const std::string& digest) {
+  const fs::path path = project_dir / kLockFile;
+  const std::string text = ReadInputFile(path, path.string());
+  toml::table doc = ParseTomlDocument(text, path.string());
+  if (!doc["images"].is_table()) doc.insert_or_assign("images", toml::table{});
+  doc["images"].as_table()->insert_or_assign(target, toml::table{{"ref", ref}, {"digest", digest}});
+  const std::string text_out = LockFileText(doc);
+  LoadSpec(text_out, path.string(), SpecKind::kLock);  // still a valid lock
+  WriteFileAtomically(path, text_out);
+}
+
+}  // namespace trainlock

@@ -1,0 +1,54 @@
+// `trainlock image build`: stage a build context (the generated or a given Containerfile,
+// the lock, manifest and config, trainlock's sources when the Containerfile needs them),
+// build it with whichever engine exists under reproducibility settings (timestamps from
+// SOURCE_DATE_EPOCH, no cache, OCI format, no provenance attestations), optionally twice to
+// prove the digest reproducible, push, and record the pushed digest in the lock's [images].
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+#include "image/image_generate.h"
+
+namespace trainlock {
+
+// exit_code 3 when no engine exists or a build/push fails; 1 when --verify-reproducible
+// saw two different digests.
+class ImageBuildError : public std::runtime_error {
+ public:
+  ImageBuildError(const std::string& what, int exit_code)
+      : std::runtime_error(what), exit_code_(exit_code) {}
+  int exit_code() const { return exit_code_; }
+
+ private:
+  int exit_code_;
+};
+
+struct ImageBuildOptions {
+  ImageOptions image;  // target, SOURCE_DATE_EPOCH, labels
+  std::string engine;  // buildah | podman | docker; "" = the first found
+  std::string push;    // registry reference to push to; "" = none
+  bool verify_reproducible = false;
+  std::filesystem::path containerfile;  // "" = the generated one
+  std::filesystem::path source_dir;     // trainlock's sources, for the generated Containerfile
+  bool tls_verify = true;               // false for a plain-HTTP registry (loopback tests)
+  std::filesystem::path storage_root;   // buildah/podman --root; "" = the engine's default
+};
+
+struct BuiltImageResult {
+  std::string engine;
+  std::string digest;         // of the pushed (or locally written) manifest
+  std::string second_digest;  // --verify-reproducible: the second build's
+  std::string ref;            // pushed reference, "" when not pushed
+};
+
+BuiltImageResult BuildImage(const std::filesystem::path& project_dir,
+                            const ImageBuildOptions& options);
+
+// Sets [images.<target>] in DIR/trainlock.lock to ref and digest (lock-sha256 unchanged).
+void RecordBuiltImage(const std::filesystem::path& project_dir, const std::string& target,
+                      const std::string& ref, const std::string& digest);
+
+}  // namespace trainlock

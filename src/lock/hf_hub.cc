@@ -1,0 +1,155 @@
+// The Hugging Face Hub resolver; see hf_hub.h.
+#include "lock/hf_hub.h"
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "base/refs.h"
+#include "base/sha256.h"
+#include "lock/http_client.h"
+
+#include <map>
+
+namespace trainlock {
+namespace {
+
+using nlohmann::json;
+
+std::string Endpoint(const HubOptions& o) {
+  std::string e = o.endpoint;
+  if (e.empty()) {
+    const char* env = std::getenv("HF_ENDPOINT");
+    e = env && *env ? env : "https://huggingface.co";
+  }
+  while (!e.empty() && e.back() == '/') e.pop_back();
+  return e;
+}
+
+std::vector<std::string> AuthHeaders(const HubOptions& o) {
+  std::string token = o.token;
+  if (token.empty()) {
+    const char* env = std::getenv("HF_TOKEN");
+    if (env) token = env;
+  }
+  if (token.empty()) return {};
+  return {"Authorization: Bearer " + token};
+}
+
+std::string StatusProblem(long status, const std::string& what) {
+  if (status == 401 || status == 403) {
+    return what + ": " + std::to_string(status) +
+           " unauthorized (a gated or private repository needs HF_TOKEN with access)";
+  }
+  if (status == 404) return what + ": 404 not found";
+  return what + ": the Hub answered " + std::to_string(status);
+}
+
+std::string FileUrl(const HubOptions& o, const std::string& kind, const std::string& repo,
+                    const std::string& commit, const std::string& path) {
+  return Endpoint(o) + (kind == "dataset" ? "/datasets/" : "/") + repo + "/resolve/" + commit +
+         "/" + path;
+}
+
+}  // namespace
+
+HubRevision ResolveHubRevision(const std::string& kind, const std::string& repo,
+                               const std::string& revision, const std::vector<std::string>& files,
+                               const HubOptions& o) {
+  const std::string what = kind + " " + repo + "@" + revision;
+  HttpRequest request;
+  request.url = Endpoint(o) + "/api/" + (kind == "dataset" ? "datasets" : "models") + "/" + repo +
+                "/revision/" + revision + "?blobs=true";
+  request.headers = AuthHeaders(o);
+  request.timeout_s = o.timeout_s;
+  HttpResponse r;
+  try {
+    r = HttpFetchWithRetries(request, {o.attempts, std::chrono::milliseconds(200)});
+  } catch (const HttpError& e) {
+    throw HubError(what + ": Hub unreachable: " + e.what(), 3);
+  }
+  if (r.status != 200) throw HubError(StatusProblem(r.status, what), 3);
+  json info = json::parse(r.body, nullptr, false);
+  if (!info.is_object() || !info["sha"].is_string() ||
+      !IsCommitId(info["sha"].get<std::string>())) {
+    throw HubError(what + ": the Hub's answer has no 40-hex commit ('sha')", 3);
+  }
+  HubRevision out;
+  out.commit = info["sha"].get<std::string>();
+  std::map<std::string, json> siblings;
+  for (const auto& s : info.value("siblings", json::array())) {
+    if (s.is_object() && s["rfilename"].is_string()) siblings[s["rfilename"]] = s;
+  }
+  std::vector<std::string> wanted = files;
+  if (wanted.empty()) {
+    for (const auto& [name, s] : siblings) wanted.push_back(name);
+  }
+  for (const std::string& path : wanted) {
+    auto it = siblings.find(path);
+    if (it == siblings.end())
+      throw HubError(what + ": no file '" + path + "' at commit " + out.commit, 3);
+    const json& s = it->second;
+    PinnedFile file{path, "", 0};
+    if (s.contains("lfs") && s["lfs"].is_object() && s["lfs"]["sha256"].is_string()) {
+      file.sha256 = s["lfs"]["sha256"].get<std::string>();
+      file.size = s["lfs"].value("size", s.value("size", uint64_t{0}));
+    } else {
+      // A small file kept in git: its SHA-256 comes from the bytes themselves.
+      HttpRequest get;
+      get.url = FileUrl(o, kind, repo, out.commit, path);
+      get.headers = AuthHeaders(o);
+      get.timeout_s = o.timeout_s;
+      HttpResponse body;
+      try {
+        body = HttpFetchWithRetries(get, {o.attempts, std::chrono::milliseconds(200)});
+      } catch (const HttpError& e) {
+        throw HubError(what + ": " + path + ": " + e.what(), 3);
+      }
+      if (body.status != 200) throw HubError(StatusProblem(body.status, what + ": " + path), 3);
+      if (s.contains("size") && s["size"].is_number_unsigned() &&
+          s["size"].get<uint64_t>() != body.body.size()) {
+        throw HubError(what + ": " + path + ": downloaded " + std::to_string(body.body.size()) +
+                           " bytes but the Hub lists " + std::to_string(s["size"].get<uint64_t>()),
+                       1);
+      }
+      file.sha256 = Sha256Hex(body.body);
+      file.size = body.body.size();
+    }
+    out.files.push_back(file);
+  }
+  return out;
+}
+
+void DownloadHubFile(const std::string& kind, const std::string& repo, const std::string& commit,
+                     const PinnedFile& file, const std::filesystem::path& dest,
+                     const HubOptions& o) {
+  const std::string what = kind + " " + repo + "@" + commit.substr(0, 12) + ": " + file.path;
+  std::filesystem::create_directories(dest.parent_path());
+  const std::filesystem::path partial = dest.string() + ".partial";
+  HttpRequest get;
+  get.url = FileUrl(o, kind, repo, commit, file.path);
+  get.headers = AuthHeaders(o);
+  get.timeout_s = o.timeout_s;
+  DownloadResult d;
+  try {
+    d = HttpDownload(get, partial);
+  } catch (const HttpError& e) {
+    throw HubError(what + ": " + e.what(), 3);
+  }
+  if (d.status != 200) throw HubError(StatusProblem(d.status, what), 3);
+  std::error_code ec;
+  if (d.bytes != file.size) {
+    std::filesystem::remove(partial, ec);
+    throw HubError(what + ": " + std::to_string(d.bytes) + " bytes, the lock pins " +
+                       std::to_string(file.size) + " (truncated download?)",
+                   d.bytes < file.size ? 3 : 1);
+  }
+  if (d.sha256 != file.sha256) {
+    std::filesystem::remove(partial, ec);
+    throw HubError(what + ": sha256 " + d.sha256.substr(0, 16) + "... does not match the lock's " +
+                       file.sha256.substr(0, 16) + "...",
+                   1);
+  }
+  std::filesystem::rename(partial, dest);
+}
+
+}  // namespace trainlock

@@ -1,0 +1,57 @@
+// Resolving Hugging Face Hub revisions: a branch or tag to its commit, and every wanted
+// file's size and SHA-256 (from the Hub's LFS metadata, else by a verified download).
+// Endpoints used, relative to HF_ENDPOINT (default https://huggingface.co):
+//   GET /api/models/{repo}/revision/{revision}?blobs=true     (datasets: /api/datasets/...)
+//       -> {"sha": commit, "siblings": [{"rfilename", "size", "lfs": {"sha256", "size"}}]}
+//   GET /{repo}/resolve/{commit}/{path}                        (datasets: /datasets/{repo}/...)
+//       -> the file's bytes (followed through redirects)
+// HF_TOKEN, when set, is sent as a bearer token and never printed.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "project/spec.h"
+
+namespace trainlock {
+
+// exit_code 3: the Hub could not answer (unreachable, 401, 404, truncated); 1: a file whose
+// bytes do not match what the Hub says (size or hash).
+class HubError : public std::runtime_error {
+ public:
+  HubError(const std::string& what, int exit_code)
+      : std::runtime_error(what), exit_code_(exit_code) {}
+  int exit_code() const { return exit_code_; }
+
+ private:
+  int exit_code_;
+};
+
+struct HubOptions {
+  std::string endpoint;  // "" = HF_ENDPOINT, else https://huggingface.co
+  std::string token;     // "" = HF_TOKEN
+  long timeout_s = 60;
+  int attempts = 4;
+};
+
+struct HubRevision {
+  std::string commit;             // 40 hex
+  std::vector<PinnedFile> files;  // the wanted files, in the order asked for
+};
+
+// `kind` is "model" or "dataset"; `files` the paths to pin (all of the revision's files when
+// empty). Throws HubError.
+HubRevision ResolveHubRevision(const std::string& kind, const std::string& repo,
+                               const std::string& revision, const std::vector<std::string>& files,
+                               const HubOptions& options = {});
+
+// Downloads one file of a pinned commit to `dest` and checks its size and SHA-256; throws
+// HubError and leaves nothing at `dest` on any mismatch.
+void DownloadHubFile(const std::string& kind, const std::string& repo, const std::string& commit,
+                     const PinnedFile& file, const std::filesystem::path& dest,
+                     const HubOptions& options = {});
+
+}  // namespace trainlock

@@ -1,0 +1,187 @@
+// libcurl requests, retries and hashed downloads; see http_client.h.
+#include "lock/http_client.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "base/sha256.h"
+
+namespace trainlock {
+namespace {
+
+void GlobalInit() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+struct CurlHandle {
+  CURL* curl = curl_easy_init();
+  curl_slist* headers = nullptr;
+  ~CurlHandle() {
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(curl);
+  }
+};
+
+size_t CollectHeader(char* data, size_t size, size_t count, void* user) {
+  auto* headers = static_cast<std::map<std::string, std::string>*>(user);
+  std::string line(data, size * count);
+  if (line.rfind("HTTP/", 0) == 0) headers->clear();  // a new response (redirect, 100)
+  const size_t colon = line.find(':');
+  if (colon != std::string::npos) {
+    std::string name = line.substr(0, colon);
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::string value = line.substr(colon + 1);
+    value.erase(0, value.find_first_not_of(" \t"));
+    value.erase(value.find_last_not_of(" \t\r\n") + 1);
+    (*headers)[name] = value;
+  }
+  return size * count;
+}
+
+struct BodySink {
+  std::string* body = nullptr;
+  uint64_t limit = 0;
+  bool too_large = false;
+  FILE* file = nullptr;
+  Sha256* hash = nullptr;
+  uint64_t written = 0;
+  long* status = nullptr;
+  CURL* curl = nullptr;
+};
+
+size_t CollectBody(char* data, size_t size, size_t count, void* user) {
+  auto* sink = static_cast<BodySink*>(user);
+  const size_t n = size * count;
+  if (sink->file) {
+    long status = 0;
+    curl_easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status);
+    if (status < 200 || status >= 300) return n;  // an error page: not the file
+    if (std::fwrite(data, 1, n, sink->file) != n) return 0;
+    sink->hash->Update(data, n);
+    sink->written += n;
+    return n;
+  }
+  if (sink->body->size() + n > sink->limit) {
+    sink->too_large = true;
+    return 0;  // aborts the transfer
+  }
+  sink->body->append(data, n);
+  return n;
+}
+
+// Common options; returns the handle ready to perform.
+void Configure(CurlHandle& h, const HttpRequest& r, std::map<std::string, std::string>* headers,
+               BodySink* sink) {
+  curl_easy_setopt(h.curl, CURLOPT_URL, r.url.c_str());
+  curl_easy_setopt(h.curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h.curl, CURLOPT_CONNECTTIMEOUT, std::min(r.timeout_s, 10L));
+  curl_easy_setopt(h.curl, CURLOPT_TIMEOUT, r.timeout_s);
+  curl_easy_setopt(h.curl, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(h.curl, CURLOPT_MAXREDIRS, 5L);
+  // Credentials go to the host they were meant for, not to a redirect target.
+  curl_easy_setopt(h.curl, CURLOPT_UNRESTRICTED_AUTH, 0L);
+  curl_easy_setopt(h.curl, CURLOPT_USERAGENT, "trainlock/0.1");
+  if (r.method == "HEAD") curl_easy_setopt(h.curl, CURLOPT_NOBODY, 1L);
+  for (const std::string& header : r.headers)
+    h.headers = curl_slist_append(h.headers, header.c_str());
+  if (h.headers) curl_easy_setopt(h.curl, CURLOPT_HTTPHEADER, h.headers);
+  curl_easy_setopt(h.curl, CURLOPT_HEADERFUNCTION, CollectHeader);
+  curl_easy_setopt(h.curl, CURLOPT_HEADERDATA, headers);
+  curl_easy_setopt(h.curl, CURLOPT_WRITEFUNCTION, CollectBody);
+  curl_easy_setopt(h.curl, CURLOPT_WRITEDATA, sink);
+}
+
+void ThrowOnCurlError(CURLcode code, const HttpRequest& r, const BodySink& sink) {
+  if (code == CURLE_OK) return;
+  if (sink.too_large) {
+    throw HttpError(RedactUrl(r.url) + ": response larger than " +
+                    std::to_string(r.max_body_bytes) + " bytes");
+  }
+  std::string why = curl_easy_strerror(code);
+  if (code == CURLE_PARTIAL_FILE) why = "truncated transfer (connection closed before the end)";
+  if (code == CURLE_OPERATION_TIMEDOUT)
+    why = "timed out after " + std::to_string(r.timeout_s) + " s";
+  throw HttpError(RedactUrl(r.url) + ": " + why);
+}
+
+bool Retryable(long status) {
+  return status == 429 || status >= 500;
+}
+
+}  // namespace
+
+std::string RedactUrl(const std::string& url) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return url;
+  const size_t host_start = scheme + 3;
+  const size_t path = url.find('/', host_start);
+  const size_t at = url.rfind('@', path == std::string::npos ? url.size() : path);
+  if (at == std::string::npos || at < host_start) return url;
+  return url.substr(0, host_start) + url.substr(at + 1);
+}
+
+HttpResponse HttpFetch(const HttpRequest& request) {
+  GlobalInit();
+  CurlHandle h;
+  if (!h.curl) throw HttpError("libcurl: cannot create a handle");
+  HttpResponse response;
+  BodySink sink;
+  sink.body = &response.body;
+  sink.limit = request.max_body_bytes;
+  Configure(h, request, &response.headers, &sink);
+  ThrowOnCurlError(curl_easy_perform(h.curl), request, sink);
+  curl_easy_getinfo(h.curl, CURLINFO_RESPONSE_CODE, &response.status);
+  return response;
+}
+
+HttpResponse HttpFetchWithRetries(const HttpRequest& request, const RetryPolicy& retry) {
+  auto backoff = retry.first_backoff;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      HttpResponse r = HttpFetch(request);
+      if (!Retryable(r.status) || attempt >= retry.attempts) return r;
+    } catch (const HttpError&) {
+      if (attempt >= retry.attempts) throw;
+    }
+    std::this_thread::sleep_for(backoff);
+    backoff *= 2;
+  }
+}
+
+DownloadResult HttpDownload(const HttpRequest& request, const std::filesystem::path& file) {
+  GlobalInit();
+  CurlHandle h;
+  if (!h.curl) throw HttpError("libcurl: cannot create a handle");
+  std::unique_ptr<FILE, int (*)(FILE*)> out(std::fopen(file.c_str(), "wb"), &std::fclose);
+  if (!out) throw HttpError(file.string() + ": cannot create");
+  Sha256 hash;
+  std::map<std::string, std::string> headers;
+  BodySink sink;
+  sink.file = out.get();
+  sink.hash = &hash;
+  sink.curl = h.curl;
+  Configure(h, request, &headers, &sink);
+  DownloadResult result;
+  CURLcode code = curl_easy_perform(h.curl);
+  curl_easy_getinfo(h.curl, CURLINFO_RESPONSE_CODE, &result.status);
+  out.reset();
+  if (code != CURLE_OK || result.status < 200 || result.status >= 300) {
+    std::error_code ec;
+    std::filesystem::remove(file, ec);  // never leave a partial or an error page behind
+    ThrowOnCurlError(code, request, sink);
+    return result;
+  }
+  result.bytes = sink.written;
+  result.sha256 = hash.HexDigest();
+  return result;
+}
+
+}  // namespace trainlock

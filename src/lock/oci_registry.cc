@@ -1,0 +1,247 @@
+// The registry resolver; see oci_registry.h and the OCI distribution specification
+// (GET /v2/<name>/manifests/<reference>, token authentication as Docker's registry does it).
+#include "lock/oci_registry.h"
+
+#include <openssl/evp.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "base/sha256.h"
+#include "lock/http_client.h"
+
+namespace trainlock {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kAccept =
+    "Accept: application/vnd.oci.image.index.v1+json, "
+    "application/vnd.oci.image.manifest.v1+json, "
+    "application/vnd.docker.distribution.manifest.list.v2+json, "
+    "application/vnd.docker.distribution.manifest.v2+json";
+
+// Docker treats loopback registries as insecure by default; so does trainlock.
+bool IsLoopback(const std::string& host) {
+  const std::string name =
+      host.substr(0, host.rfind(':') == std::string::npos || host.find(']') != std::string::npos
+                         ? host.size()
+                         : host.rfind(':'));
+  return name == "localhost" || name.rfind("127.", 0) == 0 || name == "[::1]";
+}
+
+std::string Base64Decode(const std::string& in) {
+  std::string out(in.size() * 3 / 4 + 3, '\0');
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(in.data()),
+                          static_cast<int>(in.size()));
+  if (n < 0) return "";
+  out.resize(static_cast<size_t>(n));
+  while (!out.empty() && out.back() == '\0') out.pop_back();  // padding
+  return out;
+}
+
+std::string Base64Encode(const std::string& in) {
+  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(in.data()),
+                          static_cast<int>(in.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+// "user:password" for `host`, or "" when none is configured.
+std::string Credentials(const std::string& host, const RegistryOptions& o) {
+  const char* user = std::getenv("TRAINLOCK_REGISTRY_USERNAME");
+  const char* pass = std::getenv("TRAINLOCK_REGISTRY_PASSWORD");
+  if (user && pass && *user) return std::string(user) + ":" + pass;
+  if (o.docker_config.empty()) return "";
+  std::ifstream in(o.docker_config);
+  if (!in) return "";
+  json config = json::parse(in, nullptr, false);
+  if (!config.is_object() || !config["auths"].is_object()) return "";
+  for (auto& [key, entry] : config["auths"].items()) {
+    std::string k = key;
+    if (k.rfind("https://", 0) == 0) k = k.substr(8);
+    if (k.rfind("http://", 0) == 0) k = k.substr(7);
+    k = k.substr(0, k.find('/'));
+    const bool hub = host == "registry-1.docker.io" && (k == "index.docker.io" || k == "docker.io");
+    if ((k == host || hub) && entry.is_object() && entry["auth"].is_string()) {
+      return Base64Decode(entry["auth"].get<std::string>());
+    }
+  }
+  return "";
+}
+
+// Bearer realm="...",service="...",scope="..." -> its parameters.
+std::map<std::string, std::string> ChallengeParams(const std::string& header) {
+  std::map<std::string, std::string> params;
+  static const std::regex kParam(R"re((\w+)="([^"]*)")re");
+  for (auto it = std::sregex_iterator(header.begin(), header.end(), kParam);
+       it != std::sregex_iterator(); ++it) {
+    params[(*it)[1]] = (*it)[2];
+  }
+  return params;
+}
+
+std::string UrlEncode(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+class Resolver {
+ public:
+  Resolver(const ImageRef& ref, const RegistryOptions& o)
+      : ref_(ref), o_(o), host_(RegistryApiHost(ref)), repo_(RegistryRepository(ref)) {}
+
+  ResolvedImage Resolve();
+
+ private:
+  HttpResponse Get(const std::string& url, const std::vector<std::string>& extra);
+  void Authenticate(const HttpResponse& challenge);
+  [[noreturn]] void Fail(const std::string& why, int code = 3) const {
+    throw RegistryError(ref_.ToString() + ": " + why, code);
+  }
+
+  const ImageRef& ref_;
+  const RegistryOptions& o_;
+  std::string host_, repo_;
+  std::string authorization_;  // "Authorization: ..." once authenticated
+};
+
+HttpResponse Resolver::Get(const std::string& url, const std::vector<std::string>& extra) {
+  HttpRequest request;
+  request.url = url;
+  request.timeout_s = o_.timeout_s;
+  request.headers = extra;
+  if (!authorization_.empty()) request.headers.push_back(authorization_);
+  try {
+    return HttpFetchWithRetries(request, {o_.attempts, std::chrono::milliseconds(200)});
+  } catch (const HttpError& e) {
+    Fail(std::string("registry unreachable: ") + e.what());
+  }
+}
+
+void Resolver::Authenticate(const HttpResponse& challenge) {
+  const std::string header = challenge.Header("www-authenticate");
+  const std::string credentials = Credentials(host_, o_);
+  if (header.rfind("Basic", 0) == 0) {
+    if (credentials.empty())
+      Fail(
+          "401 unauthorized: the registry wants credentials; set "
+          "TRAINLOCK_REGISTRY_USERNAME/PASSWORD or log in (~/.docker/config.json)");
+    authorization_ = "Authorization: Basic " + Base64Encode(credentials);
+    return;
+  }
+  if (header.rfind("Bearer", 0) != 0)
+    Fail("401 unauthorized without a usable WWW-Authenticate challenge");
+  auto params = ChallengeParams(header);
+  if (params["realm"].empty()) Fail("401 unauthorized: the bearer challenge names no realm");
+  std::string url =
+      params["realm"] + "?service=" + UrlEncode(params["service"]) + "&scope=" +
+      UrlEncode(params.count("scope") ? params["scope"] : "repository:" + repo_ + ":pull");
+  std::vector<std::string> headers;
+  if (!credentials.empty()) headers.push_back("Authorization: Basic " + Base64Encode(credentials));
+  HttpRequest request;
+  request.url = url;
+  request.timeout_s = o_.timeout_s;
+  request.headers = headers;
+  HttpResponse r;
+  try {
+    r = HttpFetchWithRetries(request, {o_.attempts, std::chrono::milliseconds(200)});
+  } catch (const HttpError& e) {
+    Fail(std::string("token service unreachable: ") + e.what());
+  }
+  if (r.status != 200)
+    Fail("token service answered " + std::to_string(r.status) +
+         (credentials.empty() ? " (no credentials given)" : ""));
+  json token = json::parse(r.body, nullptr, false);
+  std::string value =
+      token.is_object() ? token.value("token", token.value("access_token", "")) : "";
+  if (value.empty()) Fail("token service answered without a token");
+  authorization_ = "Authorization: Bearer " + value;
+}
+
+ResolvedImage Resolver::Resolve() {
+  const std::string scheme = IsLoopback(host_) ? "http://" : "https://";
+  const std::string reference =
+      ref_.digest.empty() ? (ref_.tag.empty() ? "latest" : ref_.tag) : ref_.digest;
+  const std::string url = scheme + host_ + "/v2/" + repo_ + "/manifests/" + reference;
+  HttpResponse r = Get(url, {kAccept});
+  if (r.status == 401) {
+    Authenticate(r);
+    r = Get(url, {kAccept});
+  }
+  if (r.status == 401 || r.status == 403)
+    Fail(std::to_string(r.status) + " unauthorized: check the registry credentials");
+  if (r.status == 404) Fail("404: no manifest '" + reference + "' in " + host_ + "/" + repo_);
+  if (r.status != 200) Fail("registry answered " + std::to_string(r.status));
+
+  ResolvedImage image;
+  image.digest = "sha256:" + Sha256Hex(r.body);
+  const std::string announced = r.Header("docker-content-digest");
+  if (!announced.empty() && announced != image.digest) {
+    Fail("the manifest's body hashes to " + image.digest + " but the registry says " + announced +
+             ": refusing tampered or corrupt content",
+         1);
+  }
+  if (!ref_.digest.empty() && ref_.digest != image.digest) {
+    Fail("the manifest's body hashes to " + image.digest +
+             ", not the pinned digest: refusing tampered or corrupt content",
+         1);
+  }
+  json body = json::parse(r.body, nullptr, false);
+  if (!body.is_object()) Fail("the manifest is not JSON", 1);
+  image.media_type = body.value("mediaType", r.Header("content-type"));
+  if (body.contains("manifests") && body["manifests"].is_array()) {
+    for (const auto& m : body["manifests"]) {
+      if (!m.is_object() || !m["digest"].is_string() || !m["platform"].is_object()) continue;
+      const json& p = m["platform"];
+      std::string platform = p.value("os", "") + "/" + p.value("architecture", "");
+      if (p.contains("variant") && p["variant"].is_string())
+        platform += "/" + p["variant"].get<std::string>();
+      if (platform == "unknown/unknown") continue;  // attestation manifests
+      image.platforms[platform] = m["digest"].get<std::string>();
+    }
+  }
+  return image;
+}
+
+}  // namespace
+
+std::filesystem::path RegistryOptions::DefaultDockerConfig() {
+  if (const char* dir = std::getenv("DOCKER_CONFIG"))
+    return std::filesystem::path(dir) / "config.json";
+  if (const char* home = std::getenv("HOME"))
+    return std::filesystem::path(home) / ".docker" / "config.json";
+  return {};
+}
+
+std::string RegistryApiHost(const ImageRef& ref) {
+  if (ref.registry.empty() || ref.registry == "docker.io" || ref.registry == "index.docker.io")
+    return "registry-1.docker.io";
+  return ref.registry;
+}
+
+std::string RegistryRepository(const ImageRef& ref) {
+  const bool hub = RegistryApiHost(ref) == "registry-1.docker.io";
+  if (hub && ref.repository.find('/') == std::string::npos) return "library/" + ref.repository;
+  return ref.repository;
+}
+
+ResolvedImage ResolveImage(const ImageRef& ref, const RegistryOptions& options) {
+  return Resolver(ref, options).Resolve();
+}
+
+}  // namespace trainlock

@@ -1,0 +1,207 @@
+// What a plan reads: the measured numbers of a report's train.step, token budgets ("10B") and
+// cost overrides ("MI300X=2.5"); see plan.h.
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "base/diagnostic.h"
+#include "plan/plan.h"
+#include "project/train_shape.h"
+
+namespace trainlock {
+namespace {
+
+// The report may come from anywhere: every read tolerates a missing or mistyped member.
+double NumberMember(const nlohmann::json& object, const char* key, double otherwise) {
+  if (!object.is_object()) return otherwise;
+  auto it = object.find(key);
+  return it != object.end() && it->is_number() ? it->get<double>() : otherwise;
+}
+
+std::string TextMember(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return "";
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+const nlohmann::json* FindCheck(const nlohmann::json& report, const std::string& id) {
+  if (!report.is_object() || !report.contains("checks") || !report["checks"].is_array())
+    return nullptr;
+  for (const nlohmann::json& check : report["checks"]) {
+    if (TextMember(check, "id") == id) return &check;
+  }
+  return nullptr;
+}
+
+[[noreturn]] void Refuse(const std::string& source, std::string message, std::string hint = {}) {
+  throw InputError(Diagnostic{source, {}, std::move(message), std::move(hint)});
+}
+
+// Bounds that keep ModelConfig::ParameterCount's int64 arithmetic from overflowing (below
+// 2^56); real models are orders of magnitude inside them.
+void CheckShape(const TrainConfig& config, const std::string& source) {
+  const ModelConfig& m = config.model;
+  const TrainingConfig& t = config.training;
+  const std::pair<const char*, int64_t> sizes[] = {
+      {"seq_len", t.seq_len},           {"micro_batch", t.micro_batch},
+      {"grad_accum", t.grad_accum},     {"hidden_size", m.hidden_size},
+      {"num_layers", m.num_layers},     {"num_heads", m.num_heads},
+      {"num_kv_heads", m.num_kv_heads}, {"intermediate_size", m.intermediate_size},
+      {"vocab_size", m.vocab_size}};
+  for (const auto& [name, value] : sizes) {
+    const std::string_view field(name);
+    const int64_t max = field == "num_layers"   ? (1 << 12)
+                        : field == "vocab_size" ? (1 << 24)
+                                                : (1 << 20);
+    if (value < 1 || value > max) {
+      Refuse(source, std::string("the training shape's \"") + name + "\" is " +
+                         std::to_string(value) + ", outside 1.." + std::to_string(max));
+    }
+  }
+  if (m.num_kv_heads > m.num_heads || m.num_heads > m.hidden_size)
+    Refuse(source, "the training shape's heads do not fit its hidden_size");
+  if (t.precision != "fp32" && t.precision != "bf16" && t.precision != "fp16")
+    Refuse(source,
+           "the training shape's precision " + Quoted(t.precision) + " is not fp32, bf16 or fp16");
+}
+
+// nlohmann converts a float to an integer with a cast that is undefined out of range: refuse
+// floats where the shape has integers before TrainConfigFromShape reads them.
+void CheckIntegers(const nlohmann::json& shape, const std::string& source) {
+  for (const char* key : {"seq_len", "micro_batch", "grad_accum", "hidden_size", "num_layers",
+                          "num_heads", "num_kv_heads", "intermediate_size", "vocab_size"}) {
+    if (shape.is_object() && shape.contains(key) && shape[key].is_number_float())
+      Refuse(source, std::string("the training shape's \"") + key + "\" is not an integer");
+  }
+}
+
+}  // namespace
+
+PlanInput PlanInputFromReport(const nlohmann::json& report, const std::string& source) {
+  const nlohmann::json* step = FindCheck(report, "train.step");
+  if (!step) Refuse(source, "the report has no train.step check");
+  const nlohmann::json& metrics =
+      step->contains("metrics") ? (*step)["metrics"] : nlohmann::json::object();
+  if (!metrics.is_object() || !metrics.contains("shape")) {
+    Refuse(source,
+           "train.step carries no training shape (" + TextMember(*step, "status") + ": " +
+               TextMember(*step, "summary") + ")",
+           "validate with a trainlock-validate that reports it, at the intended shape");
+  }
+  PlanInput in;
+  in.source = source;
+  CheckIntegers(metrics["shape"], source);
+  in.config = TrainConfigFromShape(metrics["shape"], source);
+  CheckShape(in.config, source);
+  in.parameters = std::max(0.0, NumberMember(metrics["shape"], "parameters", 0));
+  in.out_of_memory = metrics.contains("out_of_memory") && metrics["out_of_memory"] == true;
+  in.device_total_bytes = NumberMember(metrics, "device_total_bytes", -1);
+  in.peak_allocated_bytes = NumberMember(metrics, "peak_allocated_bytes", -1);
+  in.peak_reserved_bytes = NumberMember(metrics, "peak_reserved_bytes", -1);
+  in.device_used_bytes = NumberMember(metrics, "device_used_bytes", -1);
+  in.step_time_s = std::max(0.0, NumberMember(metrics, "step_time_s", 0));
+  in.tokens_per_step = std::max(0.0, NumberMember(metrics, "tokens", 0));
+  in.tokens_per_s = std::max(0.0, NumberMember(metrics, "tokens_per_s", 0));
+  if (in.tokens_per_s == 0 && in.step_time_s > 0)
+    in.tokens_per_s = in.tokens_per_step / in.step_time_s;
+  in.mfu = std::max(0.0, NumberMember(metrics, "mfu", 0));
+  in.device_peak_tflops = std::max(0.0, NumberMember(metrics, "peak_tflops", 0));
+  in.device_name = TextMember(metrics, "device_name");
+  const nlohmann::json& devices =
+      report.contains("devices") ? report["devices"] : nlohmann::json::array();
+  if (devices.is_array() && !devices.empty()) {
+    in.device_count = static_cast<int64_t>(devices.size());
+    if (in.device_name.empty()) in.device_name = TextMember(devices[0], "name");
+    if (in.device_total_bytes <= 0 && TextMember(metrics, "device") != "cpu")
+      in.device_total_bytes = NumberMember(devices[0], "memory_bytes", -1);
+  }
+  if (in.device_total_bytes > 0 && in.device_name.empty()) in.device_name = "GPU";
+  return in;
+}
+
+std::optional<double> ParseTokenCount(std::string_view text) {
+  double scale = 1;
+  if (!text.empty()) {
+    switch (std::tolower(static_cast<unsigned char>(text.back()))) {
+      case 'k':
+        scale = 1e3;
+        break;
+      case 'm':
+        scale = 1e6;
+        break;
+      case 'b':
+        scale = 1e9;
+        break;
+      case 't':
+        scale = 1e12;
+        break;
+      default:
+        scale = 0;
+        break;
+    }
+    if (scale != 0) {
+      text.remove_suffix(1);
+    } else {
+      scale = 1;
+    }
+  }
+  // Digits with at most one decimal point: no sign, exponent, spaces, "inf" or "nan".
+  int digits = 0, points = 0;
+  for (char c : text) {
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      ++digits;
+    } else if (c == '.') {
+      ++points;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (digits == 0 || points > 1 || text.size() > 30) return std::nullopt;
+  const double tokens = std::strtod(std::string(text).c_str(), nullptr) * scale;
+  if (!(tokens >= 1) || tokens > 1e18) return std::nullopt;
+  return tokens;
+}
+
+std::string TokenCountText(double tokens) {
+  struct Unit {
+    double scale;
+    const char* suffix;
+  };
+  for (Unit u : {Unit{1e12, "T"}, Unit{1e9, "B"}, Unit{1e6, "M"}, Unit{1e3, "K"}}) {
+    if (tokens >= u.scale) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.4g%s", tokens / u.scale, u.suffix);
+      return buf;
+    }
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f", tokens);
+  return buf;
+}
+
+std::optional<std::pair<std::string, double>> ParseCostOverride(std::string_view text,
+                                                                const Catalog& catalog,
+                                                                std::string* error) {
+  const size_t eq = text.find('=');
+  if (eq == std::string_view::npos) {
+    *error = Quoted(text) + " is not NAME=COST (e.g. MI300X=2.5)";
+    return std::nullopt;
+  }
+  const std::string name(text.substr(0, eq)), number(text.substr(eq + 1));
+  const GpuModel* gpu = catalog.FindGpu(name);
+  if (!gpu) {
+    *error = Quoted(name) + " is not an accelerator in the GPU catalog";
+    return std::nullopt;
+  }
+  char* end = nullptr;
+  const double cost = std::strtod(number.c_str(), &end);
+  if (number.empty() || end != number.c_str() + number.size() || !(cost > 0) || cost > 1e3) {
+    *error = "the cost " + Quoted(number) + " of " + gpu->name +
+             " is not a positive number (its price per GPU-hour, A100-80GB = 1.0)";
+    return std::nullopt;
+  }
+  return std::make_pair(gpu->name, cost);
+}
+
+}  // namespace trainlock

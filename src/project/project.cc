@@ -1,0 +1,73 @@
+// Project loading; see project.h.
+#include "project/project.h"
+
+#include "base/diagnostic.h"
+#include "base/file_io.h"
+#include "base/sha256.h"
+#include "project/spec_loader.h"
+
+namespace trainlock {
+
+std::string DisplayPath(const std::filesystem::path& dir, const std::string& name) {
+  std::filesystem::path joined = (dir / name).lexically_normal();
+  return joined.string();
+}
+
+namespace {
+
+// Runs `load`, moving any InputError's diagnostics into `all` instead of stopping.
+template <typename Load>
+void Collect(Diagnostics& all, Load load) {
+  try {
+    load();
+  } catch (const InputError& e) {
+    for (const Diagnostic& d : e.diagnostics().items()) all.Add(d);
+  }
+}
+
+}  // namespace
+
+Project LoadProject(const std::filesystem::path& dir, ManifestRequirement requirement) {
+  Project project;
+  project.dir = dir;
+  project.manifest_path = DisplayPath(dir, kManifestFile);
+  project.lock_path = DisplayPath(dir, kLockFile);
+  Diagnostics all;
+
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    all.Error(dir.string(), {}, "not a project directory");
+    throw InputError(all);
+  }
+  bool has_lock = std::filesystem::exists(dir / kLockFile, ec);
+  bool need_manifest = requirement == ManifestRequirement::kRequired || !has_lock;
+  if (need_manifest || std::filesystem::exists(dir / kManifestFile, ec)) {
+    Collect(all, [&] {
+      std::string text = ReadInputFile(dir / kManifestFile, project.manifest_path);
+      project.manifest =
+          LoadSpec(text, project.manifest_path, SpecKind::kManifest, &project.manifest_sha256);
+    });
+  }
+  if (has_lock) {
+    Collect(all, [&] {
+      std::string text = ReadInputFile(dir / kLockFile, project.lock_path);
+      project.lock = LoadSpec(text, project.lock_path, SpecKind::kLock, &project.lock_sha256);
+    });
+  }
+  // The config is named by the manifest (or, inside an image, by the lock).
+  const Spec* named_by = project.manifest ? &*project.manifest
+                         : project.lock   ? &*project.lock
+                                          : nullptr;
+  if (named_by && !named_by->config.empty()) {
+    project.config_path = DisplayPath(dir, named_by->config);
+    Collect(all, [&] {
+      std::string text = ReadInputFile(dir / named_by->config, project.config_path);
+      project.config_sha256 = Sha256Hex(text);
+      project.config = LoadTrainConfig(text, project.config_path);
+    });
+  }
+  if (!all.empty()) throw InputError(all);
+  return project;
+}
+
+}  // namespace trainlock

@@ -1,0 +1,46 @@
+// A trainlock project directory: manifest, lock (when present) and training config, loaded
+// and validated together.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "project/spec.h"
+#include "project/train_config.h"
+
+namespace trainlock {
+
+inline constexpr const char* kManifestFile = "trainlock.toml";
+inline constexpr const char* kLockFile = "trainlock.lock";
+
+struct Project {
+  std::filesystem::path dir;
+  std::string manifest_path;  // display paths, as the user would type them
+  std::string lock_path;
+  std::string config_path;
+
+  std::optional<Spec> manifest;  // absent only when loaded with ManifestRequirement::kOptional
+  std::string manifest_sha256;
+  std::optional<Spec> lock;
+  std::string lock_sha256;
+  TrainConfig config;
+  std::string config_sha256;  // of the config file's bytes
+
+  // The pinned spec when there is a lock, else the manifest.
+  const Spec& effective() const { return lock ? *lock : *manifest; }
+};
+
+enum class ManifestRequirement { kRequired, kOptional };
+
+// Loads DIR/trainlock.toml, DIR/trainlock.lock (if present) and the config they name. Every
+// problem in every file is collected; throws InputError carrying all of them. A missing
+// manifest is allowed with kOptional when a lock exists (inside an image only the lock and the
+// config are installed).
+Project LoadProject(const std::filesystem::path& dir,
+                    ManifestRequirement manifest = ManifestRequirement::kRequired);
+
+// "dir/name" as a user would write it ("name" when dir is ".").
+std::string DisplayPath(const std::filesystem::path& dir, const std::string& name);
+
+}  // namespace trainlock

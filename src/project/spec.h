@@ -1,0 +1,130 @@
+// The typed model of a trainlock manifest (trainlock.toml) and lock (trainlock.lock).
+//
+// Both files share one tree (docs/DESIGN.md, "Formats"); the lock is the manifest fully pinned plus
+// hashes and digests. One struct holds either, `kind` says which, and the loader enforces the
+// stricter lock rules (digests, commit ids, file hashes) only for kind == kLock.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/diagnostic.h"
+#include "base/toml_fields.h"
+
+namespace trainlock {
+
+enum class SpecKind { kManifest, kLock };
+
+// One pinned file of a model or dataset. The manifest names paths only; the lock adds the
+// SHA-256 and size.
+struct PinnedFile {
+  std::string path;
+  std::string sha256;  // "" in a manifest
+  uint64_t size = 0;
+};
+
+// [model] or [dataset]: where the artifacts come from.
+struct ArtifactSource {
+  std::string source;       // "hf" | "local" | "url"
+  std::string repo;         // hf: "org/name"; local: a project-relative directory; url: base URL
+  std::string revision;     // hf: branch/tag (manifest) or 40-hex commit (lock)
+  std::string token_dtype;  // dataset token shards: "uint16" | "uint32" ("" = not tokens)
+  std::vector<PinnedFile> files;
+};
+
+// [targets.cuda], [targets.rocm] or [targets.cpu].
+struct Target {
+  std::string name;  // "cuda" | "rocm" | "cpu"
+  std::string base;  // image reference; a digest-pinned one in the lock
+  std::map<std::string, std::string> base_platforms;  // lock: "linux/amd64" -> manifest digest
+  std::vector<std::string> accelerators;              // catalog names
+  std::string torch;                                  // e.g. "2.11.0+cu130"
+  std::string cuda;                                   // cuda target: toolkit version, e.g. "13.0"
+  std::string rocm;                                   // rocm target: e.g. "6.3"
+  std::string nccl;                                   // cuda: NCCL version (optional)
+  std::string rccl;                                   // rocm: RCCL version (optional)
+  std::string cudnn;                                  // cuda: cuDNN version (optional)
+  std::string driver_min;                             // minimum kernel driver on the node
+};
+
+struct TensorSpec {
+  std::vector<int64_t> shape;
+  std::string dtype;  // "fp32" | "bf16" | "fp16" | "fp64" | "int64" | "int32"
+};
+
+// How one custom op is smoke-tested against a reference made of plain torch ops.
+struct SmokeSpec {
+  std::string op;  // "namespace::name"
+  std::vector<TensorSpec> inputs;
+  std::string reference;  // name of the reference implementation
+  double rtol = 1e-5;
+  double atol = 1e-5;
+  double grad_rtol = 1e-4;
+  double grad_atol = 1e-4;
+};
+
+struct CustomOpLibrary {
+  std::string library;  // project-relative path (or absolute path inside the image)
+  std::vector<std::string> ops;
+  std::vector<SmokeSpec> smoke;
+};
+
+// [validate]: what `trainlock-validate` runs and how strictly.
+struct ValidateSpec {
+  int64_t steps = 8;
+  int64_t checkpoint_at = 4;
+  int64_t eval_batches = 2;
+  int64_t keep_last = 2;
+  double loss_tolerance = 0.0;  // 0 = bitwise
+  double eval_tolerance = 0.0;
+  std::string checkpoint_dir;         // "" = a directory under the report's directory
+  std::vector<std::string> required;  // check ids that must pass
+};
+
+// [ext.command]: the project's own smoke command (e.g. its training script for two steps),
+// run by the validator as the ext.command check.
+struct ExtCommand {
+  std::vector<std::string> argv;  // no shell: argv[0] is looked up on PATH
+  double timeout_s = 600;
+  std::string cwd;                         // project-relative; "" = the project directory
+  std::map<std::string, std::string> env;  // added to the validator's environment
+  int64_t tail_lines = 40;                 // how much of the output the report keeps
+};
+
+// [images.<target>] in the lock: the image built from it (an output, not part of lock-sha256).
+struct BuiltImage {
+  std::string ref;
+  std::string digest;
+};
+
+struct Spec {
+  SpecKind kind = SpecKind::kManifest;
+  std::string path;  // the file it was read from, for messages
+
+  std::string name;
+  std::string config;         // project-relative path of the training YAML
+  std::string config_sha256;  // lock only
+  int64_t seed = 0;
+
+  std::optional<ArtifactSource> model;
+  std::optional<ArtifactSource> dataset;
+  std::map<std::string, Target> targets;
+  std::map<std::string, std::string> python;  // package -> exact version
+  std::vector<CustomOpLibrary> custom_ops;
+  ValidateSpec validate;
+  std::optional<ExtCommand> ext_command;
+
+  // Lock only.
+  int64_t lock_version = 0;
+  std::string manifest_sha256;
+  std::map<std::string, BuiltImage> images;
+
+  // Where each field was read ("targets.cuda.driver-min" -> 12:15), for findings.
+  PositionMap positions;
+  SourcePos Pos(const std::string& dotted) const;
+};
+
+}  // namespace trainlock

@@ -1,0 +1,602 @@
+// Manifest and lock schema; see spec_loader.h and docs/DESIGN.md ("Formats").
+//
+// One reader per table. Each reads the fields it knows through TomlFields (which records
+// positions and reports type/range errors), applies the rules that depend on several fields,
+// then Finish() reports unknown keys.
+#include "project/spec_loader.h"
+
+#include <regex>
+#include <set>
+
+#include "base/canonical.h"
+#include "base/refs.h"
+#include "base/sha256.h"
+#include "base/suggest.h"
+#include "base/toml_document.h"
+#include "base/version.h"
+#include "project/check_ids.h"
+#include "project/project_path.h"
+
+namespace trainlock {
+
+SourcePos Spec::Pos(const std::string& dotted) const {
+  auto it = positions.find(dotted);
+  return it == positions.end() ? SourcePos{} : it->second;
+}
+
+namespace {
+
+constexpr int64_t kMaxInt = INT64_MAX;
+
+class SpecReader {
+ public:
+  SpecReader(const std::string& path, SpecKind kind, Spec& spec)
+      : path_(path), kind_(kind), spec_(spec) {}
+
+  void Read(const toml::table& root);
+  Diagnostics& diags() { return diags_; }
+
+ private:
+  bool lock() const { return kind_ == SpecKind::kLock; }
+  TomlFields Fields(const toml::table& t, std::string name) {
+    return TomlFields(t, std::move(name), path_, diags_, &spec_.positions);
+  }
+  void CheckRelativePath(TomlFields& f, std::string_view key, const std::string& value,
+                         SourcePos pos);
+  void CheckSha256(TomlFields& f, std::string_view key, const std::optional<std::string>& v);
+  void CheckVersion(TomlFields& f, std::string_view key, const std::optional<std::string>& v);
+
+  void ReadProject(const toml::table& t);
+  std::optional<ArtifactSource> ReadArtifact(const toml::table& t, const std::string& name);
+  void ReadFiles(TomlFields& f, ArtifactSource& a);
+  void ReadTargets(const toml::table& t);
+  Target ReadTarget(const toml::table& t, const std::string& target_name);
+  void ReadBaseImage(TomlFields& f, Target& target);
+  void ReadPython(const toml::table& t);
+  void ReadCustomOps(const toml::array& a);
+  void ReadSmoke(const toml::array& a, const std::string& name, CustomOpLibrary& lib);
+  void ReadValidate(const toml::table& t);
+  void ReadExt(const toml::table& t);
+  void ReadImages(const toml::table& t);
+
+  const std::string& path_;
+  SpecKind kind_;
+  Spec& spec_;
+  Diagnostics diags_;
+};
+
+void SpecReader::CheckRelativePath(TomlFields& f, std::string_view key, const std::string& value,
+                                   SourcePos pos) {
+  if (std::string problem = RelativePathProblem(value); !problem.empty()) {
+    f.Error(pos, "'" + f.Qualified(key) + "': " + problem,
+            "paths are relative to the project directory");
+  }
+}
+
+void SpecReader::CheckSha256(TomlFields& f, std::string_view key,
+                             const std::optional<std::string>& v) {
+  if (v && !IsSha256Hex(*v)) {
+    f.Error(f.Pos(key), "'" + f.Qualified(key) + "' = " + Quoted(*v) + " is not a SHA-256",
+            "expected 64 lower-case hex characters");
+  }
+}
+
+void SpecReader::CheckVersion(TomlFields& f, std::string_view key,
+                              const std::optional<std::string>& v) {
+  if (v && !ParseVersion(*v)) {
+    f.Error(f.Pos(key), "'" + f.Qualified(key) + "' = " + Quoted(*v) + " is not a version",
+            "expected dotted numbers such as '13.0' or '2.11.0+cu130'");
+  }
+}
+
+void SpecReader::Read(const toml::table& root) {
+  TomlFields f = Fields(root, "");
+  if (lock()) {
+    if (auto v = f.Integer("lock-version", Need::kRequired, 1, INT64_MAX)) {
+      if (*v > kLockVersion) {
+        f.Error(f.Pos("lock-version"),
+                "lock-version " + std::to_string(*v) + " is newer than this trainlock reads (" +
+                    std::to_string(kLockVersion) + ")",
+                "upgrade trainlock, or re-run `trainlock lock` with this one");
+      }
+      spec_.lock_version = *v;
+    }
+    auto sha = f.String("manifest-sha256", Need::kRequired);
+    CheckSha256(f, "manifest-sha256", sha);
+    spec_.manifest_sha256 = sha.value_or("");
+  }
+  if (const toml::table* t = f.Table("project", Need::kRequired)) ReadProject(*t);
+  if (const toml::table* t = f.Table("model", Need::kOptional)) {
+    spec_.model = ReadArtifact(*t, "model");
+  }
+  if (const toml::table* t = f.Table("dataset", Need::kOptional)) {
+    spec_.dataset = ReadArtifact(*t, "dataset");
+  }
+  if (const toml::table* t = f.Table("targets", Need::kRequired)) ReadTargets(*t);
+  if (const toml::table* t = f.Table("python", Need::kOptional)) ReadPython(*t);
+  if (const toml::array* a = f.Array("custom-ops", Need::kOptional)) ReadCustomOps(*a);
+  if (const toml::table* t = f.Table("validate", Need::kOptional)) ReadValidate(*t);
+  if (const toml::table* t = f.Table("ext", Need::kOptional)) ReadExt(*t);
+  if (lock()) {
+    if (const toml::table* t = f.Table("images", Need::kOptional)) ReadImages(*t);
+  }
+  f.Finish();
+}
+
+void SpecReader::ReadProject(const toml::table& t) {
+  TomlFields f = Fields(t, "project");
+  if (auto name = f.String("name", Need::kRequired)) {
+    static const std::regex kName(R"(^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$)");
+    if (!std::regex_match(*name, kName)) {
+      f.Error(f.Pos("name"), "'project.name' = " + Quoted(*name) + " is not a valid name",
+              "use letters, digits, '.', '_' and '-' (at most 128)");
+    }
+    spec_.name = *name;
+  }
+  if (auto config = f.String("config", Need::kRequired)) {
+    CheckRelativePath(f, "config", *config, f.Pos("config"));
+    spec_.config = *config;
+  }
+  if (auto seed = f.Integer("seed", Need::kRequired, 0, kMaxInt)) spec_.seed = *seed;
+  if (lock()) {
+    auto sha = f.String("config-sha256", Need::kRequired);
+    CheckSha256(f, "config-sha256", sha);
+    spec_.config_sha256 = sha.value_or("");
+  }
+  f.Finish();
+}
+
+std::optional<ArtifactSource> SpecReader::ReadArtifact(const toml::table& t,
+                                                       const std::string& name) {
+  TomlFields f = Fields(t, name);
+  ArtifactSource a;
+  static constexpr std::string_view kSources[] = {"hf", "local", "url"};
+  if (auto source = f.String("source", Need::kRequired)) {
+    if (std::find(std::begin(kSources), std::end(kSources), *source) == std::end(kSources)) {
+      std::string hint = DidYouMean(*source, kSources);
+      f.Error(f.Pos("source"),
+              "'" + name + ".source' = " + Quoted(*source) + " is not one of hf, local, url", hint);
+    }
+    a.source = *source;
+  }
+  bool known_source =
+      std::find(std::begin(kSources), std::end(kSources), a.source) != std::end(kSources);
+  if (!known_source) {
+    // Which keys belong depends on the source; do not call them unknown when it is misspelt.
+    for (const char* key : {"repo", "revision", "path", "url", "files", "token-dtype"})
+      f.Allow(key);
+    f.Finish();
+    return a;
+  }
+  if (a.source == "hf") {
+    if (auto repo = f.String("repo", Need::kRequired)) {
+      static const std::regex kRepo(R"(^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$)");
+      if (!std::regex_match(*repo, kRepo)) {
+        f.Error(f.Pos("repo"),
+                "'" + name + ".repo' = " + Quoted(*repo) + " is not a Hugging Face repository id",
+                "expected 'org/name'");
+      }
+      a.repo = *repo;
+    }
+    if (auto revision = f.String("revision", Need::kRequired)) {
+      if (lock() && !IsCommitId(*revision)) {
+        f.Error(f.Pos("revision"),
+                "unpinned revision " + Quoted(*revision) + " in '" + name + ".revision'",
+                "a lock pins a 40-hex commit id; run `trainlock lock` to resolve it");
+      }
+      a.revision = *revision;
+    }
+  } else if (a.source == "local") {
+    if (auto p = f.String("path", Need::kRequired)) {
+      CheckRelativePath(f, "path", *p, f.Pos("path"));
+      a.repo = *p;
+    }
+  } else if (a.source == "url") {
+    if (auto url = f.String("url", Need::kRequired)) {
+      if (url->rfind("https://", 0) != 0 && url->rfind("http://", 0) != 0) {
+        f.Error(f.Pos("url"), "'" + name + ".url' = " + Quoted(*url) + " is not an http(s) URL");
+      }
+      a.repo = *url;
+    }
+  }
+  if (name == "dataset") {
+    if (auto dtype = f.String("token-dtype", Need::kOptional)) {
+      if (*dtype != "uint16" && *dtype != "uint32") {
+        f.Error(f.Pos("token-dtype"),
+                "'dataset.token-dtype' = " + Quoted(*dtype) + " is not one of uint16, uint32");
+      }
+      a.token_dtype = *dtype;
+    }
+  }
+  ReadFiles(f, a);
+  f.Finish();
+  return a;
+}
+
+void SpecReader::ReadFiles(TomlFields& f, ArtifactSource& a) {
+  std::set<std::string> seen;
+  auto add = [&](PinnedFile file, SourcePos pos) {
+    CheckRelativePath(f, "files", file.path, pos);
+    if (!seen.insert(file.path).second) {
+      f.Error(pos, "duplicate entry " + Quoted(file.path) + " in '" + f.Qualified("files") + "'");
+      return;
+    }
+    a.files.push_back(std::move(file));
+  };
+  if (!lock()) {
+    const toml::array* files = f.Array("files", Need::kOptional);
+    if (!files) return;
+    for (const toml::node& element : *files) {
+      const auto* s = element.as_string();
+      if (!s || s->get().empty()) {
+        f.Error(PosOf(element), "'" + f.Qualified("files") + "' must contain file paths (strings)",
+                "found " + TomlTypeName(element.type()));
+        continue;
+      }
+      add({s->get(), "", 0}, PosOf(element));
+    }
+    return;
+  }
+  // In the lock every file carries its hash and size: [[model.files]] path/sha256/size.
+  const toml::array* files = f.Array("files", Need::kOptional);
+  if (!files) return;
+  for (const toml::node& element : *files) {
+    const auto* t = element.as_table();
+    if (!t) {
+      f.Error(PosOf(element), "'" + f.Qualified("files") + "' entries must be tables",
+              "a lock lists each file as { path, sha256, size }");
+      continue;
+    }
+    TomlFields ff = Fields(*t, f.Qualified("files"));
+    auto path = ff.String("path", Need::kRequired);
+    auto sha = ff.String("sha256", Need::kRequired);
+    CheckSha256(ff, "sha256", sha);
+    auto size = ff.Integer("size", Need::kRequired, 0, kMaxInt);
+    ff.Finish();
+    if (path && sha && size) {
+      add({*path, *sha, static_cast<uint64_t>(*size)}, PosOf(*t));
+    }
+  }
+}
+
+void SpecReader::ReadTargets(const toml::table& t) {
+  static constexpr std::string_view kTargets[] = {"cuda", "rocm", "cpu"};
+  TomlFields f = Fields(t, "targets");
+  for (std::string_view name : kTargets) {
+    if (const toml::table* target = f.Table(name, Need::kOptional)) {
+      spec_.targets[std::string(name)] = ReadTarget(*target, std::string(name));
+    }
+  }
+  // Unknown target names get a clearer message than the generic unknown key.
+  for (auto&& [key, node] : t) {
+    std::string_view k = key.str();
+    if (std::find(std::begin(kTargets), std::end(kTargets), k) == std::end(kTargets)) {
+      f.Error(PosOf(key.source()), "unknown target " + Quoted(k) + " in [targets]",
+              DidYouMean(k, kTargets).empty() ? "targets are cuda, rocm and cpu"
+                                              : DidYouMean(k, kTargets));
+      f.Allow(k);
+    }
+  }
+  if (t.empty())
+    f.Error(f.TablePos(), "[targets] names no target",
+            "add [targets.cuda], [targets.rocm] or [targets.cpu]");
+  f.Finish();
+}
+
+void SpecReader::ReadBaseImage(TomlFields& f, Target& target) {
+  auto base = f.String("base", target.name == "cpu" ? Need::kOptional : Need::kRequired);
+  if (!base) return;
+  target.base = *base;
+  std::string error;
+  auto ref = ParseImageRef(*base, &error);
+  if (!ref) {
+    f.Error(f.Pos("base"), "'" + f.Qualified("base") + "' = " + Quoted(*base) +
+                               " is not an image reference: " + error);
+    return;
+  }
+  if (lock() && !ref->pinned()) {
+    f.Error(f.Pos("base"),
+            "unpinned image reference " + Quoted(*base) + " in '" + f.Qualified("base") + "'",
+            "a lock pins base images by digest (name@sha256:...); run `trainlock lock`");
+  }
+  if (!lock()) return;
+  if (const toml::table* platforms = f.Table("base-platforms", Need::kOptional)) {
+    for (auto&& [platform, node] : *platforms) {
+      const auto* digest = node.as_string();
+      std::string problem = digest ? DigestProblem(digest->get()) : "must be a digest string";
+      if (!problem.empty()) {
+        f.Error(PosOf(node), "'" + f.Qualified("base-platforms") + "." +
+                                 std::string(platform.str()) + "': " + problem);
+        continue;
+      }
+      target.base_platforms[std::string(platform.str())] = digest->get();
+    }
+  }
+}
+
+Target SpecReader::ReadTarget(const toml::table& t, const std::string& target_name) {
+  TomlFields f = Fields(t, "targets." + target_name);
+  Target target;
+  target.name = target_name;
+  ReadBaseImage(f, target);
+  bool gpu = target_name != "cpu";
+  if (auto acc = f.StringArray("accelerators", gpu ? Need::kRequired : Need::kOptional)) {
+    if (gpu && acc->empty()) {
+      f.Error(f.Pos("accelerators"), "'" + f.Qualified("accelerators") + "' is empty",
+              "name at least one catalog accelerator, e.g. \"H200\"");
+    }
+    target.accelerators = *acc;
+  }
+  auto version = [&](std::string_view key, Need need) {
+    auto v = f.String(key, need);
+    CheckVersion(f, key, v);
+    return v.value_or("");
+  };
+  target.torch = version("torch", Need::kRequired);
+  if (target_name == "cuda") {
+    target.cuda = version("cuda", Need::kRequired);
+    target.nccl = version("nccl", Need::kOptional);
+    target.cudnn = version("cudnn", Need::kOptional);
+    target.driver_min = version("driver-min", Need::kRequired);
+  } else if (target_name == "rocm") {
+    target.rocm = version("rocm", Need::kRequired);
+    target.rccl = version("rccl", Need::kOptional);
+    target.driver_min = version("driver-min", Need::kOptional);
+  }
+  if (lock()) f.Allow("base-platforms");
+  f.Finish();
+  return target;
+}
+
+void SpecReader::ReadPython(const toml::table& t) {
+  static const std::regex kPackage(R"(^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$)");
+  static const std::regex kExact(
+      R"(^[0-9]+(\.[0-9]+)*([a-z]+[0-9]*)?(\.post[0-9]+)?(\+[A-Za-z0-9.]+)?$)");
+  for (auto&& [key, node] : t) {
+    std::string name(key.str());
+    SourcePos pos = PosOf(node);
+    if (!std::regex_match(name, kPackage)) {
+      diags_.Error(path_, PosOf(key.source()),
+                   "[python] key " + Quoted(name) + " is not a package name");
+      continue;
+    }
+    const auto* version = node.as_string();
+    if (!version) {
+      diags_.Error(path_, pos,
+                   "'python." + name + "' must be a string, not " + TomlTypeName(node.type()),
+                   "write the exact version, e.g. " + name + " = \"1.2.3\"");
+      continue;
+    }
+    if (!std::regex_match(version->get(), kExact)) {
+      diags_.Error(path_, pos,
+                   "'python." + name + "' = " + Quoted(version->get()) + " is not an exact version",
+                   "pin one release, e.g. \"1.2.3\"; ranges and wildcards are not reproducible");
+      continue;
+    }
+    spec_.python[name] = version->get();
+    spec_.positions["python." + name] = pos;
+  }
+}
+
+void SpecReader::ReadCustomOps(const toml::array& a) {
+  std::set<std::string> libraries;
+  size_t index = 0;
+  for (const toml::node& element : a) {
+    std::string name = "custom-ops[" + std::to_string(index++) + "]";
+    const auto* t = element.as_table();
+    if (!t) {
+      diags_.Error(path_, PosOf(element), "'" + name + "' must be a table",
+                   "declare each library as [[custom-ops]]");
+      continue;
+    }
+    TomlFields f = Fields(*t, name);
+    CustomOpLibrary lib;
+    if (auto library = f.String("library", Need::kRequired)) {
+      CheckRelativePath(f, "library", *library, f.Pos("library"));
+      if (!libraries.insert(*library).second) {
+        f.Error(f.Pos("library"), "duplicate custom-op library " + Quoted(*library));
+      }
+      lib.library = *library;
+    }
+    if (auto ops = f.StringArray("ops", Need::kRequired)) {
+      static const std::regex kOp(R"(^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_.]*$)");
+      for (const std::string& op : *ops) {
+        if (!std::regex_match(op, kOp)) {
+          f.Error(f.Pos("ops"), "op " + Quoted(op) + " is not a qualified op name",
+                  "expected 'namespace::name' as registered with TORCH_LIBRARY");
+        }
+      }
+      lib.ops = *ops;
+    }
+    if (const toml::array* smoke = f.Array("smoke", Need::kOptional)) ReadSmoke(*smoke, name, lib);
+    f.Finish();
+    spec_.custom_ops.push_back(std::move(lib));
+  }
+}
+
+void SpecReader::ReadSmoke(const toml::array& a, const std::string& name, CustomOpLibrary& lib) {
+  static constexpr std::string_view kDtypes[] = {"fp32", "bf16", "fp16", "fp64", "int64", "int32"};
+  size_t index = 0;
+  for (const toml::node& element : a) {
+    std::string smoke_name = name + ".smoke[" + std::to_string(index++) + "]";
+    const auto* t = element.as_table();
+    if (!t) {
+      diags_.Error(path_, PosOf(element), "'" + smoke_name + "' must be a table");
+      continue;
+    }
+    TomlFields f = Fields(*t, smoke_name);
+    SmokeSpec smoke;
+    if (auto op = f.String("op", Need::kRequired)) {
+      if (std::find(lib.ops.begin(), lib.ops.end(), *op) == lib.ops.end()) {
+        f.Error(f.Pos("op"),
+                "smoke test names op " + Quoted(*op) + " which is not in '" + name + ".ops'");
+      }
+      smoke.op = *op;
+    }
+    if (auto reference = f.String("reference", Need::kRequired)) smoke.reference = *reference;
+    if (const toml::array* inputs = f.Array("inputs", Need::kRequired)) {
+      for (const toml::node& input : *inputs) {
+        const auto* it = input.as_table();
+        if (!it) {
+          f.Error(PosOf(input), "'" + f.Qualified("inputs") + "' entries must be tables",
+                  "e.g. { shape = [4, 2048], dtype = \"bf16\" }");
+          continue;
+        }
+        TomlFields fi = Fields(*it, f.Qualified("inputs"));
+        TensorSpec tensor;
+        if (auto dtype = fi.String("dtype", Need::kRequired)) {
+          if (std::find(std::begin(kDtypes), std::end(kDtypes), *dtype) == std::end(kDtypes)) {
+            fi.Error(fi.Pos("dtype"),
+                     "'" + fi.Qualified("dtype") + "' = " + Quoted(*dtype) +
+                         " is not one of fp32, bf16, fp16, fp64, int64, int32",
+                     DidYouMean(*dtype, kDtypes));
+          }
+          tensor.dtype = *dtype;
+        }
+        if (const toml::array* shape = fi.Array("shape", Need::kRequired)) {
+          for (const toml::node& dim : *shape) {
+            const auto* d = dim.as_integer();
+            if (!d || d->get() < 1 || d->get() > (int64_t{1} << 31)) {
+              fi.Error(PosOf(dim), "'" + fi.Qualified("shape") +
+                                       "' dimensions must be integers from 1 to 2^31");
+              continue;
+            }
+            tensor.shape.push_back(d->get());
+          }
+          if (shape->empty() || shape->size() > 8) {
+            fi.Error(fi.Pos("shape"), "a shape has 1 to 8 dimensions");
+          }
+        }
+        fi.Finish();
+        smoke.inputs.push_back(std::move(tensor));
+      }
+    }
+    smoke.rtol = f.Number("rtol", Need::kOptional, 0, 1e3).value_or(smoke.rtol);
+    smoke.atol = f.Number("atol", Need::kOptional, 0, 1e3).value_or(smoke.atol);
+    smoke.grad_rtol = f.Number("grad-rtol", Need::kOptional, 0, 1e3).value_or(smoke.grad_rtol);
+    smoke.grad_atol = f.Number("grad-atol", Need::kOptional, 0, 1e3).value_or(smoke.grad_atol);
+    f.Finish();
+    lib.smoke.push_back(std::move(smoke));
+  }
+}
+
+void SpecReader::ReadValidate(const toml::table& t) {
+  TomlFields f = Fields(t, "validate");
+  ValidateSpec& v = spec_.validate;
+  v.steps = f.Integer("steps", Need::kOptional, 2, 1000000).value_or(v.steps);
+  if (auto at = f.Integer("checkpoint-at", Need::kOptional, 1, 1000000)) {
+    if (*at >= v.steps) {
+      f.Error(f.Pos("checkpoint-at"),
+              "'validate.checkpoint-at' = " + std::to_string(*at) +
+                  " must be below 'validate.steps' = " + std::to_string(v.steps),
+              "the resumed run needs steps after the checkpoint");
+    }
+    v.checkpoint_at = *at;
+  } else if (v.checkpoint_at >= v.steps) {
+    v.checkpoint_at = v.steps / 2;
+  }
+  v.eval_batches = f.Integer("eval-batches", Need::kOptional, 0, 10000).value_or(v.eval_batches);
+  v.keep_last = f.Integer("keep-last", Need::kOptional, 1, 100).value_or(v.keep_last);
+  v.loss_tolerance = f.Number("loss-tolerance", Need::kOptional, 0, 1).value_or(v.loss_tolerance);
+  v.eval_tolerance = f.Number("eval-tolerance", Need::kOptional, 0, 1).value_or(v.eval_tolerance);
+  if (auto dir = f.String("checkpoint-dir", Need::kOptional)) {
+    // Absolute paths are allowed: the checkpoint storage of the long run lives outside the project.
+    if (dir->front() != '/') CheckRelativePath(f, "checkpoint-dir", *dir, f.Pos("checkpoint-dir"));
+    v.checkpoint_dir = *dir;
+  }
+  if (auto required = f.StringArray("required", Need::kOptional)) {
+    for (const std::string& id : *required) {
+      if (!IsCheckId(id)) {
+        f.Error(f.Pos("required"), "unknown check id " + Quoted(id) + " in 'validate.required'",
+                DidYouMean(id, kCheckIds));
+      }
+    }
+    v.required = *required;
+  }
+  f.Finish();
+}
+
+void SpecReader::ReadExt(const toml::table& t) {
+  TomlFields ext = Fields(t, "ext");
+  const toml::table* table = ext.Table("command", Need::kRequired);
+  ext.Finish();
+  if (!table) return;
+  TomlFields f = Fields(*table, "ext.command");
+  ExtCommand command;
+  if (auto argv = f.StringArray("argv", Need::kRequired)) {
+    if (argv->empty() || argv->front().empty()) {
+      f.Error(f.Pos("argv"), "'ext.command.argv' must name a program",
+              "e.g. argv = [\"python3\", \"train.py\", \"--max-steps\", \"2\"]");
+    }
+    command.argv = *argv;
+  }
+  command.timeout_s = f.Number("timeout-s", Need::kOptional, 1, 86400).value_or(command.timeout_s);
+  command.tail_lines =
+      f.Integer("tail-lines", Need::kOptional, 1, 1000).value_or(command.tail_lines);
+  if (auto cwd = f.String("cwd", Need::kOptional)) {
+    CheckRelativePath(f, "cwd", *cwd, f.Pos("cwd"));
+    command.cwd = *cwd;
+  }
+  if (const toml::table* env = f.Table("env", Need::kOptional)) {
+    for (auto&& [key, node] : *env) {
+      std::string name(key.str());
+      static const std::regex kEnvName(R"(^[A-Za-z_][A-Za-z0-9_]*$)");
+      if (!std::regex_match(name, kEnvName)) {
+        diags_.Error(path_, PosOf(key.source()),
+                     "'ext.command.env' key " + Quoted(name) + " is not an environment name");
+      } else if (const auto* value = node.as_string()) {
+        command.env[name] = value->get();
+      } else {
+        diags_.Error(
+            path_, PosOf(node),
+            "'ext.command.env." + name + "' must be a string, not " + TomlTypeName(node.type()));
+      }
+    }
+  }
+  f.Finish();
+  spec_.ext_command = std::move(command);
+}
+
+void SpecReader::ReadImages(const toml::table& t) {
+  for (auto&& [key, node] : t) {
+    std::string target(key.str());
+    const auto* image = node.as_table();
+    if (!image) {
+      diags_.Error(path_, PosOf(node), "'images." + target + "' must be a table");
+      continue;
+    }
+    TomlFields f = Fields(*image, "images." + target);
+    BuiltImage built;
+    built.ref = f.String("ref", Need::kRequired).value_or("");
+    if (auto digest = f.String("digest", Need::kRequired)) {
+      if (std::string problem = DigestProblem(*digest); !problem.empty()) {
+        f.Error(f.Pos("digest"), "'images." + target + ".digest': " + problem);
+      }
+      built.digest = *digest;
+    }
+    f.Finish();
+    if (!spec_.targets.count(target)) {
+      f.Error(PosOf(key.source()), "[images." + target + "] names a target the lock does not have");
+    }
+    spec_.images[target] = built;
+  }
+}
+
+}  // namespace
+
+Spec LoadSpec(std::string_view text, const std::string& path, SpecKind kind,
+              std::string* identity_sha256) {
+  toml::table root = ParseTomlDocument(text, path);
+  Spec spec;
+  spec.kind = kind;
+  spec.path = path;
+  SpecReader reader(path, kind, spec);
+  reader.Read(root);
+  if (!reader.diags().empty()) throw InputError(reader.diags());
+  if (identity_sha256) {
+    *identity_sha256 = kind == SpecKind::kLock ? LockSha256(root) : ManifestSha256(root);
+  }
+  return spec;
+}
+
+}  // namespace trainlock

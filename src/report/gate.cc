@@ -1,0 +1,244 @@
+// The gate's rules, one function per refusal topic; see gate.h.
+#include "report/gate.h"
+
+#include <algorithm>
+
+#include "base/diagnostic.h"
+#include "base/json_file.h"
+#include "base/time_text.h"
+#include "project/check_ids.h"
+#include "report/report.h"
+#include "report/report_signing.h"
+
+namespace trainlock {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string Short(const std::string& hex) {
+  return hex.size() > 12 ? hex.substr(0, 12) : hex;
+}
+
+class GateRules {
+ public:
+  GateRules(const GateRequest& request, const Json& report, const Catalog& catalog)
+      : request_(request), report_(report), catalog_(catalog) {}
+
+  GateDecision Decide() {
+    Schema();
+    Lock();
+    const Target* target = TargetOfReport();
+    if (target) {
+      Image(*target);
+      Devices(*target);
+    }
+    Checks();
+    Age();
+    return decision_;
+  }
+
+  void Refuse(const std::string& reason) { decision_.reasons.push_back(reason); }
+
+ private:
+  void Schema() {
+    std::vector<std::string> violations = ReportSchemaViolations(report_);
+    if (violations.empty()) return;
+    std::string list;
+    for (size_t i = 0; i < violations.size() && i < 5; ++i) list += (i ? "; " : "") + violations[i];
+    if (violations.size() > 5) list += "; and " + std::to_string(violations.size() - 5) + " more";
+    Refuse("schema: the report does not conform to trainlock.report/v1: " + list);
+  }
+
+  void Lock() {
+    const std::string reported = StringMember(report_, "lock_sha256");
+    if (reported == request_.lock_sha256) {
+      decision_.facts.push_back("lock " + Short(reported));
+      return;
+    }
+    Refuse("lock: the report validated lock " + (reported.empty() ? "(none)" : Short(reported)) +
+           ", not " + request_.lock_path + " (" + Short(request_.lock_sha256) +
+           "); validate again with this lock");
+  }
+
+  // The lock target the report ran under: the validator's build flavour names it.
+  const Target* TargetOfReport() {
+    const std::string build = StringMember(report_.value("validator", Json::object()), "build");
+    auto it = request_.lock->targets.find(build);
+    if (it != request_.lock->targets.end()) return &it->second;
+    std::string names;
+    for (const auto& [name, target] : request_.lock->targets)
+      names += (names.empty() ? "" : ", ") + name;
+    Refuse("image: the report ran a " + (build.empty() ? std::string("(unknown)") : build) +
+           " validator, and the lock has no such target (targets: " + names + ")");
+    return nullptr;
+  }
+
+  void Image(const Target& target) {
+    const Json& image = report_.contains("image") ? report_["image"] : Json(nullptr);
+    const std::string digest = StringMember(image, "digest");
+    auto built = request_.lock->images.find(target.name);
+    if (built == request_.lock->images.end()) {
+      if (digest.empty()) {
+        decision_.facts.push_back("no image (the lock has no built " + target.name + " image)");
+        return;
+      }
+      Refuse("image: the report ran in " + StringMember(image, "ref") + "@" + digest +
+             ", but the lock records no built " + target.name +
+             " image; run `trainlock image build` and validate in that image");
+      return;
+    }
+    const BuiltImage& locked = built->second;
+    if (digest.empty()) {
+      Refuse("image: the report was not produced inside the locked " + target.name + " image (" +
+             locked.ref + "@" + locked.digest + "); run the validator in that image");
+    } else if (digest != locked.digest) {
+      Refuse("image: the report ran in " + digest + ", not the lock's " + target.name + " image " +
+             locked.digest);
+    } else {
+      decision_.facts.push_back("image " + digest.substr(0, 19));
+    }
+  }
+
+  void Devices(const Target& target) {
+    const Json& devices = report_.contains("devices") && report_["devices"].is_array()
+                              ? report_["devices"]
+                              : Json::array();
+    if (target.accelerators.empty()) {
+      decision_.facts.push_back(std::to_string(devices.size()) + " device(s)");
+      return;
+    }
+    std::string wanted;
+    for (const std::string& a : target.accelerators) wanted += (wanted.empty() ? "" : ", ") + a;
+    if (devices.empty()) {
+      Refuse("devices: the report saw no accelerator, but target " + target.name + " runs on " +
+             wanted);
+      return;
+    }
+    size_t matching = 0;
+    for (size_t i = 0; i < devices.size(); ++i) {
+      const std::string name = StringMember(devices[i], "name");
+      const GpuModel* model = catalog_.FindGpu(name);
+      bool listed =
+          model && std::any_of(target.accelerators.begin(), target.accelerators.end(),
+                               [&](const std::string& a) { return catalog_.FindGpu(a) == model; });
+      if (listed) {
+        ++matching;
+      } else {
+        Refuse("devices: device " + std::to_string(i) + " (" + Quoted(name) +
+               ") is not among target " + target.name + "'s accelerators (" + wanted + ")");
+      }
+    }
+    if (matching == devices.size())
+      decision_.facts.push_back(std::to_string(devices.size()) + " device(s) of " + wanted);
+  }
+
+  std::vector<std::string> RequiredChecks() const {
+    std::vector<std::string> required = request_.lock->validate.required;
+    for (const std::string& id : request_.require) {
+      if (std::find(required.begin(), required.end(), id) == required.end()) required.push_back(id);
+    }
+    return required;
+  }
+
+  static const Json* FindCheck(const Json& checks, const std::string& id) {
+    for (const Json& c : checks) {
+      if (StringMember(c, "id") == id) return &c;
+    }
+    return nullptr;
+  }
+
+  void Checks() {
+    const Json& checks = report_.contains("checks") && report_["checks"].is_array()
+                             ? report_["checks"]
+                             : Json::array();
+    const std::vector<std::string> required = RequiredChecks();
+    for (const std::string& id : required) {
+      const Json* c = FindCheck(checks, id);
+      const std::string status = c ? StringMember(*c, "status") : "";
+      if (!c) {
+        Refuse("checks: required check " + id + " is not in the report");
+      } else if (status == "skip") {
+        Refuse("checks: required check " + id + " was skipped, and a skip is not a pass (" +
+               StringMember(*c, "summary") + ")");
+      } else if (status != "pass") {
+        Refuse("checks: required check " + id + " " + (status == "error" ? "errored" : "failed") +
+               ": " + StringMember(*c, "summary"));
+      }
+    }
+    for (const Json& c : checks) {
+      const std::string id = StringMember(c, "id");
+      const std::string status = StringMember(c, "status");
+      bool is_required = std::find(required.begin(), required.end(), id) != required.end();
+      if (!is_required && (status == "fail" || status == "error")) {
+        Refuse("checks: " + id + " " + (status == "error" ? "errored" : "failed") +
+               " (not required, but any failed check fails the verdict): " +
+               StringMember(c, "summary"));
+      }
+    }
+    // A verdict that contradicts the checks (edited by hand) is refused even when every
+    // check listed passes.
+    const std::string verdict = StringMember(report_, "verdict");
+    if (verdict != "pass" && !HasTopic("checks"))
+      Refuse("checks: the report's verdict is " + Quoted(verdict) + ", not \"pass\"");
+    if (!HasTopic("checks"))
+      decision_.facts.push_back(std::to_string(required.size()) + " required check(s) passed");
+  }
+
+  void Age() {
+    const std::string started = StringMember(report_, "started_at");
+    std::optional<int64_t> at = ParseRfc3339(started);
+    if (!at) return;  // the schema reason already says so
+    const int64_t age = request_.now_s - *at;
+    constexpr int64_t kClockSkew = 300;
+    if (age < -kClockSkew) {
+      Refuse("age: the report's started_at " + started + " is " + FormatDuration(-age) +
+             " in the future; check the node's clock");
+    } else if (request_.max_age_s && age > *request_.max_age_s) {
+      Refuse("age: the report is " + FormatDuration(age) + " old (started " + started +
+             "), older than --max-age " + FormatDuration(*request_.max_age_s) +
+             "; validate the node again");
+    } else {
+      decision_.facts.push_back("age " + FormatDuration(std::max<int64_t>(age, 0)));
+    }
+  }
+
+  bool HasTopic(const std::string& topic) const {
+    return std::any_of(decision_.reasons.begin(), decision_.reasons.end(),
+                       [&](const std::string& r) { return r.starts_with(topic + ":"); });
+  }
+
+  const GateRequest& request_;
+  const Json& report_;
+  const Catalog& catalog_;
+  GateDecision decision_;
+};
+
+}  // namespace
+
+Json GateDecision::ToJson() const {
+  return {{"allowed", allowed()}, {"reasons", reasons}, {"facts", facts}};
+}
+
+GateDecision EvaluateGate(const GateRequest& request, const Catalog& catalog) {
+  std::string signature_problem;
+  if (request.public_key_pem)
+    signature_problem = VerifyReportSignature(request.report_text, *request.public_key_pem);
+  Json report;
+  try {
+    report = Json::parse(request.report_text);
+  } catch (const Json::parse_error& e) {
+    if (!request.public_key_pem)
+      throw InputError(JsonParseDiagnostic(request.report_path, request.report_text, e));
+    GateDecision refused;
+    refused.reasons.push_back(signature_problem);
+    return refused;
+  }
+  GateRules rules(request, report, catalog);
+  if (!signature_problem.empty()) rules.Refuse(signature_problem);
+  GateDecision decision = rules.Decide();
+  if (request.public_key_pem && decision.allowed())
+    decision.facts.insert(decision.facts.begin(), "signature verified");
+  return decision;
+}
+
+}  // namespace trainlock

@@ -1,0 +1,44 @@
+// `trainlock gate`: the decision a launcher or CI makes before a long run, from a report and
+// the lock it must match. Every reason to refuse is collected, not only the first, so one run
+// of the gate tells the operator everything to fix.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compat/catalog.h"
+#include "project/spec.h"
+
+namespace trainlock {
+
+struct GateRequest {
+  std::string report_path;  // for messages
+  std::string report_text;  // the file's bytes, as read (the signature covers them)
+  const Spec* lock = nullptr;
+  std::string lock_path;
+  std::string lock_sha256;
+  std::vector<std::string> require;           // --require: checks required on top of the lock's
+  std::optional<int64_t> max_age_s;           // --max-age
+  std::optional<std::string> public_key_pem;  // --key
+  int64_t now_s = 0;                          // seconds since the epoch
+};
+
+struct GateDecision {
+  // Why the gate refuses, each "<topic>: <sentence>" with topic one of signature, schema,
+  // lock, image, devices, checks, age. Empty when the report clears the gate.
+  std::vector<std::string> reasons;
+  // What was established when it clears: the facts the pass line prints.
+  std::vector<std::string> facts;
+  bool allowed() const { return reasons.empty(); }
+  nlohmann::json ToJson() const;
+};
+
+// Decides. Throws InputError (exit 2) when the report is not JSON and no key was given; with a
+// key an unreadable report is a refusal on its signature, since it may have been tampered with.
+GateDecision EvaluateGate(const GateRequest& request, const Catalog& catalog);
+
+}  // namespace trainlock

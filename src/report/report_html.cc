@@ -1,0 +1,468 @@
+// The HTML rendering of a report: one self-contained page (inline CSS and SVG, no scripts, no
+// external resources, a Content-Security-Policy that forbids loading anything) with the
+// report's facts, three charts (loss of the resume round trip, peak memory, time per check)
+// and the table of checks with their metrics. Every string from the report is HTML-escaped.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "report/report_render.h"
+
+namespace trainlock {
+namespace {
+
+std::string E(std::string_view text) {
+  return EscapeMarkup(text);
+}
+
+// A coordinate or length for SVG attributes; never "nan" or "inf".
+std::string N(double value) {
+  if (!std::isfinite(value)) value = 0;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", value);
+  return buf;
+}
+
+// `text` cleaned and cut to at most `max` code points, with an ellipsis when cut, so a huge
+// string from the report cannot stretch a chart label.
+std::string Truncated(std::string_view text, size_t max) {
+  std::string clean = CleanText(text);
+  size_t points = 0;
+  for (size_t i = 0; i < clean.size(); ++i) {
+    if ((static_cast<unsigned char>(clean[i]) & 0xC0) == 0x80) continue;
+    if (points++ == max) return clean.substr(0, i) + "\u2026";
+  }
+  return clean;
+}
+
+// The status as a CSS class: only the four known values, whatever the report says.
+const char* StatusClass(std::string_view status) {
+  if (status == "pass") return "pass";
+  if (status == "fail") return "fail";
+  if (status == "error") return "error";
+  if (status == "skip") return "skip";
+  return "unknown";
+}
+
+const char* StatusFill(std::string_view status) {
+  if (status == "pass") return "#2e7d32";
+  if (status == "fail") return "#c62828";
+  if (status == "error") return "#6a1b9a";
+  if (status == "skip") return "#b58900";
+  return "#757575";
+}
+
+const ReportCheckView* FindCheck(const ReportView& v, std::string_view id) {
+  for (const ReportCheckView& c : v.checks) {
+    if (c.id == id) return &c;
+  }
+  return nullptr;
+}
+
+// The note shown in place of a chart, carrying the chart's id.
+std::string NoData(const char* id, const std::string& reason) {
+  return std::string("<p class=\"no-data\" id=\"") + id + "\">no data: " + E(reason) + "</p>\n";
+}
+
+// Why a check gives no chart data, or "" when it may have some.
+std::string MissingCheckReason(const ReportCheckView* check, std::string_view id) {
+  if (check == nullptr) return "the report has no " + std::string(id) + " check";
+  if (check->status == "skip") return std::string(id) + " was skipped: " + check->summary;
+  return "";
+}
+
+std::string SvgOpen(const char* id, int width, int height, const std::string& title) {
+  return std::string("<svg id=\"") + id + "\" class=\"chart\" role=\"img\" aria-labelledby=\"" +
+         id + "-title\" width=\"" + std::to_string(width) + "\" height=\"" +
+         std::to_string(height) + "\" viewBox=\"0 0 " + std::to_string(width) + " " +
+         std::to_string(height) + "\"><title id=\"" + id + "-title\">" + E(title) + "</title>\n";
+}
+
+std::string Text(double x, double y, const std::string& escaped, const std::string& attrs = "") {
+  return "<text x=\"" + N(x) + "\" y=\"" + N(y) + "\"" + attrs + ">" + escaped + "</text>\n";
+}
+
+// ---- Chart 1: per-step loss, uninterrupted vs resumed ----
+
+// The finite values of a JSON array of numbers by index (non-numbers and NaN left out).
+std::vector<std::optional<double>> Series(const nlohmann::json& metrics, const char* key) {
+  std::vector<std::optional<double>> out;
+  auto it = metrics.find(key);
+  if (it == metrics.end() || !it->is_array()) return out;
+  for (const nlohmann::json& value : *it) {
+    bool finite = value.is_number() && std::isfinite(value.get<double>());
+    out.push_back(finite ? std::optional<double>(value.get<double>()) : std::nullopt);
+  }
+  return out;
+}
+
+// Decimals that tell apart tick labels `step` apart.
+int TickDecimals(double step) {
+  if (!(step > 0) || !std::isfinite(step)) return 2;
+  return std::clamp(static_cast<int>(std::ceil(-std::log10(step))), 0, 8);
+}
+
+struct LossPlot {
+  static constexpr int kWidth = 760, kHeight = 320;
+  static constexpr double kLeft = 70, kRight = kWidth - 20, kTop = 50, kBottom = kHeight - 45;
+  size_t steps = 1;
+  double lo = 0, hi = 1;
+
+  double X(double step) const {
+    return steps <= 1 ? (kLeft + kRight) / 2
+                      : kLeft + (step - 1) / static_cast<double>(steps - 1) * (kRight - kLeft);
+  }
+  double Y(double loss) const { return kBottom - (loss - lo) / (hi - lo) * (kBottom - kTop); }
+};
+
+std::string Polyline(const LossPlot& plot, const std::vector<std::optional<double>>& series,
+                     const char* css_class) {
+  std::string points;
+  for (size_t i = 0; i < series.size(); ++i) {
+    if (!series[i]) continue;
+    points += (points.empty() ? "" : " ") + N(plot.X(static_cast<double>(i + 1))) + "," +
+              N(plot.Y(*series[i]));
+  }
+  return std::string("<polyline class=\"") + css_class + "\" points=\"" + points + "\"/>\n";
+}
+
+std::string LossAxes(const LossPlot& plot) {
+  std::string out;
+  out += "<rect class=\"plot\" x=\"" + N(plot.kLeft) + "\" y=\"" + N(plot.kTop) + "\" width=\"" +
+         N(plot.kRight - plot.kLeft) + "\" height=\"" + N(plot.kBottom - plot.kTop) + "\"/>\n";
+  double tick = (plot.hi - plot.lo) / 4;
+  int decimals = TickDecimals(tick);
+  for (int i = 0; i <= 4; ++i) {
+    double value = plot.lo + tick * i;
+    char label[64];
+    std::snprintf(label, sizeof label, "%.*f", decimals, value);
+    double y = plot.Y(value);
+    out += "<line class=\"grid\" x1=\"" + N(plot.kLeft) + "\" x2=\"" + N(plot.kRight) + "\" y1=\"" +
+           N(y) + "\" y2=\"" + N(y) + "\"/>\n";
+    out += Text(plot.kLeft - 6, y + 4, label, " text-anchor=\"end\"");
+  }
+  size_t every = std::max<size_t>(1, (plot.steps + 9) / 10);
+  for (size_t step = 1; step <= plot.steps; step += every) {
+    out += Text(plot.X(static_cast<double>(step)), plot.kBottom + 16, std::to_string(step),
+                " text-anchor=\"middle\"");
+  }
+  out += Text((plot.kLeft + plot.kRight) / 2, plot.kBottom + 36, "step", " text-anchor=\"middle\"");
+  out += Text(16, (plot.kTop + plot.kBottom) / 2, "loss",
+              " text-anchor=\"middle\" transform=\"rotate(-90 16 " +
+                  N((plot.kTop + plot.kBottom) / 2) + ")\"");
+  return out;
+}
+
+std::string LossLegend() {
+  std::string out;
+  out += "<line class=\"uninterrupted\" x1=\"80\" x2=\"110\" y1=\"20\" y2=\"20\"/>\n";
+  out += Text(116, 24, "uninterrupted run");
+  out += "<line class=\"resumed\" x1=\"280\" x2=\"310\" y1=\"20\" y2=\"20\"/>\n";
+  out += Text(316, 24, "resumed run (killed, restored from the checkpoint)");
+  return out;
+}
+
+std::string LossCaption(const std::vector<std::optional<double>>& a,
+                        const std::vector<std::optional<double>>& b, bool bitwise_equal) {
+  if (a == b) {
+    return std::string("The losses of the two runs are ") +
+           (bitwise_equal ? "bitwise equal" : "equal") +
+           " at every step, so the resumed run (dashed) lies exactly on the uninterrupted one.";
+  }
+  double worst = 0;
+  size_t worst_step = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    if (a[i] && b[i] && std::fabs(*a[i] - *b[i]) > worst) {
+      worst = std::fabs(*a[i] - *b[i]);
+      worst_step = i + 1;
+    }
+  }
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "The runs differ: the largest difference is %.3g at step %zu (the resumed run "
+                "is dashed).",
+                worst, worst_step);
+  return a.size() == b.size() ? buf : "The runs have different numbers of steps.";
+}
+
+std::string LossChart(const ReportView& v) {
+  const ReportCheckView* check = FindCheck(v, "train.roundtrip");
+  if (std::string why = MissingCheckReason(check, "train.roundtrip"); !why.empty()) {
+    return NoData("chart-loss", why);
+  }
+  auto a = Series(check->metrics, "losses_uninterrupted");
+  auto b = Series(check->metrics, "losses_resumed");
+  LossPlot plot;
+  plot.steps = std::max(a.size(), b.size());
+  bool any = false;
+  plot.lo = INFINITY;
+  plot.hi = -INFINITY;
+  for (const auto* series : {&a, &b}) {
+    for (const auto& value : *series) {
+      if (!value) continue;
+      any = true;
+      plot.lo = std::min(plot.lo, *value);
+      plot.hi = std::max(plot.hi, *value);
+    }
+  }
+  if (!any) {
+    return NoData("chart-loss",
+                  "train.roundtrip has no per-step losses (metrics "
+                  "losses_uninterrupted and losses_resumed)");
+  }
+  // Leave room above and below; a flat line gets a band around it.
+  double pad =
+      plot.hi > plot.lo ? (plot.hi - plot.lo) * 0.08 : std::max(std::fabs(plot.hi) * 0.01, 1e-6);
+  plot.lo -= pad;
+  plot.hi += pad;
+  if (!(plot.hi > plot.lo)) plot.hi = plot.lo + 1;  // values too large to pad
+
+  std::string out =
+      "<figure>\n" + SvgOpen("chart-loss", plot.kWidth, plot.kHeight,
+                             "Per-step training loss: uninterrupted run vs resumed run");
+  out += LossAxes(plot) + LossLegend();
+  if (auto at = FiniteNumber(check->metrics, "checkpoint_at");
+      at && *at >= 1 && *at <= static_cast<double>(plot.steps)) {
+    double x = plot.X(*at);
+    out += "<line class=\"checkpoint\" x1=\"" + N(x) + "\" x2=\"" + N(x) + "\" y1=\"" +
+           N(plot.kTop) + "\" y2=\"" + N(plot.kBottom) + "\"/>\n";
+    out += Text(x + 4, plot.kTop + 14,
+                "checkpoint after step " + std::to_string(static_cast<long long>(*at)));
+  }
+  out += Polyline(plot, a, "uninterrupted") + Polyline(plot, b, "resumed");
+  out += "</svg>\n<figcaption>" +
+         E(LossCaption(a, b, check->metrics.value("bitwise_equal", nlohmann::json()) == true)) +
+         "</figcaption>\n</figure>\n";
+  return out;
+}
+
+// ---- Chart 2: peak memory against capacity ----
+
+struct MemoryBar {
+  std::string label;
+  double bytes;
+};
+
+struct MemoryFigures {
+  std::string title;
+  std::string capacity_label;
+  double capacity = 0;
+  std::vector<MemoryBar> bars;
+  std::string caption;
+};
+
+// The device's figures from train.step, or, on a CPU report (where they are -1), the training
+// process's peak RSS against the host's memory.
+std::optional<MemoryFigures> MemoryFiguresOf(const ReportCheckView& step,
+                                             const nlohmann::json& report) {
+  const nlohmann::json& m = step.metrics;
+  MemoryFigures f;
+  auto total = FiniteNumber(m, "device_total_bytes");
+  if (total && *total > 0) {
+    const std::pair<const char*, const char*> kBars[] = {
+        {"peak_allocated_bytes", "peak allocated (tensors)"},
+        {"peak_reserved_bytes", "peak reserved (caching allocator)"},
+        {"device_used_bytes", "device used (driver view)"}};
+    for (const auto& [key, label] : kBars) {
+      if (auto bytes = FiniteNumber(m, key); bytes && *bytes >= 0)
+        f.bars.push_back({label, *bytes});
+    }
+    std::string device = m.contains("device_name") && m["device_name"].is_string()
+                             ? m["device_name"].get<std::string>()
+                             : std::string("the device");
+    f.title = "Memory: peak device memory of one training step against the device's capacity";
+    f.capacity = *total;
+    f.capacity_label = "device capacity " + FormatBytes(*total) + " (" + device + ")";
+    f.caption = "Device memory of one training step at the intended shape, against " +
+                FormatBytes(*total) + " of " + device + ".";
+    if (!f.bars.empty()) return f;
+  }
+  auto rss = FiniteNumber(m, "peak_rss_bytes");
+  // A plain double, not an optional: GCC 12 at -O2 misreads the optional as maybe-uninitialized.
+  double host_bytes = -1;
+  if (report.is_object() && report.contains("host")) {
+    if (auto host = FiniteNumber(report["host"], "memory_bytes")) host_bytes = *host;
+  }
+  if (!rss || *rss < 0 || host_bytes <= 0) return std::nullopt;
+  f.bars = {{"peak RSS (training process)", *rss}};
+  f.title = "Memory: peak RSS of the training process against host memory (CPU report)";
+  f.capacity = host_bytes;
+  f.capacity_label = "host memory " + FormatBytes(host_bytes);
+  f.caption =
+      "CPU report: no device memory to measure, so this is the training process's "
+      "peak RSS against the host memory (" +
+      FormatBytes(host_bytes) + ").";
+  return f;
+}
+
+std::string MemoryChart(const ReportView& v, const nlohmann::json& report) {
+  const ReportCheckView* check = FindCheck(v, "train.step");
+  if (std::string why = MissingCheckReason(check, "train.step"); !why.empty()) {
+    return NoData("chart-memory", why);
+  }
+  std::optional<MemoryFigures> f = MemoryFiguresOf(*check, report);
+  if (!f) {
+    return NoData("chart-memory",
+                  "train.step reports neither device memory nor peak RSS with host memory");
+  }
+  constexpr double kLabelEnd = 230, kTrack = 240, kTrackWidth = 320, kRow = 34, kTop = 36;
+  const int height = static_cast<int>(kTop + kRow * static_cast<double>(f->bars.size()) + 16);
+  std::string out = "<figure>\n" + SvgOpen("chart-memory", 780, height, f->title);
+  out += Text(kTrack + kTrackWidth, 20, E(f->capacity_label), " text-anchor=\"end\"");
+  for (size_t i = 0; i < f->bars.size(); ++i) {
+    const MemoryBar& bar = f->bars[i];
+    double y = kTop + kRow * static_cast<double>(i);
+    double fraction = bar.bytes / f->capacity;
+    double width = kTrackWidth * std::clamp(fraction, 0.0, 1.0);
+    out += Text(kLabelEnd, y + 15, E(bar.label), " text-anchor=\"end\"");
+    out += "<rect class=\"track\" x=\"" + N(kTrack) + "\" y=\"" + N(y) + "\" width=\"" +
+           N(kTrackWidth) + "\" height=\"20\"/>\n";
+    out += "<rect class=\"bar\" x=\"" + N(kTrack) + "\" y=\"" + N(y) + "\" width=\"" + N(width) +
+           "\" height=\"20\"/>\n";
+    char percent[32];
+    std::snprintf(percent, sizeof percent, "%.0f%%", fraction * 100);
+    out += Text(kTrack + kTrackWidth + 10, y + 15, FormatBytes(bar.bytes) + ", " + percent);
+  }
+  out += "</svg>\n<figcaption>" + E(f->caption) + "</figcaption>\n</figure>\n";
+  return out;
+}
+
+// ---- Chart 3: time per check ----
+
+std::string DurationsChart(const ReportView& v) {
+  if (v.checks.empty()) return NoData("chart-durations", "the report has no checks");
+  double longest = 0;
+  for (const ReportCheckView& c : v.checks) {
+    if (std::isfinite(c.duration_s)) longest = std::max(longest, c.duration_s);
+  }
+  constexpr double kLabelEnd = 150, kBar = 160, kBarWidth = 480, kRow = 20, kTop = 10;
+  const int height = static_cast<int>(kTop + kRow * static_cast<double>(v.checks.size()) + 10);
+  std::string out = "<figure>\n" + SvgOpen("chart-durations", 780, height,
+                                           "Time per check (seconds), coloured by status");
+  for (size_t i = 0; i < v.checks.size(); ++i) {
+    const ReportCheckView& c = v.checks[i];
+    double y = kTop + kRow * static_cast<double>(i);
+    bool known = std::isfinite(c.duration_s) && c.duration_s >= 0;
+    double width = known && longest > 0 ? kBarWidth * c.duration_s / longest : 0;
+    out += Text(kLabelEnd, y + 13, E(Truncated(c.id, 24)), " text-anchor=\"end\"");
+    out += "<rect x=\"" + N(kBar) + "\" y=\"" + N(y + 2) + "\" width=\"" + N(width) +
+           "\" height=\"14\" fill=\"" + StatusFill(c.status) + "\"/>\n";
+    out += Text(kBar + width + 6, y + 13, E(FormatSeconds(c.duration_s) + " " + c.status));
+  }
+  out += "</svg>\n<figcaption>Wall time of each check, in report order (longest " +
+         E(FormatSeconds(longest)) + ").</figcaption>\n</figure>\n";
+  return out;
+}
+
+// ---- Page ----
+
+constexpr const char* kStyle = R"(
+body { font-family: "DejaVu Sans", system-ui, sans-serif; margin: 24px; color: #212121;
+       background: #fff; max-width: 1150px; }
+h1 { font-size: 24px; margin: 0 0 12px; overflow-wrap: anywhere; }
+h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid #ddd; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; }
+dl.facts dt { color: #616161; } dl.facts dd { margin: 0; overflow-wrap: anywhere; }
+.badge { display: inline-block; padding: 1px 8px; white-space: nowrap; border-radius: 4px; color: #fff;
+         font-weight: bold; text-transform: uppercase; font-size: 13px; }
+.badge.pass { background: #2e7d32; } .badge.fail { background: #c62828; }
+.badge.error { background: #6a1b9a; } .badge.skip { background: #b58900; }
+.badge.unknown { background: #757575; }
+figure { margin: 8px 0 16px; } figcaption { color: #424242; font-size: 14px; }
+svg.chart { font-size: 12px; } svg.chart text { fill: #212121; }
+svg .plot { fill: #fafafa; stroke: #bdbdbd; } svg .grid { stroke: #e0e0e0; }
+svg .uninterrupted { stroke: #1565c0; stroke-width: 3; fill: none; }
+svg .resumed { stroke: #ef6c00; stroke-width: 2; stroke-dasharray: 7 5; fill: none; }
+svg .checkpoint { stroke: #424242; stroke-width: 1.5; stroke-dasharray: 2 3; }
+svg .track { fill: #eeeeee; stroke: #9e9e9e; } svg .bar { fill: #1565c0; }
+.no-data { color: #616161; font-style: italic; }
+table.checks { border-collapse: collapse; width: 100%; font-size: 14px; table-layout: fixed; }
+table.checks th, table.checks td { border: 1px solid #e0e0e0; padding: 4px 6px;
+  text-align: left; vertical-align: top; overflow-wrap: anywhere; }
+table.checks tr.fail td, table.checks tr.error td { background: #ffebee; }
+table.checks th { white-space: nowrap; overflow: hidden; }
+td.time { text-align: right; white-space: nowrap; }
+pre { margin: 4px 0; max-height: 400px; overflow: auto; font-size: 12px; background: #f5f5f5; }
+)";
+
+std::string Badge(std::string_view status) {
+  return std::string("<span class=\"badge ") + StatusClass(status) + "\">" +
+         E(status.empty() ? "?" : status) + "</span>";
+}
+
+std::string Facts(const ReportView& v) {
+  std::string out = "<dl class=\"facts\">\n";
+  auto fact = [&](const char* name, const std::string& escaped) {
+    out += std::string("<dt>") + name + "</dt><dd>" + escaped + "</dd>\n";
+  };
+  std::string counts = std::to_string(v.Count("pass")) + " passed, " +
+                       std::to_string(v.Count("fail")) + " failed, " +
+                       std::to_string(v.Count("error")) + " errors, " +
+                       std::to_string(v.Count("skip")) + " skipped";
+  fact("verdict", Badge(v.verdict) + " " + counts);
+  fact("lock_sha256", "<code>" + E(v.lock_sha256) + "</code>");
+  fact("image", v.image_ref.empty() && v.image_digest.empty()
+                    ? "none"
+                    : E(v.image_ref) + " <code>" + E(v.image_digest) + "</code>");
+  std::string devices;
+  for (const std::string& d : v.devices) devices += (devices.empty() ? "" : "<br>") + E(d);
+  fact("devices", devices.empty() ? (v.build == "cpu" ? "none (CPU build)" : "none") : devices);
+  fact("validator", "trainlock-validate " + E(v.validator_version) + ", torch " + E(v.torch) +
+                        ", build " + E(v.build));
+  if (!v.host.empty()) fact("host", E(v.host));
+  fact("started", E(v.started_at));
+  fact("duration", E(FormatSeconds(v.duration_s)));
+  return out + "</dl>\n";
+}
+
+// A check's metrics as pretty JSON, collapsed until clicked; "" when it has none.
+std::string MetricsDetails(const ReportCheckView& c) {
+  if (c.metrics.empty()) return "";
+  // Invalid UTF-8 in a metric must not make dump() throw; NaN comes out as null.
+  std::string json = c.metrics.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  return "<details><summary>" + std::to_string(c.metrics.size()) +
+         (c.metrics.size() == 1 ? " metric" : " metrics") + "</summary><pre>" + E(json) +
+         "</pre></details>";
+}
+
+std::string ChecksTable(const ReportView& v) {
+  // Fixed column widths: a huge string from the report wraps instead of widening the page.
+  std::string out =
+      "<table class=\"checks\">\n<colgroup><col style=\"width: 78px\"><col style=\"width: 150px\">"
+      "<col style=\"width: 84px\"><col><col style=\"width: 28%\"></colgroup>\n"
+      "<thead><tr><th>status</th><th>check</th><th>duration</th><th>summary and metrics</th>"
+      "<th>remedy</th></tr></thead>\n<tbody>\n";
+  for (const ReportCheckView& c : v.checks) {
+    out += std::string("<tr class=\"") + StatusClass(c.status) + "\"><td>" + Badge(c.status) +
+           "</td><td><code>" + E(c.id) + "</code></td><td class=\"time\">" +
+           E(FormatSeconds(c.duration_s)) + "</td><td>" + E(c.summary) + MetricsDetails(c) +
+           "</td><td>" + E(c.remedy) + "</td></tr>\n";
+  }
+  return out + "</tbody>\n</table>\n";
+}
+
+}  // namespace
+
+std::string RenderReportHtml(const nlohmann::json& report) {
+  ReportView v = ViewOfReport(report);
+  std::string title = "trainlock report" + (v.project.empty() ? "" : ": " + v.project) + " (" +
+                      (v.verdict.empty() ? "?" : v.verdict) + ")";
+  std::string out =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      // Nothing may load or run, even if some text escaped escaping.
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+      "style-src 'unsafe-inline'\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+      "<title>" +
+      E(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
+  out += "<h1>" + E(title) + "</h1>\n" + Facts(v);
+  out += "<h2>Resume round trip (train.roundtrip)</h2>\n" + LossChart(v);
+  out += "<h2>Memory (train.step)</h2>\n" + MemoryChart(v, report);
+  out += "<h2>Time per check</h2>\n" + DurationsChart(v);
+  out += "<h2>Checks</h2>\n" + ChecksTable(v);
+  out += "<p class=\"no-data\">Rendered by <code>trainlock report</code> from a " +
+         std::string("trainlock.report/v1 report.</p>\n</body>\n</html>\n");
+  return out;
+}
+
+}  // namespace trainlock
