@@ -1,0 +1,53 @@
+// The validator's summary; see validate_summary.h.
+#include "validate_summary.h"
+
+#include <cctype>
+#include <cstdio>
+#include <iostream>
+
+#include "base/version_info.h"
+
+namespace trainlock::validate {
+
+namespace {
+
+// "PASS ", "FAIL ", "skip ", "ERROR": the status name, loud where a person must look.
+std::string StatusWord(CheckStatus s) {
+  std::string word = CheckStatusName(s);
+  if (s != CheckStatus::kSkip) {
+    for (char& c : word) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  word.resize(5, ' ');
+  return word;
+}
+
+}  // namespace
+
+void PrintSummary(const Report& report, const ValidateOptions& o, const std::string& lock_sha,
+                  const std::optional<RankEnv>& rank) {
+  std::cout << "trainlock-validate " << kTrainlockVersion << " (torch " << report.torch_version
+            << ", " << report.build << ") " << o.project.string() << " lock "
+            << lock_sha.substr(0, 12);
+  if (rank)
+    std::cout << " rank " << rank->rank << "/" << rank->world_size << " (" << rank->launcher << ")";
+  std::cout << "\n";
+  int counts[4] = {};
+  for (const CheckResult& c : report.checks) {
+    ++counts[static_cast<int>(c.status)];
+    char line[64];
+    std::snprintf(line, sizeof line, "  %s %-16s %7.2fs  ", StatusWord(c.status).c_str(),
+                  c.id.c_str(), c.duration_s);
+    std::cout << line << c.summary << "\n";
+    if (c.status == CheckStatus::kFail || c.status == CheckStatus::kError) {
+      if (!c.remedy.empty()) std::cout << "         remedy: " << c.remedy << "\n";
+    }
+  }
+  std::cout << "verdict: " << report.Verdict() << " (" << counts[0] << " passed, " << counts[1]
+            << " failed, " << counts[3] << " errors, " << counts[2] << " skipped) in "
+            << static_cast<int>(report.duration_s + 0.5) << " s -> "
+            << (rank && rank->rank != 0 ? RankReportPath(o.out.string(), rank->rank)
+                                        : o.out.string())
+            << "\n";
+}
+
+}  // namespace trainlock::validate

@@ -1,0 +1,39 @@
+// Work and checkpoint directories; see work_dirs.h.
+#include "work_dirs.h"
+
+#include <unistd.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace trainlock::validate {
+namespace fs = std::filesystem;
+
+fs::path MakeWorkDir(const ValidateOptions& o, const std::optional<RankEnv>& rank) {
+  if (!o.work_dir.empty()) {
+    fs::path dir = o.work_dir;
+    if (rank && rank->world_size > 1) dir /= "rank-" + std::to_string(rank->rank);
+    fs::create_directories(dir);
+    return dir;
+  }
+  std::string pattern = (fs::temp_directory_path() / "trainlock-validate-XXXXXX").string();
+  if (!::mkdtemp(pattern.data()))
+    throw std::runtime_error("cannot create a work directory in " +
+                             fs::temp_directory_path().string());
+  return pattern;
+}
+
+fs::path CheckpointRoot(const ValidateOptions& o, const Project& project, const fs::path& work) {
+  const Spec& lock = *project.lock;
+  fs::path root = o.checkpoint_dir.empty() ? (lock.validate.checkpoint_dir.empty()
+                                                  ? work / "checkpoints"
+                                                  : fs::path(lock.validate.checkpoint_dir))
+                                           : o.checkpoint_dir;
+  if (root.is_relative() && o.checkpoint_dir.empty() && !lock.validate.checkpoint_dir.empty())
+    root = project.dir / root;
+  // A run of its own under shared checkpoint storage, so concurrent validations never mix.
+  if (root != work / "checkpoints") root /= "trainlock-validate-" + std::to_string(::getpid());
+  return root;
+}
+
+}  // namespace trainlock::validate

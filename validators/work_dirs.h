@@ -1,0 +1,23 @@
+// Where a validation writes: the work directory of its worker processes and the checkpoint
+// directory its round trip saves to.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+
+#include "base/rank_env.h"
+#include "project/project.h"
+#include "validate.h"
+
+namespace trainlock::validate {
+
+// --work-dir, or a fresh temporary directory. Ranks of one node get a directory each under
+// --work-dir ("rank-N"): their round trips must not share worker files.
+std::filesystem::path MakeWorkDir(const ValidateOptions& o, const std::optional<RankEnv>& rank);
+
+// --checkpoint-dir, else the lock's validate.checkpoint-dir (relative to the project), else
+// `work`/checkpoints; under shared checkpoint storage a directory of this run's own.
+std::filesystem::path CheckpointRoot(const ValidateOptions& o, const Project& project,
+                                     const std::filesystem::path& work);
+
+}  // namespace trainlock::validate
