@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "base/version.h"
+#include "env_health.h"
 
 namespace trainlock::validate {
 namespace {
@@ -117,67 +118,6 @@ CheckResult Versions(const Target* target, const BuildInfo& build) {
               {}, m);
 }
 
-CheckResult Health(const NodeProbe& node) {
-  std::vector<std::string> problems;
-  nlohmann::json per_device = nlohmann::json::array();
-  for (const GpuProbe& g : node.gpus) {
-    nlohmann::json d = {{"index", g.index}};
-    auto put = [&](const char* key, const auto& opt) {
-      if (opt) d[key] = *opt;
-    };
-    put("ecc_enabled", g.ecc_enabled);
-    put("ecc_uncorrected_volatile", g.ecc_uncorrected_volatile);
-    put("ecc_uncorrected_aggregate", g.ecc_uncorrected_aggregate);
-    put("retired_pages_pending", g.retired_pages_pending);
-    put("remapped_rows_uncorrectable", g.remapped_rows_uncorrectable);
-    put("remap_pending", g.remap_pending);
-    put("remap_failed", g.remap_failed);
-    put("temperature_c", g.temperature_c);
-    put("power_mw", g.power_mw);
-    put("power_limit_mw", g.power_limit_mw);
-    put("sm_clock_mhz", g.sm_clock_mhz);
-    put("sm_clock_max_mhz", g.sm_clock_max_mhz);
-    put("mem_clock_mhz", g.mem_clock_mhz);
-    put("throttle_reasons", g.throttle_reasons);
-    put("pcie_gen", g.pcie_gen);
-    put("pcie_gen_max", g.pcie_gen_max);
-    put("pcie_width", g.pcie_width);
-    put("pcie_width_max", g.pcie_width_max);
-    put("persistence", g.persistence);
-    put("mig", g.mig);
-    per_device.push_back(d);
-    std::string gpu = "GPU " + std::to_string(g.index);
-    if (g.ecc_uncorrected_volatile.value_or(0) > 0) {
-      problems.push_back(gpu + ": " + std::to_string(*g.ecc_uncorrected_volatile) +
-                         " uncorrectable ECC errors since boot");
-    }
-    if (g.retired_pages_pending.value_or(false))
-      problems.push_back(gpu + ": retired pages pending a reset");
-    if (g.remap_failed.value_or(false)) problems.push_back(gpu + ": row remapping failed");
-    if (g.remap_pending.value_or(false))
-      problems.push_back(gpu + ": row remapping pending a reset");
-    if (g.throttle_reasons) {
-      if (std::string why = HarmfulThrottleReasons(*g.throttle_reasons); !why.empty()) {
-        problems.push_back(gpu + ": clocks held down by " + why);
-      }
-    }
-  }
-  nlohmann::json m = {{"devices", per_device}};
-  if (!problems.empty()) {
-    std::string summary = Join(problems, "; ");
-    return Make("env.health", CheckStatus::kFail, summary,
-                "drain the node: reset the GPU (pending remaps/retirements) or send it for repair "
-                "(uncorrectable "
-                "errors, failed remaps); check cooling and power for slowdowns",
-                m);
-  }
-  return Make("env.health", CheckStatus::kPass,
-              std::to_string(node.gpus.size()) +
-                  " GPU(s): no uncorrectable ECC errors, no pending retirements or "
-                  "remaps, no hardware or thermal slowdown",
-              {}, m);
-}
-
 CheckResult Devices(const Target* target, const NodeProbe& node, const Catalog& catalog) {
   nlohmann::json m = {{"count", node.gpus.size()}};
   if (node.gpus.empty()) {
@@ -282,69 +222,6 @@ std::vector<std::string> LoadedTorchCudaLibraries() {
   return libraries;
 }
 
-std::vector<CheckResult> PerfChecks(const NodeProbe& node, const DeviceRuns& runs,
-                                    const Catalog& catalog) {
-  struct Measure {
-    const char* id;
-    const char* key;
-    const char* unit;
-    double fraction;
-    double GpuModel::*peak;
-  };
-  const Measure measures[] = {
-      {"perf.matmul", "matmul_tflops", "TFLOP/s bf16 dense", kMatmulFraction,
-       &GpuModel::bf16_dense_tflops},
-      {"perf.hbm", "copy_tbps", "TB/s device copy", kHbmFraction, &GpuModel::hbm_tbps}};
-  std::vector<CheckResult> checks;
-  for (const Measure& measure : measures) {
-    nlohmann::json per_device = nlohmann::json::array();
-    std::vector<std::string> slow, implausible;
-    double slowest = -1;
-    std::string slowest_text;
-    for (const auto& d : runs.devices) {
-      int index = d.value("index", -1);
-      std::string name = index >= 0 && index < static_cast<int>(node.gpus.size())
-                             ? node.gpus[static_cast<size_t>(index)].name
-                             : "";
-      const GpuModel* model = catalog.FindGpu(name);
-      double value = d.value(measure.key, 0.0);
-      double threshold = model ? model->*measure.peak * measure.fraction : 0.0;
-      per_device.push_back(
-          {{"index", index}, {"name", name}, {"value", value}, {"threshold", threshold}});
-      char text[160];
-      std::snprintf(text, sizeof text, "GPU %d (%s) %.0f %s", index, name.c_str(),
-                    measure.key == std::string("copy_tbps") ? value * 1000 : value,
-                    measure.key == std::string("copy_tbps") ? "GB/s device copy" : measure.unit);
-      if (slowest < 0 || value < slowest) {
-        slowest = value;
-        slowest_text = text;
-      }
-      if (model && value < threshold) slow.push_back(text);
-      // Faster than the datasheet is a timing that did not wait for the GPU, not a fast GPU.
-      if (model && value > model->*measure.peak * kImplausibleAboveDatasheet)
-        implausible.push_back(text);
-    }
-    nlohmann::json m = {{"devices", per_device},
-                        {"threshold_fraction_of_datasheet", measure.fraction}};
-    if (runs.devices.empty()) {
-      checks.push_back(Make(measure.id, CheckStatus::kSkip, "no device was measured"));
-    } else if (!implausible.empty()) {
-      checks.push_back(Make(measure.id, CheckStatus::kError,
-                            Join(implausible, "; ") + ": above the datasheet peak, not measured",
-                            "the timing did not wait for that GPU: a validator bug to report", m));
-    } else if (!slow.empty()) {
-      std::string summary = Join(slow, "; ");
-      checks.push_back(Make(
-          measure.id, CheckStatus::kFail, summary + " below the threshold",
-          "a slow or throttled GPU: check env.health (clocks, thermal, power) and drain the node",
-          m));
-    } else {
-      checks.push_back(Make(measure.id, CheckStatus::kPass, "slowest: " + slowest_text, {}, m));
-    }
-  }
-  return checks;
-}
-
 std::string CudaVersionString(int version) {
   if (version <= 0) return "";
   return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
@@ -377,7 +254,7 @@ std::vector<CheckResult> NodeChecks(const Spec& lock, const NodeProbe& node, con
   checks.push_back(Runtime(node, build, catalog));
   checks.push_back(Arch(node, runs));
   checks.push_back(Versions(target, build));
-  checks.push_back(Health(node));
+  checks.push_back(HealthCheck(node));
   checks.push_back(Devices(target, node, catalog));
   return checks;
 }

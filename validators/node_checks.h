@@ -36,15 +36,6 @@ std::vector<CheckResult> NodeChecks(const Spec& lock, const NodeProbe& node, con
                                     const Catalog& catalog, const DeviceRuns& runs,
                                     nlohmann::json* devices);
 
-// perf.matmul and perf.hbm: every device against the catalog's datasheet numbers, with the
-// thresholds kMatmulFraction and kHbmFraction; the slowest device is named.
-inline constexpr double kMatmulFraction = 0.60;  // of dense bf16 TFLOP/s
-inline constexpr double kHbmFraction = 0.70;     // of HBM TB/s (a device copy, read + write)
-// Above this multiple of the datasheet a measurement is wrong (it did not wait for the GPU).
-inline constexpr double kImplausibleAboveDatasheet = 1.25;
-std::vector<CheckResult> PerfChecks(const NodeProbe& node, const DeviceRuns& runs,
-                                    const Catalog& catalog);
-
 // LibTorch's CUDA libraries loaded into this process (libtorch_cuda*.so), by path.
 std::vector<std::string> LoadedTorchCudaLibraries();
 

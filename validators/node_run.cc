@@ -12,6 +12,7 @@
 #include "compat/gpu_binary.h"
 #include "nvml_probe.h"
 #include "ops_check.h"
+#include "perf_checks.h"
 #include "roundtrip.h"
 #include "subprocess.h"
 #include "work_dirs.h"

@@ -36,11 +36,18 @@ class Nvml {
   F Sym(const char* name) const {
     return handle_ ? reinterpret_cast<F>(dlsym(handle_, name)) : nullptr;
   }
-  // Calls an NVML function if it exists; true on NVML_SUCCESS.
+  // Calls an NVML function if it exists: its nvmlReturn_t, or kMissing when the driver's NVML
+  // lacks it.
+  static constexpr int kMissing = -1;
+  template <typename... Args>
+  int Status(const char* name, Args... args) const {
+    auto f = Sym<int (*)(Args...)>(name);
+    return f ? f(args...) : kMissing;
+  }
+  // True on NVML_SUCCESS.
   template <typename... Args>
   bool Call(const char* name, Args... args) const {
-    auto f = Sym<int (*)(Args...)>(name);
-    return f && f(args...) == 0;
+    return Status(name, args...) == 0;
   }
 
  private:
@@ -48,11 +55,93 @@ class Nvml {
   bool ok_ = false;
 };
 
-template <typename T>
-std::optional<T> Get(const Nvml& nvml, const char* fn, Device d) {
+constexpr int kNvmlNotSupported = 3;  // NVML_ERROR_NOT_SUPPORTED
+
+// Calls `fn`; on success `read()` stores the result. A field the device does not support is
+// named in `g.not_supported`; any other failure leaves it empty, that is unknown.
+template <typename Read, typename... Args>
+void Probe(const Nvml& nvml, GpuProbe& g, const char* field, Read read, const char* fn,
+           Args... args) {
+  const int status = nvml.Status(fn, args...);
+  if (status == 0) {
+    read();
+  } else if (status == kNvmlNotSupported) {
+    g.not_supported.push_back(field);
+  }
+}
+
+// A single-valued getter `fn(device, &value)` into `out`.
+template <typename T, typename Out>
+void ProbeValue(const Nvml& nvml, GpuProbe& g, const char* field, std::optional<Out>& out,
+                const char* fn, Device d) {
   T value{};
-  if (nvml.Call(fn, d, &value)) return value;
-  return std::nullopt;
+  Probe(
+      nvml, g, field, [&] { out = static_cast<Out>(value); }, fn, d, &value);
+}
+
+// ECC, retired pages, row remapping and temperature: what env.health judges.
+void ProbeHealth(const Nvml& nvml, GpuProbe& g, Device d) {
+  int ecc_current = 0, ecc_pending = 0;
+  Probe(
+      nvml, g, "ecc_enabled", [&] { g.ecc_enabled = ecc_current == 1; }, "nvmlDeviceGetEccMode", d,
+      &ecc_current, &ecc_pending);
+  unsigned long long count = 0;
+  // errorType 1 = uncorrected; counterType 0 = volatile, 1 = aggregate.
+  Probe(
+      nvml, g, "ecc_uncorrected_volatile", [&] { g.ecc_uncorrected_volatile = count; },
+      "nvmlDeviceGetTotalEccErrors", d, 1, 0, &count);
+  Probe(
+      nvml, g, "ecc_uncorrected_aggregate", [&] { g.ecc_uncorrected_aggregate = count; },
+      "nvmlDeviceGetTotalEccErrors", d, 1, 1, &count);
+  int pending = 0;
+  Probe(
+      nvml, g, "retired_pages_pending", [&] { g.retired_pages_pending = pending == 1; },
+      "nvmlDeviceGetRetiredPagesPendingStatus", d, &pending);
+  unsigned corrected = 0, uncorrected = 0, is_pending = 0, failed = 0;
+  Probe(
+      nvml, g, "remapped_rows",
+      [&] {
+        g.remapped_rows_uncorrectable = uncorrected;
+        g.remap_pending = is_pending != 0;
+        g.remap_failed = failed != 0;
+      },
+      "nvmlDeviceGetRemappedRows", d, &corrected, &uncorrected, &is_pending, &failed);
+  unsigned value = 0;
+  // Sensor 0 is the GPU die; threshold 1 is NVML_TEMPERATURE_THRESHOLD_SLOWDOWN.
+  Probe(
+      nvml, g, "temperature_c", [&] { g.temperature_c = value; }, "nvmlDeviceGetTemperature", d, 0,
+      &value);
+  Probe(
+      nvml, g, "temperature_slowdown_c", [&] { g.temperature_slowdown_c = value; },
+      "nvmlDeviceGetTemperatureThreshold", d, 1, &value);
+}
+
+// Power, clocks, throttle reasons, the PCIe link, persistence and MIG.
+void ProbeClocksAndLink(const Nvml& nvml, GpuProbe& g, Device d) {
+  ProbeValue<unsigned>(nvml, g, "power_mw", g.power_mw, "nvmlDeviceGetPowerUsage", d);
+  ProbeValue<unsigned>(nvml, g, "power_limit_mw", g.power_limit_mw,
+                       "nvmlDeviceGetEnforcedPowerLimit", d);
+  unsigned value = 0;
+  if (nvml.Call("nvmlDeviceGetClockInfo", d, 1, &value)) g.sm_clock_mhz = value;  // 1 = SM
+  if (nvml.Call("nvmlDeviceGetMaxClockInfo", d, 1, &value)) g.sm_clock_max_mhz = value;
+  if (nvml.Call("nvmlDeviceGetClockInfo", d, 2, &value)) g.mem_clock_mhz = value;  // 2 = memory
+  // The clocks-event call replaced the throttle-reasons one; older drivers have only the latter.
+  const char* reasons = nvml.Sym<void*>("nvmlDeviceGetCurrentClocksEventReasons")
+                            ? "nvmlDeviceGetCurrentClocksEventReasons"
+                            : "nvmlDeviceGetCurrentClocksThrottleReasons";
+  ProbeValue<unsigned long long>(nvml, g, "throttle_reasons", g.throttle_reasons, reasons, d);
+  ProbeValue<unsigned>(nvml, g, "pcie_gen", g.pcie_gen, "nvmlDeviceGetCurrPcieLinkGeneration", d);
+  ProbeValue<unsigned>(nvml, g, "pcie_gen_max", g.pcie_gen_max,
+                       "nvmlDeviceGetMaxPcieLinkGeneration", d);
+  ProbeValue<unsigned>(nvml, g, "pcie_gen_gpu_max", g.pcie_gen_gpu_max,
+                       "nvmlDeviceGetGpuMaxPcieLinkGeneration", d);
+  ProbeValue<unsigned>(nvml, g, "pcie_width", g.pcie_width, "nvmlDeviceGetCurrPcieLinkWidth", d);
+  ProbeValue<unsigned>(nvml, g, "pcie_width_max", g.pcie_width_max, "nvmlDeviceGetMaxPcieLinkWidth",
+                       d);
+  int mode = 0;
+  if (nvml.Call("nvmlDeviceGetPersistenceMode", d, &mode)) g.persistence = mode == 1;
+  int mig_current = 0, mig_pending = 0;
+  if (nvml.Call("nvmlDeviceGetMigMode", d, &mig_current, &mig_pending)) g.mig = mig_current == 1;
 }
 
 GpuProbe ProbeGpu(const Nvml& nvml, unsigned index, Device d) {
@@ -67,43 +156,8 @@ GpuProbe ProbeGpu(const Nvml& nvml, unsigned index, Device d) {
     g.memory_used_bytes = memory.used;
   }
   nvml.Call("nvmlDeviceGetCudaComputeCapability", d, &g.cc_major, &g.cc_minor);
-  int ecc_current = 0, ecc_pending = 0;
-  if (nvml.Call("nvmlDeviceGetEccMode", d, &ecc_current, &ecc_pending))
-    g.ecc_enabled = ecc_current == 1;
-  unsigned long long count = 0;
-  // errorType 1 = uncorrected; counterType 0 = volatile, 1 = aggregate.
-  if (nvml.Call("nvmlDeviceGetTotalEccErrors", d, 1, 0, &count)) g.ecc_uncorrected_volatile = count;
-  if (nvml.Call("nvmlDeviceGetTotalEccErrors", d, 1, 1, &count))
-    g.ecc_uncorrected_aggregate = count;
-  int pending = 0;
-  if (nvml.Call("nvmlDeviceGetRetiredPagesPendingStatus", d, &pending))
-    g.retired_pages_pending = pending == 1;
-  unsigned corrected = 0, uncorrected = 0, is_pending = 0, failed = 0;
-  if (nvml.Call("nvmlDeviceGetRemappedRows", d, &corrected, &uncorrected, &is_pending, &failed)) {
-    g.remapped_rows_uncorrectable = uncorrected;
-    g.remap_pending = is_pending != 0;
-    g.remap_failed = failed != 0;
-  }
-  unsigned value = 0;
-  if (nvml.Call("nvmlDeviceGetTemperature", d, 0, &value)) g.temperature_c = value;  // 0 = GPU die
-  g.power_mw = Get<unsigned>(nvml, "nvmlDeviceGetPowerUsage", d);
-  g.power_limit_mw = Get<unsigned>(nvml, "nvmlDeviceGetEnforcedPowerLimit", d);
-  if (nvml.Call("nvmlDeviceGetClockInfo", d, 1, &value)) g.sm_clock_mhz = value;  // 1 = SM
-  if (nvml.Call("nvmlDeviceGetMaxClockInfo", d, 1, &value)) g.sm_clock_max_mhz = value;
-  if (nvml.Call("nvmlDeviceGetClockInfo", d, 2, &value)) g.mem_clock_mhz = value;  // 2 = memory
-  g.throttle_reasons = Get<unsigned long long>(nvml, "nvmlDeviceGetCurrentClocksEventReasons", d);
-  if (!g.throttle_reasons) {
-    g.throttle_reasons =
-        Get<unsigned long long>(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", d);
-  }
-  g.pcie_gen = Get<unsigned>(nvml, "nvmlDeviceGetCurrPcieLinkGeneration", d);
-  g.pcie_gen_max = Get<unsigned>(nvml, "nvmlDeviceGetMaxPcieLinkGeneration", d);
-  g.pcie_width = Get<unsigned>(nvml, "nvmlDeviceGetCurrPcieLinkWidth", d);
-  g.pcie_width_max = Get<unsigned>(nvml, "nvmlDeviceGetMaxPcieLinkWidth", d);
-  if (auto persistence = Get<int>(nvml, "nvmlDeviceGetPersistenceMode", d))
-    g.persistence = *persistence == 1;
-  int mig_current = 0, mig_pending = 0;
-  if (nvml.Call("nvmlDeviceGetMigMode", d, &mig_current, &mig_pending)) g.mig = mig_current == 1;
+  ProbeHealth(nvml, g, d);
+  ProbeClocksAndLink(nvml, g, d);
   return g;
 }
 

@@ -9,6 +9,10 @@
 
 namespace trainlock::validate {
 
+// One GPU as NVML reports it. A field NVML could not report is empty: when the device does not
+// support it (NVML_ERROR_NOT_SUPPORTED, e.g. retired pages on a GPU that remaps rows) its name is
+// in `not_supported`; otherwise (an error, a missing entry point) it is unknown, and env.health
+// reports it as such instead of counting it as healthy.
 struct GpuProbe {
   unsigned index = 0;
   std::string name, uuid;
@@ -20,11 +24,15 @@ struct GpuProbe {
   std::optional<unsigned> remapped_rows_uncorrectable;
   std::optional<bool> remap_pending, remap_failed;
   std::optional<unsigned> temperature_c;
+  std::optional<unsigned> temperature_slowdown_c;  // where the GPU starts to slow itself down
   std::optional<unsigned> power_mw, power_limit_mw;
   std::optional<unsigned> sm_clock_mhz, sm_clock_max_mhz, mem_clock_mhz;
   std::optional<uint64_t> throttle_reasons;  // NVML clocks-event reason bits
-  std::optional<unsigned> pcie_gen, pcie_gen_max, pcie_width, pcie_width_max;
+  // pcie_gen_max: the most this GPU and this system's slot can train to; pcie_gen_gpu_max: the
+  // GPU's own maximum. The current generation drops while a GPU idles, so it is reported only.
+  std::optional<unsigned> pcie_gen, pcie_gen_max, pcie_gen_gpu_max, pcie_width, pcie_width_max;
   std::optional<bool> persistence, mig;
+  std::vector<std::string> not_supported;  // fields this device does not have (see above)
 };
 
 struct NodeProbe {

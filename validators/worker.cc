@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include <iostream>
 #include <thread>
@@ -26,6 +27,21 @@
 namespace trainlock::validate {
 namespace fs = std::filesystem;
 namespace {
+
+// A loss that is NaN or infinite: the run would train on garbage from here on. A finding
+// (train.step / train.roundtrip fail naming the step), not a crash.
+class NonFiniteLoss : public std::runtime_error {
+ public:
+  NonFiniteLoss(int64_t step, double loss)
+      : std::runtime_error("the loss is " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
+                           " at step " + std::to_string(step) +
+                           ": the run diverged (learning rate, loss scaling, bad data)"),
+        step_(step) {}
+  int64_t step() const { return step_; }
+
+ private:
+  int64_t step_;
+};
 
 // Everything a trainer needs, described so that a checkpoint can carry it and a process
 // with nothing but the checkpoint can rebuild it (the portable role).
@@ -213,6 +229,7 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
     } else {
       loss = trainer->Step();
     }
+    if (!std::isfinite(loss)) throw NonFiniteLoss(trainer->step(), loss);
     losses.push_back({{"step", trainer->step()}, {"loss", loss}});
     result["losses"] = losses;
     if (trainer->step() == o.save_at) {
@@ -370,6 +387,9 @@ int RunWorker(const WorkerOptions& o) {
   } catch (const CheckpointError& e) {
     result["error"] = {{"kind", "checkpoint"}, {"message", e.what()}};
     code = kWorkerCheckpointRefused;
+  } catch (const NonFiniteLoss& e) {
+    result["error"] = {{"kind", "non_finite_loss"}, {"message", e.what()}, {"step", e.step()}};
+    code = kWorkerTrainingFailed;
   } catch (const InputError& e) {
     result["error"] = {{"kind", "input"}, {"message", e.what()}};
     code = kWorkerBadInput;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "node_checks.h"
+#include "perf_checks.h"
 #include "project/spec_loader.h"
 #include "test_support.h"
 
@@ -26,7 +27,19 @@ NodeProbe HealthyH200Node() {
   g.cc_major = 9;
   g.ecc_enabled = true;
   g.ecc_uncorrected_volatile = 0;
+  g.ecc_uncorrected_aggregate = 0;
+  g.remapped_rows_uncorrectable = 0;
+  g.remap_pending = false;
+  g.remap_failed = false;
+  g.not_supported = {"retired_pages_pending"};  // Hopper remaps rows instead
+  g.temperature_c = 34;
+  g.temperature_slowdown_c = 87;
   g.throttle_reasons = 0x1;  // idle: normal
+  g.pcie_gen = 1;            // an idle link drops its generation: not a finding
+  g.pcie_gen_max = 5;
+  g.pcie_gen_gpu_max = 5;
+  g.pcie_width = 16;
+  g.pcie_width_max = 16;
   node.gpus.push_back(g);
   return node;
 }
@@ -117,6 +130,70 @@ TEST(NodeChecks, HardwareThermalSlowdownFailsHealthButIdleDoesNot) {
   EXPECT_NE(c.summary.find("hardware thermal slowdown"), std::string::npos);
 }
 
+TEST(NodeChecks, ATemperatureAtTheSlowdownThresholdFailsHealth) {
+  NodeProbe node = HealthyH200Node();
+  node.gpus[0].temperature_c = 87;
+  CheckResult c = Find(CheckNode(node), "env.health");
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_NE(c.summary.find("GPU 0: 87 C, at or above its slowdown threshold of 87 C"),
+            std::string::npos)
+      << c.summary;
+}
+
+TEST(NodeChecks, APcieLinkBelowItsWidthFailsHealth) {
+  NodeProbe node = HealthyH200Node();
+  node.gpus[0].pcie_width = 8;
+  CheckResult c = Find(CheckNode(node), "env.health");
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_NE(c.summary.find("GPU 0: PCIe link at x8 of x16"), std::string::npos) << c.summary;
+}
+
+TEST(NodeChecks, ASlotThatLimitsThePcieGenerationFailsHealth) {
+  NodeProbe node = HealthyH200Node();
+  node.gpus[0].pcie_gen_max = 3;
+  CheckResult c = Find(CheckNode(node), "env.health");
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_NE(c.summary.find("limited to gen 3 by the slot; the GPU supports gen 5"),
+            std::string::npos)
+      << c.summary;
+}
+
+TEST(NodeChecks, EccDisabledOnAGpuThatHasItFailsHealth) {
+  NodeProbe node = HealthyH200Node();
+  node.gpus[0].ecc_enabled = false;
+  CheckResult c = Find(CheckNode(node), "env.health");
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_NE(c.summary.find("ECC is disabled"), std::string::npos) << c.summary;
+}
+
+TEST(NodeChecks, AGpuWithoutEccIsNotJudgedOnEcc) {
+  NodeProbe node = HealthyH200Node();
+  node.gpus[0].ecc_enabled.reset();
+  node.gpus[0].ecc_uncorrected_volatile.reset();
+  node.gpus[0].not_supported.push_back("ecc_enabled");
+  EXPECT_EQ(Find(CheckNode(node), "env.health").status, CheckStatus::kPass);
+}
+
+TEST(NodeChecks, AFieldNvmlCouldNotReadIsUnknownNotHealthy) {
+  NodeProbe node = HealthyH200Node();
+  node.gpus[0].temperature_c.reset();  // an NVML error, not "not supported"
+  CheckResult c = Find(CheckNode(node), "env.health");
+  EXPECT_EQ(c.status, CheckStatus::kError);
+  EXPECT_NE(c.summary.find("NVML could not report: GPU 0 temperature_c"), std::string::npos)
+      << c.summary;
+  EXPECT_EQ(c.metrics["unknown"], nlohmann::json({"GPU 0 temperature_c"}));
+}
+
+TEST(NodeChecks, AnUnknownFieldIsStillListedBesideAFinding) {
+  NodeProbe node = HealthyH200Node();
+  node.gpus[0].pcie_width.reset();
+  node.gpus[0].remap_failed = true;
+  CheckResult c = Find(CheckNode(node), "env.health");
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_NE(c.summary.find("row remapping failed; unknown: GPU 0 pcie_width"), std::string::npos)
+      << c.summary;
+}
+
 TEST(NodeChecks, AGpuNotAmongTheTargetsAcceleratorsFailsDevices) {
   NodeProbe node = HealthyH200Node();
   node.gpus[0].name = "NVIDIA A100-SXM4-80GB";
@@ -193,6 +270,51 @@ TEST(PerfChecks, AReadingAboveTheDatasheetIsAnErrorNotAFastGpu) {
   EXPECT_EQ(matmul.status, CheckStatus::kError);
   EXPECT_NE(matmul.summary.find("above the datasheet peak"), std::string::npos) << matmul.summary;
   EXPECT_EQ(hbm.status, CheckStatus::kError);
+}
+
+TEST(PerfChecks, AGpuTheCatalogDoesNotKnowIsASkipNotAPass) {
+  NodeProbe node = HealthyH200Node();
+  node.gpus[0].name = "NVIDIA Future GPU";
+  auto checks = PerfChecks(node, RunsOnOneH200({90}), Catalog::Embedded());
+  CheckResult matmul = Find(checks, "perf.matmul");
+  EXPECT_EQ(matmul.status, CheckStatus::kSkip);
+  EXPECT_NE(matmul.summary.find("no threshold: GPU 0 (NVIDIA Future GPU): not in the GPU catalog"),
+            std::string::npos)
+      << matmul.summary;
+  EXPECT_EQ(Find(checks, "perf.hbm").status, CheckStatus::kSkip);
+}
+
+TEST(PerfChecks, AProbeThatErroredIsAnErrorNotAPass) {
+  DeviceRuns runs = RunsOnOneH200({90});
+  runs.devices[0].erase("matmul_tflops");
+  runs.devices[0].erase("copy_tbps");
+  runs.devices[0]["error"] = "CUDA error: an illegal memory access was encountered";
+  auto checks = PerfChecks(HealthyH200Node(), runs, Catalog::Embedded());
+  CheckResult matmul = Find(checks, "perf.matmul");
+  EXPECT_EQ(matmul.status, CheckStatus::kError);
+  EXPECT_NE(matmul.summary.find("GPU 0 (NVIDIA H200): CUDA error: an illegal memory access"),
+            std::string::npos)
+      << matmul.summary;
+}
+
+TEST(PerfChecks, AGpuTheWorkerNeverMeasuredIsAnError) {
+  NodeProbe node = HealthyH200Node();
+  node.gpus.push_back(node.gpus[0]);
+  node.gpus[1].index = 1;
+  CheckResult hbm = Find(PerfChecks(node, RunsOnOneH200({90}), Catalog::Embedded()), "perf.hbm");
+  EXPECT_EQ(hbm.status, CheckStatus::kError);
+  EXPECT_NE(hbm.summary.find("GPU 1 (NVIDIA H200): no measurement"), std::string::npos)
+      << hbm.summary;
+}
+
+TEST(PerfChecks, ADatasheetWithoutBf16IsASkipNotAboveThePeak) {
+  NodeProbe node = HealthyH200Node();
+  node.gpus[0].name = "Tesla V100-SXM2-32GB";
+  CheckResult matmul =
+      Find(PerfChecks(node, RunsOnOneH200({70}, 100, 0.8), Catalog::Embedded()), "perf.matmul");
+  EXPECT_EQ(matmul.status, CheckStatus::kSkip);
+  EXPECT_NE(matmul.summary.find("no TFLOP/s bf16 dense on the datasheet"), std::string::npos)
+      << matmul.summary;
 }
 
 }  // namespace
