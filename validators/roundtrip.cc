@@ -183,9 +183,20 @@ void Coordinator::CorruptLatestCheckpoint() {
 
 std::vector<double> Losses(const nlohmann::json& result) {
   std::vector<double> out;
-  for (const auto& l : result.value("losses", nlohmann::json::array()))
-    out.push_back(l["loss"].get<double>());
+  const nlohmann::json losses = result.value("losses", nlohmann::json::array());
+  for (const auto& l : losses) {
+    const nlohmann::json loss = l.is_object() ? l.value("loss", nlohmann::json()) : nullptr;
+    out.push_back(loss.is_number() ? loss.get<double>() : std::nan(""));
+  }
   return out;
+}
+
+// Whether the resumed worker restored `flag` ("rng_restored", "data_restored"): only when it
+// says so. A worker that never got to restore restored nothing.
+bool RestoredFlag(const nlohmann::json& result, const char* flag) {
+  if (!result.contains("restore") || !result["restore"].is_object()) return false;
+  const nlohmann::json& value = result["restore"].value(flag, nlohmann::json());
+  return value.is_boolean() && value.get<bool>();
 }
 
 CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
@@ -288,17 +299,14 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
   for (int64_t i = 0; i < static_cast<int64_t>(lb.size()) && i < o_.checkpoint_at; ++i)
     resumed.push_back(lb[i]);
   for (double l : lc) resumed.push_back(l);
-  r.metrics = {
-      {"steps", o_.steps},
-      {"checkpoint_at", o_.checkpoint_at},
-      {"pids", {{"uninterrupted", a.pid}, {"preempted", b.pid}, {"resumed", c.pid}}},
-      {"preempted_with", "SIGKILL"},
-      {"losses_uninterrupted", la},
-      {"losses_resumed", resumed},
-      {"rng_restored",
-       c.result.contains("restore") ? c.result["restore"].value("rng_restored", true) : true},
-      {"data_restored",
-       c.result.contains("restore") ? c.result["restore"].value("data_restored", true) : true}};
+  r.metrics = {{"steps", o_.steps},
+               {"checkpoint_at", o_.checkpoint_at},
+               {"pids", {{"uninterrupted", a.pid}, {"preempted", b.pid}, {"resumed", c.pid}}},
+               {"preempted_with", "SIGKILL"},
+               {"losses_uninterrupted", la},
+               {"losses_resumed", resumed},
+               {"rng_restored", RestoredFlag(c.result, "rng_restored")},
+               {"data_restored", RestoredFlag(c.result, "data_restored")}};
   if (b.result.contains("save")) {
     const auto& save = b.result["save"];
     r.metrics["checkpoint_bytes"] = save["bytes"];
@@ -372,7 +380,12 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
         std::to_string(o_.checkpoint_at) + " of " + std::to_string(o_.steps);
     return r;
   }
-  if (o_.loss_tolerance > 0 && max_diff <= o_.loss_tolerance && la.size() == resumed.size()) {
+  // A tolerance forgives loss noise only: never a final state that differs, nor a resume that
+  // did not restore every source of state.
+  const bool restored_everything =
+      r.metrics["rng_restored"] == true && r.metrics["data_restored"] == true;
+  if (o_.loss_tolerance > 0 && max_diff <= o_.loss_tolerance && la.size() == resumed.size() &&
+      states_equal && restored_everything) {
     r.summary = "resumed run within the documented tolerance " + std::to_string(o_.loss_tolerance) +
                 " (max loss difference " + std::to_string(max_diff) + "), not bitwise";
     return r;

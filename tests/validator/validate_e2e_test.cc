@@ -2,9 +2,15 @@
 // processes, the negative controls make it fail, and every report conforms to the schema.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <optional>
 #include <set>
 
+#include "base/sha256.h"
+#include "llama.h"
+#include "project/project.h"
 #include "report/report.h"
+#include "safetensors.h"
 #include "test_support.h"
 
 namespace trainlock {
@@ -169,14 +175,22 @@ TEST(ValidateInput, AnUnknownValidatorOptionIsBadInput) {
   EXPECT_EQ(RunTrainlock({"validate", ".", "--frobnicate"}).exit_code, 2);
 }
 
-// examples/tiny copied to DIR/tiny with `extra` appended to its manifest and lock, and the
-// lock's manifest-sha256 updated, as `trainlock lock` would leave it.
-fs::path TinyWith(const fs::path& dir, const std::string& extra) {
+// examples/tiny copied to DIR/tiny with `extra` appended to its manifest and lock (and
+// `validate_extra` added to their [validate] tables), and the lock's manifest-sha256 updated,
+// as `trainlock lock` would leave it.
+fs::path TinyWith(const fs::path& dir, const std::string& extra,
+                  const std::string& validate_extra = {},
+                  const std::optional<std::string>& lock_extra = std::nullopt) {
   fs::path project = dir / "tiny";
   fs::create_directories(project);
   testing::CopyExample("tiny", project);
   for (const char* file : {"trainlock.toml", "trainlock.lock"}) {
-    testing::WriteFile(project / file, testing::ReadFile(project / file) + extra);
+    std::string text = testing::ReadFile(project / file);
+    const size_t table = text.find("[validate]\n");
+    EXPECT_NE(table, std::string::npos) << file;
+    text.insert(table + 11, validate_extra);
+    const bool lock = std::string(file) == "trainlock.lock";
+    testing::WriteFile(project / file, text + (lock && lock_extra ? *lock_extra : extra));
   }
   auto hash = RunTrainlock({"hash", project.string(), "--manifest"});
   EXPECT_EQ(hash.exit_code, 0) << hash.err;
@@ -185,6 +199,81 @@ fs::path TinyWith(const fs::path& dir, const std::string& extra) {
   lock.replace(at, 64, hash.out.substr(0, 64));
   testing::WriteFile(project / "trainlock.lock", lock);
   return project;
+}
+
+// A loss tolerance forgives loss noise, never a resume that lost its RNG state: with the
+// widest tolerance the lock allows, skipping the RNG restore still fails.
+TEST(ValidateTolerance, ALossToleranceNeverForgivesAResumeWithoutItsRngState) {
+  testing::TempDir dir;
+  fs::path project = TinyWith(dir.path(), "", "loss-tolerance = 1.0\n");
+  fs::path out = dir.path() / "report.json";
+  auto run = RunTrainlock({"validate", project.string(), "--out", out.string(), "--threads", "2",
+                           "--negative-control", "rng"});
+  nlohmann::json report = nlohmann::json::parse(testing::ReadFile(out));
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  const auto& roundtrip = Check(report, "train.roundtrip");
+  EXPECT_EQ(roundtrip["status"], "fail") << roundtrip["summary"];
+  EXPECT_EQ(roundtrip["metrics"]["loss_tolerance"], 1.0);
+  EXPECT_LE(roundtrip["metrics"]["max_abs_loss_diff"].get<double>(), 1.0);
+  EXPECT_EQ(roundtrip["metrics"]["final_state_equal"], false);
+}
+
+// A pinned model whose weights hold an infinity: the loss is not finite from the first step.
+// That is a finding naming the step, with the report written, not a crash.
+TEST(ValidateNonFiniteLoss, AnInfiniteWeightFailsTrainingWithTheStep) {
+  testing::TempDir dir;
+  fs::path staging = dir.path() / "staging";
+  testing::CopyExample("tiny", (fs::create_directories(staging), staging));
+  const ModelConfig c = LoadProject(staging, ManifestRequirement::kOptional).config.model;
+  validate::Llama model(c);
+  std::vector<validate::NamedTensor> tensors;
+  for (auto& item : model->named_parameters()) {
+    torch::Tensor t = item.value().detach().clone();
+    if (item.key() == "model.norm.weight") t[0] = INFINITY;
+    tensors.push_back({item.key(), t});
+  }
+  fs::path model_dir = dir.path() / "model";
+  fs::create_directories(model_dir);
+  testing::WriteFile(model_dir / "config.json",
+                     nlohmann::json{{"architectures", {"LlamaForCausalLM"}},
+                                    {"model_type", "llama"},
+                                    {"hidden_size", c.hidden_size},
+                                    {"num_hidden_layers", c.num_layers},
+                                    {"num_attention_heads", c.num_heads},
+                                    {"num_key_value_heads", c.num_kv_heads},
+                                    {"intermediate_size", c.intermediate_size},
+                                    {"vocab_size", c.vocab_size},
+                                    {"tie_word_embeddings", c.tie_embeddings}}
+                         .dump());
+  validate::WriteSafetensors(model_dir / "model.safetensors", tensors);
+  std::string pinned;
+  for (const char* name : {"config.json", "model.safetensors"}) {
+    uint64_t size = 0;
+    const std::string sha = Sha256FileHex(model_dir / name, &size);
+    pinned += "[[model.files]]\npath = \"" + std::string(name) + "\"\nsha256 = \"" + sha +
+              "\"\nsize = " + std::to_string(size) + "\n";
+  }
+  const std::string model_table = "\n[model]\nsource = \"local\"\npath = \"model\"\n";
+  fs::path project =
+      TinyWith(dir.path(), model_table + "files = [\"config.json\", \"model.safetensors\"]\n", "",
+               model_table + pinned);
+  fs::copy(model_dir, project / "model", fs::copy_options::recursive);
+
+  fs::path out = dir.path() / "report.json";
+  auto run = RunTrainlock({"validate", project.string(), "--out", out.string(), "--threads", "2"});
+  ASSERT_TRUE(fs::exists(out)) << run.err;
+  nlohmann::json report = nlohmann::json::parse(testing::ReadFile(out));
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_EQ(Check(report, "data.model")["status"], "pass") << Check(report, "data.model");
+  for (const char* id : {"train.step", "train.roundtrip"}) {
+    const auto& check = Check(report, id);
+    EXPECT_EQ(check["status"], "fail") << id;
+    const std::string summary = check["summary"].get<std::string>();
+    EXPECT_NE(summary.find("the loss is "), std::string::npos) << id << ": " << summary;
+    EXPECT_NE(summary.find(" at step 1: the run diverged"), std::string::npos)
+        << id << ": " << summary;
+  }
+  EXPECT_EQ(ReportSchemaViolations(report), std::vector<std::string>{});
 }
 
 // The sample op library declared in tiny's manifest and lock: the report carries a passing
