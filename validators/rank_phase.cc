@@ -80,26 +80,30 @@ nlohmann::json EntriesOf(const std::vector<RankStore::RankValue>& values, int wo
 
 }  // namespace
 
+nlohmann::json EntriesWithoutTheOthers(const RankEnv& rank, const nlohmann::json& own,
+                                       const std::string& why) {
+  nlohmann::json entries = nlohmann::json::array();
+  for (int r = 0; r < rank.world_size; ++r)
+    entries.push_back(r == rank.rank ? own : MissingRankEntry(r, why));
+  return entries;
+}
+
 nlohmann::json ExchangeRankEntries(RankStore* store, const RankEnv& rank, const nlohmann::json& own,
                                    std::chrono::seconds wait) {
-  nlohmann::json entries = nlohmann::json::array();
-  if (!store) {
-    for (int r = 0; r < rank.world_size; ++r)
-      entries.push_back(r == rank.rank ? own : MissingRankEntry(r, "no rendezvous"));
-    return entries;
-  }
+  if (!store) return EntriesWithoutTheOthers(rank, own, "no rendezvous");
   try {
     store->Publish("result", own.dump());
     if (rank.rank != 0) {
       store->StopHeartbeat();
-      return entries;
+      return nlohmann::json::array();
     }
     return EntriesOf(store->Collect("result", kHeartbeatStall, RankStore::Clock::now() + wait),
                      rank.world_size);
-  } catch (const std::exception&) {
-    // Rank 0's store is gone: this rank's own report stands.
+  } catch (const std::exception& e) {
+    // Rank 0 cannot hear the others: they are missing, and the merged report fails for them.
+    // Another rank's own report stands (rank 0 writes the merged one).
+    return EntriesWithoutTheOthers(rank, own, std::string("the rank store failed: ") + e.what());
   }
-  return entries;
 }
 
 }  // namespace trainlock::validate

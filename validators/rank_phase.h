@@ -31,9 +31,14 @@ void AddCommChecks(Report& report, const std::optional<CommOutcome>& comm);
 // A rank other than 0 leaves the node's checks to rank 0; it runs only the per-rank ones.
 void SkipForNonLeadRank(Report& report, int rank);
 
+// The entries of a rank that cannot hear the others: its own, and every other rank missing
+// for `why`.
+nlohmann::json EntriesWithoutTheOthers(const RankEnv& rank, const nlohmann::json& own,
+                                       const std::string& why);
+
 // Every rank sends rank 0 its entry; rank 0 waits for all of them (while their heartbeats
 // go on, and at most `wait`) and returns them in rank order. Without a store (the rendezvous
-// failed) the others are missing.
+// failed), or when rank 0's store fails, the others are missing; other ranks get [].
 nlohmann::json ExchangeRankEntries(RankStore* store, const RankEnv& rank, const nlohmann::json& own,
                                    std::chrono::seconds wait);
 

@@ -45,6 +45,31 @@ Project LoadLockedProject(const ValidateOptions& o) {
   return project;
 }
 
+// A validator built for one kind of device refuses a lock or a --device it cannot serve at
+// once, instead of training a GPU-sized model on the CPU until the kernel kills it.
+void RefuseWrongBuild(const ValidateOptions& o, const Project& project, const std::string& build) {
+  if (build != "cpu") return;
+  const Spec& lock = *project.lock;
+  if (o.device != "auto" && o.device != "cpu") {
+    throw InputError(Diagnostic{"--device",
+                                {},
+                                "'" + o.device + "' on a CPU build of the validator (LibTorch " +
+                                    BuiltTorchVersion() + ", no GPU support)",
+                                "run the validator built for the GPU target (the image from "
+                                "`trainlock image build`), or give --device cpu"});
+  }
+  if (lock.targets.contains("cpu")) return;
+  std::string targets;
+  for (const auto& [name, target] : lock.targets) targets += (targets.empty() ? "" : ", ") + name;
+  throw InputError(Diagnostic{
+      project.lock_path,
+      {},
+      "this validator is a CPU build, but the lock's targets are " +
+          (targets.empty() ? std::string("none") : targets) + " (no cpu target)",
+      "run the validator inside the image built for the lock's target (`trainlock validate DIR "
+      "--image REF`), or add [targets.cpu] to trainlock.toml and re-lock"});
+}
+
 // The signing key's PEM, checked before the long run so a bad key costs seconds, not the run.
 std::string ReadSigningKey(const fs::path& key) {
   if (key.empty()) return "";
@@ -200,6 +225,7 @@ int RunValidate(const ValidateOptions& o) {
   const bool lead = !rank || rank->rank == 0;
   const auto start = std::chrono::steady_clock::now();
   const Project project = LoadLockedProject(o);
+  RefuseWrongBuild(o, project, BuiltTorchFlavour());
   const std::string sign_pem = ReadSigningKey(o.sign_key);
   Progress progress = Progress::ForStderr();
   Report report = NewReport(project, lead);

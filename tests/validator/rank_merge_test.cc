@@ -2,6 +2,7 @@
 // failures name their rank, a rank that sent nothing fails the training checks, a slow GPU is
 // a straggler, and GPUs of one model that compute different bits fail train.roundtrip.
 #include "rank_merge.h"
+#include "rank_phase.h"
 
 #include <gtest/gtest.h>
 
@@ -85,6 +86,22 @@ TEST(RankMerge, ARankThatSentNoResultFailsTheTrainingChecksButNotTheCollectives)
         << Check(report, id).summary;
   }
   EXPECT_EQ(Check(report, "comm.allreduce").status, CheckStatus::kPass);
+}
+
+TEST(RankMerge, WhenRankZerosStoreFailsEveryOtherRankIsMissingAndTheReportFails) {
+  Report report = LeadReport();
+  RankEnv rank0;
+  rank0.rank = 0;
+  rank0.world_size = 3;
+  json entries = EntriesWithoutTheOthers(rank0, Entry(0), "the rank store failed: broken pipe");
+  ASSERT_EQ(entries.size(), 3u);
+  MergeRankResults(report, entries, kGpu);
+  EXPECT_EQ(report.Verdict(), "fail");
+  const CheckResult& c = Check(report, "train.roundtrip");
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_NE(c.summary.find("rank 1: the rank store failed: broken pipe"), std::string::npos)
+      << c.summary;
+  EXPECT_NE(c.summary.find("rank 2: the rank store failed"), std::string::npos) << c.summary;
 }
 
 TEST(RankMerge, AGpuComputingDifferentBitsFromItsPeersFailsTheRoundTripNamingOnlyIt) {

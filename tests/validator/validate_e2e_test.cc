@@ -171,6 +171,33 @@ TEST(ValidateInput, AProjectWithoutALockIsBadInput) {
       << r.err;
 }
 
+#if !defined(TRAINLOCK_WITH_CUDA)
+// A CPU build given the pilot's lock (cuda target only) refuses at once, naming its build and
+// the lock's targets, instead of training a 1B model on the CPU.
+TEST(ValidateInput, ACpuBuildRefusesALockWithoutACpuTarget) {
+  testing::TempDir dir;
+  testing::CopyExample("h200-pilot", dir.path());
+  auto r =
+      RunTrainlock({"validate", dir.path().string(), "--out", (dir.path() / "r.json").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("this validator is a CPU build, but the lock's targets are cuda (no cpu "
+                       "target)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir.path() / "r.json"));
+}
+
+TEST(ValidateInput, ACpuBuildRefusesDeviceCuda) {
+  testing::TempDir dir;
+  testing::CopyExample("tiny", dir.path());
+  auto r = RunTrainlock({"validate", dir.path().string(), "--device", "cuda"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--device: error: 'cuda' on a CPU build of the validator"),
+            std::string::npos)
+      << r.err;
+}
+#endif
+
 TEST(ValidateInput, AnUnknownValidatorOptionIsBadInput) {
   EXPECT_EQ(RunTrainlock({"validate", ".", "--frobnicate"}).exit_code, 2);
 }
