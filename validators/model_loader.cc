@@ -59,10 +59,12 @@ void CheckConfigJson(const fs::path& file, const ModelConfig& c) {
 }
 
 // The shard files and, for a sharded model, which file the index says holds each tensor.
-std::vector<fs::path> ShardFiles(const fs::path& dir, std::map<std::string, std::string>* index) {
+std::vector<fs::path> ShardFiles(const fs::path& dir, const PinnedNames& pinned,
+                                 std::map<std::string, std::string>* index) {
+  auto is_pinned = [&](const std::string& name) { return !pinned || pinned->contains(name); };
   fs::path index_file = dir / "model.safetensors.index.json";
   std::vector<fs::path> files;
-  if (fs::exists(index_file)) {
+  if (fs::exists(index_file) && is_pinned(index_file.filename().string())) {
     nlohmann::json j = ReadJson(index_file);
     if (!j["weight_map"].is_object()) throw ModelLoadError(index_file.string() + ": no weight_map");
     std::set<std::string> names;
@@ -76,15 +78,23 @@ std::vector<fs::path> ShardFiles(const fs::path& dir, std::map<std::string, std:
       if (n.find('/') != std::string::npos || !fs::exists(dir / n)) {
         throw ModelLoadError(index_file.string() + ": shard '" + n + "' is missing");
       }
+      if (!is_pinned(n)) {
+        throw ModelLoadError(index_file.string() + ": shard '" + n +
+                             "' is not pinned by the lock; add it to the model's files and "
+                             "re-lock");
+      }
       files.push_back(dir / n);
     }
     return files;
   }
   for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.path().extension() == ".safetensors") files.push_back(e.path());
+    if (e.path().extension() == ".safetensors" && is_pinned(e.path().filename().string()))
+      files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
-  if (files.empty()) throw ModelLoadError(dir.string() + ": no *.safetensors files");
+  if (files.empty())
+    throw ModelLoadError(dir.string() + (pinned ? ": the lock pins no *.safetensors file"
+                                                : ": no *.safetensors files"));
   return files;
 }
 
@@ -94,11 +104,12 @@ bool Ignorable(const std::string& name, bool tied) {
 
 }  // namespace
 
-LoadedWeights LoadHfWeights(Llama& model, const fs::path& dir) {
+LoadedWeights LoadHfWeights(Llama& model, const fs::path& dir, const PinnedNames& pinned) {
   const ModelConfig& c = model->config();
-  if (fs::exists(dir / "config.json")) CheckConfigJson(dir / "config.json", c);
+  if (fs::exists(dir / "config.json") && (!pinned || pinned->contains("config.json")))
+    CheckConfigJson(dir / "config.json", c);
   std::map<std::string, std::string> index;
-  std::vector<fs::path> files = ShardFiles(dir, &index);
+  std::vector<fs::path> files = ShardFiles(dir, pinned, &index);
 
   std::map<std::string, std::pair<torch::Tensor, std::string>> found;  // name -> tensor, file
   LoadedWeights info;

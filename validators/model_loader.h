@@ -4,6 +4,8 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -23,6 +25,14 @@ struct LoadedWeights {
   std::string dtypes;  // e.g. "BF16"
 };
 
-LoadedWeights LoadHfWeights(Llama& model, const std::filesystem::path& dir);
+// The files of `dir` a load may read: the lock's pinned ones. nullopt reads every file of
+// the directory (a model directory given directly, without a lock).
+using PinnedNames = std::optional<std::set<std::string>>;
+
+// Loads config.json (checked against the model's config) and the weights. Only pinned files
+// are read: a *.safetensors file the lock does not pin is ignored, and an index (itself
+// pinned) naming a shard the lock does not pin is refused.
+LoadedWeights LoadHfWeights(Llama& model, const std::filesystem::path& dir,
+                            const PinnedNames& pinned = std::nullopt);
 
 }  // namespace trainlock::validate

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include <iostream>
+#include <set>
 #include <thread>
 
 #include "base/diagnostic.h"
@@ -50,8 +51,9 @@ struct RunSetup {
   std::string config_yaml;
   uint64_t seed = 0;
   int64_t eval_batches = 1;
-  nlohmann::json data;  // {"kind": "synthetic", "length"} or {"kind": "shards", ...}
-  fs::path model_dir;   // "" = seeded initialisation
+  nlohmann::json data;                // {"kind": "synthetic", "length"} or {"kind": "shards", ...}
+  fs::path model_dir;                 // "" = seeded initialisation
+  std::set<std::string> model_files;  // the files of model_dir the lock pins
   nlohmann::json identity;
 };
 
@@ -131,7 +133,12 @@ RunSetup SetupFromProject(const fs::path& dir, int64_t steps) {
   }
   if (lock.model) {
     fs::path model_dir = ArtifactDir(dir, *lock.model, "model");
-    if (AllPresent(model_dir, *lock.model)) s.model_dir = model_dir;
+    for (const PinnedFile& f : lock.model->files) s.model_files.insert(f.path);
+    // Weights only when the lock pins some: a pinned config.json alone is not a model.
+    const bool pins_weights =
+        std::any_of(s.model_files.begin(), s.model_files.end(),
+                    [](const std::string& name) { return name.ends_with(".safetensors"); });
+    if (pins_weights && AllPresent(model_dir, *lock.model)) s.model_dir = model_dir;
   }
   s.identity["data"] = s.data;
   return s;
@@ -155,7 +162,7 @@ std::unique_ptr<Trainer> MakeTrainer(const RunSetup& s, torch::Device device,
       std::make_unique<Trainer>(s.config, options, MakeData(s.data, s.config.model.vocab_size));
   (*result)["data"] = trainer->data().Describe();
   if (!s.model_dir.empty()) {
-    LoadedWeights w = LoadHfWeights(trainer->model(), s.model_dir);
+    LoadedWeights w = LoadHfWeights(trainer->model(), s.model_dir, s.model_files);
     trainer->model()->to(device);
     (*result)["model"] = {{"source", "weights"}, {"files", w.files}, {"dtypes", w.dtypes}};
   } else {

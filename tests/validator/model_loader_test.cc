@@ -190,6 +190,41 @@ TEST_F(ModelLoaderTest, LoadsAShardedModelThroughItsIndex) {
   EXPECT_EQ(info.tensors, static_cast<int64_t>(tensors_.size()));
 }
 
+TEST_F(ModelLoaderTest, AnUnpinnedSafetensorsFileBesideThePinnedOneIsNeverRead) {
+  WriteTensors(SingleFile(), tensors_);
+  WriteFile(dir() / "extra.safetensors", "not even safetensors: reading it would throw");
+  Llama dst = Destination();
+  LoadedWeights info =
+      LoadHfWeights(dst, dir(), std::set<std::string>{"config.json", "model.safetensors"});
+  EXPECT_EQ(info.files, std::vector<std::string>{"model.safetensors"});
+  ExpectParametersEqual(dst, tensors_);
+}
+
+TEST_F(ModelLoaderTest, APinnedConfigAloneLoadsNoUnpinnedWeights) {
+  WriteTensors(SingleFile(), tensors_);
+  Llama dst = Destination();
+  try {
+    LoadHfWeights(dst, dir(), std::set<std::string>{"config.json"});
+    ADD_FAILURE() << "loaded weights the lock does not pin";
+  } catch (const ModelLoadError& e) {
+    EXPECT_TRUE(Contains(e.what(), "the lock pins no *.safetensors file")) << e.what();
+  }
+}
+
+TEST_F(ModelLoaderTest, AnIndexNamingAShardTheLockDoesNotPinIsRefused) {
+  WriteSharded(dir(), tensors_);
+  Llama dst = Destination();
+  try {
+    LoadHfWeights(dst, dir(),
+                  std::set<std::string>{"config.json", "model.safetensors.index.json", kShard1});
+    ADD_FAILURE() << "loaded a shard the lock does not pin";
+  } catch (const ModelLoadError& e) {
+    EXPECT_TRUE(
+        Contains(e.what(), std::string("shard '") + kShard2 + "' is not pinned by the lock"))
+        << e.what();
+  }
+}
+
 TEST_F(ModelLoaderTest, LoadsWithoutAnIndexFromSeveralFiles) {
   std::map<std::string, torch::Tensor> first, second;
   for (const auto& [name, t] : tensors_)
