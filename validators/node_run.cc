@@ -118,8 +118,12 @@ NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project, const No
   run.checkpoint_root = CheckpointRoot(o, project, work);
   for (CheckResult& c : EnvChecks(lock, node, run.runs, &report.devices))
     report.checks.push_back(std::move(c));
-  report.checks.push_back(VerifyArtifact(project, lock.model, "model"));
-  report.checks.push_back(VerifyArtifact(project, lock.dataset, "dataset"));
+  // The data checks read every pinned byte: they get the workers' time limit each.
+  auto deadline = [&] {
+    return std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout_s);
+  };
+  report.checks.push_back(VerifyArtifact(project, lock.model, "model", deadline()));
+  report.checks.push_back(VerifyArtifact(project, lock.dataset, "dataset", deadline()));
   if (lock.custom_ops.empty()) {
     report.checks.push_back(Skip("ops.custom", "the lock declares no custom ops"));
   } else if (!Selected(o.only, {"ops.custom"})) {

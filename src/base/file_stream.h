@@ -1,0 +1,31 @@
+// Reading a file the project pins (model weights, dataset shards) once, in chunks, at disk
+// speed: only regular files (a FIFO, a device or a /proc file is refused without blocking), and
+// never past a deadline. Each chunk goes to the caller (to hash it, to scan it).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace trainlock {
+
+// Why a file could not be streamed: not a regular file, unreadable, or past the deadline.
+class StreamError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+using Deadline = std::chrono::steady_clock::time_point;
+
+// Reads `path` from start to end, handing each chunk to `chunk`; returns the bytes read.
+// Throws StreamError ("path: not a regular file", "path: read error: ...", "path: not read
+// within the time limit") and whatever `chunk` throws.
+uint64_t StreamRegularFile(const std::filesystem::path& path,
+                           const std::function<void(std::string_view)>& chunk,
+                           Deadline deadline = Deadline::max());
+
+}  // namespace trainlock
