@@ -48,6 +48,9 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   app.add_flag("--json", v.json, "Print the report JSON instead of the summary");
+  app.add_flag("--allow-drift", v.allow_drift,
+               "Validate although the lock is stale or the config changed since it was made; "
+               "the drift is recorded in the report");
   std::string nproc;
   app.add_option("--nproc", nproc,
                  "Start N ranks (auto: one per visible GPU) that join comm.allreduce and comm.ddp; "

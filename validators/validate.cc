@@ -17,6 +17,7 @@
 #include "base/version_info.h"
 #include "check_selection.h"
 #include "checks/host_info.h"
+#include "compat/lock_drift.h"
 #include "launch.h"
 #include "node_run.h"
 #include "nvml_probe.h"
@@ -68,6 +69,19 @@ void RefuseWrongBuild(const ValidateOptions& o, const Project& project, const st
           (targets.empty() ? std::string("none") : targets) + " (no cpu target)",
       "run the validator inside the image built for the lock's target (`trainlock validate DIR "
       "--image REF`), or add [targets.cpu] to trainlock.toml and re-lock"});
+}
+
+// The lock must describe the files the run trains from: a stale lock or a changed config is
+// refused before any training (exit 2), unless --allow-drift, which records it in the report.
+std::vector<Finding> CheckDrift(const ValidateOptions& o, const Project& project) {
+  std::vector<Finding> drift = LockDrift(project);
+  if (drift.empty() || o.allow_drift) return drift;
+  Diagnostics diags;
+  for (const Finding& f : drift) {
+    diags.Error(f.path, f.pos, f.id + ": " + f.message,
+                f.remedy + "; or give --allow-drift to validate anyway (recorded in the report)");
+  }
+  throw InputError(diags);
 }
 
 // The signing key's PEM, checked before the long run so a bad key costs seconds, not the run.
@@ -226,6 +240,7 @@ int RunValidate(const ValidateOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   const Project project = LoadLockedProject(o);
   RefuseWrongBuild(o, project, BuiltTorchFlavour());
+  [[maybe_unused]] const std::vector<Finding> drift = CheckDrift(o, project);
   const std::string sign_pem = ReadSigningKey(o.sign_key);
   Progress progress = Progress::ForStderr();
   Report report = NewReport(project, lead);

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "base/suggest.h"
+#include "compat/lock_drift.h"
 
 namespace trainlock {
 namespace {
@@ -154,20 +155,7 @@ class CompatChecker {
   }
 
   void CheckLock() {
-    if (!project_.lock) return;
-    const Spec& lock = *project_.lock;
-    if (lock.manifest_sha256 != project_.manifest_sha256) {
-      Add("lock.stale", "manifest-sha256",
-          "the lock was made from a different manifest (manifest-sha256 " +
-              lock.manifest_sha256.substr(0, 12) +
-              "... != " + project_.manifest_sha256.substr(0, 12) + "...)",
-          "run `trainlock lock` to re-resolve", project_.lock_path);
-    }
-    if (lock.config == spec_.config && lock.config_sha256 != project_.config_sha256) {
-      Add("lock.config", "project.config-sha256",
-          "the training config " + project_.config_path + " changed since the lock was made",
-          "run `trainlock lock` to record the new config hash", project_.lock_path);
-    }
+    for (Finding& f : LockDrift(project_)) findings_.push_back(std::move(f));
   }
 
   const Project& project_;

@@ -198,6 +198,35 @@ TEST(ValidateInput, ACpuBuildRefusesDeviceCuda) {
 }
 #endif
 
+// The lock pins the config by its SHA-256: training from an edited config with the old lock is
+// refused before any training, with the finding id, the lock's position and the remedy.
+TEST(ValidateInput, AnEditedConfigWithTheOldLockIsRefusedBeforeTraining) {
+  testing::TempDir dir;
+  testing::CopyExample("tiny", dir.path());
+  const fs::path config = dir.path() / "configs/tiny.yaml";
+  testing::WriteFile(config, testing::ReadFile(config) + "# edited after locking\n");
+  auto r =
+      RunTrainlock({"validate", dir.path().string(), "--out", (dir.path() / "r.json").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("trainlock.lock:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("error: lock.config: the training config"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("run `trainlock lock` to record the new config hash"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir.path() / "r.json"));
+}
+
+TEST(ValidateInput, AManifestEditedAfterLockingIsAStaleLock) {
+  testing::TempDir dir;
+  testing::CopyExample("tiny", dir.path());
+  const fs::path manifest = dir.path() / "trainlock.toml";
+  testing::WriteFile(manifest, testing::ReadFile(manifest) + "\n[python]\nnumpy = \"2.1.3\"\n");
+  auto r =
+      RunTrainlock({"validate", dir.path().string(), "--out", (dir.path() / "r.json").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("error: lock.stale: the lock was made from a different manifest"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(ValidateInput, AnUnknownValidatorOptionIsBadInput) {
   EXPECT_EQ(RunTrainlock({"validate", ".", "--frobnicate"}).exit_code, 2);
 }
