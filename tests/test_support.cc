@@ -148,6 +148,23 @@ BackgroundProcess::~BackgroundProcess() {
   }
 }
 
+bool ProcessIsGone(int pid) {
+  for (int i = 0; i < 100; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return true;
+    size_t close = line.rfind(')');
+    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z')
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+int PidFrom(const std::filesystem::path& file) {
+  return std::stoi(ReadFile(file));
+}
+
 int FreeLoopbackPort() {
   return trainlock::FreeLoopbackPort();
 }
