@@ -19,7 +19,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "base/run_command.h"
+#include "base/program_path.h"
 #include "lock/http_client.h"
 
 namespace trainlock::testing {
