@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "base/program_path.h"
+#include "base/subprocess.h"
 #include "lock/http_client.h"
 
 namespace trainlock::testing {
@@ -95,7 +96,7 @@ RunResult RunCommand(const std::vector<std::string>& command, const std::vector<
   int status = 0;
   ::waitpid(pid, &status, 0);
   RunResult result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.exit_code = ExitCodeOf(status);
   result.out = ReadFile(out_path);
   result.err = ReadFile(err_path);
   return result;
