@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "base/diagnostic.h"
+#include "base/subprocess.h"
 #include "project/spec_loader.h"
 #include "project/train_config.h"
 #include "test_support.h"
@@ -187,7 +188,7 @@ CheckRun RunCheck(const fs::path& dir) {
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   CheckRun run;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  run.exit_code = ExitCodeOf(status);
   run.err_lines = Lines(ReadFile(err_path));
   return run;
 }

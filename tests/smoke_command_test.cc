@@ -5,8 +5,6 @@
 #include <signal.h>
 
 #include <chrono>
-#include <fstream>
-#include <thread>
 
 #include "checks/smoke_command.h"
 #include "test_support.h"
@@ -21,25 +19,6 @@ ExtCommand Command(std::vector<std::string> argv, double timeout_s = 60) {
   c.argv = std::move(argv);
   c.timeout_s = timeout_s;
   return c;
-}
-
-// True when `pid` has exited (gone, or a zombie nobody reaped yet), waiting up to 5 s for a
-// SIGKILL to land.
-bool ProcessIsGone(pid_t pid) {
-  for (int i = 0; i < 100; ++i) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(stat, line)) return true;
-    size_t close = line.rfind(')');
-    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z')
-      return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
-
-pid_t PidFrom(const fs::path& file) {
-  return std::stoi(testing::ReadFile(file));
 }
 
 TEST(SmokeCommand, SuccessPassesWithItsOutputTail) {
@@ -79,8 +58,8 @@ TEST(SmokeCommand, TimeoutKillsTheCommandAndEveryProcessItStarted) {
       << c.summary;
   EXPECT_EQ(run.output_tail, "started\n");
   EXPECT_LT(waited, 30.0);  // bounded: the timeout plus the grace, not the 300 s sleep
-  EXPECT_TRUE(ProcessIsGone(PidFrom(dir.path() / "sh.pid")));
-  EXPECT_TRUE(ProcessIsGone(PidFrom(dir.path() / "bg.pid")));
+  EXPECT_TRUE(testing::ProcessIsGone(testing::PidFrom(dir.path() / "sh.pid")));
+  EXPECT_TRUE(testing::ProcessIsGone(testing::PidFrom(dir.path() / "bg.pid")));
 }
 
 TEST(SmokeCommand, ACommandThatIgnoresSigtermIsKilled) {
@@ -89,7 +68,7 @@ TEST(SmokeCommand, ACommandThatIgnoresSigtermIsKilled) {
       Command({"sh", "-c", "trap '' TERM; echo $$ > sh.pid; sleep 300"}, 1), dir.path());
   EXPECT_TRUE(run.timed_out);
   EXPECT_EQ(run.exit_code, 128 + SIGKILL);
-  EXPECT_TRUE(ProcessIsGone(PidFrom(dir.path() / "sh.pid")));
+  EXPECT_TRUE(testing::ProcessIsGone(testing::PidFrom(dir.path() / "sh.pid")));
 }
 
 TEST(SmokeCommand, ProcessesLeftRunningAfterASuccessAreKilled) {
@@ -98,7 +77,7 @@ TEST(SmokeCommand, ProcessesLeftRunningAfterASuccessAreKilled) {
       RunSmokeCommand(Command({"sh", "-c", "sleep 300 & echo $! > bg.pid; exit 0"}), dir.path());
   EXPECT_EQ(run.exit_code, 0);
   EXPECT_TRUE(run.left_processes);
-  EXPECT_TRUE(ProcessIsGone(PidFrom(dir.path() / "bg.pid")));
+  EXPECT_TRUE(testing::ProcessIsGone(testing::PidFrom(dir.path() / "bg.pid")));
 }
 
 TEST(SmokeCommand, AProgramThatDoesNotExistIsAnErrorNotAFail) {

@@ -19,7 +19,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "base/run_command.h"
+#include "base/program_path.h"
+#include "base/subprocess.h"
 #include "lock/http_client.h"
 
 namespace trainlock::testing {
@@ -95,7 +96,7 @@ RunResult RunCommand(const std::vector<std::string>& command, const std::vector<
   int status = 0;
   ::waitpid(pid, &status, 0);
   RunResult result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.exit_code = ExitCodeOf(status);
   result.out = ReadFile(out_path);
   result.err = ReadFile(err_path);
   return result;
@@ -146,6 +147,23 @@ BackgroundProcess::~BackgroundProcess() {
     int status = 0;
     ::waitpid(pid_, &status, 0);
   }
+}
+
+bool ProcessIsGone(int pid) {
+  for (int i = 0; i < 100; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return true;
+    size_t close = line.rfind(')');
+    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z')
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+int PidFrom(const std::filesystem::path& file) {
+  return std::stoi(ReadFile(file));
 }
 
 int FreeLoopbackPort() {

@@ -67,6 +67,13 @@ class BackgroundProcess {
   int pid_ = -1;
 };
 
+// True when `pid` has exited (gone, or a zombie nobody reaped yet), waiting up to 5 s for a
+// SIGKILL to land.
+bool ProcessIsGone(int pid);
+
+// The process id a test's command wrote to `file` (sh: echo $! > file).
+int PidFrom(const std::filesystem::path& file);
+
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int FreeLoopbackPort();
 

@@ -1,5 +1,6 @@
-// Child processes for the validator's round trip: spawn (no shell), read a line from the
-// child's stdout, wait with a deadline, SIGKILL. Every wait is bounded: no hang.
+// The validator's worker processes (round trip, node probe, custom ops): each is this
+// executable again, stdout a pipe it announces progress on, stderr appended to a file, killed
+// when the validator dies. A thin layer over base/subprocess.h. Every wait is bounded: no hang.
 #pragma once
 
 #include <sys/types.h>
@@ -10,30 +11,29 @@
 #include <string>
 #include <vector>
 
+#include "base/subprocess.h"
+
 namespace trainlock::validate {
 
 class Child {
  public:
   // Starts `argv` with stdout on a pipe (readable with ReadLine) and stderr appended to
-  // `stderr_file`. Throws std::runtime_error when the process cannot be started.
+  // `stderr_file`. Throws std::runtime_error when no process could be made; a program that
+  // cannot be executed is a child that exits with 127.
   Child(const std::vector<std::string>& argv, const std::filesystem::path& stderr_file);
-  ~Child();
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_.pid(); }
   // The next stdout line, or nullopt at end of output or when the deadline passes.
-  std::optional<std::string> ReadLine(std::chrono::steady_clock::time_point deadline);
+  std::optional<std::string> ReadLine(std::chrono::steady_clock::time_point deadline) {
+    return process_.ReadLine(deadline);
+  }
   // Waits for exit until the deadline; on timeout kills the child and returns nullopt.
   // Returns the exit code, or 128 + signal for a signalled child.
   std::optional<int> Wait(std::chrono::steady_clock::time_point deadline);
-  void Kill();  // SIGKILL, then reap
+  void Kill() { process_.Kill(); }  // SIGKILL, then reap
 
  private:
-  pid_t pid_ = -1;
-  int stdout_fd_ = -1;
-  std::string buffer_;
-  std::optional<int> status_;
+  Subprocess process_;
 };
 
 // The last `lines` lines of a text file ("" when unreadable), for error summaries.

@@ -4,7 +4,8 @@
 #include <fstream>
 
 #include "base/file_io.h"
-#include "base/run_command.h"
+#include "base/program_path.h"
+#include "base/subprocess.h"
 #include "base/toml_document.h"
 #include "lock/lock_resolver.h"
 #include "project/project.h"
@@ -21,8 +22,15 @@ std::string TailLines(std::string text, int lines) {
   return pos == std::string::npos || pos == 0 ? text : text.substr(pos + 1);
 }
 
+// What is kept of an engine's output: enough for the last lines of a failure and for the
+// digest that `docker push` prints at its end.
+constexpr size_t kEngineTailLines = 100;
+
 std::string Run(const std::vector<std::string>& argv, const std::string& what) {
-  CommandResult r = RunCapture(argv);
+  SpawnOptions options;
+  options.argv = argv;
+  options.tail_lines = kEngineTailLines;
+  const ProcessRun r = RunProcess(options);
   if (r.exit_code != 0) {
     throw ImageBuildError(what + " failed (" + argv[0] + " exit " + std::to_string(r.exit_code) +
                               "): " + TailLines(r.output, 5),

@@ -1,0 +1,430 @@
+// Starting, watching and stopping child processes; see subprocess.h.
+#include "base/subprocess.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include "base/program_path.h"
+
+namespace trainlock {
+namespace {
+
+using std::chrono::milliseconds;
+
+// How long one poll waits: the delay before a child's exit is noticed while its pipe is quiet.
+constexpr milliseconds kPollSlice(20);
+// How long the output of a finished child may take to arrive, when something it left behind
+// still holds the pipe.
+constexpr milliseconds kFinalDrain(500);
+
+milliseconds Slice(ProcessClock::duration left) {
+  return std::min(std::chrono::ceil<milliseconds>(left), kPollSlice);
+}
+
+std::string ErrorText(int error) {
+  return std::strerror(error);
+}
+
+// A file descriptor closed when it goes out of scope.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { Reset(); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(Fd&& other) noexcept {
+    Reset();
+    fd_ = std::exchange(other.fd_, -1);
+    return *this;
+  }
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+  void Reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Moves a new descriptor above 0-2: in a parent whose stdin, stdout or stderr is closed, it
+// could otherwise land on the very number the child's redirection overwrites.
+Fd AboveStdio(int fd) {
+  if (fd < 0 || fd > STDERR_FILENO) return Fd(fd);
+  Fd low(fd);
+  return Fd(::fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1));
+}
+
+// Each returns 0, or the errno of what failed.
+int MakePipe(Fd* read_end, Fd* write_end) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return errno;
+  *read_end = AboveStdio(fds[0]);
+  *write_end = AboveStdio(fds[1]);
+  return read_end->get() >= 0 && write_end->get() >= 0 ? 0 : errno;
+}
+
+int OpenForChild(const std::filesystem::path& file, int flags, Fd* fd) {
+  *fd = AboveStdio(::open(file.c_str(), flags | O_CLOEXEC, 0644));
+  return fd->get() >= 0 ? 0 : errno;
+}
+
+// The descriptors the child's stdin, stdout and stderr become, opened by the parent so that
+// an unopenable file is reported before anything starts.
+struct ChildStreams {
+  Fd in, out_file, err_file, pipe_write;
+
+  int Target(Stream stream, const Fd& file) const {
+    switch (stream) {
+      case Stream::kInherit:
+        return -1;
+      case Stream::kPipe:
+        return pipe_write.get();
+      case Stream::kFile:
+        return file.get();
+    }
+    return -1;
+  }
+};
+
+// Why a child could not start, and the errno behind it.
+struct StartFailure {
+  std::string why;
+  int error;
+};
+
+// Opens what the child's streams need (before fork, so that a failure is reported before
+// anything starts): /dev/null, the output files, the pipe.
+std::optional<StartFailure> OpenStreams(const SpawnOptions& o, ChildStreams* streams,
+                                        Fd* pipe_read) {
+  constexpr int kAppend = O_WRONLY | O_CREAT | O_APPEND;
+  const struct {
+    bool wanted;
+    std::filesystem::path file;
+    int flags;
+    Fd* fd;
+  } files[] = {{o.null_stdin, "/dev/null", O_RDONLY, &streams->in},
+               {o.out == Stream::kFile, o.out_file, kAppend, &streams->out_file},
+               {o.err == Stream::kFile, o.err_file, kAppend, &streams->err_file}};
+  for (const auto& f : files) {
+    if (!f.wanted) continue;
+    if (int e = OpenForChild(f.file, f.flags, f.fd)) {
+      return StartFailure{f.file.string() + ": " + ErrorText(e), e};
+    }
+  }
+  if (o.out == Stream::kPipe || o.err == Stream::kPipe) {
+    if (int e = MakePipe(pipe_read, &streams->pipe_write)) {
+      return StartFailure{"pipe failed: " + ErrorText(e), e};
+    }
+  }
+  return std::nullopt;
+}
+
+// This process's environment with `changes` applied, as NAME=VALUE entries.
+std::vector<std::string> ChildEnvironment(const std::map<std::string, std::string>& changes) {
+  std::vector<std::string> env;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    if (changes.count(std::string(text.substr(0, text.find('=')))) == 0) env.emplace_back(text);
+  }
+  for (const auto& [name, value] : changes) env.push_back(name + "=" + value);
+  return env;
+}
+
+// The PATH that argv[0] is looked up on: the child's own.
+std::string ChildPath(const std::map<std::string, std::string>& changes) {
+  if (auto it = changes.find("PATH"); it != changes.end()) return it->second;
+  const char* path = std::getenv("PATH");
+  return path ? path : kDefaultPath;
+}
+
+std::vector<char*> Pointers(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+// Everything the child does between fork() and exec(), prepared before fork(): the child then
+// only makes async-signal-safe system calls and allocates nothing, which is what POSIX allows
+// in the child of a threaded process.
+struct ExecPlan {
+  ExecPlan(const SpawnOptions& o, const ChildStreams& streams)
+      : files(o.program.empty() ? ProgramCandidates(o.argv[0], ChildPath(o.env))
+                                : std::vector<std::string>{o.program}),
+        env(ChildEnvironment(o.env)),
+        file_ptrs(Pointers(files)),
+        argv(Pointers(o.argv)),
+        envp(Pointers(env)),
+        cwd(o.cwd.empty() ? nullptr : o.cwd.c_str()),
+        in_fd(streams.in.get()),
+        out_fd(streams.Target(o.out, streams.out_file)),
+        err_fd(streams.Target(o.err, streams.err_file)),
+        own_group(o.own_group),
+        die_with_parent(o.die_with_parent) {
+    // A file without #! runs under the shell, as execvp does: /bin/sh FILE ARGS...
+    shell_argv = {const_cast<char*>("/bin/sh"), nullptr};
+    shell_argv.insert(shell_argv.end(), argv.begin() + 1, argv.end());
+  }
+
+  std::vector<std::string> files;  // what to try to execute, in order
+  std::vector<std::string> env;
+  std::vector<char*> file_ptrs, argv, envp, shell_argv;
+  const char* cwd;
+  int in_fd, out_fd, err_fd;  // -1: keep this process's
+  bool own_group, die_with_parent;
+};
+
+// What failed in the child before exec, sent to the parent on a close-on-exec pipe: the
+// parent reads end-of-file when exec succeeded.
+struct ChildFailure {
+  enum Step : int { kRedirect, kChdir, kExec } step;
+  int error;
+};
+
+[[noreturn]] void ReportAndExit(int status_fd, ChildFailure::Step step, int error) {
+  const ChildFailure failure{step, error};
+  (void)!::write(status_fd, &failure, sizeof failure);
+  ::_exit(kCannotStart);
+}
+
+bool Redirect(int fd, int target) {
+  return fd < 0 || ::dup2(fd, target) == target;
+}
+
+// The child after fork(). Tries each candidate file as execvp would: a missing one passes to
+// the next, a denied one too but is remembered, any other error ends the search.
+[[noreturn]] void ExecChild(ExecPlan& plan, int status_fd) {
+  if (plan.own_group) ::setpgid(0, 0);
+  if (plan.die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (!Redirect(plan.in_fd, STDIN_FILENO) || !Redirect(plan.out_fd, STDOUT_FILENO) ||
+      !Redirect(plan.err_fd, STDERR_FILENO)) {
+    ReportAndExit(status_fd, ChildFailure::kRedirect, errno);
+  }
+  if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) {
+    ReportAndExit(status_fd, ChildFailure::kChdir, errno);
+  }
+  bool denied = false;
+  int missing = ENOENT;
+  for (char* file : plan.file_ptrs) {
+    if (file == nullptr) break;
+    ::execve(file, plan.argv.data(), plan.envp.data());
+    if (errno == ENOEXEC) {
+      plan.shell_argv[1] = file;
+      ::execve(plan.shell_argv[0], plan.shell_argv.data(), plan.envp.data());
+    }
+    const int error = errno;
+    if (error == EACCES) {
+      denied = true;
+    } else if (error == ENOENT || error == ENOTDIR || error == ESTALE || error == ENODEV ||
+               error == ETIMEDOUT) {
+      missing = error;
+    } else {
+      ReportAndExit(status_fd, ChildFailure::kExec, error);
+    }
+  }
+  ReportAndExit(status_fd, ChildFailure::kExec, denied ? EACCES : missing);
+}
+
+// Reads the child's report from the status pipe; false at end-of-file (exec succeeded).
+bool ReadChildFailure(int status_fd, ChildFailure* failure) {
+  ssize_t n;
+  while ((n = ::read(status_fd, failure, sizeof *failure)) < 0 && errno == EINTR) {
+  }
+  return n == static_cast<ssize_t>(sizeof *failure);
+}
+
+std::string Describe(const ChildFailure& failure, const SpawnOptions& o) {
+  const std::string why = ErrorText(failure.error);
+  switch (failure.step) {
+    case ChildFailure::kRedirect:
+      return "cannot redirect the output: " + why;
+    case ChildFailure::kChdir:
+      return "cannot enter " + o.cwd.string() + ": " + why;
+    case ChildFailure::kExec:
+      return "cannot execute " + (o.program.empty() ? o.argv[0] : o.program) + ": " + why;
+  }
+  return why;
+}
+
+}  // namespace
+
+int ExitCodeOf(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return -1;
+}
+
+Subprocess::Subprocess(const SpawnOptions& options)
+    : own_group_(options.own_group), tail_(options.tail_lines, options.tail_line_bytes) {
+  Spawn(options);
+}
+
+Subprocess::~Subprocess() {
+  if (pid_ > 0 && !exit_code_) Kill();
+  if (out_fd_ >= 0) ::close(out_fd_);
+}
+
+void Subprocess::Fail(const std::string& why, int error) {
+  start_error_ = why;
+  start_errno_ = error;
+  exit_code_ = kCannotStart;
+}
+
+void Subprocess::Spawn(const SpawnOptions& o) {
+  if (o.argv.empty()) return Fail("no command", EINVAL);
+  ChildStreams streams;
+  Fd pipe_read, status_read, status_write;
+  if (std::optional<StartFailure> failure = OpenStreams(o, &streams, &pipe_read)) {
+    return Fail(failure->why, failure->error);
+  }
+  if (int e = MakePipe(&status_read, &status_write)) return Fail("pipe failed: " + ErrorText(e), e);
+  ExecPlan plan(o, streams);
+  pid_ = ::fork();
+  if (pid_ == 0) ExecChild(plan, status_write.get());
+  if (pid_ < 0) {
+    const int e = errno;
+    pid_ = -1;
+    return Fail("fork failed: " + ErrorText(e), e);
+  }
+  if (own_group_) ::setpgid(pid_, pid_);  // here too, so the group exists before any kill
+  status_write.Reset();
+  streams.pipe_write.Reset();  // else the pipe never ends
+  out_fd_ = pipe_read.release();
+  ChildFailure failure{};
+  if (ReadChildFailure(status_read.get(), &failure)) {
+    Reap(true);
+    Fail(Describe(failure, o), failure.error);
+  }
+}
+
+bool Subprocess::Reap(bool block) {
+  if (exit_code_) return true;
+  int status = 0;
+  pid_t r;
+  while ((r = ::waitpid(pid_, &status, block ? 0 : WNOHANG)) < 0 && errno == EINTR) {
+  }
+  if (r == 0) return false;
+  // r < 0: someone else reaped it (SIGCHLD ignored); it is gone with no code to tell.
+  exit_code_ = r == pid_ ? ExitCodeOf(status) : -1;
+  return true;
+}
+
+size_t Subprocess::ReadChunk(milliseconds wait, char* buffer, size_t size) {
+  pollfd p{out_fd_, POLLIN, 0};
+  const int ready = ::poll(&p, 1, static_cast<int>(wait.count()));
+  if (ready == 0 || (ready < 0 && errno == EINTR)) return 0;
+  const ssize_t n = ready < 0 ? -1 : ::read(out_fd_, buffer, size);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return 0;
+  if (n <= 0) {  // the end of the output, or a pipe that cannot be read: either way, done
+    ::close(out_fd_);
+    out_fd_ = -1;
+    return 0;
+  }
+  return static_cast<size_t>(n);
+}
+
+void Subprocess::ReadIntoTail(milliseconds wait) {
+  if (out_fd_ < 0) {
+    std::this_thread::sleep_for(wait);
+    return;
+  }
+  char buffer[8192];
+  tail_.Add(buffer, ReadChunk(wait, buffer, sizeof buffer));
+}
+
+std::optional<std::string> Subprocess::ReadLine(ProcessClock::time_point deadline) {
+  char buffer[4096];
+  while (true) {
+    if (size_t nl = unread_.find('\n'); nl != std::string::npos) {
+      std::string line = unread_.substr(0, nl);
+      unread_.erase(0, nl + 1);
+      return line;
+    }
+    const auto left = deadline - ProcessClock::now();
+    if (left <= ProcessClock::duration::zero() || out_fd_ < 0) return std::nullopt;
+    unread_.append(buffer, ReadChunk(Slice(left), buffer, sizeof buffer));
+  }
+}
+
+std::optional<int> Subprocess::Wait(ProcessClock::time_point deadline) {
+  while (!Reap(false)) {
+    const auto left = deadline - ProcessClock::now();
+    if (left <= ProcessClock::duration::zero()) return std::nullopt;
+    if (out_fd_ < 0 && deadline == ProcessClock::time_point::max()) {
+      Reap(true);  // nothing to read and no deadline: block in waitpid
+    } else {
+      ReadIntoTail(Slice(left));
+    }
+  }
+  return exit_code_;
+}
+
+int Subprocess::Stop(milliseconds grace) {
+  if (Reap(false)) return *exit_code_;
+  const pid_t target = own_group_ ? -pid_ : pid_;
+  if (grace.count() > 0) {
+    ::kill(target, SIGTERM);
+    if (std::optional<int> code = Wait(ProcessClock::now() + grace)) return *code;
+  }
+  ::kill(target, SIGKILL);
+  Reap(true);
+  return *exit_code_;
+}
+
+bool Subprocess::KillLeftovers() {
+  if (!own_group_ || pid_ <= 0 || !exit_code_) return false;
+  const bool left = ::kill(-pid_, 0) == 0;
+  ::kill(-pid_, SIGKILL);
+  return left;
+}
+
+void Subprocess::DrainOutput(ProcessClock::time_point until) {
+  while (out_fd_ >= 0) {
+    const auto left = until - ProcessClock::now();
+    if (left <= ProcessClock::duration::zero()) return;
+    ReadIntoTail(Slice(left));
+  }
+}
+
+ProcessRun RunProcess(const SpawnOptions& options, const RunLimits& limits) {
+  ProcessRun run;
+  const auto start = ProcessClock::now();
+  Subprocess child(options);
+  if (!child.started()) {
+    run.start_error = child.start_error();
+    return run;
+  }
+  run.started = true;
+  const auto deadline = limits.timeout_s > 0
+                            ? start + std::chrono::duration_cast<ProcessClock::duration>(
+                                          std::chrono::duration<double>(limits.timeout_s))
+                            : ProcessClock::time_point::max();
+  std::optional<int> code = child.Wait(deadline);
+  if (!code) {
+    run.timed_out = true;
+    code = child.Stop(limits.term_grace);
+  }
+  run.exit_code = *code;
+  run.duration_s = std::chrono::duration<double>(ProcessClock::now() - start).count();
+  run.left_processes = child.KillLeftovers();  // before the drain: they may hold the pipe
+  child.DrainOutput(ProcessClock::now() + kFinalDrain);
+  run.output = child.tail().Text();
+  run.output_lines = child.tail().total();
+  return run;
+}
+
+}  // namespace trainlock

@@ -1,0 +1,130 @@
+// Child processes: the one way trainlock starts a program (an image engine, the project's
+// smoke command, the validator's ranks and workers). Arguments go to the program as they are,
+// without a shell; the environment, working directory, process group and output streams are
+// set up without running anything after fork() that is unsafe in a threaded parent (the
+// validator has LibTorch's thread pools by then). Every wait can have a deadline, and stopping
+// a child is SIGTERM, a grace, then SIGKILL, to its whole group when it has one.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/output_tail.h"
+
+namespace trainlock {
+
+using ProcessClock = std::chrono::steady_clock;
+
+// The exit code of a child that could not be started, as a shell reports it.
+inline constexpr int kCannotStart = 127;
+
+// The exit code a shell shows for a wait(2) status: the status, or 128 + N after signal N.
+int ExitCodeOf(int wait_status);
+
+// Where one of the child's output streams goes.
+enum class Stream {
+  kInherit,  // this process's own
+  kPipe,     // read by this process into the tail; stdout and stderr share the one pipe
+  kFile,     // appended to a file (created when missing)
+};
+
+struct SpawnOptions {
+  std::vector<std::string> argv;  // argv[0] is looked up on PATH unless it has a slash
+  std::string program;            // run this file instead of looking up argv[0]
+  // Added to this process's environment, replacing a variable of the same name. A PATH here
+  // is also where argv[0] is looked up.
+  std::map<std::string, std::string> env;
+  std::filesystem::path cwd;     // empty: this process's
+  bool own_group = false;        // a process group of its own: stopping it stops all it started
+  bool die_with_parent = false;  // SIGKILLed when the thread that started it ends
+  bool null_stdin = false;       // stdin from /dev/null instead of this process's
+  Stream out = Stream::kPipe;
+  Stream err = Stream::kPipe;
+  std::filesystem::path out_file;  // for Stream::kFile
+  std::filesystem::path err_file;
+  size_t tail_lines = 100;  // what the tail keeps of the pipe
+  size_t tail_line_bytes = 4096;
+};
+
+// One started child; destroying it SIGKILLs (its group, when it has one) and reaps a child
+// still running, so none outlives its owner.
+class Subprocess {
+ public:
+  // Starts the child. Never throws: a child that cannot start (no such program, a missing
+  // working directory, an output file that cannot be opened) has started() false,
+  // start_error() saying why and exit code 127.
+  explicit Subprocess(const SpawnOptions& options);
+  ~Subprocess();
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+
+  bool started() const { return start_error_.empty(); }
+  const std::string& start_error() const { return start_error_; }
+  int start_errno() const { return start_errno_; }  // the errno behind start_error()
+  pid_t pid() const { return pid_; }                // -1 when it failed before a process existed
+
+  // The next line on the pipe, without its newline; nullopt at the end of the output or at the
+  // deadline. For a child that speaks a line protocol on stdout.
+  std::optional<std::string> ReadLine(ProcessClock::time_point deadline);
+  // Waits for the child to exit until `deadline`, reading the pipe into the tail meanwhile so
+  // that a chatty child never blocks. Returns its exit code, or nullopt at the deadline (the
+  // child still runs). ProcessClock::time_point::max() waits as long as it takes.
+  std::optional<int> Wait(ProcessClock::time_point deadline);
+  // Ends the child: SIGTERM, up to `grace` for it to exit, then SIGKILL (to the group when it
+  // has one); reaps it and returns the exit code. A zero grace is SIGKILL at once.
+  int Stop(std::chrono::milliseconds grace);
+  void Kill() { Stop(std::chrono::milliseconds(0)); }
+  // After the child exited: true when its own group still holds processes it left behind,
+  // which are then SIGKILLed. False without a group of its own.
+  bool KillLeftovers();
+  // Reads what the pipe still holds into the tail, until its end or `until`.
+  void DrainOutput(ProcessClock::time_point until);
+  const OutputTail& tail() const { return tail_; }
+
+ private:
+  void Spawn(const SpawnOptions& options);
+  bool Reap(bool block);
+  // Reads what the pipe has into `buffer`, waiting up to `wait`; 0 when nothing came. Closes
+  // the pipe at its end.
+  size_t ReadChunk(std::chrono::milliseconds wait, char* buffer, size_t size);
+  void ReadIntoTail(std::chrono::milliseconds wait);
+  void Fail(const std::string& why, int error);
+
+  pid_t pid_ = -1;
+  bool own_group_ = false;
+  int out_fd_ = -1;  // the read end of the pipe, -1 without one or once it ended
+  std::string start_error_;
+  int start_errno_ = 0;
+  std::optional<int> exit_code_;
+  std::string unread_;  // what ReadLine read past the line it returned
+  OutputTail tail_;
+};
+
+// How long a RunProcess may take.
+struct RunLimits {
+  double timeout_s = 0;                        // 0: no limit
+  std::chrono::milliseconds term_grace{2000};  // between SIGTERM and SIGKILL
+};
+
+// A child run to its end.
+struct ProcessRun {
+  bool started = false;
+  std::string start_error;  // why it could not be started
+  int exit_code = kCannotStart;
+  bool timed_out = false;       // stopped because it ran past the timeout
+  double duration_s = 0;        // from the start until it exited or was stopped
+  bool left_processes = false;  // its own group outlived it (and was killed)
+  std::string output;           // the tail of the pipe
+  int output_lines = 0;         // lines on the pipe in all
+};
+
+// Starts a child, waits for it within the limits, and kills what it left in its own group.
+ProcessRun RunProcess(const SpawnOptions& options, const RunLimits& limits = {});
+
+}  // namespace trainlock
