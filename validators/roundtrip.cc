@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 
 #include "base/sha256.h"
 #include "compat/catalog.h"
+#include "host_memory.h"
 #include "plan/memory_model.h"
 #include "project/project.h"
 #include "project/train_shape.h"
@@ -29,6 +31,8 @@ struct WorkerRun {
   nlohmann::json result;         // its result file (empty object when none)
   std::string stderr_tail;
   bool killed_by_us = false;
+  uint64_t peak_rss_bytes = 0;                                // sampled while it ran
+  std::optional<uint64_t> oom_kills_before, oom_kills_after;  // the cgroup's OOM-killer count
 };
 
 double Seconds(Clock::time_point start) {
@@ -47,6 +51,7 @@ class Coordinator {
   struct Launched {
     WorkerRun run;
     std::unique_ptr<Child> child;
+    std::unique_ptr<RssSampler> rss;
     Clock::time_point started;
   };
   Launched Launch(const std::string& name, const std::vector<std::string>& extra) const;
@@ -103,8 +108,10 @@ Coordinator::Launched Coordinator::Launch(const std::string& name,
   Launched l;
   l.run.name = name;
   l.started = Clock::now();
+  l.run.oom_kills_before = CgroupOomKills();
   l.child = std::make_unique<Child>(Args(name, extra), o_.work_dir / (name + ".stderr"));
   l.run.pid = l.child->pid();
+  l.rss = std::make_unique<RssSampler>(l.run.pid);
   return l;
 }
 
@@ -123,6 +130,9 @@ WorkerRun Coordinator::Finish(Launched l, bool preempt_after_commit, double* sec
   }
   run.exit_code = l.child->Wait(deadline);
   if (seconds) *seconds = Seconds(l.started);
+  run.peak_rss_bytes = l.rss->peak_bytes();
+  l.rss.reset();
+  run.oom_kills_after = CgroupOomKills();
   run.result = ReadJson(o_.work_dir / (run.name + ".json"));
   run.stderr_tail = TailOfFile(o_.work_dir / (run.name + ".stderr"), 5);
   return run;
@@ -148,6 +158,11 @@ std::string Coordinator::Failure(const WorkerRun& run) const {
   }
   if (run.result.contains("error")) return run.result["error"].value("message", "failed");
   if (run.killed_by_us) return "";
+  if (*run.exit_code == 128 + SIGKILL) {
+    return DescribeOutsideKill(run.name, run.peak_rss_bytes, HostMemoryBytes(),
+                               run.oom_kills_before, run.oom_kills_after) +
+           "; its output is in " + o_.work_dir.string();
+  }
   if (*run.exit_code != 0) {
     return "process " + run.name + " exited with " + std::to_string(*run.exit_code) +
            (run.stderr_tail.empty()
@@ -325,7 +340,7 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
       r.remedy =
           run->result.contains("error") && run->result["error"]["kind"] == "checkpoint"
               ? "the checkpoint did not verify: check the storage (checkpoint-dir) for corruption"
-              : "see the worker's stderr in the work directory (--keep-work)";
+              : "see the worker's stderr in " + o_.work_dir.string();
       r.metrics["bitwise_equal"] = false;
       return r;
     }

@@ -210,12 +210,20 @@ nlohmann::json WriteReports(const ValidateOptions& o, const Project& project,
   return j;
 }
 
-// Removes the work and checkpoint directories this run made, unless --keep-work.
-void CleanUp(const ValidateOptions& o, const fs::path& work, const fs::path& checkpoint_root) {
+// Removes the work and checkpoint directories this run made, unless --keep-work. After a
+// failed validation the work directory (the workers' output, without checkpoints) stays, since
+// the report names it.
+void CleanUp(const ValidateOptions& o, const fs::path& work, const fs::path& checkpoint_root,
+             bool passed) {
   if (o.keep_work) return;
   std::error_code ec;
-  if (checkpoint_root != work / "checkpoints") fs::remove_all(checkpoint_root, ec);
-  if (o.work_dir.empty()) fs::remove_all(work, ec);
+  fs::remove_all(checkpoint_root, ec);
+  if (!o.work_dir.empty()) return;
+  if (passed) {
+    fs::remove_all(work, ec);
+  } else {
+    std::cerr << "trainlock-validate: the workers' output stays in " << work.string() << "\n";
+  }
 }
 
 // --nproc without a launcher: the number of ranks to start, 0 when this process validates.
@@ -262,8 +270,9 @@ int RunValidate(const ValidateOptions& o) {
   } else {
     PrintSummary(report, o, project.lock_sha256, rank);
   }
-  CleanUp(o, work, checkpoint_root);
-  return report.Verdict() == "pass" ? kExitOk : kExitVerdict;
+  const bool passed = report.Verdict() == "pass";
+  CleanUp(o, work, checkpoint_root, passed);
+  return passed ? kExitOk : kExitVerdict;
 }
 
 }  // namespace trainlock::validate

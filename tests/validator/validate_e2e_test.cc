@@ -139,6 +139,20 @@ TEST(ValidateNegativeControl, SkippingTheRngRestoreFailsTheRoundtrip) {
   EXPECT_EQ(ReportSchemaViolations(v.report), std::vector<std::string>{});
 }
 
+// A failed validation keeps the workers' output (not the checkpoints) and says where.
+TEST(ValidateNegativeControl, AFailedRunKeepsTheWorkersOutputAndNamesIt) {
+  Validation v = Validate({"--negative-control", "rng"});
+  EXPECT_EQ(v.run.exit_code, 1);
+  const std::string marker = "the workers' output stays in ";
+  const size_t at = v.run.err.find(marker);
+  ASSERT_NE(at, std::string::npos) << v.run.err;
+  const fs::path work =
+      v.run.err.substr(at + marker.size(), v.run.err.find('\n', at) - at - marker.size());
+  EXPECT_TRUE(fs::exists(work / "c-resumed.stderr")) << work;
+  EXPECT_FALSE(fs::exists(work / "checkpoints")) << work;
+  fs::remove_all(work);
+}
+
 TEST(ValidateNegativeControl, SkippingTheDataLoaderRestoreFailsTheRoundtrip) {
   Validation v = Validate({"--negative-control", "data"});
   EXPECT_EQ(v.run.exit_code, 1);
