@@ -47,12 +47,7 @@ int RunFetch(const FetchOptions& options) {
         ++present;
         continue;
       }
-      try {
-        DownloadHubFile(kind, a.repo, a.revision, file, dest, hub);
-      } catch (const HubError& e) {
-        std::cerr << "trainlock fetch: " << e.what() << "\n";
-        return e.exit_code();
-      }
+      DownloadHubFile(kind, a.repo, a.revision, file, dest, hub);
       std::cout << "  " << kind << " " << a.repo << ": " << file.path << " (" << file.size
                 << " bytes, sha256 verified)\n";
       ++fetched;
