@@ -27,12 +27,8 @@ bool AlreadyThere(const std::filesystem::path& path, const PinnedFile& file) {
 }
 
 int RunFetch(const FetchOptions& options) {
-  Project project = LoadProject(options.dir);
-  if (!project.lock) {
-    std::cerr << project.lock_path << ": error: missing; run `trainlock lock` first\n";
-    return kExitBadInput;
-  }
-  const Spec& lock = *project.lock;
+  const Project project = LoadProject(options.dir);
+  const Spec& lock = RequireLock(project, "missing; run `trainlock lock` first");
   HubOptions hub;
   hub.timeout_s = options.timeout_s;
   int fetched = 0, present = 0;
