@@ -121,6 +121,22 @@ TEST(CliCatalog, ReadsAnotherCatalogDirectory) {
   EXPECT_NE(bad.err.find("/nonexistent/cuda-drivers.toml: error: cannot read"), std::string::npos);
 }
 
+TEST(CliCatalog, ArchsReadsTheSameCatalogOption) {
+  auto bad = RunTrainlock(
+      {"--catalog", "/nonexistent", "archs", Example("h200-pilot"), "--target", "cuda"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("/nonexistent/cuda-drivers.toml: error: cannot read"), std::string::npos);
+}
+
+TEST(CliFetch, WithoutALockIsBadInputNamingTheLock) {
+  testing::TempDir tmp;
+  const auto project = testing::UnlockedTiny(tmp.path() / "p", "");
+  auto r = RunTrainlock({"fetch", project.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, (project / "trainlock.lock").string() +
+                       ": error: missing; run `trainlock lock` first\n");
+}
+
 }  // namespace
 }  // namespace trainlock
 

@@ -2,8 +2,9 @@
 #include "rank_merge.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
+
+#include "base/text_format.h"
 
 namespace trainlock::validate {
 namespace {
@@ -32,12 +33,6 @@ std::string RankName(const Json& entry) {
 const Json& TrainOf(const Json& entry) {
   static const Json kEmpty = Json::object();
   return entry.contains("train") && entry["train"].is_object() ? entry["train"] : kEmpty;
-}
-
-std::string Fixed(double value, int decimals) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  return text;
 }
 
 // Appends one rank's failure to the merged check, failing it if it passed.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "project/validate_defaults.h"
 #include "report/report.h"
 
 namespace trainlock::validate {
@@ -19,11 +20,11 @@ struct RoundtripOptions {
   std::filesystem::path project;
   std::filesystem::path work_dir;         // results and final states
   std::filesystem::path checkpoint_root;  // where B saves and C restores
-  int64_t steps = 8;
-  int64_t checkpoint_at = 4;
-  int64_t keep_last = 2;
-  double loss_tolerance = 0;  // 0 = bitwise
-  double eval_tolerance = 0;
+  int64_t steps = kDefaultValidateSteps;
+  int64_t checkpoint_at = kDefaultCheckpointAt;
+  int64_t keep_last = kDefaultKeepLast;
+  double loss_tolerance = kDefaultLossTolerance;  // 0 = bitwise
+  double eval_tolerance = kDefaultEvalTolerance;
   std::string device = "auto";
   int threads = 0;
   int timeout_s = 900;  // per worker process

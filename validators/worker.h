@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <string>
 
+#include "project/validate_defaults.h"
+
 namespace trainlock::validate {
 
 // Worker exit codes beyond 0.
@@ -32,7 +34,7 @@ struct WorkerOptions {
   int64_t steps = 0;
   int64_t save_at = 0;       // 0: never save
   int64_t measure_step = 0;  // 0: measure nothing
-  int64_t keep_last = 2;
+  int64_t keep_last = kDefaultKeepLast;
   bool restore = false;
   bool restore_rng = true;
   bool restore_data = true;

@@ -5,15 +5,22 @@
 #include <iostream>
 
 #include "base/diagnostic.h"
+#include "base/failure.h"
 
 namespace trainlock {
 
-int RunWithExitCodes(std::string_view program, const std::function<int()>& body) {
+int RunWithExitCodes(std::string_view program, const std::function<int()>& body,
+                     std::string_view command) {
   try {
     return body();
   } catch (const InputError& e) {
     PrintDiagnostics(e.diagnostics(), std::cerr);
     return kExitBadInput;
+  } catch (const Failure& e) {
+    const std::string_view prefix = command.empty() ? program : command;
+    std::cerr << prefix << ": " << e.what() << "\n";
+    for (const std::string& note : e.notes()) std::cerr << prefix << ": " << note << "\n";
+    return e.exit_code();
   } catch (const std::exception& e) {
     std::cerr << program << ": error: " << e.what() << "\n";
     return kExitEnvironment;

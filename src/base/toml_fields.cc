@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include "base/suggest.h"
+#include "base/text_format.h"
 
 namespace trainlock {
 
@@ -43,12 +43,6 @@ std::string TomlTypeName(toml::node_type type) {
   return "nothing";
 }
 
-static std::string FormatNumber(double v) {
-  std::ostringstream out;
-  out << v;
-  return out.str();
-}
-
 TomlFields::TomlFields(const toml::table& table, std::string name, std::string path,
                        Diagnostics& diags, PositionMap* positions)
     : table_(table),
@@ -59,6 +53,10 @@ TomlFields::TomlFields(const toml::table& table, std::string name, std::string p
 
 std::string TomlFields::Qualified(std::string_view key) const {
   return name_.empty() ? std::string(key) : name_ + "." + std::string(key);
+}
+
+std::string TomlFields::Where() const {
+  return name_.empty() ? std::string(kTopLevel) : "in [" + name_ + "]";
 }
 
 void TomlFields::Error(SourcePos pos, std::string message, std::string hint) {
@@ -75,8 +73,7 @@ const toml::node* TomlFields::Lookup(std::string_view key, Need need) {
   const toml::node* node = table_.get(key);
   if (!node) {
     if (need == Need::kRequired) {
-      std::string where = name_.empty() ? "at the top level" : "in [" + name_ + "]";
-      Error(TablePos(), "missing required key '" + std::string(key) + "' " + where);
+      Error(TablePos(), "missing required key '" + std::string(key) + "' " + Where());
     }
     return nullptr;
   }
@@ -86,8 +83,7 @@ const toml::node* TomlFields::Lookup(std::string_view key, Need need) {
 
 void TomlFields::TypeError(std::string_view key, const toml::node& node,
                            std::string_view expected) {
-  Error(PosOf(node), "'" + Qualified(key) + "' must be " + std::string(expected) + ", not " +
-                         TomlTypeName(node.type()));
+  Error(PosOf(node), WrongTypeMessage(Qualified(key), expected, TomlTypeName(node.type())));
 }
 
 std::optional<std::string> TomlFields::String(std::string_view key, Need need) {
@@ -116,8 +112,8 @@ std::optional<int64_t> TomlFields::Integer(std::string_view key, Need need, int6
   }
   int64_t v = i->get();
   if (v < min || v > max) {
-    Error(PosOf(*node), "'" + Qualified(key) + "' = " + std::to_string(v) + " is out of range",
-          "expected " + std::to_string(min) + " to " + std::to_string(max));
+    Error(PosOf(*node), OutOfRangeMessage(Qualified(key), std::to_string(v)),
+          ExpectedRangeHint(min, max));
     return std::nullopt;
   }
   return v;
@@ -136,8 +132,8 @@ std::optional<double> TomlFields::Number(std::string_view key, Need need, double
     return std::nullopt;
   }
   if (!std::isfinite(v) || v < min || v > max) {
-    Error(PosOf(*node), "'" + Qualified(key) + "' = " + FormatNumber(v) + " is out of range",
-          "expected " + FormatNumber(min) + " to " + FormatNumber(max));
+    Error(PosOf(*node), OutOfRangeMessage(Qualified(key), ShortNumber(v)),
+          ExpectedRangeHint(min, max));
     return std::nullopt;
   }
   return v;
@@ -209,10 +205,9 @@ void TomlFields::Finish() {
   std::vector<std::string_view> candidates(known_.begin(), known_.end());
   for (auto&& [key, node] : table_) {
     if (known_.count(std::string(key.str()))) continue;
-    std::string where = name_.empty() ? "at the top level" : "in [" + name_ + "]";
     SourcePos pos = PosOf(key.source());
     if (!pos.known()) pos = PosOf(node);
-    Error(pos, "unknown key " + Quoted(key.str()) + " " + where, DidYouMean(key.str(), candidates));
+    Error(pos, UnknownKeyMessage(key.str(), Where()), DidYouMean(key.str(), candidates));
   }
 }
 

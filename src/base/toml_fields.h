@@ -18,10 +18,9 @@
 #include <vector>
 
 #include "base/diagnostic.h"
+#include "base/fields.h"
 
 namespace trainlock {
-
-enum class Need { kRequired, kOptional };
 
 SourcePos PosOf(const toml::source_region& region);
 SourcePos PosOf(const toml::node& node);
@@ -65,6 +64,8 @@ class TomlFields {
 
  private:
   const toml::node* Lookup(std::string_view key, Need need);
+  // "at the top level" or "in [targets.cuda]".
+  std::string Where() const;
   void TypeError(std::string_view key, const toml::node& node, std::string_view expected);
 
   const toml::table& table_;

@@ -20,8 +20,7 @@ struct ArchsOptions {
 };
 
 int RunArchs(const ArchsOptions& options, const GlobalOptions& global) {
-  Catalog catalog =
-      global.catalog_dir.empty() ? Catalog::Embedded() : Catalog::FromDirectory(global.catalog_dir);
+  Catalog catalog = LoadCatalog(global);
   Project project = LoadProject(options.dir, ManifestRequirement::kOptional);
   std::vector<std::string> archs = TargetArchitectures(project, options.target, catalog);
   if (options.json) {

@@ -47,11 +47,6 @@ int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
 
 }  // namespace
 
-Catalog LoadCatalog(const GlobalOptions& global) {
-  return global.catalog_dir.empty() ? Catalog::Embedded()
-                                    : Catalog::FromDirectory(global.catalog_dir);
-}
-
 Command RegisterCheck(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<CheckOptions>();
   CLI::App* cmd = app.add_subcommand(

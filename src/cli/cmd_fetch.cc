@@ -27,12 +27,8 @@ bool AlreadyThere(const std::filesystem::path& path, const PinnedFile& file) {
 }
 
 int RunFetch(const FetchOptions& options) {
-  Project project = LoadProject(options.dir);
-  if (!project.lock) {
-    std::cerr << project.lock_path << ": error: missing; run `trainlock lock` first\n";
-    return kExitBadInput;
-  }
-  const Spec& lock = *project.lock;
+  const Project project = LoadProject(options.dir);
+  const Spec& lock = RequireLock(project, "missing; run `trainlock lock` first");
   HubOptions hub;
   hub.timeout_s = options.timeout_s;
   int fetched = 0, present = 0;
@@ -47,12 +43,7 @@ int RunFetch(const FetchOptions& options) {
         ++present;
         continue;
       }
-      try {
-        DownloadHubFile(kind, a.repo, a.revision, file, dest, hub);
-      } catch (const HubError& e) {
-        std::cerr << "trainlock fetch: " << e.what() << "\n";
-        return e.exit_code();
-      }
+      DownloadHubFile(kind, a.repo, a.revision, file, dest, hub);
       std::cout << "  " << kind << " " << a.repo << ": " << file.path << " (" << file.size
                 << " bytes, sha256 verified)\n";
       ++fetched;

@@ -58,12 +58,8 @@ GateRequest BuildRequest(const GateOptions& options, const Project& project) {
 int RunGate(const GateOptions& options, const GlobalOptions& global) {
   Catalog catalog = LoadCatalog(global);
   Project project = LoadProject(options.lock_dir, ManifestRequirement::kOptional);
-  if (!project.lock) {
-    throw InputError(Diagnostic{project.lock_path,
-                                {},
-                                "cannot read: no such file",
-                                "the gate compares a report with a lock: run `trainlock lock`"});
-  }
+  RequireLock(project, "cannot read: no such file",
+              "the gate compares a report with a lock: run `trainlock lock`");
   GateRequest request = BuildRequest(options, project);
   GateDecision decision;
   try {

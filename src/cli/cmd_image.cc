@@ -67,33 +67,25 @@ int RunBuild(BuildCommandOptions options) {
   options.build.storage_root = options.storage_root;
   options.build.tls_verify = !options.no_tls_verify;
   if (options.build.image.image_ref.empty()) options.build.image.image_ref = options.build.push;
-  try {
-    BuiltImageResult r = BuildImage(options.dir, options.build);
-    if (!r.ref.empty()) RecordBuiltImage(options.dir, options.build.image.target, r.ref, r.digest);
-    if (options.json) {
-      std::cout << nlohmann::json{{"engine", r.engine},
-                                  {"digest", r.digest},
-                                  {"reproducible",
-                                   r.second_digest.empty()
-                                       ? nlohmann::json(nullptr)
-                                       : nlohmann::json(r.second_digest == r.digest)},
-                                  {"pushed", r.ref.empty()
-                                                 ? nlohmann::json(nullptr)
-                                                 : nlohmann::json(r.ref + "@" + r.digest)}}
-                       .dump(2)
-                << "\n";
-      return kExitOk;
-    }
-    std::cout << "built with " << r.engine << ": " << r.digest << "\n";
-    if (!r.second_digest.empty())
-      std::cout << "reproducible: a second build gave the same digest\n";
-    if (!r.ref.empty()) {
-      std::cout << "pushed " << r.ref << "@" << r.digest << "; recorded in [images."
-                << options.build.image.target << "] of the lock\n";
-    }
-  } catch (const ImageBuildError& e) {
-    std::cerr << "trainlock image build: " << e.what() << "\n";
-    return e.exit_code();
+  BuiltImageResult r = BuildImage(options.dir, options.build);
+  if (!r.ref.empty()) RecordBuiltImage(options.dir, options.build.image.target, r.ref, r.digest);
+  if (options.json) {
+    std::cout << nlohmann::json{{"engine", r.engine},
+                                {"digest", r.digest},
+                                {"reproducible", r.second_digest.empty()
+                                                     ? nlohmann::json(nullptr)
+                                                     : nlohmann::json(r.second_digest == r.digest)},
+                                {"pushed", r.ref.empty() ? nlohmann::json(nullptr)
+                                                         : nlohmann::json(r.ref + "@" + r.digest)}}
+                     .dump(2)
+              << "\n";
+    return kExitOk;
+  }
+  std::cout << "built with " << r.engine << ": " << r.digest << "\n";
+  if (!r.second_digest.empty()) std::cout << "reproducible: a second build gave the same digest\n";
+  if (!r.ref.empty()) {
+    std::cout << "pushed " << r.ref << "@" << r.digest << "; recorded in [images."
+              << options.build.image.target << "] of the lock\n";
   }
   return kExitOk;
 }

@@ -26,14 +26,7 @@ int RunLock(const LockCommandOptions& options) {
   o.offline = options.offline;
   o.registry.timeout_s = options.timeout_s;
   o.hub.timeout_s = std::max(options.timeout_s, 60L);
-  ResolvedLock lock;
-  try {
-    lock = ResolveLock(dir, o);
-  } catch (const LockError& e) {
-    std::cerr << "trainlock lock: " << e.what() << "\n"
-              << "trainlock lock: nothing written\n";
-    return e.exit_code();
-  }
+  const ResolvedLock lock = ResolveLock(dir, o);
   const std::filesystem::path path = dir / kLockFile;
   if (options.check) {
     const std::string& current = lock.existing_lock_sha256;

@@ -1,17 +1,31 @@
 // `trainlock`: the command-line front end. Parses arguments with CLI11, dispatches to one
 // subcommand and maps every failure to the documented exit codes (docs/DESIGN.md).
 #include <cstdlib>
-#include <iostream>
 #include <map>
+#include <string>
 
-#include "base/diagnostic.h"
 #include "base/exit_code.h"
 #include "base/version_info.h"
 #include "cli/commands.h"
 
 namespace {
 
-int Run(int argc, char** argv) {
+using trainlock::cli::Command;
+
+// "trainlock image build": the program and the subcommands the user chose, which a Failure's
+// message is printed under.
+std::string CommandPath(const CLI::App& app) {
+  std::string path = "trainlock";
+  for (const CLI::App* at = &app; !at->get_subcommands().empty();) {
+    at = at->get_subcommands().front();
+    path += " " + at->get_name();
+  }
+  return path;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
   using namespace trainlock;
   CLI::App app{
       "trainlock: pin a PyTorch training run in a lockfile, build its images and prove the node\n"
@@ -27,26 +41,15 @@ int Run(int argc, char** argv) {
                  "Compatibility knowledge base directory (default: the copy of lockfiles/compat "
                  "built into the binary; env TRAINLOCK_CATALOG)");
 
-  std::map<CLI::App*, cli::Command> commands;
-  auto add = [&](const char* name, auto registrar) {
-    size_t before = app.get_subcommands({}).size();
-    cli::Command command = registrar(app, global);
-    commands[app.get_subcommands({}).at(before)] = command;
-    (void)name;
-  };
-  add("check", cli::RegisterCheck);
-  add("hash", cli::RegisterHash);
-  add("validate", cli::RegisterValidate);
-  add("inspect", cli::RegisterInspect);
-  add("archs", cli::RegisterArchs);
-  add("lock", cli::RegisterLock);
-  add("fetch", cli::RegisterFetch);
-  add("image", cli::RegisterImage);
-  add("plan", cli::RegisterPlan);
-  add("gate", cli::RegisterGate);
-  add("keygen", cli::RegisterKeygen);
-  add("report", cli::RegisterReport);
-  add("fleet", cli::RegisterFleet);
+  std::map<CLI::App*, Command> commands;
+  for (auto registrar :
+       {cli::RegisterCheck, cli::RegisterHash, cli::RegisterValidate, cli::RegisterInspect,
+        cli::RegisterArchs, cli::RegisterLock, cli::RegisterFetch, cli::RegisterImage,
+        cli::RegisterPlan, cli::RegisterGate, cli::RegisterKeygen, cli::RegisterReport,
+        cli::RegisterFleet}) {
+    Command command = registrar(app, global);
+    commands[app.get_subcommands({}).back()] = command;
+  }
 
   try {
     app.parse(argc, argv);
@@ -55,13 +58,7 @@ int Run(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitBadInput;
   }
   for (auto& [subcommand, command] : commands) {
-    if (subcommand->parsed()) return command();
+    if (subcommand->parsed()) return RunWithExitCodes("trainlock", command, CommandPath(app));
   }
   return kExitBadInput;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  return trainlock::RunWithExitCodes("trainlock", [&] { return Run(argc, argv); });
 }

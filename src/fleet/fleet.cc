@@ -166,20 +166,16 @@ std::string Dns1123Label(std::string_view text) {
 }
 
 FleetOptions ResolveFleetOptions(const Project& project, const FleetOptions& requested) {
-  if (!project.lock) {
-    throw InputError(Diagnostic{project.lock_path,
-                                {},
-                                "cannot read: no such file",
-                                "the fleet runs the lock's image: run `trainlock lock` and "
-                                "`trainlock image build` first"});
-  }
+  const Spec& lock = RequireLock(project, "cannot read: no such file",
+                                 "the fleet runs the lock's image: run `trainlock lock` and "
+                                 "`trainlock image build` first");
   FleetOptions options = requested;
   CheckCounts(options);
   CheckKubernetesNames(options);
   if (!options.reports_dir.empty()) CheckReportsDir(options.reports_dir);
   options.target = ResolveTarget(project, requested.target);
   options.image = ResolveImage(project, options.target, requested.image);
-  options.project_name = project.lock->name;
+  options.project_name = lock.name;
   options.lock_sha256 = project.lock_sha256;
   options.name = ResolveName(requested, options.project_name);
   return options;

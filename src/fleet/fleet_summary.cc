@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "base/diagnostic.h"
+#include "base/text_format.h"
 #include "fleet/fleet.h"
 #include "report/report.h"
 #include "report/report_file.h"

@@ -32,9 +32,9 @@ std::string Run(const std::vector<std::string>& argv, const std::string& what) {
   options.tail_lines = kEngineTailLines;
   const ProcessRun r = RunProcess(options);
   if (r.exit_code != 0) {
-    throw ImageBuildError(what + " failed (" + argv[0] + " exit " + std::to_string(r.exit_code) +
-                              "): " + TailLines(r.output, 5),
-                          3);
+    throw Failure(what + " failed (" + argv[0] + " exit " + std::to_string(r.exit_code) +
+                      "): " + TailLines(r.output, 5),
+                  kExitEnvironment);
   }
   return r.output;
 }
@@ -50,10 +50,10 @@ fs::path StageContext(const fs::path& project_dir, const Project& project,
       WriteFileAtomically(context / name, text);
     }
     if (o.source_dir.empty() || !fs::exists(o.source_dir / "CMakeLists.txt")) {
-      throw ImageBuildError(
+      throw Failure(
           "the generated Containerfile compiles trainlock: --source-dir must name "
           "trainlock's source tree",
-          2);
+          kExitBadInput);
     }
     for (const char* part : {"CMakeLists.txt", "CMakePresets.json", "cmake", "src", "validators",
                              "lockfiles", "images"}) {
@@ -76,15 +76,16 @@ fs::path StageContext(const fs::path& project_dir, const Project& project,
 std::string PickEngine(const std::string& wanted) {
   if (!wanted.empty()) {
     if (wanted != "buildah" && wanted != "podman" && wanted != "docker") {
-      throw ImageBuildError("--engine must be buildah, podman or docker, not '" + wanted + "'", 2);
+      throw Failure("--engine must be buildah, podman or docker, not '" + wanted + "'",
+                    kExitBadInput);
     }
-    if (!OnPath(wanted)) throw ImageBuildError(wanted + " is not installed", 3);
+    if (!OnPath(wanted)) throw Failure(wanted + " is not installed", kExitEnvironment);
     return wanted;
   }
   for (const char* engine : {"buildah", "podman", "docker"}) {
     if (OnPath(engine)) return engine;
   }
-  throw ImageBuildError("no image engine found (buildah, podman or docker)", 3);
+  throw Failure("no image engine found (buildah, podman or docker)", kExitEnvironment);
 }
 
 std::vector<std::string> EngineBase(const std::string& engine, const ImageBuildOptions& o) {
@@ -128,7 +129,7 @@ std::string PushOnce(const std::string& engine, const ImageBuildOptions& o, cons
     Run({"docker", "tag", name, ref}, "tag");
     std::string out = Run({"docker", "push", ref}, "push");
     const size_t at = out.rfind("digest: sha256:");
-    if (at == std::string::npos) throw ImageBuildError("docker push printed no digest", 3);
+    if (at == std::string::npos) throw Failure("docker push printed no digest", kExitEnvironment);
     return out.substr(at + 8, 71);
   }
   argv.insert(argv.end(), {"push", "--digestfile", digest_file.string()});
@@ -146,9 +147,9 @@ std::string PushOnce(const std::string& engine, const ImageBuildOptions& o, cons
 BuiltImageResult BuildImage(const fs::path& project_dir, const ImageBuildOptions& o) {
   Project project = LoadProject(project_dir);
   if (!project.lock)
-    throw ImageBuildError(project.lock_path + ": missing; run `trainlock lock` first", 2);
+    throw Failure(project.lock_path + ": missing; run `trainlock lock` first", kExitBadInput);
   if (o.image.source_date_epoch < 0) {
-    throw ImageBuildError("image build needs SOURCE_DATE_EPOCH (or --source-date-epoch)", 2);
+    throw Failure("image build needs SOURCE_DATE_EPOCH (or --source-date-epoch)", kExitBadInput);
   }
   BuiltImageResult result;
   result.engine = PickEngine(o.engine);
@@ -166,9 +167,9 @@ BuiltImageResult BuildImage(const fs::path& project_dir, const ImageBuildOptions
     const std::string second = BuildOnce(result.engine, o, context, 2);
     result.second_digest = PushOnce(result.engine, o, second, destination(2), work / "digest-2");
     if (result.second_digest != result.digest) {
-      throw ImageBuildError("not reproducible: the first build is " + result.digest +
-                                ", the second " + result.second_digest,
-                            1);
+      throw Failure("not reproducible: the first build is " + result.digest + ", the second " +
+                        result.second_digest,
+                    kExitVerdict);
     }
   }
   if (!o.push.empty()) result.ref = o.push;

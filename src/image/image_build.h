@@ -7,24 +7,12 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <stdexcept>
 #include <string>
 
+#include "base/failure.h"
 #include "image/image_generate.h"
 
 namespace trainlock {
-
-// exit_code 3 when no engine exists or a build/push fails; 1 when --verify-reproducible
-// saw two different digests.
-class ImageBuildError : public std::runtime_error {
- public:
-  ImageBuildError(const std::string& what, int exit_code)
-      : std::runtime_error(what), exit_code_(exit_code) {}
-  int exit_code() const { return exit_code_; }
-
- private:
-  int exit_code_;
-};
 
 struct ImageBuildOptions {
   ImageOptions image;  // target, SOURCE_DATE_EPOCH, labels
@@ -44,6 +32,9 @@ struct BuiltImageResult {
   std::string ref;            // pushed reference, "" when not pushed
 };
 
+// Throws a Failure (failure.h): exit 3 when no engine exists or a build or push fails, 1 when
+// --verify-reproducible saw two different digests, 2 for a request that cannot be built (no
+// lock, no SOURCE_DATE_EPOCH, an unknown engine).
 BuiltImageResult BuildImage(const std::filesystem::path& project_dir,
                             const ImageBuildOptions& options);
 

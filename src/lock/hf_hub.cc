@@ -65,13 +65,13 @@ HubRevision ResolveHubRevision(const std::string& kind, const std::string& repo,
   try {
     r = HttpFetchWithRetries(request, {o.attempts, std::chrono::milliseconds(200)});
   } catch (const HttpError& e) {
-    throw HubError(what + ": Hub unreachable: " + e.what(), 3);
+    throw Failure(what + ": Hub unreachable: " + e.what(), kExitEnvironment);
   }
-  if (r.status != 200) throw HubError(StatusProblem(r.status, what), 3);
+  if (r.status != 200) throw Failure(StatusProblem(r.status, what), kExitEnvironment);
   json info = json::parse(r.body, nullptr, false);
   if (!info.is_object() || !info["sha"].is_string() ||
       !IsCommitId(info["sha"].get<std::string>())) {
-    throw HubError(what + ": the Hub's answer has no 40-hex commit ('sha')", 3);
+    throw Failure(what + ": the Hub's answer has no 40-hex commit ('sha')", kExitEnvironment);
   }
   HubRevision out;
   out.commit = info["sha"].get<std::string>();
@@ -86,7 +86,7 @@ HubRevision ResolveHubRevision(const std::string& kind, const std::string& repo,
   for (const std::string& path : wanted) {
     auto it = siblings.find(path);
     if (it == siblings.end())
-      throw HubError(what + ": no file '" + path + "' at commit " + out.commit, 3);
+      throw Failure(what + ": no file '" + path + "' at commit " + out.commit, kExitEnvironment);
     const json& s = it->second;
     PinnedFile file{path, "", 0};
     if (s.contains("lfs") && s["lfs"].is_object() && s["lfs"]["sha256"].is_string()) {
@@ -102,14 +102,15 @@ HubRevision ResolveHubRevision(const std::string& kind, const std::string& repo,
       try {
         body = HttpFetchWithRetries(get, {o.attempts, std::chrono::milliseconds(200)});
       } catch (const HttpError& e) {
-        throw HubError(what + ": " + path + ": " + e.what(), 3);
+        throw Failure(what + ": " + path + ": " + e.what(), kExitEnvironment);
       }
-      if (body.status != 200) throw HubError(StatusProblem(body.status, what + ": " + path), 3);
+      if (body.status != 200)
+        throw Failure(StatusProblem(body.status, what + ": " + path), kExitEnvironment);
       if (s.contains("size") && s["size"].is_number_unsigned() &&
           s["size"].get<uint64_t>() != body.body.size()) {
-        throw HubError(what + ": " + path + ": downloaded " + std::to_string(body.body.size()) +
-                           " bytes but the Hub lists " + std::to_string(s["size"].get<uint64_t>()),
-                       1);
+        throw Failure(what + ": " + path + ": downloaded " + std::to_string(body.body.size()) +
+                          " bytes but the Hub lists " + std::to_string(s["size"].get<uint64_t>()),
+                      kExitVerdict);
       }
       file.sha256 = Sha256Hex(body.body);
       file.size = body.body.size();
@@ -133,21 +134,21 @@ void DownloadHubFile(const std::string& kind, const std::string& repo, const std
   try {
     d = HttpDownload(get, partial);
   } catch (const HttpError& e) {
-    throw HubError(what + ": " + e.what(), 3);
+    throw Failure(what + ": " + e.what(), kExitEnvironment);
   }
-  if (d.status != 200) throw HubError(StatusProblem(d.status, what), 3);
+  if (d.status != 200) throw Failure(StatusProblem(d.status, what), kExitEnvironment);
   std::error_code ec;
   if (d.bytes != file.size) {
     std::filesystem::remove(partial, ec);
-    throw HubError(what + ": " + std::to_string(d.bytes) + " bytes, the lock pins " +
-                       std::to_string(file.size) + " (truncated download?)",
-                   d.bytes < file.size ? 3 : 1);
+    throw Failure(what + ": " + std::to_string(d.bytes) + " bytes, the lock pins " +
+                      std::to_string(file.size) + " (truncated download?)",
+                  d.bytes < file.size ? kExitEnvironment : kExitVerdict);
   }
   if (d.sha256 != file.sha256) {
     std::filesystem::remove(partial, ec);
-    throw HubError(what + ": sha256 " + d.sha256.substr(0, 16) + "... does not match the lock's " +
-                       file.sha256.substr(0, 16) + "...",
-                   1);
+    throw Failure(what + ": sha256 " + d.sha256.substr(0, 16) + "... does not match the lock's " +
+                      file.sha256.substr(0, 16) + "...",
+                  kExitVerdict);
   }
   std::filesystem::rename(partial, dest);
 }

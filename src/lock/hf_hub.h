@@ -10,25 +10,17 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "base/failure.h"
 #include "project/spec.h"
 
 namespace trainlock {
 
-// exit_code 3: the Hub could not answer (unreachable, 401, 404, truncated); 1: a file whose
-// bytes do not match what the Hub says (size or hash).
-class HubError : public std::runtime_error {
- public:
-  HubError(const std::string& what, int exit_code)
-      : std::runtime_error(what), exit_code_(exit_code) {}
-  int exit_code() const { return exit_code_; }
-
- private:
-  int exit_code_;
-};
+// Both calls below throw a Failure (failure.h): exit 3 when the Hub could not answer
+// (unreachable, 401, 404, truncated), 1 for a file whose bytes do not match what the Hub or
+// the lock says (size or hash).
 
 struct HubOptions {
   std::string endpoint;  // "" = HF_ENDPOINT, else https://huggingface.co
@@ -43,13 +35,13 @@ struct HubRevision {
 };
 
 // `kind` is "model" or "dataset"; `files` the paths to pin (all of the revision's files when
-// empty). Throws HubError.
+// empty).
 HubRevision ResolveHubRevision(const std::string& kind, const std::string& repo,
                                const std::string& revision, const std::vector<std::string>& files,
                                const HubOptions& options = {});
 
-// Downloads one file of a pinned commit to `dest` and checks its size and SHA-256; throws
-// HubError and leaves nothing at `dest` on any mismatch.
+// Downloads one file of a pinned commit to `dest` and checks its size and SHA-256; leaves
+// nothing at `dest` on any mismatch.
 void DownloadHubFile(const std::string& kind, const std::string& repo, const std::string& commit,
                      const PinnedFile& file, const std::filesystem::path& dest,
                      const HubOptions& options = {});

@@ -16,11 +16,6 @@ namespace trainlock {
 namespace fs = std::filesystem;
 namespace {
 
-struct Problem {
-  std::string what;
-  int exit_code;
-};
-
 // The existing lock, when present and valid: what --offline may reuse and --check compares.
 std::optional<Spec> ExistingLock(const fs::path& dir, std::string* lock_sha256) {
   std::error_code ec;
@@ -44,7 +39,7 @@ PinnedBase PinBase(const std::string& target, const std::string& base,
                    const std::optional<Spec>& old, const LockOptions& o) {
   std::string error;
   std::optional<ImageRef> ref = ParseImageRef(base, &error);
-  if (!ref) throw LockError("targets." + target + ".base: " + error, 2);
+  if (!ref) throw Failure("targets." + target + ".base: " + error, kExitBadInput);
   if (o.offline) {
     // Reuse the existing lock's pin for the same name and tag (or the same digest).
     if (old) {
@@ -58,17 +53,17 @@ PinnedBase PinBase(const std::string& target, const std::string& base,
       }
     }
     if (ref->pinned()) return {ref->ToString(), {}};
-    throw LockError("targets." + target + ".base " + base +
-                        " is not pinned and --offline does not ask the registry",
-                    1);
+    throw Failure("targets." + target + ".base " + base +
+                      " is not pinned and --offline does not ask the registry",
+                  kExitVerdict);
   }
   try {
     ResolvedImage image = ResolveImage(*ref, o.registry);
     ImageRef pinned = *ref;
     pinned.digest = image.digest;
     return {pinned.ToString(), image.platforms};
-  } catch (const RegistryError& e) {
-    throw LockError("targets." + target + ".base: " + e.what(), e.exit_code());
+  } catch (const Failure& e) {
+    throw Failure("targets." + target + ".base: " + e.what(), e.exit_code());
   }
 }
 
@@ -85,15 +80,11 @@ HubRevision PinHub(const std::string& kind, const ArtifactSource& a, const std::
       for (const PinnedFile& f : locked->files) have.push_back(f.path);
       if (have == wanted || wanted.empty()) return {locked->revision, locked->files};
     }
-    throw LockError(kind + " " + a.repo + "@" + a.revision +
-                        " is not pinned in the existing lock and --offline does not ask the Hub",
-                    1);
+    throw Failure(kind + " " + a.repo + "@" + a.revision +
+                      " is not pinned in the existing lock and --offline does not ask the Hub",
+                  kExitVerdict);
   }
-  try {
-    return ResolveHubRevision(kind, a.repo, a.revision, wanted, o.hub);
-  } catch (const HubError& e) {
-    throw LockError(e.what(), e.exit_code());
-  }
+  return ResolveHubRevision(kind, a.repo, a.revision, wanted, o.hub);
 }
 
 std::vector<PinnedFile> HashLocal(const fs::path& dir, const ArtifactSource& a,
@@ -106,11 +97,24 @@ std::vector<PinnedFile> HashLocal(const fs::path& dir, const ArtifactSource& a,
     try {
       sha = Sha256FileHex(path, &size);
     } catch (const std::exception& e) {
-      throw LockError(kind + ": " + e.what(), 3);
+      throw Failure(kind + ": " + e.what(), kExitEnvironment);
     }
     out.push_back({f.path, sha, size});
   }
   return out;
+}
+
+// One Failure naming every problem, one per line. Content that did not match its digest (1)
+// outranks a registry that could not answer (3). The caller writes the lock only from a
+// complete resolution, which the note tells the user.
+Failure AllProblems(const std::vector<Failure>& problems) {
+  std::string all;
+  ExitCode code = kExitOk;
+  for (const Failure& p : problems) {
+    all += (all.empty() ? "" : "\n") + std::string(p.what());
+    if (p.exit_code() == kExitVerdict || code == kExitOk) code = p.exit_code();
+  }
+  return Failure(all, code, {"nothing written"});
 }
 
 toml::array FilesArray(const std::vector<PinnedFile>& files) {
@@ -160,7 +164,7 @@ ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& o) {
                               std::cref(old), std::cref(o));
     }
   }
-  std::vector<Problem> problems;
+  std::vector<Failure> problems;
   for (auto& [name, future] : bases) {
     try {
       PinnedBase pinned = future.get();
@@ -172,8 +176,8 @@ ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& o) {
         t->insert_or_assign("base-platforms", platforms);
       }
       out.pinned.push_back("targets." + name + ".base = " + pinned.base);
-    } catch (const LockError& e) {
-      problems.push_back({e.what(), e.exit_code()});
+    } catch (const Failure& e) {
+      problems.push_back(e);
     }
   }
   for (auto& [kind, future] : hubs) {
@@ -185,8 +189,8 @@ ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& o) {
       out.pinned.push_back(
           kind + " " + (kind == "model" ? manifest.model->repo : manifest.dataset->repo) + " @ " +
           pinned.commit + " (" + std::to_string(pinned.files.size()) + " files)");
-    } catch (const LockError& e) {
-      problems.push_back({e.what(), e.exit_code()});
+    } catch (const Failure& e) {
+      problems.push_back(e);
     }
   }
   for (const auto& [kind, artifact] :
@@ -196,21 +200,12 @@ ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& o) {
         doc[kind].as_table()->insert_or_assign("files",
                                                FilesArray(HashLocal(dir, **artifact, kind)));
         out.pinned.push_back(std::string(kind) + " local files hashed");
-      } catch (const LockError& e) {
-        problems.push_back({e.what(), e.exit_code()});
+      } catch (const Failure& e) {
+        problems.push_back(e);
       }
     }
   }
-  if (!problems.empty()) {
-    // Content that did not match its digest (1) outranks a registry that could not answer (3).
-    std::string all;
-    int code = 0;
-    for (const Problem& p : problems) {
-      all += (all.empty() ? "" : "\n") + p.what;
-      if (p.exit_code == 1 || code == 0) code = p.exit_code;
-    }
-    throw LockError(all, code);
-  }
+  if (!problems.empty()) throw AllProblems(problems);
   doc.insert_or_assign("lock-version", 1);
   doc.insert_or_assign("manifest-sha256", manifest_sha);
   doc["project"].as_table()->insert_or_assign("config-sha256", Sha256Hex(config_text));

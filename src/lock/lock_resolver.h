@@ -8,28 +8,16 @@
 
 #include <filesystem>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <toml++/toml.h>
 
+#include "base/failure.h"
 #include "lock/hf_hub.h"
 #include "lock/oci_registry.h"
 
 namespace trainlock {
-
-// A value that could not be pinned; exit_code as RegistryError / HubError (3: could not
-// ask, 1: content did not match, or offline and not pinned anywhere).
-class LockError : public std::runtime_error {
- public:
-  LockError(const std::string& what, int exit_code)
-      : std::runtime_error(what), exit_code_(exit_code) {}
-  int exit_code() const { return exit_code_; }
-
- private:
-  int exit_code_;
-};
 
 struct LockOptions {
   bool offline = false;
@@ -48,8 +36,10 @@ struct ResolvedLock {
 // order (toml++'s formatter), so the same document always gives the same bytes.
 std::string LockFileText(const toml::table& lock);
 
-// Resolves DIR/trainlock.toml. Throws InputError for bad project files and LockError when
-// something cannot be pinned (every failure, not only the first).
+// Resolves DIR/trainlock.toml. Throws InputError for bad project files and a Failure when
+// something cannot be pinned, naming every value that could not, not only the first: exit 1
+// when content did not match its digest or --offline has no pin for it, else 3 (could not
+// ask); a mismatch outranks an unreachable registry.
 ResolvedLock ResolveLock(const std::filesystem::path& dir, const LockOptions& options);
 
 }  // namespace trainlock

@@ -110,8 +110,8 @@ class Resolver {
  private:
   HttpResponse Get(const std::string& url, const std::vector<std::string>& extra);
   void Authenticate(const HttpResponse& challenge);
-  [[noreturn]] void Fail(const std::string& why, int code = 3) const {
-    throw RegistryError(ref_.ToString() + ": " + why, code);
+  [[noreturn]] void Fail(const std::string& why, ExitCode code = kExitEnvironment) const {
+    throw Failure(ref_.ToString() + ": " + why, code);
   }
 
   const ImageRef& ref_;
@@ -194,15 +194,15 @@ ResolvedImage Resolver::Resolve() {
   if (!announced.empty() && announced != image.digest) {
     Fail("the manifest's body hashes to " + image.digest + " but the registry says " + announced +
              ": refusing tampered or corrupt content",
-         1);
+         kExitVerdict);
   }
   if (!ref_.digest.empty() && ref_.digest != image.digest) {
     Fail("the manifest's body hashes to " + image.digest +
              ", not the pinned digest: refusing tampered or corrupt content",
-         1);
+         kExitVerdict);
   }
   json body = json::parse(r.body, nullptr, false);
-  if (!body.is_object()) Fail("the manifest is not JSON", 1);
+  if (!body.is_object()) Fail("the manifest is not JSON", kExitVerdict);
   image.media_type = body.value("mediaType", r.Header("content-type"));
   if (body.contains("manifests") && body["manifests"].is_array()) {
     for (const auto& m : body["manifests"]) {

@@ -7,25 +7,12 @@
 
 #include <filesystem>
 #include <map>
-#include <stdexcept>
 #include <string>
 
+#include "base/failure.h"
 #include "base/refs.h"
 
 namespace trainlock {
-
-// Why a reference could not be resolved. exit_code 3 when the registry could not answer
-// (unreachable, 401, 404, server errors), 1 when it answered with content that does not
-// match its digest (tampering or corruption).
-class RegistryError : public std::runtime_error {
- public:
-  RegistryError(const std::string& what, int exit_code)
-      : std::runtime_error(what), exit_code_(exit_code) {}
-  int exit_code() const { return exit_code_; }
-
- private:
-  int exit_code_;
-};
 
 struct RegistryOptions {
   long timeout_s = 30;
@@ -42,7 +29,9 @@ struct ResolvedImage {
   std::map<std::string, std::string> platforms;  // index only: "linux/amd64" -> digest
 };
 
-// Throws RegistryError.
+// Throws a Failure (failure.h) saying why the reference could not be resolved: exit 3 when
+// the registry could not answer (unreachable, 401, 404, server errors), 1 when it answered
+// with content that does not match its digest (tampering or corruption).
 ResolvedImage ResolveImage(const ImageRef& ref, const RegistryOptions& options = {});
 
 // The API host and repository a reference addresses: docker.io (or no registry) is

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
+#include "base/text_format.h"
 #include "plan/memory_model.h"
 
 namespace trainlock {
@@ -21,18 +21,6 @@ constexpr double kDdpBucketBytesPerParam = 4;
 // Checkpointing recomputes the forward (a third of forward + backward) in the backward.
 constexpr double kCheckpointingStepFactor = 4.0 / 3.0;
 constexpr int64_t kMaxFsdpGpus = 64;
-
-std::string Fixed(double value, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
-  return buf;
-}
-
-std::string Short(double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%g", value);
-  return buf;
-}
 
 // Devices name themselves "NVIDIA H200" or "AMD Instinct MI300X"; the catalog may lack the
 // vendor's prefix as an alias.
@@ -258,7 +246,7 @@ AcceleratorOption Accelerator(const Context& ctx, const GpuModel& gpu) {
   const std::string factor = " x " + Fixed(1 - ctx.options.headroom, 2) + ")";
   const std::string note =
       a.measured ? " (" + GiB(a.capacity_bytes) + " measured" + factor
-                 : " (" + Short(gpu.memory_gb) + " GB = " + GiB(a.capacity_bytes) + factor;
+                 : " (" + ShortNumber(gpu.memory_gb) + " GB = " + GiB(a.capacity_bytes) + factor;
   a.memory = Arithmetic(ctx, 1, 1, ctx.Usable(a.capacity_bytes), note);
   a.line = a.name + ": " + GiB(a.memory.total_bytes()) + " of " + GiB(a.memory.usable_bytes) +
            " usable" + note + (a.memory.fits() ? ": fits" : ": does not fit");
@@ -405,7 +393,7 @@ void Recommend(const Context& ctx, Plan& plan) {
 
 void AdviseReservation(const PlanOptions& o, WallClock& w) {
   w.days_with_margin = w.days * o.margin;
-  const std::string window = Short(o.pilot_window_days) + "-day pilot window";
+  const std::string window = ShortNumber(o.pilot_window_days) + "-day pilot window";
   const std::string margin = " days with the x" + Fixed(o.margin, 1) + " margin";
   if (w.days_with_margin <= o.pilot_window_days) {
     w.pilot_window_enough = true;
@@ -555,7 +543,7 @@ void AddAssumptions(const Context& ctx, Plan& plan) {
     a.push_back(
         "step time on other accelerators: the measured one x the measured device's "
         "dense " +
-        precision + " TFLOP/s (" + Short(ctx.measured_peak_tflops) +
+        precision + " TFLOP/s (" + ShortNumber(ctx.measured_peak_tflops) +
         ") / theirs, i.e. the same MFU" +
         (in.mfu > 0 ? " as measured (" + Fixed(100 * in.mfu, 1) + "%)" : ""));
   }
@@ -584,7 +572,7 @@ void AddAssumptions(const Context& ctx, Plan& plan) {
               "override with --cost NAME=X");
   a.push_back("reservation: the estimate x" + Fixed(ctx.options.margin, 1) +
               " for restarts, evaluations and checkpoints; beyond the " +
-              Short(ctx.options.pilot_window_days) +
+              ShortNumber(ctx.options.pilot_window_days) +
               "-day pilot window, rounded up to whole weeks");
 }
 

@@ -1,18 +1,12 @@
 // A plan as the text a person reads and as JSON for tools; see plan.h. The lines themselves
 // are built by MakePlan; this only lays them out.
-#include <cstdio>
 #include <sstream>
 
+#include "base/text_format.h"
 #include "plan/plan.h"
 
 namespace trainlock {
 namespace {
-
-std::string Fixed(double value, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
-  return buf;
-}
 
 std::string AcceleratorDetail(const AcceleratorOption& a) {
   std::string detail;

@@ -70,4 +70,11 @@ Project LoadProject(const std::filesystem::path& dir, ManifestRequirement requir
   return project;
 }
 
+const Spec& RequireLock(const Project& project, std::string message, std::string hint) {
+  if (!project.lock) {
+    throw InputError(Diagnostic{project.lock_path, {}, std::move(message), std::move(hint)});
+  }
+  return *project.lock;
+}
+
 }  // namespace trainlock

@@ -40,6 +40,11 @@ enum class ManifestRequirement { kRequired, kOptional };
 Project LoadProject(const std::filesystem::path& dir,
                     ManifestRequirement manifest = ManifestRequirement::kRequired);
 
+// The project's lock, for a caller that cannot go on without one: when the project has none
+// (no `trainlock lock` yet), throws InputError at the lock's path with `message` and `hint`,
+// which say what the caller needed it for.
+const Spec& RequireLock(const Project& project, std::string message, std::string hint = {});
+
 // "dir/name" as a user would write it ("name" when dir is ".").
 std::string DisplayPath(const std::filesystem::path& dir, const std::string& name);
 

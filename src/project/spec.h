@@ -13,6 +13,7 @@
 
 #include "base/diagnostic.h"
 #include "base/toml_fields.h"
+#include "project/validate_defaults.h"
 
 namespace trainlock {
 
@@ -74,12 +75,12 @@ struct CustomOpLibrary {
 
 // [validate]: what `trainlock-validate` runs and how strictly.
 struct ValidateSpec {
-  int64_t steps = 8;
-  int64_t checkpoint_at = 4;
-  int64_t eval_batches = 2;
-  int64_t keep_last = 2;
-  double loss_tolerance = 0.0;  // 0 = bitwise
-  double eval_tolerance = 0.0;
+  int64_t steps = kDefaultValidateSteps;
+  int64_t checkpoint_at = kDefaultCheckpointAt;
+  int64_t eval_batches = kDefaultEvalBatches;
+  int64_t keep_last = kDefaultKeepLast;
+  double loss_tolerance = kDefaultLossTolerance;  // 0 = bitwise
+  double eval_tolerance = kDefaultEvalTolerance;
   std::string checkpoint_dir;         // "" = a directory under the report's directory
   std::vector<std::string> required;  // check ids that must pass
 };

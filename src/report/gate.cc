@@ -5,6 +5,7 @@
 
 #include "base/diagnostic.h"
 #include "base/json_file.h"
+#include "base/text_format.h"
 #include "base/time_text.h"
 #include "project/check_ids.h"
 #include "report/report.h"
@@ -14,10 +15,6 @@ namespace trainlock {
 namespace {
 
 using Json = nlohmann::json;
-
-std::string Short(const std::string& hex) {
-  return hex.size() > 12 ? hex.substr(0, 12) : hex;
-}
 
 class GateRules {
  public:
@@ -52,11 +49,11 @@ class GateRules {
   void Lock() {
     const std::string reported = StringMember(report_, "lock_sha256");
     if (reported == request_.lock_sha256) {
-      decision_.facts.push_back("lock " + Short(reported));
+      decision_.facts.push_back("lock " + ShortSha(reported));
       return;
     }
-    Refuse("lock: the report validated lock " + (reported.empty() ? "(none)" : Short(reported)) +
-           ", not " + request_.lock_path + " (" + Short(request_.lock_sha256) +
+    Refuse("lock: the report validated lock " + (reported.empty() ? "(none)" : ShortSha(reported)) +
+           ", not " + request_.lock_path + " (" + ShortSha(request_.lock_sha256) +
            "); validate again with this lock");
   }
 

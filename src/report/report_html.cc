@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/text_format.h"
 #include "report/report_render.h"
 
 namespace trainlock {
@@ -134,8 +135,7 @@ std::string LossAxes(const LossPlot& plot) {
   int decimals = TickDecimals(tick);
   for (int i = 0; i <= 4; ++i) {
     double value = plot.lo + tick * i;
-    char label[64];
-    std::snprintf(label, sizeof label, "%.*f", decimals, value);
+    const std::string label = Fixed(value, decimals);
     double y = plot.Y(value);
     out += "<line class=\"grid\" x1=\"" + N(plot.kLeft) + "\" x2=\"" + N(plot.kRight) + "\" y1=\"" +
            N(y) + "\" y2=\"" + N(y) + "\"/>\n";

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/text_format.h"
 #include "project/check_ids.h"
 
 namespace trainlock {
@@ -318,43 +319,6 @@ std::string EscapeMarkup(std::string_view text) {
     }
   }
   return out;
-}
-
-std::string FormatSeconds(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return "?";
-  char buf[64];
-  if (seconds < 10) {
-    std::snprintf(buf, sizeof buf, "%.3f s", seconds);
-  } else if (seconds < 60) {
-    std::snprintf(buf, sizeof buf, "%.2f s", seconds);
-  } else if (seconds < 1e12) {
-    long long whole = static_cast<long long>(seconds);
-    if (whole < 3600) {
-      std::snprintf(buf, sizeof buf, "%lld min %lld s", whole / 60, whole % 60);
-    } else {
-      std::snprintf(buf, sizeof buf, "%lld h %lld min", whole / 3600, whole % 3600 / 60);
-    }
-  } else {
-    std::snprintf(buf, sizeof buf, "%.3g s", seconds);
-  }
-  return buf;
-}
-
-std::string FormatBytes(double bytes) {
-  if (!std::isfinite(bytes) || bytes < 0) return "?";
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  size_t unit = 0;
-  while (bytes >= 1024 && unit + 1 < std::size(kUnits)) {
-    bytes /= 1024;
-    ++unit;
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[unit]);
-  return buf;
-}
-
-std::string ShortSha(std::string_view sha) {
-  return std::string(sha.substr(0, 12));
 }
 
 std::string CheckGroup(std::string_view id) {

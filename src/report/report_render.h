@@ -115,15 +115,6 @@ std::string TerminalLine(std::string_view text);
 // Escapes for HTML/XML text and attribute values (& < > " '), after CleanText.
 std::string EscapeMarkup(std::string_view text);
 
-// "0.071 s", "3.42 s", "1 min 25 s"; "?" for a non-finite or negative value.
-std::string FormatSeconds(double seconds);
-
-// "171.9 MiB", "69.3 GiB"; "?" for a non-finite or negative value.
-std::string FormatBytes(double bytes);
-
-// The short form of a SHA-256 for headers: its first 12 hex characters.
-std::string ShortSha(std::string_view sha);
-
 // The group a check belongs to: the part of its id before the first '.' ("train").
 std::string CheckGroup(std::string_view id);
 

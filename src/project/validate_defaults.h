@@ -1,0 +1,17 @@
+// The defaults of [validate] (docs/DESIGN.md, "Formats"), written once: the manifest's spec
+// (spec.h) starts from them and the validator's round trip (validators/roundtrip.h) starts
+// from them, so a project without a [validate] table and a round trip run on its own agree.
+#pragma once
+
+#include <cstdint>
+
+namespace trainlock {
+
+inline constexpr int64_t kDefaultValidateSteps = 8;
+inline constexpr int64_t kDefaultCheckpointAt = 4;  // below kDefaultValidateSteps
+inline constexpr int64_t kDefaultEvalBatches = 2;
+inline constexpr int64_t kDefaultKeepLast = 2;      // complete checkpoints kept
+inline constexpr double kDefaultLossTolerance = 0;  // 0 = bitwise
+inline constexpr double kDefaultEvalTolerance = 0;  // 0 = bitwise
+
+}  // namespace trainlock
