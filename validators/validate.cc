@@ -37,12 +37,8 @@ namespace {
 // The project with its lock; a missing lock is bad input: the validator checks a lock.
 Project LoadLockedProject(const ValidateOptions& o) {
   Project project = LoadProject(o.project, ManifestRequirement::kOptional);
-  if (!project.lock) {
-    throw InputError(Diagnostic{project.lock_path,
-                                {},
-                                "cannot read: no such file",
-                                "the validator checks a lock: run `trainlock lock` first"});
-  }
+  RequireLock(project, "cannot read: no such file",
+              "the validator checks a lock: run `trainlock lock` first");
   return project;
 }
 
