@@ -206,19 +206,28 @@ nlohmann::json WriteReports(const ValidateOptions& o, const Project& project,
   return j;
 }
 
-// Removes the work and checkpoint directories this run made, unless --keep-work. After a
-// failed validation the work directory (the workers' output, without checkpoints) stays, since
-// the report names it.
+// True when a check's summary or remedy points the reader at `work` (a worker that died).
+bool ReportNames(const Report& report, const fs::path& work) {
+  const std::string dir = work.string();
+  for (const CheckResult& c : report.checks) {
+    if (c.summary.find(dir) != std::string::npos || c.remedy.find(dir) != std::string::npos)
+      return true;
+  }
+  return false;
+}
+
+// Removes the work and checkpoint directories this run made, unless --keep-work. A work
+// directory the report names (a worker died: its output is there) stays, without checkpoints.
 void CleanUp(const ValidateOptions& o, const fs::path& work, const fs::path& checkpoint_root,
-             bool passed) {
+             const Report& report) {
   if (o.keep_work) return;
   std::error_code ec;
   fs::remove_all(checkpoint_root, ec);
   if (!o.work_dir.empty()) return;
-  if (passed) {
-    fs::remove_all(work, ec);
-  } else {
+  if (ReportNames(report, work)) {
     std::cerr << "trainlock-validate: the workers' output stays in " << work.string() << "\n";
+  } else {
+    fs::remove_all(work, ec);
   }
 }
 
@@ -266,9 +275,8 @@ int RunValidate(const ValidateOptions& o) {
   } else {
     PrintSummary(report, o, project.lock_sha256, rank);
   }
-  const bool passed = report.Verdict() == "pass";
-  CleanUp(o, work, checkpoint_root, passed);
-  return passed ? kExitOk : kExitVerdict;
+  CleanUp(o, work, checkpoint_root, report);
+  return report.Verdict() == "pass" ? kExitOk : kExitVerdict;
 }
 
 }  // namespace trainlock::validate

@@ -186,6 +186,60 @@ double SecondsSinceWorkerStart() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// The measurement as train.step reports it.
+nlohmann::json MeasurementJson(int64_t step, const StepMeasurement& m) {
+  return {{"step", step},
+          {"step_time_s", m.step_time_s},
+          {"tokens", m.tokens},
+          {"tokens_per_s", m.tokens_per_s},
+          {"flops", m.flops},
+          {"peak_rss_bytes", m.peak_rss_bytes},
+          {"peak_allocated_bytes", m.peak_allocated_bytes},
+          {"peak_reserved_bytes", m.peak_reserved_bytes},
+          {"device_used_bytes", m.device_used_bytes},
+          {"device_total_bytes", m.device_total_bytes}};
+}
+
+// train.step in the mode the long run trains in. The reference steps above ran with
+// deterministic kernels (the bitwise round trip needs them); a run that does not ask for them
+// gets torch's default, faster kernels, so its step is measured again that way, after the
+// reference is recorded: a warm-up step in the new mode, then the median of measured steps.
+void MeasureInRunMode(Trainer& trainer, bool deterministic, nlohmann::json& result) {
+  nlohmann::json& reference = result["measurement"];
+  if (deterministic) {
+    reference["mode"] = "deterministic";
+    return;
+  }
+  at::globalContext().setDeterministicAlgorithms(false, false);
+  const int measured = trainer.model()->parameters().front().is_cuda() ? 5 : 3;
+  trainer.Step();  // warm-up: the default kernels pick their algorithms
+  std::vector<StepMeasurement> steps;
+  for (int i = 0; i < measured; ++i) {
+    StepMeasurement m;
+    const double loss = trainer.MeasuredStep(&m);
+    if (!std::isfinite(loss)) throw NonFiniteLoss(trainer.step(), loss);
+    steps.push_back(m);
+  }
+  std::vector<double> times;
+  StepMeasurement peak = steps.front();
+  for (const StepMeasurement& m : steps) {
+    times.push_back(m.step_time_s);
+    peak.peak_allocated_bytes = std::max(peak.peak_allocated_bytes, m.peak_allocated_bytes);
+    peak.peak_reserved_bytes = std::max(peak.peak_reserved_bytes, m.peak_reserved_bytes);
+    peak.device_used_bytes = std::max(peak.device_used_bytes, m.device_used_bytes);
+    peak.peak_rss_bytes = std::max(peak.peak_rss_bytes, m.peak_rss_bytes);
+  }
+  std::sort(times.begin(), times.end());
+  peak.step_time_s = times[times.size() / 2];
+  peak.tokens_per_s = static_cast<double>(peak.tokens) / peak.step_time_s;
+  nlohmann::json run_mode = MeasurementJson(trainer.step(), peak);
+  run_mode["mode"] = "default";
+  run_mode["step_times_s"] = times;
+  reference["mode"] = "deterministic";
+  run_mode["deterministic"] = reference;
+  result["measurement"] = run_mode;
+}
+
 int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
   torch::Device device = PickDevice(o.device);
   RunSetup setup = SetupFromProject(o.project, o.steps);
@@ -223,16 +277,7 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
     if (trainer->step() + 1 == o.measure_step) {
       StepMeasurement m;
       loss = trainer->MeasuredStep(&m);
-      result["measurement"] = {{"step", trainer->step()},
-                               {"step_time_s", m.step_time_s},
-                               {"tokens", m.tokens},
-                               {"tokens_per_s", m.tokens_per_s},
-                               {"flops", m.flops},
-                               {"peak_rss_bytes", m.peak_rss_bytes},
-                               {"peak_allocated_bytes", m.peak_allocated_bytes},
-                               {"peak_reserved_bytes", m.peak_reserved_bytes},
-                               {"device_used_bytes", m.device_used_bytes},
-                               {"device_total_bytes", m.device_total_bytes}};
+      result["measurement"] = MeasurementJson(trainer->step(), m);
     } else {
       loss = trainer->Step();
     }
@@ -265,6 +310,8 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
       result["final_state"]["file"] = o.final_state.string();
     }
   }
+  if (result.contains("measurement"))
+    MeasureInRunMode(*trainer, setup.config.training.deterministic, result);
   if (o.save_at > 0) {
     // The saving worker is the one the coordinator preempts: wait for its SIGKILL.
     WriteResult(o, result);

@@ -22,6 +22,9 @@ using testing::RunTrainlock;
 struct Validation {
   testing::RunResult run;
   nlohmann::json report;
+  // Whether the run left its work directory named on stderr, and checkpoints in it.
+  bool kept_work_existed = false;
+  bool kept_checkpoints_existed = false;
 };
 
 // One validation of a fresh copy of examples/tiny, with extra validator options.
@@ -34,8 +37,17 @@ Validation Validate(const std::vector<std::string>& extra) {
   std::vector<std::string> args = {"validate",   project.string(), "--out",
                                    out.string(), "--threads",      "2"};
   args.insert(args.end(), extra.begin(), extra.end());
-  Validation v{RunTrainlock(args), nlohmann::json()};
+  // Work directories a failed run keeps land in the test's own directory, removed with it.
+  Validation v{testing::RunProgram("trainlock", args, {"TMPDIR=" + dir.path().string()}),
+               nlohmann::json()};
   if (fs::exists(out)) v.report = nlohmann::json::parse(testing::ReadFile(out));
+  const std::string marker = "the workers' output stays in ";
+  if (const size_t at = v.run.err.find(marker); at != std::string::npos) {
+    const size_t from = at + marker.size();
+    const fs::path work = v.run.err.substr(from, v.run.err.find('\n', from) - from);
+    v.kept_work_existed = fs::exists(work / "a-uninterrupted.stderr");
+    v.kept_checkpoints_existed = fs::exists(work / "checkpoints");
+  }
   return v;
 }
 
@@ -139,18 +151,18 @@ TEST(ValidateNegativeControl, SkippingTheRngRestoreFailsTheRoundtrip) {
   EXPECT_EQ(ReportSchemaViolations(v.report), std::vector<std::string>{});
 }
 
-// A failed validation keeps the workers' output (not the checkpoints) and says where.
-TEST(ValidateNegativeControl, AFailedRunKeepsTheWorkersOutputAndNamesIt) {
-  Validation v = Validate({"--negative-control", "rng"});
+// A worker that dies (here: killed at its time limit) is named with the directory of its
+// output, which stays (without checkpoints) for the reader.
+TEST(ValidateWorkerFailure, AWorkerPastItsTimeLimitIsNamedAndItsOutputStays) {
+  Validation v = Validate({"--timeout", "1"});
   EXPECT_EQ(v.run.exit_code, 1);
-  const std::string marker = "the workers' output stays in ";
-  const size_t at = v.run.err.find(marker);
-  ASSERT_NE(at, std::string::npos) << v.run.err;
-  const fs::path work =
-      v.run.err.substr(at + marker.size(), v.run.err.find('\n', at) - at - marker.size());
-  EXPECT_TRUE(fs::exists(work / "c-resumed.stderr")) << work;
-  EXPECT_FALSE(fs::exists(work / "checkpoints")) << work;
-  fs::remove_all(work);
+  EXPECT_NE(Check(v.report, "train.step")["summary"].get<std::string>().find(
+                "did not finish within 1 s; its output is in "),
+            std::string::npos)
+      << Check(v.report, "train.step")["summary"];
+  EXPECT_NE(v.run.err.find("the workers' output stays in "), std::string::npos) << v.run.err;
+  EXPECT_TRUE(v.kept_work_existed);
+  EXPECT_FALSE(v.kept_checkpoints_existed);
 }
 
 TEST(ValidateNegativeControl, SkippingTheDataLoaderRestoreFailsTheRoundtrip) {
