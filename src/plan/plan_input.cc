@@ -43,13 +43,7 @@ const nlohmann::json* FindCheck(const nlohmann::json& report, const std::string&
 void CheckShape(const TrainConfig& config, const std::string& source) {
   const ModelConfig& m = config.model;
   const TrainingConfig& t = config.training;
-  const std::pair<const char*, int64_t> sizes[] = {
-      {"seq_len", t.seq_len},           {"micro_batch", t.micro_batch},
-      {"grad_accum", t.grad_accum},     {"hidden_size", m.hidden_size},
-      {"num_layers", m.num_layers},     {"num_heads", m.num_heads},
-      {"num_kv_heads", m.num_kv_heads}, {"intermediate_size", m.intermediate_size},
-      {"vocab_size", m.vocab_size}};
-  for (const auto& [name, value] : sizes) {
+  ForEachShapeInteger(config, [&](const char* name, int64_t value) {
     const std::string_view field(name);
     const int64_t max = field == "num_layers"   ? (1 << 12)
                         : field == "vocab_size" ? (1 << 24)
@@ -58,7 +52,7 @@ void CheckShape(const TrainConfig& config, const std::string& source) {
       Refuse(source, std::string("the training shape's \"") + name + "\" is " +
                          std::to_string(value) + ", outside 1.." + std::to_string(max));
     }
-  }
+  });
   if (m.num_kv_heads > m.num_heads || m.num_heads > m.hidden_size)
     Refuse(source, "the training shape's heads do not fit its hidden_size");
   if (t.precision != "fp32" && t.precision != "bf16" && t.precision != "fp16")
@@ -69,11 +63,11 @@ void CheckShape(const TrainConfig& config, const std::string& source) {
 // nlohmann converts a float to an integer with a cast that is undefined out of range: refuse
 // floats where the shape has integers before TrainConfigFromShape reads them.
 void CheckIntegers(const nlohmann::json& shape, const std::string& source) {
-  for (const char* key : {"seq_len", "micro_batch", "grad_accum", "hidden_size", "num_layers",
-                          "num_heads", "num_kv_heads", "intermediate_size", "vocab_size"}) {
+  const TrainConfig names;  // walked for its field names only
+  ForEachShapeInteger(names, [&](const char* key, int64_t) {
     if (shape.is_object() && shape.contains(key) && shape[key].is_number_float())
       Refuse(source, std::string("the training shape's \"") + key + "\" is not an integer");
-  }
+  });
 }
 
 }  // namespace
