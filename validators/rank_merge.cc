@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <map>
 
+#include "report/report_view.h"
+
 namespace trainlock::validate {
 namespace {
 

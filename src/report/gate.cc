@@ -9,6 +9,7 @@
 #include "project/check_ids.h"
 #include "report/report.h"
 #include "report/report_signing.h"
+#include "report/report_view.h"
 
 namespace trainlock {
 namespace {

@@ -9,6 +9,7 @@
 #include "base/refs.h"
 #include "base/sha256.h"
 #include "project/check_ids.h"
+#include "report/report_view.h"
 
 namespace trainlock {
 
@@ -24,12 +25,6 @@ const char* CheckStatusName(CheckStatus status) {
       return "error";
   }
   return "error";
-}
-
-std::string StringMember(const nlohmann::json& object, const char* key) {
-  if (!object.is_object()) return "";
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
 std::string Report::Verdict() const {

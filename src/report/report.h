@@ -46,10 +46,6 @@ struct Report {
 // to trainlock.report/v1.
 std::vector<std::string> ReportSchemaViolations(const nlohmann::json& report);
 
-// A member's string value, or "" when it is absent or not a string: readers of a report that
-// may have been tampered with use this instead of nlohmann's value(), which throws.
-std::string StringMember(const nlohmann::json& object, const char* key);
-
 // The current UTC time as RFC 3339 with seconds ("2026-11-29T21:33:10Z").
 std::string NowRfc3339();
 
