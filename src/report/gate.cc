@@ -23,7 +23,7 @@ std::string Short(const std::string& hex) {
 class GateRules {
  public:
   GateRules(const GateRequest& request, const Json& report, const Catalog& catalog)
-      : request_(request), report_(report), catalog_(catalog) {}
+      : request_(request), report_(report), view_(ViewOfReport(report)), catalog_(catalog) {}
 
   GateDecision Decide() {
     Schema();
@@ -51,7 +51,7 @@ class GateRules {
   }
 
   void Lock() {
-    const std::string reported = StringMember(report_, "lock_sha256");
+    const std::string& reported = view_.lock_sha256;
     if (reported == request_.lock_sha256) {
       decision_.facts.push_back("lock " + Short(reported));
       return;
@@ -63,7 +63,7 @@ class GateRules {
 
   // The lock target the report ran under: the validator's build flavour names it.
   const Target* TargetOfReport() {
-    const std::string build = StringMember(report_.value("validator", Json::object()), "build");
+    const std::string& build = view_.build;
     auto it = request_.lock->targets.find(build);
     if (it != request_.lock->targets.end()) return &it->second;
     std::string names;
@@ -75,15 +75,14 @@ class GateRules {
   }
 
   void Image(const Target& target) {
-    const Json& image = report_.contains("image") ? report_["image"] : Json(nullptr);
-    const std::string digest = StringMember(image, "digest");
+    const std::string& digest = view_.image_digest;
     auto built = request_.lock->images.find(target.name);
     if (built == request_.lock->images.end()) {
       if (digest.empty()) {
         decision_.facts.push_back("no image (the lock has no built " + target.name + " image)");
         return;
       }
-      Refuse("image: the report ran in " + StringMember(image, "ref") + "@" + digest +
+      Refuse("image: the report ran in " + view_.image_ref + "@" + digest +
              ", but the lock records no built " + target.name +
              " image; run `trainlock image build` and validate in that image");
       return;
@@ -101,9 +100,7 @@ class GateRules {
   }
 
   void Devices(const Target& target) {
-    const Json& devices = report_.contains("devices") && report_["devices"].is_array()
-                              ? report_["devices"]
-                              : Json::array();
+    const std::vector<DeviceView>& devices = view_.devices;
     if (target.accelerators.empty()) {
       decision_.facts.push_back(std::to_string(devices.size()) + " device(s)");
       return;
@@ -117,7 +114,7 @@ class GateRules {
     }
     size_t matching = 0;
     for (size_t i = 0; i < devices.size(); ++i) {
-      const std::string name = StringMember(devices[i], "name");
+      const std::string& name = devices[i].name;
       const GpuModel* model = catalog_.FindGpu(name);
       bool listed =
           model && std::any_of(target.accelerators.begin(), target.accelerators.end(),
@@ -141,44 +138,34 @@ class GateRules {
     return required;
   }
 
-  static const Json* FindCheck(const Json& checks, const std::string& id) {
-    for (const Json& c : checks) {
-      if (StringMember(c, "id") == id) return &c;
+  // A required check (the lock's or --require's, not the report's own list) that is failing.
+  void RequiredCheck(const std::string& id) {
+    const CheckView* c = view_.FindCheck(id);
+    if (!IsFailingCheck(c ? c->status : "", true)) return;
+    if (!c) {
+      Refuse("checks: required check " + id + " is not in the report");
+    } else if (c->status == "skip") {
+      Refuse("checks: required check " + id + " was skipped, and a skip is not a pass (" +
+             c->summary + ")");
+    } else {
+      Refuse("checks: required check " + id + " " + (c->status == "error" ? "errored" : "failed") +
+             ": " + c->summary);
     }
-    return nullptr;
   }
 
   void Checks() {
-    const Json& checks = report_.contains("checks") && report_["checks"].is_array()
-                             ? report_["checks"]
-                             : Json::array();
     const std::vector<std::string> required = RequiredChecks();
-    for (const std::string& id : required) {
-      const Json* c = FindCheck(checks, id);
-      const std::string status = c ? StringMember(*c, "status") : "";
-      if (!c) {
-        Refuse("checks: required check " + id + " is not in the report");
-      } else if (status == "skip") {
-        Refuse("checks: required check " + id + " was skipped, and a skip is not a pass (" +
-               StringMember(*c, "summary") + ")");
-      } else if (status != "pass") {
-        Refuse("checks: required check " + id + " " + (status == "error" ? "errored" : "failed") +
-               ": " + StringMember(*c, "summary"));
-      }
-    }
-    for (const Json& c : checks) {
-      const std::string id = StringMember(c, "id");
-      const std::string status = StringMember(c, "status");
-      bool is_required = std::find(required.begin(), required.end(), id) != required.end();
-      if (!is_required && (status == "fail" || status == "error")) {
-        Refuse("checks: " + id + " " + (status == "error" ? "errored" : "failed") +
-               " (not required, but any failed check fails the verdict): " +
-               StringMember(c, "summary"));
+    for (const std::string& id : required) RequiredCheck(id);
+    for (const CheckView& c : view_.checks) {
+      bool is_required = std::find(required.begin(), required.end(), c.id) != required.end();
+      if (!is_required && IsFailingCheck(c.status, false)) {
+        Refuse("checks: " + c.id + " " + (c.status == "error" ? "errored" : "failed") +
+               " (not required, but any failed check fails the verdict): " + c.summary);
       }
     }
     // A verdict that contradicts the checks (edited by hand) is refused even when every
     // check listed passes.
-    const std::string verdict = StringMember(report_, "verdict");
+    const std::string& verdict = view_.verdict;
     if (verdict != "pass" && !HasTopic("checks"))
       Refuse("checks: the report's verdict is " + Quoted(verdict) + ", not \"pass\"");
     if (!HasTopic("checks"))
@@ -186,7 +173,7 @@ class GateRules {
   }
 
   void Age() {
-    const std::string started = StringMember(report_, "started_at");
+    const std::string& started = view_.started_at;
     std::optional<int64_t> at = ParseRfc3339(started);
     if (!at) return;  // the schema reason already says so
     const int64_t age = request_.now_s - *at;
@@ -209,7 +196,8 @@ class GateRules {
   }
 
   const GateRequest& request_;
-  const Json& report_;
+  const Json& report_;  // for its schema; every fact is read through view_
+  const ReportView view_;
   const Catalog& catalog_;
   GateDecision decision_;
 };

@@ -27,14 +27,20 @@ const char* CheckStatusName(CheckStatus status) {
   return "error";
 }
 
+bool IsFailingCheck(std::string_view status, bool required) {
+  return status == "fail" || status == "error" || (required && status != "pass");
+}
+
+// Like the gate, judges every check as optional and then each required id by its first check,
+// so a required id without a check fails too.
 std::string Report::Verdict() const {
   for (const CheckResult& c : checks) {
-    if (c.status == CheckStatus::kFail || c.status == CheckStatus::kError) return "fail";
+    if (IsFailingCheck(CheckStatusName(c.status), false)) return "fail";
   }
   for (const std::string& id : required) {
     auto it = std::find_if(checks.begin(), checks.end(),
                            [&](const CheckResult& c) { return c.id == id; });
-    if (it == checks.end() || it->status != CheckStatus::kPass) return "fail";
+    if (IsFailingCheck(it == checks.end() ? "" : CheckStatusName(it->status), true)) return "fail";
   }
   return "pass";
 }

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace trainlock {
@@ -37,10 +38,16 @@ struct Report {
   std::vector<CheckResult> checks;
   std::vector<std::string> required;  // check ids that must pass for a "pass" verdict
 
-  // "pass" when no check failed or errored and every required check passed.
+  // "pass" when no check is failing (IsFailingCheck).
   std::string Verdict() const;
   nlohmann::json ToJson() const;
 };
+
+// The one rule for a check that fails a report, shared by the verdict, the gate and the fleet
+// summary: it failed or errored, or it is required and did not pass. A required check that was
+// skipped, is absent from the report (status ""), or has a status the schema does not know
+// fails: a check that did not run proves nothing.
+bool IsFailingCheck(std::string_view status, bool required);
 
 // Schema violations of a report document, each "json.path: problem"; empty when it conforms
 // to trainlock.report/v1.
