@@ -556,24 +556,20 @@ int RunValidate(const ValidateOptions& o) {
 
   report.duration_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  nlohmann::json j = report.ToJson();
-  j["project"] = project.effective().name;
-  j["work_dir"] = o.keep_work ? nlohmann::json(work.string()) : nlohmann::json(nullptr);
-  if (!o.only.empty()) j["only"] = o.only;
-  if (rank) {
-    j["rank"] = {{"rank", rank->rank},
-                 {"world_size", rank->world_size},
-                 {"local_rank", rank->local_rank},
-                 {"launcher", rank->launcher}};
-  }
+  report.project = project.effective().name;
+  if (o.keep_work) report.work_dir = work.string();
+  report.only = o.only;
+  if (rank)
+    report.rank = ReportRank{rank->rank, rank->world_size, rank->local_rank, rank->launcher};
   if (o.out.has_parent_path()) fs::create_directories(o.out.parent_path());
   if (distributed) {
     // Every rank's own report beside the merged one; rank 0's merged report adds the ranks.
-    nlohmann::json own = j;
+    nlohmann::json own = report.ToJson();
     if (!sign_pem.empty()) SignReport(own, sign_pem);
     WriteFileAtomically(RankReportPath(o.out.string(), rank->rank), SignedReportText(own));
-    if (lead) j["ranks"] = rank_entries;
+    if (lead) report.ranks = rank_entries;
   }
+  nlohmann::json j = report.ToJson();
   if (lead) {
     if (!sign_pem.empty()) SignReport(j, sign_pem);
     WriteFileAtomically(o.out, SignedReportText(j));

@@ -67,6 +67,16 @@ nlohmann::json Report::ToJson() const {
                            {"remedy", c.remedy},
                            {"metrics", c.metrics}});
   }
+  j["project"] = project;
+  j["work_dir"] = work_dir ? nlohmann::json(*work_dir) : nlohmann::json(nullptr);
+  if (!only.empty()) j["only"] = only;
+  if (rank) {
+    j["rank"] = {{"rank", rank->rank},
+                 {"world_size", rank->world_size},
+                 {"local_rank", rank->local_rank},
+                 {"launcher", rank->launcher}};
+  }
+  if (ranks) j["ranks"] = *ranks;
   return j;
 }
 
@@ -120,6 +130,7 @@ class SchemaChecker {
         Check((*checks)[i], "checks[" + std::to_string(i) + "]", seen);
       }
     }
+    RunFacts(r);
     if (r.contains("signature") && !r["signature"].is_object() && !r["signature"].is_string()) {
       Problem("signature", "must be an object or string when present");
     }
@@ -149,6 +160,12 @@ class SchemaChecker {
     return &v;
   }
 
+  // Field for a member that may be absent.
+  const nlohmann::json* Optional(const nlohmann::json& o, const char* key, const std::string& where,
+                                 nlohmann::json::value_t type) {
+    return o.contains(key) ? Field(o, key, where, type) : nullptr;
+  }
+
   void Number(const nlohmann::json& o, const char* key, const std::string& where) {
     if (auto* v = Field(o, key, where, nlohmann::json::value_t::number_float)) {
       if (v->get<double>() < 0) Problem(where == "$" ? key : where + "." + key, "must be >= 0");
@@ -172,6 +189,32 @@ class SchemaChecker {
     Field(d, "memory_bytes", where, nlohmann::json::value_t::number_unsigned);
     if (!d.contains("compute_capability") && !d.contains("gfx")) {
       Problem(where, "needs compute_capability or gfx");
+    }
+  }
+
+  // How the validator ran (Report's project, work_dir, only, rank and ranks): each optional.
+  void RunFacts(const nlohmann::json& r) {
+    using Type = nlohmann::json::value_t;
+    Optional(r, "project", "$", Type::string);
+    if (r.contains("work_dir") && !r["work_dir"].is_null()) Field(r, "work_dir", "$", Type::string);
+    if (auto* only = Optional(r, "only", "$", Type::array)) {
+      for (size_t i = 0; i < only->size(); ++i) {
+        const nlohmann::json& id = (*only)[i];
+        if (!id.is_string() || !IsCheckId(id.get<std::string>()))
+          Problem("only[" + std::to_string(i) + "]", "must be a check id");
+      }
+    }
+    if (auto* rank = Optional(r, "rank", "$", Type::object)) {
+      for (const char* key : {"rank", "world_size", "local_rank"})
+        Field(*rank, key, "rank", Type::number_unsigned);
+      Field(*rank, "launcher", "rank", Type::string);
+    }
+    // A rank's entry is what that rank sent (rank_merge.h); the view reads it tolerantly.
+    if (auto* ranks = Optional(r, "ranks", "$", Type::array)) {
+      for (size_t i = 0; i < ranks->size(); ++i) {
+        if (!(*ranks)[i].is_object())
+          Problem("ranks[" + std::to_string(i) + "]", "must be an object");
+      }
     }
   }
 

@@ -1,5 +1,7 @@
 // The compatibility report (`report.json`, schema trainlock.report/v1): the contract that the
-// validator writes and that gate, plan and CI read (docs/DESIGN.md, "Report").
+// validator writes and that gate, plan and CI read (docs/DESIGN.md, "Report"). The whole format
+// is declared here: Report::ToJson writes every member and ReportSchemaViolations checks them;
+// readers take the facts through report_view.h.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -25,6 +27,14 @@ struct CheckResult {
   nlohmann::json metrics = nlohmann::json::object();
 };
 
+// Which process of a distributed validation wrote the report.
+struct ReportRank {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string launcher;  // "torchrun" | "slurm" | "standalone"
+};
+
 struct Report {
   std::string lock_sha256;
   std::optional<std::pair<std::string, std::string>> image;  // ref, digest
@@ -37,6 +47,15 @@ struct Report {
   double duration_s = 0;
   std::vector<CheckResult> checks;
   std::vector<std::string> required;  // check ids that must pass for a "pass" verdict
+
+  // How the validator ran, for the person reading the report; the verdict ignores them.
+  std::string project;                  // the manifest's project name
+  std::optional<std::string> work_dir;  // kept with --keep-work; null when it was removed
+  std::vector<std::string> only;        // --only; the member is absent when empty
+  std::optional<ReportRank> rank;       // absent from a single process's report
+  // The entries of every rank (rank_merge.h), in the merged report of a distributed validation
+  // only: each rank's own report leaves them out.
+  std::optional<nlohmann::json> ranks;
 
   // "pass" when no check is failing (IsFailingCheck).
   std::string Verdict() const;
