@@ -5,6 +5,7 @@
 #include <map>
 
 #include "base/text_format.h"
+#include "report/report_view.h"
 
 namespace trainlock::validate {
 namespace {

@@ -93,11 +93,30 @@ std::string ReadSigningKey(const fs::path& key) {
   return pem;
 }
 
-// The report's facts before any check runs.
-Report NewReport(const Project& project, bool lead) {
+const char* NegativeControlName(NegativeControl control) {
+  switch (control) {
+    case NegativeControl::kSkipRngRestore:
+      return "rng";
+    case NegativeControl::kSkipDataRestore:
+      return "data";
+    case NegativeControl::kCorruptCheckpoint:
+      return "corrupt";
+    case NegativeControl::kNone:
+      break;
+  }
+  return "";
+}
+
+// The report's facts before any check runs: what the run trains from, and how.
+Report NewReport(const ValidateOptions& o, const Project& project,
+                 const std::vector<Finding>& drift, bool lead) {
   Report report;
   report.started_at = NowRfc3339();
   report.lock_sha256 = project.lock_sha256;
+  report.config_sha256 = project.config_sha256;
+  if (project.manifest) report.manifest_sha256 = project.manifest_sha256;
+  for (const Finding& f : drift) report.drift.push_back({f.id, f.message});
+  report.negative_control = NegativeControlName(o.negative_control);
   report.validator_version = std::string(kTrainlockVersion);
   report.torch_version = BuiltTorchVersion();
   report.build = BuiltTorchFlavour();
@@ -175,30 +194,25 @@ nlohmann::json ExchangeAndMerge(const ValidateOptions& o, const std::optional<Ra
 }
 
 // Writes the report (signed with `sign_pem` when given): every rank of a distributed run its
-// own beside the merged one, which only rank 0 writes.
+// own beside the merged one, which only rank 0 writes with the ranks' entries.
 nlohmann::json WriteReports(const ValidateOptions& o, const Project& project,
                             const std::optional<RankEnv>& rank, const fs::path& work,
                             const nlohmann::json& rank_entries, const std::string& sign_pem,
-                            const Report& report) {
-  nlohmann::json j = report.ToJson();
-  j["project"] = project.effective().name;
-  j["work_dir"] = o.keep_work ? nlohmann::json(work.string()) : nlohmann::json(nullptr);
-  if (!o.only.empty()) j["only"] = o.only;
-  if (rank) {
-    j["rank"] = {{"rank", rank->rank},
-                 {"world_size", rank->world_size},
-                 {"local_rank", rank->local_rank},
-                 {"launcher", rank->launcher}};
-  }
+                            Report& report) {
+  report.project = project.effective().name;
+  if (o.keep_work) report.work_dir = work.string();
+  report.only = o.only;
+  if (rank)
+    report.rank = ReportRank{rank->rank, rank->world_size, rank->local_rank, rank->launcher};
   if (o.out.has_parent_path()) fs::create_directories(o.out.parent_path());
-  const bool distributed = rank && rank->world_size > 1;
   const bool lead = !rank || rank->rank == 0;
-  if (distributed) {
-    nlohmann::json own = j;
+  if (rank && rank->world_size > 1) {
+    nlohmann::json own = report.ToJson();
     if (!sign_pem.empty()) SignReport(own, sign_pem);
     WriteFileAtomically(RankReportPath(o.out.string(), rank->rank), SignedReportText(own));
-    if (lead) j["ranks"] = rank_entries;
+    if (lead) report.ranks = rank_entries;
   }
+  nlohmann::json j = report.ToJson();
   if (lead) {
     if (!sign_pem.empty()) SignReport(j, sign_pem);
     WriteFileAtomically(o.out, SignedReportText(j));
@@ -253,10 +267,10 @@ int RunValidate(const ValidateOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   const Project project = LoadLockedProject(o);
   RefuseWrongBuild(o, project, BuiltTorchFlavour());
-  [[maybe_unused]] const std::vector<Finding> drift = CheckDrift(o, project);
+  const std::vector<Finding> drift = CheckDrift(o, project);
   const std::string sign_pem = ReadSigningKey(o.sign_key);
   Progress progress = Progress::ForStderr();
-  Report report = NewReport(project, lead);
+  Report report = NewReport(o, project, drift, lead);
   NodeProbe node;
   if (report.build != "cpu") node = ProbeNode();
 

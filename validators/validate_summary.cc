@@ -31,6 +31,12 @@ void PrintSummary(const Report& report, const ValidateOptions& o, const std::str
   if (rank)
     std::cout << " rank " << rank->rank << "/" << rank->world_size << " (" << rank->launcher << ")";
   std::cout << "\n";
+  if (!report.negative_control.empty()) {
+    std::cout << "NEGATIVE CONTROL (" << report.negative_control
+              << "): this run breaks the resume on purpose; its verdict is never pass\n";
+  }
+  for (const ReportDrift& d : report.drift)
+    std::cout << "DRIFT (--allow-drift) " << d.id << ": " << d.message << "\n";
   int counts[4] = {};
   for (const CheckResult& c : report.checks) {
     ++counts[static_cast<int>(c.status)];

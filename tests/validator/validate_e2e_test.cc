@@ -151,6 +151,14 @@ TEST(ValidateNegativeControl, SkippingTheRngRestoreFailsTheRoundtrip) {
   EXPECT_EQ(ReportSchemaViolations(v.report), std::vector<std::string>{});
 }
 
+// A negative control is marked at the top of its report and never passes, whatever its checks.
+TEST(ValidateNegativeControl, TheReportIsMarkedAndItsVerdictIsFail) {
+  Validation v = Validate({"--negative-control", "data"});
+  EXPECT_EQ(v.report["negative_control"], "data");
+  EXPECT_EQ(v.report["verdict"], "fail");
+  EXPECT_NE(v.run.out.find("NEGATIVE CONTROL (data)"), std::string::npos) << v.run.out;
+}
+
 // A worker that dies (here: killed at its time limit) is named with the directory of its
 // output, which stays (without checkpoints) for the reader.
 TEST(ValidateWorkerFailure, AWorkerPastItsTimeLimitIsNamedAndItsOutputStays) {
@@ -238,6 +246,26 @@ TEST(ValidateInput, AnEditedConfigWithTheOldLockIsRefusedBeforeTraining) {
   EXPECT_NE(r.err.find("error: lock.config: the training config"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("run `trainlock lock` to record the new config hash"), std::string::npos);
   EXPECT_FALSE(fs::exists(dir.path() / "r.json"));
+}
+
+// --allow-drift trains anyway and says so in the report, with the config it trained.
+TEST(ValidateInput, AllowDriftRecordsTheDriftAndTheConfigTrained) {
+  testing::TempDir dir;
+  testing::CopyExample("tiny", dir.path());
+  const fs::path config = dir.path() / "configs/tiny.yaml";
+  testing::WriteFile(config, testing::ReadFile(config) + "# edited after locking\n");
+  const fs::path out = dir.path() / "r.json";
+  auto r = RunTrainlock(
+      {"validate", dir.path().string(), "--out", out.string(), "--threads", "2", "--allow-drift"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json report = nlohmann::json::parse(testing::ReadFile(out));
+  EXPECT_EQ(report["drift"][0]["id"], "lock.config");
+  EXPECT_EQ(report["config_sha256"], Sha256Hex(testing::ReadFile(config)));
+  EXPECT_NE(r.out.find("DRIFT (--allow-drift) lock.config"), std::string::npos) << r.out;
+  auto gate =
+      RunTrainlock({"gate", out.string(), "--lock", dir.path().string(), "--allow-unsigned"});
+  EXPECT_EQ(gate.exit_code, 1);
+  EXPECT_NE(gate.out.find("config: the report trained config"), std::string::npos) << gate.out;
 }
 
 TEST(ValidateInput, AManifestEditedAfterLockingIsAStaleLock) {
