@@ -563,6 +563,21 @@ TEST(PlanCli, CpuFixtureSaysItNeedsAGpuReport) {
   EXPECT_NE(r.out.find("(estimated) = 0.0 GiB per GPU"), std::string::npos) << r.out;
 }
 
+TEST(PlanCli, AHostileDeviceNameIsShownEscaped) {
+  nlohmann::json report =
+      nlohmann::json::parse(testing::ReadFile(Fixture("h200-pilot-report.json")));
+  for (auto& c : report["checks"]) {
+    if (c["id"] == "train.step") c["metrics"]["device_name"] = "NVIDIA H200\x1b]0;pwned\x07";
+  }
+  testing::TempDir dir;
+  const std::string file = (dir.path() / "r.json").string();
+  testing::WriteFile(file, report.dump());
+  auto r = testing::RunTrainlock({"plan", file});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\\x1b]0;pwned\\x07"), std::string::npos) << r.out;
+}
+
 TEST(PlanCli, BadInputExitsTwoWithOneLineNamingTheFile) {
   testing::TempDir dir;
   const std::string not_json = (dir.path() / "not-json.json").string();

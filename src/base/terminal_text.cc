@@ -77,6 +77,20 @@ std::string CleanText(std::string_view text) {
   return out;
 }
 
+std::string TerminalText(std::string_view text) {
+  std::string out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = text.find('\n', start);
+    out +=
+        TerminalLine(text.substr(start, end == std::string_view::npos ? text.npos : end - start));
+    if (end == std::string_view::npos) break;
+    out += '\n';
+    start = end + 1;
+  }
+  return out;
+}
+
 std::string TerminalLine(std::string_view text) {
   std::string out;
   size_t i = 0;

@@ -20,4 +20,7 @@ std::string CleanText(std::string_view text);
 // invalid UTF-8 become U+FFFD.
 std::string TerminalLine(std::string_view text);
 
+// Several lines for a terminal: TerminalLine on each, the newlines between them kept.
+std::string TerminalText(std::string_view text);
+
 }  // namespace trainlock
