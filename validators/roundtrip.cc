@@ -332,8 +332,12 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
   if (b.result.contains("save")) {
     const auto& save = b.result["save"];
     r.metrics["checkpoint_bytes"] = save["bytes"];
-    r.metrics["save_s"] = save["seconds"];
+    r.metrics["save_s"] = save["seconds"];  // to durable storage
     r.metrics["save_gbps"] = save["gbps"];
+    // What training was held up for (the copy into staging memory); the write went on beside it.
+    for (const char* key : {"blocking_s", "staging_wait_s", "staging_alloc_s", "write_s"}) {
+      if (save.contains(key)) r.metrics[std::string("save_") + key] = save[key];
+    }
   }
   if (c.result.contains("restore")) {
     r.metrics["restore_s"] = c.result["restore"]["seconds"];

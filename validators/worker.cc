@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "async_checkpoint.h"
 #include "base/diagnostic.h"
 #include "base/file_io.h"
 #include "custom_ops.h"
@@ -240,6 +241,26 @@ void MeasureInRunMode(Trainer& trainer, bool deterministic, nlohmann::json& resu
   result["measurement"] = run_mode;
 }
 
+// Waits for the checkpoint write in flight, records it and tells the coordinator (which may
+// SIGKILL this process from then on) that the checkpoint is committed.
+void AnnounceCommitted(const WorkerOptions& o, AsyncCheckpointer& checkpointer,
+                       nlohmann::json& result) {
+  const CheckpointIo io = checkpointer.Wait();
+  const AsyncSaveTimes& t = checkpointer.times();
+  result["save"] = {{"dir", io.dir.string()},
+                    {"step", o.save_at},
+                    {"files", io.files},
+                    {"bytes", io.bytes},
+                    {"seconds", t.durable_s},  // from the save's start to the committed rename
+                    {"write_s", io.seconds},
+                    {"blocking_s", t.blocking_s},
+                    {"staging_wait_s", t.staging_wait_s},
+                    {"staging_alloc_s", t.staging_alloc_s},
+                    {"gbps", Gbps(io.bytes, t.durable_s)}};
+  WriteResult(o, result);
+  std::cout << kCommittedLine << " " << o.save_at << std::endl;
+}
+
 int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
   torch::Device device = PickDevice(o.device);
   RunSetup setup = SetupFromProject(o.project, o.steps);
@@ -271,6 +292,8 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
                          {"data_restored", o.restore_data}};
     result["eval_after_restore"] = trainer->EvalLoss();
   }
+  AsyncCheckpointer checkpointer;
+  if (o.save_at > 0) checkpointer.Prepare(trainer->Capture());
   nlohmann::json losses = nlohmann::json::array();
   while (trainer->step() < o.steps) {
     double loss;
@@ -285,15 +308,14 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
     losses.push_back({{"step", trainer->step()}, {"loss", loss}});
     result["losses"] = losses;
     if (trainer->step() == o.save_at) {
-      CheckpointIo io = SaveCheckpoint(o.checkpoint_root, trainer->Capture(), o.keep_last);
-      result["save"] = {{"dir", io.dir.string()}, {"step", o.save_at},
-                        {"files", io.files},      {"bytes", io.bytes},
-                        {"seconds", io.seconds},  {"gbps", Gbps(io.bytes, io.seconds)}};
+      // Training is held up only for the copy into the staging buffers; the write goes on
+      // beside the next steps, and the coordinator hears of the checkpoint once it is durable.
+      checkpointer.Start(o.checkpoint_root, trainer->Capture(), o.keep_last);
       result["eval_after_save"] = trainer->EvalLoss();
-      WriteResult(o, result);
-      std::cout << kCommittedLine << " " << o.save_at << std::endl;
     }
+    if (checkpointer.Finished()) AnnounceCommitted(o, checkpointer, result);
   }
+  if (checkpointer.in_flight()) AnnounceCommitted(o, checkpointer, result);
   if (!o.final_state.empty()) {
     // Fingerprints of every tensor, computed on the device; the state itself is written out
     // (for the element-wise difference when runs disagree) only while it is small.
@@ -391,7 +413,8 @@ void MeasureMatmul(const torch::TensorOptions& options, int index, nlohmann::jso
     best = std::max(best, tflops);
   }
   d["matmul_tflops"] = best;
-  d["matmul_method"] = {{"dtype", "bf16"}, {"tflops_by_size", per_size},
+  d["matmul_method"] = {{"dtype", "bf16"},
+                        {"tflops_by_size", per_size},
                         {"timing", "best of 3 bursts of back-to-back mm_out per size, best size"}};
 }
 
