@@ -156,22 +156,26 @@ Distribution JoinRanks(const ValidateOptions& o, const std::optional<RankEnv>& r
   return d;
 }
 
-// Rank 0 measures every device while the others wait, then each rank runs the round trip on
-// its own GPU. Returns the checkpoint root to clean up.
+// Each node's local rank 0 measures its node's devices (env.*, data.*, ops.custom, perf.*)
+// while that node's other ranks wait, then every rank runs the round trip on its own GPU.
+// Returns the checkpoint root to clean up.
 fs::path RunChecks(const ValidateOptions& o, const Project& project, const NodeProbe& node,
                    const std::optional<RankEnv>& rank, const fs::path& work, Distribution& d,
                    Progress& progress, Report& report) {
-  if (!rank || rank->rank == 0) {
+  const std::string measured_key =
+      "devices-measured-" + std::to_string(rank ? rank->node_rank : 0);
+  if (!rank || rank->local_rank == 0) {
     auto measured = [&] {
-      if (d.store) d.store->Signal("devices-measured");
+      if (d.store) d.store->Signal(measured_key);
     };
     NodeRun run = RunNodeChecks(o, project, node, work, d.train_device, measured, progress, report);
     AddCommChecks(report, d.comm);
-    RunTailChecks(o, project, node, run, progress, report);
+    RunTailChecks(o, project, node, run, progress, report, /*job_checks=*/!rank || rank->rank == 0);
+    if (rank && rank->rank != 0) SkipJobChecks(report, rank->rank);
     return run.checkpoint_root;
   }
-  // Rank 0's perf.* would measure this rank's training too: wait until it is done.
-  if (d.store) d.store->WaitForSignal("devices-measured", std::chrono::seconds(o.timeout_s + 60));
+  // The node lead's perf.* would measure this rank's training too: wait until it is done.
+  if (d.store) d.store->WaitForSignal(measured_key, std::chrono::seconds(o.timeout_s + 60));
   const fs::path checkpoint_root = CheckpointRoot(o, project, work);
   SkipForNonLeadRank(report, rank->rank);
   AddCommChecks(report, d.comm);
@@ -188,7 +192,8 @@ nlohmann::json ExchangeAndMerge(const ValidateOptions& o, const std::optional<Ra
   // own may take.
   const auto wait = std::chrono::seconds(4 * o.timeout_s + o.collective_timeout_s);
   nlohmann::json entries = ExchangeRankEntries(
-      d.store.get(), *rank, RankEntry(*rank, HostName(), d.train_device, report.checks), wait);
+      d.store.get(), *rank,
+      RankEntry(*rank, HostName(), d.train_device, report.checks, report.devices), wait);
   if (rank->rank == 0) MergeRankResults(report, entries, {.gpu = d.train_device != "cpu"});
   return entries;
 }

@@ -285,31 +285,7 @@ TEST(ValidateInput, AnUnknownValidatorOptionIsBadInput) {
   EXPECT_EQ(RunTrainlock({"validate", ".", "--frobnicate"}).exit_code, 2);
 }
 
-// examples/tiny copied to DIR/tiny with `extra` appended to its manifest and lock (and
-// `validate_extra` added to their [validate] tables), and the lock's manifest-sha256 updated,
-// as `trainlock lock` would leave it.
-fs::path TinyWith(const fs::path& dir, const std::string& extra,
-                  const std::string& validate_extra = {},
-                  const std::optional<std::string>& lock_extra = std::nullopt) {
-  fs::path project = dir / "tiny";
-  fs::create_directories(project);
-  testing::CopyExample("tiny", project);
-  for (const char* file : {"trainlock.toml", "trainlock.lock"}) {
-    std::string text = testing::ReadFile(project / file);
-    const size_t table = text.find("[validate]\n");
-    EXPECT_NE(table, std::string::npos) << file;
-    text.insert(table + 11, validate_extra);
-    const bool lock = std::string(file) == "trainlock.lock";
-    testing::WriteFile(project / file, text + (lock && lock_extra ? *lock_extra : extra));
-  }
-  auto hash = RunTrainlock({"hash", project.string(), "--manifest"});
-  EXPECT_EQ(hash.exit_code, 0) << hash.err;
-  std::string lock = testing::ReadFile(project / "trainlock.lock");
-  const size_t at = lock.find("manifest-sha256 = \"") + 19;
-  lock.replace(at, 64, hash.out.substr(0, 64));
-  testing::WriteFile(project / "trainlock.lock", lock);
-  return project;
-}
+using testing::TinyWith;
 
 // A loss tolerance forgives loss noise, never a resume that lost its RNG state: with the
 // widest tolerance the lock allows, skipping the RNG restore still fails.
