@@ -138,6 +138,12 @@ save_compare() {
 }
 [ -n "${SKIP_SAVE_COMPARE:-}" ] || stage "checkpoint save vs torch.save and dd" save_compare
 
+# perf.matmul beside torch.mm in Python by the same method and by torch.utils.benchmark.
+matmul_peak() {
+  python3 bench/matmul_peak.py "$OUT/h200-pilot-report.json" | tee "$OUT/matmul-table.md"
+}
+[ -n "${SKIP_PILOT:-}" ] || stage "perf.matmul beside torch.mm" matmul_peak
+
 # What users run instead: transformers' LlamaForCausalLM at the pilot's shape, in this run, with
 # the AdamW TrainingArguments picks by default here (the baseline), torch's foreach and fused.
 hf() {

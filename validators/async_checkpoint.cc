@@ -1,6 +1,8 @@
 // The asynchronous checkpoint save; see async_checkpoint.h.
 #include "async_checkpoint.h"
 
+#include "host_staging.h"
+
 #include <torch/cuda.h>
 
 #include <utility>
@@ -46,13 +48,14 @@ AsyncCheckpointer::~AsyncCheckpointer() {
 }
 
 std::vector<torch::Tensor> AsyncCheckpointer::AllocateLike(const CheckpointContents& like) const {
-  std::vector<torch::Tensor> buffers;
+  std::vector<torch::Tensor> shapes;
+  bool on_cuda = false;
   for (const torch::Tensor* t : TensorsOf(like)) {
-    // Pinned host memory lets the copy from the GPU run at the link's speed.
-    auto options = torch::TensorOptions().dtype(t->scalar_type()).pinned_memory(t->is_cuda());
-    buffers.push_back(torch::empty(t->sizes(), options));
+    shapes.push_back(*t);
+    on_cuda = on_cuda || t->is_cuda();
   }
-  return buffers;
+  // Pinned host memory lets the copy from the GPU run at the link's speed.
+  return AllocateHostStaging(shapes, on_cuda);
 }
 
 void AsyncCheckpointer::Prepare(const CheckpointContents& like) {

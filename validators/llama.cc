@@ -1,5 +1,5 @@
 // The reference Llama decoder; see llama.h. Shapes follow Hugging Face's modeling_llama:
-// rotary embeddings with rotate_half, kv heads repeated for grouped-query attention,
+// rotary embeddings with rotate_half, kv heads shared for grouped-query attention,
 // RMSNorm computed in fp32.
 #include "llama.h"
 
@@ -15,16 +15,26 @@ namespace F = torch::nn::functional;
 
 torch::Tensor CausalAttention(const torch::Tensor& q, const torch::Tensor& k,
                               const torch::Tensor& v) {
+  const int64_t group = q.size(1) / k.size(1);
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+  // With no mask, the flash kernel takes the grouped heads itself (a mask would send it to
+  // the math kernel: transformers' use_gqa_in_sdpa makes the same choice).
+  return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true, std::nullopt,
+                                          /*enable_gqa=*/group > 1);
+#else
+  const torch::Tensor keys = group > 1 ? k.repeat_interleave(group, 1) : k;
+  const torch::Tensor values = group > 1 ? v.repeat_interleave(group, 1) : v;
 #if TORCH_VERSION_MAJOR >= 2
-  return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+  return at::scaled_dot_product_attention(q, keys, values, {}, 0.0, /*is_causal=*/true);
 #else
   const int64_t seq = q.size(-2);
-  auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
+  auto scores = torch::matmul(q, keys.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
   auto mask = torch::ones({seq, seq}, torch::TensorOptions().dtype(torch::kBool).device(q.device()))
                   .triu(1);
   scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
   auto probs = torch::softmax(scores.to(torch::kFloat32), -1).to(q.scalar_type());
-  return torch::matmul(probs, v);
+  return torch::matmul(probs, values);
+#endif
 #endif
 }
 
@@ -101,11 +111,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   auto v = v_proj(x).view({batch, seq, kv_heads_, head_dim_}).transpose(1, 2);
   q = q * cos + RotateHalf(q) * sin;
   k = k * cos + RotateHalf(k) * sin;
-  if (kv_heads_ != heads_) {
-    k = k.repeat_interleave(heads_ / kv_heads_, 1);
-    v = v.repeat_interleave(heads_ / kv_heads_, 1);
-  }
-  auto out = CausalAttention(q, k, v);
+  auto out = CausalAttention(q, k, v);  // shares each kv head with its group of q heads
   return o_proj(out.transpose(1, 2).reshape({batch, seq, heads_ * head_dim_}));
 }
 

@@ -60,6 +60,10 @@ void JudgeDevice(const Measure& measure, const GpuProbe& gpu, const nlohmann::js
     return;
   }
   const double v = value->get<double>();
+  // How the worker measured it (e.g. matmul_method: every size and burst length it timed).
+  const std::string key = measure.key;
+  const std::string method_key = key.substr(0, key.find('_')) + "_method";
+  if (entry->contains(method_key)) row["method"] = (*entry)[method_key];
   char text[160];
   std::snprintf(text, sizeof text, "%s %.0f %s", who.c_str(), v * measure.scale, measure.unit);
   row["value"] = v;

@@ -20,8 +20,11 @@ inline std::string TorchVersion() {
          std::to_string(TORCH_VERSION_PATCH);
 }
 
-// Causal attention over [batch, heads, seq, head_dim] tensors. torch 2.x uses the fused
-// scaled_dot_product_attention; 1.13 composes it from matmul, mask and softmax.
+// Causal attention over [batch, heads, seq, head_dim] tensors; k and v may have fewer heads
+// than q (grouped-query attention, q's heads a multiple of theirs). torch 2.x uses the fused
+// scaled_dot_product_attention, from 2.5 with the kv heads shared inside the kernel as
+// transformers does (no repeated copy of k and v, nor its reduction in the backward);
+// before, and on 1.13 (matmul, mask and softmax), k and v are repeated first.
 torch::Tensor CausalAttention(const torch::Tensor& q, const torch::Tensor& k,
                               const torch::Tensor& v);
 
