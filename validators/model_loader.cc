@@ -1,11 +1,12 @@
 // Hugging Face model loading; see model_loader.h.
 #include "model_loader.h"
 
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "base/diagnostic.h"
+#include "base/file_io.h"
 #include "safetensors.h"
 
 namespace trainlock::validate {
@@ -19,8 +20,13 @@ std::string ShapeString(at::IntArrayRef shape) {
 }
 
 nlohmann::json ReadJson(const fs::path& file) {
-  std::ifstream in(file);
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::string text;
+  try {
+    text = ReadInputFile(file, file.string());  // regular files only, capped: never a FIFO
+  } catch (const InputError& e) {
+    throw ModelLoadError(e.what());
+  }
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object())
     throw ModelLoadError(file.string() + ": not a JSON object");
   return j;

@@ -9,23 +9,10 @@
 #include <cstring>
 #include <vector>
 
+#include "base/scoped_fd.h"
+
 namespace trainlock {
 namespace {
-
-// Closes the descriptor it holds.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // Opens without blocking (a FIFO with no writer would block a plain open) and refuses anything
 // that is not a regular file before the first read.
@@ -45,7 +32,7 @@ int OpenRegular(const std::filesystem::path& path) {
 
 uint64_t StreamRegularFile(const std::filesystem::path& path,
                            const std::function<void(std::string_view)>& chunk, Deadline deadline) {
-  Fd fd(OpenRegular(path));
+  ScopedFd fd(OpenRegular(path));
   std::vector<char> buffer(size_t{4} << 20);
   uint64_t total = 0;
   while (true) {

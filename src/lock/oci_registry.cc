@@ -5,10 +5,11 @@
 #include <openssl/evp.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "base/diagnostic.h"
+#include "base/file_io.h"
 #include "base/sha256.h"
 #include "lock/http_client.h"
 
@@ -58,9 +59,13 @@ std::string Credentials(const std::string& host, const RegistryOptions& o) {
   const char* pass = std::getenv("TRAINLOCK_REGISTRY_PASSWORD");
   if (user && pass && *user) return std::string(user) + ":" + pass;
   if (o.docker_config.empty()) return "";
-  std::ifstream in(o.docker_config);
-  if (!in) return "";
-  json config = json::parse(in, nullptr, false);
+  std::string text;
+  try {
+    text = ReadInputFile(o.docker_config, o.docker_config.string());
+  } catch (const InputError&) {
+    return "";  // missing, or not a regular file (a FIFO there must not stall the lock)
+  }
+  json config = json::parse(text, nullptr, false);
   if (!config.is_object() || !config["auths"].is_object()) return "";
   for (auto& [key, entry] : config["auths"].items()) {
     std::string k = key;
