@@ -33,12 +33,17 @@ int OpenRegular(const std::filesystem::path& path) {
 uint64_t StreamRegularFile(const std::filesystem::path& path,
                            const std::function<void(std::string_view)>& chunk, Deadline deadline) {
   ScopedFd fd(OpenRegular(path));
+  return StreamDescriptor(fd.get(), path, chunk, deadline);
+}
+
+uint64_t StreamDescriptor(int fd, const std::filesystem::path& path,
+                          const std::function<void(std::string_view)>& chunk, Deadline deadline) {
   std::vector<char> buffer(size_t{4} << 20);
   uint64_t total = 0;
   while (true) {
     if (std::chrono::steady_clock::now() > deadline)
       throw StreamError(path.string() + ": not read within the time limit (--timeout)");
-    const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
+    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw StreamError(path.string() + ": read error: " + std::strerror(errno));
     if (n == 0) return total;

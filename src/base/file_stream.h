@@ -28,4 +28,10 @@ uint64_t StreamRegularFile(const std::filesystem::path& path,
                            const std::function<void(std::string_view)>& chunk,
                            Deadline deadline = Deadline::max());
 
+// The same for a regular file the caller opened (without following a symlink, say); `path`
+// names it in errors.
+uint64_t StreamDescriptor(int fd, const std::filesystem::path& path,
+                          const std::function<void(std::string_view)>& chunk,
+                          Deadline deadline = Deadline::max());
+
 }  // namespace trainlock

@@ -2,10 +2,11 @@
 #include "lock/http_client.h"
 
 #include <curl/curl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
+#include <cerrno>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -50,21 +51,35 @@ struct BodySink {
   std::string* body = nullptr;
   uint64_t limit = 0;
   bool too_large = false;
-  FILE* file = nullptr;
+  int fd = -1;  // a download's file
   Sha256* hash = nullptr;
   uint64_t written = 0;
-  long* status = nullptr;
   CURL* curl = nullptr;
 };
+
+bool WriteAll(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, data, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
 
 size_t CollectBody(char* data, size_t size, size_t count, void* user) {
   auto* sink = static_cast<BodySink*>(user);
   const size_t n = size * count;
-  if (sink->file) {
+  if (sink->fd >= 0) {
     long status = 0;
     curl_easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status);
     if (status < 200 || status >= 300) return n;  // an error page: not the file
-    if (std::fwrite(data, 1, n, sink->file) != n) return 0;
+    if (sink->written + n > sink->limit) {
+      sink->too_large = true;  // not one byte past the limit reaches the file
+      return 0;                // aborts the transfer
+    }
+    if (!WriteAll(sink->fd, data, n)) return 0;
     sink->hash->Update(data, n);
     sink->written += n;
     return n;
@@ -156,30 +171,28 @@ HttpResponse HttpFetchWithRetries(const HttpRequest& request, const RetryPolicy&
   }
 }
 
-DownloadResult HttpDownload(const HttpRequest& request, const std::filesystem::path& file) {
+DownloadResult HttpDownload(const HttpRequest& request, int fd, uint64_t max_bytes) {
   GlobalInit();
   CurlHandle h;
   if (!h.curl) throw HttpError("libcurl: cannot create a handle");
-  std::unique_ptr<FILE, int (*)(FILE*)> out(std::fopen(file.c_str(), "wb"), &std::fclose);
-  if (!out) throw HttpError(file.string() + ": cannot create");
   Sha256 hash;
   std::map<std::string, std::string> headers;
   BodySink sink;
-  sink.file = out.get();
+  sink.fd = fd;
+  sink.limit = max_bytes;
   sink.hash = &hash;
   sink.curl = h.curl;
   Configure(h, request, &headers, &sink);
   DownloadResult result;
   CURLcode code = curl_easy_perform(h.curl);
   curl_easy_getinfo(h.curl, CURLINFO_RESPONSE_CODE, &result.status);
-  out.reset();
-  if (code != CURLE_OK || result.status < 200 || result.status >= 300) {
-    std::error_code ec;
-    std::filesystem::remove(file, ec);  // never leave a partial or an error page behind
-    ThrowOnCurlError(code, request, sink);
+  result.bytes = sink.written;
+  if (sink.too_large) {
+    result.over_limit = true;
     return result;
   }
-  result.bytes = sink.written;
+  if (code != CURLE_OK) ThrowOnCurlError(code, request, sink);
+  if (result.status < 200 || result.status >= 300) return result;
   result.sha256 = hash.HexDigest();
   return result;
 }

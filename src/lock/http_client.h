@@ -53,13 +53,15 @@ HttpResponse HttpFetchWithRetries(const HttpRequest& request, const RetryPolicy&
 
 struct DownloadResult {
   long status = 0;
-  uint64_t bytes = 0;
-  std::string sha256;  // of the bytes written
+  uint64_t bytes = 0;       // written to the file
+  bool over_limit = false;  // the server sent more than max_bytes: stopped there
+  std::string sha256;       // of the bytes written, when the transfer completed
 };
 
-// Streams a GET into `file` (created or truncated), hashing it. A non-2xx status writes
-// nothing (the file is removed) and is returned; transport errors throw HttpError.
-DownloadResult HttpDownload(const HttpRequest& request, const std::filesystem::path& file);
+// Streams a GET into the open file `fd`, hashing it, and stops (over_limit) before writing a
+// byte past `max_bytes`. A non-2xx status writes nothing and is returned; transport errors
+// throw HttpError. The caller removes the file when the result is not what it wanted.
+DownloadResult HttpDownload(const HttpRequest& request, int fd, uint64_t max_bytes);
 
 // The URL with any user:password@ removed, for messages.
 std::string RedactUrl(const std::string& url);

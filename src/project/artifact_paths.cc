@@ -7,11 +7,11 @@
 
 namespace trainlock {
 
-std::filesystem::path ArtifactDir(const std::filesystem::path& project_dir,
-                                  const ArtifactSource& artifact, std::string_view kind) {
-  if (artifact.source == "local") return project_dir / artifact.repo;
-  std::filesystem::path cache = project_dir / ".trainlock" / "cache";
-  if (const char* env = std::getenv("TRAINLOCK_CACHE"); env && *env) cache = env;
+ArtifactLocation LocateArtifact(const std::filesystem::path& project_dir,
+                                const ArtifactSource& artifact, std::string_view kind) {
+  if (artifact.source == "local") return {project_dir, artifact.repo};
+  ArtifactLocation where{project_dir, std::filesystem::path(".trainlock") / "cache"};
+  if (const char* env = std::getenv("TRAINLOCK_CACHE"); env && *env) where = {env, ""};
   std::string name = artifact.repo;
   if (artifact.source == "url") {
     name = "url-" + Sha256Hex(artifact.repo).substr(0, 16);
@@ -21,7 +21,8 @@ std::filesystem::path ArtifactDir(const std::filesystem::path& project_dir,
     }
     name = name + "@" + artifact.revision;
   }
-  return cache / (std::string(kind) + "s") / name;
+  where.below = where.below / (std::string(kind) + "s") / name;
+  return where;
 }
 
 }  // namespace trainlock

@@ -10,7 +10,9 @@ uses (src/hf_hub.h), over the repositories under ROOT (ROOT/<org>/<name>/<files>
 
 Failure modes: a repository named "gated" answers 401 without "Authorization: Bearer
 good-token"; an unknown repository, revision or file answers 404; a file named
-"truncated.json" announces its full length but the connection closes halfway.
+"truncated.json" announces its full length but the connection closes halfway; a file named
+"endless.safetensors" is listed with its real size but downloads as a stream of bytes that
+never ends (no Content-Length).
 
 Usage: hf_server.py PORT ROOT"""
 import hashlib
@@ -71,6 +73,8 @@ class Hub(http.server.BaseHTTPRequestHandler):
         full = os.path.join(directory or "", path)
         if directory is None or commit != COMMIT or not os.path.isfile(full):
             return self.reply(404, b'{"error": "Entry Not Found"}')
+        if path == "endless.safetensors":
+            return self.endless()
         data = open(full, "rb").read()
         if path == "truncated.json":
             self.send_response(200)
@@ -81,6 +85,18 @@ class Hub(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             return
         self.reply(200, data, "application/octet-stream")
+
+    def endless(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.end_headers()
+        self.close_connection = True
+        chunk = b"\x42" * 65536
+        try:
+            while True:
+                self.wfile.write(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def log_message(self, *args):
         pass
