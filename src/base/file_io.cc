@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "base/diagnostic.h"
+#include "base/safe_paths.h"
 #include "base/scoped_fd.h"
 
 namespace trainlock {
@@ -72,10 +73,11 @@ static void FsyncPath(const std::filesystem::path& path, int flags) {
 
 void WriteFileAtomically(const std::filesystem::path& file, std::string_view data) {
   std::filesystem::path dir = file.parent_path().empty() ? "." : file.parent_path();
-  std::filesystem::path tmp =
-      dir / ("." + file.filename().string() + ".tmp." + std::to_string(::getpid()));
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(tmp.string() + ": create: " + std::strerror(errno));
+  // A name nobody can predict, created exclusively: a symlink planted at a guessable temporary
+  // name (".report.json.tmp.1" for a validator that is PID 1) cannot redirect the write.
+  UniqueFile unique = CreateUniqueFile(dir, "." + file.filename().string() + ".tmp.", 0644);
+  const std::filesystem::path tmp = unique.path;
+  int fd = unique.fd.release();
   size_t written = 0;
   while (written < data.size()) {
     ssize_t n = ::write(fd, data.data() + written, data.size() - written);

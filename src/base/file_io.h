@@ -19,8 +19,9 @@ inline constexpr uintmax_t kMaxInputFileBytes = 64u << 20;
 // while reading).
 std::string ReadInputFile(const std::filesystem::path& file, const std::string& display);
 
-// Writes `data` to `file` atomically: a temporary file beside it, fsync, rename, fsync of the
-// directory. Throws std::runtime_error naming the file on failure; the old file stays intact.
+// Writes `data` to `file` atomically: a temporary file beside it (a random name, created with
+// O_EXCL, never through a symlink), fsync, rename, fsync of the directory. Throws
+// std::runtime_error naming the file on failure; the old file stays intact.
 void WriteFileAtomically(const std::filesystem::path& file, std::string_view data);
 
 }  // namespace trainlock

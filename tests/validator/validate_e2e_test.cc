@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <future>
 #include <optional>
 #include <set>
 
@@ -172,6 +173,40 @@ TEST(ValidateNegativeControl, ACorruptCheckpointIsRefusedNotLoaded) {
       << roundtrip["summary"];
   EXPECT_EQ(Check(v.report, "ckpt.portable")["status"], "fail");
   EXPECT_EQ(ReportSchemaViolations(v.report), std::vector<std::string>{});
+}
+
+// Two validations sharing one --checkpoint-dir at once, each (where this machine allows a
+// PID namespace) as PID 1 of its own, as two containers on one node are: each gets its own
+// directory under it, so neither removes nor restores the other's checkpoints (their locks
+// differ in the seed, so a checkpoint of the other run would be refused).
+TEST(ValidateCheckpointDir, TwoRunsSharingItAtOnceBothPass) {
+  testing::TempDir shared;
+  const bool pid_namespaces =
+      testing::HaveProgram("unshare") &&
+      testing::RunCommand({"unshare", "--pid", "--fork", "true"}).exit_code == 0;
+  auto validate = [&](const std::string& seed) {
+    testing::TempDir dir;
+    const fs::path project = dir.path() / "tiny";
+    fs::create_directories(project);
+    testing::CopyExample("tiny", project);
+    fs::remove(project / "trainlock.toml");  // the lock alone, as inside an image
+    std::string lock = testing::ReadFile(project / "trainlock.lock");
+    lock.replace(lock.find("seed = 1234"), 11, "seed = " + seed);
+    testing::WriteFile(project / "trainlock.lock", lock);
+    std::vector<std::string> argv;
+    if (pid_namespaces) argv = {"unshare", "--pid", "--fork"};
+    for (const std::string& a :
+         {(testing::BinDir() / "trainlock").string(), std::string("validate"), project.string(),
+          std::string("--out"), (dir.path() / "report.json").string(), std::string("--threads"),
+          std::string("1"), std::string("--checkpoint-dir"), shared.path().string()})
+      argv.push_back(a);
+    return testing::RunCommand(argv);
+  };
+  auto first = std::async(std::launch::async, validate, "1234");
+  auto second = std::async(std::launch::async, validate, "4321");
+  const testing::RunResult a = first.get(), b = second.get();
+  EXPECT_EQ(a.exit_code, 0) << a.out << a.err;
+  EXPECT_EQ(b.exit_code, 0) << b.out << b.err;
 }
 
 TEST(ValidateInput, AProjectWithoutALockIsBadInput) {
