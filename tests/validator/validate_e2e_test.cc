@@ -209,6 +209,36 @@ TEST(ValidateCheckpointDir, TwoRunsSharingItAtOnceBothPass) {
   EXPECT_EQ(b.exit_code, 0) << b.out << b.err;
 }
 
+// A local dataset shard that is a symlink out of the project (placed after locking) is
+// refused by the data check and never read by the training workers.
+TEST(ValidateLocalData, AShardLinkedOutOfTheProjectIsNotTrainedOn) {
+  testing::TempDir dir;
+  const fs::path project = dir.path() / "tiny";
+  fs::create_directories(project);
+  testing::CopyExample("tiny", project);
+  std::string shard;
+  for (int i = 0; i < 4096; ++i) shard += std::string{static_cast<char>(i % 256), '\0'};
+  testing::WriteFile(project / "data/a.bin", shard);
+  testing::WriteFile(project / "trainlock.toml",
+                     testing::ReadFile(project / "trainlock.toml") +
+                         "\n[dataset]\nsource = \"local\"\npath = \"data\"\n"
+                         "token-dtype = \"uint16\"\nfiles = [\"a.bin\"]\n");
+  auto locked = RunTrainlock({"lock", project.string(), "--offline"});
+  ASSERT_EQ(locked.exit_code, 0) << locked.err;
+  testing::WriteFile(dir.path() / "outside/a.bin", shard);
+  fs::remove(project / "data/a.bin");
+  fs::create_symlink(dir.path() / "outside/a.bin", project / "data/a.bin");
+  const fs::path out = dir.path() / "report.json";
+  auto r = RunTrainlock({"validate", project.string(), "--out", out.string(), "--threads", "2"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(testing::ReadFile(out));
+  EXPECT_EQ(Check(report, "data.dataset")["status"], "fail");
+  const auto& step = Check(report, "train.step");
+  EXPECT_NE(step["status"], "pass");
+  EXPECT_NE(step["summary"].get<std::string>().find("outside the project"), std::string::npos)
+      << step["summary"];
+}
+
 TEST(ValidateInput, AProjectWithoutALockIsBadInput) {
   testing::TempDir dir;
   testing::CopyExample("tiny", dir.path());
