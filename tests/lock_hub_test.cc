@@ -266,5 +266,16 @@ TEST_F(HubLock, FetchRefusesASymlinkPlantedAtThePinnedFile) {
   EXPECT_NE(r.err.find("model.safetensors: error: is a symbolic link"), std::string::npos) << r.err;
 }
 
+TEST_F(HubLock, AHfTokenWithALineBreakIsRefusedAndNeverPrinted) {
+  fs::path project = Project(
+      "[model]\nsource = \"hf\"\nrepo = \"org/gated\"\nrevision = \"main\"\nfiles = "
+      "[\"config.json\"]\n");
+  auto r = Lock(project, "good-token\r\nX-Evil: 1");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("HF_TOKEN has a line break"), std::string::npos) << r.err;
+  EXPECT_EQ((r.out + r.err).find("good-token"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(project / "trainlock.lock"));
+}
+
 }  // namespace
 }  // namespace trainlock

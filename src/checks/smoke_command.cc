@@ -5,6 +5,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "base/redact.h"
 #include "base/subprocess.h"
 
 namespace trainlock {
@@ -47,9 +48,14 @@ SmokeRun RunSmokeCommand(const ExtCommand& command, const std::filesystem::path&
 CheckResult SmokeCommandCheck(const ExtCommand& command, const SmokeRun& run) {
   CheckResult c{"ext.command",           CheckStatus::kPass, run.duration_s, "", "",
                 nlohmann::json::object()};
+  // The report is shown and shared: a URL with credentials in argv is redacted there.
+  std::vector<std::string> argv;
   std::string line;
-  for (const std::string& a : command.argv) line += (line.empty() ? "" : " ") + a;
-  c.metrics = {{"argv", command.argv},
+  for (const std::string& a : command.argv) {
+    argv.push_back(RedactCredentials(a));
+    line += (line.empty() ? "" : " ") + argv.back();
+  }
+  c.metrics = {{"argv", argv},
                {"cwd", command.cwd.empty() ? "." : command.cwd},
                {"exit_code", run.exit_code},
                {"timed_out", run.timed_out},

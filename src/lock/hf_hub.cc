@@ -38,6 +38,14 @@ std::vector<std::string> AuthHeaders(const HubOptions& o) {
     if (env) token = env;
   }
   if (token.empty()) return {};
+  for (unsigned char c : token) {
+    if (c < 0x20 || c == 0x7f) {
+      throw Failure(
+          "HF_TOKEN has a line break or another control character in it; refusing to "
+          "send it (it would end the Authorization header)",
+          kExitBadInput);
+    }
+  }
   return {"Authorization: Bearer " + token};
 }
 

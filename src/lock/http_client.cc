@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/redact.h"
 #include "base/sha256.h"
 
 namespace trainlock {
@@ -24,6 +25,9 @@ void GlobalInit() {
 struct CurlHandle {
   CURL* curl = curl_easy_init();
   curl_slist* headers = nullptr;
+  // libcurl's own words for a failure: more than curl_easy_strerror, and it may quote the
+  // URL, credentials included (HttpError redacts them).
+  char error[CURL_ERROR_SIZE] = {};
   ~CurlHandle() {
     curl_slist_free_all(headers);
     curl_easy_cleanup(curl);
@@ -96,6 +100,7 @@ size_t CollectBody(char* data, size_t size, size_t count, void* user) {
 void Configure(CurlHandle& h, const HttpRequest& r, std::map<std::string, std::string>* headers,
                BodySink* sink) {
   curl_easy_setopt(h.curl, CURLOPT_URL, r.url.c_str());
+  curl_easy_setopt(h.curl, CURLOPT_ERRORBUFFER, h.error);
   curl_easy_setopt(h.curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h.curl, CURLOPT_CONNECTTIMEOUT, std::min(r.timeout_s, 10L));
   curl_easy_setopt(h.curl, CURLOPT_TIMEOUT, r.timeout_s);
@@ -114,17 +119,29 @@ void Configure(CurlHandle& h, const HttpRequest& r, std::map<std::string, std::s
   curl_easy_setopt(h.curl, CURLOPT_WRITEDATA, sink);
 }
 
-void ThrowOnCurlError(CURLcode code, const HttpRequest& r, const BodySink& sink) {
+void ThrowOnCurlError(CURLcode code, const HttpRequest& r, const BodySink& sink,
+                      const CurlHandle& h) {
   if (code == CURLE_OK) return;
   if (sink.too_large) {
     throw HttpError(RedactUrl(r.url) + ": response larger than " +
                     std::to_string(r.max_body_bytes) + " bytes");
   }
-  std::string why = curl_easy_strerror(code);
+  std::string why = h.error[0] ? h.error : curl_easy_strerror(code);
   if (code == CURLE_PARTIAL_FILE) why = "truncated transfer (connection closed before the end)";
   if (code == CURLE_OPERATION_TIMEDOUT)
     why = "timed out after " + std::to_string(r.timeout_s) + " s";
   throw HttpError(RedactUrl(r.url) + ": " + why);
+}
+
+// A header value with CR or LF would end the header and start another one of the sender's
+// choosing (a token "x\r\nX-Evil: 1"). Refused, naming the header but never its value.
+void RefuseBrokenHeaders(const HttpRequest& r) {
+  for (const std::string& header : r.headers) {
+    if (header.find_first_of("\r\n") == std::string::npos) continue;
+    throw HttpError(RedactUrl(r.url) + ": refusing to send the " +
+                    header.substr(0, header.find(':')) +
+                    " header: its value has a line break (CR or LF) in it");
+  }
 }
 
 bool Retryable(long status) {
@@ -133,17 +150,10 @@ bool Retryable(long status) {
 
 }  // namespace
 
-std::string RedactUrl(const std::string& url) {
-  const size_t scheme = url.find("://");
-  if (scheme == std::string::npos) return url;
-  const size_t host_start = scheme + 3;
-  const size_t path = url.find('/', host_start);
-  const size_t at = url.rfind('@', path == std::string::npos ? url.size() : path);
-  if (at == std::string::npos || at < host_start) return url;
-  return url.substr(0, host_start) + url.substr(at + 1);
-}
+HttpError::HttpError(const std::string& what) : std::runtime_error(RedactCredentials(what)) {}
 
 HttpResponse HttpFetch(const HttpRequest& request) {
+  RefuseBrokenHeaders(request);
   GlobalInit();
   CurlHandle h;
   if (!h.curl) throw HttpError("libcurl: cannot create a handle");
@@ -152,12 +162,13 @@ HttpResponse HttpFetch(const HttpRequest& request) {
   sink.body = &response.body;
   sink.limit = request.max_body_bytes;
   Configure(h, request, &response.headers, &sink);
-  ThrowOnCurlError(curl_easy_perform(h.curl), request, sink);
+  ThrowOnCurlError(curl_easy_perform(h.curl), request, sink, h);
   curl_easy_getinfo(h.curl, CURLINFO_RESPONSE_CODE, &response.status);
   return response;
 }
 
 HttpResponse HttpFetchWithRetries(const HttpRequest& request, const RetryPolicy& retry) {
+  RefuseBrokenHeaders(request);  // before any attempt: no retry makes it right
   auto backoff = retry.first_backoff;
   for (int attempt = 1;; ++attempt) {
     try {
@@ -172,6 +183,7 @@ HttpResponse HttpFetchWithRetries(const HttpRequest& request, const RetryPolicy&
 }
 
 DownloadResult HttpDownload(const HttpRequest& request, int fd, uint64_t max_bytes) {
+  RefuseBrokenHeaders(request);
   GlobalInit();
   CurlHandle h;
   if (!h.curl) throw HttpError("libcurl: cannot create a handle");
@@ -191,7 +203,7 @@ DownloadResult HttpDownload(const HttpRequest& request, int fd, uint64_t max_byt
     result.over_limit = true;
     return result;
   }
-  if (code != CURLE_OK) ThrowOnCurlError(code, request, sink);
+  if (code != CURLE_OK) ThrowOnCurlError(code, request, sink, h);
   if (result.status < 200 || result.status >= 300) return result;
   result.sha256 = hash.HexDigest();
   return result;

@@ -175,6 +175,8 @@ void Resolver::Authenticate(const HttpResponse& challenge) {
   std::string value =
       token.is_object() ? token.value("token", token.value("access_token", "")) : "";
   if (value.empty()) Fail("token service answered without a token");
+  if (value.find_first_of("\r\n") != std::string::npos)
+    Fail("token service answered with a token that has a line break in it; refusing to send it");
   authorization_ = "Authorization: Bearer " + value;
 }
 

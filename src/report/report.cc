@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "base/redact.h"
 #include "base/refs.h"
 #include "base/sha256.h"
 #include "project/check_ids.h"
@@ -66,6 +67,9 @@ nlohmann::json Report::ToJson() const {
                            {"remedy", c.remedy},
                            {"metrics", c.metrics}});
   }
+  // Before anything signs or writes it: a check's summary, argv or output tail may hold a URL
+  // with a password in it.
+  RedactJsonStrings(j);
   return j;
 }
 
