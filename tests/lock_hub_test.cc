@@ -266,6 +266,23 @@ TEST_F(HubLock, FetchRefusesASymlinkPlantedAtThePinnedFile) {
   EXPECT_NE(r.err.find("model.safetensors: error: is a symbolic link"), std::string::npos) << r.err;
 }
 
+TEST_F(HubLock, AStalledHubTimesOutAfterTheLockTimeout) {
+  fs::path project = Project(
+      "[model]\nsource = \"hf\"\nrepo = \"org/stalled\"\nrevision = \"main\"\nfiles = "
+      "[\"config.json\"]\n");
+  const auto start = std::chrono::steady_clock::now();
+  auto r = testing::RunProgram("trainlock", {"lock", project.string(), "--timeout", "1"},
+                               {"HF_ENDPOINT=" + Endpoint()});
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("Hub unreachable"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("timed out after 1 s"), std::string::npos) << r.err;
+  // 4 attempts of 1 s and their backoff, not the 60 s the Hub used to be given regardless.
+  EXPECT_LT(waited, 20.0);
+  EXPECT_FALSE(fs::exists(project / "trainlock.lock"));
+}
+
 TEST_F(HubLock, AHfTokenWithALineBreakIsRefusedAndNeverPrinted) {
   fs::path project = Project(
       "[model]\nsource = \"hf\"\nrepo = \"org/gated\"\nrevision = \"main\"\nfiles = "

@@ -12,7 +12,8 @@ Failure modes: a repository named "gated" answers 401 without "Authorization: Be
 good-token"; an unknown repository, revision or file answers 404; a file named
 "truncated.json" announces its full length but the connection closes halfway; a file named
 "endless.safetensors" is listed with its real size but downloads as a stream of bytes that
-never ends (no Content-Length).
+never ends (no Content-Length); a repository named "stalled" accepts the connection and never
+answers.
 
 Usage: hf_server.py PORT ROOT"""
 import hashlib
@@ -20,6 +21,7 @@ import http.server
 import json
 import os
 import sys
+import time
 import urllib.parse
 
 ROOT = sys.argv[2]
@@ -52,6 +54,8 @@ class Hub(http.server.BaseHTTPRequestHandler):
         self.reply(404, b'{"error": "not found"}')
 
     def revision(self, org, name, rev):
+        if name == "stalled":
+            time.sleep(3600)  # the server's threads are daemons: this one dies with it
         if not self.authorized(name):
             return self.reply(401, b'{"error": "gated"}')
         directory = self.repo_dir(org, name)
