@@ -7,6 +7,7 @@
 
 #include "base/diagnostic.h"
 #include "base/redact.h"
+#include "base/terminal_text.h"
 #include "checks/smoke_command.h"
 #include "lock/http_client.h"
 #include "report/report.h"
@@ -37,7 +38,8 @@ TEST(RedactCredentials, AnImageReferenceWithCredentialsIsMasked) {
 TEST(RedactCredentials, ImageReferencesWithTagsAndDigestsAreLeftAlone) {
   for (const char* ref :
        {"ubuntu:22.04@sha256:0123", "nvcr.io/nvidia/pytorch:24.05-py3@sha256:abcd",
-        "docker.io/library/debian:bookworm-slim", "someone@example.com wrote"}) {
+        "docker.io/library/debian:bookworm-slim", "someone@example.com wrote",
+        "org-tiny-model@0123456789ab/model.safetensors: error: is a symbolic link"}) {
     EXPECT_EQ(RedactCredentials(ref), ref);
   }
 }
@@ -45,6 +47,13 @@ TEST(RedactCredentials, ImageReferencesWithTagsAndDigestsAreLeftAlone) {
 TEST(RedactCredentials, AQuotedValueIsRedactedBeforeItIsCutShort) {
   const std::string url = "https://user:" + std::string(80, 's') + "@host/x";
   EXPECT_EQ(Quoted(url).find("sss"), std::string::npos) << Quoted(url);
+}
+
+TEST(RedactCredentials, TextShownOnATerminalOrInMarkupIsRedacted) {
+  EXPECT_EQ(TerminalLine("cloning https://bot:hunter2@git.example/x"),
+            "cloning https://***@git.example/x");
+  EXPECT_EQ(TerminalText("a\nhttps://bot:hunter2@git.example/x\n"), "a\nhttps://***@git.example/x\n");
+  EXPECT_EQ(CleanText("<https://bot:hunter2@git.example/x>"), "<https://***@git.example/x>");
 }
 
 TEST(HttpHeaders, AValueWithALineBreakIsRefusedWithoutShowingIt) {

@@ -25,12 +25,14 @@ size_t AuthorityEnd(std::string_view text, size_t from) {
 }
 
 // Appends `word` with the userinfo of a scheme-less reference
-// ("user:pw@registry/repo") masked: an '@' before the first '/', with a '/' after it.
+// ("user:pw@registry/repo") masked: "user:password" before an '@' that comes before the first
+// '/'. Without the ':' it is a name, not a credential: a cache directory "org-model@<commit>/".
 void AppendWord(std::string_view word, std::string& out) {
   const size_t slash = word.find('/');
   const size_t at =
       slash == std::string_view::npos ? std::string_view::npos : word.rfind('@', slash);
-  if (at == std::string_view::npos || at == 0) {
+  if (at == std::string_view::npos || at == 0 ||
+      word.substr(0, at).find(':') == std::string_view::npos) {
     out += word;
     return;
   }
@@ -80,16 +82,6 @@ std::string RedactCredentials(std::string_view text) {
     i = end;
   }
   return out;
-}
-
-void RedactJsonStrings(nlohmann::json& value) {
-  if (value.is_string()) {
-    value = RedactCredentials(value.get_ref<const std::string&>());
-    return;
-  }
-  if (value.is_structured()) {
-    for (nlohmann::json& element : value) RedactJsonStrings(element);
-  }
 }
 
 }  // namespace trainlock
