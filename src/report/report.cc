@@ -6,13 +6,28 @@
 #include <regex>
 #include <set>
 
-#include "base/redact.h"
 #include "base/refs.h"
 #include "base/sha256.h"
+#include "base/terminal_text.h"
 #include "project/check_ids.h"
 #include "report/report_view.h"
 
 namespace trainlock {
+namespace {
+
+// Every string value of a report (at any depth) as it may be shared: credentials redacted
+// (a check's argv or output may hold a URL with a password) and valid UTF-8 without control
+// characters (JSON cannot carry other bytes, and a report that cannot be written is a run
+// without a verdict). Done before anything signs or writes it.
+void ShareableStrings(nlohmann::json& value) {
+  if (value.is_string()) {
+    value = CleanText(value.get_ref<const std::string&>());  // redacts too
+  } else if (value.is_structured()) {
+    for (nlohmann::json& element : value) ShareableStrings(element);
+  }
+}
+
+}  // namespace
 
 const char* CheckStatusName(CheckStatus status) {
   switch (status) {
@@ -86,9 +101,7 @@ nlohmann::json Report::ToJson() const {
                  {"launcher", rank->launcher}};
   }
   if (ranks) j["ranks"] = *ranks;
-  // Before anything signs or writes it: a check's summary, argv or output tail may hold a URL
-  // with a password in it.
-  RedactJsonStrings(j);
+  ShareableStrings(j);
   return j;
 }
 

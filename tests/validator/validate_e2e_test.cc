@@ -471,6 +471,23 @@ TEST(ValidateWithSmokeCommand, TheCommandsExitAndOutputAreInTheReport) {
   EXPECT_EQ(ext["metrics"]["output_tail"], "step 1\nstep 2\n");
 }
 
+// A smoke command whose output is not UTF-8 still gets its report: the bad byte becomes U+FFFD
+// (JSON cannot carry it; the validator used to end with exit 3 and no report).
+TEST(ValidateWithSmokeCommand, OutputThatIsNotUtf8IsReportedWithReplacementCharacters) {
+  testing::TempDir dir;
+  fs::path project =
+      TinyWith(dir.path(),
+               "\n[ext.command]\nargv = [\"sh\", \"-c\", \"printf 'bad \\\\377 bytes\\\\n'\"]\n");
+  fs::path out = dir.path() / "report.json";
+  auto run = RunTrainlock({"validate", project.string(), "--out", out.string(), "--threads", "2"});
+  ASSERT_TRUE(fs::exists(out)) << run.err;
+  nlohmann::json report = nlohmann::json::parse(testing::ReadFile(out));
+  EXPECT_EQ(run.exit_code, 0) << NotPassing(report) << run.err;
+  const auto& ext = Check(report, "ext.command");
+  EXPECT_EQ(ext["status"], "pass") << ext["summary"];
+  EXPECT_EQ(ext["metrics"]["output_tail"], "bad \xEF\xBF\xBD bytes\n");
+}
+
 // A report signed by the validator clears the gate with the public key; the same file with
 // one value changed does not.
 TEST(ValidateSigned, SignedReportClearsTheGateAndATamperedOneDoesNot) {
