@@ -6,17 +6,17 @@
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 
 #include "base/diagnostic.h"
 #include "base/file_io.h"
 #include "base/sha256.h"
 #include "lock/http_client.h"
+#include "lock/registry_json.h"
 
 namespace trainlock {
 namespace {
-
-using nlohmann::json;
 
 constexpr const char* kAccept =
     "Accept: application/vnd.oci.image.index.v1+json, "
@@ -31,17 +31,6 @@ bool IsLoopback(const std::string& host) {
                          ? host.size()
                          : host.rfind(':'));
   return name == "localhost" || name.rfind("127.", 0) == 0 || name == "[::1]";
-}
-
-std::string Base64Decode(const std::string& in) {
-  std::string out(in.size() * 3 / 4 + 3, '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()),
-                          static_cast<int>(in.size()));
-  if (n < 0) return "";
-  out.resize(static_cast<size_t>(n));
-  while (!out.empty() && out.back() == '\0') out.pop_back();  // padding
-  return out;
 }
 
 std::string Base64Encode(const std::string& in) {
@@ -65,19 +54,7 @@ std::string Credentials(const std::string& host, const RegistryOptions& o) {
   } catch (const InputError&) {
     return "";  // missing, or not a regular file (a FIFO there must not stall the lock)
   }
-  json config = json::parse(text, nullptr, false);
-  if (!config.is_object() || !config["auths"].is_object()) return "";
-  for (auto& [key, entry] : config["auths"].items()) {
-    std::string k = key;
-    if (k.rfind("https://", 0) == 0) k = k.substr(8);
-    if (k.rfind("http://", 0) == 0) k = k.substr(7);
-    k = k.substr(0, k.find('/'));
-    const bool hub = host == "registry-1.docker.io" && (k == "index.docker.io" || k == "docker.io");
-    if ((k == host || hub) && entry.is_object() && entry["auth"].is_string()) {
-      return Base64Decode(entry["auth"].get<std::string>());
-    }
-  }
-  return "";
+  return DockerConfigCredentials(text, host);
 }
 
 // Bearer realm="...",service="...",scope="..." -> its parameters.
@@ -171,12 +148,8 @@ void Resolver::Authenticate(const HttpResponse& challenge) {
   if (r.status != 200)
     Fail("token service answered " + std::to_string(r.status) +
          (credentials.empty() ? " (no credentials given)" : ""));
-  json token = json::parse(r.body, nullptr, false);
-  std::string value =
-      token.is_object() ? token.value("token", token.value("access_token", "")) : "";
-  if (value.empty()) Fail("token service answered without a token");
-  if (value.find_first_of("\r\n") != std::string::npos)
-    Fail("token service answered with a token that has a line break in it; refusing to send it");
+  const std::string value = BearerTokenOf(r.body);
+  if (value.empty()) Fail("token service answered without a usable token");
   authorization_ = "Authorization: Bearer " + value;
 }
 
@@ -208,20 +181,12 @@ ResolvedImage Resolver::Resolve() {
              ", not the pinned digest: refusing tampered or corrupt content",
          kExitVerdict);
   }
-  json body = json::parse(r.body, nullptr, false);
-  if (!body.is_object()) Fail("the manifest is not JSON", kExitVerdict);
-  image.media_type = body.value("mediaType", r.Header("content-type"));
-  if (body.contains("manifests") && body["manifests"].is_array()) {
-    for (const auto& m : body["manifests"]) {
-      if (!m.is_object() || !m["digest"].is_string() || !m["platform"].is_object()) continue;
-      const json& p = m["platform"];
-      std::string platform = p.value("os", "") + "/" + p.value("architecture", "");
-      if (p.contains("variant") && p["variant"].is_string())
-        platform += "/" + p["variant"].get<std::string>();
-      if (platform == "unknown/unknown") continue;  // attestation manifests
-      image.platforms[platform] = m["digest"].get<std::string>();
-    }
-  }
+  std::string problem;
+  std::optional<ManifestAnswer> answer =
+      ReadManifestAnswer(r.body, r.Header("content-type"), &problem);
+  if (!answer) Fail("the registry's manifest is malformed: " + problem, kExitVerdict);
+  image.media_type = answer->media_type;
+  image.platforms = answer->platforms;
   return image;
 }
 

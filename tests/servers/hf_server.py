@@ -13,7 +13,8 @@ good-token"; an unknown repository, revision or file answers 404; a file named
 "truncated.json" announces its full length but the connection closes halfway; a file named
 "endless.safetensors" is listed with its real size but downloads as a stream of bytes that
 never ends (no Content-Length); a repository named "stalled" accepts the connection and never
-answers.
+answers; a repository holding "answer.json" answers its revision request with that file's
+bytes verbatim (the hostile answers of a compromised endpoint).
 
 Usage: hf_server.py PORT ROOT"""
 import hashlib
@@ -61,6 +62,8 @@ class Hub(http.server.BaseHTTPRequestHandler):
         directory = self.repo_dir(org, name)
         if directory is None or rev not in ("main", COMMIT):
             return self.reply(404, b'{"error": "Revision Not Found"}')
+        if os.path.isfile(os.path.join(directory, "answer.json")):
+            return self.reply(200, open(os.path.join(directory, "answer.json"), "rb").read())
         siblings = []
         for file in sorted(os.listdir(directory)):
             data = open(os.path.join(directory, file), "rb").read()
