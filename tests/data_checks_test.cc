@@ -97,12 +97,43 @@ TEST_F(DataChecks, AFifoInPlaceOfAPinnedFileIsRefusedWithoutBlocking) {
   EXPECT_NE(c.summary.find("a.bin: not a regular file"), std::string::npos) << c.summary;
 }
 
+TEST_F(DataChecks, ALocalFileLinkedOutOfTheProjectFails) {
+  Shard("a.bin", {1, 2});
+  testing::TempDir outside;
+  fs::rename(dir_.path() / "data/a.bin", outside.path() / "a.bin");
+  fs::create_symlink(outside.path() / "a.bin", dir_.path() / "data/a.bin");
+  CheckResult c = Verify();
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_NE(c.summary.find("a.bin: resolves to " + fs::canonical(outside.path()).string()),
+            std::string::npos)
+      << c.summary;
+  EXPECT_NE(c.summary.find("outside the project"), std::string::npos) << c.summary;
+}
+
+TEST_F(DataChecks, ALocalSourceDirectoryLinkedOutOfTheProjectFails) {
+  Shard("a.bin", {1, 2});
+  testing::TempDir outside;
+  fs::rename(dir_.path() / "data", outside.path() / "data");
+  fs::create_directory_symlink(outside.path() / "data", dir_.path() / "data");
+  CheckResult c = Verify();
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_NE(c.summary.find("outside the project"), std::string::npos) << c.summary;
+}
+
+TEST_F(DataChecks, ALinkThatStaysInsideTheProjectIsFollowed) {
+  Shard("a.bin", {1, 2});
+  fs::create_directories(dir_.path() / "store");
+  fs::rename(dir_.path() / "data/a.bin", dir_.path() / "store/a.bin");
+  fs::create_symlink("../store/a.bin", dir_.path() / "data/a.bin");
+  CheckResult c = Verify();
+  EXPECT_EQ(c.status, CheckStatus::kPass) << c.summary;
+}
+
 TEST_F(DataChecks, ReadingStopsAtTheDeadline) {
   Shard("a.bin", {1, 2});
   CheckResult c = Verify(std::chrono::steady_clock::now() - std::chrono::seconds(1));
   EXPECT_EQ(c.status, CheckStatus::kFail);
-  EXPECT_NE(c.summary.find("a.bin: not read within the time limit (--timeout)"),
-            std::string::npos)
+  EXPECT_NE(c.summary.find("a.bin: not read within the time limit (--timeout)"), std::string::npos)
       << c.summary;
 }
 

@@ -167,6 +167,20 @@ TEST_F(Gate, ReportFromTheFutureIsRefused) {
   EXPECT_TRUE(HasReason(Decide(), "age", "in the future"));
 }
 
+// "+25:00" read as arithmetic would make a day-old report look an hour old to --max-age.
+TEST_F(Gate, AStartedAtWithAnImpossibleOffsetIsRefused) {
+  for (const char* offset : {"+25:00", "-24:61"}) {
+    std::string started = report_["started_at"].get<std::string>();
+    started = started.substr(0, started.find_first_of("Zz+-", 19)) + offset;
+    report_["started_at"] = started;
+    GateRequest r = Request(report_.dump(2));
+    r.max_age_s = 7200;
+    GateDecision d = Decide(r);
+    EXPECT_FALSE(d.allowed()) << started;
+    EXPECT_TRUE(HasReason(d, "schema", "started_at")) << ::testing::PrintToString(d.reasons);
+  }
+}
+
 TEST_F(Gate, EveryReasonIsListedNotOnlyTheFirst) {
   report_["lock_sha256"] = std::string(64, 'a');
   (*Check(report_, "train.eval"))["status"] = "skip";

@@ -6,6 +6,7 @@
 // token never appears in the output.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 
 #include "base/sha256.h"
@@ -34,6 +35,7 @@ class HubLock : public ::testing::Test {
     testing::WriteFile(hub / "org/gated/config.json", "{}\n");
     testing::WriteFile(hub / "org/broken/truncated.json", std::string(100000, 'x'));
     testing::WriteFile(hub / "org/tokens/shard-0.bin", std::string(2048, '\x07'));
+    testing::WriteFile(hub / "org/endless/endless.safetensors", std::string(4096, '\x42'));
     // Hostile answers (hf_server.py serves answer.json verbatim).
     const std::string commit = std::string("\"sha\": \"") + kCommit + "\"";
     testing::WriteFile(hub / "org/climbing/answer.json",
@@ -77,6 +79,24 @@ class HubLock : public ::testing::Test {
     std::vector<std::string> env = {"HF_ENDPOINT=" + Endpoint()};
     if (!token.empty()) env.push_back("HF_TOKEN=" + token);
     return testing::RunProgram("trainlock", {"lock", project.string(), "--timeout", "5"}, env);
+  }
+
+  testing::RunResult Fetch(const fs::path& project) {
+    return testing::RunProgram("trainlock", {"fetch", project.string(), "--timeout", "20"},
+                               {"HF_ENDPOINT=" + Endpoint()});
+  }
+
+  // A locked project pinning org/tiny-model's model.safetensors, and the cache directory
+  // `trainlock fetch` puts it in.
+  fs::path LockedTinyModel() {
+    fs::path project = Project(
+        "[model]\nsource = \"hf\"\nrepo = \"org/tiny-model\"\nrevision = \"main\"\n"
+        "files = [\"model.safetensors\"]\n");
+    EXPECT_EQ(Lock(project).exit_code, 0);
+    return project;
+  }
+  static fs::path CacheDir(const fs::path& project) {
+    return project / ".trainlock/cache/models" / (std::string("org-tiny-model@") + kCommit);
   }
 
   static Spec LockSpec(const fs::path& project) {
@@ -233,6 +253,97 @@ TEST_F(HubLock, FetchRefusesAFileThatDoesNotMatchTheLockAndLeavesNothing) {
       project / ".trainlock/cache/models" / (std::string("org-tiny-model@") + kCommit);
   EXPECT_FALSE(fs::exists(cache / "model.safetensors"));
   EXPECT_FALSE(fs::exists(cache / "model.safetensors.partial"));
+}
+
+TEST_F(HubLock, FetchStopsAtThePinnedSizeWhenTheHubSendsMore) {
+  fs::path project = Project(
+      "[model]\nsource = \"hf\"\nrepo = \"org/endless\"\nrevision = \"main\"\n"
+      "files = [\"endless.safetensors\"]\n");
+  ASSERT_EQ(Lock(project).exit_code, 0);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = Fetch(project);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 15);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("the Hub sent more than the 4096 bytes the lock pins"), std::string::npos)
+      << r.err;
+  const fs::path cache =
+      project / ".trainlock/cache/models" / (std::string("org-endless@") + kCommit);
+  EXPECT_FALSE(fs::exists(cache / "endless.safetensors"));
+  EXPECT_FALSE(fs::exists(cache / "endless.safetensors.partial"));
+}
+
+TEST_F(HubLock, FetchRefusesASymlinkPlantedAtDotTrainlock) {
+  fs::path project = LockedTinyModel();
+  fs::create_directories(dir_.path() / "elsewhere");
+  fs::create_directory_symlink(dir_.path() / "elsewhere", project / ".trainlock");
+  auto r = Fetch(project);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find((project / ".trainlock").string() + ": error: is a symbolic link"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::is_empty(dir_.path() / "elsewhere"));
+}
+
+TEST_F(HubLock, FetchRefusesASymlinkPlantedAtTheCacheDirectory) {
+  fs::path project = LockedTinyModel();
+  fs::create_directories(dir_.path() / "elsewhere");
+  fs::create_directories(project / ".trainlock");
+  fs::create_directory_symlink(dir_.path() / "elsewhere", project / ".trainlock/cache");
+  auto r = Fetch(project);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find((project / ".trainlock/cache").string() + ": error: is a symbolic link"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::is_empty(dir_.path() / "elsewhere"));
+}
+
+TEST_F(HubLock, FetchRefusesASymlinkPlantedAtThePartialFile) {
+  fs::path project = LockedTinyModel();
+  testing::WriteFile(dir_.path() / "victim", "precious");
+  fs::create_directories(CacheDir(project));
+  fs::create_symlink(dir_.path() / "victim", CacheDir(project) / "model.safetensors.partial");
+  auto r = Fetch(project);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("model.safetensors.partial: error: is a symbolic link"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(testing::ReadFile(dir_.path() / "victim"), "precious");
+}
+
+TEST_F(HubLock, FetchRefusesASymlinkPlantedAtThePinnedFile) {
+  fs::path project = LockedTinyModel();
+  fs::create_directories(CacheDir(project));
+  fs::create_symlink("/dev/zero", CacheDir(project) / "model.safetensors");
+  auto r = Fetch(project);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("model.safetensors: error: is a symbolic link"), std::string::npos) << r.err;
+}
+
+TEST_F(HubLock, AStalledHubTimesOutAfterTheLockTimeout) {
+  fs::path project = Project(
+      "[model]\nsource = \"hf\"\nrepo = \"org/stalled\"\nrevision = \"main\"\nfiles = "
+      "[\"config.json\"]\n");
+  const auto start = std::chrono::steady_clock::now();
+  auto r = testing::RunProgram("trainlock", {"lock", project.string(), "--timeout", "1"},
+                               {"HF_ENDPOINT=" + Endpoint()});
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("Hub unreachable"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("timed out after 1 s"), std::string::npos) << r.err;
+  // 4 attempts of 1 s and their backoff, not the 60 s the Hub used to be given regardless.
+  EXPECT_LT(waited, 20.0);
+  EXPECT_FALSE(fs::exists(project / "trainlock.lock"));
+}
+
+TEST_F(HubLock, AHfTokenWithALineBreakIsRefusedAndNeverPrinted) {
+  fs::path project = Project(
+      "[model]\nsource = \"hf\"\nrepo = \"org/gated\"\nrevision = \"main\"\nfiles = "
+      "[\"config.json\"]\n");
+  auto r = Lock(project, "good-token\r\nX-Evil: 1");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("HF_TOKEN has a line break"), std::string::npos) << r.err;
+  EXPECT_EQ((r.out + r.err).find("good-token"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(project / "trainlock.lock"));
 }
 
 }  // namespace

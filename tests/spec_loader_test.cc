@@ -126,5 +126,32 @@ rtol = 1e-5
   EXPECT_EQ(spec.custom_ops[0].smoke[0].inputs[0].shape, (std::vector<int64_t>{4, 64}));
 }
 
+TEST(ExtCommandArgv, ValuesMayRepeatAndBeEmpty) {
+  const std::string text = std::string(kMinimalManifest) +
+                           "[ext.command]\nargv = [\"python3\", \"train.py\", \"--lr\", \"1\", "
+                           "\"--warmup\", \"1\", \"--suffix\", \"\"]\n";
+  Spec spec = LoadSpec(text, "f.toml", SpecKind::kManifest);
+  ASSERT_TRUE(spec.ext_command.has_value());
+  EXPECT_EQ(spec.ext_command->argv, (std::vector<std::string>{"python3", "train.py", "--lr", "1",
+                                                              "--warmup", "1", "--suffix", ""}));
+}
+
+TEST(ExtCommandArgv, ANulInAnArgumentIsRefusedAtItsPosition) {
+  const std::string text = std::string(kMinimalManifest) +
+                           "[ext.command]\nargv = [\"python3\", \"train.py\\u0000--evil\"]\n";
+  EXPECT_EQ(FirstError(text, SpecKind::kManifest),
+            "f.toml:18:20: error: 'ext.command.argv' argument 1 has a NUL character in it; a "
+            "program's arguments cannot carry one: it would end the argument there");
+}
+
+TEST(ExtCommandArgv, ANulInAnEnvironmentValueIsRefused) {
+  const std::string text = std::string(kMinimalManifest) +
+                           "[ext.command]\nargv = [\"python3\"]\nenv = { STEPS = \"2\\u0000\" }\n";
+  EXPECT_NE(FirstError(text, SpecKind::kManifest)
+                .find("f.toml:19:17: error: 'ext.command.env.STEPS' has a NUL character in it"),
+            std::string::npos)
+      << FirstError(text, SpecKind::kManifest);
+}
+
 }  // namespace
 }  // namespace trainlock

@@ -30,6 +30,22 @@ TEST(Rfc3339, MalformedTimestampsAreRejected) {
     EXPECT_FALSE(ParseRfc3339(bad).has_value()) << bad;
 }
 
+TEST(Rfc3339, AnOffsetOutsideADayIsRejected) {
+  for (const char* bad : {"2026-11-30T03:09:17+25:00", "2026-11-30T03:09:17-24:61",
+                          "2026-11-30T03:09:17+00:60", "2026-11-30T03:09:17-99:99"})
+    EXPECT_FALSE(ParseRfc3339(bad).has_value()) << bad;
+  EXPECT_EQ(ParseRfc3339("2026-11-30T03:09:17+23:59"), 1796008157 - 23 * 3600 - 59 * 60);
+  EXPECT_EQ(ParseRfc3339("2026-11-30T03:09:17-23:59"), 1796008157 + 23 * 3600 + 59 * 60);
+}
+
+TEST(Rfc3339, ADayThatTheMonthDoesNotHaveIsRejected) {
+  for (const char* bad : {"2026-02-29T00:00:00Z", "2026-02-31T00:00:00Z", "2026-04-31T00:00:00Z",
+                          "2026-00-10T00:00:00Z", "2100-02-29T00:00:00Z"})
+    EXPECT_FALSE(ParseRfc3339(bad).has_value()) << bad;
+  EXPECT_TRUE(ParseRfc3339("2028-02-29T00:00:00Z").has_value());
+  EXPECT_TRUE(ParseRfc3339("2000-02-29T00:00:00Z").has_value());
+}
+
 TEST(Rfc3339, AHugeFractionIsRejectedWithoutRecursingThroughIt) {
   std::string huge = "2026-11-30T03:09:17." + std::string(3 << 20, '0') + "Z";
   EXPECT_FALSE(ParseRfc3339(huge).has_value());

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "base/file_io.h"
+#include "base/safe_paths.h"
 #include "base/sha256.h"
 #include "parallel.h"
 
@@ -109,10 +110,9 @@ CheckpointIo SaveCheckpoint(const fs::path& root, const CheckpointContents& cont
   auto start = std::chrono::steady_clock::now();
   fs::create_directories(root);
   const std::string name = StepName(contents.step);
-  const fs::path tmp = root / ("." + name + ".tmp-" + std::to_string(::getpid()));
+  // A fresh directory of a random name: never one another writer (or a planted link) holds.
+  const fs::path tmp = CreateUniqueDirectory(root, "." + name + ".tmp-");
   const fs::path final_dir = root / name;
-  fs::remove_all(tmp);
-  fs::create_directories(tmp);
 
   std::vector<Shard> shards = PlanShards(kModelRole, contents.model, shard_bytes);
   for (Shard& s : PlanShards(kOptimizerRole, contents.optimizer, shard_bytes))

@@ -80,10 +80,14 @@ class Shards : public TokenSource {
     uint64_t first, tokens;
   };
   void Map(const std::filesystem::path& file) {
-    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    // Without blocking: a FIFO in place of a shard is refused, not waited on.
+    int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) throw std::runtime_error(file.string() + ": " + std::strerror(errno));
     struct stat st {};
-    ::fstat(fd, &st);
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw std::runtime_error(file.string() + ": not a regular file");
+    }
     size_t bytes = static_cast<size_t>(st.st_size);
     if (bytes == 0 || bytes % static_cast<size_t>(width_) != 0) {
       ::close(fd);

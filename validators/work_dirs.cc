@@ -1,10 +1,9 @@
 // Work and checkpoint directories; see work_dirs.h.
 #include "work_dirs.h"
 
-#include <unistd.h>
-
-#include <stdexcept>
 #include <string>
+
+#include "base/safe_paths.h"
 
 namespace trainlock::validate {
 namespace fs = std::filesystem;
@@ -16,11 +15,7 @@ fs::path MakeWorkDir(const ValidateOptions& o, const std::optional<RankEnv>& ran
     fs::create_directories(dir);
     return dir;
   }
-  std::string pattern = (fs::temp_directory_path() / "trainlock-validate-XXXXXX").string();
-  if (!::mkdtemp(pattern.data()))
-    throw std::runtime_error("cannot create a work directory in " +
-                             fs::temp_directory_path().string());
-  return pattern;
+  return CreateUniqueDirectory(fs::temp_directory_path(), "trainlock-validate-");
 }
 
 fs::path CheckpointRoot(const ValidateOptions& o, const Project& project, const fs::path& work) {
@@ -31,8 +26,9 @@ fs::path CheckpointRoot(const ValidateOptions& o, const Project& project, const 
                                            : o.checkpoint_dir;
   if (root.is_relative() && o.checkpoint_dir.empty() && !lock.validate.checkpoint_dir.empty())
     root = project.dir / root;
-  // A run of its own under shared checkpoint storage, so concurrent validations never mix.
-  if (root != work / "checkpoints") root /= "trainlock-validate-" + std::to_string(::getpid());
+  // A run of its own under shared checkpoint storage, so concurrent validations never mix. Its
+  // name is random, not the process id: in containers every validator may be PID 1.
+  if (root != work / "checkpoints") root = CreateUniqueDirectory(root, "trainlock-validate-");
   return root;
 }
 

@@ -16,7 +16,8 @@ namespace trainlock::validate {
 std::filesystem::path MakeWorkDir(const ValidateOptions& o, const std::optional<RankEnv>& rank);
 
 // --checkpoint-dir, else the lock's validate.checkpoint-dir (relative to the project), else
-// `work`/checkpoints; under shared checkpoint storage a directory of this run's own.
+// `work`/checkpoints. Under shared checkpoint storage, a directory of this run's own, made here
+// under a random name (trainlock-validate-XXXXXX) that no other run can share or predict.
 std::filesystem::path CheckpointRoot(const ValidateOptions& o, const Project& project,
                                      const std::filesystem::path& work);
 

@@ -88,12 +88,19 @@ std::unique_ptr<TokenSource> MakeData(const nlohmann::json& data, int64_t vocab)
   return SyntheticTokens(data.at("seed").get<uint64_t>(), vocab, data.at("length").get<uint64_t>());
 }
 
-bool AllPresent(const fs::path& dir, const ArtifactSource& a) {
-  if (a.files.empty()) return false;
-  for (const PinnedFile& f : a.files) {
-    if (!fs::exists(dir / f.path)) return false;
-  }
-  return true;
+// The files the lock pins for `a`, resolved as the data checks resolve them: a local file
+// that leads out of the project through a symlink throws ArtifactPathError, so the worker
+// never trains on (or loads) what the data checks refused.
+std::vector<fs::path> PinnedFiles(const fs::path& dir, const ArtifactSource& a,
+                                  std::string_view kind) {
+  std::vector<fs::path> files;
+  for (const PinnedFile& f : a.files) files.push_back(ResolvePinnedFile(dir, a, kind, f.path));
+  return files;
+}
+
+bool AllPresent(const std::vector<fs::path>& files) {
+  return !files.empty() &&
+         std::all_of(files.begin(), files.end(), [](const fs::path& f) { return fs::exists(f); });
 }
 
 RunSetup SetupFromProject(const fs::path& dir, int64_t steps) {
@@ -115,11 +122,10 @@ RunSetup SetupFromProject(const fs::path& dir, int64_t steps) {
                 {"config_yaml", s.config_yaml}};
   const TrainingConfig& t = s.config.training;
   if (lock.dataset && !lock.dataset->token_dtype.empty()) {
-    fs::path data_dir = ArtifactDir(dir, *lock.dataset, "dataset");
-    if (AllPresent(data_dir, *lock.dataset)) {
+    const std::vector<fs::path> shards = PinnedFiles(dir, *lock.dataset, "dataset");
+    if (AllPresent(shards)) {
       nlohmann::json files = nlohmann::json::array();
-      for (const PinnedFile& f : lock.dataset->files)
-        files.push_back(fs::absolute(data_dir / f.path).string());
+      for (const fs::path& shard : shards) files.push_back(fs::absolute(shard).string());
       s.data = {{"kind", "shards"},
                 {"files", files},
                 {"bytes_per_token", lock.dataset->token_dtype == "uint16" ? 2 : 4}};
@@ -139,7 +145,7 @@ RunSetup SetupFromProject(const fs::path& dir, int64_t steps) {
     const bool pins_weights =
         std::any_of(s.model_files.begin(), s.model_files.end(),
                     [](const std::string& name) { return name.ends_with(".safetensors"); });
-    if (pins_weights && AllPresent(model_dir, *lock.model)) s.model_dir = model_dir;
+    if (pins_weights && AllPresent(PinnedFiles(dir, *lock.model, "model"))) s.model_dir = model_dir;
   }
   s.identity["data"] = s.data;
   return s;

@@ -1,6 +1,8 @@
 // Formatting of diagnostics; see diagnostic.h.
 #include "base/diagnostic.h"
 
+#include "base/redact.h"
+
 namespace trainlock {
 
 std::string Diagnostic::Format() const {
@@ -14,7 +16,7 @@ std::string Diagnostic::Format() const {
   for (char& c : out) {
     if (c == '\n' || c == '\r') c = ' ';
   }
-  return out;
+  return RedactCredentials(out);
 }
 
 void Diagnostics::Error(std::string path, SourcePos pos, std::string message, std::string hint) {
@@ -47,7 +49,10 @@ InputError::InputError(Diagnostic diag)
         return d;
       }()) {}
 
-std::string Quoted(std::string_view value) {
+std::string Quoted(std::string_view raw) {
+  // Redacted before it is cut short: a cut could leave half a password that no longer looks
+  // like one.
+  const std::string value = RedactCredentials(raw);
   constexpr size_t kMax = 60;
   std::string out = "'";
   size_t shown = 0;

@@ -3,6 +3,7 @@
 // Every problem found in a user's file is reported as exactly one line,
 //   path:line:column: error: message; hint
 // (or `path: error: message` when no position exists), so editors and CI logs can jump to it.
+// Credentials in it are redacted.
 #pragma once
 
 #include <ostream>
@@ -59,8 +60,9 @@ class InputError : public std::runtime_error {
   Diagnostics diags_;
 };
 
-// Quotes user input for a message: 'value', with control and non-ASCII bytes escaped and
-// anything past 60 characters elided, so a 10 MB value or binary garbage stays one short line.
+// Quotes user input for a message: 'value', with credentials redacted (base/redact.h), control
+// and non-ASCII bytes escaped and anything past 60 characters elided, so a 10 MB value or
+// binary garbage stays one short line and a password in a URL is never shown.
 std::string Quoted(std::string_view value);
 
 }  // namespace trainlock

@@ -6,6 +6,7 @@
 
 #include "base/diagnostic.h"
 #include "base/failure.h"
+#include "base/redact.h"
 
 namespace trainlock {
 
@@ -18,11 +19,12 @@ int RunWithExitCodes(std::string_view program, const std::function<int()>& body,
     return kExitBadInput;
   } catch (const Failure& e) {
     const std::string_view prefix = command.empty() ? program : command;
-    std::cerr << prefix << ": " << e.what() << "\n";
-    for (const std::string& note : e.notes()) std::cerr << prefix << ": " << note << "\n";
+    std::cerr << prefix << ": " << RedactCredentials(e.what()) << "\n";
+    for (const std::string& note : e.notes())
+      std::cerr << prefix << ": " << RedactCredentials(note) << "\n";
     return e.exit_code();
   } catch (const std::exception& e) {
-    std::cerr << program << ": error: " << e.what() << "\n";
+    std::cerr << program << ": error: " << RedactCredentials(e.what()) << "\n";
     return kExitEnvironment;
   }
 }

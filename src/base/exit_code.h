@@ -17,8 +17,9 @@ enum ExitCode : int {
 // Runs `body` and returns its exit code; nothing escapes as a crash. An InputError becomes its
 // diagnostics on stderr and exit 2; a Failure (failure.h) "<command>: <what>", then
 // "<command>: <note>" for each of its notes, and the Failure's exit code; any other exception
-// "<program>: error: <what>" and exit 3. `command` is what the user ran, e.g.
-// "trainlock image build", so that a failure says which step failed; empty means `program`.
+// "<program>: error: <what>" and exit 3. Credentials in any of them are redacted. `command` is what
+// the user ran, e.g. "trainlock image build", so that a failure says which step failed; empty means
+// `program`.
 int RunWithExitCodes(std::string_view program, const std::function<int()>& body,
                      std::string_view command = {});
 

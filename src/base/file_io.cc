@@ -2,36 +2,64 @@
 #include "base/file_io.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 #include "base/diagnostic.h"
+#include "base/safe_paths.h"
+#include "base/scoped_fd.h"
 
 namespace trainlock {
 
-std::string ReadInputFile(const std::filesystem::path& file, const std::string& display) {
-  std::error_code ec;
-  auto fail = [&](std::string why) {
-    throw InputError(Diagnostic{display, {}, std::move(why), {}});
-  };
-  auto status = std::filesystem::status(file, ec);
-  if (ec || !std::filesystem::exists(status)) fail("cannot read: no such file");
-  if (std::filesystem::is_directory(status)) fail("cannot read: is a directory");
-  auto size = std::filesystem::file_size(file, ec);
-  if (!ec && size > kMaxInputFileBytes) {
-    fail("file is " + std::to_string(size) + " bytes; refusing inputs over " +
-         std::to_string(kMaxInputFileBytes) + " bytes");
+namespace {
+
+[[noreturn]] void Refuse(const std::string& display, std::string why) {
+  throw InputError(Diagnostic{display, {}, std::move(why), {}});
+}
+
+std::string CapText() {
+  return "refusing inputs over " + std::to_string(kMaxInputFileBytes) + " bytes";
+}
+
+// Opens `file` for reading without blocking (a FIFO with no writer would block a plain open
+// forever) and refuses anything but a regular file before the first read.
+ScopedFd OpenRegularInput(const std::filesystem::path& file, const std::string& display) {
+  ScopedFd fd(::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid()) {
+    Refuse(display, errno == ENOENT ? std::string("cannot read: no such file")
+                                    : std::string("cannot read: ") + std::strerror(errno));
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) fail(std::string("cannot read: ") + std::strerror(errno));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0)
+    Refuse(display, std::string("cannot read: ") + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) Refuse(display, "cannot read: is a directory");
+  if (!S_ISREG(st.st_mode)) Refuse(display, "not a regular file");
+  if (static_cast<uintmax_t>(st.st_size) > kMaxInputFileBytes)
+    Refuse(display, "file is " + std::to_string(st.st_size) + " bytes; " + CapText());
+  return fd;
+}
+
+}  // namespace
+
+std::string ReadInputFile(const std::filesystem::path& file, const std::string& display) {
+  ScopedFd fd = OpenRegularInput(file, display);
+  // The cap holds while reading too: a /proc or /sys file says it has 0 bytes and may have any
+  // number.
+  std::string text;
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) Refuse(display, std::string("cannot read: ") + std::strerror(errno));
+    if (n == 0) return text;
+    if (text.size() + static_cast<size_t>(n) > kMaxInputFileBytes)
+      Refuse(display, "more than " + std::to_string(kMaxInputFileBytes) + " bytes; " + CapText());
+    text.append(buffer, static_cast<size_t>(n));
+  }
 }
 
 static void FsyncPath(const std::filesystem::path& path, int flags) {
@@ -45,10 +73,11 @@ static void FsyncPath(const std::filesystem::path& path, int flags) {
 
 void WriteFileAtomically(const std::filesystem::path& file, std::string_view data) {
   std::filesystem::path dir = file.parent_path().empty() ? "." : file.parent_path();
-  std::filesystem::path tmp =
-      dir / ("." + file.filename().string() + ".tmp." + std::to_string(::getpid()));
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(tmp.string() + ": create: " + std::strerror(errno));
+  // A name nobody can predict, created exclusively: a symlink planted at a guessable temporary
+  // name (".report.json.tmp.1" for a validator that is PID 1) cannot redirect the write.
+  UniqueFile unique = CreateUniqueFile(dir, "." + file.filename().string() + ".tmp.", 0644);
+  const std::filesystem::path tmp = unique.path;
+  int fd = unique.fd.release();
   size_t written = 0;
   while (written < data.size()) {
     ssize_t n = ::write(fd, data.data() + written, data.size() - written);

@@ -14,9 +14,15 @@
 namespace trainlock {
 
 // Why a file could not be streamed: not a regular file, unreadable, or past the deadline.
+// what() is "PATH: WHY".
 class StreamError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  StreamError(const std::filesystem::path& path, std::string why)
+      : std::runtime_error(path.string() + ": " + why), why_(std::move(why)) {}
+  const std::string& why() const { return why_; }
+
+ private:
+  std::string why_;
 };
 
 using Deadline = std::chrono::steady_clock::time_point;
@@ -27,5 +33,11 @@ using Deadline = std::chrono::steady_clock::time_point;
 uint64_t StreamRegularFile(const std::filesystem::path& path,
                            const std::function<void(std::string_view)>& chunk,
                            Deadline deadline = Deadline::max());
+
+// The same for a regular file the caller opened (without following a symlink, say); `path`
+// names it in errors.
+uint64_t StreamDescriptor(int fd, const std::filesystem::path& path,
+                          const std::function<void(std::string_view)>& chunk,
+                          Deadline deadline = Deadline::max());
 
 }  // namespace trainlock

@@ -87,12 +87,14 @@ std::optional<nlohmann::json> TryParseJsonText(std::string_view text, std::strin
 
 std::optional<nlohmann::json> TryReadJsonFile(const std::filesystem::path& file,
                                               std::string* problem) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    if (problem) *problem = "cannot read";
+  std::string text;
+  try {
+    text = ReadInputFile(file, file.string());  // regular files only, capped: never a FIFO
+  } catch (const InputError& e) {
+    if (problem) *problem = e.what();
     return std::nullopt;
   }
-  return TryParseJsonText(std::string(std::istreambuf_iterator<char>(in), {}), problem);
+  return TryParseJsonText(text, problem);
 }
 
 nlohmann::json ReadJsonFile(const std::filesystem::path& file, const std::string& display) {

@@ -4,10 +4,9 @@
 #include <openssl/evp.h>
 
 #include <array>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <stdexcept>
+
+#include "base/file_stream.h"
 
 namespace trainlock {
 
@@ -55,21 +54,8 @@ std::string Sha256Hex(std::string_view data) {
 }
 
 std::string Sha256FileHex(const std::filesystem::path& path, uint64_t* size_out) {
-  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!file) {
-    throw std::runtime_error(path.string() + ": cannot open: " + std::strerror(errno));
-  }
   Sha256 h;
-  std::array<char, 1 << 16> buffer{};
-  uint64_t total = 0;
-  size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), file.get())) > 0) {
-    h.Update(buffer.data(), n);
-    total += n;
-  }
-  if (std::ferror(file.get())) {
-    throw std::runtime_error(path.string() + ": read error: " + std::strerror(errno));
-  }
+  const uint64_t total = StreamRegularFile(path, [&](std::string_view chunk) { h.Update(chunk); });
   if (size_out) *size_out = total;
   return h.HexDigest();
 }

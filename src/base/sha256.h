@@ -28,7 +28,8 @@ class Sha256 {
 
 std::string Sha256Hex(std::string_view data);
 
-// Hashes a file in chunks; throws std::runtime_error naming the file when it cannot be read.
+// Hashes a regular file in chunks (file_stream.h); throws std::runtime_error naming the file
+// when it cannot be read or is not a regular file (a FIFO is refused, never waited on).
 // `size_out`, when given, receives the number of bytes hashed.
 std::string Sha256FileHex(const std::filesystem::path& path, uint64_t* size_out = nullptr);
 

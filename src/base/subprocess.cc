@@ -3,8 +3,10 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,6 +46,7 @@ class Fd {
   explicit Fd(int fd) : fd_(fd) {}
   ~Fd() { Reset(); }
   Fd(const Fd&) = delete;
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
   Fd& operator=(Fd&& other) noexcept {
     Reset();
     fd_ = std::exchange(other.fd_, -1);
@@ -191,7 +194,7 @@ struct ExecPlan {
 // What failed in the child before exec, sent to the parent on a close-on-exec pipe: the
 // parent reads end-of-file when exec succeeded.
 struct ChildFailure {
-  enum Step : int { kRedirect, kChdir, kExec } step;
+  enum Step : int { kRedirect, kChdir, kExec, kInit } step;
   int error;
 };
 
@@ -239,6 +242,128 @@ bool Redirect(int fd, int target) {
   ReportAndExit(status_fd, ChildFailure::kExec, denied ? EACCES : missing);
 }
 
+// fork() as the bare system call, with clone flags: no stack, so the child goes on with a copy
+// of this one as after fork. Unlike glibc's fork it runs no atfork handlers, which in a child
+// of a threaded process could wait forever on a lock another thread held at the copy.
+pid_t RawFork(unsigned long flags) {
+  return static_cast<pid_t>(::syscall(SYS_clone, flags | SIGCHLD, 0L, 0L, 0L, 0L));
+}
+
+// The descriptors of a child in a PID namespace of its own: `sync` ends (end-of-file) once the
+// parent has written the user namespace's ID maps; `report` gets one byte when the program has
+// ended, 'L' when it left processes running, '-' when not.
+struct InitFds {
+  int sync_read = -1, sync_write = -1, report_write = -1;
+};
+
+// Closes every descriptor from 3 up except `keep`: init never execs, so close-on-exec does not
+// close the parent's other pipes in it, and holding them would keep their readers waiting.
+void CloseAllExcept(int keep) {
+  const auto close_range = [](unsigned first, unsigned last) {
+    if (first > last) return;
+    if (::syscall(SYS_close_range, first, last, 0u) == 0) return;
+    for (unsigned fd = first; fd <= std::min(last, 4095u); ++fd) ::close(static_cast<int>(fd));
+  };
+  close_range(3, static_cast<unsigned>(keep) - 1);
+  close_range(static_cast<unsigned>(keep) + 1, ~0u);
+}
+
+// Process 1 of the child's PID namespace, in the child after clone(): starts the program in
+// its own group, reaps what the program orphans (init inherits them) until the program ends,
+// then says whether any still ran and exits with the program's code. Its exit makes the kernel
+// SIGKILL everything left in the namespace, setsid or not. Async-signal-safe calls only.
+[[noreturn]] void RunInit(ExecPlan& plan, int status_fd, const InitFds& fds) {
+  ::close(fds.sync_write);
+  char byte;
+  while (::read(fds.sync_read, &byte, 1) < 0 && errno == EINTR) {
+  }
+  ::setpgid(0, 0);
+  if (plan.die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  plan.own_group = false;        // the program stays in init's group, which the parent signals
+  plan.die_with_parent = false;  // it dies with init, and init with the parent
+  const pid_t program = RawFork(0);
+  if (program == 0) ExecChild(plan, status_fd);
+  if (program < 0) ReportAndExit(status_fd, ChildFailure::kInit, errno);
+  CloseAllExcept(fds.report_write);
+  int status = 0;
+  for (;;) {
+    int s = 0;
+    const pid_t r = ::waitpid(-1, &s, 0);
+    if (r == program) {
+      status = s;
+      break;
+    }
+    if (r < 0 && errno != EINTR) break;
+  }
+  pid_t r;
+  while ((r = ::waitpid(-1, nullptr, WNOHANG)) > 0) {
+  }
+  const char left = r == 0 ? 'L' : '-';  // 0: children that have not ended
+  (void)!::write(fds.report_write, &left, 1);
+  ::kill(-1, SIGKILL);  // in a PID namespace: everyone in it but init
+  ::_exit(ExitCodeOf(status));
+}
+
+// fork() into a new PID namespace. Tries CLONE_NEWPID alone (privileged: the program keeps its
+// capabilities over the host's files), then with CLONE_NEWUSER (unprivileged). -1 with errno
+// when neither is allowed (a container's seccomp profile, no user namespaces); `user` says
+// whether a user namespace was made.
+pid_t ForkIntoPidNamespace(bool* user) {
+  *user = false;
+  const pid_t pid = RawFork(CLONE_NEWPID);
+  if (pid >= 0 || (errno != EPERM && errno != EINVAL)) return pid;
+  *user = true;
+  return RawFork(CLONE_NEWUSER | CLONE_NEWPID);
+}
+
+// Maps this process's user and group to themselves in the child's new user namespace, so that
+// the program runs as whoever started it rather than as the overflow IDs. Best effort: without
+// the maps it still runs.
+void MapOwnIds(pid_t pid) {
+  const std::string proc = "/proc/" + std::to_string(pid) + "/";
+  const auto put = [&](const char* file, const std::string& text) {
+    Fd fd(::open((proc + file).c_str(), O_WRONLY | O_CLOEXEC));
+    if (fd.get() >= 0) (void)!::write(fd.get(), text.data(), text.size());
+  };
+  const std::string uid = std::to_string(::geteuid()), gid = std::to_string(::getegid());
+  put("uid_map", uid + " " + uid + " 1");
+  put("setgroups", "deny");  // before gid_map, or the kernel refuses it
+  put("gid_map", gid + " " + gid + " 1");
+}
+
+// A child started as init of a new PID namespace (pid -1 when none could be made), the read
+// end of its report, and what contains it.
+struct NamespaceChild {
+  pid_t pid = -1;
+  Fd report;
+  std::string containment;
+};
+
+NamespaceChild SpawnInPidNamespace(ExecPlan& plan, int status_fd) {
+  NamespaceChild child;
+  Fd sync_read, sync_write, report_write;
+  int e = MakePipe(&sync_read, &sync_write);
+  if (e == 0) e = MakePipe(&child.report, &report_write);
+  bool user = false;
+  if (e == 0) {
+    child.pid = ForkIntoPidNamespace(&user);
+    if (child.pid == 0)
+      RunInit(plan, status_fd, {sync_read.get(), sync_write.get(), report_write.get()});
+    if (child.pid < 0) e = errno;
+  }
+  if (child.pid < 0) {
+    child.pid = -1;
+    child.report.Reset();
+    child.containment = "process-group only: cannot create a PID namespace: " + ErrorText(e);
+    return child;
+  }
+  child.containment = "pid-namespace";
+  if (user) MapOwnIds(child.pid);
+  sync_write.Reset();  // init goes on
+  ::fcntl(child.report.get(), F_SETFL, O_NONBLOCK);
+  return child;
+}
+
 // Reads the child's report from the status pipe; false at end-of-file (exec succeeded).
 bool ReadChildFailure(int status_fd, ChildFailure* failure) {
   ssize_t n;
@@ -256,6 +381,8 @@ std::string Describe(const ChildFailure& failure, const SpawnOptions& o) {
       return "cannot enter " + o.cwd.string() + ": " + why;
     case ChildFailure::kExec:
       return "cannot execute " + (o.program.empty() ? o.argv[0] : o.program) + ": " + why;
+    case ChildFailure::kInit:
+      return "cannot start a process in its PID namespace: " + why;
   }
   return why;
 }
@@ -269,13 +396,15 @@ int ExitCodeOf(int wait_status) {
 }
 
 Subprocess::Subprocess(const SpawnOptions& options)
-    : own_group_(options.own_group), tail_(options.tail_lines, options.tail_line_bytes) {
+    : own_group_(options.own_group || options.own_pid_namespace),
+      tail_(options.tail_lines, options.tail_line_bytes) {
   Spawn(options);
 }
 
 Subprocess::~Subprocess() {
   if (pid_ > 0 && !exit_code_) Kill();
   if (out_fd_ >= 0) ::close(out_fd_);
+  if (init_report_fd_ >= 0) ::close(init_report_fd_);
 }
 
 void Subprocess::Fail(const std::string& why, int error) {
@@ -293,8 +422,18 @@ void Subprocess::Spawn(const SpawnOptions& o) {
   }
   if (int e = MakePipe(&status_read, &status_write)) return Fail("pipe failed: " + ErrorText(e), e);
   ExecPlan plan(o, streams);
-  pid_ = ::fork();
-  if (pid_ == 0) ExecChild(plan, status_write.get());
+  plan.own_group = own_group_;
+  containment_ = own_group_ ? "process-group only" : "none";
+  if (o.own_pid_namespace) {
+    NamespaceChild child = SpawnInPidNamespace(plan, status_write.get());
+    pid_ = child.pid;
+    containment_ = child.containment;
+    init_report_fd_ = child.report.release();
+  }
+  if (pid_ < 0) {
+    pid_ = ::fork();
+    if (pid_ == 0) ExecChild(plan, status_write.get());
+  }
   if (pid_ < 0) {
     const int e = errno;
     pid_ = -1;
@@ -387,8 +526,10 @@ int Subprocess::Stop(milliseconds grace) {
 
 bool Subprocess::KillLeftovers() {
   if (!own_group_ || pid_ <= 0 || !exit_code_) return false;
-  const bool left = ::kill(-pid_, 0) == 0;
+  bool left = ::kill(-pid_, 0) == 0;
   ::kill(-pid_, SIGKILL);
+  char word = 0;
+  if (init_report_fd_ >= 0 && ::read(init_report_fd_, &word, 1) == 1 && word == 'L') left = true;
   return left;
 }
 
@@ -409,6 +550,7 @@ ProcessRun RunProcess(const SpawnOptions& options, const RunLimits& limits) {
     return run;
   }
   run.started = true;
+  run.containment = child.containment();
   const auto deadline = limits.timeout_s > 0
                             ? start + std::chrono::duration_cast<ProcessClock::duration>(
                                           std::chrono::duration<double>(limits.timeout_s))

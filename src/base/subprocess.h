@@ -42,6 +42,11 @@ struct SpawnOptions {
   std::map<std::string, std::string> env;
   std::filesystem::path cwd;     // empty: this process's
   bool own_group = false;        // a process group of its own: stopping it stops all it started
+  // Also a PID namespace of its own where the kernel permits one (CLONE_NEWPID, else with
+  // CLONE_NEWUSER): its first process is a small init of ours that runs the program, and when
+  // it ends the kernel ends every process left in the namespace, including one that left the
+  // group with setsid. Where none can be made, the group alone; containment() says which.
+  bool own_pid_namespace = false;
   bool die_with_parent = false;  // SIGKILLed when the thread that started it ends
   bool null_stdin = false;       // stdin from /dev/null instead of this process's
   Stream out = Stream::kPipe;
@@ -68,6 +73,10 @@ class Subprocess {
   const std::string& start_error() const { return start_error_; }
   int start_errno() const { return start_errno_; }  // the errno behind start_error()
   pid_t pid() const { return pid_; }                // -1 when it failed before a process existed
+  // What keeps the child's processes from outliving it: "pid-namespace", "process-group only"
+  // with why no namespace ("process-group only: cannot create a PID namespace: ..."), or
+  // "none" without a group of its own.
+  const std::string& containment() const { return containment_; }
 
   // The next line on the pipe, without its newline; nullopt at the end of the output or at the
   // deadline. For a child that speaks a line protocol on stdout.
@@ -98,7 +107,9 @@ class Subprocess {
 
   pid_t pid_ = -1;
   bool own_group_ = false;
+  std::string containment_ = "none";
   int out_fd_ = -1;  // the read end of the pipe, -1 without one or once it ended
+  int init_report_fd_ = -1;  // with a PID namespace: our init's word on leftovers
   std::string start_error_;
   int start_errno_ = 0;
   std::optional<int> exit_code_;
@@ -119,7 +130,8 @@ struct ProcessRun {
   int exit_code = kCannotStart;
   bool timed_out = false;       // stopped because it ran past the timeout
   double duration_s = 0;        // from the start until it exited or was stopped
-  bool left_processes = false;  // its own group outlived it (and was killed)
+  bool left_processes = false;  // its own group (or PID namespace) outlived it and was killed
+  std::string containment;      // Subprocess::containment()
   std::string output;           // the tail of the pipe
   int output_lines = 0;         // lines on the pipe in all
 };

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "base/redact.h"
+
 namespace trainlock {
 
 namespace {
@@ -57,7 +59,9 @@ uint32_t BidiControl(std::string_view seq) {
 
 }  // namespace
 
-std::string CleanText(std::string_view text) {
+std::string CleanText(std::string_view raw) {
+  const std::string redacted = RedactCredentials(raw);
+  const std::string_view text = redacted;
   std::string out;
   out.reserve(text.size());
   size_t i = 0;
@@ -91,7 +95,9 @@ std::string TerminalText(std::string_view text) {
   return out;
 }
 
-std::string TerminalLine(std::string_view text) {
+std::string TerminalLine(std::string_view raw) {
+  const std::string redacted = RedactCredentials(raw);
+  const std::string_view text = redacted;
   std::string out;
   size_t i = 0;
   while (i < text.size()) {

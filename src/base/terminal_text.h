@@ -1,6 +1,7 @@
 // Text trainlock did not write (a report's summaries, a device or library name, a command's
 // output or argv, a registry's answer) made safe for where it is shown. One function for
-// terminals and one for markup and XML, so that every caller escapes the same way.
+// terminals and one for markup and XML, so that every caller escapes the same way. Both redact
+// credentials first (base/redact.h): text shown anywhere never shows a password.
 #pragma once
 
 #include <string>

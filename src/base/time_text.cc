@@ -24,6 +24,13 @@ int64_t UnitSeconds(char unit) {
   return 0;
 }
 
+// Days in month `month` (0-11) of `year`: timegm would quietly turn February 31 into March 3.
+int DaysInMonth(int year, int month) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return month == 1 && leap ? 29 : kDays[month];
+}
+
 }  // namespace
 
 std::optional<int64_t> ParseDurationSeconds(std::string_view text) {
@@ -67,12 +74,16 @@ std::optional<int64_t> ParseRfc3339(std::string_view text) {
   tm.tm_hour = field(4);
   tm.tm_min = field(5);
   tm.tm_sec = field(6);
-  if (tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
+  if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 ||
+      tm.tm_mday > DaysInMonth(field(1), tm.tm_mon) || tm.tm_hour > 23 || tm.tm_min > 59 ||
       tm.tm_sec > 60) {
     return std::nullopt;
   }
   int64_t seconds = static_cast<int64_t>(timegm(&tm));
   if (m[9].matched) {
+    // RFC 3339's time-numoffset: hours 00-23, minutes 00-59. "+25:00" or "-24:61" is not a
+    // zone; read as arithmetic it would move a report's age by more than a day.
+    if (field(10) > 23 || field(11) > 59) return std::nullopt;
     int64_t offset = field(10) * 3600 + field(11) * 60;
     seconds -= m[9].str() == "+" ? offset : -offset;
   }

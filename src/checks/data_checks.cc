@@ -136,7 +136,13 @@ CheckResult VerifyArtifact(const Project& project, const std::optional<ArtifactS
   for (const PinnedFile& f : artifact->files) {
     std::optional<TokenScanner> scanner;
     if (width > 0) scanner.emplace(width, vocab);
-    FileProblem problem = CheckPinnedFile(dir / f.path, f, scanner, deadline, total, tokens);
+    FileProblem problem;
+    try {
+      problem = CheckPinnedFile(ResolvePinnedFile(project.dir, *artifact, kind, f.path), f, scanner,
+                                deadline, total, tokens);
+    } catch (const ArtifactPathError& e) {
+      problem = {e.what(), "copy the files into the project instead of linking to them"};
+    }
     if (problem.summary.empty()) continue;
     r.status = CheckStatus::kFail;
     r.summary = std::move(problem.summary);

@@ -5,19 +5,28 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 
+#include "base/diagnostic.h"
+#include "base/file_io.h"
 #include "base/rank_env.h"
 
 namespace trainlock {
 
 namespace {
 
-// PRETTY_NAME of /etc/os-release, unquoted; "" when absent.
+// PRETTY_NAME of /etc/os-release, unquoted; "" when absent or not a readable regular file
+// (an image's file: a FIFO there must not stall the report).
 std::string OsPrettyName() {
-  std::ifstream os("/etc/os-release");
+  std::string text;
+  try {
+    text = ReadInputFile("/etc/os-release", "/etc/os-release");
+  } catch (const InputError&) {
+    return "";
+  }
+  std::istringstream os(text);
   for (std::string line; std::getline(os, line);) {
     if (line.rfind("PRETTY_NAME=", 0) != 0) continue;
     std::string v = line.substr(12);

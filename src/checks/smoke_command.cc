@@ -5,7 +5,9 @@
 #include <chrono>
 #include <sstream>
 
+#include "base/redact.h"
 #include "base/subprocess.h"
+#include "base/terminal_text.h"
 
 namespace trainlock {
 namespace {
@@ -25,20 +27,26 @@ SmokeRun RunSmokeCommand(const ExtCommand& command, const std::filesystem::path&
   options.argv = command.argv;
   options.env = command.env;
   options.cwd = command.cwd.empty() ? project_dir : project_dir / command.cwd;
-  options.own_group = true;  // so that nothing the command started outlives the check
+  // So that nothing the command started outlives the check: its group, and where the kernel
+  // allows one a PID namespace, which also ends what left the group (setsid, a daemon).
+  options.own_group = true;
+  options.own_pid_namespace = true;
   options.null_stdin = true;
   options.tail_lines = static_cast<size_t>(command.tail_lines);
   options.tail_line_bytes = kMaxLineBytes;
   const ProcessRun p = RunProcess(options, {command.timeout_s, kTermGrace});
   if (!p.started) {
-    run.output_tail = p.start_error;
+    run.output_tail = CleanText(p.start_error);
     return run;
   }
   run.started = true;
+  run.containment = p.containment;
   run.exit_code = p.exit_code;
   run.timed_out = p.timed_out;
   run.duration_s = p.duration_s;
-  run.output_tail = p.output;
+  // The command's bytes need not be UTF-8, and the tail may cut a character in two; the
+  // report is JSON, which cannot hold either: such bytes become U+FFFD, the rest is kept.
+  run.output_tail = CleanText(p.output);
   run.output_lines = p.output_lines;
   run.left_processes = p.left_processes;
   return run;
@@ -47,9 +55,14 @@ SmokeRun RunSmokeCommand(const ExtCommand& command, const std::filesystem::path&
 CheckResult SmokeCommandCheck(const ExtCommand& command, const SmokeRun& run) {
   CheckResult c{"ext.command",           CheckStatus::kPass, run.duration_s, "", "",
                 nlohmann::json::object()};
+  // The report is shown and shared: a URL with credentials in argv is redacted there.
+  std::vector<std::string> argv;
   std::string line;
-  for (const std::string& a : command.argv) line += (line.empty() ? "" : " ") + a;
-  c.metrics = {{"argv", command.argv},
+  for (const std::string& a : command.argv) {
+    argv.push_back(RedactCredentials(a));
+    line += (line.empty() ? "" : " ") + argv.back();
+  }
+  c.metrics = {{"argv", argv},
                {"cwd", command.cwd.empty() ? "." : command.cwd},
                {"exit_code", run.exit_code},
                {"timed_out", run.timed_out},
@@ -57,7 +70,8 @@ CheckResult SmokeCommandCheck(const ExtCommand& command, const SmokeRun& run) {
                {"duration_s", run.duration_s},
                {"output_lines", run.output_lines},
                {"output_tail", run.output_tail},
-               {"left_processes_killed", run.left_processes}};
+               {"left_processes_killed", run.left_processes},
+               {"containment", run.containment}};
   std::ostringstream s;
   s.precision(3);
   if (!run.started) {

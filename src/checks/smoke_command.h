@@ -1,6 +1,7 @@
 // The project's own smoke command (`[ext.command]` in the lock), run by the validator as the
-// ext.command check: no shell, a hard timeout, and the whole process group killed afterwards
-// so that nothing the command started outlives the check.
+// ext.command check: no shell, a hard timeout, and the whole process group (and, where the
+// kernel allows, PID namespace) killed afterwards so that nothing the command started outlives
+// the check. Output that is not UTF-8 is kept with U+FFFD in place of the bad bytes.
 #pragma once
 
 #include <filesystem>
@@ -20,7 +21,10 @@ struct SmokeRun {
   double duration_s = 0;        // until the command exited or was killed
   std::string output_tail;      // the last lines of stdout and stderr, interleaved
   int output_lines = 0;         // lines of output in all
-  bool left_processes = false;  // its group still had processes after it exited (killed)
+  bool left_processes = false;  // its group or namespace still had processes after it (killed)
+  // What ended them: "pid-namespace" (also what left the group with setsid), or
+  // "process-group only: <why no namespace>" (a process that called setsid may survive).
+  std::string containment;
 };
 
 // Runs `command` in `project_dir` (or its `cwd` below it) with its environment additions.

@@ -1,8 +1,12 @@
 // `trainlock fetch DIR`: download the model and dataset files the lock pins, by commit, into
 // the cache the validator reads (artifact_paths.h), verifying each file's size and SHA-256.
+#include <sys/stat.h>
+
 #include <iostream>
 
 #include "base/exit_code.h"
+#include "base/file_stream.h"
+#include "base/safe_paths.h"
 #include "base/sha256.h"
 #include "cli/commands.h"
 #include "lock/hf_hub.h"
@@ -17,13 +21,17 @@ struct FetchOptions {
   long timeout_s = 600;
 };
 
-// True when `path` already holds exactly the pinned bytes.
-bool AlreadyThere(const std::filesystem::path& path, const PinnedFile& file) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) != file.size) {
+// True when `name` in `dir_fd` already holds exactly the pinned bytes. A symlink or a FIFO
+// there is refused (InputError), never followed or waited on.
+bool AlreadyThere(int dir_fd, const std::string& name, const std::filesystem::path& display,
+                  const PinnedFile& file) {
+  ScopedFd fd = OpenRegularFileAt(dir_fd, name, display);
+  struct stat st {};
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || static_cast<uint64_t>(st.st_size) != file.size)
     return false;
-  }
-  return Sha256FileHex(path) == file.sha256;
+  Sha256 sha;
+  StreamDescriptor(fd.get(), display, [&](std::string_view chunk) { sha.Update(chunk); });
+  return sha.HexDigest() == file.sha256;
 }
 
 int RunFetch(const FetchOptions& options) {
@@ -36,14 +44,19 @@ int RunFetch(const FetchOptions& options) {
        {std::pair{"model", &lock.model}, std::pair{"dataset", &lock.dataset}}) {
     if (!*artifact || (*artifact)->source != "hf") continue;
     const ArtifactSource& a = **artifact;
-    const std::filesystem::path dir = ArtifactDir(project.dir, a, kind);
+    const ArtifactLocation where = LocateArtifact(project.dir, a, kind);
     for (const PinnedFile& file : a.files) {
-      const std::filesystem::path dest = dir / file.path;
-      if (AlreadyThere(dest, file)) {
+      const std::filesystem::path relative = file.path;
+      const std::filesystem::path dest = where.dir() / relative;
+      // Every directory below the project (or TRAINLOCK_CACHE) is walked without following a
+      // symlink: one planted at .trainlock or in the cache cannot send the write elsewhere.
+      ScopedFd dir = OpenDirectoryBelow(where.root, where.below / relative.parent_path(), true);
+      const std::string name = relative.filename().string();
+      if (AlreadyThere(dir.get(), name, dest, file)) {
         ++present;
         continue;
       }
-      DownloadHubFile(kind, a.repo, a.revision, file, dest, hub);
+      DownloadHubFile(kind, a.repo, a.revision, file, dir.get(), dest, hub);
       std::cout << "  " << kind << " " << a.repo << ": " << file.path << " (" << file.size
                 << " bytes, sha256 verified)\n";
       ++fetched;
@@ -62,8 +75,10 @@ Command RegisterFetch(CLI::App& app, const GlobalOptions&) {
       "fetch",
       "Download the model and dataset files DIR/trainlock.lock pins (Hugging Face, by commit)\n"
       "into the cache the validator reads (TRAINLOCK_CACHE, default DIR/.trainlock/cache),\n"
-      "verifying each file's size and SHA-256; a file is only moved into place once verified.\n"
-      "Exit 1 for a file that does not match the lock, 3 when the Hub cannot answer.");
+      "verifying each file's size and SHA-256; a file is only moved into place once verified,\n"
+      "a download stops at the pinned size, and a symlink planted in the cache is refused.\n"
+      "Exit 1 for a file that does not match the lock, 2 for a symlink or a special file in\n"
+      "the cache, 3 when the Hub cannot answer.");
   cmd->add_option("DIR", options->dir, "Project directory")->capture_default_str();
   cmd->add_option("--timeout", options->timeout_s, "Seconds per file download")
       ->capture_default_str()

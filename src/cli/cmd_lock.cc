@@ -25,7 +25,7 @@ int RunLock(const LockCommandOptions& options) {
   LockOptions o;
   o.offline = options.offline;
   o.registry.timeout_s = options.timeout_s;
-  o.hub.timeout_s = std::max(options.timeout_s, 60L);
+  o.hub.timeout_s = options.timeout_s;  // the Hub too: a stalled Hub must not hold CI for minutes
   const ResolvedLock lock = ResolveLock(dir, o);
   const std::filesystem::path path = dir / kLockFile;
   if (options.check) {

@@ -163,17 +163,23 @@ void ReadOffloadBundles(std::string_view section, std::set<std::string>& gfx) {
 
 }  // namespace
 
-// A read-only memory map of a whole file (LibTorch's CUDA library is over a gigabyte).
+// A read-only memory map of a whole regular file (LibTorch's CUDA library is over a gigabyte;
+// no library is near kMaxBytes). Opened without blocking, so that a FIFO is refused, not
+// waited on; a device or a /proc file has no size to map and is refused too.
 class MappedFile {
  public:
+  static constexpr uint64_t kMaxBytes = uint64_t{16} << 30;
+
   explicit MappedFile(const std::filesystem::path& file) {
-    // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
-    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) throw std::runtime_error(file.string() + ": cannot read: " + std::strerror(errno));
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<uint64_t>(st.st_size) > kMaxBytes) {
       ::close(fd);
-      throw std::runtime_error(file.string() + ": not a regular file");
+      throw std::runtime_error(file.string() + (S_ISREG(st.st_mode)
+                                                    ? ": larger than 16 GiB; not a library"
+                                                    : ": not a regular file"));
     }
     size_ = static_cast<size_t>(st.st_size);
     if (size_ > 0) {

@@ -1,10 +1,17 @@
 // The Hugging Face Hub resolver; see hf_hub.h.
 #include "lock/hf_hub.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "base/refs.h"
+#include "base/safe_paths.h"
 #include "base/sha256.h"
 #include "lock/http_client.h"
 #include "lock/hub_json.h"
@@ -31,6 +38,14 @@ std::vector<std::string> AuthHeaders(const HubOptions& o) {
     if (env) token = env;
   }
   if (token.empty()) return {};
+  for (unsigned char c : token) {
+    if (c < 0x20 || c == 0x7f) {
+      throw Failure(
+          "HF_TOKEN has a line break or another control character in it; refusing to "
+          "send it (it would end the Authorization header)",
+          kExitBadInput);
+    }
+  }
   return {"Authorization: Bearer " + token};
 }
 
@@ -114,36 +129,53 @@ HubRevision ResolveHubRevision(const std::string& kind, const std::string& repo,
 }
 
 void DownloadHubFile(const std::string& kind, const std::string& repo, const std::string& commit,
-                     const PinnedFile& file, const std::filesystem::path& dest,
+                     const PinnedFile& file, int dir_fd, const std::filesystem::path& dest,
                      const HubOptions& o) {
   const std::string what = kind + " " + repo + "@" + commit.substr(0, 12) + ": " + file.path;
-  std::filesystem::create_directories(dest.parent_path());
-  const std::filesystem::path partial = dest.string() + ".partial";
+  const std::string name = dest.filename().string();
+  const std::string partial = name + ".partial";
+  ScopedFd out = CreateFileAt(dir_fd, partial, dest.string() + ".partial");
+  // Whatever happens below, no partial download stays behind.
+  auto discard = [&] { ::unlinkat(dir_fd, partial.c_str(), 0); };
   HttpRequest get;
   get.url = FileUrl(o, kind, repo, commit, file.path);
   get.headers = AuthHeaders(o);
   get.timeout_s = o.timeout_s;
   DownloadResult d;
   try {
-    d = HttpDownload(get, partial);
+    d = HttpDownload(get, out.get(), file.size);
   } catch (const HttpError& e) {
+    discard();
     throw Failure(what + ": " + e.what(), kExitEnvironment);
   }
-  if (d.status != 200) throw Failure(StatusProblem(d.status, what), kExitEnvironment);
-  std::error_code ec;
+  if (d.over_limit) {
+    discard();
+    throw Failure(what + ": the Hub sent more than the " + std::to_string(file.size) +
+                      " bytes the lock pins; stopped there and refused the file",
+                  kExitVerdict);
+  }
+  if (d.status != 200) {
+    discard();
+    throw Failure(StatusProblem(d.status, what), kExitEnvironment);
+  }
   if (d.bytes != file.size) {
-    std::filesystem::remove(partial, ec);
+    discard();
     throw Failure(what + ": " + std::to_string(d.bytes) + " bytes, the lock pins " +
                       std::to_string(file.size) + " (truncated download?)",
-                  d.bytes < file.size ? kExitEnvironment : kExitVerdict);
+                  kExitEnvironment);
   }
   if (d.sha256 != file.sha256) {
-    std::filesystem::remove(partial, ec);
+    discard();
     throw Failure(what + ": sha256 " + d.sha256.substr(0, 16) + "... does not match the lock's " +
                       file.sha256.substr(0, 16) + "...",
                   kExitVerdict);
   }
-  std::filesystem::rename(partial, dest);
+  if (::fsync(out.get()) != 0 || ::renameat(dir_fd, partial.c_str(), dir_fd, name.c_str()) != 0) {
+    const int error = errno;
+    discard();
+    throw Failure(dest.string() + ": cannot move the download into place: " + std::strerror(error),
+                  kExitEnvironment);
+  }
 }
 
 }  // namespace trainlock

@@ -20,7 +20,7 @@ namespace trainlock {
 
 // Both calls below throw a Failure (failure.h): exit 3 when the Hub could not answer
 // (unreachable, 401, 404, truncated), 1 for a file whose bytes do not match what the Hub or
-// the lock says (size or hash).
+// the lock says (size or hash, or more bytes than pinned).
 
 struct HubOptions {
   std::string endpoint;  // "" = HF_ENDPOINT, else https://huggingface.co
@@ -40,10 +40,13 @@ HubRevision ResolveHubRevision(const std::string& kind, const std::string& repo,
                                const std::string& revision, const std::vector<std::string>& files,
                                const HubOptions& options = {});
 
-// Downloads one file of a pinned commit to `dest` and checks its size and SHA-256; leaves
-// nothing at `dest` on any mismatch.
+// Downloads one file of a pinned commit into the directory `dir_fd` as `dest`'s file name and
+// checks its size and SHA-256. It is written to NAME.partial (created exclusively, never
+// through a symlink: InputError for one planted there), stops at the pinned size, and is
+// renamed into place only when it matches; nothing stays behind otherwise. `dest` names the
+// file in messages.
 void DownloadHubFile(const std::string& kind, const std::string& repo, const std::string& commit,
-                     const PinnedFile& file, const std::filesystem::path& dest,
+                     const PinnedFile& file, int dir_fd, const std::filesystem::path& dest,
                      const HubOptions& options = {});
 
 }  // namespace trainlock

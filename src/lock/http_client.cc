@@ -2,14 +2,16 @@
 #include "lock/http_client.h"
 
 #include <curl/curl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
+#include <cerrno>
 #include <memory>
 #include <mutex>
 #include <thread>
 
+#include "base/redact.h"
 #include "base/sha256.h"
 
 namespace trainlock {
@@ -23,6 +25,9 @@ void GlobalInit() {
 struct CurlHandle {
   CURL* curl = curl_easy_init();
   curl_slist* headers = nullptr;
+  // libcurl's own words for a failure: more than curl_easy_strerror, and it may quote the
+  // URL, credentials included (HttpError redacts them).
+  char error[CURL_ERROR_SIZE] = {};
   ~CurlHandle() {
     curl_slist_free_all(headers);
     curl_easy_cleanup(curl);
@@ -50,21 +55,35 @@ struct BodySink {
   std::string* body = nullptr;
   uint64_t limit = 0;
   bool too_large = false;
-  FILE* file = nullptr;
+  int fd = -1;  // a download's file
   Sha256* hash = nullptr;
   uint64_t written = 0;
-  long* status = nullptr;
   CURL* curl = nullptr;
 };
+
+bool WriteAll(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, data, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
 
 size_t CollectBody(char* data, size_t size, size_t count, void* user) {
   auto* sink = static_cast<BodySink*>(user);
   const size_t n = size * count;
-  if (sink->file) {
+  if (sink->fd >= 0) {
     long status = 0;
     curl_easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status);
     if (status < 200 || status >= 300) return n;  // an error page: not the file
-    if (std::fwrite(data, 1, n, sink->file) != n) return 0;
+    if (sink->written + n > sink->limit) {
+      sink->too_large = true;  // not one byte past the limit reaches the file
+      return 0;                // aborts the transfer
+    }
+    if (!WriteAll(sink->fd, data, n)) return 0;
     sink->hash->Update(data, n);
     sink->written += n;
     return n;
@@ -81,6 +100,7 @@ size_t CollectBody(char* data, size_t size, size_t count, void* user) {
 void Configure(CurlHandle& h, const HttpRequest& r, std::map<std::string, std::string>* headers,
                BodySink* sink) {
   curl_easy_setopt(h.curl, CURLOPT_URL, r.url.c_str());
+  curl_easy_setopt(h.curl, CURLOPT_ERRORBUFFER, h.error);
   curl_easy_setopt(h.curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h.curl, CURLOPT_CONNECTTIMEOUT, std::min(r.timeout_s, 10L));
   curl_easy_setopt(h.curl, CURLOPT_TIMEOUT, r.timeout_s);
@@ -99,17 +119,29 @@ void Configure(CurlHandle& h, const HttpRequest& r, std::map<std::string, std::s
   curl_easy_setopt(h.curl, CURLOPT_WRITEDATA, sink);
 }
 
-void ThrowOnCurlError(CURLcode code, const HttpRequest& r, const BodySink& sink) {
+void ThrowOnCurlError(CURLcode code, const HttpRequest& r, const BodySink& sink,
+                      const CurlHandle& h) {
   if (code == CURLE_OK) return;
   if (sink.too_large) {
     throw HttpError(RedactUrl(r.url) + ": response larger than " +
                     std::to_string(r.max_body_bytes) + " bytes");
   }
-  std::string why = curl_easy_strerror(code);
+  std::string why = h.error[0] ? h.error : curl_easy_strerror(code);
   if (code == CURLE_PARTIAL_FILE) why = "truncated transfer (connection closed before the end)";
   if (code == CURLE_OPERATION_TIMEDOUT)
     why = "timed out after " + std::to_string(r.timeout_s) + " s";
   throw HttpError(RedactUrl(r.url) + ": " + why);
+}
+
+// A header value with CR or LF would end the header and start another one of the sender's
+// choosing (a token "x\r\nX-Evil: 1"). Refused, naming the header but never its value.
+void RefuseBrokenHeaders(const HttpRequest& r) {
+  for (const std::string& header : r.headers) {
+    if (header.find_first_of("\r\n") == std::string::npos) continue;
+    throw HttpError(RedactUrl(r.url) + ": refusing to send the " +
+                    header.substr(0, header.find(':')) +
+                    " header: its value has a line break (CR or LF) in it");
+  }
 }
 
 bool Retryable(long status) {
@@ -118,17 +150,10 @@ bool Retryable(long status) {
 
 }  // namespace
 
-std::string RedactUrl(const std::string& url) {
-  const size_t scheme = url.find("://");
-  if (scheme == std::string::npos) return url;
-  const size_t host_start = scheme + 3;
-  const size_t path = url.find('/', host_start);
-  const size_t at = url.rfind('@', path == std::string::npos ? url.size() : path);
-  if (at == std::string::npos || at < host_start) return url;
-  return url.substr(0, host_start) + url.substr(at + 1);
-}
+HttpError::HttpError(const std::string& what) : std::runtime_error(RedactCredentials(what)) {}
 
 HttpResponse HttpFetch(const HttpRequest& request) {
+  RefuseBrokenHeaders(request);
   GlobalInit();
   CurlHandle h;
   if (!h.curl) throw HttpError("libcurl: cannot create a handle");
@@ -137,12 +162,13 @@ HttpResponse HttpFetch(const HttpRequest& request) {
   sink.body = &response.body;
   sink.limit = request.max_body_bytes;
   Configure(h, request, &response.headers, &sink);
-  ThrowOnCurlError(curl_easy_perform(h.curl), request, sink);
+  ThrowOnCurlError(curl_easy_perform(h.curl), request, sink, h);
   curl_easy_getinfo(h.curl, CURLINFO_RESPONSE_CODE, &response.status);
   return response;
 }
 
 HttpResponse HttpFetchWithRetries(const HttpRequest& request, const RetryPolicy& retry) {
+  RefuseBrokenHeaders(request);  // before any attempt: no retry makes it right
   auto backoff = retry.first_backoff;
   for (int attempt = 1;; ++attempt) {
     try {
@@ -156,30 +182,29 @@ HttpResponse HttpFetchWithRetries(const HttpRequest& request, const RetryPolicy&
   }
 }
 
-DownloadResult HttpDownload(const HttpRequest& request, const std::filesystem::path& file) {
+DownloadResult HttpDownload(const HttpRequest& request, int fd, uint64_t max_bytes) {
+  RefuseBrokenHeaders(request);
   GlobalInit();
   CurlHandle h;
   if (!h.curl) throw HttpError("libcurl: cannot create a handle");
-  std::unique_ptr<FILE, int (*)(FILE*)> out(std::fopen(file.c_str(), "wb"), &std::fclose);
-  if (!out) throw HttpError(file.string() + ": cannot create");
   Sha256 hash;
   std::map<std::string, std::string> headers;
   BodySink sink;
-  sink.file = out.get();
+  sink.fd = fd;
+  sink.limit = max_bytes;
   sink.hash = &hash;
   sink.curl = h.curl;
   Configure(h, request, &headers, &sink);
   DownloadResult result;
   CURLcode code = curl_easy_perform(h.curl);
   curl_easy_getinfo(h.curl, CURLINFO_RESPONSE_CODE, &result.status);
-  out.reset();
-  if (code != CURLE_OK || result.status < 200 || result.status >= 300) {
-    std::error_code ec;
-    std::filesystem::remove(file, ec);  // never leave a partial or an error page behind
-    ThrowOnCurlError(code, request, sink);
+  result.bytes = sink.written;
+  if (sink.too_large) {
+    result.over_limit = true;
     return result;
   }
-  result.bytes = sink.written;
+  if (code != CURLE_OK) ThrowOnCurlError(code, request, sink, h);
+  if (result.status < 200 || result.status >= 300) return result;
   result.sha256 = hash.HexDigest();
   return result;
 }

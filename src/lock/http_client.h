@@ -1,7 +1,8 @@
 // HTTP over libcurl for the resolvers (OCI registries, the Hugging Face Hub): one request
 // with a timeout, bounded retries with exponential backoff for transport errors, 429 and
 // 5xx, and streaming downloads that hash as they write. Request headers (credentials) never
-// appear in errors or logs.
+// appear in errors or logs, URLs in errors have their userinfo redacted (base/redact.h), and a
+// header with a line break in it is refused, never sent (no header injection).
 #pragma once
 
 #include <chrono>
@@ -16,9 +17,10 @@ namespace trainlock {
 
 // The request could not complete (DNS, refused, timeout, truncated body, too large);
 // what() names the URL (without credentials) and the cause.
+// Its message is redacted (base/redact.h) whatever went into it: a URL, libcurl's text.
 class HttpError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit HttpError(const std::string& what);
 };
 
 struct HttpRequest {
@@ -45,7 +47,8 @@ struct RetryPolicy {
   std::chrono::milliseconds first_backoff{200};  // doubled per retry
 };
 
-// One request. Throws HttpError on a transport failure; any HTTP status is returned.
+// One request. Throws HttpError on a transport failure or a header with CR or LF in it; any
+// HTTP status is returned.
 HttpResponse HttpFetch(const HttpRequest& request);
 
 // HttpFetch retried on HttpError, 429 and 5xx; the last answer or error is returned/thrown.
@@ -53,15 +56,14 @@ HttpResponse HttpFetchWithRetries(const HttpRequest& request, const RetryPolicy&
 
 struct DownloadResult {
   long status = 0;
-  uint64_t bytes = 0;
-  std::string sha256;  // of the bytes written
+  uint64_t bytes = 0;       // written to the file
+  bool over_limit = false;  // the server sent more than max_bytes: stopped there
+  std::string sha256;       // of the bytes written, when the transfer completed
 };
 
-// Streams a GET into `file` (created or truncated), hashing it. A non-2xx status writes
-// nothing (the file is removed) and is returned; transport errors throw HttpError.
-DownloadResult HttpDownload(const HttpRequest& request, const std::filesystem::path& file);
-
-// The URL with any user:password@ removed, for messages.
-std::string RedactUrl(const std::string& url);
+// Streams a GET into the open file `fd`, hashing it, and stops (over_limit) before writing a
+// byte past `max_bytes`. A non-2xx status writes nothing and is returned; transport errors
+// throw HttpError. The caller removes the file when the result is not what it wanted.
+DownloadResult HttpDownload(const HttpRequest& request, int fd, uint64_t max_bytes);
 
 }  // namespace trainlock

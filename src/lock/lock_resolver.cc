@@ -5,10 +5,13 @@
 #include <sstream>
 
 #include "base/canonical.h"
+#include "base/diagnostic.h"
 #include "base/file_io.h"
+#include "base/file_stream.h"
 #include "base/refs.h"
 #include "base/sha256.h"
 #include "base/toml_document.h"
+#include "project/artifact_paths.h"
 #include "project/project.h"
 #include "project/spec_loader.h"
 
@@ -87,17 +90,21 @@ HubRevision PinHub(const std::string& kind, const ArtifactSource& a, const std::
   return ResolveHubRevision(kind, a.repo, a.revision, wanted, o.hub);
 }
 
+// A local file that is missing, not a regular file or (through a symlink) outside the project
+// is bad input: "path: error: why".
 std::vector<PinnedFile> HashLocal(const fs::path& dir, const ArtifactSource& a,
                                   const std::string& kind) {
   std::vector<PinnedFile> out;
   for (const PinnedFile& f : a.files) {
-    const fs::path path = dir / a.repo / f.path;
+    const std::string display = (dir / a.repo / f.path).lexically_normal().string();
     uint64_t size = 0;
     std::string sha;
     try {
-      sha = Sha256FileHex(path, &size);
-    } catch (const std::exception& e) {
-      throw Failure(kind + ": " + e.what(), kExitEnvironment);
+      sha = Sha256FileHex(ResolvePinnedFile(dir, a, kind, f.path), &size);
+    } catch (const ArtifactPathError& e) {
+      throw InputError(Diagnostic{display, {}, e.why(), {}});
+    } catch (const StreamError& e) {
+      throw InputError(Diagnostic{display, {}, e.why(), {}});
     }
     out.push_back({f.path, sha, size});
   }

@@ -5,11 +5,12 @@
 #include <openssl/evp.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
 
+#include "base/diagnostic.h"
+#include "base/file_io.h"
 #include "base/sha256.h"
 #include "lock/http_client.h"
 #include "lock/registry_json.h"
@@ -47,9 +48,12 @@ std::string Credentials(const std::string& host, const RegistryOptions& o) {
   const char* pass = std::getenv("TRAINLOCK_REGISTRY_PASSWORD");
   if (user && pass && *user) return std::string(user) + ":" + pass;
   if (o.docker_config.empty()) return "";
-  std::ifstream in(o.docker_config, std::ios::binary);
-  if (!in) return "";
-  const std::string text(std::istreambuf_iterator<char>(in), {});
+  std::string text;
+  try {
+    text = ReadInputFile(o.docker_config, o.docker_config.string());
+  } catch (const InputError&) {
+    return "";  // missing, or not a regular file (a FIFO there must not stall the lock)
+  }
   return DockerConfigCredentials(text, host);
 }
 

@@ -1,17 +1,18 @@
 // Artifact locations; see artifact_paths.h.
 #include "project/artifact_paths.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "base/sha256.h"
 
 namespace trainlock {
 
-std::filesystem::path ArtifactDir(const std::filesystem::path& project_dir,
-                                  const ArtifactSource& artifact, std::string_view kind) {
-  if (artifact.source == "local") return project_dir / artifact.repo;
-  std::filesystem::path cache = project_dir / ".trainlock" / "cache";
-  if (const char* env = std::getenv("TRAINLOCK_CACHE"); env && *env) cache = env;
+ArtifactLocation LocateArtifact(const std::filesystem::path& project_dir,
+                                const ArtifactSource& artifact, std::string_view kind) {
+  if (artifact.source == "local") return {project_dir, artifact.repo};
+  ArtifactLocation where{project_dir, std::filesystem::path(".trainlock") / "cache"};
+  if (const char* env = std::getenv("TRAINLOCK_CACHE"); env && *env) where = {env, ""};
   std::string name = artifact.repo;
   if (artifact.source == "url") {
     name = "url-" + Sha256Hex(artifact.repo).substr(0, 16);
@@ -21,7 +22,34 @@ std::filesystem::path ArtifactDir(const std::filesystem::path& project_dir,
     }
     name = name + "@" + artifact.revision;
   }
-  return cache / (std::string(kind) + "s") / name;
+  where.below = where.below / (std::string(kind) + "s") / name;
+  return where;
+}
+
+namespace {
+
+bool IsWithin(const std::filesystem::path& path, const std::filesystem::path& dir) {
+  return std::mismatch(dir.begin(), dir.end(), path.begin(), path.end()).first == dir.end();
+}
+
+}  // namespace
+
+std::filesystem::path ResolvePinnedFile(const std::filesystem::path& project_dir,
+                                        const ArtifactSource& artifact, std::string_view kind,
+                                        const std::string& relative) {
+  const std::filesystem::path named = ArtifactDir(project_dir, artifact, kind) / relative;
+  if (artifact.source != "local") return named;  // the cache: written by fetch, no links
+  std::error_code ec;
+  const std::filesystem::path real = std::filesystem::canonical(named, ec);
+  if (ec) return named;
+  const std::filesystem::path project = std::filesystem::canonical(project_dir, ec);
+  if (ec) return named;
+  if (!IsWithin(real, project)) {
+    throw ArtifactPathError(named, "resolves to " + real.string() +
+                                       " outside the project through a symbolic link; a local "
+                                       "source's files must be inside the project");
+  }
+  return real;
 }
 
 }  // namespace trainlock

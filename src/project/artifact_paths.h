@@ -4,14 +4,55 @@
 #pragma once
 
 #include <filesystem>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 
 #include "project/spec.h"
 
 namespace trainlock {
 
+// An artifact's directory, split where the user's choice ends: `root` is the project directory
+// or TRAINLOCK_CACHE, `below` what trainlock names under it (".trainlock/cache/models/
+// org-name@commit", or a local source's path). Writers walk `below` without following a
+// symlink (base/safe_paths.h).
+struct ArtifactLocation {
+  std::filesystem::path root;
+  std::filesystem::path below;
+  std::filesystem::path dir() const { return root / below; }
+};
+
 // `kind` is "model" or "dataset".
-std::filesystem::path ArtifactDir(const std::filesystem::path& project_dir,
-                                  const ArtifactSource& artifact, std::string_view kind);
+ArtifactLocation LocateArtifact(const std::filesystem::path& project_dir,
+                                const ArtifactSource& artifact, std::string_view kind);
+
+inline std::filesystem::path ArtifactDir(const std::filesystem::path& project_dir,
+                                         const ArtifactSource& artifact, std::string_view kind) {
+  return LocateArtifact(project_dir, artifact, kind).dir();
+}
+
+// A pinned file that must not be used where it is: what() is "PATH: WHY".
+class ArtifactPathError : public std::runtime_error {
+ public:
+  ArtifactPathError(std::filesystem::path path, std::string why)
+      : std::runtime_error(path.string() + ": " + why),
+        path_(std::move(path)),
+        why_(std::move(why)) {}
+  const std::filesystem::path& path() const { return path_; }
+  const std::string& why() const { return why_; }
+
+ private:
+  std::filesystem::path path_;
+  std::string why_;
+};
+
+// The file `relative` of `artifact` as it is on disk, with every symlink resolved: the one
+// rule `trainlock lock`, the data checks and the validator's workers share. A local source's
+// file must resolve inside the project's real directory; one that leads out of it through a
+// symlink (the source's directory or the file itself) throws ArtifactPathError. A file that
+// does not exist is returned as named, for the caller to report missing.
+std::filesystem::path ResolvePinnedFile(const std::filesystem::path& project_dir,
+                                        const ArtifactSource& artifact, std::string_view kind,
+                                        const std::string& relative);
 
 }  // namespace trainlock

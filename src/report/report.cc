@@ -3,15 +3,31 @@
 
 #include <algorithm>
 #include <ctime>
-#include <regex>
 #include <set>
 
 #include "base/refs.h"
 #include "base/sha256.h"
+#include "base/terminal_text.h"
+#include "base/time_text.h"
 #include "project/check_ids.h"
 #include "report/report_view.h"
 
 namespace trainlock {
+namespace {
+
+// Every string value of a report (at any depth) as it may be shared: credentials redacted
+// (a check's argv or output may hold a URL with a password) and valid UTF-8 without control
+// characters (JSON cannot carry other bytes, and a report that cannot be written is a run
+// without a verdict). Done before anything signs or writes it.
+void ShareableStrings(nlohmann::json& value) {
+  if (value.is_string()) {
+    value = CleanText(value.get_ref<const std::string&>());  // redacts too
+  } else if (value.is_structured()) {
+    for (nlohmann::json& element : value) ShareableStrings(element);
+  }
+}
+
+}  // namespace
 
 const char* CheckStatusName(CheckStatus status) {
   switch (status) {
@@ -85,6 +101,7 @@ nlohmann::json Report::ToJson() const {
                  {"launcher", rank->launcher}};
   }
   if (ranks) j["ranks"] = *ranks;
+  ShareableStrings(j);
   return j;
 }
 
@@ -126,11 +143,9 @@ class SchemaChecker {
         Device((*devices)[i], "devices[" + std::to_string(i) + "]");
     }
     if (auto* t = Field(r, "started_at", "$", nlohmann::json::value_t::string)) {
-      static const std::regex kRfc3339(
-          R"(^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$)");
-      // std::regex recurses per character: bound the length before matching.
-      const std::string& text = t->get_ref<const std::string&>();
-      if (text.size() > 64 || !std::regex_match(text, kRfc3339))
+      // The gate's own parser: a shape-only check passed "+25:00", which the gate could not
+      // read and so never aged.
+      if (!ParseRfc3339(t->get_ref<const std::string&>()))
         Problem("started_at", "must be RFC 3339");
     }
     Number(r, "duration_s", "$");

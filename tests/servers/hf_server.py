@@ -10,9 +10,11 @@ uses (src/hf_hub.h), over the repositories under ROOT (ROOT/<org>/<name>/<files>
 
 Failure modes: a repository named "gated" answers 401 without "Authorization: Bearer
 good-token"; an unknown repository, revision or file answers 404; a file named
-"truncated.json" announces its full length but the connection closes halfway; a repository
-holding "answer.json" answers its revision request with that file's bytes verbatim (the
-hostile answers of a compromised endpoint).
+"truncated.json" announces its full length but the connection closes halfway; a file named
+"endless.safetensors" is listed with its real size but downloads as a stream of bytes that
+never ends (no Content-Length); a repository named "stalled" accepts the connection and never
+answers; a repository holding "answer.json" answers its revision request with that file's
+bytes verbatim (the hostile answers of a compromised endpoint).
 
 Usage: hf_server.py PORT ROOT"""
 import hashlib
@@ -20,6 +22,7 @@ import http.server
 import json
 import os
 import sys
+import time
 import urllib.parse
 
 ROOT = sys.argv[2]
@@ -52,6 +55,8 @@ class Hub(http.server.BaseHTTPRequestHandler):
         self.reply(404, b'{"error": "not found"}')
 
     def revision(self, org, name, rev):
+        if name == "stalled":
+            time.sleep(3600)  # the server's threads are daemons: this one dies with it
         if not self.authorized(name):
             return self.reply(401, b'{"error": "gated"}')
         directory = self.repo_dir(org, name)
@@ -75,6 +80,8 @@ class Hub(http.server.BaseHTTPRequestHandler):
         full = os.path.join(directory or "", path)
         if directory is None or commit != COMMIT or not os.path.isfile(full):
             return self.reply(404, b'{"error": "Entry Not Found"}')
+        if path == "endless.safetensors":
+            return self.endless()
         data = open(full, "rb").read()
         if path == "truncated.json":
             self.send_response(200)
@@ -85,6 +92,18 @@ class Hub(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             return
         self.reply(200, data, "application/octet-stream")
+
+    def endless(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.end_headers()
+        self.close_connection = True
+        chunk = b"\x42" * 65536
+        try:
+            while True:
+                self.wfile.write(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def log_message(self, *args):
         pass

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <future>
 #include <optional>
 #include <set>
 
@@ -192,6 +193,70 @@ TEST(ValidateNegativeControl, ACorruptCheckpointIsRefusedNotLoaded) {
       << roundtrip["summary"];
   EXPECT_EQ(Check(v.report, "ckpt.portable")["status"], "fail");
   EXPECT_EQ(ReportSchemaViolations(v.report), std::vector<std::string>{});
+}
+
+// Two validations sharing one --checkpoint-dir at once, each (where this machine allows a
+// PID namespace) as PID 1 of its own, as two containers on one node are: each gets its own
+// directory under it, so neither removes nor restores the other's checkpoints (their locks
+// differ in the seed, so a checkpoint of the other run would be refused).
+TEST(ValidateCheckpointDir, TwoRunsSharingItAtOnceBothPass) {
+  testing::TempDir shared;
+  const bool pid_namespaces =
+      testing::HaveProgram("unshare") &&
+      testing::RunCommand({"unshare", "--pid", "--fork", "true"}).exit_code == 0;
+  auto validate = [&](const std::string& seed) {
+    testing::TempDir dir;
+    const fs::path project = dir.path() / "tiny";
+    fs::create_directories(project);
+    testing::CopyExample("tiny", project);
+    fs::remove(project / "trainlock.toml");  // the lock alone, as inside an image
+    std::string lock = testing::ReadFile(project / "trainlock.lock");
+    lock.replace(lock.find("seed = 1234"), 11, "seed = " + seed);
+    testing::WriteFile(project / "trainlock.lock", lock);
+    std::vector<std::string> argv;
+    if (pid_namespaces) argv = {"unshare", "--pid", "--fork"};
+    for (const std::string& a :
+         {(testing::BinDir() / "trainlock").string(), std::string("validate"), project.string(),
+          std::string("--out"), (dir.path() / "report.json").string(), std::string("--threads"),
+          std::string("1"), std::string("--checkpoint-dir"), shared.path().string()})
+      argv.push_back(a);
+    return testing::RunCommand(argv);
+  };
+  auto first = std::async(std::launch::async, validate, "1234");
+  auto second = std::async(std::launch::async, validate, "4321");
+  const testing::RunResult a = first.get(), b = second.get();
+  EXPECT_EQ(a.exit_code, 0) << a.out << a.err;
+  EXPECT_EQ(b.exit_code, 0) << b.out << b.err;
+}
+
+// A local dataset shard that is a symlink out of the project (placed after locking) is
+// refused by the data check and never read by the training workers.
+TEST(ValidateLocalData, AShardLinkedOutOfTheProjectIsNotTrainedOn) {
+  testing::TempDir dir;
+  const fs::path project = dir.path() / "tiny";
+  fs::create_directories(project);
+  testing::CopyExample("tiny", project);
+  std::string shard;
+  for (int i = 0; i < 4096; ++i) shard += std::string{static_cast<char>(i % 256), '\0'};
+  testing::WriteFile(project / "data/a.bin", shard);
+  testing::WriteFile(project / "trainlock.toml",
+                     testing::ReadFile(project / "trainlock.toml") +
+                         "\n[dataset]\nsource = \"local\"\npath = \"data\"\n"
+                         "token-dtype = \"uint16\"\nfiles = [\"a.bin\"]\n");
+  auto locked = RunTrainlock({"lock", project.string(), "--offline"});
+  ASSERT_EQ(locked.exit_code, 0) << locked.err;
+  testing::WriteFile(dir.path() / "outside/a.bin", shard);
+  fs::remove(project / "data/a.bin");
+  fs::create_symlink(dir.path() / "outside/a.bin", project / "data/a.bin");
+  const fs::path out = dir.path() / "report.json";
+  auto r = RunTrainlock({"validate", project.string(), "--out", out.string(), "--threads", "2"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(testing::ReadFile(out));
+  EXPECT_EQ(Check(report, "data.dataset")["status"], "fail");
+  const auto& step = Check(report, "train.step");
+  EXPECT_NE(step["status"], "pass");
+  EXPECT_NE(step["summary"].get<std::string>().find("outside the project"), std::string::npos)
+      << step["summary"];
 }
 
 TEST(ValidateInput, AProjectWithoutALockIsBadInput) {
@@ -404,6 +469,23 @@ TEST(ValidateWithSmokeCommand, TheCommandsExitAndOutputAreInTheReport) {
   EXPECT_EQ(ext["status"], "pass") << ext["summary"];
   EXPECT_EQ(ext["metrics"]["exit_code"], 0);
   EXPECT_EQ(ext["metrics"]["output_tail"], "step 1\nstep 2\n");
+}
+
+// A smoke command whose output is not UTF-8 still gets its report: the bad byte becomes U+FFFD
+// (JSON cannot carry it; the validator used to end with exit 3 and no report).
+TEST(ValidateWithSmokeCommand, OutputThatIsNotUtf8IsReportedWithReplacementCharacters) {
+  testing::TempDir dir;
+  fs::path project =
+      TinyWith(dir.path(),
+               "\n[ext.command]\nargv = [\"sh\", \"-c\", \"printf 'bad \\\\377 bytes\\\\n'\"]\n");
+  fs::path out = dir.path() / "report.json";
+  auto run = RunTrainlock({"validate", project.string(), "--out", out.string(), "--threads", "2"});
+  ASSERT_TRUE(fs::exists(out)) << run.err;
+  nlohmann::json report = nlohmann::json::parse(testing::ReadFile(out));
+  EXPECT_EQ(run.exit_code, 0) << NotPassing(report) << run.err;
+  const auto& ext = Check(report, "ext.command");
+  EXPECT_EQ(ext["status"], "pass") << ext["summary"];
+  EXPECT_EQ(ext["metrics"]["output_tail"], "bad \xEF\xBF\xBD bytes\n");
 }
 
 // A report signed by the validator clears the gate with the public key; the same file with
