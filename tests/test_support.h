@@ -30,9 +30,12 @@ std::filesystem::path CopyExample(const std::string& name, const std::filesystem
 
 // examples/tiny copied to `dest` (created) without its lock, for `trainlock lock` tests: the
 // cpu target's base set to `base`, or removed when `base` is empty; `extra` appended to the
-// manifest. Returns dest.
+// manifest. Its [python] packages come from `python_index` (tests/servers/pypi_server.py
+// --demo); without one the [python] table and the index are removed, so that locking needs no
+// package index. Returns dest.
 std::filesystem::path UnlockedTiny(const std::filesystem::path& dest, const std::string& base,
-                                   const std::string& extra = {});
+                                   const std::string& extra = {},
+                                   const std::string& python_index = {});
 
 struct RunResult {
   int exit_code = -1;

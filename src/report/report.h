@@ -27,6 +27,7 @@ struct CheckResult {
 struct Report {
   std::string lock_sha256;
   std::optional<std::pair<std::string, std::string>> image;  // ref, digest
+  std::string image_digest_source;  // how the digest was obtained: "engine" | "job"; "" unknown
   std::string validator_version;
   std::string torch_version;
   std::string build;  // "cpu" | "cuda" | "rocm"
