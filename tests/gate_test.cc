@@ -26,6 +26,7 @@ class Gate : public ::testing::Test {
     lock_ = *project_.lock;
     report_ = json::parse(ReadFile(SourceDir() / "tests/fixtures/reports/tiny-report.json"));
     report_["lock_sha256"] = project_.lock_sha256;
+    report_["config_sha256"] = project_.config_sha256;
     now_ = *ParseRfc3339(report_["started_at"].get<std::string>()) + 3600;
   }
 
@@ -37,6 +38,7 @@ class Gate : public ::testing::Test {
     r.lock_path = "trainlock.lock";
     r.lock_sha256 = project_.lock_sha256;
     r.now_s = now_;
+    r.allow_unsigned = true;  // the signature's own tests say otherwise
     return r;
   }
 
@@ -255,14 +257,14 @@ class CliGate : public ::testing::Test {
 };
 
 TEST_F(CliGate, MatchingReportExitsZero) {
-  auto r = testing::RunTrainlock({"gate", Fixture(), "--lock", Tiny()});
+  auto r = testing::RunTrainlock({"gate", Fixture(), "--lock", Tiny(), "--allow-unsigned"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("gate: pass:"), std::string::npos) << r.out;
 }
 
 TEST_F(CliGate, RefusalPrintsEveryReasonAndExitsOne) {
-  auto r = testing::RunTrainlock(
-      {"gate", Fixture(), "--lock", Tiny(), "--max-age", "1m", "--require", "comm.ddp"});
+  auto r = testing::RunTrainlock({"gate", Fixture(), "--lock", Tiny(), "--max-age", "1m",
+                                  "--require", "comm.ddp", "--allow-unsigned"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("(2 reasons)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  - checks: required check comm.ddp was skipped"), std::string::npos);
@@ -270,7 +272,8 @@ TEST_F(CliGate, RefusalPrintsEveryReasonAndExitsOne) {
 }
 
 TEST_F(CliGate, JsonOutputIsTheDecision) {
-  auto r = testing::RunTrainlock({"gate", Fixture(), "--lock", Tiny(), "--json"});
+  auto r =
+      testing::RunTrainlock({"gate", Fixture(), "--lock", Tiny(), "--json", "--allow-unsigned"});
   json out = json::parse(r.out);
   EXPECT_EQ(out["allowed"], true);
   EXPECT_TRUE(out["reasons"].empty());
@@ -285,13 +288,15 @@ TEST_F(CliGate, NonJsonReportIsBadInputNamingThePosition) {
 }
 
 TEST_F(CliGate, UnknownDurationIsBadInput) {
-  auto r = testing::RunTrainlock({"gate", Fixture(), "--lock", Tiny(), "--max-age", "7 days"});
+  auto r = testing::RunTrainlock(
+      {"gate", Fixture(), "--lock", Tiny(), "--max-age", "7 days", "--allow-unsigned"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--max-age: error: not a duration"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--max-age: error: not a positive duration"), std::string::npos) << r.err;
 }
 
 TEST_F(CliGate, UnknownRequiredCheckIsBadInput) {
-  auto r = testing::RunTrainlock({"gate", Fixture(), "--lock", Tiny(), "--require", "train.stepp"});
+  auto r = testing::RunTrainlock(
+      {"gate", Fixture(), "--lock", Tiny(), "--require", "train.stepp", "--allow-unsigned"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown check id 'train.stepp'"), std::string::npos) << r.err;
 }
@@ -327,6 +332,93 @@ TEST_F(CliGate, KeygenRefusesToOverwriteAKey) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
   EXPECT_EQ(ReadFile(prefix + ".key"), before);
+}
+
+TEST_F(Gate, AnUnsignedReportIsRefusedWithoutAllowUnsigned) {
+  GateRequest request = Request(report_.dump(2));
+  request.allow_unsigned = false;
+  GateDecision d = Decide(request);
+  EXPECT_TRUE(HasReason(d, "signature", "no --key to verify the report with"));
+}
+
+TEST_F(Gate, AReportOfAnotherConfigIsRefused) {
+  report_["config_sha256"] = std::string(64, 'c');
+  GateDecision d = Decide();
+  EXPECT_TRUE(HasReason(d, "config", "the report trained config cccccccccccc, not the lock's"));
+}
+
+TEST_F(Gate, AReportThatDoesNotNameItsConfigIsRefused) {
+  report_.erase("config_sha256");
+  EXPECT_TRUE(HasReason(Decide(), "config", "does not say which training config it ran"));
+}
+
+TEST_F(Gate, AReportValidatedPastLockDriftIsRefused) {
+  report_["drift"] = {{{"id", "lock.config"}, {"message", "the training config changed"}}};
+  EXPECT_TRUE(HasReason(Decide(), "config", "validated with --allow-drift (lock.config: "));
+}
+
+TEST_F(Gate, ANegativeControlIsRefused) {
+  report_["negative_control"] = "rng";
+  report_["verdict"] = "fail";
+  EXPECT_TRUE(HasReason(Decide(), "checks", "is a negative control (rng)"));
+}
+
+TEST_F(Gate, AReportFromAnotherImageThanImageIsRefused) {
+  GateRequest request = Request(report_.dump(2));
+  request.image_digest = "sha256:" + std::string(64, 'd');
+  EXPECT_TRUE(
+      HasReason(Decide(request), "image", "the report ran in no image, not --image sha256:dddd"));
+}
+
+TEST_F(Gate, ARoundtripPassWhoseMetricsSayItWasNotBitwiseIsRefused) {
+  (*Check(report_, "train.roundtrip"))["metrics"]["bitwise_equal"] = false;
+  EXPECT_TRUE(HasReason(Decide(), "evidence",
+                        "train.roundtrip: pass, but bitwise_equal is not true and no loss "
+                        "tolerance was used"));
+}
+
+TEST_F(Gate, ARoundtripPassWithoutTheRngRestoredIsRefusedWhateverTheTolerance) {
+  json& metrics = (*Check(report_, "train.roundtrip"))["metrics"];
+  metrics["rng_restored"] = false;
+  metrics["loss_tolerance"] = 1.0;
+  EXPECT_TRUE(
+      HasReason(Decide(), "evidence", "train.roundtrip: pass, but rng_restored is not true"));
+}
+
+TEST_F(Gate, AStepPassThatRanOutOfMemoryIsRefused) {
+  (*Check(report_, "train.step"))["metrics"]["out_of_memory"] = true;
+  EXPECT_TRUE(HasReason(Decide(), "evidence", "train.step: pass, but it ran out of memory"));
+}
+
+TEST_F(CliGate, AnEmptyMaxAgeIsBadInput) {
+  auto r = testing::RunTrainlock({"gate", Fixture(), "--lock", Tiny(), "--max-age", ""});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--max-age: error: not a positive duration: ''"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(CliGate, WithoutKeyOrAllowUnsignedTheGateRefuses) {
+  auto r = testing::RunTrainlock({"gate", Fixture(), "--lock", Tiny()});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("  - signature: no --key"), std::string::npos) << r.out;
+}
+
+TEST_F(CliGate, ControlCharactersInTheReportAreShownEscaped) {
+  json report = json::parse(ReadFile(Fixture()));
+  for (json& c : report["checks"]) {
+    if (c["id"] == "train.step") {
+      c["status"] = "fail";
+      c["summary"] = "boom\x1b]0;owned\x07\r\xe2\x80\xae" "evil";
+    }
+  }
+  report["verdict"] = "fail";
+  testing::WriteFile(tmp_.path() / "odd.json", report.dump());
+  auto r = testing::RunTrainlock(
+      {"gate", (tmp_.path() / "odd.json").string(), "--lock", Tiny(), "--allow-unsigned"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\r'), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("boom\\x1b]0;owned\\x07\\x0d\\u202eevil"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -563,6 +563,36 @@ TEST(PlanCli, CpuFixtureSaysItNeedsAGpuReport) {
   EXPECT_NE(r.out.find("(estimated) = 0.0 GiB per GPU"), std::string::npos) << r.out;
 }
 
+// The report plan is needed most for: train.step ran out of memory at the intended shape.
+TEST(PlanCli, AnOutOfMemoryReportGetsALayoutThatFitsWithTheArithmetic) {
+  auto r = testing::RunTrainlock({"plan", Fixture("h200-8b-oom-report.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("measured on NVIDIA H200: out of memory at this shape"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("= 376.5 GiB of 125.8 GiB usable (139.8 GiB x 0.90): does not fit"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("first choice: micro_batch 1 with grad_accum 4 + FSDP over 2 GPUs"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("activation checkpointing + FSDP over 4 GPUs"), std::string::npos);
+}
+
+TEST(PlanCli, AHostileDeviceNameIsShownEscaped) {
+  nlohmann::json report =
+      nlohmann::json::parse(testing::ReadFile(Fixture("h200-pilot-report.json")));
+  for (auto& c : report["checks"]) {
+    if (c["id"] == "train.step") c["metrics"]["device_name"] = "NVIDIA H200\x1b]0;pwned\x07";
+  }
+  testing::TempDir dir;
+  const std::string file = (dir.path() / "r.json").string();
+  testing::WriteFile(file, report.dump());
+  auto r = testing::RunTrainlock({"plan", file});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\\x1b]0;pwned\\x07"), std::string::npos) << r.out;
+}
+
 TEST(PlanCli, BadInputExitsTwoWithOneLineNamingTheFile) {
   testing::TempDir dir;
   const std::string not_json = (dir.path() / "not-json.json").string();

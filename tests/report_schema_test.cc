@@ -42,6 +42,44 @@ TEST(ReportSchema, VerdictIsFailWhenARequiredCheckIsSkipped) {
   EXPECT_EQ(r.Verdict(), "fail");
 }
 
+TEST(ReportSchema, HowTheValidatorRanIsWrittenAndConforms) {
+  Report r = MinimalReport();
+  r.project = "tiny";
+  r.only = {"train.step"};
+  r.rank = ReportRank{1, 2, 1, "torchrun"};
+  r.ranks = nlohmann::json::array({{{"rank", 0}}, {{"rank", 1}, {"error", "no result"}}});
+  nlohmann::json j = r.ToJson();
+  EXPECT_EQ(j["project"], "tiny");
+  EXPECT_TRUE(j["work_dir"].is_null());
+  EXPECT_EQ(j["only"], nlohmann::json::array({"train.step"}));
+  EXPECT_EQ(j["rank"],
+            (nlohmann::json{
+                {"rank", 1}, {"world_size", 2}, {"local_rank", 1}, {"launcher", "torchrun"}}));
+  EXPECT_EQ(j["ranks"].size(), 2u);
+  EXPECT_EQ(ReportSchemaViolations(j), std::vector<std::string>{});
+}
+
+TEST(ReportSchema, OnlyRankAndRanksAreLeftOutWhenTheValidatorHasNone) {
+  nlohmann::json j = MinimalReport().ToJson();
+  EXPECT_FALSE(j.contains("only"));
+  EXPECT_FALSE(j.contains("rank"));
+  EXPECT_FALSE(j.contains("ranks"));
+}
+
+TEST(ReportSchema, HowTheValidatorRanOfTheWrongTypeIsAViolation) {
+  nlohmann::json j = MinimalReport().ToJson();
+  j["work_dir"] = 3;
+  j["only"] = nlohmann::json::array({"train.stepp"});
+  j["rank"] = {{"rank", "0"}};
+  j["ranks"] = nlohmann::json::array({1});
+  std::vector<std::string> problems = ReportSchemaViolations(j);
+  EXPECT_TRUE(Mentions(problems, "work_dir: must be string"));
+  EXPECT_TRUE(Mentions(problems, "only[0]: must be a check id"));
+  EXPECT_TRUE(Mentions(problems, "rank.rank: must be number"));
+  EXPECT_TRUE(Mentions(problems, "rank.world_size: missing"));
+  EXPECT_TRUE(Mentions(problems, "ranks[0]: must be an object"));
+}
+
 TEST(ReportSchema, UnknownCheckIdIsAViolation) {
   nlohmann::json j = MinimalReport().ToJson();
   j["checks"][0]["id"] = "train.stepp";

@@ -3,6 +3,8 @@
 
 #include "base/rank_env.h"
 
+#include <gtest/gtest.h>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -205,6 +207,29 @@ bool WaitForHttp(const std::string& url, int seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return false;
+}
+
+std::filesystem::path TinyWith(const std::filesystem::path& dir, const std::string& extra,
+                               const std::string& validate_extra,
+                               const std::optional<std::string>& lock_extra) {
+  std::filesystem::path project = dir / "tiny";
+  std::filesystem::create_directories(project);
+  CopyExample("tiny", project);
+  for (const char* file : {"trainlock.toml", "trainlock.lock"}) {
+    std::string text = ReadFile(project / file);
+    const size_t table = text.find("[validate]\n");
+    EXPECT_NE(table, std::string::npos) << file;
+    text.insert(table + 11, validate_extra);
+    const bool lock = std::string(file) == "trainlock.lock";
+    WriteFile(project / file, text + (lock && lock_extra ? *lock_extra : extra));
+  }
+  auto hash = RunProgram("trainlock", {"hash", project.string(), "--manifest"});
+  EXPECT_EQ(hash.exit_code, 0) << hash.err;
+  std::string lock = ReadFile(project / "trainlock.lock");
+  const size_t at = lock.find("manifest-sha256 = \"") + 19;
+  lock.replace(at, 64, hash.out.substr(0, 64));
+  WriteFile(project / "trainlock.lock", lock);
+  return project;
 }
 
 }  // namespace trainlock::testing

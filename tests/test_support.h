@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,13 @@ std::filesystem::path CopyExample(const std::string& name, const std::filesystem
 std::filesystem::path UnlockedTiny(const std::filesystem::path& dest, const std::string& base,
                                    const std::string& extra = {},
                                    const std::string& python_index = {});
+
+// examples/tiny copied to DIR/tiny with `extra` appended to its manifest and lock (or
+// `lock_extra` to the lock when given), `validate_extra` added to their [validate] tables, and
+// the lock's manifest-sha256 updated as `trainlock lock` would leave it. Returns DIR/tiny.
+std::filesystem::path TinyWith(const std::filesystem::path& dir, const std::string& extra,
+                               const std::string& validate_extra = {},
+                               const std::optional<std::string>& lock_extra = std::nullopt);
 
 struct RunResult {
   int exit_code = -1;

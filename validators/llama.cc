@@ -39,6 +39,27 @@ void SetCudaAutocast(bool enabled, at::ScalarType dtype) {
   if (!enabled) at::autocast::clear_cache();
 }
 
+bool FusedAdamWStep(const std::vector<torch::Tensor>& params,
+                    const std::vector<torch::Tensor>& grads,
+                    const std::vector<torch::Tensor>& exp_avgs,
+                    const std::vector<torch::Tensor>& exp_avg_sqs, double step, double lr,
+                    double beta1, double beta2, double weight_decay, double eps) {
+#if TORCH_VERSION_MAJOR >= 2
+  if (params.empty() || !params.front().is_cuda()) return false;
+  // The kernel reads each parameter's step count; one tensor serves them all.
+  const torch::Tensor count = torch::full(
+      {}, step, torch::TensorOptions().dtype(torch::kFloat32).device(params.front().device()));
+  const std::vector<torch::Tensor> steps(params.size(), count);
+  at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, {}, steps, lr, beta1, beta2, weight_decay,
+                    eps, /*amsgrad=*/false, /*maximize=*/false);
+  return true;
+#else
+  (void)params, (void)grads, (void)exp_avgs, (void)exp_avg_sqs, (void)step, (void)lr;
+  (void)beta1, (void)beta2, (void)weight_decay, (void)eps;
+  return false;
+#endif
+}
+
 ProjectionImpl::ProjectionImpl(int64_t in, int64_t out, const torch::TensorOptions& options) {
   weight = register_parameter("weight", torch::empty({out, in}, options));
 }

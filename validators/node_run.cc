@@ -140,7 +140,7 @@ NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project, const No
 }
 
 void RunTailChecks(const ValidateOptions& o, const Project& project, const NodeProbe& node,
-                   const NodeRun& run, Progress& progress, Report& report) {
+                   const NodeRun& run, Progress& progress, Report& report, bool job_checks) {
   const Spec& lock = *project.lock;
   const bool gpu_build = report.build != "cpu";
   if (gpu_build && node.nvml_loaded) {
@@ -152,6 +152,7 @@ void RunTailChecks(const ValidateOptions& o, const Project& project, const NodeP
     report.checks.push_back(Skip("perf.matmul", why));
     report.checks.push_back(Skip("perf.hbm", why));
   }
+  if (!job_checks) return;
   if (lock.ext_command && Selected(o.only, {"ext.command"})) {
     progress.Begin("ext.command: the project's smoke command");
     SmokeRun smoke = RunSmokeCommand(*lock.ext_command, fs::absolute(project.dir));

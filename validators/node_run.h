@@ -35,8 +35,9 @@ NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project, const No
                       const std::filesystem::path& work, const std::string& train_device,
                       const std::function<void()>& measured, Progress& progress, Report& report);
 
-// perf.* from the device measurements, and the project's own smoke command.
+// perf.* from the device measurements, and (with `job_checks`: once per job, by rank 0) the
+// project's own smoke command.
 void RunTailChecks(const ValidateOptions& o, const Project& project, const NodeProbe& node,
-                   const NodeRun& run, Progress& progress, Report& report);
+                   const NodeRun& run, Progress& progress, Report& report, bool job_checks);
 
 }  // namespace trainlock::validate

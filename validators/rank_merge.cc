@@ -5,6 +5,7 @@
 #include <map>
 
 #include "base/text_format.h"
+#include "report/report_view.h"
 
 namespace trainlock::validate {
 namespace {
@@ -48,7 +49,41 @@ void AddRankFailure(CheckResult& c, int* named, const std::string& sentence) {
   }
 }
 
+// A node check fails the merged report when it failed on any node; the merged check lists every
+// node's status under metrics.nodes and names each failing node in its summary.
+void MergeNodeCheck(Report& report, const std::string& id, const Json& entries) {
+  CheckResult* c = FindCheck(report, id);
+  if (!c) return;
+  Json nodes = Json::array();
+  int named = 0;
+  for (const Json& entry : entries) {
+    const Json checks = entry.value("checks", Json::object());
+    if (!checks.is_object() || !checks.contains(id)) continue;
+    const bool own = entry.value("rank", -1) == 0;
+    const std::string status = own ? CheckStatusName(c->status) : StringMember(checks[id], "status");
+    const std::string summary = own ? c->summary : StringMember(checks[id], "summary");
+    const std::string node = StringMember(entry, "host");
+    nodes.push_back({{"node", node},
+                     {"node_rank", entry.value("node_rank", 0)},
+                     {"rank", entry.value("rank", -1)},
+                     {"status", status},
+                     {"summary", summary}});
+    if (own || !FailedStatus(status)) continue;
+    // Rank 0's node passed or skipped: the merged check now speaks for the failing nodes.
+    if (c->status == CheckStatus::kPass || c->status == CheckStatus::kSkip) c->remedy.clear();
+    if (status == "error" || c->status != CheckStatus::kError)
+      c->status = status == "error" ? CheckStatus::kError : CheckStatus::kFail;
+    if (++named > kNamedRanksPerCheck) continue;
+    c->summary += "; node " + node + " (rank " + std::to_string(entry.value("rank", -1)) +
+                  "): " + summary;
+    const std::string remedy = StringMember(checks[id], "remedy");
+    if (!remedy.empty()) c->remedy += (c->remedy.empty() ? "" : "; ") + ("node " + node + ": " + remedy);
+  }
+  if (nodes.size() > 1) c->metrics["nodes"] = nodes;
+}
+
 void NameFailingRanks(Report& report, const Json& entries) {
+  for (const std::string& id : NodeCheckIds()) MergeNodeCheck(report, id, entries);
   for (const std::string& id : PerRankCheckIds()) {
     CheckResult* c = FindCheck(report, id);
     if (!c || c->status == CheckStatus::kSkip) continue;
@@ -183,14 +218,26 @@ const std::vector<std::string>& PerRankCheckIds() {
   return kIds;
 }
 
+const std::vector<std::string>& NodeCheckIds() {
+  static const std::vector<std::string> kIds = {
+      "env.driver", "env.runtime",  "env.arch",   "env.versions", "env.health",  "env.devices",
+      "data.model", "data.dataset", "ops.custom", "perf.matmul",  "perf.hbm"};
+  return kIds;
+}
+
 Json RankEntry(const RankEnv& rank, const std::string& host, const std::string& device,
-               const std::vector<CheckResult>& checks) {
+               const std::vector<CheckResult>& checks, const Json& devices) {
   Json own = Json::object();
   Json train = Json::object();
+  auto listed = [](const std::vector<std::string>& ids, const std::string& id) {
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  };
+  const bool node_lead = rank.local_rank == 0;
   for (const CheckResult& c : checks) {
-    const auto& ids = PerRankCheckIds();
-    if (std::find(ids.begin(), ids.end(), c.id) == ids.end()) continue;
+    const bool node_check = node_lead && listed(NodeCheckIds(), c.id);
+    if (!listed(PerRankCheckIds(), c.id) && !node_check) continue;
     own[c.id] = {{"status", CheckStatusName(c.status)}, {"summary", c.summary}};
+    if (node_check && !c.remedy.empty()) own[c.id]["remedy"] = c.remedy;
     const char* const* keys = nullptr;
     static const char* const kStepKeys[] = {"device_name",         "tokens_per_s",
                                             "step_time_s",         "peak_allocated_bytes",
@@ -202,17 +249,34 @@ Json RankEntry(const RankEnv& rank, const std::string& host, const std::string& 
       if (c.metrics.is_object() && c.metrics.contains(*keys)) train[*keys] = c.metrics[*keys];
     }
   }
-  return {{"rank", rank.rank}, {"local_rank", rank.local_rank},
-          {"host", host},      {"device", device},
-          {"checks", own},     {"train", train}};
+  Json entry = {{"rank", rank.rank},   {"local_rank", rank.local_rank},
+                {"node_rank", rank.node_rank}, {"host", host},
+                {"device", device},        {"checks", own},
+                {"train", train}};
+  if (node_lead && rank.rank != 0) entry["devices"] = devices;
+  return entry;
 }
 
 Json MissingRankEntry(int rank, const std::string& why) {
   return {{"rank", rank}, {"error", why}};
 }
 
+// The merged report lists the devices of every node: rank 0's own, then each other node's
+// (named by "node") as its local rank 0 saw them.
+void MergeNodeDevices(Report& report, const Json& entries) {
+  for (const Json& entry : entries) {
+    if (!entry.contains("devices") || !entry["devices"].is_array()) continue;
+    for (Json device : entry["devices"]) {
+      if (!device.is_object()) continue;
+      device["node"] = StringMember(entry, "host");
+      report.devices.push_back(device);
+    }
+  }
+}
+
 void MergeRankResults(Report& report, const Json& entries, const MergeOptions& options) {
   if (!entries.is_array()) return;
+  MergeNodeDevices(report, entries);
   NameFailingRanks(report, entries);
   CompareStepTimes(report, entries, options);
   CompareBits(report, entries);

@@ -20,10 +20,16 @@ namespace trainlock::validate {
 // The checks every rank runs itself, in report order.
 const std::vector<std::string>& PerRankCheckIds();
 
-// This rank's entry: rank, local_rank, host, device, the status and summary of each of its
-// per-rank checks, and the training numbers the merge compares.
+// The checks of a node (its driver, devices, data, custom ops, throughput), which each node's
+// local rank 0 runs for its node: every node of the job is measured, not only rank 0's.
+const std::vector<std::string>& NodeCheckIds();
+
+// This rank's entry: rank, local_rank, node_rank, host, device, the status and summary of each
+// of its per-rank checks (and, from a node's local rank 0, of its node checks with the node's
+// `devices`), and the training numbers the merge compares.
 nlohmann::json RankEntry(const RankEnv& rank, const std::string& host, const std::string& device,
-                         const std::vector<CheckResult>& checks);
+                         const std::vector<CheckResult>& checks,
+                         const nlohmann::json& devices = nlohmann::json::array());
 
 // The entry of a rank that sent nothing (or something unreadable).
 nlohmann::json MissingRankEntry(int rank, const std::string& why);

@@ -53,13 +53,19 @@ void AddCommChecks(Report& report, const std::optional<CommOutcome>& comm) {
 }
 
 void SkipForNonLeadRank(Report& report, int rank) {
-  const std::string why = "run by rank 0 for the node; rank " + std::to_string(rank) +
+  const std::string why = "run by the node's local rank 0 (ext.command: by rank 0); rank " +
+                          std::to_string(rank) +
                           " joins the collectives and trains on its own device";
   const auto& own = PerRankCheckIds();
   for (std::string_view id : kCheckIds) {
     if (std::find(own.begin(), own.end(), id) == own.end())
       report.checks.push_back(Skip(std::string(id), why));
   }
+}
+
+void SkipJobChecks(Report& report, int rank) {
+  report.checks.push_back(Skip("ext.command", "run by rank 0 for the job; rank " +
+                                                  std::to_string(rank) + " is its node's lead"));
 }
 
 namespace {

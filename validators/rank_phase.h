@@ -28,8 +28,12 @@ CommOptions CommOptionsFor(const RankEnv& rank, const ValidateOptions& o, const 
 // comm.* of this rank, or skips saying a single process has no collective to test.
 void AddCommChecks(Report& report, const std::optional<CommOutcome>& comm);
 
-// A rank other than 0 leaves the node's checks to rank 0; it runs only the per-rank ones.
+// A rank that is not its node's local rank 0 leaves the node's checks to that rank and the
+// job's (ext.command) to rank 0; it runs only the per-rank ones.
 void SkipForNonLeadRank(Report& report, int rank);
+
+// A node's local rank 0 other than rank 0 leaves the job's checks (ext.command) to rank 0.
+void SkipJobChecks(Report& report, int rank);
 
 // The entries of a rank that cannot hear the others: its own, and every other rank missing
 // for `why`.

@@ -154,7 +154,8 @@ bool Coordinator::PortableFitsBesideResume(const WorkerRun& a) const {
 
 std::string Coordinator::Failure(const WorkerRun& run) const {
   if (!run.exit_code) {
-    return "process " + run.name + " did not finish within " + std::to_string(o_.timeout_s) + " s";
+    return "process " + run.name + " did not finish within " + std::to_string(o_.timeout_s) +
+           " s; its output is in " + o_.work_dir.string();
   }
   if (run.result.contains("error")) return run.result["error"].value("message", "failed");
   if (run.killed_by_us) return "";
@@ -239,9 +240,15 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
   c.duration_s = m.value("step_time_s", 0.0);
   std::ostringstream s;
   s.precision(3);
-  s << "step " << m.value("step_time_s", 0.0) << " s, "
-    << static_cast<int64_t>(m.value("tokens_per_s", 0.0)) << " tokens/s at " << m.value("tokens", 0)
-    << " tokens per step";
+  s << "step " << m.value("step_time_s", 0.0) << " s";
+  if (m.value("mode", "") == "default") {
+    s << " (the run's default kernels, median of " << m["step_times_s"].size() << "; deterministic "
+      << m["deterministic"].value("step_time_s", 0.0) << " s)";
+  } else {
+    s << " (deterministic kernels, as the run's config asks)";
+  }
+  s << ", " << static_cast<int64_t>(m.value("tokens_per_s", 0.0)) << " tokens/s at "
+    << m.value("tokens", 0) << " tokens per step";
   if (m.value("peak_allocated_bytes", int64_t{-1}) >= 0) {
     s << ", peak allocated " << m["peak_allocated_bytes"].get<int64_t>() / (1 << 20) << " MiB";
   } else {
@@ -325,8 +332,12 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
   if (b.result.contains("save")) {
     const auto& save = b.result["save"];
     r.metrics["checkpoint_bytes"] = save["bytes"];
-    r.metrics["save_s"] = save["seconds"];
+    r.metrics["save_s"] = save["seconds"];  // to durable storage
     r.metrics["save_gbps"] = save["gbps"];
+    // What training was held up for (the copy into staging memory); the write went on beside it.
+    for (const char* key : {"blocking_s", "staging_wait_s", "staging_alloc_s", "write_s"}) {
+      if (save.contains(key)) r.metrics[std::string("save_") + key] = save[key];
+    }
   }
   if (c.result.contains("restore")) {
     r.metrics["restore_s"] = c.result["restore"]["seconds"];
@@ -388,6 +399,7 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
   r.metrics["final_state_equal"] = states_equal;
   r.metrics["max_abs_state_diff"] = state_diff;
   r.metrics["loss_tolerance"] = o_.loss_tolerance;
+  r.metrics["mode"] = "deterministic";  // every process of the round trip, for the bitwise check
   if (bitwise) {
     r.summary =
         "resumed run is bitwise equal to the uninterrupted one (losses, parameters, AdamW moments) "

@@ -28,4 +28,14 @@ torch::Tensor CausalAttention(const torch::Tensor& q, const torch::Tensor& k,
 // Enables or disables autocast for CUDA with the given dtype (the API changed in 2.4).
 void SetCudaAutocast(bool enabled, at::ScalarType dtype);
 
+// One AdamW step (decoupled weight decay) through torch's fused CUDA kernel, one launch for
+// every parameter, as torch.optim.AdamW(fused=True) takes it; `step` is the step number after
+// this update (1 for the first). Returns false, having done nothing, where the kernel does not
+// exist (torch 1.x, or tensors off CUDA): the caller takes the multi-tensor path instead.
+bool FusedAdamWStep(const std::vector<torch::Tensor>& params,
+                    const std::vector<torch::Tensor>& grads,
+                    const std::vector<torch::Tensor>& exp_avgs,
+                    const std::vector<torch::Tensor>& exp_avg_sqs, double step, double lr,
+                    double beta1, double beta2, double weight_decay, double eps);
+
 }  // namespace trainlock::validate

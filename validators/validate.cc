@@ -94,11 +94,31 @@ std::string ReadSigningKey(const fs::path& key) {
   return pem;
 }
 
-// The report's facts before any check runs; `image` from BindImage.
-Report NewReport(const Project& project, bool lead, const ImageBinding& image) {
+const char* NegativeControlName(NegativeControl control) {
+  switch (control) {
+    case NegativeControl::kSkipRngRestore:
+      return "rng";
+    case NegativeControl::kSkipDataRestore:
+      return "data";
+    case NegativeControl::kCorruptCheckpoint:
+      return "corrupt";
+    case NegativeControl::kNone:
+      break;
+  }
+  return "";
+}
+
+// The report's facts before any check runs: what the run trains from, and how; `image` from
+// BindImage.
+Report NewReport(const ValidateOptions& o, const Project& project,
+                 const std::vector<Finding>& drift, bool lead, const ImageBinding& image) {
   Report report;
   report.started_at = NowRfc3339();
   report.lock_sha256 = project.lock_sha256;
+  report.config_sha256 = project.config_sha256;
+  if (project.manifest) report.manifest_sha256 = project.manifest_sha256;
+  for (const Finding& f : drift) report.drift.push_back({f.id, f.message});
+  report.negative_control = NegativeControlName(o.negative_control);
   report.validator_version = std::string(kTrainlockVersion);
   report.torch_version = BuiltTorchVersion();
   report.build = BuiltTorchFlavour();
@@ -136,22 +156,26 @@ Distribution JoinRanks(const ValidateOptions& o, const std::optional<RankEnv>& r
   return d;
 }
 
-// Rank 0 measures every device while the others wait, then each rank runs the round trip on
-// its own GPU. Returns the checkpoint root to clean up.
+// Each node's local rank 0 measures its node's devices (env.*, data.*, ops.custom, perf.*)
+// while that node's other ranks wait, then every rank runs the round trip on its own GPU.
+// Returns the checkpoint root to clean up.
 fs::path RunChecks(const ValidateOptions& o, const Project& project, const NodeProbe& node,
                    const std::optional<RankEnv>& rank, const fs::path& work, Distribution& d,
                    Progress& progress, Report& report) {
-  if (!rank || rank->rank == 0) {
+  const std::string measured_key =
+      "devices-measured-" + std::to_string(rank ? rank->node_rank : 0);
+  if (!rank || rank->local_rank == 0) {
     auto measured = [&] {
-      if (d.store) d.store->Signal("devices-measured");
+      if (d.store) d.store->Signal(measured_key);
     };
     NodeRun run = RunNodeChecks(o, project, node, work, d.train_device, measured, progress, report);
     AddCommChecks(report, d.comm);
-    RunTailChecks(o, project, node, run, progress, report);
+    RunTailChecks(o, project, node, run, progress, report, /*job_checks=*/!rank || rank->rank == 0);
+    if (rank && rank->rank != 0) SkipJobChecks(report, rank->rank);
     return run.checkpoint_root;
   }
-  // Rank 0's perf.* would measure this rank's training too: wait until it is done.
-  if (d.store) d.store->WaitForSignal("devices-measured", std::chrono::seconds(o.timeout_s + 60));
+  // The node lead's perf.* would measure this rank's training too: wait until it is done.
+  if (d.store) d.store->WaitForSignal(measured_key, std::chrono::seconds(o.timeout_s + 60));
   const fs::path checkpoint_root = CheckpointRoot(o, project, work);
   SkipForNonLeadRank(report, rank->rank);
   AddCommChecks(report, d.comm);
@@ -168,36 +192,32 @@ nlohmann::json ExchangeAndMerge(const ValidateOptions& o, const std::optional<Ra
   // own may take.
   const auto wait = std::chrono::seconds(4 * o.timeout_s + o.collective_timeout_s);
   nlohmann::json entries = ExchangeRankEntries(
-      d.store.get(), *rank, RankEntry(*rank, HostName(), d.train_device, report.checks), wait);
+      d.store.get(), *rank,
+      RankEntry(*rank, HostName(), d.train_device, report.checks, report.devices), wait);
   if (rank->rank == 0) MergeRankResults(report, entries, {.gpu = d.train_device != "cpu"});
   return entries;
 }
 
 // Writes the report (signed with `sign_pem` when given): every rank of a distributed run its
-// own beside the merged one, which only rank 0 writes.
+// own beside the merged one, which only rank 0 writes with the ranks' entries.
 nlohmann::json WriteReports(const ValidateOptions& o, const Project& project,
                             const std::optional<RankEnv>& rank, const fs::path& work,
                             const nlohmann::json& rank_entries, const std::string& sign_pem,
-                            const Report& report) {
-  nlohmann::json j = report.ToJson();
-  j["project"] = project.effective().name;
-  j["work_dir"] = o.keep_work ? nlohmann::json(work.string()) : nlohmann::json(nullptr);
-  if (!o.only.empty()) j["only"] = o.only;
-  if (rank) {
-    j["rank"] = {{"rank", rank->rank},
-                 {"world_size", rank->world_size},
-                 {"local_rank", rank->local_rank},
-                 {"launcher", rank->launcher}};
-  }
+                            Report& report) {
+  report.project = project.effective().name;
+  if (o.keep_work) report.work_dir = work.string();
+  report.only = o.only;
+  if (rank)
+    report.rank = ReportRank{rank->rank, rank->world_size, rank->local_rank, rank->launcher};
   if (o.out.has_parent_path()) fs::create_directories(o.out.parent_path());
-  const bool distributed = rank && rank->world_size > 1;
   const bool lead = !rank || rank->rank == 0;
-  if (distributed) {
-    nlohmann::json own = j;
+  if (rank && rank->world_size > 1) {
+    nlohmann::json own = report.ToJson();
     if (!sign_pem.empty()) SignReport(own, sign_pem);
     WriteFileAtomically(RankReportPath(o.out.string(), rank->rank), SignedReportText(own));
-    if (lead) j["ranks"] = rank_entries;
+    if (lead) report.ranks = rank_entries;
   }
+  nlohmann::json j = report.ToJson();
   if (lead) {
     if (!sign_pem.empty()) SignReport(j, sign_pem);
     WriteFileAtomically(o.out, SignedReportText(j));
@@ -205,19 +225,28 @@ nlohmann::json WriteReports(const ValidateOptions& o, const Project& project,
   return j;
 }
 
-// Removes the work and checkpoint directories this run made, unless --keep-work. After a
-// failed validation the work directory (the workers' output, without checkpoints) stays, since
-// the report names it.
+// True when a check's summary or remedy points the reader at `work` (a worker that died).
+bool ReportNames(const Report& report, const fs::path& work) {
+  const std::string dir = work.string();
+  for (const CheckResult& c : report.checks) {
+    if (c.summary.find(dir) != std::string::npos || c.remedy.find(dir) != std::string::npos)
+      return true;
+  }
+  return false;
+}
+
+// Removes the work and checkpoint directories this run made, unless --keep-work. A work
+// directory the report names (a worker died: its output is there) stays, without checkpoints.
 void CleanUp(const ValidateOptions& o, const fs::path& work, const fs::path& checkpoint_root,
-             bool passed) {
+             const Report& report) {
   if (o.keep_work) return;
   std::error_code ec;
   fs::remove_all(checkpoint_root, ec);
   if (!o.work_dir.empty()) return;
-  if (passed) {
-    fs::remove_all(work, ec);
-  } else {
+  if (ReportNames(report, work)) {
     std::cerr << "trainlock-validate: the workers' output stays in " << work.string() << "\n";
+  } else {
+    fs::remove_all(work, ec);
   }
 }
 
@@ -243,13 +272,13 @@ int RunValidate(const ValidateOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   const Project project = LoadLockedProject(o);
   RefuseWrongBuild(o, project, BuiltTorchFlavour());
-  [[maybe_unused]] const std::vector<Finding> drift = CheckDrift(o, project);
+  const std::vector<Finding> drift = CheckDrift(o, project);
   const std::string sign_pem = ReadSigningKey(o.sign_key);
   Progress progress = Progress::ForStderr();
   const ImageBinding image =
       BindImage(kImageEtcDir, project, fs::read_symlink("/proc/self/exe"),
                 std::getenv("TRAINLOCK_IMAGE_REF"), std::getenv("TRAINLOCK_IMAGE_DIGEST"));
-  Report report = NewReport(project, lead, image);
+  Report report = NewReport(o, project, drift, lead, image);
   NodeProbe node;
   if (report.build != "cpu") node = ProbeNode();
 
@@ -268,9 +297,8 @@ int RunValidate(const ValidateOptions& o) {
   } else {
     PrintSummary(report, o, project.lock_sha256, rank);
   }
-  const bool passed = report.Verdict() == "pass";
-  CleanUp(o, work, checkpoint_root, passed);
-  return passed ? kExitOk : kExitVerdict;
+  CleanUp(o, work, checkpoint_root, report);
+  return report.Verdict() == "pass" ? kExitOk : kExitVerdict;
 }
 
 }  // namespace trainlock::validate

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "base/terminal_text.h"
 #include "base/version_info.h"
 
 namespace trainlock::validate {
@@ -31,15 +32,22 @@ void PrintSummary(const Report& report, const ValidateOptions& o, const std::str
   if (rank)
     std::cout << " rank " << rank->rank << "/" << rank->world_size << " (" << rank->launcher << ")";
   std::cout << "\n";
+  if (!report.negative_control.empty()) {
+    std::cout << "NEGATIVE CONTROL (" << report.negative_control
+              << "): this run breaks the resume on purpose; its verdict is never pass\n";
+  }
+  for (const ReportDrift& d : report.drift)
+    std::cout << "DRIFT (--allow-drift) " << d.id << ": " << d.message << "\n";
   int counts[4] = {};
   for (const CheckResult& c : report.checks) {
     ++counts[static_cast<int>(c.status)];
     char line[64];
     std::snprintf(line, sizeof line, "  %s %-16s %7.2fs  ", StatusWord(c.status).c_str(),
                   c.id.c_str(), c.duration_s);
-    std::cout << line << c.summary << "\n";
+    // Summaries quote devices, libraries and the project's command: text, never escapes.
+    std::cout << line << TerminalLine(c.summary) << "\n";
     if (c.status == CheckStatus::kFail || c.status == CheckStatus::kError) {
-      if (!c.remedy.empty()) std::cout << "         remedy: " << c.remedy << "\n";
+      if (!c.remedy.empty()) std::cout << "         remedy: " << TerminalLine(c.remedy) << "\n";
     }
   }
   std::cout << "verdict: " << report.Verdict() << " (" << counts[0] << " passed, " << counts[1]

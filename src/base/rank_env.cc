@@ -67,6 +67,7 @@ std::optional<RankEnv> DetectRankEnv(const Getenv& getenv) {
     env.rank = IntVar(getenv, "RANK", 0, env.world_size - 1);
     env.local_rank =
         Var(getenv, "LOCAL_RANK") ? IntVar(getenv, "LOCAL_RANK", 0, env.world_size - 1) : 0;
+    env.node_rank = Var(getenv, "GROUP_RANK") ? IntVar(getenv, "GROUP_RANK", 0, env.world_size - 1) : 0;
     env.master_addr = Var(getenv, "MASTER_ADDR").value_or("");
     if (env.master_addr.empty()) Bad("MASTER_ADDR", "not set, but RANK and WORLD_SIZE are");
     env.master_port = IntVar(getenv, "MASTER_PORT", 1, 65535);
@@ -80,6 +81,8 @@ std::optional<RankEnv> DetectRankEnv(const Getenv& getenv) {
     env.rank = IntVar(getenv, "SLURM_PROCID", 0, env.world_size - 1);
     env.local_rank =
         Var(getenv, "SLURM_LOCALID") ? IntVar(getenv, "SLURM_LOCALID", 0, env.world_size - 1) : 0;
+    env.node_rank =
+        Var(getenv, "SLURM_NODEID") ? IntVar(getenv, "SLURM_NODEID", 0, env.world_size - 1) : 0;
     SlurmRendezvous(getenv, env);
     return env;
   }
@@ -103,6 +106,7 @@ int FreeLoopbackPort() {
 }
 
 std::string HostName() {
+  if (const char* node = std::getenv("TRAINLOCK_NODE_NAME"); node && *node) return node;
   char name[256] = {};
   ::gethostname(name, sizeof name - 1);
   return name;

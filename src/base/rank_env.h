@@ -14,6 +14,7 @@ struct RankEnv {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
+  int node_rank = 0;  // which node of the job (torchrun GROUP_RANK, Slurm SLURM_NODEID)
   std::string master_addr;  // where rank 0's rendezvous store listens
   int master_port = 0;
   std::string launcher;  // "torchrun" | "slurm" | "standalone" (trainlock-validate --nproc)
@@ -28,7 +29,9 @@ std::optional<RankEnv> DetectRankEnv(const std::function<const char*(const char*
 // servers). Throws std::runtime_error when none can be bound.
 int FreeLoopbackPort();
 
-// This host's name (gethostname), as ranks and reports name it.
+// The node's name as ranks and reports name it: TRAINLOCK_NODE_NAME when set (a Kubernetes
+// pod's spec.nodeName through the downward API, where the pod's hostname is not the node's),
+// else gethostname.
 std::string HostName();
 
 // The report path of rank `rank` beside `out`: "report.json" -> "report.rank-3.json".

@@ -2,12 +2,15 @@
 // exit 0 only when the report clears every rule of gate.h; otherwise print every reason.
 #include <chrono>
 #include <iostream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
 #include "base/file_io.h"
+#include "base/refs.h"
+#include "base/terminal_text.h"
 #include "base/time_text.h"
 #include "cli/commands.h"
 #include "project/check_ids.h"
@@ -22,8 +25,10 @@ struct GateOptions {
   std::string report;
   std::string lock_dir = ".";
   std::string key;
-  std::string max_age;
+  std::optional<std::string> max_age;  // given (perhaps empty) or not
   std::vector<std::string> require;
+  bool allow_unsigned = false;
+  std::string image;
   bool json = false;
 };
 
@@ -39,15 +44,25 @@ GateRequest BuildRequest(const GateOptions& options, const Project& project) {
     if (!IsCheckId(id))
       throw InputError(Diagnostic{"--require", {}, "unknown check id " + Quoted(id), ""});
   }
-  if (!options.max_age.empty()) {
-    request.max_age_s = ParseDurationSeconds(options.max_age);
-    if (!request.max_age_s) {
+  if (options.max_age) {
+    request.max_age_s = ParseDurationSeconds(*options.max_age);
+    if (!request.max_age_s || *request.max_age_s <= 0) {
       throw InputError(Diagnostic{"--max-age",
                                   {},
-                                  "not a duration: " + Quoted(options.max_age),
+                                  "not a positive duration: " + Quoted(*options.max_age),
                                   "write it as e.g. 36h, 7d, 1h30m (units w d h m s)"});
     }
   }
+  if (!options.image.empty()) {
+    if (!IsDigest(options.image)) {
+      throw InputError(Diagnostic{"--image",
+                                  {},
+                                  "not an image digest: " + Quoted(options.image),
+                                  "give sha256:<64 hex>, as `trainlock image build` prints"});
+    }
+    request.image_digest = options.image;
+  }
+  request.allow_unsigned = options.allow_unsigned;
   if (!options.key.empty()) request.public_key_pem = ReadInputFile(options.key, options.key);
   request.now_s = std::chrono::duration_cast<std::chrono::seconds>(
                       std::chrono::system_clock::now().time_since_epoch())
@@ -75,13 +90,14 @@ int RunGate(const GateOptions& options, const GlobalOptions& global) {
   } else if (decision.allowed()) {
     std::string facts;
     for (const std::string& f : decision.facts) facts += (facts.empty() ? "" : ", ") + f;
-    std::cout << "gate: pass: " << options.report << " clears " << project.lock_path << " ("
-              << facts << ")\n";
+    std::cout << "gate: pass: " << TerminalLine(options.report) << " clears "
+              << TerminalLine(project.lock_path) << " (" << TerminalLine(facts) << ")\n";
   } else {
-    std::cout << "gate: refused: " << options.report << " does not clear " << project.lock_path
-              << " (" << decision.reasons.size() << " reason"
+    std::cout << "gate: refused: " << TerminalLine(options.report) << " does not clear "
+              << TerminalLine(project.lock_path) << " (" << decision.reasons.size() << " reason"
               << (decision.reasons.size() == 1 ? "" : "s") << ")\n";
-    for (const std::string& r : decision.reasons) std::cout << "  - " << r << "\n";
+    // Reasons quote the report (summaries, image ref): shown as text, never as escapes.
+    for (const std::string& r : decision.reasons) std::cout << "  - " << TerminalLine(r) << "\n";
   }
   return decision.allowed() ? kExitOk : kExitVerdict;
 }
@@ -95,8 +111,10 @@ Command RegisterGate(CLI::App& app, const GlobalOptions& global) {
       "Decide whether a long run may start: exit 0 only when REPORT validated this lock\n"
       "(lock_sha256), ran in the lock's built image for its target, on the target's\n"
       "accelerators, with every required check passed (a skip is a refusal), within --max-age,\n"
-      "and, with --key, carries a valid Ed25519 signature over exactly these bytes. A refusal\n"
-      "prints every reason. Exit 0 pass, 1 refused, 2 bad input.");
+      "carries a valid Ed25519 signature over exactly these bytes (--key; an unsigned report\n"
+      "only with --allow-unsigned), trained the lock's config, is no negative control, and\n"
+      "whose every passing check's metrics support the pass. A refusal prints every reason.\n"
+      "Exit 0 pass, 1 refused, 2 bad input.");
   cmd->add_option("REPORT", options->report, "report.json written by trainlock-validate")
       ->required();
   cmd->add_option("--lock", options->lock_dir, "Project directory holding trainlock.lock")
@@ -104,6 +122,10 @@ Command RegisterGate(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--key", options->key, "Ed25519 public key (PEM) the report must be signed with");
   cmd->add_option("--max-age", options->max_age,
                   "Refuse a report older than this (e.g. 36h, 7d, 1h30m)");
+  cmd->add_flag("--allow-unsigned", options->allow_unsigned,
+                "Accept a report without a signature (without --key the gate refuses otherwise)");
+  cmd->add_option("--image", options->image,
+                  "Refuse a report that did not run in this image (sha256:<64 hex>)");
   cmd->add_option("--require", options->require,
                   "Checks that must pass on top of the lock's [validate] required")
       ->expected(1, -1);

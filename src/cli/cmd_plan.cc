@@ -4,6 +4,7 @@
 
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
+#include "base/terminal_text.h"
 #include "cli/commands.h"
 #include "plan/plan.h"
 #include "report/report.h"
@@ -52,7 +53,8 @@ int RunPlan(const PlanCliOptions& o, const GlobalOptions& global) {
   if (o.json) {
     std::cout << PlanJson(plan).dump(2) << "\n";
   } else {
-    std::cout << RenderPlanText(plan);
+    // The plan quotes the report (its device name): shown as text, never as escapes.
+    std::cout << TerminalText(RenderPlanText(plan));
   }
   return kExitOk;
 }

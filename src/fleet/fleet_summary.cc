@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <set>
 #include <system_error>
 
 #include "base/diagnostic.h"
@@ -15,6 +14,7 @@
 #include "report/report.h"
 #include "report/report_file.h"
 #include "report/report_render.h"
+#include "report/report_view.h"
 
 namespace trainlock {
 namespace {
@@ -42,60 +42,42 @@ std::string FirstProblem(const InputError& e) {
   return text;
 }
 
-void ReadDevices(const nlohmann::json& report, NodeSummary& row) {
-  const nlohmann::json& devices = report["devices"];
-  row.gpu_count = static_cast<int>(devices.size());
+void ReadDevices(const ReportView& report, NodeSummary& row) {
+  row.gpu_count = static_cast<int>(report.devices.size());
   std::vector<std::string> models;
-  for (const nlohmann::json& device : devices) {
-    std::string name = StringMember(device, "name");
-    if (name.empty()) name = "?";
+  for (const DeviceView& device : report.devices) {
+    std::string name = device.name.empty() ? "?" : device.name;
     if (std::find(models.begin(), models.end(), name) == models.end()) models.push_back(name);
   }
   for (const std::string& model : models)
     row.gpu_model += (row.gpu_model.empty() ? "" : " + ") + model;
 }
 
-std::set<std::string> RequiredChecks(const nlohmann::json& report) {
-  std::set<std::string> required;
-  if (report.contains("required") && report["required"].is_array()) {
-    for (const nlohmann::json& id : report["required"]) {
-      if (id.is_string()) required.insert(id.get<std::string>());
-    }
-  }
-  return required;
-}
-
-// Checks that failed or errored, and required ones that were skipped (a skip of a required
-// check is a refusal for the gate too).
-void ReadFailingChecks(const nlohmann::json& report, NodeSummary& row) {
-  const std::set<std::string> required = RequiredChecks(report);
-  for (const nlohmann::json& check : report["checks"]) {
-    const std::string id = StringMember(check, "id");
-    const std::string status = StringMember(check, "status");
-    const bool failing =
-        status == "fail" || status == "error" || (status == "skip" && required.contains(id));
-    if (failing) row.failing.push_back({id, status});
+// The checks that fail the node (IsFailingCheck against the report's own required list).
+void ReadFailingChecks(const ReportView& report, NodeSummary& row) {
+  for (const CheckView& check : report.checks) {
+    if (IsFailingCheck(check.status, report.IsRequired(check.id)))
+      row.failing.push_back({check.id, check.status});
   }
 }
 
-NodeSummary ReportRow(const fs::path& file, const nlohmann::json& report) {
+NodeSummary ReportRow(const fs::path& file, const ReportView& report) {
   NodeSummary row;
   row.file = file.filename().string();
-  row.node = StringMember(report["host"], "hostname");
+  row.node = report.host.hostname;
   if (row.node.empty()) row.node = FileStem(file);
   ReadDevices(report, row);
   ReadFailingChecks(report, row);
-  row.duration_s = report["duration_s"].get<double>();
-  row.started_at = StringMember(report, "started_at");
-  row.lock_sha256 = StringMember(report, "lock_sha256");
-  const bool verdict_pass = StringMember(report, "verdict") == "pass";
-  row.status = verdict_pass && row.failing.empty() ? "pass" : "fail";
+  row.duration_s = report.duration_s;
+  row.started_at = report.started_at;
+  row.lock_sha256 = report.lock_sha256;
+  row.status = report.verdict == "pass" && row.failing.empty() ? "pass" : "fail";
   return row;
 }
 
 NodeSummary SummarizeFile(const fs::path& file, const std::string& display) {
   try {
-    return ReportRow(file, ReadReportFile(file, display));
+    return ReportRow(file, ViewOfReport(ReadReportFile(file, display)));
   } catch (const InputError& e) {
     return UnreadableRow(file, FirstProblem(e));
   } catch (const std::exception& e) {

@@ -8,30 +8,14 @@
 #include "base/diagnostic.h"
 #include "plan/plan.h"
 #include "project/train_shape.h"
+#include "report/report_view.h"
 
 namespace trainlock {
 namespace {
 
-// The report may come from anywhere: every read tolerates a missing or mistyped member.
+// A number plan reads from train.step's metrics, or `otherwise` when it is absent.
 double NumberMember(const nlohmann::json& object, const char* key, double otherwise) {
-  if (!object.is_object()) return otherwise;
-  auto it = object.find(key);
-  return it != object.end() && it->is_number() ? it->get<double>() : otherwise;
-}
-
-std::string TextMember(const nlohmann::json& object, const char* key) {
-  if (!object.is_object()) return "";
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-const nlohmann::json* FindCheck(const nlohmann::json& report, const std::string& id) {
-  if (!report.is_object() || !report.contains("checks") || !report["checks"].is_array())
-    return nullptr;
-  for (const nlohmann::json& check : report["checks"]) {
-    if (TextMember(check, "id") == id) return &check;
-  }
-  return nullptr;
+  return FiniteNumber(object, key).value_or(otherwise);
 }
 
 [[noreturn]] void Refuse(const std::string& source, std::string message, std::string hint = {}) {
@@ -43,13 +27,7 @@ const nlohmann::json* FindCheck(const nlohmann::json& report, const std::string&
 void CheckShape(const TrainConfig& config, const std::string& source) {
   const ModelConfig& m = config.model;
   const TrainingConfig& t = config.training;
-  const std::pair<const char*, int64_t> sizes[] = {
-      {"seq_len", t.seq_len},           {"micro_batch", t.micro_batch},
-      {"grad_accum", t.grad_accum},     {"hidden_size", m.hidden_size},
-      {"num_layers", m.num_layers},     {"num_heads", m.num_heads},
-      {"num_kv_heads", m.num_kv_heads}, {"intermediate_size", m.intermediate_size},
-      {"vocab_size", m.vocab_size}};
-  for (const auto& [name, value] : sizes) {
+  ForEachShapeInteger(config, [&](const char* name, int64_t value) {
     const std::string_view field(name);
     const int64_t max = field == "num_layers"   ? (1 << 12)
                         : field == "vocab_size" ? (1 << 24)
@@ -58,7 +36,7 @@ void CheckShape(const TrainConfig& config, const std::string& source) {
       Refuse(source, std::string("the training shape's \"") + name + "\" is " +
                          std::to_string(value) + ", outside 1.." + std::to_string(max));
     }
-  }
+  });
   if (m.num_kv_heads > m.num_heads || m.num_heads > m.hidden_size)
     Refuse(source, "the training shape's heads do not fit its hidden_size");
   if (t.precision != "fp32" && t.precision != "bf16" && t.precision != "fp16")
@@ -69,32 +47,32 @@ void CheckShape(const TrainConfig& config, const std::string& source) {
 // nlohmann converts a float to an integer with a cast that is undefined out of range: refuse
 // floats where the shape has integers before TrainConfigFromShape reads them.
 void CheckIntegers(const nlohmann::json& shape, const std::string& source) {
-  for (const char* key : {"seq_len", "micro_batch", "grad_accum", "hidden_size", "num_layers",
-                          "num_heads", "num_kv_heads", "intermediate_size", "vocab_size"}) {
+  const TrainConfig names;  // walked for its field names only
+  ForEachShapeInteger(names, [&](const char* key, int64_t) {
     if (shape.is_object() && shape.contains(key) && shape[key].is_number_float())
       Refuse(source, std::string("the training shape's \"") + key + "\" is not an integer");
-  }
+  });
 }
 
 }  // namespace
 
 PlanInput PlanInputFromReport(const nlohmann::json& report, const std::string& source) {
-  const nlohmann::json* step = FindCheck(report, "train.step");
+  const ReportView view = ViewOfReport(report);
+  const CheckView* step = view.FindCheck("train.step");
   if (!step) Refuse(source, "the report has no train.step check");
-  const nlohmann::json& metrics =
-      step->contains("metrics") ? (*step)["metrics"] : nlohmann::json::object();
-  if (!metrics.is_object() || !metrics.contains("shape")) {
+  const nlohmann::json& metrics = step->metrics;
+  if (!metrics.contains("shape")) {
     Refuse(source,
-           "train.step carries no training shape (" + TextMember(*step, "status") + ": " +
-               TextMember(*step, "summary") + ")",
+           "train.step carries no training shape (" + step->status + ": " + step->summary + ")",
            "validate with a trainlock-validate that reports it, at the intended shape");
   }
+  const nlohmann::json& shape = metrics["shape"];
   PlanInput in;
   in.source = source;
-  CheckIntegers(metrics["shape"], source);
-  in.config = TrainConfigFromShape(metrics["shape"], source);
+  CheckIntegers(shape, source);
+  in.config = TrainConfigFromShape(shape, source);
   CheckShape(in.config, source);
-  in.parameters = std::max(0.0, NumberMember(metrics["shape"], "parameters", 0));
+  in.parameters = std::max(0.0, NumberMember(shape, "parameters", 0));
   in.out_of_memory = metrics.contains("out_of_memory") && metrics["out_of_memory"] == true;
   in.device_total_bytes = NumberMember(metrics, "device_total_bytes", -1);
   in.peak_allocated_bytes = NumberMember(metrics, "peak_allocated_bytes", -1);
@@ -107,14 +85,13 @@ PlanInput PlanInputFromReport(const nlohmann::json& report, const std::string& s
     in.tokens_per_s = in.tokens_per_step / in.step_time_s;
   in.mfu = std::max(0.0, NumberMember(metrics, "mfu", 0));
   in.device_peak_tflops = std::max(0.0, NumberMember(metrics, "peak_tflops", 0));
-  in.device_name = TextMember(metrics, "device_name");
-  const nlohmann::json& devices =
-      report.contains("devices") ? report["devices"] : nlohmann::json::array();
-  if (devices.is_array() && !devices.empty()) {
-    in.device_count = static_cast<int64_t>(devices.size());
-    if (in.device_name.empty()) in.device_name = TextMember(devices[0], "name");
-    if (in.device_total_bytes <= 0 && TextMember(metrics, "device") != "cpu")
-      in.device_total_bytes = NumberMember(devices[0], "memory_bytes", -1);
+  in.device_name = StringMember(metrics, "device_name");
+  if (!view.devices.empty()) {
+    const DeviceView& first = view.devices.front();
+    in.device_count = static_cast<int64_t>(view.devices.size());
+    if (in.device_name.empty()) in.device_name = first.name;
+    if (in.device_total_bytes <= 0 && StringMember(metrics, "device") != "cpu")
+      in.device_total_bytes = first.memory_bytes.value_or(-1);
   }
   if (in.device_total_bytes > 0 && in.device_name.empty()) in.device_name = "GPU";
   return in;

@@ -132,6 +132,7 @@ void ReadTraining(YamlFields& f, TrainingConfig& t, const std::string& path, Dia
   static constexpr std::string_view kParallelism[] = {"ddp", "fsdp"};
   t.parallelism = f.Choice("parallelism", Need::kOptional, kParallelism).value_or(t.parallelism);
   t.shuffle = f.Bool("shuffle", Need::kOptional).value_or(t.shuffle);
+  t.deterministic = f.Bool("deterministic", Need::kOptional).value_or(t.deterministic);
   f.Finish();
 }
 

@@ -53,6 +53,9 @@ struct TrainingConfig {
   bool activation_checkpointing = false;
   std::string parallelism = "ddp";  // ddp | fsdp
   bool shuffle = false;             // shuffle the order of data windows
+  // Whether the long run trains with deterministic kernels (slower on GPUs). train.step is
+  // measured in this mode; the bitwise round trip is always deterministic.
+  bool deterministic = false;
 };
 
 struct TrainConfig {

@@ -8,8 +8,10 @@
 #include "base/text_format.h"
 #include "base/time_text.h"
 #include "project/check_ids.h"
+#include "report/check_evidence.h"
 #include "report/report.h"
 #include "report/report_signing.h"
+#include "report/report_view.h"
 
 namespace trainlock {
 namespace {
@@ -19,17 +21,21 @@ using Json = nlohmann::json;
 class GateRules {
  public:
   GateRules(const GateRequest& request, const Json& report, const Catalog& catalog)
-      : request_(request), report_(report), catalog_(catalog) {}
+      : request_(request), report_(report), view_(ViewOfReport(report)), catalog_(catalog) {}
 
   GateDecision Decide() {
     Schema();
     Lock();
+    Config();
     const Target* target = TargetOfReport();
     if (target) {
       Image(*target);
       Devices(*target);
     }
+    if (request_.image_digest) RequestedImage(*request_.image_digest);
+    NegativeControl();
     Checks();
+    Evidence();
     Age();
     return decision_;
   }
@@ -47,7 +53,7 @@ class GateRules {
   }
 
   void Lock() {
-    const std::string reported = StringMember(report_, "lock_sha256");
+    const std::string& reported = view_.lock_sha256;
     if (reported == request_.lock_sha256) {
       decision_.facts.push_back("lock " + ShortSha(reported));
       return;
@@ -57,9 +63,46 @@ class GateRules {
            "); validate again with this lock");
   }
 
+  // The report trained from the config the lock pins, and from no drifted project.
+  void Config() {
+    const std::string& want = request_.lock->config_sha256;
+    const std::string& got = view_.config_sha256;
+    if (got.empty()) {
+      Refuse(
+          "config: the report does not say which training config it ran (no config_sha256); "
+          "validate again with this trainlock");
+    } else if (got != want) {
+      Refuse("config: the report trained config " + ShortSha(got) + ", not the lock's " +
+             request_.lock->config + " (" + ShortSha(want) + "); validate again");
+    }
+    for (const std::string& drift : view_.drift) {
+      Refuse("config: the report was validated with --allow-drift (" + drift +
+             "); re-lock and validate again");
+    }
+  }
+
+  // --image: the digest the launcher will run.
+  void RequestedImage(const std::string& digest) {
+    if (view_.image_digest == digest) return;
+    Refuse("image: the report ran in " +
+           (view_.image_digest.empty() ? std::string("no image") : view_.image_digest) +
+           ", not --image " + digest);
+  }
+
+  void NegativeControl() {
+    if (view_.negative_control.empty()) return;
+    Refuse("checks: the report is a negative control (" + view_.negative_control +
+           "): it broke the resume on purpose and never clears a gate");
+  }
+
+  // Every passing check's metrics support its pass (check_evidence.h).
+  void Evidence() {
+    for (const std::string& c : EvidenceContradictions(view_)) Refuse("evidence: " + c);
+  }
+
   // The lock target the report ran under: the validator's build flavour names it.
   const Target* TargetOfReport() {
-    const std::string build = StringMember(report_.value("validator", Json::object()), "build");
+    const std::string& build = view_.build;
     auto it = request_.lock->targets.find(build);
     if (it != request_.lock->targets.end()) return &it->second;
     std::string names;
@@ -71,15 +114,14 @@ class GateRules {
   }
 
   void Image(const Target& target) {
-    const Json& image = report_.contains("image") ? report_["image"] : Json(nullptr);
-    const std::string digest = StringMember(image, "digest");
+    const std::string& digest = view_.image_digest;
     auto built = request_.lock->images.find(target.name);
     if (built == request_.lock->images.end()) {
       if (digest.empty()) {
         decision_.facts.push_back("no image (the lock has no built " + target.name + " image)");
         return;
       }
-      Refuse("image: the report ran in " + StringMember(image, "ref") + "@" + digest +
+      Refuse("image: the report ran in " + view_.image_ref + "@" + digest +
              ", but the lock records no built " + target.name +
              " image; run `trainlock image build` and validate in that image");
       return;
@@ -97,9 +139,7 @@ class GateRules {
   }
 
   void Devices(const Target& target) {
-    const Json& devices = report_.contains("devices") && report_["devices"].is_array()
-                              ? report_["devices"]
-                              : Json::array();
+    const std::vector<DeviceView>& devices = view_.devices;
     if (target.accelerators.empty()) {
       decision_.facts.push_back(std::to_string(devices.size()) + " device(s)");
       return;
@@ -113,7 +153,7 @@ class GateRules {
     }
     size_t matching = 0;
     for (size_t i = 0; i < devices.size(); ++i) {
-      const std::string name = StringMember(devices[i], "name");
+      const std::string& name = devices[i].name;
       const GpuModel* model = catalog_.FindGpu(name);
       bool listed =
           model && std::any_of(target.accelerators.begin(), target.accelerators.end(),
@@ -137,44 +177,34 @@ class GateRules {
     return required;
   }
 
-  static const Json* FindCheck(const Json& checks, const std::string& id) {
-    for (const Json& c : checks) {
-      if (StringMember(c, "id") == id) return &c;
+  // A required check (the lock's or --require's, not the report's own list) that is failing.
+  void RequiredCheck(const std::string& id) {
+    const CheckView* c = view_.FindCheck(id);
+    if (!IsFailingCheck(c ? c->status : "", true)) return;
+    if (!c) {
+      Refuse("checks: required check " + id + " is not in the report");
+    } else if (c->status == "skip") {
+      Refuse("checks: required check " + id + " was skipped, and a skip is not a pass (" +
+             c->summary + ")");
+    } else {
+      Refuse("checks: required check " + id + " " + (c->status == "error" ? "errored" : "failed") +
+             ": " + c->summary);
     }
-    return nullptr;
   }
 
   void Checks() {
-    const Json& checks = report_.contains("checks") && report_["checks"].is_array()
-                             ? report_["checks"]
-                             : Json::array();
     const std::vector<std::string> required = RequiredChecks();
-    for (const std::string& id : required) {
-      const Json* c = FindCheck(checks, id);
-      const std::string status = c ? StringMember(*c, "status") : "";
-      if (!c) {
-        Refuse("checks: required check " + id + " is not in the report");
-      } else if (status == "skip") {
-        Refuse("checks: required check " + id + " was skipped, and a skip is not a pass (" +
-               StringMember(*c, "summary") + ")");
-      } else if (status != "pass") {
-        Refuse("checks: required check " + id + " " + (status == "error" ? "errored" : "failed") +
-               ": " + StringMember(*c, "summary"));
-      }
-    }
-    for (const Json& c : checks) {
-      const std::string id = StringMember(c, "id");
-      const std::string status = StringMember(c, "status");
-      bool is_required = std::find(required.begin(), required.end(), id) != required.end();
-      if (!is_required && (status == "fail" || status == "error")) {
-        Refuse("checks: " + id + " " + (status == "error" ? "errored" : "failed") +
-               " (not required, but any failed check fails the verdict): " +
-               StringMember(c, "summary"));
+    for (const std::string& id : required) RequiredCheck(id);
+    for (const CheckView& c : view_.checks) {
+      bool is_required = std::find(required.begin(), required.end(), c.id) != required.end();
+      if (!is_required && IsFailingCheck(c.status, false)) {
+        Refuse("checks: " + c.id + " " + (c.status == "error" ? "errored" : "failed") +
+               " (not required, but any failed check fails the verdict): " + c.summary);
       }
     }
     // A verdict that contradicts the checks (edited by hand) is refused even when every
     // check listed passes.
-    const std::string verdict = StringMember(report_, "verdict");
+    const std::string& verdict = view_.verdict;
     if (verdict != "pass" && !HasTopic("checks"))
       Refuse("checks: the report's verdict is " + Quoted(verdict) + ", not \"pass\"");
     if (!HasTopic("checks"))
@@ -182,7 +212,7 @@ class GateRules {
   }
 
   void Age() {
-    const std::string started = StringMember(report_, "started_at");
+    const std::string& started = view_.started_at;
     std::optional<int64_t> at = ParseRfc3339(started);
     if (!at) return;  // the schema reason already says so
     const int64_t age = request_.now_s - *at;
@@ -205,7 +235,8 @@ class GateRules {
   }
 
   const GateRequest& request_;
-  const Json& report_;
+  const Json& report_;  // for its schema; every fact is read through view_
+  const ReportView view_;
   const Catalog& catalog_;
   GateDecision decision_;
 };
@@ -232,9 +263,17 @@ GateDecision EvaluateGate(const GateRequest& request, const Catalog& catalog) {
   }
   GateRules rules(request, report, catalog);
   if (!signature_problem.empty()) rules.Refuse(signature_problem);
+  if (!request.public_key_pem && !request.allow_unsigned) {
+    rules.Refuse(
+        "signature: no --key to verify the report with; anyone can write an unsigned report: "
+        "give --key PUB (the pair of the validator's --sign key), or --allow-unsigned");
+  }
   GateDecision decision = rules.Decide();
-  if (request.public_key_pem && decision.allowed())
-    decision.facts.insert(decision.facts.begin(), "signature verified");
+  if (decision.allowed()) {
+    decision.facts.insert(decision.facts.begin(), request.public_key_pem
+                                                      ? "signature verified"
+                                                      : "unsigned (--allow-unsigned)");
+  }
   return decision;
 }
 

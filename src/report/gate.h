@@ -24,12 +24,14 @@ struct GateRequest {
   std::vector<std::string> require;           // --require: checks required on top of the lock's
   std::optional<int64_t> max_age_s;           // --max-age
   std::optional<std::string> public_key_pem;  // --key
+  bool allow_unsigned = false;                // --allow-unsigned: no --key is not a refusal
+  std::optional<std::string> image_digest;    // --image: the report must have run in it
   int64_t now_s = 0;                          // seconds since the epoch
 };
 
 struct GateDecision {
   // Why the gate refuses, each "<topic>: <sentence>" with topic one of signature, schema,
-  // lock, image, devices, checks, age. Empty when the report clears the gate.
+  // lock, config, image, devices, checks, evidence, age. Empty when the report clears the gate.
   std::vector<std::string> reasons;
   // What was established when it clears: the facts the pass line prints.
   std::vector<std::string> facts;

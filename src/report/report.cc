@@ -9,6 +9,7 @@
 #include "base/refs.h"
 #include "base/sha256.h"
 #include "project/check_ids.h"
+#include "report/report_view.h"
 
 namespace trainlock {
 
@@ -26,20 +27,21 @@ const char* CheckStatusName(CheckStatus status) {
   return "error";
 }
 
-std::string StringMember(const nlohmann::json& object, const char* key) {
-  if (!object.is_object()) return "";
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+bool IsFailingCheck(std::string_view status, bool required) {
+  return status == "fail" || status == "error" || (required && status != "pass");
 }
 
+// Like the gate, judges every check as optional and then each required id by its first check,
+// so a required id without a check fails too.
 std::string Report::Verdict() const {
+  if (!negative_control.empty()) return "fail";
   for (const CheckResult& c : checks) {
-    if (c.status == CheckStatus::kFail || c.status == CheckStatus::kError) return "fail";
+    if (IsFailingCheck(CheckStatusName(c.status), false)) return "fail";
   }
   for (const std::string& id : required) {
     auto it = std::find_if(checks.begin(), checks.end(),
                            [&](const CheckResult& c) { return c.id == id; });
-    if (it == checks.end() || it->status != CheckStatus::kPass) return "fail";
+    if (IsFailingCheck(it == checks.end() ? "" : CheckStatusName(it->status), true)) return "fail";
   }
   return "pass";
 }
@@ -49,6 +51,13 @@ nlohmann::json Report::ToJson() const {
   j["schema"] = kReportSchema;
   j["verdict"] = Verdict();
   j["lock_sha256"] = lock_sha256;
+  if (!negative_control.empty()) j["negative_control"] = negative_control;
+  if (!config_sha256.empty()) j["config_sha256"] = config_sha256;
+  if (!manifest_sha256.empty()) j["manifest_sha256"] = manifest_sha256;
+  if (!drift.empty()) {
+    j["drift"] = nlohmann::json::array();
+    for (const ReportDrift& d : drift) j["drift"].push_back({{"id", d.id}, {"message", d.message}});
+  }
   j["image"] = image ? nlohmann::json{{"ref", image->first}, {"digest", image->second}}
                      : nlohmann::json(nullptr);
   if (image && !image_digest_source.empty()) j["image"]["digest_source"] = image_digest_source;
@@ -67,6 +76,16 @@ nlohmann::json Report::ToJson() const {
                            {"remedy", c.remedy},
                            {"metrics", c.metrics}});
   }
+  j["project"] = project;
+  j["work_dir"] = work_dir ? nlohmann::json(*work_dir) : nlohmann::json(nullptr);
+  if (!only.empty()) j["only"] = only;
+  if (rank) {
+    j["rank"] = {{"rank", rank->rank},
+                 {"world_size", rank->world_size},
+                 {"local_rank", rank->local_rank},
+                 {"launcher", rank->launcher}};
+  }
+  if (ranks) j["ranks"] = *ranks;
   return j;
 }
 
@@ -82,6 +101,8 @@ class SchemaChecker {
       Problem("schema", std::string("must be \"") + kReportSchema + "\"");
     }
     Enum(r, "verdict", "$", {"pass", "fail"});
+    if (r.contains("negative_control") && StringMember(r, "verdict") == "pass")
+      Problem("verdict", "a negative control never passes");
     if (auto* sha = Field(r, "lock_sha256", "$", nlohmann::json::value_t::string)) {
       if (!IsSha256Hex(sha->get<std::string>()))
         Problem("lock_sha256", "must be 64 hex characters");
@@ -122,6 +143,7 @@ class SchemaChecker {
         Check((*checks)[i], "checks[" + std::to_string(i) + "]", seen);
       }
     }
+    RunFacts(r);
     if (r.contains("signature") && !r["signature"].is_object() && !r["signature"].is_string()) {
       Problem("signature", "must be an object or string when present");
     }
@@ -151,6 +173,12 @@ class SchemaChecker {
     return &v;
   }
 
+  // Field for a member that may be absent.
+  const nlohmann::json* Optional(const nlohmann::json& o, const char* key, const std::string& where,
+                                 nlohmann::json::value_t type) {
+    return o.contains(key) ? Field(o, key, where, type) : nullptr;
+  }
+
   void Number(const nlohmann::json& o, const char* key, const std::string& where) {
     if (auto* v = Field(o, key, where, nlohmann::json::value_t::number_float)) {
       if (v->get<double>() < 0) Problem(where == "$" ? key : where + "." + key, "must be >= 0");
@@ -174,6 +202,50 @@ class SchemaChecker {
     Field(d, "memory_bytes", where, nlohmann::json::value_t::number_unsigned);
     if (!d.contains("compute_capability") && !d.contains("gfx")) {
       Problem(where, "needs compute_capability or gfx");
+    }
+  }
+
+  // How the validator ran (Report's project, work_dir, only, rank and ranks): each optional.
+  void RunFacts(const nlohmann::json& r) {
+    using Type = nlohmann::json::value_t;
+    Optional(r, "project", "$", Type::string);
+    for (const char* key : {"config_sha256", "manifest_sha256"}) {
+      if (auto* sha = Optional(r, key, "$", Type::string);
+          sha && !IsSha256Hex(sha->get<std::string>()))
+        Problem(key, "must be 64 lower-case hex characters");
+    }
+    if (r.contains("negative_control"))
+      Enum(r, "negative_control", "$", {"rng", "data", "corrupt"});
+    if (auto* drift = Optional(r, "drift", "$", Type::array)) {
+      for (size_t i = 0; i < drift->size(); ++i) {
+        const std::string where = "drift[" + std::to_string(i) + "]";
+        if (!(*drift)[i].is_object()) {
+          Problem(where, "must be an object");
+          continue;
+        }
+        Field((*drift)[i], "id", where, Type::string);
+        Field((*drift)[i], "message", where, Type::string);
+      }
+    }
+    if (r.contains("work_dir") && !r["work_dir"].is_null()) Field(r, "work_dir", "$", Type::string);
+    if (auto* only = Optional(r, "only", "$", Type::array)) {
+      for (size_t i = 0; i < only->size(); ++i) {
+        const nlohmann::json& id = (*only)[i];
+        if (!id.is_string() || !IsCheckId(id.get<std::string>()))
+          Problem("only[" + std::to_string(i) + "]", "must be a check id");
+      }
+    }
+    if (auto* rank = Optional(r, "rank", "$", Type::object)) {
+      for (const char* key : {"rank", "world_size", "local_rank"})
+        Field(*rank, key, "rank", Type::number_unsigned);
+      Field(*rank, "launcher", "rank", Type::string);
+    }
+    // A rank's entry is what that rank sent (rank_merge.h); the view reads it tolerantly.
+    if (auto* ranks = Optional(r, "ranks", "$", Type::array)) {
+      for (size_t i = 0; i < ranks->size(); ++i) {
+        if (!(*ranks)[i].is_object())
+          Problem("ranks[" + std::to_string(i) + "]", "must be an object");
+      }
     }
   }
 

@@ -1,11 +1,14 @@
 // The compatibility report (`report.json`, schema trainlock.report/v1): the contract that the
-// validator writes and that gate, plan and CI read (docs/DESIGN.md, "Report").
+// validator writes and that gate, plan and CI read (docs/DESIGN.md, "Report"). The whole format
+// is declared here: Report::ToJson writes every member and ReportSchemaViolations checks them;
+// readers take the facts through report_view.h.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace trainlock {
@@ -24,8 +27,31 @@ struct CheckResult {
   nlohmann::json metrics = nlohmann::json::object();
 };
 
+// Which process of a distributed validation wrote the report.
+struct ReportRank {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string launcher;  // "torchrun" | "slurm" | "standalone"
+};
+
+// A lock-drift finding (lock.stale, lock.config) that --allow-drift let the validator train past.
+struct ReportDrift {
+  std::string id;
+  std::string message;
+};
+
 struct Report {
   std::string lock_sha256;
+  // What the run trained from: the training config's bytes and the manifest's canonical form
+  // (manifest_sha256 is "" inside an image, which carries no manifest). The gate compares the
+  // config hash with the lock's config-sha256.
+  std::string config_sha256;
+  std::string manifest_sha256;
+  std::vector<ReportDrift> drift;  // non-empty only with --allow-drift
+  // "rng" | "data" | "corrupt" when the run broke the resume on purpose (--negative-control):
+  // such a report exists to fail, and its verdict is never "pass".
+  std::string negative_control;
   std::optional<std::pair<std::string, std::string>> image;  // ref, digest
   std::string image_digest_source;  // how the digest was obtained: "engine" | "job"; "" unknown
   std::string validator_version;
@@ -38,18 +64,29 @@ struct Report {
   std::vector<CheckResult> checks;
   std::vector<std::string> required;  // check ids that must pass for a "pass" verdict
 
-  // "pass" when no check failed or errored and every required check passed.
+  // How the validator ran, for the person reading the report; the verdict ignores them.
+  std::string project;                  // the manifest's project name
+  std::optional<std::string> work_dir;  // kept with --keep-work; null when it was removed
+  std::vector<std::string> only;        // --only; the member is absent when empty
+  std::optional<ReportRank> rank;       // absent from a single process's report
+  // The entries of every rank (rank_merge.h), in the merged report of a distributed validation
+  // only: each rank's own report leaves them out.
+  std::optional<nlohmann::json> ranks;
+
+  // "pass" when no check is failing (IsFailingCheck) and the run was no negative control.
   std::string Verdict() const;
   nlohmann::json ToJson() const;
 };
 
+// The one rule for a check that fails a report, shared by the verdict, the gate and the fleet
+// summary: it failed or errored, or it is required and did not pass. A required check that was
+// skipped, is absent from the report (status ""), or has a status the schema does not know
+// fails: a check that did not run proves nothing.
+bool IsFailingCheck(std::string_view status, bool required);
+
 // Schema violations of a report document, each "json.path: problem"; empty when it conforms
 // to trainlock.report/v1.
 std::vector<std::string> ReportSchemaViolations(const nlohmann::json& report);
-
-// A member's string value, or "" when it is absent or not a string: readers of a report that
-// may have been tampered with use this instead of nlohmann's value(), which throws.
-std::string StringMember(const nlohmann::json& object, const char* key);
 
 // The current UTC time as RFC 3339 with seconds ("2026-11-29T21:33:10Z").
 std::string NowRfc3339();

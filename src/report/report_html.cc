@@ -53,20 +53,13 @@ const char* StatusFill(std::string_view status) {
   return "#757575";
 }
 
-const ReportCheckView* FindCheck(const ReportView& v, std::string_view id) {
-  for (const ReportCheckView& c : v.checks) {
-    if (c.id == id) return &c;
-  }
-  return nullptr;
-}
-
 // The note shown in place of a chart, carrying the chart's id.
 std::string NoData(const char* id, const std::string& reason) {
   return std::string("<p class=\"no-data\" id=\"") + id + "\">no data: " + E(reason) + "</p>\n";
 }
 
 // Why a check gives no chart data, or "" when it may have some.
-std::string MissingCheckReason(const ReportCheckView* check, std::string_view id) {
+std::string MissingCheckReason(const CheckView* check, std::string_view id) {
   if (check == nullptr) return "the report has no " + std::string(id) + " check";
   if (check->status == "skip") return std::string(id) + " was skipped: " + check->summary;
   return "";
@@ -186,7 +179,7 @@ std::string LossCaption(const std::vector<std::optional<double>>& a,
 }
 
 std::string LossChart(const ReportView& v) {
-  const ReportCheckView* check = FindCheck(v, "train.roundtrip");
+  const CheckView* check = v.FindCheck("train.roundtrip");
   if (std::string why = MissingCheckReason(check, "train.roundtrip"); !why.empty()) {
     return NoData("chart-loss", why);
   }
@@ -253,8 +246,7 @@ struct MemoryFigures {
 
 // The device's figures from train.step, or, on a CPU report (where they are -1), the training
 // process's peak RSS against the host's memory.
-std::optional<MemoryFigures> MemoryFiguresOf(const ReportCheckView& step,
-                                             const nlohmann::json& report) {
+std::optional<MemoryFigures> MemoryFiguresOf(const CheckView& step, const HostView& host) {
   const nlohmann::json& m = step.metrics;
   MemoryFigures f;
   auto total = FiniteNumber(m, "device_total_bytes");
@@ -279,10 +271,7 @@ std::optional<MemoryFigures> MemoryFiguresOf(const ReportCheckView& step,
   }
   auto rss = FiniteNumber(m, "peak_rss_bytes");
   // A plain double, not an optional: GCC 12 at -O2 misreads the optional as maybe-uninitialized.
-  double host_bytes = -1;
-  if (report.is_object() && report.contains("host")) {
-    if (auto host = FiniteNumber(report["host"], "memory_bytes")) host_bytes = *host;
-  }
+  const double host_bytes = host.memory_bytes.value_or(-1);
   if (!rss || *rss < 0 || host_bytes <= 0) return std::nullopt;
   f.bars = {{"peak RSS (training process)", *rss}};
   f.title = "Memory: peak RSS of the training process against host memory (CPU report)";
@@ -295,12 +284,12 @@ std::optional<MemoryFigures> MemoryFiguresOf(const ReportCheckView& step,
   return f;
 }
 
-std::string MemoryChart(const ReportView& v, const nlohmann::json& report) {
-  const ReportCheckView* check = FindCheck(v, "train.step");
+std::string MemoryChart(const ReportView& v) {
+  const CheckView* check = v.FindCheck("train.step");
   if (std::string why = MissingCheckReason(check, "train.step"); !why.empty()) {
     return NoData("chart-memory", why);
   }
-  std::optional<MemoryFigures> f = MemoryFiguresOf(*check, report);
+  std::optional<MemoryFigures> f = MemoryFiguresOf(*check, v.host);
   if (!f) {
     return NoData("chart-memory",
                   "train.step reports neither device memory nor peak RSS with host memory");
@@ -332,7 +321,7 @@ std::string MemoryChart(const ReportView& v, const nlohmann::json& report) {
 std::string DurationsChart(const ReportView& v) {
   if (v.checks.empty()) return NoData("chart-durations", "the report has no checks");
   double longest = 0;
-  for (const ReportCheckView& c : v.checks) {
+  for (const CheckView& c : v.checks) {
     if (std::isfinite(c.duration_s)) longest = std::max(longest, c.duration_s);
   }
   constexpr double kLabelEnd = 150, kBar = 160, kBarWidth = 480, kRow = 20, kTop = 10;
@@ -340,7 +329,7 @@ std::string DurationsChart(const ReportView& v) {
   std::string out = "<figure>\n" + SvgOpen("chart-durations", 780, height,
                                            "Time per check (seconds), coloured by status");
   for (size_t i = 0; i < v.checks.size(); ++i) {
-    const ReportCheckView& c = v.checks[i];
+    const CheckView& c = v.checks[i];
     double y = kTop + kRow * static_cast<double>(i);
     bool known = std::isfinite(c.duration_s) && c.duration_s >= 0;
     double width = known && longest > 0 ? kBarWidth * c.duration_s / longest : 0;
@@ -405,18 +394,19 @@ std::string Facts(const ReportView& v) {
                     ? "none"
                     : E(v.image_ref) + " <code>" + E(v.image_digest) + "</code>");
   std::string devices;
-  for (const std::string& d : v.devices) devices += (devices.empty() ? "" : "<br>") + E(d);
+  for (const DeviceView& d : v.devices)
+    devices += (devices.empty() ? "" : "<br>") + E(DescribeDevice(d));
   fact("devices", devices.empty() ? (v.build == "cpu" ? "none (CPU build)" : "none") : devices);
   fact("validator", "trainlock-validate " + E(v.validator_version) + ", torch " + E(v.torch) +
                         ", build " + E(v.build));
-  if (!v.host.empty()) fact("host", E(v.host));
+  if (std::string host = DescribeHost(v.host); !host.empty()) fact("host", E(host));
   fact("started", E(v.started_at));
   fact("duration", E(FormatSeconds(v.duration_s)));
   return out + "</dl>\n";
 }
 
 // A check's metrics as pretty JSON, collapsed until clicked; "" when it has none.
-std::string MetricsDetails(const ReportCheckView& c) {
+std::string MetricsDetails(const CheckView& c) {
   if (c.metrics.empty()) return "";
   // Invalid UTF-8 in a metric must not make dump() throw; NaN comes out as null.
   std::string json = c.metrics.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -432,7 +422,7 @@ std::string ChecksTable(const ReportView& v) {
       "<col style=\"width: 84px\"><col><col style=\"width: 28%\"></colgroup>\n"
       "<thead><tr><th>status</th><th>check</th><th>duration</th><th>summary and metrics</th>"
       "<th>remedy</th></tr></thead>\n<tbody>\n";
-  for (const ReportCheckView& c : v.checks) {
+  for (const CheckView& c : v.checks) {
     out += std::string("<tr class=\"") + StatusClass(c.status) + "\"><td>" + Badge(c.status) +
            "</td><td><code>" + E(c.id) + "</code></td><td class=\"time\">" +
            E(FormatSeconds(c.duration_s)) + "</td><td>" + E(c.summary) + MetricsDetails(c) +
@@ -457,7 +447,7 @@ std::string RenderReportHtml(const nlohmann::json& report) {
       E(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
   out += "<h1>" + E(title) + "</h1>\n" + Facts(v);
   out += "<h2>Resume round trip (train.roundtrip)</h2>\n" + LossChart(v);
-  out += "<h2>Memory (train.step)</h2>\n" + MemoryChart(v, report);
+  out += "<h2>Memory (train.step)</h2>\n" + MemoryChart(v);
   out += "<h2>Time per check</h2>\n" + DurationsChart(v);
   out += "<h2>Checks</h2>\n" + ChecksTable(v);
   out += "<p class=\"no-data\">Rendered by <code>trainlock report</code> from a " +

@@ -74,13 +74,6 @@ std::string XmlTimestamp(const std::string& started_at) {
   return valid ? started_at : "";
 }
 
-std::string HostName(const nlohmann::json& report) {
-  if (!report.is_object() || !report.contains("host")) return "";
-  const nlohmann::json& host = report["host"];
-  if (!host.is_object() || !host.contains("hostname") || !host["hostname"].is_string()) return "";
-  return host["hostname"].get<std::string>();
-}
-
 std::string Property(const char* name, const std::string& value) {
   return std::string("      <property name=\"") + name + "\" value=\"" + XmlAttr(value) + "\"/>\n";
 }
@@ -100,7 +93,7 @@ std::string Properties(const ReportView& v) {
 
 // What a test case printed: the summary of a passing check (the others carry it as their
 // outcome's message), and the check's metrics as pretty JSON.
-std::string SystemOut(const ReportCheckView& c) {
+std::string SystemOut(const CheckView& c) {
   std::string text = c.status == "pass" ? c.summary : "";
   if (!c.metrics.empty()) {
     text += (text.empty() ? "" : "\n\n") + std::string("metrics: ") +
@@ -109,7 +102,7 @@ std::string SystemOut(const ReportCheckView& c) {
   return text.empty() ? "" : "      <system-out>" + XmlText(text) + "</system-out>\n";
 }
 
-std::string TestCase(const ReportCheckView& c) {
+std::string TestCase(const CheckView& c) {
   std::string classname = "trainlock." + (c.id.empty() ? std::string("unknown") : CheckGroup(c.id));
   std::string out = "    <testcase classname=\"" + XmlAttr(classname) + "\" name=\"" +
                     XmlAttr(c.id) + "\" time=\"" + XmlSeconds(c.duration_s) + "\">\n";
@@ -149,11 +142,9 @@ std::string RenderReportJunit(const nlohmann::json& report) {
   if (std::string timestamp = XmlTimestamp(v.started_at); !timestamp.empty()) {
     out += " timestamp=\"" + timestamp + "\"";
   }
-  if (std::string hostname = HostName(report); !hostname.empty()) {
-    out += " hostname=\"" + XmlAttr(hostname) + "\"";
-  }
+  if (!v.host.hostname.empty()) out += " hostname=\"" + XmlAttr(v.host.hostname) + "\"";
   out += ">\n" + Properties(v);
-  for (const ReportCheckView& c : v.checks) out += TestCase(c);
+  for (const CheckView& c : v.checks) out += TestCase(c);
   out += "  </testsuite>\n</testsuites>\n";
   return out;
 }

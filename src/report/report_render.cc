@@ -1,6 +1,6 @@
-// Report rendering: the tolerant view of a report the renderers share, escaping and number
-// formatting, and the text and markdown renderers; see report_render.h. HTML is in
-// report_html.cc, JUnit in report_junit.cc.
+// Report rendering: the header facts, escaping and number formatting the renderers share, and
+// the text and markdown renderers; see report_render.h. HTML is in report_html.cc, JUnit in
+// report_junit.cc.
 #include "report/report_render.h"
 
 #include <cmath>
@@ -40,119 +40,44 @@ std::string RenderReport(const nlohmann::json& report, ReportFormat format, bool
   return RenderReportText(report, color);
 }
 
-// ---- The tolerant view ----
+// ---- Facts of the header ----
 
-namespace {
-
-std::string StringAt(const nlohmann::json& object, const char* key) {
-  if (!object.is_object()) return "";
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-double NumberAt(const nlohmann::json& object, const char* key) {
-  return FiniteNumber(object, key).value_or(std::nan(""));
-}
-
-const nlohmann::json& MemberAt(const nlohmann::json& object, const char* key) {
-  static const nlohmann::json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it != object.end() ? *it : kNull;
-}
-
-std::string DescribeDevice(const nlohmann::json& device) {
-  std::string name = StringAt(device, "name");
-  std::string arch = StringAt(device, "compute_capability");
-  if (arch.empty()) arch = StringAt(device, "gfx");
-  std::string out = name.empty() ? "unnamed device" : name;
-  std::string details = arch;
-  if (auto bytes = FiniteNumber(device, "memory_bytes")) {
-    details += (details.empty() ? "" : ", ") + FormatBytes(*bytes);
+std::string DescribeDevice(const DeviceView& device) {
+  std::string out = device.name.empty() ? "unnamed device" : device.name;
+  std::string details = device.arch;
+  if (device.memory_bytes) {
+    details += (details.empty() ? "" : ", ") + FormatBytes(*device.memory_bytes);
   }
   return details.empty() ? out : out + " (" + details + ")";
 }
 
-std::string DescribeHost(const nlohmann::json& host) {
+std::string DescribeHost(const HostView& host) {
   std::vector<std::string> parts;
-  for (const char* key : {"hostname", "os"}) {
-    if (std::string s = StringAt(host, key); !s.empty()) parts.push_back(s);
+  for (const std::string& s : {host.hostname, host.os}) {
+    if (!s.empty()) parts.push_back(s);
   }
-  if (auto cpus = FiniteNumber(host, "cpus")) {
+  if (host.cpus) {
     char buf[48];
-    std::snprintf(buf, sizeof buf, "%.0f CPUs", *cpus);
+    std::snprintf(buf, sizeof buf, "%.0f CPUs", *host.cpus);
     parts.push_back(buf);
   }
-  if (auto bytes = FiniteNumber(host, "memory_bytes")) parts.push_back(FormatBytes(*bytes));
+  if (host.memory_bytes) parts.push_back(FormatBytes(*host.memory_bytes));
   std::string out;
   for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
   return out;
 }
 
-// Whether `value` nests arrays and objects deeper than `limit`, found without recursion:
-// copying and printing JSON recurse, and a hostile report could nest a million levels.
-bool NestedDeeperThan(const nlohmann::json& value, size_t limit) {
-  std::vector<std::pair<const nlohmann::json*, size_t>> pending = {{&value, 0}};
-  while (!pending.empty()) {
-    auto [node, depth] = pending.back();
-    pending.pop_back();
-    if (!node->is_structured()) continue;
-    if (depth == limit) return true;
-    for (const nlohmann::json& child : *node) pending.push_back({&child, depth + 1});
-  }
-  return false;
-}
-
-ReportCheckView ViewOfCheck(const nlohmann::json& check) {
-  ReportCheckView c;
-  c.id = StringAt(check, "id");
-  c.status = StringAt(check, "status");
-  c.duration_s = NumberAt(check, "duration_s");
-  c.summary = StringAt(check, "summary");
-  c.remedy = StringAt(check, "remedy");
-  const nlohmann::json& metrics = MemberAt(check, "metrics");
-  if (metrics.is_object() && !NestedDeeperThan(metrics, 32)) c.metrics = metrics;
-  if (metrics.is_object() && c.metrics.empty() && !metrics.empty()) {
-    c.metrics = {{"not_shown", "metrics nested more than 32 levels deep"}};
-  }
-  return c;
-}
-
-ReportRankView ViewOfRank(const nlohmann::json& entry) {
-  ReportRankView r;
-  auto rank = FiniteNumber(entry, "rank");
-  r.rank = rank ? std::to_string(static_cast<long long>(*rank)) : "?";
-  r.device = StringAt(entry, "device");
-  r.host = StringAt(entry, "host");
-  r.error = StringAt(entry, "error");
-  const nlohmann::json& train = MemberAt(entry, "train");
-  r.tokens_per_s = FiniteNumber(train, "tokens_per_s");
-  r.peak_reserved_bytes = FiniteNumber(train, "peak_reserved_bytes");
-  if (r.peak_reserved_bytes && *r.peak_reserved_bytes < 0) r.peak_reserved_bytes.reset();
-  r.digest = StringAt(train, "reference_digest").substr(0, 12);
-  const nlohmann::json& checks = MemberAt(entry, "checks");
-  if (checks.is_object()) {
-    for (const auto& [id, check] : checks.items()) {
-      const std::string status = StringAt(check, "status");
-      if (status == "pass") {
-        ++r.passed;
-      } else if (status != "skip") {
-        r.not_passed.push_back(id + " " + (status.empty() ? "?" : status));
-      }
-    }
-  }
-  return r;
-}
+namespace {
 
 // "6 passed" or "5 passed; train.roundtrip fail".
-std::string RankChecksLine(const ReportRankView& r) {
+std::string RankChecksLine(const RankView& r) {
   std::string out = std::to_string(r.passed) + " passed";
   for (const std::string& s : r.not_passed) out += "; " + s;
   return out;
 }
 
 // "38378 tokens/s" ("38378" without the unit); "" when unknown.
-std::string RankTokensLine(const ReportRankView& r, bool unit = true) {
+std::string RankTokensLine(const RankView& r, bool unit = true) {
   if (!r.tokens_per_s) return "";
   char text[48];
   std::snprintf(text, sizeof text, "%.0f%s", *r.tokens_per_s, unit ? " tokens/s" : "");
@@ -161,125 +86,7 @@ std::string RankTokensLine(const ReportRankView& r, bool unit = true) {
 
 }  // namespace
 
-int ReportView::Count(std::string_view status) const {
-  int n = 0;
-  for (const ReportCheckView& c : checks) n += c.status == status ? 1 : 0;
-  return n;
-}
-
-ReportView ViewOfReport(const nlohmann::json& report) {
-  ReportView v;
-  v.project = StringAt(report, "project");
-  v.verdict = StringAt(report, "verdict");
-  v.lock_sha256 = StringAt(report, "lock_sha256");
-  const nlohmann::json& image = MemberAt(report, "image");
-  v.image_ref = StringAt(image, "ref");
-  v.image_digest = StringAt(image, "digest");
-  const nlohmann::json& validator = MemberAt(report, "validator");
-  v.validator_version = StringAt(validator, "version");
-  v.torch = StringAt(validator, "torch");
-  v.build = StringAt(validator, "build");
-  v.started_at = StringAt(report, "started_at");
-  v.duration_s = NumberAt(report, "duration_s");
-  const nlohmann::json& devices = MemberAt(report, "devices");
-  if (devices.is_array()) {
-    for (const nlohmann::json& d : devices) v.devices.push_back(DescribeDevice(d));
-  }
-  v.host = DescribeHost(MemberAt(report, "host"));
-  const nlohmann::json& checks = MemberAt(report, "checks");
-  if (checks.is_array()) {
-    for (const nlohmann::json& c : checks) v.checks.push_back(ViewOfCheck(c));
-  }
-  const nlohmann::json& ranks = MemberAt(report, "ranks");
-  if (ranks.is_array()) {
-    for (const nlohmann::json& r : ranks) v.ranks.push_back(ViewOfRank(r));
-  }
-  return v;
-}
-
-std::optional<double> FiniteNumber(const nlohmann::json& object, const char* key) {
-  const nlohmann::json& value = MemberAt(object, key);
-  if (!value.is_number()) return std::nullopt;
-  double d = value.get<double>();
-  return std::isfinite(d) ? std::optional<double>(d) : std::nullopt;
-}
-
 // ---- Escaping and formatting ----
-
-namespace {
-
-constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
-
-// The length of the valid UTF-8 sequence at the start of `s` (1-4), or 0 when it is not one
-// (a stray continuation byte, an overlong form, a surrogate, past U+10FFFF, truncated).
-size_t Utf8SequenceLength(std::string_view s) {
-  auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
-  auto continuation = [&](size_t i) { return i < s.size() && (byte(i) & 0xC0) == 0x80; };
-  unsigned char b = byte(0);
-  if (b < 0x80) return 1;
-  if (b >= 0xC2 && b <= 0xDF) return continuation(1) ? 2 : 0;
-  if (b >= 0xE0 && b <= 0xEF) {
-    if (!continuation(1) || !continuation(2)) return 0;
-    if (b == 0xE0 && byte(1) < 0xA0) return 0;   // overlong
-    if (b == 0xED && byte(1) >= 0xA0) return 0;  // surrogate
-    return 3;
-  }
-  if (b >= 0xF0 && b <= 0xF4) {
-    if (!continuation(1) || !continuation(2) || !continuation(3)) return 0;
-    if (b == 0xF0 && byte(1) < 0x90) return 0;   // overlong
-    if (b == 0xF4 && byte(1) >= 0x90) return 0;  // past U+10FFFF
-    return 4;
-  }
-  return 0;
-}
-
-// True for the sequences XML forbids or terminals act on: C1 controls (U+0080-U+009F) and the
-// noncharacters U+FFFE, U+FFFF.
-bool IsForbiddenSequence(std::string_view seq) {
-  if (seq.size() == 2)
-    return static_cast<unsigned char>(seq[0]) == 0xC2 && static_cast<unsigned char>(seq[1]) < 0xA0;
-  return seq == "\xEF\xBF\xBE" || seq == "\xEF\xBF\xBF";
-}
-
-}  // namespace
-
-std::string CleanText(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t n = Utf8SequenceLength(text.substr(i));
-    std::string_view seq = text.substr(i, n);
-    unsigned char b = static_cast<unsigned char>(text[i]);
-    bool control = n == 1 && (b < 0x20 || b == 0x7F) && b != '\t' && b != '\n' && b != '\r';
-    if (n == 0 || control || IsForbiddenSequence(seq)) {
-      out += kReplacement;
-      i += n == 0 ? 1 : n;
-    } else {
-      out += seq;
-      i += n;
-    }
-  }
-  return out;
-}
-
-// One line of report text as a terminal may show it: control characters (an escape sequence
-// smuggled into a summary, a newline that would break the one-line-per-check layout) become
-// \xNN, and the rest valid UTF-8.
-std::string TerminalLine(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    unsigned char b = static_cast<unsigned char>(c);
-    if (b < 0x20 || b == 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", b);
-      out += buf;
-    } else {
-      out.push_back(c);
-    }
-  }
-  return CleanText(out);
-}
 
 namespace {
 
@@ -372,11 +179,13 @@ class TextWriter {
 // "8 x NVIDIA H200 (9.0, 140.4 GiB)" for identical devices in a row.
 std::string DeviceSummary(const ReportView& v) {
   if (v.devices.empty()) return v.build == "cpu" ? "none (CPU build)" : "none";
+  std::vector<std::string> devices;
+  for (const DeviceView& d : v.devices) devices.push_back(DescribeDevice(d));
   std::string out;
-  for (size_t i = 0; i < v.devices.size();) {
+  for (size_t i = 0; i < devices.size();) {
     size_t same = i;
-    while (same < v.devices.size() && v.devices[same] == v.devices[i]) ++same;
-    out += (out.empty() ? "" : "; ") + std::to_string(same - i) + " x " + v.devices[i];
+    while (same < devices.size() && devices[same] == devices[i]) ++same;
+    out += (out.empty() ? "" : "; ") + std::to_string(same - i) + " x " + devices[i];
     i = same;
   }
   return out;
@@ -415,19 +224,25 @@ std::string RenderReportText(const nlohmann::json& report, bool color) {
     out += "  " + w.Styled(label, kDim) + value + "\n";
   };
   fact("verdict", verdict);
+  if (!v.negative_control.empty()) {
+    fact("NEGATIVE", w.Styled("control (" + TerminalLine(v.negative_control) +
+                                  "): the resume was broken on purpose; never a pass",
+                              kBold));
+  }
+  for (const std::string& d : v.drift) fact("DRIFT", TerminalLine(d));
   fact("lock", v.lock_sha256.empty() ? "?" : TerminalLine(ShortSha(v.lock_sha256)));
   fact("image", TerminalLine(ImageLine(v)));
   fact("devices", TerminalLine(DeviceSummary(v)));
   fact("validator", TerminalLine(ValidatorLine(v)));
-  if (!v.host.empty()) fact("host", TerminalLine(v.host));
+  if (std::string host = DescribeHost(v.host); !host.empty()) fact("host", TerminalLine(host));
   fact("started", TerminalLine(v.started_at.empty() ? "?" : v.started_at) + ", took " +
                       FormatSeconds(v.duration_s));
   out += "\n";
 
   size_t id_width = 0;
-  for (const ReportCheckView& c : v.checks) id_width = std::max(id_width, c.id.size());
+  for (const CheckView& c : v.checks) id_width = std::max(id_width, c.id.size());
   id_width = std::min<size_t>(id_width, 24);
-  for (const ReportCheckView& c : v.checks) {
+  for (const CheckView& c : v.checks) {
     std::string id = TerminalLine(c.id);
     if (id.size() < id_width) id.append(id_width - id.size(), ' ');
     std::string duration = FormatSeconds(c.duration_s);
@@ -439,7 +254,7 @@ std::string RenderReportText(const nlohmann::json& report, bool color) {
     }
   }
   if (!v.ranks.empty()) out += "\n" + w.Styled("ranks", kBold) + "\n";
-  for (const ReportRankView& r : v.ranks) {
+  for (const RankView& r : v.ranks) {
     std::string line = "rank " + r.rank;
     if (!r.error.empty()) {
       out += "  " + TerminalLine(line) + "  " + w.Status("error", 0) + ": " +
@@ -526,16 +341,22 @@ std::string RenderReportMarkdown(const nlohmann::json& report) {
   out += "| fact | value |\n|---|---|\n";
   out += "| verdict | " + std::string(StatusEmoji(v.verdict)) + "**" + MarkdownCell(v.verdict) +
          "** (" + CountsLine(v) + ") |\n";
+  if (!v.negative_control.empty()) {
+    out += "| **negative control** | " + MarkdownCell(v.negative_control) +
+           ": the resume was broken on purpose; never a pass |\n";
+  }
+  for (const std::string& d : v.drift) out += "| **drift** | " + MarkdownCell(d) + " |\n";
   out += "| lock_sha256 | " + MarkdownCode(v.lock_sha256) + " |\n";
   out += "| image | " + MarkdownCell(ImageLine(v)) + " |\n";
   out += "| devices | " + MarkdownCell(DeviceSummary(v)) + " |\n";
   out += "| validator | " + MarkdownCell(ValidatorLine(v)) + " |\n";
-  if (!v.host.empty()) out += "| host | " + MarkdownCell(v.host) + " |\n";
+  if (std::string host = DescribeHost(v.host); !host.empty())
+    out += "| host | " + MarkdownCell(host) + " |\n";
   out += "| started | " + MarkdownCell(v.started_at) + " |\n";
   out += "| duration | " + FormatSeconds(v.duration_s) + " |\n\n";
 
   out += "| status | check | duration | summary | remedy |\n|---|---|--:|---|---|\n";
-  for (const ReportCheckView& c : v.checks) {
+  for (const CheckView& c : v.checks) {
     out += "| " + std::string(StatusEmoji(c.status)) + MarkdownCell(c.status) + " | " +
            MarkdownCode(c.id) + " | " + FormatSeconds(c.duration_s) + " | " +
            MarkdownCell(c.summary) + " | " + MarkdownCell(c.remedy) + " |\n";
@@ -544,7 +365,7 @@ std::string RenderReportMarkdown(const nlohmann::json& report) {
   out +=
       "\n| rank | device | host | tokens/s | peak reserved | bits | checks |\n"
       "|--:|---|---|--:|--:|---|---|\n";
-  for (const ReportRankView& r : v.ranks) {
+  for (const RankView& r : v.ranks) {
     out += "| " + MarkdownCell(r.rank) + " | " + MarkdownCode(r.device) + " | " +
            MarkdownCell(r.host) + " | " + MarkdownCell(RankTokensLine(r, false)) + " | " +
            (r.peak_reserved_bytes ? FormatBytes(*r.peak_reserved_bytes) : "") + " | " +

@@ -2,8 +2,9 @@
 // terminal, GitHub-flavoured markdown, one self-contained HTML page with charts, and JUnit XML.
 //
 // Every function here is pure (json in, string out, no I/O). The report is untrusted input:
-// the renderers escape every string taken from it for the output's language and never throw
-// on odd-but-valid content (missing metrics, NaN, huge strings, invalid UTF-8).
+// the renderers read it only through its view (report_view.h), escape every string taken from
+// it for the output's language and never throw on odd-but-valid content (missing metrics, NaN,
+// huge strings, invalid UTF-8).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,10 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/terminal_text.h"
+
+#include "report/report_view.h"
 
 namespace trainlock {
 
@@ -55,62 +60,11 @@ std::string RenderReport(const nlohmann::json& report, ReportFormat format, bool
 
 // ---- Pieces the renderers share (report_render.cc), exposed for their tests. ----
 
-// The facts of a report the renderers show, read tolerantly: a missing or ill-typed field
-// becomes "" (or NaN for a number) instead of an exception.
-struct ReportCheckView {
-  std::string id;
-  std::string status;  // "pass" | "fail" | "skip" | "error" (anything else shown as given)
-  double duration_s = 0;
-  std::string summary;
-  std::string remedy;
-  nlohmann::json metrics = nlohmann::json::object();
-};
+// "NVIDIA H200 (9.0, 140.4 GiB)".
+std::string DescribeDevice(const DeviceView& device);
 
-// One rank of a distributed validation's merged report (its `ranks` entries).
-struct ReportRankView {
-  std::string rank;  // "3"; "?" when absent
-  std::string device;
-  std::string host;
-  std::string error;  // a rank that sent no result: why
-  std::optional<double> tokens_per_s;
-  std::optional<double> peak_reserved_bytes;
-  std::string digest;                   // the first 12 hex of its uninterrupted run's digest
-  int passed = 0;                       // its own checks that passed
-  std::vector<std::string> not_passed;  // "train.roundtrip fail"
-};
-
-struct ReportView {
-  std::string project;
-  std::string verdict;
-  std::string lock_sha256;
-  std::string image_ref;     // "" when the report has no image
-  std::string image_digest;  // "" when the report has no image
-  std::string validator_version;
-  std::string torch;
-  std::string build;
-  std::string started_at;
-  double duration_s = 0;
-  std::vector<std::string> devices;  // "0: NVIDIA H200 (9.0, 140.4 GiB)"
-  std::string host;                  // "vm, Debian GNU/Linux 12 (bookworm), 2 CPUs, 23.5 GiB"
-  std::vector<ReportCheckView> checks;
-  std::vector<ReportRankView> ranks;  // empty for a single process
-
-  int Count(std::string_view status) const;
-};
-
-ReportView ViewOfReport(const nlohmann::json& report);
-
-// The member `key` of `object` when it is a finite number; nullopt otherwise.
-std::optional<double> FiniteNumber(const nlohmann::json& object, const char* key);
-
-// `text` as valid UTF-8 without control characters other than tab and newline: invalid
-// sequences and other controls become U+FFFD. XML forbids them, and HTML and terminals
-// misbehave on them.
-std::string CleanText(std::string_view text);
-
-// One line of report text as a terminal may show it: control characters (an escape sequence
-// smuggled into a summary or a hostname, a newline) become \xNN, and the rest valid UTF-8.
-std::string TerminalLine(std::string_view text);
+// "vm, Debian GNU/Linux 12 (bookworm), 2 CPUs, 23.5 GiB"; "" when the report says nothing.
+std::string DescribeHost(const HostView& host);
 
 // Escapes for HTML/XML text and attribute values (& < > " '), after CleanText.
 std::string EscapeMarkup(std::string_view text);

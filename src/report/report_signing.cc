@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/sha256.h"
-#include "report/report.h"
+#include "report/report_view.h"
 
 namespace trainlock {
 namespace {

@@ -8,6 +8,7 @@
 #include <future>
 #include <nlohmann/json.hpp>
 
+#include "base/sha256.h"
 #include "collectives.h"
 #include "test_support.h"
 
@@ -157,6 +158,61 @@ TEST_P(CommTorchrun, RanksFromTorchrunsVariablesPassOverGloo) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TwoAndFour, CommTorchrun, ::testing::Values(2, 4));
+
+// Two nodes simulated on one machine: each rank is its node's local rank 0 (torchrun's
+// GROUP_RANK, a node name of its own) with its own copy of the project; node-b lost the pinned
+// config.json. Every node's checks run on that node, and the merged report names node-b.
+TEST(CommTwoNodes, EachNodeMeasuresItselfAndTheMergedReportNamesTheFailingNode) {
+  testing::TempDir dir;
+  const std::string model = "\n[model]\nsource = \"local\"\npath = \"model\"\n";
+  const std::string config = R"({"model_type": "llama"})";
+  testing::WriteFile(dir.path() / "config.json", config);
+  uint64_t size = 0;
+  const std::string sha = Sha256FileHex(dir.path() / "config.json", &size);
+  const std::string pinned = model + "[[model.files]]\npath = \"config.json\"\nsha256 = \"" + sha +
+                             "\"\nsize = " + std::to_string(size) + "\n";
+  std::vector<fs::path> projects;
+  for (const char* node : {"node-a", "node-b"}) {
+    projects.push_back(testing::TinyWith(dir.path() / node, model + "files = [\"config.json\"]\n",
+                                         "", pinned));
+    fs::create_directories(projects.back() / "model");
+  }
+  testing::WriteFile(projects[0] / "model/config.json", config);
+  const int port = testing::FreeLoopbackPort();
+  std::vector<std::future<RunResult>> ranks;
+  for (int r = 0; r < 2; ++r) {
+    std::vector<std::string> args = CommArgs(projects[r].parent_path() / "report.json");
+    args[1] = projects[r].string();
+    args[7] = "data.model,comm.allreduce";
+    const std::vector<std::string> env = {"RANK=" + std::to_string(r), "LOCAL_RANK=0",
+                                          "GROUP_RANK=" + std::to_string(r), "WORLD_SIZE=2",
+                                          "LOCAL_WORLD_SIZE=1", "MASTER_ADDR=127.0.0.1",
+                                          "MASTER_PORT=" + std::to_string(port),
+                                          std::string("TRAINLOCK_NODE_NAME=node-") + "ab"[r]};
+    ranks.push_back(std::async(std::launch::async,
+                               [args, env] { return testing::RunProgram("trainlock", args, env); }));
+  }
+  std::vector<RunResult> results;
+  for (auto& f : ranks) results.push_back(f.get());
+  const fs::path merged_path = dir.path() / "node-a/report.json";
+  SKIP_WITHOUT_GLOO(merged_path);
+  EXPECT_EQ(results[0].exit_code, 1) << results[0].err;
+  json merged = json::parse(testing::ReadFile(merged_path));
+  const json& data = CheckOf(merged, "data.model");
+  EXPECT_EQ(data["status"], "fail") << data;
+  EXPECT_NE(data["summary"].get<std::string>().find("node node-b (rank 1)"), std::string::npos)
+      << data["summary"];
+  ASSERT_EQ(data["metrics"]["nodes"].size(), 2u) << data;
+  EXPECT_EQ(data["metrics"]["nodes"][0]["status"], "pass");
+  EXPECT_EQ(data["metrics"]["nodes"][1]["node"], "node-b");
+  EXPECT_EQ(merged["ranks"][0]["host"], "node-a");
+  EXPECT_EQ(merged["ranks"][1]["host"], "node-b");
+  EXPECT_EQ(merged["ranks"][1]["node_rank"], 1);
+  // node-b's own report: it ran its node's checks itself and left ext.command to rank 0.
+  json own = json::parse(testing::ReadFile(dir.path() / "node-b/report.rank-1.json"));
+  EXPECT_EQ(CheckOf(own, "data.model")["status"], "fail");
+  EXPECT_EQ(CheckOf(merged, "comm.allreduce")["status"], "pass");
+}
 
 TEST(CommSlurm, RanksFromSrunsVariablesPassOverGloo) {
   testing::TempDir dir;

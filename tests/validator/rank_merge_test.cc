@@ -194,7 +194,8 @@ TEST(RankMerge, ManyFailingRanksAreNamedUpToThreeThenCounted) {
 }
 
 TEST(RankEntry, CarriesThePerRankChecksAndTheTrainingNumbersTheMergeCompares) {
-  RankEnv rank{3, 8, 3, "127.0.0.1", 29500, "torchrun"};
+  RankEnv rank{.rank = 3, .world_size = 8, .local_rank = 3, .node_rank = 0,
+               .master_addr = "127.0.0.1", .master_port = 29500, .launcher = "torchrun"};
   CheckResult step = Passed("train.step", "step 0.1 s");
   step.metrics = {{"device_name", "NVIDIA H200"}, {"tokens_per_s", 1234.5}, {"flops", 1.0}};
   CheckResult roundtrip = Passed("train.roundtrip");
@@ -208,6 +209,65 @@ TEST(RankEntry, CarriesThePerRankChecksAndTheTrainingNumbersTheMergeCompares) {
   EXPECT_EQ(entry["train"]["tokens_per_s"], 1234.5);
   EXPECT_EQ(entry["train"]["reference_digest"], "abc");
   EXPECT_FALSE(entry["train"].contains("flops"));
+}
+
+TEST(RankEntry, ANodesLocalRankZeroCarriesItsNodeChecksAndDevices) {
+  RankEnv rank{.rank = 8, .world_size = 16, .local_rank = 0, .node_rank = 1,
+               .master_addr = "10.0.0.1", .master_port = 29500, .launcher = "torchrun"};
+  CheckResult health = Passed("env.health");
+  health.status = CheckStatus::kFail;
+  health.remedy = "reseat the GPU";
+  const json devices = json::array({{{"index", 0}, {"name", "NVIDIA H200"}}});
+  const json entry = RankEntry(rank, "node-b", "cuda:0", {health, Passed("perf.hbm")}, devices);
+  EXPECT_EQ(entry["node_rank"], 1);
+  EXPECT_EQ(entry["checks"]["env.health"]["status"], "fail");
+  EXPECT_EQ(entry["checks"]["env.health"]["remedy"], "reseat the GPU");
+  EXPECT_TRUE(entry["checks"].contains("perf.hbm"));
+  EXPECT_EQ(entry["devices"], devices);
+}
+
+// A two-node job: rank 0 on node-a, rank 1 the local rank 0 of node-b.
+json NodeLead(int rank, const std::string& host, const std::string& status) {
+  json e = Entry(rank);
+  e["local_rank"] = 0;
+  e["node_rank"] = rank;
+  e["host"] = host;
+  e["checks"]["data.model"] = {{"status", status}, {"summary", status == "pass" ? "ok" : "config.json missing"}};
+  e["checks"]["data.model"]["remedy"] = "run trainlock fetch";
+  if (rank != 0) e["devices"] = json::array({{{"index", 0}, {"name", "NVIDIA H200"}}});
+  return e;
+}
+
+TEST(RankMerge, ANodeCheckFailingOnAnotherNodeFailsTheMergedCheckNamingThatNode) {
+  Report report = LeadReport();
+  report.checks.push_back(Passed("data.model"));
+  MergeRankResults(report, json::array({NodeLead(0, "node-a", "pass"), NodeLead(1, "node-b", "fail")}), kGpu);
+  const CheckResult& c = Check(report, "data.model");
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_NE(c.summary.find("node node-b (rank 1): config.json missing"), std::string::npos);
+  EXPECT_NE(c.remedy.find("node node-b: run trainlock fetch"), std::string::npos);
+  ASSERT_EQ(c.metrics["nodes"].size(), 2u);
+  EXPECT_EQ(c.metrics["nodes"][1]["node"], "node-b");
+  EXPECT_EQ(c.metrics["nodes"][1]["status"], "fail");
+}
+
+TEST(RankMerge, NodeChecksPassingOnEveryNodeStayPassingAndListEachNode) {
+  Report report = LeadReport();
+  report.checks.push_back(Passed("data.model"));
+  MergeRankResults(report, json::array({NodeLead(0, "node-a", "pass"), NodeLead(1, "node-b", "pass")}), kGpu);
+  const CheckResult& c = Check(report, "data.model");
+  EXPECT_EQ(c.status, CheckStatus::kPass);
+  EXPECT_EQ(c.metrics["nodes"][0]["node"], "node-a");
+  EXPECT_EQ(c.metrics["nodes"][1]["node"], "node-b");
+}
+
+TEST(RankMerge, TheMergedReportListsTheDevicesOfEveryOtherNodeNamedByNode) {
+  Report report = LeadReport();
+  MergeRankResults(report, json::array({NodeLead(0, "node-a", "pass"), NodeLead(1, "node-b", "pass")}), kGpu);
+  // Rank 0's own devices are already the report's; the other node's are added with their node.
+  int from_b = 0;
+  for (const json& d : report.devices) from_b += d.value("node", "") == "node-b";
+  EXPECT_EQ(from_b, 1);
 }
 
 }  // namespace

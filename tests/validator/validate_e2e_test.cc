@@ -22,6 +22,9 @@ using testing::RunTrainlock;
 struct Validation {
   testing::RunResult run;
   nlohmann::json report;
+  // Whether the run left its work directory named on stderr, and checkpoints in it.
+  bool kept_work_existed = false;
+  bool kept_checkpoints_existed = false;
 };
 
 // One validation of a fresh copy of examples/tiny, with extra validator options.
@@ -34,8 +37,17 @@ Validation Validate(const std::vector<std::string>& extra) {
   std::vector<std::string> args = {"validate",   project.string(), "--out",
                                    out.string(), "--threads",      "2"};
   args.insert(args.end(), extra.begin(), extra.end());
-  Validation v{RunTrainlock(args), nlohmann::json()};
+  // Work directories a failed run keeps land in the test's own directory, removed with it.
+  Validation v{testing::RunProgram("trainlock", args, {"TMPDIR=" + dir.path().string()}),
+               nlohmann::json()};
   if (fs::exists(out)) v.report = nlohmann::json::parse(testing::ReadFile(out));
+  const std::string marker = "the workers' output stays in ";
+  if (const size_t at = v.run.err.find(marker); at != std::string::npos) {
+    const size_t from = at + marker.size();
+    const fs::path work = v.run.err.substr(from, v.run.err.find('\n', from) - from);
+    v.kept_work_existed = fs::exists(work / "a-uninterrupted.stderr");
+    v.kept_checkpoints_existed = fs::exists(work / "checkpoints");
+  }
   return v;
 }
 
@@ -139,18 +151,26 @@ TEST(ValidateNegativeControl, SkippingTheRngRestoreFailsTheRoundtrip) {
   EXPECT_EQ(ReportSchemaViolations(v.report), std::vector<std::string>{});
 }
 
-// A failed validation keeps the workers' output (not the checkpoints) and says where.
-TEST(ValidateNegativeControl, AFailedRunKeepsTheWorkersOutputAndNamesIt) {
-  Validation v = Validate({"--negative-control", "rng"});
+// A negative control is marked at the top of its report and never passes, whatever its checks.
+TEST(ValidateNegativeControl, TheReportIsMarkedAndItsVerdictIsFail) {
+  Validation v = Validate({"--negative-control", "data"});
+  EXPECT_EQ(v.report["negative_control"], "data");
+  EXPECT_EQ(v.report["verdict"], "fail");
+  EXPECT_NE(v.run.out.find("NEGATIVE CONTROL (data)"), std::string::npos) << v.run.out;
+}
+
+// A worker that dies (here: killed at its time limit) is named with the directory of its
+// output, which stays (without checkpoints) for the reader.
+TEST(ValidateWorkerFailure, AWorkerPastItsTimeLimitIsNamedAndItsOutputStays) {
+  Validation v = Validate({"--timeout", "1"});
   EXPECT_EQ(v.run.exit_code, 1);
-  const std::string marker = "the workers' output stays in ";
-  const size_t at = v.run.err.find(marker);
-  ASSERT_NE(at, std::string::npos) << v.run.err;
-  const fs::path work =
-      v.run.err.substr(at + marker.size(), v.run.err.find('\n', at) - at - marker.size());
-  EXPECT_TRUE(fs::exists(work / "c-resumed.stderr")) << work;
-  EXPECT_FALSE(fs::exists(work / "checkpoints")) << work;
-  fs::remove_all(work);
+  EXPECT_NE(Check(v.report, "train.step")["summary"].get<std::string>().find(
+                "did not finish within 1 s; its output is in "),
+            std::string::npos)
+      << Check(v.report, "train.step")["summary"];
+  EXPECT_NE(v.run.err.find("the workers' output stays in "), std::string::npos) << v.run.err;
+  EXPECT_TRUE(v.kept_work_existed);
+  EXPECT_FALSE(v.kept_checkpoints_existed);
 }
 
 TEST(ValidateNegativeControl, SkippingTheDataLoaderRestoreFailsTheRoundtrip) {
@@ -228,6 +248,26 @@ TEST(ValidateInput, AnEditedConfigWithTheOldLockIsRefusedBeforeTraining) {
   EXPECT_FALSE(fs::exists(dir.path() / "r.json"));
 }
 
+// --allow-drift trains anyway and says so in the report, with the config it trained.
+TEST(ValidateInput, AllowDriftRecordsTheDriftAndTheConfigTrained) {
+  testing::TempDir dir;
+  testing::CopyExample("tiny", dir.path());
+  const fs::path config = dir.path() / "configs/tiny.yaml";
+  testing::WriteFile(config, testing::ReadFile(config) + "# edited after locking\n");
+  const fs::path out = dir.path() / "r.json";
+  auto r = RunTrainlock(
+      {"validate", dir.path().string(), "--out", out.string(), "--threads", "2", "--allow-drift"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json report = nlohmann::json::parse(testing::ReadFile(out));
+  EXPECT_EQ(report["drift"][0]["id"], "lock.config");
+  EXPECT_EQ(report["config_sha256"], Sha256Hex(testing::ReadFile(config)));
+  EXPECT_NE(r.out.find("DRIFT (--allow-drift) lock.config"), std::string::npos) << r.out;
+  auto gate =
+      RunTrainlock({"gate", out.string(), "--lock", dir.path().string(), "--allow-unsigned"});
+  EXPECT_EQ(gate.exit_code, 1);
+  EXPECT_NE(gate.out.find("config: the report trained config"), std::string::npos) << gate.out;
+}
+
 TEST(ValidateInput, AManifestEditedAfterLockingIsAStaleLock) {
   testing::TempDir dir;
   testing::CopyExample("tiny", dir.path());
@@ -245,31 +285,7 @@ TEST(ValidateInput, AnUnknownValidatorOptionIsBadInput) {
   EXPECT_EQ(RunTrainlock({"validate", ".", "--frobnicate"}).exit_code, 2);
 }
 
-// examples/tiny copied to DIR/tiny with `extra` appended to its manifest and lock (and
-// `validate_extra` added to their [validate] tables), and the lock's manifest-sha256 updated,
-// as `trainlock lock` would leave it.
-fs::path TinyWith(const fs::path& dir, const std::string& extra,
-                  const std::string& validate_extra = {},
-                  const std::optional<std::string>& lock_extra = std::nullopt) {
-  fs::path project = dir / "tiny";
-  fs::create_directories(project);
-  testing::CopyExample("tiny", project);
-  for (const char* file : {"trainlock.toml", "trainlock.lock"}) {
-    std::string text = testing::ReadFile(project / file);
-    const size_t table = text.find("[validate]\n");
-    EXPECT_NE(table, std::string::npos) << file;
-    text.insert(table + 11, validate_extra);
-    const bool lock = std::string(file) == "trainlock.lock";
-    testing::WriteFile(project / file, text + (lock && lock_extra ? *lock_extra : extra));
-  }
-  auto hash = RunTrainlock({"hash", project.string(), "--manifest"});
-  EXPECT_EQ(hash.exit_code, 0) << hash.err;
-  std::string lock = testing::ReadFile(project / "trainlock.lock");
-  const size_t at = lock.find("manifest-sha256 = \"") + 19;
-  lock.replace(at, 64, hash.out.substr(0, 64));
-  testing::WriteFile(project / "trainlock.lock", lock);
-  return project;
-}
+using testing::TinyWith;
 
 // A loss tolerance forgives loss noise, never a resume that lost its RNG state: with the
 // widest tolerance the lock allows, skipping the RNG restore still fails.

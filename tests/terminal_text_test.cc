@@ -1,0 +1,44 @@
+// One terminal-escaping function for every string trainlock did not write: what a terminal
+// would act on (escape sequences, carriage returns, backspaces, bidi overrides) is shown as
+// text instead.
+#include "base/terminal_text.h"
+
+#include <gtest/gtest.h>
+
+namespace trainlock {
+namespace {
+
+TEST(TerminalLine, CsiAndOscSequencesAreShownNotObeyed) {
+  EXPECT_EQ(TerminalLine("\x1b[2J\x1b]0;title\x07"), "\\x1b[2J\\x1b]0;title\\x07");
+}
+
+TEST(TerminalLine, CarriageReturnBackspaceAndNewlineAreShown) {
+  EXPECT_EQ(TerminalLine("ok\rFAIL\b\nx"), "ok\\x0dFAIL\\x08\\x0ax");
+}
+
+TEST(TerminalLine, BidiOverridesAndIsolatesAreShownAsCodePoints) {
+  EXPECT_EQ(TerminalLine("a\xE2\x80\xAE"
+                         "b\xE2\x81\xA6"
+                         "c\xD8\x9C"
+                         "d"),
+            "a\\u202eb\\u2066c\\u061cd");
+}
+
+TEST(TerminalLine, C1ControlsAndInvalidUtf8BecomeReplacementCharacters) {
+  EXPECT_EQ(TerminalLine("\xC2\x9B"
+                         "x\xFF"),
+            "\xEF\xBF\xBD"
+            "x\xEF\xBF\xBD");
+}
+
+TEST(TerminalLine, PrintableUnicodeIsKept) {
+  EXPECT_EQ(TerminalLine("NVIDIA H200 \xE2\x9C\x85 caf\xC3\xA9"),
+            "NVIDIA H200 \xE2\x9C\x85 caf\xC3\xA9");
+}
+
+TEST(TerminalText, EscapesEachLineAndKeepsTheNewlinesBetweenThem) {
+  EXPECT_EQ(TerminalText("one\x1b[31m\ntwo\n"), "one\\x1b[31m\ntwo\n");
+}
+
+}  // namespace
+}  // namespace trainlock
