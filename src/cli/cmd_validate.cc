@@ -24,6 +24,7 @@
 #include "project/project.h"
 #include "report/report.h"
 #include "report/report_signing.h"
+#include "report/report_view.h"
 
 namespace trainlock::cli {
 namespace fs = std::filesystem;
