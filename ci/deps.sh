@@ -21,6 +21,9 @@ packages=(
   # tests of `trainlock lock`: a real registry on loopback, images built and read back with
   # buildah and skopeo, and Python stand-ins for the Hugging Face Hub and a tampering proxy
   docker-registry buildah skopeo python3 busybox-static
+  # the cpu image end to end: its base root file system from Debian packages (mmdebstrap, with
+  # eatmydata to skip fsyncs) and pip in it (python3-venv)
+  mmdebstrap eatmydata python3-venv
   # tests of `trainlock report`: the HTML page in headless Chromium (with a font to draw
   # text), the JUnit XML against tests/junit/junit.xsd with xmllint
   chromium fonts-dejavu-core libxml2-utils

@@ -6,6 +6,7 @@ find_package(CURL REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(Threads REQUIRED)
+find_package(ZLIB REQUIRED)
 
 find_package(tomlplusplus 3 QUIET)
 if(NOT tomlplusplus_FOUND)

@@ -46,6 +46,9 @@ cuda.torch = "2.11.0+cu130"
 cuda.cuda = '13.0'
 cuda.driver-min = "580.65.06"
 cuda.accelerators = ["H200", "H100-80GB"]
+cuda.python = "3.12"
+cuda.python-index = [ "https://download.pytorch.org/whl/cu130",
+                      'https://pypi.org/simple' ]
 cuda.base = "docker.io/nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04@sha256:8b2705ea7a8653ad3451b46ab835eced92d77b44e671b9cf3ad4f95fbb2efe5e"
 
 [targets.cuda.base-platforms]
@@ -54,6 +57,8 @@ cuda.base = "docker.io/nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04@sha256:8b2705e
 [[custom-ops]]
 ops = ["trainlock_ops::fused_rmsnorm"]
 library = 'ops/libtrainlock_ops.so'
+source-sha256 = "SOURCE"
+source = "../ops"
 smoke = [
   { op = "trainlock_ops::fused_rmsnorm", reference = "rmsnorm", rtol = 0.02, atol = 2e-2, inputs = [{ dtype = "bf16", shape = [16384, 2048] }, { shape = [2_048], dtype = "bf16" }], grad-rtol = 5e-2, grad-atol = 0.05 },
 ]
@@ -68,10 +73,12 @@ config = "configs/llama-1b.yaml"
 std::string ReformattedLock() {
   std::string lock = ExampleLock();
   auto field = [&](const std::string& key) {
-    size_t at = lock.find(key + " = \"") + key.size() + 4;
-    return lock.substr(at, lock.find('"', at) - at);
+    // Written by `trainlock lock`: a literal string, 'value'.
+    size_t at = lock.find(key + " = '") + key.size() + 4;
+    return lock.substr(at, lock.find('\'', at) - at);
   };
   std::string text = Replace(kReformattedLock, "CONFIG", field("config-sha256"));
+  text = Replace(text, "SOURCE", field("source-sha256"));
   return "manifest-sha256 = \"" + field("manifest-sha256") + "\"\nlock-version = 1\n" + text;
 }
 
@@ -93,8 +100,8 @@ TEST(LockHash, OneChangedDigestCharacterChangesTheHash) {
 }
 
 TEST(LockHash, ReorderedArrayChangesTheHash) {
-  EXPECT_NE(LockHash(ExampleLock()), LockHash(Replace(ExampleLock(), R"(["H200", "H100-80GB"])",
-                                                      R"(["H100-80GB", "H200"])")));
+  EXPECT_NE(LockHash(ExampleLock()), LockHash(Replace(ExampleLock(), "[ 'H200', 'H100-80GB' ]",
+                                                      "[ 'H100-80GB', 'H200' ]")));
 }
 
 TEST(LockHash, BuiltImagesDoNotChangeTheHash) {

@@ -91,7 +91,7 @@ TEST(CliHash, ManifestFlagPrintsTheManifestIdentityTheLockRecords) {
   auto r = RunTrainlock({"hash", "--manifest", Example("tiny")});
   ASSERT_EQ(r.exit_code, 0);
   std::string lock = testing::ReadFile(SourceDir() / "examples/tiny/trainlock.lock");
-  EXPECT_NE(lock.find("manifest-sha256 = \"" + r.out.substr(0, 64) + "\""), std::string::npos);
+  EXPECT_NE(lock.find("manifest-sha256 = '" + r.out.substr(0, 64) + "'"), std::string::npos);
 }
 
 TEST(CliArchs, PrintsTheCudaTargetsComputeCapabilitiesAsACMakeList) {

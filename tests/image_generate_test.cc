@@ -1,10 +1,20 @@
-// `trainlock image generate`: the Containerfiles of examples/h200-pilot (cuda) and
-// examples/mi300x-pilot (rocm) are byte-identical from run to run and equal the golden files
-// in tests/golden (regenerate them with the command in GoldenDir's comment when the
-// templates or the example locks change on purpose); bad requests are bad input.
+// `trainlock image generate`. The pilots' committed locks carry no Python closure (torch
+// 2.11+cu130 and 2.7.1+rocm6.3 with their dependencies cannot be resolved without PyPI), so
+// generating their images is refused with the command that resolves it. Their Containerfiles
+// are golden all the same: generated from a copy of each pilot whose closure is resolved from
+// tests/servers/pypi_server.py serving stand-ins for torch and its dependencies
+// (tests/servers/torch_standins.json), byte-identical from run to run and equal to
+// tests/golden/<pilot>-<target>/ once the two values that depend on the test's loopback port
+// (the lock-sha256, the index URL) are replaced by <lock-sha256> and <index>. The custom op of
+// the H200 pilot is built in the image for the target's architectures from its pinned sources.
 #include <gtest/gtest.h>
 
+#include <memory>
+
+#include "base/sha256.h"
+#include "base/tree_hash.h"
 #include "image/image_generate.h"
+#include "project/project.h"
 #include "test_support.h"
 
 namespace trainlock {
@@ -14,66 +24,159 @@ namespace fs = std::filesystem;
 
 constexpr const char* kEpoch = "1764460800";  // 2025-11-30T00:00:00Z
 
-// Regenerate: SOURCE_DATE_EPOCH=1764460800 build/bin/trainlock image generate
-//   examples/h200-pilot --target cuda --out tests/golden/h200-pilot-cuda (and mi300x/rocm).
+// Regenerate a golden directory: run the test with TRAINLOCK_REGENERATE_GOLDEN=1.
 fs::path GoldenDir(const std::string& name) {
   return testing::SourceDir() / "tests/golden" / name;
 }
 
-testing::RunResult Generate(const std::string& example, const std::string& target,
+testing::RunResult Generate(const fs::path& project, const std::string& target,
                             const fs::path& out) {
-  return testing::RunTrainlock({"image", "generate",
-                                (testing::SourceDir() / "examples" / example).string(), "--target",
-                                target, "--out", out.string(), "--source-date-epoch", kEpoch});
+  return testing::RunTrainlock({"image", "generate", project.string(), "--target", target, "--out",
+                                out.string(), "--source-date-epoch", kEpoch});
 }
 
-void ExpectReproducibleAndGolden(const std::string& example, const std::string& target) {
-  testing::TempDir dir;
-  ASSERT_EQ(Generate(example, target, dir.path() / "one").exit_code, 0);
-  ASSERT_EQ(Generate(example, target, dir.path() / "two").exit_code, 0);
-  for (const char* file : {"Containerfile", "requirements.txt"}) {
-    const std::string one = testing::ReadFile(dir.path() / "one" / file);
-    EXPECT_EQ(one, testing::ReadFile(dir.path() / "two" / file)) << file;
-    EXPECT_EQ(one, testing::ReadFile(GoldenDir(example + "-" + target) / file)) << file;
+std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at; !from.empty() && (at = text.find(from)) != std::string::npos;)
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+// A pilot copied with its python-index on the stand-in index and its closure resolved there.
+class PilotImage : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::HaveProgram("python3")) GTEST_SKIP() << "python3 is not installed";
+    port_ = testing::FreeLoopbackPort();
+    server_ = std::make_unique<testing::BackgroundProcess>(
+        std::vector<std::string>{
+            "python3", (testing::SourceDir() / "tests/servers/pypi_server.py").string(),
+            std::to_string(port_), "--spec",
+            (testing::SourceDir() / "tests/servers/torch_standins.json").string()},
+        dir_.path() / "server.log");
+    ASSERT_TRUE(testing::WaitForHttp(Index() + "/", 30));
   }
-}
+  std::string Index() const { return "http://127.0.0.1:" + std::to_string(port_) + "/simple"; }
 
-TEST(ImageGenerate, TheH200PilotsCudaContainerfileIsReproducibleAndGolden) {
+  fs::path Resolved(const std::string& example, const std::string& target) {
+    const fs::path project = dir_.path() / example;
+    fs::create_directories(project);
+    testing::CopyExample(example, project);
+    // The custom op's sources beside the project, where its manifest names them.
+    fs::create_directories(dir_.path() / "ops");
+    testing::CopyExample("ops", dir_.path() / "ops");
+    std::string manifest = testing::ReadFile(project / "trainlock.toml");
+    const size_t table = manifest.find("[targets." + target + "]");
+    const size_t line = manifest.find('\n', table);
+    manifest.insert(line + 1, "python-index = [\"" + Index() + "\"]\n");
+    testing::WriteFile(project / "trainlock.toml", manifest);
+    auto r = testing::RunTrainlock({"lock", project.string(), "--python-only"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return project;
+  }
+
+  void ExpectReproducibleAndGolden(const std::string& example, const std::string& target) {
+    const fs::path project = Resolved(example, target);
+    ASSERT_EQ(Generate(project, target, dir_.path() / "one").exit_code, 0);
+    auto two = Generate(project, target, dir_.path() / "two");
+    ASSERT_EQ(two.exit_code, 0) << two.err;
+    const std::string lock_sha256 = LoadProject(project).lock_sha256;
+    for (const char* file : {"Containerfile", "requirements.txt", "image.json"}) {
+      const std::string one = testing::ReadFile(dir_.path() / "one" / file);
+      EXPECT_EQ(one, testing::ReadFile(dir_.path() / "two" / file)) << file;
+      const std::string normal = Replace(Replace(one, lock_sha256, "<lock-sha256>"), Index(), "<index>");
+      const fs::path golden = GoldenDir(example + "-" + target) / file;
+      if (std::getenv("TRAINLOCK_REGENERATE_GOLDEN")) testing::WriteFile(golden, normal);
+      EXPECT_EQ(normal, testing::ReadFile(golden)) << file;
+    }
+  }
+
+  testing::TempDir dir_;
+  int port_ = 0;
+  std::unique_ptr<testing::BackgroundProcess> server_;
+};
+
+TEST_F(PilotImage, TheH200PilotsCudaContainerfileIsReproducibleAndGolden) {
   ExpectReproducibleAndGolden("h200-pilot", "cuda");
 }
 
-TEST(ImageGenerate, TheMi300xPilotsRocmContainerfileIsReproducibleAndGolden) {
+TEST_F(PilotImage, TheMi300xPilotsRocmContainerfileIsReproducibleAndGolden) {
   ExpectReproducibleAndGolden("mi300x-pilot", "rocm");
 }
 
-TEST(ImageGenerate, TheContainerfilePinsTheBaseLabelsItAndBakesInTheLock) {
-  testing::TempDir dir;
-  ASSERT_EQ(Generate("h200-pilot", "cuda", dir.path()).exit_code, 0);
-  const std::string text = testing::ReadFile(dir.path() / "Containerfile");
+TEST_F(PilotImage, TheImagePinsItsBaseInstallsTheHashedClosureAndBuildsTheOpForTheTarget) {
+  const fs::path project = Resolved("h200-pilot", "cuda");
+  ASSERT_EQ(Generate(project, "cuda", dir_.path() / "out").exit_code, 0);
+  const std::string text = testing::ReadFile(dir_.path() / "out/Containerfile");
   EXPECT_NE(text.find("FROM docker.io/nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04@sha256:8b2705ea"),
             std::string::npos);
-  EXPECT_NE(text.find("org.opencontainers.image.base.digest=\"sha256:8b2705ea"), std::string::npos);
   EXPECT_NE(text.find("org.opencontainers.image.created=\"2025-11-30T00:00:00Z\""),
             std::string::npos);
   EXPECT_NE(text.find("apt-get update --snapshot 20251130T000000Z"), std::string::npos);
-  EXPECT_NE(text.find("COPY trainlock.lock trainlock.toml /etc/trainlock/"), std::string::npos);
+  EXPECT_NE(text.find("pip install --require-hashes --no-deps --only-binary :all:"),
+            std::string::npos);
+  EXPECT_NE(text.find("pip check"), std::string::npos);
+  EXPECT_NE(text.find("-DTRAINLOCK_OPS_CUDA_ARCHS=\"90\""), std::string::npos) << text;
+  EXPECT_NE(text.find("/out/etc/trainlock/ops/libtrainlock_ops.so"), std::string::npos) << text;
+  EXPECT_NE(text.find("COPY trainlock.lock trainlock.toml image.json /etc/trainlock/"),
+            std::string::npos);
   EXPECT_NE(text.find("ENTRYPOINT [\"/usr/local/bin/trainlock-validate\"]"), std::string::npos);
+  const std::string requirements = testing::ReadFile(dir_.path() / "out/requirements.txt");
+  // torch's Linux dependencies are in; its optree extra is not.
+  for (const char* pin : {"torch==2.11.0+cu130 \\\n    --hash=sha256:", "filelock==3.20.0",
+                          "nvidia-nccl-cu13==2.27.7", "triton==3.5.0", "typing-extensions==4.15.0"})
+    EXPECT_NE(requirements.find(pin), std::string::npos) << pin << "\n" << requirements;
+  EXPECT_EQ(requirements.find("optree"), std::string::npos) << requirements;
+}
+
+TEST(ImageGenerate, APilotLockWithoutAResolvedClosureIsRefusedWithTheCommandToRun) {
+  testing::TempDir dir;
+  auto r = Generate(testing::SourceDir() / "examples/h200-pilot", "cuda", dir.path());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("[targets.cuda] has no resolved Python closure (torch 2.11.0+cu130"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("run `trainlock lock` where https://download.pytorch.org/whl/cu130, "
+                       "https://pypi.org/simple can be reached"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(ImageGenerate, ThePilotLockPinsTheOpSourcesAsTheyAre) {
+  // A changed examples/ops needs a new lock: `trainlock lock examples/h200-pilot --offline
+  // --skip-python` where the index cannot be reached.
+  const Project pilot = LoadProject(testing::SourceDir() / "examples/h200-pilot");
+  EXPECT_EQ(pilot.lock->custom_ops.at(0).source_sha256,
+            TreeSha256(testing::SourceDir() / "examples/ops"));
 }
 
 TEST(ImageGenerate, WithoutSourceDateEpochItIsBadInput) {
   testing::TempDir dir;
   auto r = testing::RunTrainlock({"image", "generate",
-                                  (testing::SourceDir() / "examples/h200-pilot").string(),
-                                  "--target", "cuda", "--out", dir.path().string()});
+                                  (testing::SourceDir() / "examples/tiny").string(), "--target",
+                                  "cpu", "--out", dir.path().string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("SOURCE_DATE_EPOCH"), std::string::npos) << r.err;
 }
 
 TEST(ImageGenerate, ATargetTheLockLacksIsBadInput) {
   testing::TempDir dir;
-  auto r = Generate("h200-pilot", "rocm", dir.path());
+  auto r = Generate(testing::SourceDir() / "examples/h200-pilot", "rocm", dir.path());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no [targets.rocm]"), std::string::npos) << r.err;
+}
+
+TEST(ImageGenerate, TheCpuImageCopiesTheValidatorAndRecordsItsHash) {
+  const fs::path validator = testing::BinDir() / "trainlock-validate";
+  if (!fs::exists(validator)) GTEST_SKIP() << "trainlock-validate is built only with LibTorch";
+  testing::TempDir dir;
+  auto r = Generate(testing::SourceDir() / "examples/tiny", "cpu", dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = testing::ReadFile(dir.path() / "Containerfile");
+  EXPECT_NE(text.find("COPY trainlock-validate /usr/local/bin/trainlock-validate"),
+            std::string::npos);
+  const std::string record = testing::ReadFile(dir.path() / "image.json");
+  EXPECT_NE(record.find("\"validator_sha256\": \"" + Sha256FileHex(validator)),
+            std::string::npos);
 }
 
 TEST(FillTemplate, ReplacesEveryPlaceholderAndLeavesOtherAtSignsAlone) {

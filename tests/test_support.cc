@@ -104,8 +104,20 @@ RunResult RunCommand(const std::vector<std::string>& command, const std::vector<
   return result;
 }
 
+namespace {
+
+// Removes the line starting with `prefix` (and with `table`, the lines up to the next blank).
+void EraseLines(std::string& text, const std::string& prefix, bool table) {
+  const size_t at = text.find(prefix);
+  if (at == std::string::npos) return;
+  const size_t end = table ? text.find("\n\n", at) : text.find('\n', at);
+  text.erase(at, end == std::string::npos ? std::string::npos : end + 1 - at);
+}
+
+}  // namespace
+
 std::filesystem::path UnlockedTiny(const std::filesystem::path& dest, const std::string& base,
-                                   const std::string& extra) {
+                                   const std::string& extra, const std::string& python_index) {
   std::filesystem::create_directories(dest);
   CopyExample("tiny", dest);
   std::filesystem::remove(dest / "trainlock.lock");
@@ -116,6 +128,14 @@ std::filesystem::path UnlockedTiny(const std::filesystem::path& dest, const std:
     manifest.erase(at, end + 1 - at);
   } else {
     manifest.replace(at, end - at, "base = \"" + base + "\"");
+  }
+  if (python_index.empty()) {
+    EraseLines(manifest, "python-index = ", false);
+    EraseLines(manifest, "[python]", true);
+  } else {
+    const size_t index = manifest.find("python-index = ");
+    manifest.replace(index, manifest.find('\n', index) - index,
+                     "python-index = [\"" + python_index + "\"]");
   }
   WriteFile(dest / "trainlock.toml", extra.empty() ? manifest : manifest + "\n" + extra);
   return dest;
@@ -206,7 +226,10 @@ std::filesystem::path TinyWith(const std::filesystem::path& dir, const std::stri
   auto hash = RunProgram("trainlock", {"hash", project.string(), "--manifest"});
   EXPECT_EQ(hash.exit_code, 0) << hash.err;
   std::string lock = ReadFile(project / "trainlock.lock");
-  const size_t at = lock.find("manifest-sha256 = \"") + 19;
+  // Past the opening quote: `trainlock lock` writes a literal string ('...'), a hand a basic one.
+  const size_t key = lock.find("manifest-sha256 = ");
+  EXPECT_NE(key, std::string::npos);
+  const size_t at = key + 19;
   lock.replace(at, 64, hash.out.substr(0, 64));
   WriteFile(project / "trainlock.lock", lock);
   return project;

@@ -31,9 +31,12 @@ std::filesystem::path CopyExample(const std::string& name, const std::filesystem
 
 // examples/tiny copied to `dest` (created) without its lock, for `trainlock lock` tests: the
 // cpu target's base set to `base`, or removed when `base` is empty; `extra` appended to the
-// manifest. Returns dest.
+// manifest. Its [python] packages come from `python_index` (tests/servers/pypi_server.py
+// --demo); without one the [python] table and the index are removed, so that locking needs no
+// package index. Returns dest.
 std::filesystem::path UnlockedTiny(const std::filesystem::path& dest, const std::string& base,
-                                   const std::string& extra = {});
+                                   const std::string& extra = {},
+                                   const std::string& python_index = {});
 
 // examples/tiny copied to DIR/tiny with `extra` appended to its manifest and lock (or
 // `lock_extra` to the lock when given), `validate_extra` added to their [validate] tables, and

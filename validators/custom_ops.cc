@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "compat/gpu_binary.h"
+#include "image_binding.h"
 #include "op_references.h"
 #include "ops_check.h"
 
@@ -306,8 +307,7 @@ json CodeJson(const GpuBinaryInfo& code) {
 }
 
 json CheckLibrary(const Project& project, const CustomOpLibrary& lib, const OpsDevice& device) {
-  const fs::path path =
-      fs::path(lib.library).is_absolute() ? fs::path(lib.library) : project.dir / lib.library;
+  const fs::path path = CustomOpLibraryPath(project, lib);
   json out = {{"library", lib.library}, {"path", path.string()}};
   json failures = json::array();
   auto finish = [&] {

@@ -10,6 +10,7 @@
 #include "checks/smoke_command.h"
 #include "compat/catalog.h"
 #include "compat/gpu_binary.h"
+#include "image_binding.h"
 #include "nvml_probe.h"
 #include "ops_check.h"
 #include "perf_checks.h"
@@ -106,8 +107,7 @@ NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project, const No
       Selected(o.only, {"env.arch", "perf.matmul", "perf.hbm"})) {
     std::vector<fs::path> op_libraries;
     for (const CustomOpLibrary& lib : lock.custom_ops) {
-      op_libraries.push_back(fs::path(lib.library).is_absolute() ? fs::path(lib.library)
-                                                                 : project.dir / lib.library);
+      op_libraries.push_back(CustomOpLibraryPath(project, lib));
     }
     progress.Begin("env.arch, perf.*: measuring each device");
     run.runs = MeasureDevices(work, o.timeout_s, op_libraries);

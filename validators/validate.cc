@@ -18,6 +18,7 @@
 #include "check_selection.h"
 #include "checks/host_info.h"
 #include "compat/lock_drift.h"
+#include "image_binding.h"
 #include "launch.h"
 #include "node_run.h"
 #include "nvml_probe.h"
@@ -107,9 +108,10 @@ const char* NegativeControlName(NegativeControl control) {
   return "";
 }
 
-// The report's facts before any check runs: what the run trains from, and how.
+// The report's facts before any check runs: what the run trains from, and how; `image` from
+// BindImage.
 Report NewReport(const ValidateOptions& o, const Project& project,
-                 const std::vector<Finding>& drift, bool lead) {
+                 const std::vector<Finding>& drift, bool lead, const ImageBinding& image) {
   Report report;
   report.started_at = NowRfc3339();
   report.lock_sha256 = project.lock_sha256;
@@ -122,10 +124,8 @@ Report NewReport(const ValidateOptions& o, const Project& project,
   report.build = BuiltTorchFlavour();
   report.host = HostInfo();
   report.required = lead ? project.lock->validate.required : std::vector<std::string>{};
-  if (const char* ref = std::getenv("TRAINLOCK_IMAGE_REF"); ref && *ref) {
-    const char* digest = std::getenv("TRAINLOCK_IMAGE_DIGEST");
-    if (digest && *digest) report.image = std::make_pair(std::string(ref), std::string(digest));
-  }
+  report.image = image.image;
+  report.image_digest_source = image.digest_source;
   return report;
 }
 
@@ -275,7 +275,10 @@ int RunValidate(const ValidateOptions& o) {
   const std::vector<Finding> drift = CheckDrift(o, project);
   const std::string sign_pem = ReadSigningKey(o.sign_key);
   Progress progress = Progress::ForStderr();
-  Report report = NewReport(o, project, drift, lead);
+  const ImageBinding image =
+      BindImage(kImageEtcDir, project, fs::read_symlink("/proc/self/exe"),
+                std::getenv("TRAINLOCK_IMAGE_REF"), std::getenv("TRAINLOCK_IMAGE_DIGEST"));
+  Report report = NewReport(o, project, drift, lead, image);
   NodeProbe node;
   if (report.build != "cpu") node = ProbeNode();
 

@@ -1,5 +1,6 @@
-// `trainlock image generate DIR --target cuda|rocm`: write the target's Containerfile and
-// requirements.txt (image_generate.h).
+// `trainlock image generate DIR --target cpu|cuda|rocm`: write the target's Containerfile,
+// requirements.txt and image.json (image_generate.h); `trainlock image build`: build, verify
+// and push it (image_build.h).
 #include <cstdlib>
 #include <iostream>
 
@@ -21,7 +22,7 @@ struct GenerateOptions {
   ImageOptions image;
 };
 
-int RunGenerate(GenerateOptions options) {
+int RunGenerate(GenerateOptions options, const GlobalOptions& global) {
   if (options.image.source_date_epoch < 0) {
     if (const char* env = std::getenv("SOURCE_DATE_EPOCH")) {
       char* end = nullptr;
@@ -34,6 +35,8 @@ int RunGenerate(GenerateOptions options) {
     }
   }
   Project project = LoadProject(options.dir);
+  const Catalog catalog = LoadCatalog(global);
+  options.image.catalog = &catalog;
   auto files = GenerateImage(project, options.image);
   const std::filesystem::path out =
       options.out.empty()
@@ -57,16 +60,19 @@ struct BuildCommandOptions {
   bool json = false;
 };
 
-int RunBuild(BuildCommandOptions options) {
+int RunBuild(BuildCommandOptions options, const GlobalOptions& global) {
   if (options.build.image.source_date_epoch < 0) {
     if (const char* env = std::getenv("SOURCE_DATE_EPOCH"))
       options.build.image.source_date_epoch = std::atoll(env);
   }
   options.build.source_dir = options.source_dir;
   options.build.containerfile = options.containerfile;
-  options.build.storage_root = options.storage_root;
+  options.build.storage.root = options.storage_root;
+  CheckStorageDriver(options.build.storage.driver);
   options.build.tls_verify = !options.no_tls_verify;
   if (options.build.image.image_ref.empty()) options.build.image.image_ref = options.build.push;
+  const Catalog catalog = LoadCatalog(global);
+  options.build.image.catalog = &catalog;
   BuiltImageResult r = BuildImage(options.dir, options.build);
   if (!r.ref.empty()) RecordBuiltImage(options.dir, options.build.image.target, r.ref, r.digest);
   if (options.json) {
@@ -92,20 +98,31 @@ int RunBuild(BuildCommandOptions options) {
 
 }  // namespace
 
-Command RegisterImage(CLI::App& app, const GlobalOptions&) {
+// --validator and --build-validator, which both subcommands take for the cpu target.
+void AddValidatorOptions(CLI::App* cmd, ImageOptions& image) {
+  cmd->add_option("--validator", image.validator,
+                  "cpu: the trainlock-validate binary the image copies (default: the one beside "
+                  "trainlock); its sha256 goes into a label and image.json");
+  cmd->add_flag("--build-validator", image.build_validator,
+                "cpu: compile the validator in a builder stage from trainlock-src/ instead");
+}
+
+Command RegisterImage(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<GenerateOptions>();
   CLI::App* image = app.add_subcommand("image", "Generate the container image of a lock's target");
   image->require_subcommand(1);
   CLI::App* generate = image->add_subcommand(
       "generate",
-      "Write DIR/.trainlock/image-<target>/Containerfile and requirements.txt from the lock and\n"
-      "the template in images/: FROM the digest-pinned base, OS packages from the dated\n"
-      "snapshot archive of SOURCE_DATE_EPOCH, torch and [python] at exact versions, a builder\n"
-      "stage compiling trainlock-validate against the image's own torch, lock and config in\n"
-      "/etc/trainlock/, OCI labels, the validator as entrypoint. The same inputs give\n"
-      "byte-identical files.");
+      "Write DIR/.trainlock/image-<target>/Containerfile, requirements.txt and image.json from\n"
+      "the lock and the templates in images/: FROM the digest-pinned base, OS packages from the\n"
+      "dated snapshot archive of SOURCE_DATE_EPOCH, the lock's whole Python closure with\n"
+      "pip --require-hashes --no-deps, the validator (compiled against the image's torch for\n"
+      "cuda/rocm, copied for cpu), the custom ops built for the target's architectures, lock,\n"
+      "config and image.json in /etc/trainlock/, OCI labels, the validator as entrypoint. The\n"
+      "same inputs give byte-identical files. A target whose lock has no resolved Python\n"
+      "closure is refused (exit 2) with the command that resolves it.");
   generate->add_option("DIR", options->dir, "Project directory")->capture_default_str();
-  generate->add_option("--target", options->image.target, "cuda or rocm")->required();
+  generate->add_option("--target", options->image.target, "cpu, cuda or rocm")->required();
   generate->add_option("--out", options->out, "Output directory");
   generate->add_option("--source-date-epoch", options->image.source_date_epoch,
                        "Build time in seconds since 1970 (default: $SOURCE_DATE_EPOCH)");
@@ -113,6 +130,7 @@ Command RegisterImage(CLI::App& app, const GlobalOptions&) {
   generate->add_option("--revision", options->image.revision, "org.opencontainers.image.revision");
   generate->add_option("--image-ref", options->image.image_ref,
                        "The name the image will be pushed as");
+  AddValidatorOptions(generate, options->image);
   auto build = std::make_shared<BuildCommandOptions>();
   CLI::App* b = image->add_subcommand(
       "build",
@@ -122,9 +140,7 @@ Command RegisterImage(CLI::App& app, const GlobalOptions&) {
       "fails (exit 1) when the digests differ; --push REF pushes and records ref and digest in\n"
       "the lock's [images.<target>] (lock-sha256 does not include it).");
   b->add_option("DIR", build->dir, "Project directory")->capture_default_str();
-  b->add_option("--target", build->build.image.target,
-                "cuda, rocm, or (with --containerfile) any target")
-      ->required();
+  b->add_option("--target", build->build.image.target, "cpu, cuda or rocm")->required();
   b->add_option("--engine", build->build.engine,
                 "buildah, podman or docker (default: the first found)");
   b->add_option("--push", build->build.push, "Registry reference to push to");
@@ -133,17 +149,21 @@ Command RegisterImage(CLI::App& app, const GlobalOptions&) {
   b->add_option("--containerfile", build->containerfile,
                 "Build this Containerfile instead of the generated one");
   b->add_option("--source-dir", build->source_dir,
-                "trainlock's source tree (the generated Containerfile compiles it)");
+                "trainlock's source tree (cuda/rocm images and --build-validator compile it)");
   b->add_option("--source-date-epoch", build->build.image.source_date_epoch,
                 "Build time (default: $SOURCE_DATE_EPOCH)");
   b->add_flag("--json", build->json, "Print the engine, digest and push result as JSON");
   b->add_flag("--no-tls-verify", build->no_tls_verify,
               "Talk plain HTTP to the registry (loopback test registries)");
   b->add_option("--storage-root", build->storage_root,
-                "buildah/podman storage directory (vfs driver)");
-  return [options, build, b] {
-    if (b->parsed()) return RunBuild(*build);
-    return RunGenerate(*options);
+                "buildah/podman storage directory of trainlock's own");
+  b->add_option("--storage-driver", build->build.storage.driver,
+                "with --storage-root: vfs (works unprivileged) or overlay (faster)")
+      ->capture_default_str();
+  AddValidatorOptions(b, build->build.image);
+  return [options, build, b, &global] {
+    if (b->parsed()) return RunBuild(*build, global);
+    return RunGenerate(*options, global);
   };
 }
 

@@ -16,6 +16,8 @@ struct LockCommandOptions {
   std::string dir = ".";
   bool check = false;
   bool offline = false;
+  bool python_only = false;
+  bool skip_python = false;
   bool json = false;
   long timeout_s = 30;
 };
@@ -24,6 +26,9 @@ int RunLock(const LockCommandOptions& options) {
   const std::filesystem::path dir = options.dir;
   LockOptions o;
   o.offline = options.offline;
+  o.python_only = options.python_only;
+  o.skip_python = options.skip_python;
+  o.index.timeout_s = options.timeout_s;
   o.registry.timeout_s = options.timeout_s;
   o.hub.timeout_s = options.timeout_s;  // the Hub too: a stalled Hub must not hold CI for minutes
   const ResolvedLock lock = ResolveLock(dir, o);
@@ -74,10 +79,12 @@ Command RegisterLock(CLI::App& app, const GlobalOptions&) {
       "lock",
       "Resolve DIR/trainlock.toml into DIR/trainlock.lock: base images to the digests their\n"
       "registries serve (each platform's manifest digest too), Hugging Face revisions to\n"
-      "commits with every file's size and SHA-256, local files hashed. Every body is verified\n"
-      "against its digest; nothing is written unless everything resolves. Exit 1 when content\n"
-      "does not match its digest (or, with --check, the lock is stale), 3 when a registry or\n"
-      "the Hub cannot answer. Credentials: TRAINLOCK_REGISTRY_USERNAME/PASSWORD or\n"
+      "commits with every file's size and SHA-256, local files and custom-op sources hashed,\n"
+      "each target's Python closure (torch, [python] and every dependency) to one wheel each\n"
+      "with its SHA-256 from the target's package indexes. Every body is verified against its\n"
+      "digest; nothing is written unless everything resolves. Exit 1 when content does not\n"
+      "match its digest or a closure cannot be satisfied (or, with --check, the lock is\n"
+      "stale), 3 when a registry, the Hub or an index cannot answer. Credentials: TRAINLOCK_REGISTRY_USERNAME/PASSWORD or\n"
       "~/.docker/config.json; HF_TOKEN; HF_ENDPOINT for another Hub.");
   cmd->add_option("DIR", options->dir, "Project directory")->capture_default_str();
   cmd->add_flag("--check", options->check,
@@ -85,6 +92,11 @@ Command RegisterLock(CLI::App& app, const GlobalOptions&) {
                 "resolves to");
   cmd->add_flag("--offline", options->offline,
                 "Never touch the network: use only what the manifest or the existing lock pins");
+  cmd->add_flag("--python-only", options->python_only,
+                "Ask only the package indexes; base images and Hub revisions as with --offline");
+  cmd->add_flag("--skip-python", options->skip_python,
+                "Never ask the package indexes: keep the existing lock's closures where the request "
+                "is unchanged, leave the others unresolved (`image generate` then refuses them)");
   cmd->add_flag("--json", options->json,
                 "Print the lock's path, lock-sha256 and what was pinned as JSON");
   cmd->add_option("--timeout", options->timeout_s, "Seconds per network request")

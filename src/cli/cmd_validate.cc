@@ -1,6 +1,11 @@
-// `trainlock validate DIR [OPTIONS]`: run the in-container validator, trainlock-validate,
-// on a project. The validator is a separate binary (it links LibTorch; trainlock does not):
-// this command finds it beside `trainlock` or on PATH and hands over the process.
+// `trainlock validate DIR [--image REF] [OPTIONS]`: run the validator, trainlock-validate, on a
+// project. The validator is a separate binary (it links LibTorch; trainlock does not). Without
+// --image this command finds it beside `trainlock` or on PATH and hands over the process. With
+// --image it runs the image's own validator through the engine (image_run.h) on the project
+// mounted read-only, then binds the report it wrote to the image by the digest the engine
+// resolved ("engine"), and only then signs it: the binding is measured on the host, not
+// declared by the environment.
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,34 +13,190 @@
 #include <filesystem>
 #include <iostream>
 
+#include "base/diagnostic.h"
 #include "base/exit_code.h"
+#include "base/failure.h"
+#include "base/file_io.h"
+#include "base/json_file.h"
+#include "base/refs.h"
 #include "cli/commands.h"
+#include "image/image_run.h"
+#include "project/project.h"
+#include "report/report.h"
+#include "report/report_signing.h"
+#include "report/report_view.h"
 
 namespace trainlock::cli {
+namespace fs = std::filesystem;
 namespace {
+
+// Where the project and the report directory appear inside the container.
+constexpr const char* kProjectMount = "/trainlock/project";
+constexpr const char* kOutMount = "/trainlock/out";
 
 struct ValidateOptions {
   std::string dir = ".";
+  std::string image;  // --image REF
+  ImageRunOptions run;
+  bool no_tls_verify = false;
   std::vector<std::string> passthrough;
+  // Taken from the validator's options when the report is finished on the host.
+  std::string out = "report.json";
+  std::string sign_key;
+  bool json = false;
 };
 
-int RunValidate(const ValidateOptions& options) {
+int ExecLocalValidator(const ValidateOptions& options) {
   std::vector<std::string> args = {"trainlock-validate", options.dir};
   args.insert(args.end(), options.passthrough.begin(), options.passthrough.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::error_code ec;
-  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    std::filesystem::path sibling = self.parent_path() / "trainlock-validate";
-    if (std::filesystem::exists(sibling)) ::execv(sibling.c_str(), argv.data());
+    fs::path sibling = self.parent_path() / "trainlock-validate";
+    if (fs::exists(sibling)) ::execv(sibling.c_str(), argv.data());
   }
   ::execvp("trainlock-validate", argv.data());
   std::cerr
       << "trainlock: error: cannot run trainlock-validate (" << std::strerror(errno)
       << "); it is built beside trainlock when LibTorch is found, or run it inside the image\n";
   return kExitEnvironment;
+}
+
+// Moves this command's own options out of the validator's (CLI11 stops at the first option it
+// does not know, so they may come after validator options); --out, --sign and --json are kept
+// for the host, which finishes the report.
+void TakeHostOptions(ValidateOptions& o) {
+  std::vector<std::string> rest;
+  const std::vector<std::string>& in = o.passthrough;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const std::string& a = in[i];
+    auto value = [&](std::string& into) {
+      if (i + 1 >= in.size()) throw InputError(Diagnostic{a, {}, "needs a value", ""});
+      into = in[++i];
+    };
+    if (a == "--image") value(o.image);
+    else if (a == "--engine") value(o.run.engine);
+    else if (a == "--storage-root") {
+      std::string root;
+      value(root);
+      o.run.storage.root = root;
+    } else if (a == "--storage-driver") value(o.run.storage.driver);
+    else if (a == "--no-tls-verify") o.no_tls_verify = true;
+    else if (a == "--out" || a == "-o") value(o.out);
+    else if (a == "--sign") value(o.sign_key);
+    else if (a == "--json") o.json = true;
+    else rest.push_back(a);
+  }
+  o.passthrough = rest;
+}
+
+// The report the validator wrote in the image, bound to the image the engine resolved.
+nlohmann::json BindReport(const fs::path& file, const Project& project, const EngineImage& image) {
+  nlohmann::json report = ReadJsonFile(file, file.string());
+  if (StringMember(report, "lock_sha256") != project.lock_sha256) {
+    throw Failure(file.string() + ": the report's lock_sha256 is not " + project.lock_path + "'s",
+                  kExitVerdict);
+  }
+  std::string error;
+  ImageRef name = *ParseImageRef(image.ref, &error);
+  name.digest.clear();
+  report["image"] = {{"ref", name.ToString()}, {"digest", image.digest}, {"digest_source", "engine"}};
+  report.erase("signature");
+  std::vector<std::string> problems = ReportSchemaViolations(report);
+  if (!problems.empty()) {
+    throw Failure(file.string() + ": the validator's report does not conform: " + problems.front(),
+                  kExitEnvironment);
+  }
+  return report;
+}
+
+// A fresh directory for the report, mounted into the container; removed afterwards.
+class OutDir {
+ public:
+  OutDir() {
+    std::string templ = (fs::temp_directory_path() / "trainlock-report-XXXXXX").string();
+    if (!::mkdtemp(templ.data()))
+      throw Failure("cannot create a directory in " + fs::temp_directory_path().string(),
+                    kExitEnvironment);
+    path_ = templ;
+  }
+  ~OutDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+int ValidateInImage(ValidateOptions& o) {
+  o.run.tls_verify = !o.no_tls_verify;
+  CheckStorageDriver(o.run.storage.driver);
+  Project project = LoadProject(o.dir);
+  RequireLock(project, "missing; run `trainlock lock` first");
+  std::string pem;
+  if (!o.sign_key.empty()) {
+    pem = ReadInputFile(o.sign_key, o.sign_key);
+    try {
+      PrivateKeyId(pem);
+    } catch (const KeyError& e) {
+      throw InputError(Diagnostic{o.sign_key, {}, e.what(),
+                                  "give the .key file written by `trainlock keygen`"});
+    }
+  }
+  const EngineImage image = ResolveEngineImage(o.image, o.run);
+  std::cerr << "trainlock: validating in " << image.ref << " (" << image.digest << ", resolved by "
+            << image.engine << ")\n";
+  OutDir out;
+  std::vector<std::string> argv = {"/usr/local/bin/trainlock-validate", kProjectMount, "--out",
+                                   std::string(kOutMount) + "/report.json"};
+  argv.insert(argv.end(), o.passthrough.begin(), o.passthrough.end());
+  const int code = RunInImage(image, o.run,
+                              {{fs::absolute(o.dir), kProjectMount, true},
+                               {out.path(), kOutMount, false}},
+                              {}, argv);
+  if (!fs::exists(out.path() / "report.json")) {
+    std::cerr << "trainlock: error: the validator in " << image.ref << " wrote no report (exit "
+              << code << ")\n";
+    return code == kExitOk || code == kExitVerdict ? kExitEnvironment : code;
+  }
+  // The merged report and, for a run of several ranks, each rank's beside it.
+  for (const auto& entry : fs::directory_iterator(out.path())) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with("report") || entry.path().extension() != ".json") continue;
+    nlohmann::json report = BindReport(entry.path(), project, image);
+    if (!pem.empty()) SignReport(report, pem);
+    const fs::path dest = name == "report.json"
+                              ? fs::path(o.out)
+                              : fs::path(o.out).parent_path() / (fs::path(o.out).stem().string() +
+                                                                 name.substr(6));
+    if (dest.has_parent_path()) fs::create_directories(dest.parent_path());
+    WriteFileAtomically(dest, SignedReportText(report));
+    if (name == "report.json" && o.json) std::cout << report.dump(2) << "\n";
+  }
+  std::cerr << "trainlock: wrote " << o.out << ", bound to " << image.digest
+            << (pem.empty() ? "" : ", signed") << "\n";
+  return code;
+}
+
+int RunValidate(ValidateOptions& options) {
+  TakeHostOptions(options);
+  if (options.image.empty()) {
+    if (!options.run.engine.empty() || !options.run.storage.root.empty() || options.no_tls_verify)
+      throw InputError(Diagnostic{"--engine", {}, "--engine, --storage-root/-driver and --no-tls-verify "
+                                                  "go with --image", ""});
+    // Without an image the validator finishes its own report.
+    if (options.out != "report.json") options.passthrough.insert(options.passthrough.end(), {"--out", options.out});
+    if (!options.sign_key.empty())
+      options.passthrough.insert(options.passthrough.end(), {"--sign", options.sign_key});
+    if (options.json) options.passthrough.push_back("--json");
+    return ExecLocalValidator(options);
+  }
+  return ValidateInImage(options);
 }
 
 }  // namespace
@@ -48,8 +209,21 @@ Command RegisterValidate(CLI::App& app, const GlobalOptions&) {
       "step and the train -> checkpoint -> SIGKILL -> restore -> resume round trip, writing\n"
       "report.json. Options after DIR go to the validator (see trainlock-validate --help):\n"
       "--out FILE, --checkpoint-dir DIR, --device auto|cpu|cuda, --threads N, --timeout S,\n"
-      "--keep-work, --json, --negative-control rng|data|corrupt. Exit 0 pass, 1 fail.");
+      "--keep-work, --json, --negative-control rng|data|corrupt, --sign KEY. With --image REF\n"
+      "the validator inside that image runs (through buildah, podman or docker, with the GPUs\n"
+      "passed through) on DIR mounted read-only; the report is then bound to the image digest\n"
+      "the engine resolved and signed on the host. Exit 0 pass, 1 fail.");
   cmd->add_option("DIR", options->dir, "Project directory")->capture_default_str();
+  cmd->add_option("--image", options->image,
+                  "Validate inside this image (REF or REF@sha256:...), pulled when not local");
+  cmd->add_option("--engine", options->run.engine,
+                  "With --image: buildah, podman or docker (default: the first found)");
+  cmd->add_option("--storage-root", options->run.storage.root,
+                  "With --image: buildah/podman storage directory of trainlock's own");
+  cmd->add_option("--storage-driver", options->run.storage.driver,
+                  "With --image and --storage-root: vfs (default) or overlay");
+  cmd->add_flag("--no-tls-verify", options->no_tls_verify,
+                "With --image: pull over plain HTTP (loopback test registries)");
   cmd->allow_extras();
   cmd->prefix_command();
   return [options, cmd] {

@@ -3,10 +3,14 @@
 
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "base/file_io.h"
-#include "base/program_path.h"
+#include "base/sha256.h"
 #include "base/subprocess.h"
 #include "base/toml_document.h"
+#include "base/tree_hash.h"
+#include "image/engine.h"
 #include "lock/lock_resolver.h"
 #include "project/project.h"
 #include "project/spec_loader.h"
@@ -33,10 +37,80 @@ std::string Run(const std::vector<std::string>& argv, const std::string& what) {
   const ProcessRun r = RunProcess(options);
   if (r.exit_code != 0) {
     throw Failure(what + " failed (" + argv[0] + " exit " + std::to_string(r.exit_code) +
-                      "): " + TailLines(r.output, 5),
+                      "): " + TailLines(r.output, 12),
                   kExitEnvironment);
   }
   return r.output;
+}
+
+// trainlock's sources, for a Containerfile that compiles the validator.
+void StageSources(const fs::path& source_dir, const fs::path& context) {
+  if (source_dir.empty() || !fs::exists(source_dir / "CMakeLists.txt")) {
+    throw Failure(
+        "the generated Containerfile compiles trainlock: --source-dir must name "
+        "trainlock's source tree",
+        kExitBadInput);
+  }
+  fs::create_directories(context / "trainlock-src");
+  for (const char* part : {"CMakeLists.txt", "CMakePresets.json", "cmake", "src", "validators",
+                           "lockfiles", "images"}) {
+    if (fs::exists(source_dir / part)) {
+      fs::copy(source_dir / part, context / "trainlock-src" / part,
+               fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    }
+  }
+}
+
+// The cpu image's validator binary, which must be the one image.json records.
+void StageValidator(const ImageBuildOptions& o, const std::string& record,
+                    const fs::path& context) {
+  const fs::path validator =
+      o.image.validator.empty() ? DefaultValidatorBinary() : o.image.validator;
+  fs::copy_file(validator, context / "trainlock-validate");
+  const std::string want = nlohmann::json::parse(record).value("validator_sha256", "");
+  const std::string have = Sha256FileHex(context / "trainlock-validate");
+  if (have != want) {
+    throw Failure(validator.string() + " changed while the build context was staged (sha256 " +
+                      have + ", generated for " + want + ")",
+                  kExitVerdict);
+  }
+}
+
+// The custom ops' pinned sources or libraries under custom-ops/<index>/, each checked against
+// the lock: an image is built from what the lock pins or not at all.
+void StageCustomOps(const fs::path& project_dir, const Project& project, const fs::path& context) {
+  const std::vector<CustomOpLibrary>& libs = project.lock->custom_ops;
+  for (size_t i = 0; i < libs.size(); ++i) {
+    const CustomOpLibrary& lib = libs[i];
+    const fs::path dir = context / "custom-ops" / std::to_string(i);
+    const std::string what = project.lock_path + ": custom-ops[" + std::to_string(i) + "] ";
+    std::string have, want;
+    if (!lib.source.empty()) {
+      if (!fs::is_directory(project_dir / lib.source))
+        throw Failure(what + "sources " + lib.source + ": no such directory", kExitBadInput);
+      fs::create_directories(dir.parent_path());
+      fs::copy(project_dir / lib.source, dir,
+               fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+      have = TreeSha256(dir);
+      want = lib.source_sha256;
+    } else if (!lib.sha256.empty()) {
+      const fs::path file = project_dir / lib.library;
+      if (!fs::is_regular_file(file))
+        throw Failure(what + "library " + lib.library + ": no such file", kExitBadInput);
+      fs::create_directories(dir);
+      fs::copy_file(file, dir / file.filename());
+      have = Sha256FileHex(dir / file.filename());
+      want = lib.sha256;
+    } else {
+      continue;  // GenerateImage already refused it
+    }
+    if (have != want) {
+      throw Failure(what + (lib.source.empty() ? lib.library : lib.source) +
+                        " changed since the lock was made (sha256 " + have + ", the lock pins " +
+                        want + "); run `trainlock lock`",
+                    kExitVerdict);
+    }
+  }
 }
 
 // Copies what the Containerfile needs into a fresh context directory.
@@ -46,22 +120,14 @@ fs::path StageContext(const fs::path& project_dir, const Project& project,
   fs::remove_all(context);
   fs::create_directories(context);
   if (o.containerfile.empty()) {
-    for (const auto& [name, text] : GenerateImage(project, o.image)) {
-      WriteFileAtomically(context / name, text);
+    const auto files = GenerateImage(project, o.image);
+    for (const auto& [name, text] : files) WriteFileAtomically(context / name, text);
+    if (o.image.target == "cpu" && !o.image.build_validator) {
+      StageValidator(o, files.at("image.json"), context);
+    } else {
+      StageSources(o.source_dir, context);
     }
-    if (o.source_dir.empty() || !fs::exists(o.source_dir / "CMakeLists.txt")) {
-      throw Failure(
-          "the generated Containerfile compiles trainlock: --source-dir must name "
-          "trainlock's source tree",
-          kExitBadInput);
-    }
-    for (const char* part : {"CMakeLists.txt", "CMakePresets.json", "cmake", "src", "validators",
-                             "lockfiles", "images"}) {
-      if (fs::exists(o.source_dir / part)) {
-        fs::copy(o.source_dir / part, context / "trainlock-src" / part,
-                 fs::copy_options::recursive);
-      }
-    }
+    StageCustomOps(project_dir, project, context);
   } else {
     fs::copy_file(o.containerfile, context / "Containerfile");
   }
@@ -73,36 +139,12 @@ fs::path StageContext(const fs::path& project_dir, const Project& project,
   return context;
 }
 
-std::string PickEngine(const std::string& wanted) {
-  if (!wanted.empty()) {
-    if (wanted != "buildah" && wanted != "podman" && wanted != "docker") {
-      throw Failure("--engine must be buildah, podman or docker, not '" + wanted + "'",
-                    kExitBadInput);
-    }
-    if (!OnPath(wanted)) throw Failure(wanted + " is not installed", kExitEnvironment);
-    return wanted;
-  }
-  for (const char* engine : {"buildah", "podman", "docker"}) {
-    if (OnPath(engine)) return engine;
-  }
-  throw Failure("no image engine found (buildah, podman or docker)", kExitEnvironment);
-}
-
-std::vector<std::string> EngineBase(const std::string& engine, const ImageBuildOptions& o) {
-  std::vector<std::string> argv = {engine};
-  if (engine != "docker" && !o.storage_root.empty()) {
-    argv.insert(argv.end(), {"--root", (o.storage_root / "root").string(), "--runroot",
-                             (o.storage_root / "run").string(), "--storage-driver", "vfs"});
-  }
-  return argv;
-}
-
 // One build; returns the local image name.
 std::string BuildOnce(const std::string& engine, const ImageBuildOptions& o,
                       const fs::path& context, int n) {
   const std::string name = "localhost/trainlock-build-" + o.image.target + "-" + std::to_string(n);
   const std::string epoch = std::to_string(o.image.source_date_epoch);
-  std::vector<std::string> argv = EngineBase(engine, o);
+  std::vector<std::string> argv = EngineCommand(engine, o.storage);
   if (engine == "docker") {
     argv.insert(argv.end(), {"build", "--no-cache", "--provenance=false", "--build-arg",
                              "SOURCE_DATE_EPOCH=" + epoch, "-f",
@@ -123,7 +165,7 @@ std::string BuildOnce(const std::string& engine, const ImageBuildOptions& o,
 // Pushes `name` to `destination` (docker://REF or oci:DIR) and returns the manifest digest.
 std::string PushOnce(const std::string& engine, const ImageBuildOptions& o, const std::string& name,
                      const std::string& destination, const fs::path& digest_file) {
-  std::vector<std::string> argv = EngineBase(engine, o);
+  std::vector<std::string> argv = EngineCommand(engine, o.storage);
   if (engine == "docker") {
     const std::string ref = destination.substr(std::string("docker://").size());
     Run({"docker", "tag", name, ref}, "tag");

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/failure.h"
+#include "image/engine.h"
 #include "image/image_generate.h"
 
 namespace trainlock {
@@ -22,7 +23,7 @@ struct ImageBuildOptions {
   std::filesystem::path containerfile;  // "" = the generated one
   std::filesystem::path source_dir;     // trainlock's sources, for the generated Containerfile
   bool tls_verify = true;               // false for a plain-HTTP registry (loopback tests)
-  std::filesystem::path storage_root;   // buildah/podman --root; "" = the engine's default
+  EngineStorage storage;                // buildah/podman storage; no root = the engine's default
 };
 
 struct BuiltImageResult {

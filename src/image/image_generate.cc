@@ -1,14 +1,23 @@
 // Containerfile generation; see image_generate.h.
 #include "image/image_generate.h"
 
+#include <unistd.h>
+
 #include <ctime>
 #include <stdexcept>
 
 #include "base/catalog_embedded.h"
 #include "base/diagnostic.h"
+#include "base/program_path.h"
 #include "base/refs.h"
+#include "base/sha256.h"
+#include "compat/target_archs.h"
+#include "image/custom_op_steps.h"
+#include "image/image_record.h"
+#include "image/requirements_file.h"
 
 namespace trainlock {
+namespace fs = std::filesystem;
 namespace {
 
 std::string UtcTime(int64_t epoch, const char* format) {
@@ -20,16 +29,66 @@ std::string UtcTime(int64_t epoch, const char* format) {
   return buf;
 }
 
-// One template serves cuda and rocm: they differ in the base, the torch build and its index.
-std::string Template() {
-  const std::string name = "Containerfile.in";
+// Containerfile.in serves cuda and rocm (they differ in the base, the torch build and its
+// index); cpu.Containerfile.in the cpu target, whose validator is not compiled in the image.
+std::string Template(const std::string& target) {
+  const std::string name = target == "cpu" ? "cpu.Containerfile.in" : "Containerfile.in";
   for (const EmbeddedFile& f : EmbeddedImageTemplates()) {
     if (f.name == name) return std::string(f.contents);
   }
   throw std::logic_error("no embedded template " + name);
 }
 
+// The cpu image's builder stage (Debian's compilers and LibTorch headers), when it compiles
+// the validator or a custom op.
+std::string CpuBuilder(const std::string& snapshot, bool validator, const std::string& ops) {
+  if (!validator && ops.empty()) return "";
+  std::string out =
+      "\n# Compilers and Debian's LibTorch headers, for what the image compiles.\n"
+      "FROM @BASE@ AS builder\n"
+      "ARG SOURCE_DATE_EPOCH\n"
+      "RUN rm -f /etc/apt/sources.list.d/* && \\\n"
+      "    echo \"deb [check-valid-until=no] http://snapshot.debian.org/archive/debian/" +
+      snapshot +
+      " bookworm main\" \\\n"
+      "      > /etc/apt/sources.list && \\\n"
+      "    apt-get update && \\\n"
+      "    apt-get install -y --no-install-recommends cmake ninja-build g++ pkg-config "
+      "libtorch-dev \\\n"
+      "      libgloo-dev libyaml-cpp-dev libcurl4-openssl-dev libssl-dev nlohmann-json3-dev "
+      "libcli11-dev \\\n"
+      "      libtomlplusplus-dev zlib1g-dev && \\\n"
+      "    rm -rf /var/lib/apt/lists/*\n";
+  if (validator) {
+    out +=
+        "COPY trainlock-src/ /src/trainlock/\n"
+        "RUN cmake -S /src/trainlock -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release "
+        "-DTRAINLOCK_TESTS=OFF && \\\n"
+        "    cmake --build /build --target trainlock-validate\n";
+  }
+  return out + ops;
+}
+
+std::string ArchsNote(const std::string& target, const std::vector<std::string>& archs) {
+  std::string list;
+  for (const std::string& a : archs) list += (list.empty() ? "" : ", ") + a;
+  return target == "cuda" ? "compute capability " + list : list;
+}
+
 }  // namespace
+
+fs::path DefaultValidatorBinary() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec && fs::exists(self.parent_path() / "trainlock-validate"))
+    return self.parent_path() / "trainlock-validate";
+  const char* path = std::getenv("PATH");
+  for (const std::string& candidate :
+       ProgramCandidates("trainlock-validate", path ? path : kDefaultPath)) {
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return {};
+}
 
 std::string FillTemplate(const std::string& text,
                          const std::map<std::string, std::string>& values) {
@@ -63,51 +122,99 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
     throw InputError(Diagnostic{project.lock_path, {}, message, hint});
   };
   const Spec& lock = RequireLock(project, "missing; run `trainlock lock` first");
-  if (o.target != "cuda" && o.target != "rocm")
-    fail("image targets are cuda and rocm, not '" + o.target + "'");
+  if (o.target != "cuda" && o.target != "rocm" && o.target != "cpu")
+    fail("image targets are cpu, cuda and rocm, not '" + o.target + "'");
   auto it = lock.targets.find(o.target);
   if (it == lock.targets.end()) fail("no [targets." + o.target + "]");
   const Target& t = it->second;
+  const bool gpu = o.target != "cpu";
   std::string error;
   std::optional<ImageRef> base = ParseImageRef(t.base, &error);
   if (t.base.empty() || !base || !base->pinned())
     fail("[targets." + o.target + "] has no digest-pinned base", "run `trainlock lock`");
   const size_t plus = t.torch.find('+');
   const std::string build_tag = plus == std::string::npos ? "" : t.torch.substr(plus + 1);
-  if (build_tag.rfind(o.target == "cuda" ? "cu" : "rocm", 0) != 0) {
+  if (gpu && build_tag.rfind(o.target == "cuda" ? "cu" : "rocm", 0) != 0) {
     fail("[targets." + o.target + "] torch = \"" + t.torch + "\" names no " +
              (o.target == "cuda" ? "+cuXYZ" : "+rocmX.Y") + " build",
          "pin the build, e.g. \"2.11.0+cu130\"");
+  }
+  if (!t.wheels) {
+    std::string indexes;
+    for (const std::string& index : t.python_index) indexes += (indexes.empty() ? "" : ", ") + index;
+    fail("[targets." + o.target + "] has no resolved Python closure (" +
+             (gpu ? "torch " + t.torch + ", " : std::string()) +
+             "the [python] packages and every dependency, with hashes)",
+         "run `trainlock lock` where " + (indexes.empty() ? std::string("its package index") : indexes) +
+             " can be reached");
   }
   if (o.source_date_epoch < 0) {
     fail(
         "image generation needs SOURCE_DATE_EPOCH (or --source-date-epoch) for reproducible output",
         "e.g. SOURCE_DATE_EPOCH=$(git log -1 --format=%ct)");
   }
+  std::vector<std::string> archs;
+  if (gpu) {
+    const Catalog catalog = o.catalog ? *o.catalog : Catalog::Embedded();
+    archs = TargetArchitectures(project, o.target, catalog);
+  }
+  const CustomOpSteps ops = CustomOpStepsFor(lock, project.lock_path, o.target, archs);
+
+  ImageRecord record;
+  record.target = o.target;
+  record.lock_sha256 = project.lock_sha256;
+  record.config_sha256 = project.config_sha256;
+  record.source_date_epoch = o.source_date_epoch;
+  record.base = t.base;
+  record.ref = o.image_ref;
+  const bool copy_validator = !gpu && !o.build_validator;
+  if (copy_validator) {
+    const fs::path validator = o.validator.empty() ? DefaultValidatorBinary() : o.validator;
+    if (validator.empty() || !fs::is_regular_file(validator)) {
+      throw InputError(Diagnostic{
+          validator.empty() ? "trainlock-validate" : validator.string(), {},
+          "the cpu image copies a trainlock-validate binary, and there is none here",
+          "build it (it is built beside trainlock when LibTorch is found), name one with "
+          "--validator, or compile it in the image with --build-validator"});
+    }
+    record.validator_sha256 = Sha256FileHex(validator);
+  }
+
   ImageRef base_name = *base;
   base_name.digest.clear();
-  const std::map<std::string, std::string> values = {
+  const std::string snapshot = UtcTime(o.source_date_epoch, "%Y%m%dT%H%M%SZ");
+  std::map<std::string, std::string> values = {
       {"LOCK_SHA256", project.lock_sha256},
       {"TARGET", o.target},
       {"SOURCE_DATE_EPOCH", std::to_string(o.source_date_epoch)},
-      {"SNAPSHOT", UtcTime(o.source_date_epoch, "%Y%m%dT%H%M%SZ")},
+      {"SNAPSHOT", snapshot},
       {"CREATED", UtcTime(o.source_date_epoch, "%Y-%m-%dT%H:%M:%SZ")},
       {"BASE", t.base},
       {"BASE_NAME", base_name.ToString()},
       {"BASE_DIGEST", base->digest},
-      {"TORCH_INDEX", "https://download.pytorch.org/whl/" + build_tag},
       {"CONFIG", lock.config},
       {"SOURCE", o.source},
       {"REVISION", o.revision},
-      {"IMAGE_REF", o.image_ref},
+      {"OPS_BUILD", ops.build},
+      {"OPS_COPY", ops.copy},
+      {"ARCHS_NOTE", ArchsNote(o.target, archs)},
+      {"VALIDATOR_SHA256", record.validator_sha256},
+      {"VALIDATOR_CONTEXT",
+       copy_validator ? "trainlock-validate (sha256 " + record.validator_sha256.substr(0, 12) + "...)"
+                      : "trainlock-src/ (trainlock's sources)"},
+      {"VALIDATOR_COPY",
+       copy_validator
+           ? "# The validator binary from the build context (sha256 in the label and image.json).\n"
+             "COPY trainlock-validate /usr/local/bin/trainlock-validate"
+           : "# The validator, compiled in the builder stage.\n"
+             "COPY --from=builder /build/bin/trainlock-validate /usr/local/bin/trainlock-validate"},
   };
-  std::string requirements =
-      "# Generated by `trainlock image generate` from trainlock.lock (lock-sha256 " +
-      project.lock_sha256 + ").\n# Exact versions from the lock; installed with --no-deps.\n";
-  requirements += "torch==" + t.torch + "\n";
-  for (const auto& [package, version] : lock.python)
-    requirements += package + "==" + version + "\n";
-  return {{"Containerfile", FillTemplate(Template(), values)}, {"requirements.txt", requirements}};
+  if (!gpu) {
+    values["BUILDER"] = FillTemplate(CpuBuilder(snapshot, !copy_validator, ops.build), values);
+  }
+  return {{"Containerfile", FillTemplate(Template(o.target), values)},
+          {"requirements.txt", RequirementsFile(t, project.lock_sha256)},
+          {"image.json", record.ToJson().dump(2) + "\n"}};
 }
 
 }  // namespace trainlock

@@ -1,6 +1,8 @@
 // The manifest -> lock resolution; see lock_resolver.h.
 #include "lock/lock_resolver.h"
 
+#include <stdlib.h>
+
 #include <future>
 #include <sstream>
 
@@ -12,6 +14,9 @@
 #include "base/sha256.h"
 #include "base/toml_document.h"
 #include "project/artifact_paths.h"
+#include "base/tree_hash.h"
+#include "lock/pep508.h"
+#include "lock/python_resolver.h"
 #include "project/project.h"
 #include "project/spec_loader.h"
 
@@ -43,7 +48,7 @@ PinnedBase PinBase(const std::string& target, const std::string& base,
   std::string error;
   std::optional<ImageRef> ref = ParseImageRef(base, &error);
   if (!ref) throw Failure("targets." + target + ".base: " + error, kExitBadInput);
-  if (o.offline) {
+  if (o.offline || o.python_only) {
     // Reuse the existing lock's pin for the same name and tag (or the same digest).
     if (old) {
       auto it = old->targets.find(target);
@@ -56,8 +61,8 @@ PinnedBase PinBase(const std::string& target, const std::string& base,
       }
     }
     if (ref->pinned()) return {ref->ToString(), {}};
-    throw Failure("targets." + target + ".base " + base +
-                      " is not pinned and --offline does not ask the registry",
+    throw Failure("targets." + target + ".base " + base + " is not pinned and " +
+                      (o.offline ? "--offline" : "--python-only") + " does not ask the registry",
                   kExitVerdict);
   }
   try {
@@ -74,7 +79,7 @@ HubRevision PinHub(const std::string& kind, const ArtifactSource& a, const std::
                    const LockOptions& o) {
   std::vector<std::string> wanted;
   for (const PinnedFile& f : a.files) wanted.push_back(f.path);
-  if (o.offline) {
+  if (o.offline || o.python_only) {
     const std::optional<ArtifactSource>& locked =
         !old ? std::nullopt : (kind == "model" ? old->model : old->dataset);
     if (locked && locked->source == "hf" && locked->repo == a.repo &&
@@ -83,8 +88,8 @@ HubRevision PinHub(const std::string& kind, const ArtifactSource& a, const std::
       for (const PinnedFile& f : locked->files) have.push_back(f.path);
       if (have == wanted || wanted.empty()) return {locked->revision, locked->files};
     }
-    throw Failure(kind + " " + a.repo + "@" + a.revision +
-                      " is not pinned in the existing lock and --offline does not ask the Hub",
+    throw Failure(kind + " " + a.repo + "@" + a.revision + " is not pinned in the existing lock and " +
+                      (o.offline ? "--offline" : "--python-only") + " does not ask the Hub",
                   kExitVerdict);
   }
   return ResolveHubRevision(kind, a.repo, a.revision, wanted, o.hub);
@@ -109,6 +114,105 @@ std::vector<PinnedFile> HashLocal(const fs::path& dir, const ArtifactSource& a,
     out.push_back({f.path, sha, size});
   }
   return out;
+}
+
+// The Python a target's image runs and where its packages come from, unless the manifest
+// says: Debian 12's interpreter for cpu (the base of examples/tiny), Ubuntu 24.04's for the GPU
+// targets (the CUDA and ROCm bases of the pilots); PyTorch's index of the torch build first for
+// them (torch and its CUDA/ROCm libraries), then PyPI.
+struct TargetPython {
+  std::string python;
+  std::vector<std::string> indexes;
+  std::map<std::string, std::string> roots;  // package -> exact version
+  int glibc_minor = 36;
+};
+
+TargetPython EffectivePython(const Target& t, const Spec& manifest) {
+  TargetPython p;
+  const bool gpu = t.name != "cpu";
+  p.python = !t.python.empty() ? t.python : gpu ? "3.12" : "3.11";
+  p.glibc_minor = gpu ? 39 : 36;
+  p.indexes = t.python_index;
+  if (p.indexes.empty()) {
+    const size_t plus = t.torch.find('+');
+    if (gpu && plus != std::string::npos)
+      p.indexes.push_back("https://download.pytorch.org/whl/" + t.torch.substr(plus + 1));
+    p.indexes.push_back("https://pypi.org/simple");
+  }
+  // The cpu image's torch is Debian's LibTorch (the validator is C++): no torch wheel.
+  if (gpu) p.roots["torch"] = t.torch;
+  for (const auto& [name, version] : manifest.python) p.roots[NormalizePackageName(name)] = version;
+  return p;
+}
+
+// The existing lock's closure for this target, when it was resolved for the same request.
+std::optional<std::vector<PythonPin>> ReusableClosure(const std::string& target,
+                                                      const TargetPython& want,
+                                                      const std::optional<Spec>& old) {
+  if (!old || !old->targets.count(target)) return std::nullopt;
+  const Target& t = old->targets.at(target);
+  if (!t.wheels || t.python != want.python || t.python_index != want.indexes) return std::nullopt;
+  std::map<std::string, std::string> roots;
+  if (target != "cpu") roots["torch"] = t.torch;
+  for (const auto& [name, version] : old->python) roots[NormalizePackageName(name)] = version;
+  if (roots != want.roots) return std::nullopt;
+  std::vector<PythonPin> pins;
+  for (const PythonWheel& w : *t.wheels) pins.push_back({w.name, w.version, w.file, w.sha256, w.index});
+  return pins;
+}
+
+// nullopt: left unresolved (--skip-python).
+std::optional<std::vector<PythonPin>> PinClosure(const std::string& target, const TargetPython& p,
+                                                 const std::optional<Spec>& old,
+                                                 const LockOptions& o) {
+  if (p.roots.empty()) return std::vector<PythonPin>{};
+  if (o.offline || o.skip_python) {
+    if (auto reused = ReusableClosure(target, p, old)) return reused;
+    if (o.skip_python) return std::nullopt;
+    throw Failure("targets." + target + ": the Python closure is not pinned in the existing lock "
+                  "and --offline does not ask the package index",
+                  kExitVerdict);
+  }
+  ClosureRequest request;
+  request.what = "targets." + target;
+  request.indexes = p.indexes;
+  request.platform = *PythonPlatform::Parse(p.python);
+  request.platform.glibc_minor = p.glibc_minor;
+  request.roots = p.roots;
+  return ResolvePythonClosure(request, o.index);
+}
+
+toml::array WheelsArray(const std::vector<PythonPin>& pins) {
+  toml::array arr;
+  for (const PythonPin& w : pins) {
+    arr.push_back(toml::table{{"name", w.name},
+                              {"version", w.version},
+                              {"file", w.file},
+                              {"sha256", w.sha256},
+                              {"index", w.index}});
+  }
+  return arr;
+}
+
+// [[custom-ops]]: the source tree's hash, or the prebuilt library's when it exists.
+void PinCustomOps(const fs::path& dir, const Spec& manifest, toml::table& doc,
+                  std::vector<std::string>& pinned) {
+  toml::array* libs = doc["custom-ops"].as_array();
+  for (size_t i = 0; i < manifest.custom_ops.size(); ++i) {
+    const CustomOpLibrary& lib = manifest.custom_ops[i];
+    toml::table* t = (*libs)[i].as_table();
+    if (!lib.source.empty()) {
+      try {
+        t->insert_or_assign("source-sha256", TreeSha256(dir / lib.source));
+      } catch (const std::exception& e) {
+        throw Failure("custom-ops[" + std::to_string(i) + "].source: " + e.what(), kExitBadInput);
+      }
+      pinned.push_back("custom op sources " + lib.source + " hashed");
+    } else if (!fs::path(lib.library).is_absolute() && fs::is_regular_file(dir / lib.library)) {
+      t->insert_or_assign("sha256", Sha256FileHex(dir / lib.library));
+      pinned.push_back("custom op library " + lib.library + " hashed");
+    }
+  }
 }
 
 // One Failure naming every problem, one per line. Content that did not match its digest (1)
@@ -144,7 +248,32 @@ std::string LockFileText(const toml::table& lock) {
   return text.str();
 }
 
-ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& o) {
+namespace {
+
+// Wheels downloaded to read their metadata (an index without PEP 658 files) go to a fresh
+// temporary directory, removed when the lock is resolved.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string templ = (fs::temp_directory_path() / "trainlock-wheels-XXXXXX").string();
+    if (::mkdtemp(templ.data())) path_ = templ;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+}  // namespace
+
+ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& options) {
+  LockOptions o = options;
+  ScratchDir scratch;
+  if (o.index.scratch.empty()) o.index.scratch = scratch.path();
   const fs::path manifest_path = dir / kManifestFile;
   const std::string manifest_text = ReadInputFile(manifest_path, manifest_path.string());
   std::string manifest_sha;
@@ -171,7 +300,40 @@ ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& o) {
                               std::cref(old), std::cref(o));
     }
   }
+  std::map<std::string, TargetPython> pythons;
+  std::map<std::string, std::future<std::optional<std::vector<PythonPin>>>> closures;
+  for (const auto& [name, target] : manifest.targets) {
+    pythons[name] = EffectivePython(target, manifest);
+    closures[name] = std::async(std::launch::async, PinClosure, name, std::cref(pythons[name]),
+                                std::cref(old), std::cref(o));
+  }
   std::vector<Failure> problems;
+  for (auto& [name, future] : closures) {
+    try {
+      std::optional<std::vector<PythonPin>> pins = future.get();
+      toml::table* t = doc["targets"][name].as_table();
+      t->insert_or_assign("python", pythons[name].python);
+      toml::array indexes;
+      for (const std::string& index : pythons[name].indexes) indexes.push_back(index);
+      t->insert_or_assign("python-index", indexes);
+      if (pins) {
+        t->insert_or_assign("wheels", WheelsArray(*pins));
+        out.pinned.push_back("targets." + name + " Python closure: " + std::to_string(pins->size()) +
+                             " wheels");
+      } else {
+        out.pinned.push_back("targets." + name +
+                             " Python closure left unresolved (--skip-python): `image generate` "
+                             "refuses this target until `trainlock lock` resolves it");
+      }
+    } catch (const Failure& e) {
+      problems.push_back(e);
+    }
+  }
+  try {
+    PinCustomOps(dir, manifest, doc, out.pinned);
+  } catch (const Failure& e) {
+    problems.push_back(e);
+  }
   for (auto& [name, future] : bases) {
     try {
       PinnedBase pinned = future.get();

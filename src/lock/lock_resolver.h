@@ -1,7 +1,9 @@
 // `trainlock lock`'s engine: the manifest resolved into a lock. Base images are pinned to
 // the digest the registry serves (with each platform's manifest digest), Hugging Face
-// revisions to commits with every file's size and SHA-256, local files hashed. Lookups run
-// concurrently. Offline, only what the manifest or the existing lock already pins is used.
+// revisions to commits with every file's size and SHA-256, local files and custom-op sources
+// hashed, and each target's Python closure resolved from its package indexes
+// (python_resolver.h). Lookups run concurrently. Offline, only what the manifest or the
+// existing lock already pins is used.
 // The lock is the manifest's own document with those values filled in, written in sorted
 // key order, so the same inputs always give the same bytes.
 #pragma once
@@ -16,13 +18,20 @@
 #include "base/failure.h"
 #include "lock/hf_hub.h"
 #include "lock/oci_registry.h"
+#include "lock/python_index.h"
 
 namespace trainlock {
 
 struct LockOptions {
   bool offline = false;
+  // Ask only the package indexes: registries and the Hub as with --offline.
+  bool python_only = false;
+  // Never ask the package indexes: a closure the existing lock cannot supply is left
+  // unresolved (the lock says so; `image generate` refuses such a target).
+  bool skip_python = false;
   RegistryOptions registry;
   HubOptions hub;
+  IndexOptions index;
 };
 
 struct ResolvedLock {

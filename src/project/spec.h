@@ -36,6 +36,16 @@ struct ArtifactSource {
   std::vector<PinnedFile> files;
 };
 
+// One wheel of a target's resolved Python closure (lock only): what the image installs with
+// `pip install --require-hashes --no-deps`.
+struct PythonWheel {
+  std::string name;     // normalised package name
+  std::string version;  // as the file name spells it
+  std::string file;     // the wheel's file name
+  std::string sha256;
+  std::string index;  // the simple API root it came from
+};
+
 // [targets.cuda], [targets.rocm] or [targets.cpu].
 struct Target {
   std::string name;  // "cuda" | "rocm" | "cpu"
@@ -49,6 +59,11 @@ struct Target {
   std::string rccl;                                   // rocm: RCCL version (optional)
   std::string cudnn;                                  // cuda: cuDNN version (optional)
   std::string driver_min;                             // minimum kernel driver on the node
+  std::string python;  // the image's Python ("3.12"); "" = the target's default (the lock has it)
+  std::vector<std::string> python_index;  // simple API roots, in order; empty = the default
+  // Lock: the Python closure (torch for cuda/rocm, and [python], with every dependency);
+  // nullopt when `trainlock lock --skip-python` left it unresolved.
+  std::optional<std::vector<PythonWheel>> wheels;
 };
 
 struct TensorSpec {
@@ -69,6 +84,12 @@ struct SmokeSpec {
 
 struct CustomOpLibrary {
   std::string library;  // project-relative path (or absolute path inside the image)
+  // A CMake project (project-relative, may lead out of the project with '..') that builds the
+  // library: the image builds it for the target's architectures. "" = the library is a
+  // prebuilt file the image copies.
+  std::string source;
+  std::string source_sha256;  // lock: the source tree's hash (SourceTreeSha256)
+  std::string sha256;         // lock: the prebuilt library's hash, when it existed at lock time
   std::vector<std::string> ops;
   std::vector<SmokeSpec> smoke;
 };

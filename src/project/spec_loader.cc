@@ -74,6 +74,8 @@ class SpecReader {
   Target ReadTarget(const toml::table& t, const std::string& target_name);
   void ReadBaseImage(TomlFields& f, Target& target);
   void ReadPython(const toml::table& t);
+  void ReadPythonTarget(TomlFields& f, Target& target);
+  void ReadWheels(TomlFields& f, Target& target);
   void ReadCustomOps(const toml::array& a);
   void ReadSmoke(const toml::array& a, const std::string& name, CustomOpLibrary& lib);
   void ReadValidate(const toml::table& t);
@@ -364,9 +366,74 @@ Target SpecReader::ReadTarget(const toml::table& t, const std::string& target_na
     target.rccl = version("rccl", Need::kOptional);
     target.driver_min = version("driver-min", Need::kOptional);
   }
+  ReadPythonTarget(f, target);
   if (lock()) f.Allow("base-platforms");
   f.Finish();
   return target;
+}
+
+// The image's Python: its version, the indexes its closure comes from and (lock) the closure.
+void SpecReader::ReadPythonTarget(TomlFields& f, Target& target) {
+  if (auto python = f.String("python", Need::kOptional)) {
+    static const std::regex kPythonVersion(R"(^3\.[0-9]{1,2}(\.[0-9]{1,3})?$)");
+    if (!std::regex_match(*python, kPythonVersion)) {
+      f.Error(f.Pos("python"),
+              "'" + f.Qualified("python") + "' = " + Quoted(*python) + " is not a Python 3 version",
+              "the image's interpreter, e.g. \"3.12\"");
+    }
+    target.python = *python;
+  }
+  if (auto indexes = f.StringArray("python-index", Need::kOptional)) {
+    for (const std::string& url : *indexes) {
+      if (url.rfind("https://", 0) != 0 && url.rfind("http://", 0) != 0) {
+        f.Error(f.Pos("python-index"),
+                "'" + f.Qualified("python-index") + "' entry " + Quoted(url) +
+                    " is not an http(s) URL",
+                "name simple API roots, e.g. \"https://pypi.org/simple\"");
+      }
+    }
+    if (indexes->empty()) {
+      f.Error(f.Pos("python-index"), "'" + f.Qualified("python-index") + "' is empty",
+              "leave it out for the target's default indexes");
+    }
+    target.python_index = *indexes;
+  }
+  if (lock()) ReadWheels(f, target);
+}
+
+// [[targets.<t>.wheels]]: name, version, file, sha256, index.
+void SpecReader::ReadWheels(TomlFields& f, Target& target) {
+  const toml::array* wheels = f.Array("wheels", Need::kOptional);
+  if (!wheels) return;
+  target.wheels.emplace();
+  std::set<std::string> names;
+  for (const toml::node& element : *wheels) {
+    const auto* t = element.as_table();
+    if (!t) {
+      f.Error(PosOf(element), "'" + f.Qualified("wheels") + "' entries must be tables",
+              "a lock lists each wheel as { name, version, file, sha256, index }");
+      continue;
+    }
+    TomlFields w = Fields(*t, f.Qualified("wheels"));
+    PythonWheel wheel;
+    wheel.name = w.String("name", Need::kRequired).value_or("");
+    wheel.version = w.String("version", Need::kRequired).value_or("");
+    wheel.file = w.String("file", Need::kRequired).value_or("");
+    auto sha = w.String("sha256", Need::kRequired);
+    CheckSha256(w, "sha256", sha);
+    wheel.sha256 = sha.value_or("");
+    wheel.index = w.String("index", Need::kRequired).value_or("");
+    if (!wheel.file.ends_with(".whl")) {
+      w.Error(w.Pos("file"), "'" + w.Qualified("file") + "' = " + Quoted(wheel.file) +
+                                 " is not a wheel");
+    }
+    if (!wheel.name.empty() && !names.insert(wheel.name).second) {
+      w.Error(w.Pos("name"), "duplicate wheel for " + Quoted(wheel.name),
+              "a closure pins one version of each package");
+    }
+    w.Finish();
+    target.wheels->push_back(std::move(wheel));
+  }
 }
 
 void SpecReader::ReadPython(const toml::table& t) {
@@ -418,6 +485,25 @@ void SpecReader::ReadCustomOps(const toml::array& a) {
         f.Error(f.Pos("library"), "duplicate custom-op library " + Quoted(*library));
       }
       lib.library = *library;
+    }
+    if (auto source = f.String("source", Need::kOptional)) {
+      // The sources may live beside the project (examples/ops for examples/h200-pilot): '..'
+      // is allowed, an absolute path is not (the lock must mean the same on every machine).
+      if (source->empty() || source->front() == '/' || source->find('\\') != std::string::npos) {
+        f.Error(f.Pos("source"),
+                "'" + f.Qualified("source") + "' = " + Quoted(*source) +
+                    " is not a relative directory",
+                "name the CMake project that builds the library, relative to the project");
+      }
+      lib.source = *source;
+    }
+    if (lock()) {
+      auto source_sha = f.String("source-sha256", lib.source.empty() ? Need::kOptional : Need::kRequired);
+      CheckSha256(f, "source-sha256", source_sha);
+      lib.source_sha256 = source_sha.value_or("");
+      auto sha = f.String("sha256", Need::kOptional);
+      CheckSha256(f, "sha256", sha);
+      lib.sha256 = sha.value_or("");
     }
     if (auto ops = f.StringArray("ops", Need::kRequired)) {
       static const std::regex kOp(R"(^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_.]*$)");

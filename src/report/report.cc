@@ -76,6 +76,7 @@ nlohmann::json Report::ToJson() const {
   }
   j["image"] = image ? nlohmann::json{{"ref", image->first}, {"digest", image->second}}
                      : nlohmann::json(nullptr);
+  if (image && !image_digest_source.empty()) j["image"]["digest_source"] = image_digest_source;
   j["validator"] = {{"version", validator_version}, {"torch", torch_version}, {"build", build}};
   j["host"] = host;
   j["devices"] = devices;
@@ -131,6 +132,8 @@ class SchemaChecker {
       if (auto* d = Field(image, "digest", "image", nlohmann::json::value_t::string)) {
         if (!IsDigest(d->get<std::string>())) Problem("image.digest", "must be sha256:<64 hex>");
       }
+      if (image.is_object() && image.contains("digest_source"))
+        Enum(image, "digest_source", "image", {"engine", "job"});
     }
     if (auto* v = Field(r, "validator", "$", nlohmann::json::value_t::object)) {
       Field(*v, "version", "validator", nlohmann::json::value_t::string);

@@ -53,6 +53,7 @@ struct Report {
   // such a report exists to fail, and its verdict is never "pass".
   std::string negative_control;
   std::optional<std::pair<std::string, std::string>> image;  // ref, digest
+  std::string image_digest_source;  // how the digest was obtained: "engine" | "job"; "" unknown
   std::string validator_version;
   std::string torch_version;
   std::string build;  // "cpu" | "cuda" | "rocm"

@@ -337,7 +337,11 @@ TEST(ValidateInput, AManifestEditedAfterLockingIsAStaleLock) {
   testing::TempDir dir;
   testing::CopyExample("tiny", dir.path());
   const fs::path manifest = dir.path() / "trainlock.toml";
-  testing::WriteFile(manifest, testing::ReadFile(manifest) + "\n[python]\nnumpy = \"2.1.3\"\n");
+  // One more [python] package (tiny's manifest has the table already).
+  std::string text = testing::ReadFile(manifest);
+  text.insert(text.find("[python]") + text.substr(text.find("[python]")).find('\n') + 1,
+              "numpy = \"2.1.3\"\n");
+  testing::WriteFile(manifest, text);
   auto r =
       RunTrainlock({"validate", dir.path().string(), "--out", (dir.path() / "r.json").string()});
   EXPECT_EQ(r.exit_code, 2) << r.err;

@@ -1,0 +1,293 @@
+// The container path end to end on a machine without a GPU. examples/tiny (cpu target), with
+// its [python] package and the sample custom op as a pinned library, is locked (the base image
+// digest from Debian's docker-registry on loopback, the Python closure from
+// tests/servers/pypi_server.py), its image generated and built twice by buildah to one digest
+// and pushed, trainlock-validate run inside it by `trainlock validate --image` (ops.custom with
+// the library built into the image), the report bound to the digest buildah resolved and signed
+// on the host, and `trainlock gate` passes it against the lock. A project of another lock is
+// refused by the image; a tampered or incomplete closure fails the build. The base image is made
+// here from Debian packages by tests/images/cpu_base.sh (once, cached in the build directory).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <iostream>
+#include <memory>
+
+#include "base/sha256.h"
+#include "project/spec_loader.h"
+#include "test_support.h"
+
+namespace trainlock {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::RunCommand;
+using testing::RunResult;
+
+constexpr const char* kEpoch = "1764460800";  // 2025-11-30T00:00:00Z
+
+// The sample op library as the project's prebuilt custom op, required to pass.
+constexpr const char* kCustomOps = R"([[custom-ops]]
+library = "ops/libtrainlock_ops.so"
+ops = ["trainlock_ops::fused_rmsnorm"]
+[[custom-ops.smoke]]
+op = "trainlock_ops::fused_rmsnorm"
+inputs = [{ shape = [8, 64], dtype = "fp32" }, { shape = [64], dtype = "fp32" }]
+reference = "rmsnorm"
+rtol = 1e-4
+atol = 1e-5
+grad-rtol = 1e-3
+grad-atol = 1e-4
+)";
+
+class CpuImage : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (::geteuid() != 0) {
+      skip_ = "needs root (buildah's vfs storage and mmdebstrap's root mode)";
+      return;
+    }
+    for (const char* tool : {"buildah", "docker-registry", "skopeo", "python3", "mmdebstrap",
+                             "dpkg", "flock"}) {
+      if (!testing::HaveProgram(tool)) {
+        skip_ = std::string(tool) + " is not installed (ci/deps.sh installs it)";
+        return;
+      }
+    }
+    if (!fs::exists(Validator()) || !fs::exists(OpsLibrary())) {
+      skip_ = "trainlock-validate and the sample op library are built only with LibTorch";
+      return;
+    }
+    dir_ = std::make_unique<testing::TempDir>();
+    const auto start = std::chrono::steady_clock::now();
+    RunResult base =
+        RunCommand({"bash", (testing::SourceDir() / "tests/images/cpu_base.sh").string(),
+                    Validator().string(), (testing::BinDir().parent_path() / "test-images").string()});
+    if (base.exit_code != 0) {
+      // The tools are here, so this is a failure, not a reason to skip.
+      error_ = "tests/images/cpu_base.sh could not make the base image: " + base.err;
+      return;
+    }
+    Timing("base image (cached after the first run)", start);
+    const fs::path seeded = base.out.substr(0, base.out.find('\n'));
+    // The seeded registry data, hard-linked: each test process serves its own copy.
+    RunCommand({"cp", "-al", (seeded / "registry").string(), (dir_->path() / "data").string()});
+    port_ = testing::FreeLoopbackPort();
+    testing::WriteFile(dir_->path() / "registry.yml",
+                       "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n"
+                       "    rootdirectory: " +
+                           (dir_->path() / "data").string() +
+                           "\nhttp:\n  addr: 127.0.0.1:" + std::to_string(port_) + "\n");
+    registry_ = std::make_unique<testing::BackgroundProcess>(
+        std::vector<std::string>{"docker-registry", "serve",
+                                 (dir_->path() / "registry.yml").string()},
+        dir_->path() / "registry.log");
+    index_port_ = testing::FreeLoopbackPort();
+    index_ = std::make_unique<testing::BackgroundProcess>(
+        std::vector<std::string>{"python3",
+                                 (testing::SourceDir() / "tests/servers/pypi_server.py").string(),
+                                 std::to_string(index_port_), "--demo"},
+        dir_->path() / "index.log");
+    if (!testing::WaitForHttp("http://127.0.0.1:" + std::to_string(port_) + "/v2/", 30) ||
+        !testing::WaitForHttp(Index() + "/", 30)) {
+      error_ = "the loopback registry or index did not start";
+    }
+  }
+  static void TearDownTestSuite() {
+    registry_.reset();
+    index_.reset();
+    dir_.reset();
+  }
+  void SetUp() override {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    if (!error_.empty()) GTEST_FAIL() << error_;
+  }
+
+  static fs::path Validator() { return testing::BinDir() / "trainlock-validate"; }
+  static fs::path OpsLibrary() {
+    return testing::BinDir().parent_path() / "examples/ops/libtrainlock_ops.so";
+  }
+  static std::string Ref(const std::string& name) {
+    return "127.0.0.1:" + std::to_string(port_) + "/" + name;
+  }
+  static std::string Index() { return "http://127.0.0.1:" + std::to_string(index_port_) + "/simple"; }
+  static void Timing(const std::string& what, std::chrono::steady_clock::time_point start) {
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cout << "[ timing   ] " << what << ": " << static_cast<int>(s) << " s" << std::endl;
+  }
+
+  // examples/tiny on the test base, its [python] from `index`, with the sample op required.
+  fs::path Project(const std::string& name, const std::string& index) {
+    const fs::path p = testing::UnlockedTiny(dir_->path() / name,
+                                             Ref("trainlock/bookworm-validator:1"), kCustomOps, index);
+    fs::create_directories(p / "ops");
+    fs::copy_file(OpsLibrary(), p / "ops/libtrainlock_ops.so");
+    std::string manifest = testing::ReadFile(p / "trainlock.toml");
+    manifest.replace(manifest.find("required = ["), 12, "required = [\"ops.custom\", ");
+    testing::WriteFile(p / "trainlock.toml", manifest);
+    return p;
+  }
+
+  static Spec Lock(const fs::path& project) {
+    return LoadSpec(testing::ReadFile(project / "trainlock.lock"), "lock", SpecKind::kLock);
+  }
+
+  static std::vector<std::string> BuildArgs(const fs::path& project, const std::string& push) {
+    return {"image", "build", project.string(), "--target", "cpu", "--engine", "buildah",
+            "--push", Ref(push), "--no-tls-verify", "--source-date-epoch", kEpoch,
+            "--storage-root", (dir_->path() / "storage").string()};
+  }
+
+  static inline std::string skip_;
+  static inline std::string error_;
+  static inline std::unique_ptr<testing::TempDir> dir_;
+  static inline std::unique_ptr<testing::BackgroundProcess> registry_;
+  static inline std::unique_ptr<testing::BackgroundProcess> index_;
+  static inline int port_ = 0;
+  static inline int index_port_ = 0;
+};
+
+TEST_F(CpuImage, TheTinyExampleIsLockedBuiltReproduciblyValidatedInsideAndGated) {
+  const fs::path project = Project("tiny", Index());
+  auto start = std::chrono::steady_clock::now();
+  RunResult lock = testing::RunTrainlock({"lock", project.string()});
+  ASSERT_EQ(lock.exit_code, 0) << lock.err;
+  const Spec locked = Lock(project);
+  const Target& cpu = locked.targets.at("cpu");
+  RunResult skopeo = RunCommand({"skopeo", "inspect", "--tls-verify=false", "--format",
+                                 "{{.Digest}}", "docker://" + Ref("trainlock/bookworm-validator:1")});
+  EXPECT_EQ(cpu.base, Ref("trainlock/bookworm-validator:1") + "@" +
+                          skopeo.out.substr(0, skopeo.out.find('\n')));
+  // The closure is the one examples/tiny/trainlock.lock pins: the demo wheels are reproducible.
+  const Spec committed =
+      LoadSpec(testing::ReadFile(testing::SourceDir() / "examples/tiny/trainlock.lock"), "lock",
+               SpecKind::kLock);
+  ASSERT_TRUE(cpu.wheels && committed.targets.at("cpu").wheels);
+  ASSERT_EQ(cpu.wheels->size(), 2u);
+  for (size_t i = 0; i < cpu.wheels->size(); ++i) {
+    const PythonWheel& have = (*cpu.wheels)[i];
+    const PythonWheel& want = (*committed.targets.at("cpu").wheels)[i];
+    EXPECT_EQ(have.file + " " + have.sha256, want.file + " " + want.sha256);
+  }
+  EXPECT_EQ(locked.custom_ops.at(0).sha256, Sha256FileHex(OpsLibrary()));
+  Timing("lock", start);
+
+  // The same lock generates the same files.
+  for (const char* out : {"gen-1", "gen-2"}) {
+    ASSERT_EQ(testing::RunTrainlock({"image", "generate", project.string(), "--target", "cpu",
+                                     "--source-date-epoch", kEpoch, "--out",
+                                     (dir_->path() / out).string()})
+                  .exit_code,
+              0);
+  }
+  for (const char* file : {"Containerfile", "requirements.txt", "image.json"}) {
+    EXPECT_EQ(testing::ReadFile(dir_->path() / "gen-1" / file),
+              testing::ReadFile(dir_->path() / "gen-2" / file))
+        << file;
+  }
+
+  start = std::chrono::steady_clock::now();
+  std::vector<std::string> build = BuildArgs(project, "trainlock/tiny:1");
+  build.push_back("--verify-reproducible");
+  RunResult built = testing::RunTrainlock(build);
+  ASSERT_EQ(built.exit_code, 0) << built.out << built.err;
+  EXPECT_NE(built.out.find("reproducible: a second build gave the same digest"), std::string::npos)
+      << built.out;
+  const BuiltImage image = Lock(project).images.at("cpu");
+  skopeo = RunCommand({"skopeo", "inspect", "--tls-verify=false", "--format", "{{.Digest}}",
+                       "docker://" + Ref("trainlock/tiny:1")});
+  EXPECT_EQ(image.digest, skopeo.out.substr(0, skopeo.out.find('\n')));
+  Timing("two builds, one digest " + image.digest, start);
+
+  start = std::chrono::steady_clock::now();
+  ASSERT_EQ(testing::RunTrainlock({"keygen", (dir_->path() / "key").string()}).exit_code, 0);
+  const fs::path report_path = dir_->path() / "report.json";
+  RunResult validated = testing::RunTrainlock(
+      {"validate", project.string(), "--image", Ref("trainlock/tiny:1"), "--engine", "buildah",
+       "--storage-root", (dir_->path() / "storage").string(), "--no-tls-verify", "--out",
+       report_path.string(), "--sign", (dir_->path() / "key.key").string()});
+  ASSERT_EQ(validated.exit_code, 0) << validated.out << validated.err;
+  const nlohmann::json report = nlohmann::json::parse(testing::ReadFile(report_path));
+  EXPECT_EQ(report["image"]["digest"], image.digest);
+  EXPECT_EQ(report["image"]["digest_source"], "engine");
+  EXPECT_EQ(report["image"]["ref"], Ref("trainlock/tiny:1"));
+  EXPECT_EQ(report["validator"]["build"], "cpu");
+  EXPECT_EQ(report["verdict"], "pass");
+  for (const auto& check : report["checks"]) {
+    if (check["id"] == "ops.custom") {
+      EXPECT_EQ(check["status"], "pass") << check.dump(2);
+      EXPECT_EQ(check["metrics"]["libraries"][0]["path"],
+                "/etc/trainlock/ops/libtrainlock_ops.so")
+          << check.dump(2);
+    }
+  }
+  Timing("validate --image", start);
+
+  RunResult gate = testing::RunTrainlock({"gate", report_path.string(), "--lock", project.string(),
+                                          "--key", (dir_->path() / "key.pub").string()});
+  EXPECT_EQ(gate.exit_code, 0) << gate.out << gate.err;
+
+  // Another lock (another seed) in the same image: the image's own lock refuses it.
+  const fs::path other = Project("other", Index());
+  std::string manifest = testing::ReadFile(other / "trainlock.toml");
+  manifest.replace(manifest.find("seed = 1234"), 11, "seed = 4321");
+  testing::WriteFile(other / "trainlock.toml", manifest);
+  ASSERT_EQ(testing::RunTrainlock({"lock", other.string()}).exit_code, 0);
+  RunResult refused = testing::RunTrainlock(
+      {"validate", other.string(), "--image", Ref("trainlock/tiny:1"), "--engine", "buildah",
+       "--storage-root", (dir_->path() / "storage").string(), "--no-tls-verify", "--out",
+       (dir_->path() / "other.json").string()});
+  EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
+  const std::string image_lock = testing::RunTrainlock({"hash", project.string()}).out;
+  EXPECT_NE(refused.err.find("the image's lock (/etc/trainlock/trainlock.lock, lock-sha256 " +
+                             image_lock.substr(0, 64) + ")"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("is not the project's (/trainlock/project/trainlock.lock, lock-sha256"),
+            std::string::npos)
+      << refused.err;
+}
+
+TEST_F(CpuImage, ATamperedOrIncompleteClosureFailsTheBuild) {
+  // The wheel a second index serves is not the bytes its pages (and so the lock) name.
+  const int tamper_port = testing::FreeLoopbackPort();
+  testing::BackgroundProcess tampering(
+      {"python3", (testing::SourceDir() / "tests/servers/pypi_server.py").string(),
+       std::to_string(tamper_port), "--demo", "--tamper",
+       "trainlock_demo_util-1.2.0-py3-none-any.whl"},
+      dir_->path() / "tamper.log");
+  const std::string tamper_index = "http://127.0.0.1:" + std::to_string(tamper_port) + "/simple";
+  ASSERT_TRUE(testing::WaitForHttp(tamper_index + "/", 30));
+  const fs::path tampered = Project("tampered", tamper_index);
+  ASSERT_EQ(testing::RunTrainlock({"lock", tampered.string()}).exit_code, 0);
+  auto start = std::chrono::steady_clock::now();
+  RunResult r = testing::RunTrainlock(BuildArgs(tampered, "trainlock/tampered:1"));
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("DO NOT MATCH THE HASHES"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("trainlock-demo-util==1.2.0"), std::string::npos) << r.err;
+  Timing("a build refusing a tampered wheel", start);
+
+  // A lock whose closure lost a dependency: pip check names it.
+  const fs::path incomplete = Project("incomplete", Index());
+  ASSERT_EQ(testing::RunTrainlock({"lock", incomplete.string()}).exit_code, 0);
+  std::string text = testing::ReadFile(incomplete / "trainlock.lock");
+  const size_t util = text.find("[[targets.cpu.wheels]]", text.find("trainlock_demo_app"));
+  ASSERT_NE(util, std::string::npos) << text;
+  text.erase(util, text.find("version = '1.2.0'", util) + 18 - util);
+  testing::WriteFile(incomplete / "trainlock.lock", text);
+  start = std::chrono::steady_clock::now();
+  r = testing::RunTrainlock(BuildArgs(incomplete, "trainlock/incomplete:1"));
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("trainlock-demo-app 1.0.0 requires trainlock-demo-util, which is not installed"),
+            std::string::npos)
+      << r.err;
+  Timing("a build refusing an incomplete closure", start);
+}
+
+}  // namespace
+}  // namespace trainlock

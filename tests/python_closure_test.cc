@@ -1,0 +1,169 @@
+// Resolving a Python closure from a package index: tests/servers/pypi_server.py on a loopback
+// port serves wheels it builds (HTML or JSON pages, with or without PEP 658 metadata files). The
+// closure follows Requires-Dist with markers and extras, picks the newest version every
+// constraint allows, pins each wheel's sha256 (the served bytes' hash), and names the
+// constraints of a conflict, a package no index has, and bytes that do not match their hash.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/failure.h"
+#include "base/sha256.h"
+#include "lock/http_client.h"
+#include "lock/python_resolver.h"
+#include "test_support.h"
+
+namespace trainlock {
+namespace {
+
+namespace fs = std::filesystem;
+
+// One index server per test, serving the demo set plus `spec`.
+class PythonIndex : public ::testing::Test {
+ protected:
+  void Serve(const nlohmann::json& spec, std::vector<std::string> flags = {}) {
+    if (!testing::HaveProgram("python3")) GTEST_SKIP() << "python3 is not installed";
+    testing::WriteFile(dir_.path() / "spec.json", spec.dump());
+    port_ = testing::FreeLoopbackPort();
+    std::vector<std::string> argv = {"python3",
+                                     (testing::SourceDir() / "tests/servers/pypi_server.py").string(),
+                                     std::to_string(port_), "--demo", "--spec",
+                                     (dir_.path() / "spec.json").string()};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    server_ = std::make_unique<testing::BackgroundProcess>(argv, dir_.path() / "server.log");
+    ASSERT_TRUE(testing::WaitForHttp(Index() + "/", 30)) << testing::ReadFile(dir_.path() / "server.log");
+  }
+  std::string Index() const { return "http://127.0.0.1:" + std::to_string(port_) + "/simple"; }
+
+  std::vector<PythonPin> Resolve(std::map<std::string, std::string> roots,
+                                 const std::string& python = "3.11") {
+    ClosureRequest request;
+    request.what = "targets.cpu";
+    request.indexes = {Index()};
+    request.platform = *PythonPlatform::Parse(python);
+    request.roots = std::move(roots);
+    IndexOptions options;
+    options.timeout_s = 10;
+    options.attempts = 1;
+    options.scratch = dir_.path() / "scratch";
+    return ResolvePythonClosure(request, options);
+  }
+
+  // The exit code and message of a resolution that must fail.
+  std::pair<int, std::string> Refusal(std::map<std::string, std::string> roots) {
+    try {
+      Resolve(std::move(roots));
+    } catch (const Failure& e) {
+      return {e.exit_code(), e.what()};
+    }
+    ADD_FAILURE() << "resolved";
+    return {0, ""};
+  }
+
+  static std::map<std::string, std::string> Versions(const std::vector<PythonPin>& pins) {
+    std::map<std::string, std::string> out;
+    for (const PythonPin& p : pins) out[p.name] = p.version;
+    return out;
+  }
+
+  std::string ServedSha256(const std::string& file) {
+    HttpRequest request;
+    request.url = "http://127.0.0.1:" + std::to_string(port_) + "/files/" + file;
+    return Sha256Hex(HttpFetch(request).body);
+  }
+
+  testing::TempDir dir_;
+  int port_ = 0;
+  std::unique_ptr<testing::BackgroundProcess> server_;
+};
+
+TEST_F(PythonIndex, TheClosureFollowsRequiresDistToTheNewestAllowedVersionWithItsHash) {
+  Serve(nlohmann::json::array());
+  const auto pins = Resolve({{"trainlock-demo-app", "1.0.0"}});
+  // util 2.0.0 exists but app requires <2; the Windows-only dependency's marker is false.
+  EXPECT_EQ(Versions(pins), (std::map<std::string, std::string>{{"trainlock-demo-app", "1.0.0"},
+                                                                  {"trainlock-demo-util", "1.2.0"}}));
+  for (const PythonPin& p : pins) {
+    EXPECT_EQ(p.sha256, ServedSha256(p.file)) << p.file;
+    EXPECT_EQ(p.index, Index());
+  }
+  EXPECT_EQ(pins[1].file, "trainlock_demo_util-1.2.0-py3-none-any.whl");
+}
+
+TEST_F(PythonIndex, HtmlAndJsonPagesAndWheelsWithoutMetadataFilesGiveOneClosure) {
+  Serve(nlohmann::json::array(), {"--format", "json"});
+  const auto json = Resolve({{"trainlock-demo-app", "1.0.0"}});
+  server_.reset();
+  Serve(nlohmann::json::array(), {"--format", "html", "--no-metadata", "--deflate"});
+  const auto html = Resolve({{"trainlock-demo-app", "1.0.0"}});
+  EXPECT_EQ(Versions(json), Versions(html));
+  // Deflated wheels are other bytes: the hashes are the served ones.
+  for (const PythonPin& p : html) EXPECT_EQ(p.sha256, ServedSha256(p.file));
+}
+
+TEST_F(PythonIndex, ALaterConstraintRepicksAnEarlierChoice) {
+  // a needs b (any) and c; c needs b<2: b is first picked at 2.0, then re-picked at 1.5.
+  Serve(nlohmann::json::array({
+      {{"name", "a"}, {"version", "1.0"}, {"requires", {"b", "c"}}},
+      {{"name", "b"}, {"version", "1.5"}, {"requires", nlohmann::json::array()}},
+      {{"name", "b"}, {"version", "2.0"}, {"requires", nlohmann::json::array()}},
+      {{"name", "c"}, {"version", "1.0"}, {"requires", {"b<2"}}},
+  }));
+  EXPECT_EQ(Versions(Resolve({{"a", "1.0"}})),
+            (std::map<std::string, std::string>{{"a", "1.0"}, {"b", "1.5"}, {"c", "1.0"}}));
+}
+
+TEST_F(PythonIndex, ExtrasMarkersRequiresPythonPreReleasesAndYankedFilesAreHonoured) {
+  Serve(nlohmann::json::array({
+      {{"name", "top"}, {"version", "1.0"}, {"requires", {"lib[fast]>=1", "old; python_version < '3.8'"}}},
+      {{"name", "lib"}, {"version", "1.0"}, {"requires", {"speed; extra == 'fast'"}}},
+      {{"name", "lib"}, {"version", "3.0"}, {"requires_python", ">=3.13"}},
+      {{"name", "lib"}, {"version", "2.0rc1"}},
+      {{"name", "lib"}, {"version", "1.5"}, {"yanked", true}},
+      {{"name", "speed"}, {"version", "0.1"}},
+  }));
+  EXPECT_EQ(Versions(Resolve({{"top", "1.0"}})),
+            (std::map<std::string, std::string>{{"top", "1.0"}, {"lib", "1.0"}, {"speed", "0.1"}}));
+}
+
+TEST_F(PythonIndex, AConflictNamesEveryConstraintAndWhoMadeIt) {
+  Serve(nlohmann::json::array());
+  auto [code, message] = Refusal({{"trainlock-demo-app", "1.0.0"}, {"trainlock-demo-util", "2.0.0"}});
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(message.find("no version of trainlock-demo-util satisfies ==2.0.0 (from the manifest), "
+                         ">=1.1,<2 (from trainlock-demo-app 1.0.0)"),
+            std::string::npos)
+      << message;
+}
+
+TEST_F(PythonIndex, AMissingDependencyIsRefusedNamingWhoNeedsIt) {
+  Serve(nlohmann::json::array({{{"name", "needy"}, {"version", "1.0"}, {"requires", {"ghost>=1"}}}}));
+  auto [code, message] = Refusal({{"needy", "1.0"}});
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(message.find("no index has ghost (required by needy 1.0"), std::string::npos) << message;
+}
+
+TEST_F(PythonIndex, AWheelWhoseBytesAreNotTheIndexsHashIsRefused) {
+  // Without metadata files the wheel itself is downloaded, and its hash is checked.
+  Serve(nlohmann::json::array(),
+        {"--no-metadata", "--tamper", "trainlock_demo_util-1.2.0-py3-none-any.whl"});
+  auto [code, message] = Refusal({{"trainlock-demo-app", "1.0.0"}});
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(message.find("trainlock_demo_util-1.2.0-py3-none-any.whl: sha256"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("refusing tampered or corrupt content"), std::string::npos) << message;
+}
+
+TEST_F(PythonIndex, AnIndexThatCannotBeReachedIsExit3) {
+  port_ = testing::FreeLoopbackPort();  // nothing listens
+  try {
+    Resolve({{"anything", "1.0"}});
+    ADD_FAILURE() << "resolved";
+  } catch (const Failure& e) {
+    EXPECT_EQ(e.exit_code(), 3);
+    EXPECT_NE(std::string(e.what()).find("index unreachable"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace trainlock
