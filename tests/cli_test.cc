@@ -46,7 +46,9 @@ TEST(CliCheck, FindingsExitOne) {
 TEST(CliCheck, MissingDirectoryIsBadInput) {
   auto r = RunTrainlock({"check", "/nonexistent/project"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "/nonexistent/project: error: not a project directory\n");
+  EXPECT_EQ(r.err,
+            "/nonexistent/project: error: not a project directory; run `trainlock init "
+            "/nonexistent/project --from-hub ORG/NAME --target cuda|rocm|cpu`\n");
 }
 
 TEST(CliCheck, MissingManifestNamesTheFile) {
@@ -54,6 +56,15 @@ TEST(CliCheck, MissingManifestNamesTheFile) {
   auto r = RunTrainlock({"check", dir.path().string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("trainlock.toml: error: cannot read: no such file"), std::string::npos);
+}
+
+TEST(CliCheck, MissingManifestSaysToRunInit) {
+  testing::TempDir dir;
+  auto r = RunTrainlock({"check", dir.path().string()});
+  EXPECT_NE(r.err.find("no trainlock.toml in " + dir.path().string() + "; run `trainlock init " +
+                       dir.path().string() + " --from-hub ORG/NAME"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(CliUsage, UnknownOptionIsBadInput) {
@@ -134,7 +145,9 @@ TEST(CliFetch, WithoutALockIsBadInputNamingTheLock) {
   auto r = RunTrainlock({"fetch", project.string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, (project / "trainlock.lock").string() +
-                       ": error: missing; run `trainlock lock` first\n");
+                       ": error: cannot read: no such file: fetch downloads what the lock "
+                       "pins; run `trainlock lock " +
+                       project.string() + "`\n");
 }
 
 }  // namespace

@@ -73,8 +73,7 @@ GateRequest BuildRequest(const GateOptions& options, const Project& project) {
 int RunGate(const GateOptions& options, const GlobalOptions& global) {
   Catalog catalog = LoadCatalog(global);
   Project project = LoadProject(options.lock_dir, ManifestRequirement::kOptional);
-  RequireLock(project, "cannot read: no such file",
-              "the gate compares a report with a lock: run `trainlock lock`");
+  RequireLock(project, "cannot read: no such file: the gate compares a report with a lock");
   GateRequest request = BuildRequest(options, project);
   GateDecision decision;
   try {

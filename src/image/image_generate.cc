@@ -62,7 +62,7 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
   auto fail = [&](const std::string& message, const std::string& hint = {}) {
     throw InputError(Diagnostic{project.lock_path, {}, message, hint});
   };
-  const Spec& lock = RequireLock(project, "missing; run `trainlock lock` first");
+  const Spec& lock = RequireLock(project, "cannot read: no such file: images are generated from the lock");
   if (o.target != "cuda" && o.target != "rocm")
     fail("image targets are cuda and rocm, not '" + o.target + "'");
   auto it = lock.targets.find(o.target);
