@@ -102,7 +102,8 @@ TEST(CliHash, ManifestFlagPrintsTheManifestIdentityTheLockRecords) {
   auto r = RunTrainlock({"hash", "--manifest", Example("tiny")});
   ASSERT_EQ(r.exit_code, 0);
   std::string lock = testing::ReadFile(SourceDir() / "examples/tiny/trainlock.lock");
-  EXPECT_NE(lock.find("manifest-sha256 = \"" + r.out.substr(0, 64) + "\""), std::string::npos);
+  // The lock as `trainlock lock` writes it (toml++'s formatter: literal strings).
+  EXPECT_NE(lock.find("manifest-sha256 = '" + r.out.substr(0, 64) + "'"), std::string::npos);
 }
 
 TEST(CliArchs, PrintsTheCudaTargetsComputeCapabilitiesAsACMakeList) {
@@ -115,6 +116,21 @@ TEST(CliArchs, PrintsTheRocmTargetsGfxTargets) {
   auto r = RunTrainlock({"archs", Example("mi300x-pilot"), "--target", "rocm", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["architectures"], nlohmann::json({"gfx942"}));
+}
+
+TEST(CliArchs, TheTargetDefaultsToTheLocksOnlyGpuTarget) {
+  auto r = RunTrainlock({"archs", Example("h200-pilot")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "90\n");
+  auto cpu_only = RunTrainlock({"archs", Example("tiny")});
+  EXPECT_EQ(cpu_only.exit_code, 2);
+  EXPECT_NE(cpu_only.err.find("has no GPU target"), std::string::npos) << cpu_only.err;
+}
+
+TEST(CliArchs, TorchPrintsTheTorchCudaArchListForm) {
+  auto r = RunTrainlock({"archs", Example("h200-pilot"), "--torch"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "9.0\n");
 }
 
 TEST(CliArchs, ATargetTheLockLacksIsBadInputNamingTheLock) {
