@@ -20,6 +20,7 @@ struct LockCommandOptions {
   std::string dir = ".";
   bool check = false;
   bool offline = false;
+  bool upstream = false;  // --check --upstream: also ask whether floating refs moved
   bool json = false;
   long timeout_s = 30;
 };
@@ -39,17 +40,20 @@ std::vector<std::string> ChangedLines(const std::string& before, const std::stri
 
 // --check: the CI drift gate. Offline by design: it asks whether the lock still pins what the
 // manifest and config say, from the lock's own pins, so it gives the same answer on a runner
-// without network and never depends on what a registry or the Hub serves today.
+// without network and never depends on what a registry or the Hub serves today. --upstream
+// asks that second question too: whether a tag or branch the manifest floats on has moved.
 int CheckLock(const std::filesystem::path& dir, const LockCommandOptions& options) {
   const std::filesystem::path path = dir / kLockFile;
   const std::string relock = "; run `trainlock lock " + options.dir + "`";
   LockOptions o;
-  o.offline = true;
+  o.offline = !options.upstream;
+  o.registry.timeout_s = options.timeout_s;
+  o.hub.timeout_s = std::max(options.timeout_s, 60L);
   ResolvedLock lock;
   try {
     lock = ResolveLock(dir, o);
   } catch (const Failure& e) {
-    if (e.exit_code() != kExitVerdict) throw;
+    if (e.exit_code() != kExitVerdict || options.upstream) throw;
     // Offline resolution names what the lock does not pin: the manifest asks for something new.
     std::cerr << path.string() << ": error: stale: " << e.what() << relock << "\n";
     return kExitVerdict;
@@ -123,6 +127,10 @@ Command RegisterLock(CLI::App& app, const GlobalOptions& global) {
   cmd->add_flag("--check", options->check,
                 "The CI drift gate, offline (no network at all): write nothing; exit 1 when the "
                 "lock is missing, or stale against the manifest or config, naming what changed");
+  cmd->add_flag("--upstream", options->upstream,
+                "With --check: also ask the registries and the Hub whether a tag or branch the "
+                "manifest floats on now resolves elsewhere (network; exit 3 when they cannot "
+                "answer)");
   cmd->add_flag("--offline", options->offline,
                 "Never touch the network: use only what the manifest or the existing lock pins");
   cmd->add_flag("--json", options->json,
