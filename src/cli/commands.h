@@ -20,6 +20,10 @@ struct GlobalOptions {
   bool quiet() const { return verbosity < 0; }
 };
 
+// The project directory a --lock option names: the lock file itself (its directory) or the
+// directory holding it; throws InputError for a file that is not a trainlock.lock.
+std::string LockDirOf(const std::string& lock_option);
+
 // The catalog --catalog names, else the one compiled in.
 Catalog LoadCatalog(const GlobalOptions& global);
 
