@@ -171,12 +171,8 @@ std::string NumberText(double value) {
 }
 
 HubModelConfig ReadHubModelConfig(const std::string& text, const std::string& display) {
-  json object;
-  try {
-    object = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(JsonParseDiagnostic(display, text, e));
-  }
+  // config.json comes from the Hub: parsed within json_limits.h's bounds like all outside JSON.
+  const json object = ParseJsonText(text, display);
   if (!object.is_object()) {
     throw InputError(Diagnostic{display, {}, "config.json must be a JSON object", {}});
   }
