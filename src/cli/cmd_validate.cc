@@ -52,6 +52,9 @@ Command RegisterValidate(CLI::App& app, const GlobalOptions&) {
   cmd->add_option("DIR", options->dir, "Project directory")->capture_default_str();
   cmd->allow_extras();
   cmd->prefix_command();
+  // Everything after DIR is the validator's, global options included: nothing falls through
+  // to trainlock's own parser (main.cc turns fallthrough on for the other commands).
+  cmd->fallthrough(false);
   return [options, cmd] {
     options->passthrough = cmd->remaining();
     return RunValidate(*options);
