@@ -72,10 +72,11 @@ config = "configs/llama-1b.yaml"
 
 std::string ReformattedLock() {
   std::string lock = ExampleLock();
+  // The lock as `trainlock lock` writes it: values in literal ('...') or basic ("...") strings.
   auto field = [&](const std::string& key) {
-    // Written by `trainlock lock`: a literal string, 'value'.
-    size_t at = lock.find(key + " = '") + key.size() + 4;
-    return lock.substr(at, lock.find('\'', at) - at);
+    size_t at = lock.find(key + " = ") + key.size() + 3;
+    const char quote = lock[at++];
+    return lock.substr(at, lock.find(quote, at) - at);
   };
   std::string text = Replace(kReformattedLock, "CONFIG", field("config-sha256"));
   text = Replace(text, "SOURCE", field("source-sha256"));

@@ -46,7 +46,9 @@ TEST(CliCheck, FindingsExitOne) {
 TEST(CliCheck, MissingDirectoryIsBadInput) {
   auto r = RunTrainlock({"check", "/nonexistent/project"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "/nonexistent/project: error: not a project directory\n");
+  EXPECT_EQ(r.err,
+            "/nonexistent/project: error: not a project directory; run `trainlock init "
+            "/nonexistent/project --from-hub ORG/NAME --target cuda|rocm|cpu`\n");
 }
 
 TEST(CliCheck, MissingManifestNamesTheFile) {
@@ -54,6 +56,15 @@ TEST(CliCheck, MissingManifestNamesTheFile) {
   auto r = RunTrainlock({"check", dir.path().string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("trainlock.toml: error: cannot read: no such file"), std::string::npos);
+}
+
+TEST(CliCheck, MissingManifestSaysToRunInit) {
+  testing::TempDir dir;
+  auto r = RunTrainlock({"check", dir.path().string()});
+  EXPECT_NE(r.err.find("no trainlock.toml in " + dir.path().string() + "; run `trainlock init " +
+                       dir.path().string() + " --from-hub ORG/NAME"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(CliUsage, UnknownOptionIsBadInput) {
@@ -91,6 +102,7 @@ TEST(CliHash, ManifestFlagPrintsTheManifestIdentityTheLockRecords) {
   auto r = RunTrainlock({"hash", "--manifest", Example("tiny")});
   ASSERT_EQ(r.exit_code, 0);
   std::string lock = testing::ReadFile(SourceDir() / "examples/tiny/trainlock.lock");
+  // The lock as `trainlock lock` writes it (toml++'s formatter: literal strings).
   EXPECT_NE(lock.find("manifest-sha256 = '" + r.out.substr(0, 64) + "'"), std::string::npos);
 }
 
@@ -104,6 +116,21 @@ TEST(CliArchs, PrintsTheRocmTargetsGfxTargets) {
   auto r = RunTrainlock({"archs", Example("mi300x-pilot"), "--target", "rocm", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["architectures"], nlohmann::json({"gfx942"}));
+}
+
+TEST(CliArchs, TheTargetDefaultsToTheLocksOnlyGpuTarget) {
+  auto r = RunTrainlock({"archs", Example("h200-pilot")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "90\n");
+  auto cpu_only = RunTrainlock({"archs", Example("tiny")});
+  EXPECT_EQ(cpu_only.exit_code, 2);
+  EXPECT_NE(cpu_only.err.find("has no GPU target"), std::string::npos) << cpu_only.err;
+}
+
+TEST(CliArchs, TorchPrintsTheTorchCudaArchListForm) {
+  auto r = RunTrainlock({"archs", Example("h200-pilot"), "--torch"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "9.0\n");
 }
 
 TEST(CliArchs, ATargetTheLockLacksIsBadInputNamingTheLock) {
@@ -134,7 +161,9 @@ TEST(CliFetch, WithoutALockIsBadInputNamingTheLock) {
   auto r = RunTrainlock({"fetch", project.string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, (project / "trainlock.lock").string() +
-                       ": error: missing; run `trainlock lock` first\n");
+                       ": error: cannot read: no such file: fetch downloads what the lock "
+                       "pins; run `trainlock lock " +
+                       project.string() + "`\n");
 }
 
 }  // namespace

@@ -455,3 +455,63 @@ TEST_F(CliGate, ControlCharactersInTheReportAreShownEscaped) {
 
 }  // namespace
 }  // namespace trainlock
+
+namespace trainlock {
+namespace {
+
+// The gate on the command line: --lock takes the lock file or its directory, REPORT defaults
+// to where `trainlock validate` writes (DIR/.trainlock/reports/report.json), and --require
+// takes a,b as well as repeated ids.
+class GateCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    project_ = testing::CopyExample("tiny", dir_.path());
+    Project p = LoadProject(project_);
+    nlohmann::json report =
+        nlohmann::json::parse(testing::ReadFile(SourceDir() / "tests/fixtures/reports/tiny-report.json"));
+    report["lock_sha256"] = p.lock_sha256;
+    report["config_sha256"] = p.config_sha256;
+    testing::WriteFile(project_ / ".trainlock/reports/report.json", report.dump(2));
+  }
+  testing::RunResult Gate(std::vector<std::string> args) {
+    args.insert(args.begin(), "gate");
+    args.push_back("--allow-unsigned");
+    args.push_back("--json");
+    return testing::RunTrainlock(args);
+  }
+
+  testing::TempDir dir_;
+  std::filesystem::path project_;
+};
+
+TEST_F(GateCli, TheReportDefaultsToTheOneValidateWritesInTheProject) {
+  auto r = Gate({"--lock", project_.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["report"],
+            (project_ / ".trainlock/reports/report.json").string());
+}
+
+TEST_F(GateCli, LockTakesTheLockFileOrItsDirectory) {
+  auto by_dir = Gate({"--lock", project_.string()});
+  auto by_file = Gate({"--lock", (project_ / "trainlock.lock").string()});
+  EXPECT_EQ(by_dir.exit_code, 0) << by_dir.err;
+  EXPECT_EQ(by_file.exit_code, 0) << by_file.err;
+  EXPECT_EQ(nlohmann::json::parse(by_dir.out)["lock"], nlohmann::json::parse(by_file.out)["lock"]);
+  auto other = Gate({"--lock", (project_ / "trainlock.toml").string()});
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.err.find("trainlock.toml: error: is not a trainlock.lock"), std::string::npos)
+      << other.err;
+}
+
+TEST_F(GateCli, RequireTakesACommaListOrRepeatedIds) {
+  auto listed = Gate({"--lock", project_.string(), "--require", "comm.ddp,comm.allreduce"});
+  auto repeated = Gate(
+      {"--lock", project_.string(), "--require", "comm.ddp", "--require", "comm.allreduce"});
+  EXPECT_EQ(listed.exit_code, 1);
+  EXPECT_EQ(listed.out, repeated.out);
+  EXPECT_NE(listed.out.find("required check comm.allreduce was skipped"), std::string::npos)
+      << listed.out;
+}
+
+}  // namespace
+}  // namespace trainlock

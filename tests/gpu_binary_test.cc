@@ -104,6 +104,31 @@ TEST(CliInspect, PrintsTheArchitecturesAndExitsOneWhenTheDeviceCannotRunThem) {
   EXPECT_NE(no.out.find("does NOT run on sm_90"), std::string::npos);
 }
 
+TEST(CliInspect, SmIsAcceptedAsNinePointZeroSmNinetyOrNinety) {
+  REQUIRE_LIB("libcuda_sm80_only.so");
+  for (const char* sm : {"9.0", "sm_90", "90"}) {
+    auto r = testing::RunTrainlock({"inspect", Lib("libcuda_sm80_only.so").string(), "--sm", sm});
+    EXPECT_EQ(r.exit_code, 1) << sm;
+    EXPECT_NE(r.out.find("does NOT run on sm_90"), std::string::npos) << sm << r.out;
+  }
+  auto bad = testing::RunTrainlock({"inspect", Lib("libcuda_sm80_only.so").string(), "--sm", "nine"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--sm: error: not a compute capability: 'nine'"), std::string::npos);
+}
+
+TEST(CliInspect, GfxSaysWhetherAnAmdDeviceCanRunTheHipCode) {
+  REQUIRE_LIB("libhip_gfx90a.so");
+  for (const char* gfx : {"gfx90a", "90a"}) {
+    auto r = testing::RunTrainlock({"inspect", Lib("libhip_gfx90a.so").string(), "--gfx", gfx});
+    EXPECT_EQ(r.exit_code, 0) << gfx << r.err;
+    EXPECT_NE(r.out.find("; runs on gfx90a"), std::string::npos) << r.out;
+  }
+  auto no = testing::RunTrainlock({"inspect", Lib("libhip_gfx90a.so").string(), "--gfx", "942"});
+  EXPECT_EQ(no.exit_code, 1);
+  EXPECT_NE(no.out.find("does NOT run on gfx942: no code object for gfx942"), std::string::npos)
+      << no.out;
+}
+
 TEST(CliInspect, ANonElfFileIsBadInput) {
   auto r = testing::RunTrainlock({"inspect", (testing::SourceDir() / "README.md").string()});
   EXPECT_EQ(r.exit_code, 2);

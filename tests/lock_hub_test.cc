@@ -346,5 +346,95 @@ TEST_F(HubLock, AHfTokenWithALineBreakIsRefusedAndNeverPrinted) {
   EXPECT_FALSE(fs::exists(project / "trainlock.lock"));
 }
 
+// `trainlock lock --check` is the CI drift gate and touches no network: with HF_ENDPOINT
+// pointing at a server that logs every request, a fresh lock checks clean (exit 0), a stale
+// one fails naming what changed (exit 1), and the server saw nothing.
+class OfflineLockCheck : public HubLock {
+ protected:
+  void SetUp() override {
+    HubLock::SetUp();
+    if (IsSkipped()) return;
+    tripwire_port_ = testing::FreeLoopbackPort();
+    tripwire_ = std::make_unique<testing::BackgroundProcess>(
+        std::vector<std::string>{"python3", "-m", "http.server", std::to_string(tripwire_port_),
+                                 "--bind", "127.0.0.1", "--directory", dir_.path().string()},
+        tripwire_log_);
+    ASSERT_TRUE(testing::WaitForHttp(Tripwire() + "/", 30));
+    project_ = Project(
+        "[model]\nsource = \"hf\"\nrepo = \"org/tiny-model\"\nrevision = \"main\"\n"
+        "files = [\"config.json\"]\n");
+    ASSERT_EQ(Lock(project_).exit_code, 0);
+    requests_before_ = Requests();
+  }
+  std::string Tripwire() const { return "http://127.0.0.1:" + std::to_string(tripwire_port_); }
+  // Request lines the tripwire server logged (http.server logs each to stderr).
+  size_t Requests() const {
+    std::string log = testing::ReadFile(tripwire_log_);
+    size_t n = 0;
+    for (size_t at = log.find("\"GET "); at != std::string::npos; at = log.find("\"GET ", at + 1))
+      ++n;
+    return n;
+  }
+  testing::RunResult Check(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"lock", project_.string(), "--check"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return testing::RunProgram("trainlock", args,
+                               {"HF_ENDPOINT=" + Tripwire(), "HTTPS_PROXY=" + Tripwire(),
+                                "HTTP_PROXY=" + Tripwire()});
+  }
+
+  fs::path tripwire_log_ = dir_.path() / "tripwire.log";
+  int tripwire_port_ = 0;
+  std::unique_ptr<testing::BackgroundProcess> tripwire_;
+  fs::path project_;
+  size_t requests_before_ = 0;
+};
+
+TEST_F(OfflineLockCheck, AFreshLockPassesWithoutAnyRequest) {
+  auto r = Check();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("up to date"), std::string::npos) << r.out;
+  EXPECT_EQ(Requests(), requests_before_);
+}
+
+TEST_F(OfflineLockCheck, TheTripwireSeesWhatAnOnlineLockAsks) {
+  // The server does log requests: an online `trainlock lock` against it is seen.
+  testing::RunProgram("trainlock", {"lock", project_.string(), "--timeout", "5"},
+                      {"HF_ENDPOINT=" + Tripwire()});
+  EXPECT_GT(Requests(), requests_before_);
+}
+
+TEST_F(OfflineLockCheck, AChangedManifestIsStaleNamingTheChange) {
+  std::string manifest = testing::ReadFile(project_ / "trainlock.toml");
+  manifest.replace(manifest.find("seed = 1234"), 11, "seed = 4321");
+  testing::WriteFile(project_ / "trainlock.toml", manifest);
+  auto r = Check();
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("trainlock.lock: error: stale: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("would change: seed = 4321"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("run `trainlock lock " + project_.string() + "`"), std::string::npos);
+  EXPECT_EQ(Requests(), requests_before_);
+}
+
+TEST_F(OfflineLockCheck, ANewModelRepositoryIsStaleNamingIt) {
+  std::string manifest = testing::ReadFile(project_ / "trainlock.toml");
+  manifest.replace(manifest.find("org/tiny-model"), 14, "org/other-model");
+  testing::WriteFile(project_ / "trainlock.toml", manifest);
+  auto r = Check();
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("stale: model org/other-model@main is not pinned in the existing lock"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(Requests(), requests_before_);
+}
+
+TEST_F(OfflineLockCheck, AMissingLockFailsSayingToLock) {
+  fs::remove(project_ / "trainlock.lock");
+  auto r = Check();
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("run `trainlock lock"), std::string::npos) << r.err;
+  EXPECT_EQ(Requests(), requests_before_);
+}
+
 }  // namespace
 }  // namespace trainlock

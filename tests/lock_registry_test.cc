@@ -184,13 +184,16 @@ TEST_F(RegistryLock, TheSameManifestGivesTheSameLockBytes) {
   EXPECT_EQ(testing::ReadFile(project / "trainlock.lock"), first);
 }
 
-TEST_F(RegistryLock, CheckPassesForAFreshLockAndFailsOnceTheTagMoves) {
+TEST_F(RegistryLock, CheckUpstreamPassesForAFreshLockAndFailsOnceTheTagMoves) {
   PushImage("amd64", "before", "test/moving:v1");
   fs::path project = Project(Ref("test/moving:v1"));
   ASSERT_EQ(RunTrainlock({"lock", project.string()}).exit_code, 0);
   EXPECT_EQ(RunTrainlock({"lock", project.string(), "--check"}).exit_code, 0);
   PushImage("amd64", "after", "test/moving:v1");
-  auto r = RunTrainlock({"lock", project.string(), "--check"});
+  // Offline (the drift gate) the lock still pins what the manifest says; --upstream asks the
+  // registry and sees the tag moved.
+  EXPECT_EQ(RunTrainlock({"lock", project.string(), "--check"}).exit_code, 0);
+  auto r = RunTrainlock({"lock", project.string(), "--check", "--upstream"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("stale"), std::string::npos) << r.err;
 }

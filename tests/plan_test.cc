@@ -4,6 +4,8 @@
 // usable = capacity x 0.90, step time scaled by dense TFLOP/s, 0.90 DDP scaling, x1.2 margin.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "base/diagnostic.h"
@@ -576,6 +578,44 @@ TEST(PlanCli, AnOutOfMemoryReportGetsALayoutThatFitsWithTheArithmetic) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("activation checkpointing + FSDP over 4 GPUs"), std::string::npos);
+}
+
+// rank 0's merged report of a 2-GPU run: planned for both GPUs.
+TEST(PlanCli, AMergedReportIsPlannedForEveryGpuOfTheRun) {
+  auto r = testing::RunTrainlock(
+      {"plan", Fixture("h200-x2-merged-report.json"), "--tokens", "10B", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["gpu_report"], true);
+  EXPECT_EQ(j["wall_clock"]["gpus"], 2);
+  EXPECT_EQ(j["memory"]["fits"], true);
+}
+
+// Another rank's own report (--out per rank): the node checks are rank 0's, so skipped, and
+// train.step is its own measurement; plan reads it like any other.
+TEST(PlanCli, ANonZeroRanksReportIsPlannedFromItsOwnTrainStep) {
+  nlohmann::json report =
+      nlohmann::json::parse(testing::ReadFile(Fixture("h200-x2-merged-report.json")));
+  report.erase("ranks");
+  report["rank"] = {{"rank", 1}, {"world_size", 2}, {"local_rank", 1}, {"launcher", "torchrun"}};
+  report["devices"] = nlohmann::json::array({report["devices"][1]});
+  const std::set<std::string> own = {"comm.allreduce",  "comm.ddp",   "train.step",
+                                     "train.roundtrip", "train.eval", "ckpt.portable"};
+  for (auto& c : report["checks"]) {
+    if (own.count(c["id"].get<std::string>())) continue;
+    c["status"] = "skip";
+    c["summary"] = "run by the node's local rank 0; rank 1 joins the collectives";
+    c["metrics"] = nlohmann::json::object();
+  }
+  testing::TempDir dir;
+  const std::string file = (dir.path() / "rank-1.json").string();
+  testing::WriteFile(file, report.dump());
+  auto r = testing::RunTrainlock({"plan", file, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["gpu_report"], true);
+  EXPECT_EQ(j["device"], "NVIDIA H200");
+  EXPECT_EQ(j["memory"]["fits"], true);
 }
 
 TEST(PlanCli, AHostileDeviceNameIsShownEscaped) {

@@ -7,6 +7,7 @@
 
 #include <ATen/autocast_mode.h>
 
+#include "project/rope_frequencies.h"
 #include "torch_compat.h"
 
 namespace trainlock::validate {
@@ -173,8 +174,11 @@ std::pair<torch::Tensor, torch::Tensor> LlamaImpl::Rotary(int64_t seq_len,
                                                           at::ScalarType dtype) {
   const int64_t dim = config_.head_dim();
   auto options = torch::TensorOptions().dtype(torch::kFloat32).device(device);
-  auto exponents = torch::arange(0, dim, 2, options) / static_cast<double>(dim);
-  auto inv_freq = 1.0 / torch::pow(config_.rope_theta, exponents);
+  // rope_theta and rope_scaling (linear, llama3) as transformers computes them: the config
+  // loader refuses any scaling this does not implement.
+  const std::vector<double> frequencies = RopeInverseFrequencies(config_);
+  auto inv_freq = torch::tensor(frequencies, torch::TensorOptions().dtype(torch::kFloat64))
+                      .to(options);
   auto positions = torch::arange(seq_len, options);
   auto freqs = torch::outer(positions, inv_freq);
   auto emb = torch::cat({freqs, freqs}, -1);

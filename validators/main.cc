@@ -8,6 +8,7 @@
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
 #include "base/version_info.h"
+#include "project/artifact_paths.h"
 #include "project/check_ids.h"
 #include "validate.h"
 #include "worker.h"
@@ -28,10 +29,12 @@ int Main(int argc, char** argv) {
   app.set_version_flag("--version", std::string(kTrainlockVersion) + " (torch " +
                                         BuiltTorchVersion() + ", " + BuiltTorchFlavour() + ")");
   ValidateOptions v;
-  std::string project = ".", out = "report.json", ckpt, work, control = "none";
+  std::string project = ".", out, ckpt, work, control = "none";
   app.add_option("DIR", project, "Project directory (holding trainlock.lock)")
       ->capture_default_str();
-  app.add_option("--out,-o", out, "Where to write the report")->capture_default_str();
+  app.add_option("--out,-o", out,
+                 "Where to write the report (default: DIR/.trainlock/reports/report.json, where "
+                 "`trainlock gate` looks)");
   app.add_option("--checkpoint-dir", ckpt,
                  "Checkpoint storage to test (default: the lock's validate.checkpoint-dir, else "
                  "the work dir)");
@@ -111,7 +114,7 @@ int Main(int argc, char** argv) {
     return RunWorker(w);
   }
   v.project = project;
-  v.out = out;
+  v.out = out.empty() ? DefaultReportPath(project) : std::filesystem::path(out);
   v.checkpoint_dir = ckpt;
   v.work_dir = work;
   v.sign_key = sign_key;

@@ -8,6 +8,7 @@
 
 #include "base/diagnostic.h"
 #include "base/json_file.h"
+#include "project/hub_model_config.h"
 #include "safetensors.h"
 
 namespace trainlock::validate {
@@ -70,6 +71,28 @@ void CheckConfigJson(const fs::path& file, const ModelConfig& c) {
   if (j.contains("tie_word_embeddings") && !j["tie_word_embeddings"].is_boolean()) {
     throw ModelLoadError(file.string() + ": tie_word_embeddings must be true or false, not " +
                          Shown(j["tie_word_embeddings"]));
+  }
+  // RoPE is part of what the weights mean: honoured or refused, never ignored. The training
+  // config carries it (rope_theta, rope_scaling), read as `trainlock init` and `check` read it.
+  const double theta = j.contains("rope_theta") && j["rope_theta"].is_number()
+                           ? j["rope_theta"].get<double>()
+                           : 10000.0;
+  if (theta != c.rope_theta) {
+    throw ModelLoadError(file.string() + ": rope_theta is " + NumberText(theta) +
+                         " but the training config says rope_theta: " + NumberText(c.rope_theta));
+  }
+  std::string scaling;
+  if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
+    const nlohmann::json& r = j["rope_scaling"];
+    scaling = r.contains("rope_type") && r["rope_type"].is_string() ? r["rope_type"].get<std::string>()
+              : r.contains("type") && r["type"].is_string()         ? r["type"].get<std::string>()
+                                                                    : "";
+    if (scaling == "default") scaling.clear();
+  }
+  if (scaling != c.rope_scaling.type) {
+    throw ModelLoadError(file.string() + ": rope_scaling is " + (scaling.empty() ? "none" : scaling) +
+                         " but the training config's model.rope_scaling is " +
+                         (c.rope_scaling.type.empty() ? "none" : c.rope_scaling.type));
   }
   bool tied = j.value("tie_word_embeddings", false);
   if (tied != c.tie_embeddings) {

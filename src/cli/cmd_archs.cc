@@ -1,9 +1,11 @@
-// `trainlock archs DIR --target cuda|rocm`: the GPU architectures the target's accelerators
-// need, as a CMake list, for building custom ops (examples/ops) for exactly those.
+// `trainlock archs DIR [--target cuda|rocm] [--torch]`: the GPU architectures the target's
+// accelerators need, as a CMake list (or in TORCH_CUDA_ARCH_LIST form), for building custom
+// ops (examples/ops) for exactly those. The target defaults to the project's only GPU target.
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
+#include "base/diagnostic.h"
 #include "base/exit_code.h"
 #include "cli/commands.h"
 #include "compat/catalog.h"
@@ -15,17 +17,43 @@ namespace {
 
 struct ArchsOptions {
   std::string dir = ".";
-  std::string target;
+  std::string target;  // "" = the only GPU target
   bool json = false;
+  bool torch = false;  // TORCH_CUDA_ARCH_LIST form: "8.0;9.0"
 };
+
+// --target, or the project's one GPU target; several (or none) must be chosen among.
+std::string TargetOf(const ArchsOptions& options, const Project& project) {
+  if (!options.target.empty()) return options.target;
+  std::vector<std::string> gpu;
+  for (const auto& [name, target] : project.effective().targets) {
+    if (name != "cpu") gpu.push_back(name);
+  }
+  if (gpu.size() == 1) return gpu.front();
+  const std::string& file = project.lock ? project.lock_path : project.manifest_path;
+  throw InputError(Diagnostic{file, {},
+                              gpu.empty() ? "has no GPU target (targets.cuda or targets.rocm)"
+                                          : "has more than one GPU target",
+                              "choose one with --target cuda|rocm"});
+}
+
+// "90" -> "9.0", as TORCH_CUDA_ARCH_LIST writes compute capabilities; gfx targets unchanged
+// (PYTORCH_ROCM_ARCH takes them as they are).
+std::string TorchForm(const std::string& arch) {
+  if (arch.starts_with("gfx") || arch.size() < 2) return arch;
+  return arch.substr(0, arch.size() - 1) + "." + arch.substr(arch.size() - 1);
+}
 
 int RunArchs(const ArchsOptions& options, const GlobalOptions& global) {
   Catalog catalog = LoadCatalog(global);
   Project project = LoadProject(options.dir, ManifestRequirement::kOptional);
-  std::vector<std::string> archs = TargetArchitectures(project, options.target, catalog);
+  const std::string target = TargetOf(options, project);
+  std::vector<std::string> archs = TargetArchitectures(project, target, catalog);
+  if (options.torch) {
+    for (std::string& a : archs) a = TorchForm(a);
+  }
   if (options.json) {
-    std::cout << nlohmann::json{{"target", options.target}, {"architectures", archs}}.dump()
-              << "\n";
+    std::cout << nlohmann::json{{"target", target}, {"architectures", archs}}.dump() << "\n";
     return kExitOk;
   }
   std::string list;
@@ -45,7 +73,12 @@ Command RegisterArchs(CLI::App& app, const GlobalOptions& global) {
       "ops for exactly the locked hardware, e.g.\n"
       "  cmake -DTRAINLOCK_OPS_CUDA_ARCHS=\"$(trainlock archs . --target cuda)\" ...");
   cmd->add_option("DIR", options->dir, "Project directory")->capture_default_str();
-  cmd->add_option("--target", options->target, "cuda or rocm")->required();
+  cmd->add_option("--target", options->target,
+                  "cuda or rocm (default: the project's only GPU target)")
+      ->check(CLI::IsMember({"cuda", "rocm"}));
+  cmd->add_flag("--torch", options->torch,
+                "TORCH_CUDA_ARCH_LIST form (\"8.0;9.0\"; gfx targets as they are), e.g.\n"
+                "  TORCH_CUDA_ARCH_LIST=\"$(trainlock archs . --torch)\" pip install ...");
   cmd->add_flag("--json", options->json, "Print as JSON");
   return [options, &global] { return RunArchs(*options, global); };
 }

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "compat/catalog.h"
 #include "compat/compat.h"
+#include "compat/model_config_check.h"
 #include "project/project.h"
 
 namespace trainlock::cli {
@@ -22,6 +23,7 @@ int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
   Catalog catalog = LoadCatalog(global);
   Project project = LoadProject(options.dir);
   std::vector<Finding> findings = CheckCompatibility(project, catalog);
+  for (Finding& f : CheckModelConfig(project)) findings.push_back(std::move(f));
   if (options.json) {
     nlohmann::json out = {{"project", options.dir},
                           {"manifest_sha256", project.manifest_sha256},
@@ -53,7 +55,9 @@ Command RegisterCheck(CLI::App& app, const GlobalOptions& global) {
       "check",
       "Validate a project's trainlock.toml, trainlock.lock (if present) and training config\n"
       "against their schemas, then report compatibility findings (driver vs CUDA, GPU\n"
-      "architectures, vendors, torch build tags, stale lock). Exit 0 clean, 1 findings,\n"
+      "architectures, vendors, torch build tags, stale lock) and, when the model's pinned\n"
+      "config.json is on this machine, every model field the training config disagrees with\n"
+      "(at the field's line). Exit 0 clean, 1 findings,\n"
       "2 bad input (each error as path:line:column: error: message).");
   cmd->add_option("DIR", options->dir, "Project directory")->capture_default_str();
   cmd->add_flag("--json", options->json, "Print the findings as JSON");

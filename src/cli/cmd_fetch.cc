@@ -36,7 +36,7 @@ bool AlreadyThere(int dir_fd, const std::string& name, const std::filesystem::pa
 
 int RunFetch(const FetchOptions& options) {
   const Project project = LoadProject(options.dir);
-  const Spec& lock = RequireLock(project, "missing; run `trainlock lock` first");
+  const Spec& lock = RequireLock(project, "cannot read: no such file: fetch downloads what the lock pins");
   HubOptions hub;
   hub.timeout_s = options.timeout_s;
   int fetched = 0, present = 0;

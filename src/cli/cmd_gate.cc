@@ -14,6 +14,7 @@
 #include "base/time_text.h"
 #include "cli/commands.h"
 #include "project/check_ids.h"
+#include "project/artifact_paths.h"
 #include "project/project.h"
 #include "report/gate.h"
 #include "report/report_signing.h"
@@ -72,10 +73,12 @@ GateRequest BuildRequest(const GateOptions& options, const Project& project) {
 
 int RunGate(const GateOptions& options, const GlobalOptions& global) {
   Catalog catalog = LoadCatalog(global);
-  Project project = LoadProject(options.lock_dir, ManifestRequirement::kOptional);
-  RequireLock(project, "cannot read: no such file",
-              "the gate compares a report with a lock: run `trainlock lock`");
-  GateRequest request = BuildRequest(options, project);
+  const std::string dir = LockDirOf(options.lock_dir);
+  Project project = LoadProject(dir, ManifestRequirement::kOptional);
+  RequireLock(project, "cannot read: no such file: the gate compares a report with a lock");
+  GateOptions resolved = options;
+  if (resolved.report.empty()) resolved.report = DefaultReportPath(dir).string();
+  GateRequest request = BuildRequest(resolved, project);
   GateDecision decision;
   try {
     decision = EvaluateGate(request, catalog);
@@ -84,16 +87,16 @@ int RunGate(const GateOptions& options, const GlobalOptions& global) {
   }
   if (options.json) {
     nlohmann::json out = decision.ToJson();
-    out["report"] = options.report;
+    out["report"] = resolved.report;
     out["lock"] = project.lock_path;
     std::cout << out.dump(2) << "\n";
   } else if (decision.allowed()) {
     std::string facts;
     for (const std::string& f : decision.facts) facts += (facts.empty() ? "" : ", ") + f;
-    std::cout << "gate: pass: " << TerminalLine(options.report) << " clears "
+    std::cout << "gate: pass: " << TerminalLine(resolved.report) << " clears "
               << TerminalLine(project.lock_path) << " (" << TerminalLine(facts) << ")\n";
   } else {
-    std::cout << "gate: refused: " << TerminalLine(options.report) << " does not clear "
+    std::cout << "gate: refused: " << TerminalLine(resolved.report) << " does not clear "
               << TerminalLine(project.lock_path) << " (" << decision.reasons.size() << " reason"
               << (decision.reasons.size() == 1 ? "" : "s") << ")\n";
     // Reasons quote the report (summaries, image ref): shown as text, never as escapes.
@@ -115,9 +118,11 @@ Command RegisterGate(CLI::App& app, const GlobalOptions& global) {
       "only with --allow-unsigned), trained the lock's config, is no negative control, and\n"
       "whose every passing check's metrics support the pass. A refusal prints every reason.\n"
       "Exit 0 pass, 1 refused, 2 bad input.");
-  cmd->add_option("REPORT", options->report, "report.json written by trainlock-validate")
-      ->required();
-  cmd->add_option("--lock", options->lock_dir, "Project directory holding trainlock.lock")
+  cmd->add_option("REPORT", options->report,
+                  "report.json written by trainlock-validate (default: the --lock project's "
+                  ".trainlock/reports/report.json, where it writes by default)");
+  cmd->add_option("--lock", options->lock_dir,
+                  "The lock: trainlock.lock itself or the project directory holding it")
       ->capture_default_str();
   cmd->add_option("--key", options->key, "Ed25519 public key (PEM) the report must be signed with");
   cmd->add_option("--max-age", options->max_age,
@@ -127,7 +132,9 @@ Command RegisterGate(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--image", options->image,
                   "Refuse a report that did not run in this image (sha256:<64 hex>)");
   cmd->add_option("--require", options->require,
-                  "Checks that must pass on top of the lock's [validate] required")
+                  "Checks that must pass on top of the lock's [validate] required (a,b or "
+                  "repeated)")
+      ->delimiter(',')
       ->expected(1, -1);
   cmd->add_flag("--json", options->json, "Print the decision as JSON");
   return [options, &global] { return RunGate(*options, global); };

@@ -15,9 +15,48 @@ namespace {
 struct InspectOptions {
   std::vector<std::string> libraries;
   bool json = false;
-  int sm = 0;               // --sm: also say whether a device of this capability can run it
+  std::string sm;           // --sm: also say whether a device of this capability can run it
+  std::string gfx;          // --gfx: the same for an AMD device
   std::string driver_cuda;  // --driver-cuda: the driver's CUDA version for PTX JIT
 };
+
+// --sm as people write a compute capability: 9.0, sm_90 or 90 -> 90.
+int ParseSm(const std::string& text) {
+  std::string digits = text.starts_with("sm_") ? text.substr(3) : text;
+  if (size_t dot = digits.find('.'); dot != std::string::npos && dot + 2 == digits.size()) {
+    digits.erase(dot, 1);
+  }
+  if (digits.empty() || digits.size() > 3 ||
+      digits.find_first_not_of("0123456789") != std::string::npos || std::stoi(digits) < 10) {
+    throw InputError(Diagnostic{"--sm", {}, "not a compute capability: " + Quoted(text),
+                                "write 9.0, sm_90 or 90"});
+  }
+  return std::stoi(digits);
+}
+
+// --gfx as gfx942 or 942 -> "gfx942".
+std::string ParseGfx(const std::string& text) {
+  std::string name = text.starts_with("gfx") ? text : "gfx" + text;
+  if (name.size() < 6 || name.size() > 8 ||
+      name.find_first_not_of("0123456789abcdef", 3) != std::string::npos) {
+    throw InputError(
+        Diagnostic{"--gfx", {}, "not an AMD GPU target: " + Quoted(text), "write gfx942 or 942"});
+  }
+  return name;
+}
+
+// Whether HIP code in `info` runs on `gfx`: a code object for exactly that target (feature
+// suffixes such as ":xnack-" still match the processor); HIP has no JIT fallback like PTX.
+bool HipCodeRunsOn(const GpuBinaryInfo& info, const std::string& gfx, std::string* why) {
+  for (const std::string& target : info.gfx) {
+    if (target.substr(0, target.find(':')) == gfx) {
+      *why = "a code object for " + target;
+      return true;
+    }
+  }
+  *why = info.gfx.empty() ? "no HIP code objects" : "no code object for " + gfx;
+  return false;
+}
 
 std::string Describe(const GpuBinaryInfo& info) {
   if (!info.has_gpu_code()) return "no GPU code";
@@ -40,6 +79,8 @@ std::string Describe(const GpuBinaryInfo& info) {
 }
 
 int RunInspect(const InspectOptions& o) {
+  const int sm = o.sm.empty() ? 0 : ParseSm(o.sm);
+  const std::string gfx = o.gfx.empty() ? "" : ParseGfx(o.gfx);
   int driver = 0;
   if (!o.driver_cuda.empty()) {
     int major = 0, minor = 0;
@@ -68,13 +109,20 @@ int RunInspect(const InspectOptions& o) {
            {"isa", std::to_string(p.isa_major) + "." + std::to_string(p.isa_minor)}});
     }
     std::string line = lib + ": " + Describe(info);
-    if (o.sm) {
+    if (sm) {
       std::string why;
-      bool runs = CudaCodeRunsOn(info, o.sm, driver, &why);
+      bool runs = CudaCodeRunsOn(info, sm, driver, &why);
       all_run = all_run && runs;
-      j["runs_on_sm"] = {{"sm", o.sm}, {"runs", runs}, {"why", why}};
+      j["runs_on_sm"] = {{"sm", sm}, {"runs", runs}, {"why", why}};
       line += std::string(runs ? "; runs on " : "; does NOT run on ") + "sm_" +
-              std::to_string(o.sm) + ": " + why;
+              std::to_string(sm) + ": " + why;
+    }
+    if (!gfx.empty()) {
+      std::string why;
+      bool runs = HipCodeRunsOn(info, gfx, &why);
+      all_run = all_run && runs;
+      j["runs_on_gfx"] = {{"gfx", gfx}, {"runs", runs}, {"why", why}};
+      line += std::string(runs ? "; runs on " : "; does NOT run on ") + gfx + ": " + why;
     }
     out["libraries"].push_back(j);
     if (!o.json) std::cout << line << "\n";
@@ -91,12 +139,13 @@ Command RegisterInspect(CLI::App& app, const GlobalOptions&) {
       "inspect",
       "List the GPU code embedded in ELF shared libraries or objects: SASS architectures and\n"
       "PTX versions of CUDA fat binaries (.nv_fatbin), gfx targets of HIP offload bundles\n"
-      "(.hip_fatbin), read from the sections directly (no cuobjdump). With --sm, also whether\n"
-      "a device of that compute capability can run it (exit 1 when one cannot).");
+      "(.hip_fatbin), read from the sections directly (no cuobjdump). With --sm (or --gfx), also\n"
+      "whether a device of that compute capability (or gfx target) can run it (exit 1 when one\n"
+      "cannot).");
   cmd->add_option("LIB", options->libraries, "Libraries to inspect")->required();
   cmd->add_flag("--json", options->json, "Print as JSON");
-  cmd->add_option("--sm", options->sm, "Device compute capability as a number (90 for 9.0)")
-      ->check(CLI::Range(10, 200));
+  cmd->add_option("--sm", options->sm, "Device compute capability: 9.0, sm_90 or 90");
+  cmd->add_option("--gfx", options->gfx, "AMD device target: gfx942 or 942");
   cmd->add_option("--driver-cuda", options->driver_cuda,
                   "The driver's CUDA version, for whether PTX can be JIT-compiled (e.g. 13.0)");
   return [options] { return RunInspect(*options); };

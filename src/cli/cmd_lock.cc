@@ -1,9 +1,13 @@
-// `trainlock lock DIR [--check] [--offline]`: resolve the manifest into trainlock.lock.
+// `trainlock lock DIR [--check] [--offline]`: resolve the manifest into trainlock.lock, or
+// (--check) say offline whether the lock is still the manifest's.
 #include <iostream>
+#include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "base/exit_code.h"
+#include "base/failure.h"
 #include "base/file_io.h"
 #include "cli/commands.h"
 #include "lock/lock_resolver.h"
@@ -18,12 +22,76 @@ struct LockCommandOptions {
   bool offline = false;
   bool python_only = false;
   bool skip_python = false;
+  bool upstream = false;  // --check --upstream: also ask whether floating refs moved
   bool json = false;
   long timeout_s = 30;
 };
 
-int RunLock(const LockCommandOptions& options) {
+// The lines of `now` that `before` lacks: what re-locking would change, for the message.
+std::vector<std::string> ChangedLines(const std::string& before, const std::string& now) {
+  std::set<std::string> old_lines;
+  std::istringstream in(before);
+  for (std::string line; std::getline(in, line);) old_lines.insert(line);
+  std::vector<std::string> changed;
+  std::istringstream out(now);
+  for (std::string line; std::getline(out, line);) {
+    if (!old_lines.count(line)) changed.push_back(line);
+  }
+  return changed;
+}
+
+// --check: the CI drift gate. Offline by design: it asks whether the lock still pins what the
+// manifest and config say, from the lock's own pins, so it gives the same answer on a runner
+// without network and never depends on what a registry or the Hub serves today. --upstream
+// asks that second question too: whether a tag or branch the manifest floats on has moved.
+int CheckLock(const std::filesystem::path& dir, const LockCommandOptions& options) {
+  const std::filesystem::path path = dir / kLockFile;
+  const std::string relock = "; run `trainlock lock " + options.dir + "`";
+  LockOptions o;
+  o.offline = !options.upstream;
+  o.skip_python = !options.upstream;  // the lock's own closure, when the request is unchanged
+  o.index.timeout_s = options.timeout_s;
+  o.registry.timeout_s = options.timeout_s;
+  o.hub.timeout_s = options.timeout_s;
+  ResolvedLock lock;
+  try {
+    lock = ResolveLock(dir, o);
+  } catch (const Failure& e) {
+    if (e.exit_code() != kExitVerdict || options.upstream) throw;
+    // Offline resolution names what the lock does not pin: the manifest asks for something new.
+    std::cerr << path.string() << ": error: stale: " << e.what() << relock << "\n";
+    return kExitVerdict;
+  }
+  const std::string& current = lock.existing_lock_sha256;
+  if (current.empty()) {
+    std::cerr << path.string() << ": error: missing or invalid" << relock << "\n";
+    return kExitVerdict;
+  }
+  if (current != lock.lock_sha256) {
+    std::cerr << path.string() << ": error: stale: the manifest and config now lock to lock-sha256 "
+              << lock.lock_sha256.substr(0, 12) << "..., the lock has " << current.substr(0, 12)
+              << "..." << relock << "\n";
+    for (const std::string& line :
+         ChangedLines(ReadInputFile(path, path.string()), lock.text)) {
+      std::cerr << "  would change: " << line << "\n";
+    }
+    return kExitVerdict;
+  }
+  if (options.json) {
+    std::cout << nlohmann::json{{"lock", path.string()},
+                                {"up_to_date", true},
+                                {"lock_sha256", current}}
+                     .dump(2)
+              << "\n";
+  } else {
+    std::cout << path.string() << ": up to date (lock-sha256 " << current << ")\n";
+  }
+  return kExitOk;
+}
+
+int RunLock(const LockCommandOptions& options, const GlobalOptions& global) {
   const std::filesystem::path dir = options.dir;
+  if (options.check) return CheckLock(dir, options);
   LockOptions o;
   o.offline = options.offline;
   o.python_only = options.python_only;
@@ -33,29 +101,6 @@ int RunLock(const LockCommandOptions& options) {
   o.hub.timeout_s = options.timeout_s;  // the Hub too: a stalled Hub must not hold CI for minutes
   const ResolvedLock lock = ResolveLock(dir, o);
   const std::filesystem::path path = dir / kLockFile;
-  if (options.check) {
-    const std::string& current = lock.existing_lock_sha256;
-    if (current.empty()) {
-      std::cerr << path.string() << ": error: missing or invalid; run `trainlock lock`\n";
-      return kExitVerdict;
-    }
-    if (current != lock.lock_sha256) {
-      std::cerr << path.string() << ": error: stale: resolving the manifest now gives lock-sha256 "
-                << lock.lock_sha256.substr(0, 12) << "..., the lock has " << current.substr(0, 12)
-                << "...; run `trainlock lock`\n";
-      return kExitVerdict;
-    }
-    if (options.json) {
-      std::cout << nlohmann::json{{"lock", path.string()},
-                                  {"up_to_date", true},
-                                  {"lock_sha256", current}}
-                       .dump(2)
-                << "\n";
-    } else {
-      std::cout << path.string() << ": up to date (lock-sha256 " << current << ")\n";
-    }
-    return kExitOk;
-  }
   WriteFileAtomically(path, lock.text);
   if (options.json) {
     std::cout << nlohmann::json{{"lock", path.string()},
@@ -66,6 +111,7 @@ int RunLock(const LockCommandOptions& options) {
               << "\n";
     return kExitOk;
   }
+  if (global.quiet()) return kExitOk;
   for (const std::string& line : lock.pinned) std::cout << "  " << line << "\n";
   std::cout << "wrote " << path.string() << " (lock-sha256 " << lock.lock_sha256 << ")\n";
   return kExitOk;
@@ -73,7 +119,7 @@ int RunLock(const LockCommandOptions& options) {
 
 }  // namespace
 
-Command RegisterLock(CLI::App& app, const GlobalOptions&) {
+Command RegisterLock(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<LockCommandOptions>();
   CLI::App* cmd = app.add_subcommand(
       "lock",
@@ -88,8 +134,12 @@ Command RegisterLock(CLI::App& app, const GlobalOptions&) {
       "~/.docker/config.json; HF_TOKEN; HF_ENDPOINT for another Hub.");
   cmd->add_option("DIR", options->dir, "Project directory")->capture_default_str();
   cmd->add_flag("--check", options->check,
-                "Write nothing; exit 1 when the lock is missing, stale or not what the manifest "
-                "resolves to");
+                "The CI drift gate, offline (no network at all): write nothing; exit 1 when the "
+                "lock is missing, or stale against the manifest or config, naming what changed");
+  cmd->add_flag("--upstream", options->upstream,
+                "With --check: also ask the registries and the Hub whether a tag or branch the "
+                "manifest floats on now resolves elsewhere (network; exit 3 when they cannot "
+                "answer)");
   cmd->add_flag("--offline", options->offline,
                 "Never touch the network: use only what the manifest or the existing lock pins");
   cmd->add_flag("--python-only", options->python_only,
@@ -102,7 +152,7 @@ Command RegisterLock(CLI::App& app, const GlobalOptions&) {
   cmd->add_option("--timeout", options->timeout_s, "Seconds per network request")
       ->capture_default_str()
       ->check(CLI::Range(1L, 3600L));
-  return [options] { return RunLock(*options); };
+  return [options, &global] { return RunLock(*options, global); };
 }
 
 }  // namespace trainlock::cli

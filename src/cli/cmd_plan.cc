@@ -80,7 +80,8 @@ Command RegisterPlan(CLI::App& app, const GlobalOptions& global) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--cost", options->costs,
                   "NAME=X: an accelerator's price per GPU-hour relative to an A100-80GB "
-                  "(repeatable; default: lockfiles/compat/gpus.toml)")
+                  "(a,b or repeated; default: lockfiles/compat/gpus.toml)")
+      ->delimiter(',')
       ->allow_extra_args(false);
   cmd->add_flag("--json", options->json, "Print the plan as JSON");
   return [options, &global] { return RunPlan(*options, global); };

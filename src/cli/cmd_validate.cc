@@ -226,6 +226,9 @@ Command RegisterValidate(CLI::App& app, const GlobalOptions&) {
                 "With --image: pull over plain HTTP (loopback test registries)");
   cmd->allow_extras();
   cmd->prefix_command();
+  // Everything after DIR is the validator's, global options included: nothing falls through
+  // to trainlock's own parser (main.cc turns fallthrough on for the other commands).
+  cmd->fallthrough(false);
   return [options, cmd] {
     options->passthrough = cmd->remaining();
     return RunValidate(*options);

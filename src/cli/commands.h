@@ -16,11 +16,18 @@ using Command = std::function<int()>;
 // Options every command shares.
 struct GlobalOptions {
   std::string catalog_dir;  // --catalog / TRAINLOCK_CATALOG; "" = the embedded catalog
+  int verbosity = 0;        // -q lowers it (results and errors only), -v raises it
+  bool quiet() const { return verbosity < 0; }
 };
+
+// The project directory a --lock option names: the lock file itself (its directory) or the
+// directory holding it; throws InputError for a file that is not a trainlock.lock.
+std::string LockDirOf(const std::string& lock_option);
 
 // The catalog --catalog names, else the one compiled in.
 Catalog LoadCatalog(const GlobalOptions& global);
 
+Command RegisterInit(CLI::App& app, const GlobalOptions& global);
 Command RegisterCheck(CLI::App& app, const GlobalOptions& global);
 Command RegisterHash(CLI::App& app, const GlobalOptions& global);
 Command RegisterValidate(CLI::App& app, const GlobalOptions& global);

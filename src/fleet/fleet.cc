@@ -166,9 +166,9 @@ std::string Dns1123Label(std::string_view text) {
 }
 
 FleetOptions ResolveFleetOptions(const Project& project, const FleetOptions& requested) {
-  const Spec& lock = RequireLock(project, "cannot read: no such file",
-                                 "the fleet runs the lock's image: run `trainlock lock` and "
-                                 "`trainlock image build` first");
+  const Spec& lock = RequireLock(project, "cannot read: no such file: the fleet runs the lock's image",
+                                 "run `trainlock lock " + project.dir.string() +
+                                     "` and `trainlock image build` first");
   FleetOptions options = requested;
   CheckCounts(options);
   CheckKubernetesNames(options);

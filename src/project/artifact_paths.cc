@@ -8,6 +8,10 @@
 
 namespace trainlock {
 
+std::filesystem::path DefaultReportPath(const std::filesystem::path& project_dir) {
+  return project_dir / ".trainlock" / "reports" / "report.json";
+}
+
 ArtifactLocation LocateArtifact(const std::filesystem::path& project_dir,
                                 const ArtifactSource& artifact, std::string_view kind) {
   if (artifact.source == "local") return {project_dir, artifact.repo};

@@ -25,6 +25,11 @@ void Collect(Diagnostics& all, Load load) {
   }
 }
 
+// What a newcomer runs first when there is no project yet.
+std::string InitHint(const std::filesystem::path& dir) {
+  return "run `trainlock init " + dir.string() + " --from-hub ORG/NAME --target cuda|rocm|cpu`";
+}
+
 }  // namespace
 
 Project LoadProject(const std::filesystem::path& dir, ManifestRequirement requirement) {
@@ -36,11 +41,16 @@ Project LoadProject(const std::filesystem::path& dir, ManifestRequirement requir
 
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
-    all.Error(dir.string(), {}, "not a project directory");
+    all.Error(dir.string(), {}, "not a project directory", InitHint(dir));
     throw InputError(all);
   }
   bool has_lock = std::filesystem::exists(dir / kLockFile, ec);
   bool need_manifest = requirement == ManifestRequirement::kRequired || !has_lock;
+  if (need_manifest && !std::filesystem::exists(dir / kManifestFile, ec)) {
+    all.Error(project.manifest_path, {},
+              "cannot read: no such file: no trainlock.toml in " + dir.string(), InitHint(dir));
+    throw InputError(all);
+  }
   if (need_manifest || std::filesystem::exists(dir / kManifestFile, ec)) {
     Collect(all, [&] {
       std::string text = ReadInputFile(dir / kManifestFile, project.manifest_path);
@@ -72,6 +82,7 @@ Project LoadProject(const std::filesystem::path& dir, ManifestRequirement requir
 
 const Spec& RequireLock(const Project& project, std::string message, std::string hint) {
   if (!project.lock) {
+    if (hint.empty()) hint = "run `trainlock lock " + project.dir.string() + "`";
     throw InputError(Diagnostic{project.lock_path, {}, std::move(message), std::move(hint)});
   }
   return *project.lock;

@@ -27,7 +27,30 @@ namespace {
 
 constexpr int64_t kMaxBatch = int64_t{1} << 20;
 
-void ReadModel(YamlFields& f, ModelConfig& m) {
+void ReadRopeScaling(YamlFields& f, RopeScaling& r) {
+  // Only what the validator's Llama computes (rope_frequencies.h); dynamic, yarn and longrope
+  // change the model in ways it does not implement, so they are refused, never ignored.
+  static constexpr std::string_view kTypes[] = {"linear", "llama3"};
+  r.type = f.Choice("type", Need::kRequired, kTypes).value_or("");
+  r.factor = f.Number("factor", Need::kRequired, 1.0, 1e6).value_or(r.factor);
+  const Need llama3 = r.type == "llama3" ? Need::kRequired : Need::kOptional;
+  if (r.type == "llama3") {
+    r.low_freq_factor = f.Number("low_freq_factor", llama3, 1e-6, 1e6).value_or(r.low_freq_factor);
+    r.high_freq_factor =
+        f.Number("high_freq_factor", llama3, 1e-6, 1e6).value_or(r.high_freq_factor);
+    r.original_max_position_embeddings =
+        f.Integer("original_max_position_embeddings", llama3, 1, int64_t{1} << 24)
+            .value_or(r.original_max_position_embeddings);
+    if (r.high_freq_factor <= r.low_freq_factor) {
+      f.Error(f.Pos("high_freq_factor"),
+              "'" + f.Qualified("high_freq_factor") + "' must be greater than low_freq_factor",
+              "Llama 3 uses low_freq_factor 1, high_freq_factor 4");
+    }
+  }
+  f.Finish();
+}
+
+void ReadModel(YamlFields& f, ModelConfig& m, const std::string& path, Diagnostics& diags) {
   static constexpr std::string_view kArchitectures[] = {"llama"};
   m.architecture = f.Choice("architecture", Need::kRequired, kArchitectures).value_or("");
   constexpr int64_t kMaxDim = int64_t{1} << 20;
@@ -40,6 +63,10 @@ void ReadModel(YamlFields& f, ModelConfig& m) {
   m.vocab_size = f.Integer("vocab_size", Need::kRequired, 2, int64_t{1} << 24).value_or(0);
   m.tie_embeddings = f.Bool("tie_embeddings", Need::kOptional).value_or(m.tie_embeddings);
   m.rope_theta = f.Number("rope_theta", Need::kOptional, 1.0, 1e9).value_or(m.rope_theta);
+  if (auto r = f.Map("rope_scaling", Need::kOptional)) {
+    YamlFields rf(*r, "model.rope_scaling", path, diags);
+    ReadRopeScaling(rf, m.rope_scaling);
+  }
   m.norm_eps = f.Number("norm_eps", Need::kOptional, 1e-12, 1e-1).value_or(m.norm_eps);
   m.dropout = f.Number("dropout", Need::kOptional, 0.0, 0.9).value_or(m.dropout);
   f.Finish();
@@ -221,7 +248,7 @@ TrainConfig LoadTrainConfig(std::string_view text, const std::string& path) {
     YamlFields f(root, "", path, diags);
     if (auto m = f.Map("model", Need::kRequired)) {
       YamlFields mf(*m, "model", path, diags);
-      ReadModel(mf, config.model);
+      ReadModel(mf, config.model, path, diags);
       if (diags.empty()) CheckModelShape(config.model, mf);
     }
     if (auto t = f.Map("training", Need::kRequired)) {

@@ -8,6 +8,20 @@
 
 namespace trainlock {
 
+// How RoPE's frequencies are stretched for contexts longer than the model was first trained
+// on, as Hugging Face's `rope_scaling` states it. The validator's Llama computes exactly these
+// (rope_frequencies.h); any other scaling is refused when the config is read.
+struct RopeScaling {
+  std::string type;  // "" (none) | "linear" | "llama3"
+  double factor = 1.0;
+  // llama3 only: the band between these wavelengths is interpolated.
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position_embeddings = 8192;
+
+  bool operator==(const RopeScaling&) const = default;
+};
+
 struct ModelConfig {
   std::string architecture;  // "llama"
   int64_t hidden_size = 0;
@@ -18,6 +32,7 @@ struct ModelConfig {
   int64_t vocab_size = 0;
   bool tie_embeddings = false;
   double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
   double norm_eps = 1e-5;
   double dropout = 0.0;
 

@@ -465,5 +465,19 @@ TEST_F(ModelLoaderTest, RefusesANonBooleanTieWordEmbeddings) {
   EXPECT_TRUE(Contains(error, "tie_word_embeddings")) << error;
 }
 
+TEST_F(ModelLoaderTest, RefusesAConfigJsonWhoseRopeTheTrainingConfigDoesNotState) {
+  WriteTensors(SingleFile(), tensors_);
+  nlohmann::json config = ConfigJson(config_);
+  config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 32.0}};
+  WriteFile(dir() / "config.json", config.dump(2));
+  std::string error = LoadError();
+  EXPECT_TRUE(Contains(error, "rope_scaling is llama3 but the training config's "
+                              "model.rope_scaling is none")) << error;
+  config.erase("rope_scaling");
+  config["rope_theta"] = config_.rope_theta * 2;
+  WriteFile(dir() / "config.json", config.dump(2));
+  EXPECT_TRUE(Contains(LoadError(), "rope_theta is")) << LoadError();
+}
+
 }  // namespace
 }  // namespace trainlock::validate

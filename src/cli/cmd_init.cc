@@ -1,0 +1,230 @@
+// `trainlock init [DIR] --from-hub ORG/NAME[@REV] --target cuda|rocm|cpu`: a newcomer's first
+// project. Resolves the revision to its commit, fetches the model's config.json into the cache
+// `trainlock fetch` fills, and writes trainlock.toml plus a training config whose model shape
+// is config.json's (hub_model_config.h: honoured or refused, never ignored).
+#include <iostream>
+#include <regex>
+
+#include "base/diagnostic.h"
+#include "base/exit_code.h"
+#include "base/file_io.h"
+#include "cli/commands.h"
+#include "lock/hf_hub.h"
+#include "project/artifact_paths.h"
+#include "project/hub_model_config.h"
+#include "project/project.h"
+
+namespace trainlock::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct InitOptions {
+  std::string dir = ".";
+  std::string from_hub;
+  std::string target;
+  bool force = false;
+  long timeout_s = 60;
+};
+
+struct HubModelRef {
+  std::string repo;
+  std::string revision;
+};
+
+// config.json read, and where it came from ("org/name@0123456789ab") for the config's comment.
+struct HubModel {
+  std::string source;
+  HubModelConfig config;
+};
+
+HubModelRef ParseHubRef(const std::string& text) {
+  static const std::regex kRef(R"(^([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)(@(.+))?$)");
+  std::smatch m;
+  if (!std::regex_match(text, m, kRef)) {
+    throw InputError(Diagnostic{"--from-hub", {}, "not a Hub model: " + Quoted(text),
+                                "write ORG/NAME or ORG/NAME@REVISION, e.g. "
+                                "meta-llama/Llama-3.2-1B@main"});
+  }
+  return {m[1], m[3].matched ? std::string(m[3]) : "main"};
+}
+
+// What each target starts from: the images, versions and checks the shipped examples use
+// (examples/h200-pilot, mi300x-pilot, tiny), for the user to edit.
+std::string TargetToml(const std::string& target) {
+  if (target == "cuda") {
+    return "[targets.cuda]\n"
+           "base = \"docker.io/nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04\"\n"
+           "accelerators = [\"H200\", \"H100-80GB\"]\n"
+           "torch = \"2.11.0+cu130\"\n"
+           "cuda = \"13.0\"\n"
+           "driver-min = \"580.65.06\"\n";
+  }
+  if (target == "rocm") {
+    return "[targets.rocm]\n"
+           "base = \"docker.io/rocm/dev-ubuntu-24.04:6.3.4-complete\"\n"
+           "accelerators = [\"MI300X\", \"MI325X\"]\n"
+           "torch = \"2.7.1+rocm6.3\"\n"
+           "rocm = \"6.3.4\"\n";
+  }
+  return "[targets.cpu]\n"
+         "base = \"docker.io/library/debian:bookworm-slim\"\n"
+         "torch = \"1.13.0\"\n";
+}
+
+std::string RequiredChecks(const std::string& target) {
+  const std::string train = "\"train.step\", \"train.roundtrip\", \"train.eval\", \"ckpt.portable\"";
+  if (target == "cpu") return "[" + train + "]";
+  return "[\"env.driver\", \"env.runtime\", \"env.arch\", \"env.versions\",\n            " + train +
+         "]";
+}
+
+std::string ManifestToml(const std::string& name, const std::string& config,
+                         const HubModelRef& ref, const std::string& commit,
+                         const std::string& target) {
+  return "# Written by `trainlock init --from-hub " + ref.repo + "@" + ref.revision +
+         "`: the intent of the run.\n"
+         "# Edit it, then `trainlock check`, `trainlock lock` and `trainlock validate`.\n"
+         "[project]\n"
+         "name = \"" + name + "\"\n"
+         "config = \"" + config + "\"\n"
+         "seed = 1234\n\n"
+         "[model]\n"
+         "source = \"hf\"\n"
+         "repo = \"" + ref.repo + "\"\n"
+         "revision = \"" + commit + "\"  # " + ref.revision + " when initialised\n"
+         "files = [\"config.json\"]\n\n" +
+         TargetToml(target) +
+         "\n[validate]\n"
+         "steps = 8\n"
+         "checkpoint-at = 4\n"
+         "eval-batches = 2\n"
+         "required = " + RequiredChecks(target) + "\n";
+}
+
+std::string RopeScalingYaml(const RopeScaling& r) {
+  if (r.type.empty()) return "";
+  std::string out = "  rope_scaling:\n    type: " + r.type + "\n    factor: " + NumberText(r.factor) + "\n";
+  if (r.type == "llama3") {
+    out += "    low_freq_factor: " + NumberText(r.low_freq_factor) + "\n" +
+           "    high_freq_factor: " + NumberText(r.high_freq_factor) + "\n" +
+           "    original_max_position_embeddings: " +
+           std::to_string(r.original_max_position_embeddings) + "\n";
+  }
+  return out;
+}
+
+// The model section is config.json's; the training section a start the user tunes to the run
+// they intend (seq_len capped at the model's context and at 4096 on a GPU, 256 on a CPU).
+std::string TrainConfigYaml(const HubModel& hub_model, const std::string& target) {
+  const ModelConfig& m = hub_model.config.model;
+  const bool gpu = target != "cpu";
+  const int64_t seq_len =
+      std::min<int64_t>(hub_model.config.max_position_embeddings, gpu ? 4096 : 256);
+  return "# Model shape from " + hub_model.source + " (config.json); `trainlock check` compares\n"
+         "# the two. The training section is a start: set the run's real seq_len and micro_batch.\n"
+         "model:\n"
+         "  architecture: llama\n"
+         "  hidden_size: " + std::to_string(m.hidden_size) + "\n" +
+         "  num_layers: " + std::to_string(m.num_layers) + "\n" +
+         "  num_heads: " + std::to_string(m.num_heads) + "\n" +
+         "  num_kv_heads: " + std::to_string(m.num_kv_heads) + "\n" +
+         "  intermediate_size: " + std::to_string(m.intermediate_size) + "\n" +
+         "  vocab_size: " + std::to_string(m.vocab_size) + "\n" +
+         "  tie_embeddings: " + (m.tie_embeddings ? "true" : "false") + "\n" +
+         "  rope_theta: " + NumberText(m.rope_theta) + "\n" + RopeScalingYaml(m.rope_scaling) +
+         "  norm_eps: " + NumberText(m.norm_eps) + "\n" +
+         "  dropout: 0.0\n"
+         "training:\n"
+         "  seq_len: " + std::to_string(seq_len) + "\n" +
+         "  micro_batch: 1\n"
+         "  grad_accum: 1\n"
+         "  precision: " + (gpu ? "bf16" : "fp32") + "\n" +
+         "  optimizer:\n"
+         "    name: adamw\n"
+         "    lr: 3.0e-4\n"
+         "    betas: [0.9, 0.95]\n"
+         "    eps: 1.0e-8\n"
+         "    weight_decay: 0.1\n"
+         "  scheduler:\n"
+         "    name: cosine\n"
+         "    warmup_steps: 100\n"
+         "    total_steps: 1000\n"
+         "  grad_clip: 1.0\n"
+         "  activation_checkpointing: false\n"
+         "  parallelism: ddp\n";
+}
+
+// A project name and file stem from the model's name ("Llama-3.2-1B" -> "llama-3.2-1b").
+std::string StemOf(const std::string& repo) {
+  std::string stem = repo.substr(repo.find('/') + 1);
+  for (char& c : stem) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return stem;
+}
+
+void RefuseToOverwrite(const fs::path& file, bool force) {
+  std::error_code ec;
+  if (!force && fs::exists(file, ec)) {
+    throw InputError(Diagnostic{file.string(), {}, "already exists",
+                                "keep it, or pass --force to write over it"});
+  }
+}
+
+int RunInit(const InitOptions& o, const GlobalOptions& global) {
+  const HubModelRef ref = ParseHubRef(o.from_hub);
+  const fs::path dir = o.dir;
+  const std::string stem = StemOf(ref.repo);
+  const std::string config = "configs/" + stem + ".yaml";
+  RefuseToOverwrite(dir / kManifestFile, o.force);
+  RefuseToOverwrite(dir / config, o.force);
+
+  HubOptions hub;
+  hub.timeout_s = o.timeout_s;
+  const HubRevision revision = ResolveHubRevision("model", ref.repo, ref.revision, {"config.json"}, hub);
+  ArtifactSource model{"hf", ref.repo, revision.commit, "", revision.files};
+  const fs::path cached = ArtifactDir(dir, model, "model") / "config.json";
+  DownloadHubFile("model", ref.repo, revision.commit, revision.files.front(), cached, hub);
+
+  const std::string source = ref.repo + "@" + revision.commit.substr(0, 12);
+  const HubModel hub_model{
+      source, ReadHubModelConfig(ReadInputFile(cached, cached.string()), source + ":config.json")};
+  fs::create_directories(dir / "configs");
+  WriteFileAtomically(dir / config, TrainConfigYaml(hub_model, o.target));
+  WriteFileAtomically(dir / kManifestFile,
+                      ManifestToml(stem, config, ref, revision.commit, o.target));
+  if (global.quiet()) return kExitOk;
+  std::cout << "resolved " << ref.repo << "@" << ref.revision << " to " << revision.commit << "\n"
+            << "wrote " << DisplayPath(dir, kManifestFile) << " and " << DisplayPath(dir, config)
+            << "\nnext: trainlock check " << o.dir << " && trainlock lock " << o.dir
+            << " && trainlock validate " << o.dir << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+Command RegisterInit(CLI::App& app, const GlobalOptions& global) {
+  auto options = std::make_shared<InitOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "init",
+      "Start a project in DIR from a Hugging Face model: resolve REV (default main) to its\n"
+      "commit, fetch the model's config.json into the cache (TRAINLOCK_CACHE, default\n"
+      "DIR/.trainlock/cache) and write DIR/trainlock.toml, pinned to that commit, and\n"
+      "DIR/configs/<name>.yaml, whose model shape is config.json's: rope_theta and\n"
+      "rope_scaling (none, linear, llama3) are carried over; a model the validator's Llama\n"
+      "does not compute (another model_type, rope_scaling type, activation, biases) is\n"
+      "refused. HF_ENDPOINT and HF_TOKEN as for `trainlock lock`. Exit 2 for a refused model\n"
+      "or existing files, 3 when the Hub cannot answer.");
+  cmd->add_option("DIR", options->dir, "Project directory (created)")->capture_default_str();
+  cmd->add_option("--from-hub", options->from_hub, "ORG/NAME[@REV]: the model to train")
+      ->required();
+  cmd->add_option("--target", options->target, "cuda, rocm or cpu")
+      ->required()
+      ->check(CLI::IsMember({"cuda", "rocm", "cpu"}));
+  cmd->add_flag("--force", options->force, "Write over an existing manifest and config");
+  cmd->add_option("--timeout", options->timeout_s, "Seconds per Hub request")
+      ->capture_default_str()
+      ->check(CLI::Range(1L, 3600L));
+  return [options, &global] { return RunInit(*options, global); };
+}
+
+}  // namespace trainlock::cli

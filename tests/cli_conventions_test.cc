@@ -1,0 +1,129 @@
+// What every `trainlock` command shares: a mistyped subcommand is answered with the closest
+// one, `help [COMMAND]`, -V with the commit, options and global options in any position, and
+// completion scripts generated from the command tree.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "test_support.h"
+
+namespace trainlock {
+namespace {
+
+using testing::RunTrainlock;
+
+TEST(CliConventions, AMistypedSubcommandSuggestsTheClosestOne) {
+  auto r = RunTrainlock({"lcok", "."});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("trainlock: error: unknown command 'lcok'; did you mean 'lock'?"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(CliConventions, AMistypedNestedSubcommandSuggestsAmongItsSiblings) {
+  auto r = RunTrainlock({"fleet", "slrum", "."});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("trainlock fleet: error: unknown command 'slrum'; did you mean 'slurm'?"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(CliConventions, HelpPrintsTheCommandList) {
+  auto r = RunTrainlock({"help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("init"), std::string::npos);
+  EXPECT_NE(r.out.find("completion"), std::string::npos);
+}
+
+TEST(CliConventions, HelpOfACommandIsThatCommandsHelp) {
+  auto help = RunTrainlock({"help", "fleet", "k8s"});
+  auto flag = RunTrainlock({"fleet", "k8s", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_EQ(help.out, flag.out);
+  EXPECT_NE(help.out.find("--nodes"), std::string::npos);
+}
+
+TEST(CliConventions, HelpOfAnUnknownCommandSuggestsOne) {
+  auto r = RunTrainlock({"help", "gaet"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown command 'gaet'; did you mean 'gate'?"), std::string::npos)
+      << r.err;
+}
+
+TEST(CliConventions, VersionNamesTheVersionAndACommitOfThisRepository) {
+  for (const char* flag : {"-V", "--version"}) {
+    auto r = RunTrainlock({flag});
+    EXPECT_EQ(r.exit_code, 0);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(r.out, m, std::regex(R"(trainlock \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}|unknown)\)\n)")))
+        << r.out;
+    if (m[1] != "unknown") {
+      auto known = testing::RunCommand(
+          {"git", "-C", testing::SourceDir().string(), "cat-file", "-e", m[1].str() + "^{commit}"});
+      EXPECT_EQ(known.exit_code, 0) << m[1] << " is no commit of " << testing::SourceDir();
+    }
+  }
+}
+
+TEST(CliConventions, OptionsMayComeBeforeOrAfterThePositional) {
+  const std::string dir = (testing::SourceDir() / "examples/tiny").string();
+  auto after = RunTrainlock({"hash", dir, "--json"});
+  auto before = RunTrainlock({"hash", "--json", dir});
+  EXPECT_EQ(after.exit_code, 0);
+  EXPECT_EQ(after.out, before.out);
+}
+
+TEST(CliConventions, GlobalOptionsMayFollowTheSubcommand) {
+  const std::string dir = (testing::SourceDir() / "examples/tiny").string();
+  auto r = RunTrainlock({"check", dir, "--catalog", "/nonexistent/catalog"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("/nonexistent/catalog"), std::string::npos) << r.err;
+  auto quiet = RunTrainlock({"check", dir, "-q"});
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.err;
+}
+
+// Runs the generated bash completion for the words typed so far (the last one being
+// completed) and returns what it offers, one per line.
+std::string BashCompletes(const std::string& script, const std::string& words) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.path() / "c.bash", script);
+  const std::string program = "source " + (dir.path() / "c.bash").string() +
+                              "; COMP_WORDS=(" + words + "); COMP_CWORD=$((${#COMP_WORDS[@]} - 1));"
+                              " _trainlock; printf '%s\\n' \"${COMPREPLY[@]}\"";
+  return testing::RunCommand({"bash", "-c", program}).out;
+}
+
+TEST(CliConventions, BashCompletionOffersSubcommandsAndTheirOptions) {
+  auto r = RunTrainlock({"completion", "bash"});
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_EQ(BashCompletes(r.out, "trainlock lo"), "lock\n");
+  EXPECT_EQ(BashCompletes(r.out, "trainlock fleet s"), "slurm\nsummarize\n");
+  EXPECT_EQ(BashCompletes(r.out, "trainlock lock . --ch"), "--check\n");
+  EXPECT_EQ(BashCompletes(r.out, "trainlock init --fr"), "--from-hub\n");
+}
+
+TEST(CliConventions, ZshAndFishCompletionsAreScriptsTheirShellsAccept) {
+  auto zsh = RunTrainlock({"completion", "zsh"});
+  ASSERT_EQ(zsh.exit_code, 0);
+  EXPECT_NE(zsh.out.find("bashcompinit"), std::string::npos);
+  auto fish = RunTrainlock({"completion", "fish"});
+  ASSERT_EQ(fish.exit_code, 0);
+  EXPECT_NE(fish.out.find("complete -c trainlock -n '__fish_use_subcommand' -a init"),
+            std::string::npos);
+  EXPECT_NE(fish.out.find("-n '__fish_seen_subcommand_from lock' -l check"), std::string::npos)
+      << fish.out;
+  for (const auto& [shell, script] : {std::pair{"zsh", zsh.out}, std::pair{"fish", fish.out}}) {
+    if (!testing::HaveProgram(shell)) continue;  // syntax-checked where the shell is installed
+    testing::TempDir dir;
+    testing::WriteFile(dir.path() / "c", script);
+    EXPECT_EQ(testing::RunCommand({shell, "-n", (dir.path() / "c").string()}).exit_code, 0)
+        << shell;
+  }
+}
+
+TEST(CliConventions, AnUnknownShellIsBadInput) {
+  EXPECT_EQ(RunTrainlock({"completion", "tcsh"}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace trainlock
