@@ -20,7 +20,7 @@ demo_packages=(
 test_packages=(
   # HIP compiler for the inspector's test library (CUDA's nvcc comes with the machine image)
   hipcc
-  # tests: GoogleTest, clang + libFuzzer for the loaders' fuzz target
+  # tests: GoogleTest, clang + libFuzzer for the fuzz targets (tests/fuzz)
   libgtest-dev libgmock-dev clang libclang-rt-14-dev
   # tests of `trainlock lock`: a real registry on loopback, images built and read back with
   # buildah and skopeo, and Python stand-ins for the Hugging Face Hub and a tampering proxy

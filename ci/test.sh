@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: installs dependencies, builds with ASan/UBSan and
 # warnings as errors (preset `test`, in build/), and runs every test through ctest, including
-# the bounded libFuzzer run over the loaders.
+# the bounded libFuzzer runs of every fuzz target (tests/fuzz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ci/deps.sh

@@ -176,6 +176,24 @@ TEST_F(Gate, EveryReasonIsListedNotOnlyTheFirst) {
   EXPECT_EQ(d.reasons.size(), 3u) << ::testing::PrintToString(d.reasons);
 }
 
+TEST_F(Gate, AReportNestedBeyondTheJsonLimitsIsBadInputNamingThePosition) {
+  std::string deep = report_.dump();
+  deep.insert(deep.size() - 1, ", \"x\": " + std::string(100000, '[') + std::string(100000, ']'));
+  try {
+    Decide(Request(deep));
+    FAIL() << "a 100,000-deep report was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("report.json:1:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 64"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(Gate, AReportNamingAMemberTwiceIsBadInput) {
+  std::string twice = report_.dump();
+  twice.insert(twice.size() - 1, ", \"verdict\": \"pass\"");
+  EXPECT_THROW(Decide(Request(twice)), InputError);
+}
+
 TEST_F(Gate, SchemaViolationIsRefused) {
   report_.erase("checks");
   EXPECT_TRUE(HasReason(Decide(), "schema", "checks: missing"));

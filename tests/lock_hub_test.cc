@@ -1,8 +1,9 @@
 // `trainlock lock` against a loopback stand-in for the Hugging Face Hub
 // (tests/servers/hf_server.py, exactly the endpoints src/hf_hub.h documents): branches
 // resolve to commits with every file's size and SHA-256, and a gated repository without a
-// token (401), an unknown revision (404) and a truncated download each exit 3 and write
-// nothing; the token never appears in the output.
+// token (401), an unknown revision (404), a truncated download and a hostile answer (a file
+// name climbing out, nesting 100,000 deep, a mistyped size) each exit 3 and write nothing; the
+// token never appears in the output.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -33,6 +34,19 @@ class HubLock : public ::testing::Test {
     testing::WriteFile(hub / "org/gated/config.json", "{}\n");
     testing::WriteFile(hub / "org/broken/truncated.json", std::string(100000, 'x'));
     testing::WriteFile(hub / "org/tokens/shard-0.bin", std::string(2048, '\x07'));
+    // Hostile answers (hf_server.py serves answer.json verbatim).
+    const std::string commit = std::string("\"sha\": \"") + kCommit + "\"";
+    testing::WriteFile(hub / "org/climbing/answer.json",
+                       "{" + commit +
+                           ", \"siblings\": [{\"rfilename\": \"config.json\"}, "
+                           "{\"rfilename\": \"../../outside.txt\", \"size\": 1}]}");
+    testing::WriteFile(hub / "org/deep/answer.json",
+                       "{" + commit + ", \"siblings\": " + std::string(100000, '[') +
+                           std::string(100000, ']') + "}");
+    testing::WriteFile(hub / "org/mistyped/answer.json",
+                       "{" + commit +
+                           ", \"siblings\": [{\"rfilename\": \"config.json\", "
+                           "\"size\": \"twenty\"}]}");
     port_ = testing::FreeLoopbackPort();
     server_ = std::make_unique<testing::BackgroundProcess>(
         std::vector<std::string>{"python3",
@@ -144,6 +158,44 @@ TEST_F(HubLock, ATruncatedDownloadIsExit3AndWritesNothing) {
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(project / "trainlock.lock"));
+}
+
+TEST_F(HubLock, AFileNameThatClimbsOutOfTheRepositoryIsExit3AndWritesNothing) {
+  fs::path project = Project(
+      "[model]\nsource = \"hf\"\nrepo = \"org/climbing\"\nrevision = \"main\"\n"
+      "files = [\"config.json\"]\n");
+  auto r = Lock(project);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("model org/climbing@main: the Hub's file '../../outside.txt': path "
+                       "'../../outside.txt' escapes the project through '..'"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(project / "trainlock.lock"));
+}
+
+TEST_F(HubLock, AnAnswerNestedAHundredThousandDeepIsExit3SayingSo) {
+  fs::path project = Project(
+      "[model]\nsource = \"hf\"\nrepo = \"org/deep\"\nrevision = \"main\"\n"
+      "files = [\"config.json\"]\n");
+  auto r = Lock(project);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("model org/deep@main: JSON nested deeper than 64 levels of arrays and "
+                       "objects at line 1, column 128"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(HubLock, ASizeOfTheWrongTypeIsExit3WithoutALibraryError) {
+  fs::path project = Project(
+      "[model]\nsource = \"hf\"\nrepo = \"org/mistyped\"\nrevision = \"main\"\n"
+      "files = [\"config.json\"]\n");
+  auto r = Lock(project);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("model org/mistyped@main: the Hub's file 'config.json': size is not a "
+                       "non-negative integer"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
 }
 
 TEST_F(HubLock, FetchDownloadsThePinnedFilesIntoTheCacheAndVerifiesThem) {

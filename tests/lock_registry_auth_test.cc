@@ -1,7 +1,9 @@
 // `trainlock lock` against a registry that requires token authentication
 // (tests/servers/auth_registry.py): the anonymous bearer-token flow for a public image, and
 // for a private one basic credentials from the environment or a docker config.json; without
-// them exit 3, and the credentials never appear in the output.
+// them exit 3, and the credentials never appear in the output. Hostile answers: an index
+// whose platform digest smuggles a Containerfile instruction is exit 1, a token holding a line
+// break is never sent.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -99,6 +101,25 @@ TEST_F(AuthRegistryLock, CredentialsFromADockerConfigAreUsed) {
   auto r = testing::RunProgram("trainlock", {"lock", project.string(), "--timeout", "5"},
                                {"DOCKER_CONFIG=" + config.string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(AuthRegistryLock, AnIndexWhoseDigestCarriesAnInstructionIsExit1AndWritesNothing) {
+  fs::path project = Project(Ref("test/injected-index"));
+  auto r = Lock(project);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("the registry's manifest is malformed: manifests[0] (linux/amd64) has no "
+                       "digest of the form sha256:<64 hex>"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(project / "trainlock.lock"));
+}
+
+TEST_F(AuthRegistryLock, ATokenCarryingALineBreakIsNotSentAndIsExit3) {
+  fs::path project = Project(Ref("test/newline-token"));
+  auto r = Lock(project);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("token service answered without a usable token"), std::string::npos)
+      << r.err;
 }
 
 TEST_F(AuthRegistryLock, WrongCredentialsAreExit3) {

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <set>
 
 #include "base/file_io.h"
 #include "base/sha256.h"
@@ -171,63 +170,17 @@ std::string ReadManifestVerified(const fs::path& dir) {
   return text;
 }
 
-struct ListedFile {
-  std::string path, role, sha256;
-  uint64_t size = 0;
-};
-
-// The manifest's file list, checked for shape, names that stay inside the directory, a known
-// role (v1 manifests have none: the role is the file name's stem) and both roles present.
-std::vector<ListedFile> ListedFiles(const nlohmann::json& manifest, const fs::path& manifest_path) {
-  std::vector<ListedFile> files;
-  std::set<std::string> roles;
-  for (const auto& f : manifest["files"]) {
-    ListedFile file;
-    if (f.is_object()) {
-      file.path = f.value("path", "");
-      file.sha256 = f.value("sha256", "");
-      file.size = f.value("size", uint64_t{0});
-      file.role = f.value("role", file.path.substr(0, file.path.find('.')));
-    }
-    if (file.path.empty() || file.path.find('/') != std::string::npos || file.path == ".." ||
-        (file.role != kModelRole && file.role != kOptimizerRole)) {
-      throw CheckpointError(manifest_path.string() + ": invalid file entry " + f.dump());
-    }
-    roles.insert(file.role);
-    files.push_back(file);
-  }
-  for (const char* role : {kModelRole, kOptimizerRole}) {
-    if (!roles.count(role)) {
-      throw CheckpointError(manifest_path.string() + ": does not list " + role +
-                            " files (model.safetensors, optimizer.safetensors or their shards)");
-    }
-  }
-  return files;
-}
-
 }  // namespace
 
 CheckpointContents LoadCheckpoint(const fs::path& dir, CheckpointIo* io) {
   auto start = std::chrono::steady_clock::now();
   const fs::path manifest_path = dir / kManifest;
   const std::string text = ReadManifestVerified(dir);
-  nlohmann::json manifest = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  const std::string format = manifest.is_object() ? manifest.value("format", "") : "";
-  if ((format != kCheckpointFormat && format != kCheckpointFormatV1) ||
-      !manifest["files"].is_array() || !manifest["step"].is_number_integer()) {
-    throw CheckpointError(manifest_path.string() + ": not a " + kCheckpointFormat + " manifest");
-  }
-  std::vector<ListedFile> files;
-  try {
-    files = ListedFiles(manifest, manifest_path);
-  } catch (const nlohmann::json::exception&) {
-    throw CheckpointError(manifest_path.string() +
-                          ": file entries need string path, role and "
-                          "sha256 and an integer size");
-  }
+  CheckpointManifest manifest = ParseCheckpointManifest(text, manifest_path.string());
+  const std::vector<CheckpointFile>& files = manifest.files;
   // Sizes first (cheap, and a truncated shard is named before any hashing starts).
   uint64_t bytes = 0;
-  for (const ListedFile& f : files) {
+  for (const CheckpointFile& f : files) {
     const fs::path path = dir / f.path;
     std::error_code ec;
     uint64_t size = fs::file_size(path, ec);
@@ -248,8 +201,8 @@ CheckpointContents LoadCheckpoint(const fs::path& dir, CheckpointIo* io) {
     throw CheckpointError(e.what());
   }
   CheckpointContents contents;
-  contents.step = manifest["step"].get<int64_t>();
-  contents.state = manifest.value("state", nlohmann::json::object());
+  contents.step = manifest.step;
+  contents.state = std::move(manifest.state);
   for (size_t i = 0; i < files.size(); ++i) {
     auto& into = files[i].role == kModelRole ? contents.model : contents.optimizer;
     for (auto& [n, t] : read[i]) into.push_back({n, std::move(t)});

@@ -9,27 +9,16 @@
 
 #include <filesystem>
 #include <optional>
-#include <stdexcept>
 #include <vector>
 
+#include "checkpoint_manifest.h"
 #include "safetensors.h"
 
 namespace trainlock::validate {
 
-// v2 shards the tensors and gives each file a role; v1 (one model.safetensors and one
-// optimizer.safetensors, no roles) is still read.
-inline constexpr const char* kCheckpointFormat = "trainlock.checkpoint/v2";
-inline constexpr const char* kCheckpointFormatV1 = "trainlock.checkpoint/v1";
-
 // Shard size for checkpoint files: small enough that a 1B model's state (15 GB) spreads over
 // every I/O thread, large enough that the file count stays modest.
 inline constexpr uint64_t kDefaultShardBytes = uint64_t{512} << 20;
-
-// A checkpoint that cannot be trusted; what() names the file and the mismatch.
-class CheckpointError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct CheckpointContents {
   int64_t step = 0;

@@ -1,11 +1,13 @@
 // Hugging Face model loading; see model_loader.h.
 #include "model_loader.h"
 
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
+#include "base/diagnostic.h"
+#include "base/json_file.h"
 #include "safetensors.h"
 
 namespace trainlock::validate {
@@ -18,21 +20,40 @@ std::string ShapeString(at::IntArrayRef shape) {
   return s + "]";
 }
 
+// A JSON object from the model directory, parsed within base/json_limits.h's limits.
 nlohmann::json ReadJson(const fs::path& file) {
-  std::ifstream in(file);
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object())
-    throw ModelLoadError(file.string() + ": not a JSON object");
-  return j;
+  std::string problem;
+  std::optional<nlohmann::json> j = TryReadJsonFile(file, &problem);
+  if (!j) throw ModelLoadError(file.string() + ": not a JSON object: " + problem);
+  if (!j->is_object()) throw ModelLoadError(file.string() + ": not a JSON object");
+  return std::move(*j);
+}
+
+// A value for a message: short, one line, no control bytes.
+std::string Shown(const nlohmann::json& value) {
+  return Quoted(value.dump());
+}
+
+// A shard name from the index: a plain file name inside the model directory.
+bool IsPlainFileName(const std::string& name) {
+  if (name.empty() || name == "." || name == "..") return false;
+  for (unsigned char c : name) {
+    if (c == '/' || c == '\\' || c < 0x20 || c == 0x7f) return false;
+  }
+  return true;
 }
 
 // config.json must describe the shape the training config builds.
 void CheckConfigJson(const fs::path& file, const ModelConfig& c) {
   nlohmann::json j = ReadJson(file);
+  auto is_int64 = [](const nlohmann::json& v) {
+    return v.is_number_integer() &&
+           !(v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX});
+  };
   auto expect = [&](const char* key, int64_t want, int64_t fallback) {
-    if (j.contains(key) && !j[key].is_number_integer()) {
+    if (j.contains(key) && !is_int64(j[key])) {
       throw ModelLoadError(file.string() + ": " + key + " must be an integer, not " +
-                           j[key].dump());
+                           Shown(j[key]));
     }
     int64_t got = j.contains(key) ? j[key].get<int64_t>() : fallback;
     if (got != want) {
@@ -48,7 +69,7 @@ void CheckConfigJson(const fs::path& file, const ModelConfig& c) {
   expect("vocab_size", c.vocab_size, -1);
   if (j.contains("tie_word_embeddings") && !j["tie_word_embeddings"].is_boolean()) {
     throw ModelLoadError(file.string() + ": tie_word_embeddings must be true or false, not " +
-                         j["tie_word_embeddings"].dump());
+                         Shown(j["tie_word_embeddings"]));
   }
   bool tied = j.value("tie_word_embeddings", false);
   if (tied != c.tie_embeddings) {
@@ -75,7 +96,9 @@ std::vector<fs::path> ShardFiles(const fs::path& dir, const PinnedNames& pinned,
       names.insert(file.get<std::string>());
     }
     for (const std::string& n : names) {
-      if (n.find('/') != std::string::npos || !fs::exists(dir / n)) {
+      if (!IsPlainFileName(n))
+        throw ModelLoadError(index_file.string() + ": shard " + Quoted(n) + " is not a file name");
+      if (!fs::is_regular_file(dir / n)) {
         throw ModelLoadError(index_file.string() + ": shard '" + n + "' is missing");
       }
       if (!is_pinned(n)) {

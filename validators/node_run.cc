@@ -3,8 +3,8 @@
 #include "node_run.h"
 
 #include <chrono>
-#include <fstream>
 
+#include "base/json_file.h"
 #include "check_selection.h"
 #include "checks/data_checks.h"
 #include "checks/smoke_command.h"
@@ -32,8 +32,7 @@ DeviceRuns MeasureDevices(const fs::path& work, int timeout_s,
   Child child({SelfExecutable().string(), "worker", "--role", "node", "--result", result.string()},
               work / "node.stderr");
   child.Wait(std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s));
-  std::ifstream in(result);
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  nlohmann::json j = TryReadJsonFile(result, nullptr).value_or(nlohmann::json());
   if (j.is_object() && j.contains("devices")) runs.devices = j["devices"];
   for (const std::string& lib : LoadedTorchCudaLibraries()) {
     try {

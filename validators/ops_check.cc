@@ -2,10 +2,10 @@
 #include "ops_check.h"
 
 #include <chrono>
-#include <fstream>
 #include <set>
 #include <sstream>
 
+#include "base/json_file.h"
 #include "subprocess.h"
 
 namespace trainlock::validate {
@@ -123,8 +123,7 @@ CheckResult RunOpsCheck(const OpsCheckOptions& o) {
                 stderr_file);
     run.exit_code = child.Wait(start + std::chrono::seconds(o.timeout_s));
   }
-  std::ifstream in(result_file);
-  json result = json::parse(in, nullptr, false);
+  json result = TryReadJsonFile(result_file, nullptr).value_or(json());
   run.result = result.is_object() ? result : json::object();
   run.stderr_tail = TailOfFile(stderr_file, 5);
   CheckResult c = OpsCheckFromRun(run);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/json_file.h"
 #include "check_selection.h"
 #include "compat/catalog.h"
 #include "project/check_ids.h"
@@ -75,8 +76,9 @@ nlohmann::json EntriesOf(const std::vector<RankStore::RankValue>& values, int wo
   nlohmann::json entries = nlohmann::json::array();
   for (int r = 0; r < world_size; ++r) {
     const auto& value = values[static_cast<size_t>(r)];
-    nlohmann::json entry =
-        value.value ? nlohmann::json::parse(*value.value, nullptr, false) : nlohmann::json();
+    nlohmann::json entry = value.value
+                               ? TryParseJsonText(*value.value, nullptr).value_or(nlohmann::json())
+                               : nlohmann::json();
     if (!entry.is_object())
       entry = MissingRankEntry(r, value.value ? "sent an unreadable result" : value.why_missing);
     entries.push_back(entry);

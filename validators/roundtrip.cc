@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "base/json_file.h"
 #include "base/sha256.h"
 #include "compat/catalog.h"
 #include "host_memory.h"
@@ -97,10 +98,8 @@ std::vector<std::string> Coordinator::Args(const std::string& name,
 }
 
 nlohmann::json Coordinator::ReadJson(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) return nlohmann::json::object();
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  return j.is_object() ? j : nlohmann::json::object();
+  std::optional<nlohmann::json> j = TryReadJsonFile(file, nullptr);
+  return j && j->is_object() ? std::move(*j) : nlohmann::json::object();
 }
 
 Coordinator::Launched Coordinator::Launch(const std::string& name,

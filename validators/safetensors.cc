@@ -3,6 +3,7 @@
 #include "safetensors.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,9 +15,6 @@
 
 namespace trainlock::validate {
 namespace {
-
-// Headers larger than this are refused (the Rust implementation's limit is 100 MB).
-constexpr uint64_t kMaxHeaderBytes = 100u << 20;
 
 struct DtypeName {
   const char* name;
@@ -77,6 +75,10 @@ class File {
   void StartWriteback(uint64_t offset, uint64_t size) {
     (void)::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(size),
                             SYNC_FILE_RANGE_WRITE);
+  }
+  bool IsRegular() const {
+    struct stat st {};
+    return ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
   }
   uint64_t Size() const {
     off_t end = ::lseek(fd_, 0, SEEK_END);
@@ -165,10 +167,12 @@ namespace {
 torch::Tensor ReadWholeFile(const std::filesystem::path& path, Sha256* hash) {
   std::optional<File> opened;
   try {
-    opened.emplace(path, O_RDONLY);
+    // O_NONBLOCK: a FIFO in place of a file must not block the open; it is refused below.
+    opened.emplace(path, O_RDONLY | O_NONBLOCK);
   } catch (const std::runtime_error& e) {
     throw SafetensorsError(e.what());
   }
+  if (!opened->IsRegular()) throw SafetensorsError(path.string() + ": not a regular file");
   const uint64_t size = opened->Size();
   torch::Tensor bytes = torch::empty({static_cast<int64_t>(size)}, torch::kUInt8);
   auto* data = bytes.data_ptr<uint8_t>();
@@ -196,77 +200,18 @@ torch::Tensor TensorFromBytes(const torch::Tensor& file, uint64_t begin, uint64_
   return t;
 }
 
-// Validates the header (length, JSON, dtypes, shapes, offsets inside the data and covering
-// it exactly) of a file held in `file` and returns its tensors, which share `file`'s memory.
+// The tensors of a file held in `file`, after ParseSafetensorsHeader has checked it; they
+// share `file`'s memory.
 std::map<std::string, torch::Tensor> ParseSafetensors(const torch::Tensor& file,
                                                       const std::string& where) {
-  const auto file_size = static_cast<uint64_t>(file.numel());
-  const auto* bytes = file.data_ptr<uint8_t>();
-  if (file_size < 8) {
-    throw SafetensorsError(where + ": truncated: shorter than the 8-byte header length");
-  }
-  uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];
-  if (header_len > kMaxHeaderBytes || header_len > file_size - 8) {
-    throw SafetensorsError(where + ": header length " + std::to_string(header_len) +
-                           " exceeds the file (" + std::to_string(file_size) + " bytes)");
-  }
-  std::string text(reinterpret_cast<const char*>(bytes) + 8, header_len);
-  nlohmann::json header = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!header.is_object()) throw SafetensorsError(where + ": header is not a JSON object");
-
-  const uint64_t data_start = 8 + header_len;
-  const uint64_t data_size = file_size - data_start;
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  const std::string_view bytes(reinterpret_cast<const char*>(file.data_ptr<uint8_t>()),
+                               static_cast<size_t>(file.numel()));
+  const SafetensorsHeader header = ParseSafetensorsHeader(bytes, where);
   std::map<std::string, torch::Tensor> tensors;
-  for (auto& [name, info] : header.items()) {
-    if (name == "__metadata__") continue;
-    std::string at = where + ": tensor '" + name + "'";
-    if (!info.is_object() || !info["dtype"].is_string() || !info["shape"].is_array() ||
-        !info["data_offsets"].is_array() || info["data_offsets"].size() != 2) {
-      throw SafetensorsError(at + ": entry needs dtype, shape and data_offsets");
-    }
-    at::ScalarType dtype = ParseDtype(info["dtype"].get<std::string>(), at);
-    std::vector<int64_t> shape;
-    uint64_t numel = 1;
-    for (const auto& dim : info["shape"]) {
-      if (!dim.is_number_unsigned() || dim.get<uint64_t>() > (uint64_t{1} << 40)) {
-        throw SafetensorsError(at + ": shape must hold non-negative integers");
-      }
-      shape.push_back(dim.get<int64_t>());
-      numel *= dim.get<uint64_t>();
-      if (numel > (uint64_t{1} << 40)) throw SafetensorsError(at + ": shape is too large");
-    }
-    const auto& offsets = info["data_offsets"];
-    if (!offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) {
-      throw SafetensorsError(at + ": data_offsets must be non-negative integers");
-    }
-    uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
-    uint64_t expected = numel * static_cast<uint64_t>(c10::elementSize(dtype));
-    if (begin > end || end > data_size) {
-      throw SafetensorsError(at + ": data_offsets [" + std::to_string(begin) + ", " +
-                             std::to_string(end) + ") outside the " + std::to_string(data_size) +
-                             "-byte data section (truncated file?)");
-    }
-    if (end - begin != expected) {
-      throw SafetensorsError(at + ": " + std::to_string(end - begin) + " bytes for a " +
-                             info["dtype"].get<std::string>() + " tensor of shape " +
-                             info["shape"].dump() + " that needs " + std::to_string(expected));
-    }
-    ranges.emplace_back(begin, end);
-    tensors.emplace(name,
-                    TensorFromBytes(file, data_start + begin, data_start + end, dtype, shape));
-  }
-  // The data section must be exactly the tensors' bytes, with no gaps or overlaps.
-  std::sort(ranges.begin(), ranges.end());
-  uint64_t cursor = 0;
-  for (const auto& [begin, end] : ranges) {
-    if (begin != cursor) throw SafetensorsError(where + ": tensor data overlaps or leaves a gap");
-    cursor = end;
-  }
-  if (cursor != data_size) {
-    throw SafetensorsError(where + ": " + std::to_string(data_size - cursor) +
-                           " bytes after the last tensor");
+  for (const SafetensorsEntry& t : header.tensors) {
+    const at::ScalarType dtype = ParseDtype(t.dtype, where + ": tensor '" + t.name + "'");
+    tensors.emplace(t.name, TensorFromBytes(file, header.data_start + t.begin,
+                                            header.data_start + t.end, dtype, t.shape));
   }
   return tensors;
 }

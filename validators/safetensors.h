@@ -11,13 +11,9 @@
 #include <string>
 #include <vector>
 
-namespace trainlock::validate {
+#include "safetensors_header.h"
 
-// A malformed or unreadable file; what() names the file and the problem.
-class SafetensorsError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace trainlock::validate {
 
 struct NamedTensor {
   std::string name;
@@ -35,9 +31,9 @@ WrittenFile WriteSafetensors(const std::filesystem::path& file,
                              const std::vector<NamedTensor>& tensors,
                              const std::map<std::string, std::string>& metadata = {});
 
-// Reads every tensor of a file onto the CPU. Validates the header (length, JSON, dtypes,
-// shapes, offsets inside the data and covering it exactly) and throws SafetensorsError on
-// any problem.
+// Reads every tensor of a file onto the CPU. Validates the header with
+// ParseSafetensorsHeader (safetensors_header.h) and throws SafetensorsError on any problem,
+// and on a path that is not a regular file.
 // The file is read whole into one CPU buffer that the returned tensors share.
 std::map<std::string, torch::Tensor> ReadSafetensors(const std::filesystem::path& file);
 

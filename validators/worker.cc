@@ -145,6 +145,18 @@ RunSetup SetupFromProject(const fs::path& dir, int64_t steps) {
   return s;
 }
 
+// Runs `body`, which reads a checkpoint's state; a state that lacks or mistypes a member is
+// the checkpoint's fault, refused as such and without nlohmann's exception text.
+template <typename Body>
+auto ReadingCheckpointState(const fs::path& dir, Body&& body) {
+  try {
+    return body();
+  } catch (const nlohmann::json::exception&) {
+    throw CheckpointError((dir / "manifest.json").string() +
+                          ": state lacks or mistypes a member the trainer restores");
+  }
+}
+
 RunSetup SetupFromCheckpoint(const CheckpointContents& c) {
   RunSetup s;
   s.identity = c.state;
@@ -276,13 +288,15 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
       throw CheckpointError(o.checkpoint_root.string() + ": no complete checkpoint to restore");
     CheckpointIo io;
     CheckpointContents contents = LoadCheckpoint(*latest, &io);
-    if (contents.state.value("lock_sha256", "") !=
-        setup.identity["lock_sha256"].get<std::string>()) {
-      throw CheckpointError(latest->string() + ": written for lock " +
-                            contents.state.value("lock_sha256", "?").substr(0, 12) +
-                            "..., not this lock");
-    }
-    trainer->Restore(contents, {o.restore_rng, o.restore_data});
+    ReadingCheckpointState(*latest, [&] {
+      if (contents.state.value("lock_sha256", "") !=
+          setup.identity["lock_sha256"].get<std::string>()) {
+        throw CheckpointError(latest->string() + ": written for lock " +
+                              Quoted(contents.state.value("lock_sha256", "?").substr(0, 12)) +
+                              "..., not this lock");
+      }
+      trainer->Restore(contents, {o.restore_rng, o.restore_data});
+    });
     result["restore"] = {{"dir", latest->string()},
                          {"step", contents.step},
                          {"bytes", io.bytes},
@@ -355,10 +369,10 @@ int RunPortable(const WorkerOptions& o, nlohmann::json& result) {
   if (!latest) throw CheckpointError(o.checkpoint_root.string() + ": no complete checkpoint");
   CheckpointIo io;
   CheckpointContents contents = LoadCheckpoint(*latest, &io);
-  RunSetup setup = SetupFromCheckpoint(contents);
-  std::unique_ptr<Trainer> trainer = MakeTrainer(setup, device, &result);
+  std::unique_ptr<Trainer> trainer = ReadingCheckpointState(
+      *latest, [&] { return MakeTrainer(SetupFromCheckpoint(contents), device, &result); });
   result["setup_s"] = SecondsSinceWorkerStart();
-  trainer->Restore(contents);
+  ReadingCheckpointState(*latest, [&] { trainer->Restore(contents); });
   result["checkpoint"] = {{"dir", latest->string()},
                           {"step", contents.step},
                           {"bytes", io.bytes},

@@ -1,18 +1,20 @@
-// JSON input files with positioned errors; see json_file.h.
+// JSON input with limits and positioned errors; see json_file.h.
 #include "base/json_file.h"
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 
 #include "base/file_io.h"
+#include "base/json_limits.h"
 
 namespace trainlock {
+namespace {
 
-Diagnostic JsonParseDiagnostic(const std::string& display, const std::string& text,
-                               const nlohmann::json::parse_error& error) {
-  // error.byte is 1-based and points one past the offending character.
-  size_t offset = std::min(text.size(), error.byte > 0 ? error.byte - 1 : 0);
+// The 1-based line and column of byte `offset` of `text`.
+SourcePos PositionOf(std::string_view text, size_t offset) {
   SourcePos pos{1, 1};
-  for (size_t i = 0; i < offset; ++i) {
+  for (size_t i = 0; i < std::min(offset, text.size()); ++i) {
     if (text[i] == '\n') {
       ++pos.line;
       pos.column = 1;
@@ -20,20 +22,81 @@ Diagnostic JsonParseDiagnostic(const std::string& display, const std::string& te
       ++pos.column;
     }
   }
-  // nlohmann's message repeats the byte offset; keep the part after "parse error ...: ".
-  std::string message = error.what();
-  if (size_t colon = message.find(": ", message.find("parse error")); colon != std::string::npos)
-    message = message.substr(colon + 2);
-  return Diagnostic{display, pos, "not valid JSON: " + message, ""};
+  return pos;
 }
 
-nlohmann::json ReadJsonFile(const std::filesystem::path& file, const std::string& display) {
-  const std::string text = ReadInputFile(file, display);
+// nlohmann's message without its "[json.exception.parse_error.101] parse error at line 1,
+// column 2: " prefix, which repeats the position the diagnostic carries anyway.
+std::string LibraryMessage(const nlohmann::json::exception& e) {
+  std::string message = e.what();
+  if (size_t bracket = message.find("] "); bracket != std::string::npos)
+    message = message.substr(bracket + 2);
+  if (message.starts_with("parse error")) {
+    if (size_t colon = message.find(": "); colon != std::string::npos)
+      message = message.substr(colon + 2);
+  }
+  return message;
+}
+
+// The parse, or the refusal with its position (line 0 when there is none).
+std::optional<nlohmann::json> Parse(std::string_view text, Diagnostic* refusal) {
+  if (std::optional<JsonLimitBreach> breach = FindJsonLimitBreach(text)) {
+    *refusal = Diagnostic{"", PositionOf(text, breach->offset), breach->message, ""};
+    return std::nullopt;
+  }
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(JsonParseDiagnostic(display, text, e));
+    *refusal = JsonParseDiagnostic("", std::string(text), e);
+  } catch (const nlohmann::json::exception& e) {
+    *refusal = Diagnostic{"", {}, "not valid JSON: " + LibraryMessage(e), ""};
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Diagnostic JsonParseDiagnostic(const std::string& display, const std::string& text,
+                               const nlohmann::json::parse_error& error) {
+  // error.byte is 1-based and points one past the offending character.
+  const SourcePos pos = PositionOf(text, error.byte > 0 ? error.byte - 1 : 0);
+  return Diagnostic{display, pos, "not valid JSON: " + LibraryMessage(error), ""};
+}
+
+nlohmann::json ParseJsonText(std::string_view text, const std::string& display) {
+  Diagnostic refusal;
+  std::optional<nlohmann::json> json = Parse(text, &refusal);
+  if (!json) {
+    refusal.path = display;
+    throw InputError(refusal);
+  }
+  return std::move(*json);
+}
+
+std::optional<nlohmann::json> TryParseJsonText(std::string_view text, std::string* problem) {
+  Diagnostic refusal;
+  std::optional<nlohmann::json> json = Parse(text, &refusal);
+  if (!json && problem) {
+    *problem = refusal.message;
+    if (refusal.pos.known())
+      *problem += " at line " + std::to_string(refusal.pos.line) + ", column " +
+                  std::to_string(refusal.pos.column);
+  }
+  return json;
+}
+
+std::optional<nlohmann::json> TryReadJsonFile(const std::filesystem::path& file,
+                                              std::string* problem) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    if (problem) *problem = "cannot read";
+    return std::nullopt;
+  }
+  return TryParseJsonText(std::string(std::istreambuf_iterator<char>(in), {}), problem);
+}
+
+nlohmann::json ReadJsonFile(const std::filesystem::path& file, const std::string& display) {
+  return ParseJsonText(ReadInputFile(file, display), display);
 }
 
 }  // namespace trainlock

@@ -1,12 +1,15 @@
-// Reading JSON input files with errors that name file:line:column, like every other
-// bad-input message (diagnostic.h).
+// Reading untrusted JSON (input files, registry and Hub answers, files the validator reads
+// back) with the limits of json_limits.h, and errors that name file:line:column like every
+// other bad-input message (diagnostic.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/diagnostic.h"
 
@@ -17,8 +20,23 @@ namespace trainlock {
 Diagnostic JsonParseDiagnostic(const std::string& display, const std::string& text,
                                const nlohmann::json::parse_error& error);
 
-// Reads and parses a JSON file; throws InputError (exit 2) naming the file and position when it
-// cannot be read or is not JSON.
+// Parses JSON text from outside: throws InputError (exit 2) naming `display` and the position
+// when it is not JSON, nests deeper than kMaxJsonDepth, holds a number beyond a double or
+// names a member twice in one object. No nlohmann exception escapes.
+nlohmann::json ParseJsonText(std::string_view text, const std::string& display);
+
+// ParseJsonText for callers whose refusal is not an InputError (a registry's answer, a file
+// the validator reads): nullopt, with *problem set to the reason and its position ("JSON
+// nested deeper than 64 levels of arrays and objects at line 1, column 65").
+std::optional<nlohmann::json> TryParseJsonText(std::string_view text, std::string* problem);
+
+// TryParseJsonText over a file's bytes, for files the validator reads back (its workers'
+// results, a model's config.json); nullopt with *problem when unreadable or refused.
+std::optional<nlohmann::json> TryReadJsonFile(const std::filesystem::path& file,
+                                              std::string* problem);
+
+// Reads and parses a JSON file with ParseJsonText; throws InputError (exit 2) naming the file
+// and position when it cannot be read or is refused.
 nlohmann::json ReadJsonFile(const std::filesystem::path& file, const std::string& display);
 
 }  // namespace trainlock

@@ -15,10 +15,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 namespace trainlock {
 namespace {
@@ -26,11 +28,37 @@ namespace {
 constexpr uint32_t kFatbinMagic = 0xBA55ED50;
 constexpr std::string_view kBundleMagic = "__CLANG_OFFLOAD_BUNDLE__";
 
+// Whether [offset, offset + size) lies inside `limit` bytes; never overflows, so a hostile
+// offset near 2^64 cannot wrap around into range.
+bool Within(uint64_t offset, uint64_t size, uint64_t limit) {
+  return offset <= limit && size <= limit - offset;
+}
+
+// A little-endian value at `at`, or 0 when it does not lie inside `data`.
 template <typename T>
-T Read(std::string_view data, size_t at) {
+T Read(std::string_view data, uint64_t at) {
   T value{};
-  if (at + sizeof(T) <= data.size()) std::memcpy(&value, data.data() + at, sizeof(T));
+  if (Within(at, sizeof(T), data.size())) std::memcpy(&value, data.data() + at, sizeof(T));
   return value;
+}
+
+// Architecture numbers outside this range are not real devices (garbage in a damaged file).
+bool IsArchNumber(uint32_t arch) {
+  return arch >= 10 && arch < 10000;
+}
+
+// The target of an offload-bundle id ("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-" -> its part
+// after "--"), or "" when the id is not an AMD GPU target of plain characters (it is printed
+// and written to JSON, so a damaged file must not bring control bytes or invalid UTF-8).
+std::string GfxTarget(std::string_view id) {
+  const size_t dashes = id.rfind("--");
+  if (dashes == std::string_view::npos || id.find("amdgcn") == std::string_view::npos) return "";
+  std::string_view target = id.substr(dashes + 2);
+  if (target.empty() || target.size() > 64) return "";
+  for (unsigned char c : target) {
+    if (!std::isalnum(c) && c != ':' && c != '+' && c != '-' && c != '_' && c != '.') return "";
+  }
+  return std::string(target);
 }
 
 struct Section {
@@ -49,82 +77,85 @@ std::vector<Section> ElfSections(std::string_view data, const std::string& where
   const uint64_t shoff = Read<uint64_t>(data, 0x28);
   const uint16_t shentsize = Read<uint16_t>(data, 0x3A), shnum = Read<uint16_t>(data, 0x3C),
                  shstrndx = Read<uint16_t>(data, 0x3E);
-  if (shentsize < 64 || shoff + uint64_t{shnum} * shentsize > data.size() || shstrndx >= shnum) {
+  if (shentsize < 64 || !Within(shoff, uint64_t{shnum} * shentsize, data.size()) ||
+      shstrndx >= shnum) {
     throw std::runtime_error(where + ": truncated or malformed ELF section table");
   }
   auto header = [&](uint16_t i) { return shoff + uint64_t{i} * shentsize; };
-  const uint64_t strtab = Read<uint64_t>(data, header(shstrndx) + 0x18);
+  // The section-name string table; names outside it stay empty.
+  const uint64_t strtab_offset = Read<uint64_t>(data, header(shstrndx) + 0x18);
+  const uint64_t strtab_size = Read<uint64_t>(data, header(shstrndx) + 0x20);
+  const std::string_view strtab = Within(strtab_offset, strtab_size, data.size())
+                                      ? data.substr(strtab_offset, strtab_size)
+                                      : std::string_view();
   std::vector<Section> sections;
   for (uint16_t i = 0; i < shnum; ++i) {
     Section s;
-    uint32_t name = Read<uint32_t>(data, header(i));
-    if (strtab + name < data.size()) {
-      std::string_view rest = data.substr(strtab + name);
+    const uint32_t name = Read<uint32_t>(data, header(i));
+    if (name < strtab.size()) {
+      std::string_view rest = strtab.substr(name);
       s.name = std::string(rest.substr(0, rest.find('\0')));
     }
-    uint32_t type = Read<uint32_t>(data, header(i) + 4);
+    const uint32_t type = Read<uint32_t>(data, header(i) + 4);
     s.offset = Read<uint64_t>(data, header(i) + 0x18);
     s.size = Read<uint64_t>(data, header(i) + 0x20);
-    if (type == 8 /* SHT_NOBITS */ || s.offset > data.size() || s.size > data.size() - s.offset)
-      continue;
+    if (type == 8 /* SHT_NOBITS */ || !Within(s.offset, s.size, data.size())) continue;
     sections.push_back(s);
   }
   return sections;
 }
 
-void ReadFatbins(std::string_view data, const Section& s, GpuBinaryInfo& info, std::set<int>& sass,
-                 std::set<std::pair<int, int>>& ptx_isa) {
-  const uint64_t end = s.offset + s.size;
-  uint64_t at = s.offset;
-  while (at + 16 <= end) {
-    if (Read<uint32_t>(data, at) != kFatbinMagic) {
+// Every fat-binary container in a section. Offsets are relative to the section, each step
+// moves forward by at least 8 bytes and every size is checked before it is added.
+void ReadFatbins(std::string_view section, GpuBinaryInfo& info, std::set<int>& sass,
+                 std::set<std::tuple<int, int, int>>& ptx) {
+  uint64_t at = 0;
+  while (Within(at, 16, section.size())) {
+    if (Read<uint32_t>(section, at) != kFatbinMagic) {
       at += 8;  // containers are 8-byte aligned; skip padding between them
       continue;
     }
     ++info.fatbin_containers;
-    const uint64_t container_end = std::min(end, at + 16 + Read<uint64_t>(data, at + 8));
-    uint64_t entry = at + Read<uint16_t>(data, at + 6);
-    while (entry + 32 <= container_end) {
-      const uint16_t kind = Read<uint16_t>(data, entry);
-      const uint32_t header = Read<uint32_t>(data, entry + 4);
-      const uint64_t padded = Read<uint64_t>(data, entry + 8);
-      const int minor = Read<uint16_t>(data, entry + 24), major = Read<uint16_t>(data, entry + 26);
-      const int arch = static_cast<int>(Read<uint32_t>(data, entry + 28));
-      if (header == 0) break;
-      if (kind == 1) {
-        ptx_isa.insert({arch, major * 100 + minor});
-      } else if (kind == 2 || kind == 0x10) {
-        sass.insert(arch);
+    const uint64_t body = std::min(Read<uint64_t>(section, at + 8), section.size() - at - 16);
+    const uint64_t container_end = at + 16 + body;
+    uint64_t entry = at + Read<uint16_t>(section, at + 6);
+    while (entry > at && Within(entry, 32, container_end)) {
+      const uint16_t kind = Read<uint16_t>(section, entry);
+      const uint32_t header = Read<uint32_t>(section, entry + 4);
+      const uint64_t padded = Read<uint64_t>(section, entry + 8);
+      const int minor = Read<uint16_t>(section, entry + 24),
+                major = Read<uint16_t>(section, entry + 26);
+      const uint32_t arch = Read<uint32_t>(section, entry + 28);
+      if (header < 32) break;  // an entry header holds at least the fields read above
+      if (IsArchNumber(arch)) {
+        if (kind == 1) ptx.insert({static_cast<int>(arch), major, minor});
+        if (kind == 2 || kind == 0x10) sass.insert(static_cast<int>(arch));
       }
+      if (!Within(entry, header, container_end) || padded > container_end - entry - header) break;
       entry += header + padded;
     }
-    at = std::max(container_end, at + 16);
+    at = container_end;
   }
 }
 
-void ReadOffloadBundle(std::string_view data, const Section& s, std::set<std::string>& gfx) {
-  uint64_t at = s.offset;
-  const uint64_t end = s.offset + s.size;
-  while (at + kBundleMagic.size() + 8 <= end) {
-    if (data.substr(at, kBundleMagic.size()) != kBundleMagic) {
-      at += 1;
-      continue;
-    }
-    const uint64_t bundle = at;
-    uint64_t count = Read<uint64_t>(data, at + kBundleMagic.size());
-    uint64_t p = at + kBundleMagic.size() + 8;
-    uint64_t bundle_end = bundle;
-    for (uint64_t i = 0; i < count && p + 24 <= end; ++i) {
-      uint64_t offset = Read<uint64_t>(data, p), size = Read<uint64_t>(data, p + 8);
-      uint64_t id_length = Read<uint64_t>(data, p + 16);
-      if (p + 24 + id_length > end) break;
-      std::string id(data.substr(p + 24, id_length));
+// Every offload bundle in a section: ids are read only where they lie inside it, and the
+// scan resumes after the bundle's entries and any code objects inside the section.
+void ReadOffloadBundles(std::string_view section, std::set<std::string>& gfx) {
+  constexpr uint64_t kHeader = kBundleMagic.size() + 8;  // magic, entry count
+  for (uint64_t at = section.find(kBundleMagic);
+       at != std::string_view::npos && Within(at, kHeader, section.size());
+       at = section.find(kBundleMagic, at)) {
+    const uint64_t count = Read<uint64_t>(section, at + kBundleMagic.size());
+    uint64_t p = at + kHeader, bundle_end = p;
+    for (uint64_t i = 0; i < count && Within(p, 24, section.size()); ++i) {
+      const uint64_t offset = Read<uint64_t>(section, p), size = Read<uint64_t>(section, p + 8);
+      const uint64_t id_length = Read<uint64_t>(section, p + 16);
+      if (!Within(p + 24, id_length, section.size())) break;
+      if (std::string target = GfxTarget(section.substr(p + 24, id_length)); !target.empty())
+        gfx.insert(target);
       p += 24 + id_length;
-      bundle_end = std::max(bundle_end, bundle + offset + size);
-      if (size_t dashes = id.rfind("--");
-          dashes != std::string::npos && id.find("amdgcn") != std::string::npos) {
-        gfx.insert(id.substr(dashes + 2));
-      }
+      if (Within(offset, size, section.size() - at))
+        bundle_end = std::max(bundle_end, at + offset + size);
     }
     at = std::max(bundle_end, p);
   }
@@ -136,10 +167,14 @@ void ReadOffloadBundle(std::string_view data, const Section& s, std::set<std::st
 class MappedFile {
  public:
   explicit MappedFile(const std::filesystem::path& file) {
-    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
+    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) throw std::runtime_error(file.string() + ": cannot read: " + std::strerror(errno));
     struct stat st {};
-    ::fstat(fd, &st);
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw std::runtime_error(file.string() + ": not a regular file");
+    }
     size_ = static_cast<size_t>(st.st_size);
     if (size_ > 0) {
       data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -160,21 +195,25 @@ class MappedFile {
   size_t size_ = 0;
 };
 
-GpuBinaryInfo InspectGpuBinary(const std::filesystem::path& file) {
-  MappedFile mapped(file);
-  const std::string_view data = mapped.view();
+GpuBinaryInfo InspectGpuBinaryBytes(std::string_view data, const std::string& where) {
   GpuBinaryInfo info;
   std::set<int> sass;
-  std::set<std::pair<int, int>> ptx;
+  std::set<std::tuple<int, int, int>> ptx;
   std::set<std::string> gfx;
-  for (const Section& s : ElfSections(data, file.string())) {
-    if (s.name == ".nv_fatbin" || s.name == "__nv_relfatbin") ReadFatbins(data, s, info, sass, ptx);
-    if (s.name == ".hip_fatbin") ReadOffloadBundle(data, s, gfx);
+  for (const Section& s : ElfSections(data, where)) {
+    const std::string_view section = data.substr(s.offset, s.size);
+    if (s.name == ".nv_fatbin" || s.name == "__nv_relfatbin") ReadFatbins(section, info, sass, ptx);
+    if (s.name == ".hip_fatbin") ReadOffloadBundles(section, gfx);
   }
   info.sass.assign(sass.begin(), sass.end());
-  for (const auto& [arch, isa] : ptx) info.ptx.push_back({arch, isa / 100, isa % 100});
+  for (const auto& [arch, major, minor] : ptx) info.ptx.push_back({arch, major, minor});
   info.gfx.assign(gfx.begin(), gfx.end());
   return info;
+}
+
+GpuBinaryInfo InspectGpuBinary(const std::filesystem::path& file) {
+  MappedFile mapped(file);
+  return InspectGpuBinaryBytes(mapped.view(), file.string());
 }
 
 int CudaVersionForPtxIsa(int major, int minor) {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace trainlock {
@@ -26,6 +27,11 @@ struct GpuBinaryInfo {
 // Throws std::runtime_error naming the file when it is unreadable or not a 64-bit
 // little-endian ELF file.
 GpuBinaryInfo InspectGpuBinary(const std::filesystem::path& file);
+
+// InspectGpuBinary over bytes already in memory; `where` names them in errors. Every offset
+// and size in the bytes is checked against their end before use, so any input ends in a
+// result or a std::runtime_error, never a read outside them or an endless loop.
+GpuBinaryInfo InspectGpuBinaryBytes(std::string_view data, const std::string& where);
 
 // Whether a device of compute capability `sm` (90 for 9.0) can run this code: SASS of the same
 // major and a minor no higher (arch-specific "a" cubins are not told apart here), or PTX for

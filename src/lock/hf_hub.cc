@@ -2,18 +2,17 @@
 #include "lock/hf_hub.h"
 
 #include <cstdlib>
-#include <nlohmann/json.hpp>
+#include <optional>
 
 #include "base/refs.h"
 #include "base/sha256.h"
 #include "lock/http_client.h"
+#include "lock/hub_json.h"
 
 #include <map>
 
 namespace trainlock {
 namespace {
-
-using nlohmann::json;
 
 std::string Endpoint(const HubOptions& o) {
   std::string e = o.endpoint;
@@ -68,17 +67,12 @@ HubRevision ResolveHubRevision(const std::string& kind, const std::string& repo,
     throw Failure(what + ": Hub unreachable: " + e.what(), kExitEnvironment);
   }
   if (r.status != 200) throw Failure(StatusProblem(r.status, what), kExitEnvironment);
-  json info = json::parse(r.body, nullptr, false);
-  if (!info.is_object() || !info["sha"].is_string() ||
-      !IsCommitId(info["sha"].get<std::string>())) {
-    throw Failure(what + ": the Hub's answer has no 40-hex commit ('sha')", kExitEnvironment);
-  }
+  std::string problem;
+  std::optional<HubRevisionAnswer> answer = ReadHubRevisionAnswer(r.body, &problem);
+  if (!answer) throw Failure(what + ": " + problem, kExitEnvironment);
   HubRevision out;
-  out.commit = info["sha"].get<std::string>();
-  std::map<std::string, json> siblings;
-  for (const auto& s : info.value("siblings", json::array())) {
-    if (s.is_object() && s["rfilename"].is_string()) siblings[s["rfilename"]] = s;
-  }
+  out.commit = answer->commit;
+  const std::map<std::string, HubSibling>& siblings = answer->siblings;
   std::vector<std::string> wanted = files;
   if (wanted.empty()) {
     for (const auto& [name, s] : siblings) wanted.push_back(name);
@@ -87,11 +81,11 @@ HubRevision ResolveHubRevision(const std::string& kind, const std::string& repo,
     auto it = siblings.find(path);
     if (it == siblings.end())
       throw Failure(what + ": no file '" + path + "' at commit " + out.commit, kExitEnvironment);
-    const json& s = it->second;
+    const HubSibling& s = it->second;
     PinnedFile file{path, "", 0};
-    if (s.contains("lfs") && s["lfs"].is_object() && s["lfs"]["sha256"].is_string()) {
-      file.sha256 = s["lfs"]["sha256"].get<std::string>();
-      file.size = s["lfs"].value("size", s.value("size", uint64_t{0}));
+    if (!s.lfs_sha256.empty()) {
+      file.sha256 = s.lfs_sha256;
+      file.size = s.size.value_or(0);
     } else {
       // A small file kept in git: its SHA-256 comes from the bytes themselves.
       HttpRequest get;
@@ -106,10 +100,9 @@ HubRevision ResolveHubRevision(const std::string& kind, const std::string& repo,
       }
       if (body.status != 200)
         throw Failure(StatusProblem(body.status, what + ": " + path), kExitEnvironment);
-      if (s.contains("size") && s["size"].is_number_unsigned() &&
-          s["size"].get<uint64_t>() != body.body.size()) {
+      if (s.size && *s.size != body.body.size()) {
         throw Failure(what + ": " + path + ": downloaded " + std::to_string(body.body.size()) +
-                          " bytes but the Hub lists " + std::to_string(s["size"].get<uint64_t>()),
+                          " bytes but the Hub lists " + std::to_string(*s.size),
                       kExitVerdict);
       }
       file.sha256 = Sha256Hex(body.body);

@@ -6,16 +6,16 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <nlohmann/json.hpp>
+#include <iterator>
+#include <optional>
 #include <regex>
 
 #include "base/sha256.h"
 #include "lock/http_client.h"
+#include "lock/registry_json.h"
 
 namespace trainlock {
 namespace {
-
-using nlohmann::json;
 
 constexpr const char* kAccept =
     "Accept: application/vnd.oci.image.index.v1+json, "
@@ -30,17 +30,6 @@ bool IsLoopback(const std::string& host) {
                          ? host.size()
                          : host.rfind(':'));
   return name == "localhost" || name.rfind("127.", 0) == 0 || name == "[::1]";
-}
-
-std::string Base64Decode(const std::string& in) {
-  std::string out(in.size() * 3 / 4 + 3, '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()),
-                          static_cast<int>(in.size()));
-  if (n < 0) return "";
-  out.resize(static_cast<size_t>(n));
-  while (!out.empty() && out.back() == '\0') out.pop_back();  // padding
-  return out;
 }
 
 std::string Base64Encode(const std::string& in) {
@@ -58,21 +47,10 @@ std::string Credentials(const std::string& host, const RegistryOptions& o) {
   const char* pass = std::getenv("TRAINLOCK_REGISTRY_PASSWORD");
   if (user && pass && *user) return std::string(user) + ":" + pass;
   if (o.docker_config.empty()) return "";
-  std::ifstream in(o.docker_config);
+  std::ifstream in(o.docker_config, std::ios::binary);
   if (!in) return "";
-  json config = json::parse(in, nullptr, false);
-  if (!config.is_object() || !config["auths"].is_object()) return "";
-  for (auto& [key, entry] : config["auths"].items()) {
-    std::string k = key;
-    if (k.rfind("https://", 0) == 0) k = k.substr(8);
-    if (k.rfind("http://", 0) == 0) k = k.substr(7);
-    k = k.substr(0, k.find('/'));
-    const bool hub = host == "registry-1.docker.io" && (k == "index.docker.io" || k == "docker.io");
-    if ((k == host || hub) && entry.is_object() && entry["auth"].is_string()) {
-      return Base64Decode(entry["auth"].get<std::string>());
-    }
-  }
-  return "";
+  const std::string text(std::istreambuf_iterator<char>(in), {});
+  return DockerConfigCredentials(text, host);
 }
 
 // Bearer realm="...",service="...",scope="..." -> its parameters.
@@ -166,10 +144,8 @@ void Resolver::Authenticate(const HttpResponse& challenge) {
   if (r.status != 200)
     Fail("token service answered " + std::to_string(r.status) +
          (credentials.empty() ? " (no credentials given)" : ""));
-  json token = json::parse(r.body, nullptr, false);
-  std::string value =
-      token.is_object() ? token.value("token", token.value("access_token", "")) : "";
-  if (value.empty()) Fail("token service answered without a token");
+  const std::string value = BearerTokenOf(r.body);
+  if (value.empty()) Fail("token service answered without a usable token");
   authorization_ = "Authorization: Bearer " + value;
 }
 
@@ -201,20 +177,12 @@ ResolvedImage Resolver::Resolve() {
              ", not the pinned digest: refusing tampered or corrupt content",
          kExitVerdict);
   }
-  json body = json::parse(r.body, nullptr, false);
-  if (!body.is_object()) Fail("the manifest is not JSON", kExitVerdict);
-  image.media_type = body.value("mediaType", r.Header("content-type"));
-  if (body.contains("manifests") && body["manifests"].is_array()) {
-    for (const auto& m : body["manifests"]) {
-      if (!m.is_object() || !m["digest"].is_string() || !m["platform"].is_object()) continue;
-      const json& p = m["platform"];
-      std::string platform = p.value("os", "") + "/" + p.value("architecture", "");
-      if (p.contains("variant") && p["variant"].is_string())
-        platform += "/" + p["variant"].get<std::string>();
-      if (platform == "unknown/unknown") continue;  // attestation manifests
-      image.platforms[platform] = m["digest"].get<std::string>();
-    }
-  }
+  std::string problem;
+  std::optional<ManifestAnswer> answer =
+      ReadManifestAnswer(r.body, r.Header("content-type"), &problem);
+  if (!answer) Fail("the registry's manifest is malformed: " + problem, kExitVerdict);
+  image.media_type = answer->media_type;
+  image.platforms = answer->platforms;
   return image;
 }
 

@@ -251,16 +251,17 @@ GateDecision EvaluateGate(const GateRequest& request, const Catalog& catalog) {
   std::string signature_problem;
   if (request.public_key_pem)
     signature_problem = VerifyReportSignature(request.report_text, *request.public_key_pem);
-  Json report;
-  try {
-    report = Json::parse(request.report_text);
-  } catch (const Json::parse_error& e) {
+  // Within the JSON limits (depth, doubles, one name per member), like every report read.
+  std::string problem;
+  std::optional<Json> parsed = TryParseJsonText(request.report_text, &problem);
+  if (!parsed) {
     if (!request.public_key_pem)
-      throw InputError(JsonParseDiagnostic(request.report_path, request.report_text, e));
+      ParseJsonText(request.report_text, request.report_path);  // throws, naming the position
     GateDecision refused;
-    refused.reasons.push_back(signature_problem);
+    refused.reasons.push_back(signature_problem.empty() ? "report: " + problem : signature_problem);
     return refused;
   }
+  Json report = std::move(*parsed);
   GateRules rules(request, report, catalog);
   if (!signature_problem.empty()) rules.Refuse(signature_problem);
   if (!request.public_key_pem && !request.allow_unsigned) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/json_file.h"
 #include "base/sha256.h"
 #include "report/report_view.h"
 
@@ -134,13 +135,10 @@ void SignReport(nlohmann::json& report, const std::string& private_pem) {
 
 std::string VerifyReportSignature(const std::string& report_text, const std::string& public_pem) {
   PkeyPtr key = ReadKey(public_pem, false);
-  nlohmann::json report;
-  try {
-    report = nlohmann::json::parse(report_text);
-  } catch (const nlohmann::json::parse_error& e) {
-    return "signature: cannot be verified, the report is not valid JSON (byte " +
-           std::to_string(e.byte) + ")";
-  }
+  std::string problem;
+  std::optional<nlohmann::json> parsed = TryParseJsonText(report_text, &problem);
+  if (!parsed) return "signature: cannot be verified, the report is refused: " + problem;
+  nlohmann::json report = std::move(*parsed);
   if (!report.is_object() || !report.contains("signature"))
     return "signature: missing, the report is not signed (sign it with trainlock-validate --sign "
            "KEY)";

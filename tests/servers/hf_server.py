@@ -10,7 +10,9 @@ uses (src/hf_hub.h), over the repositories under ROOT (ROOT/<org>/<name>/<files>
 
 Failure modes: a repository named "gated" answers 401 without "Authorization: Bearer
 good-token"; an unknown repository, revision or file answers 404; a file named
-"truncated.json" announces its full length but the connection closes halfway.
+"truncated.json" announces its full length but the connection closes halfway; a repository
+holding "answer.json" answers its revision request with that file's bytes verbatim (the
+hostile answers of a compromised endpoint).
 
 Usage: hf_server.py PORT ROOT"""
 import hashlib
@@ -55,6 +57,8 @@ class Hub(http.server.BaseHTTPRequestHandler):
         directory = self.repo_dir(org, name)
         if directory is None or rev not in ("main", COMMIT):
             return self.reply(404, b'{"error": "Revision Not Found"}')
+        if os.path.isfile(os.path.join(directory, "answer.json")):
+            return self.reply(200, open(os.path.join(directory, "answer.json"), "rb").read())
         siblings = []
         for file in sorted(os.listdir(directory)):
             data = open(os.path.join(directory, file), "rb").read()

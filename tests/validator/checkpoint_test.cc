@@ -68,6 +68,21 @@ class CheckpointTest : public ::testing::Test {
   TempDir root_;
 };
 
+// A consistent lie: `text` as the saved checkpoint's manifest, with its own hash updated.
+fs::path WithManifest(const fs::path& dir, const std::string& text) {
+  testing::WriteFile(dir / "manifest.json", text);
+  testing::WriteFile(dir / "manifest.json.sha256", Sha256Hex(text) + "\n");
+  return dir;
+}
+
+// The saved manifest with `edit` applied.
+template <typename Edit>
+fs::path WithEditedManifest(const fs::path& dir, Edit edit) {
+  auto manifest = nlohmann::json::parse(testing::ReadFile(dir / "manifest.json"));
+  edit(manifest);
+  return WithManifest(dir, manifest.dump(2) + "\n");
+}
+
 TEST_F(CheckpointTest, RestoresExactlyWhatWasSaved) {
   CheckpointContents saved = MakeContents(4);
   CheckpointIo io = SaveCheckpoint(root_.path(), saved, 2);
@@ -222,6 +237,51 @@ TEST_F(CheckpointTest, AManifestWithAnUnknownRoleIsRefused) {
   std::ofstream(dir / "manifest.json.sha256", std::ios::trunc) << Sha256Hex(text) << "\n";
   EXPECT_NE(LoadError(dir).find("manifest.json: invalid file entry"), std::string::npos)
       << LoadError(dir);
+}
+
+TEST_F(CheckpointTest, AFilePathThatClimbsOutOfTheCheckpointIsRefused) {
+  fs::path dir = WithEditedManifest(
+      Save(2), [](nlohmann::json& m) { m["files"][0]["path"] = "../../../etc/passwd"; });
+  EXPECT_NE(LoadError(dir).find("manifest.json: invalid file entry '{\"path\":\"../../../etc/"),
+            std::string::npos)
+      << LoadError(dir);
+  EXPECT_NE(LoadError(dir).find(": path is not a file name"), std::string::npos) << LoadError(dir);
+}
+
+TEST_F(CheckpointTest, AFormatOfTheWrongTypeIsRefusedNotThrownAsALibraryError) {
+  fs::path dir = WithEditedManifest(Save(2), [](nlohmann::json& m) { m["format"] = 2; });
+  EXPECT_EQ(LoadError(dir),
+            (dir / "manifest.json").string() + ": not a trainlock.checkpoint/v2 manifest");
+}
+
+TEST_F(CheckpointTest, AManifestNestedDeeperThanTheJsonLimitIsRefused) {
+  fs::path dir = WithManifest(Save(2), std::string(10000, '[') + std::string(10000, ']'));
+  EXPECT_EQ(LoadError(dir), (dir / "manifest.json").string() +
+                                ": not a trainlock.checkpoint/v2 manifest: JSON nested deeper "
+                                "than 64 levels of arrays and objects at line 1, column 65");
+}
+
+TEST_F(CheckpointTest, AManifestListingAFileTwiceIsRefused) {
+  fs::path dir =
+      WithEditedManifest(Save(2), [](nlohmann::json& m) { m["files"].push_back(m["files"][0]); });
+  EXPECT_EQ(LoadError(dir), (dir / "manifest.json").string() + ": lists 'model.safetensors' twice");
+}
+
+TEST_F(CheckpointTest, AMalformedSha256IsRefusedBeforeAnyFileIsRead) {
+  fs::path dir =
+      WithEditedManifest(Save(2), [](nlohmann::json& m) { m["files"][0]["sha256"] = "x"; });
+  EXPECT_NE(LoadError(dir).find(": sha256 is not 64 lower-case hex characters"), std::string::npos)
+      << LoadError(dir);
+}
+
+TEST_F(CheckpointTest, ANegativeStepIsRefused) {
+  fs::path dir = WithEditedManifest(Save(2), [](nlohmann::json& m) { m["step"] = -1; });
+  EXPECT_EQ(LoadError(dir), (dir / "manifest.json").string() + ": step '-1' is not a step number");
+}
+
+TEST_F(CheckpointTest, AStateThatIsNotAnObjectIsRefused) {
+  fs::path dir = WithEditedManifest(Save(2), [](nlohmann::json& m) { m["state"] = "x"; });
+  EXPECT_EQ(LoadError(dir), (dir / "manifest.json").string() + ": state is not an object");
 }
 
 TEST_F(CheckpointTest, KeepsTheLastKAndFindsTheNewest) {

@@ -345,6 +345,34 @@ TEST_F(ModelLoaderTest, RefusesAConfigJsonThatIsNotJson) {
   EXPECT_TRUE(Contains(error, "not a JSON object")) << error;
 }
 
+TEST_F(ModelLoaderTest, RefusesAConfigJsonNestedDeeperThanTheJsonLimit) {
+  WriteTensors(SingleFile(), tensors_);
+  WriteFile(dir() / "config.json",
+            "{\"x\":" + std::string(5000, '[') + std::string(5000, ']') + "}");
+  EXPECT_EQ(LoadError(), (dir() / "config.json").string() +
+                             ": not a JSON object: JSON nested deeper than 64 levels of arrays "
+                             "and objects at line 1, column 69");
+}
+
+TEST_F(ModelLoaderTest, RefusesAConfigJsonIntegerBeyondInt64) {
+  WriteTensors(SingleFile(), tensors_);
+  nlohmann::json config = ConfigJson(config_);
+  config["hidden_size"] = UINT64_MAX;
+  WriteFile(dir() / "config.json", config.dump(2));
+  EXPECT_EQ(LoadError(), (dir() / "config.json").string() +
+                             ": hidden_size must be an integer, not '18446744073709551615'");
+}
+
+TEST_F(ModelLoaderTest, RefusesAnIndexNamingAShardOutsideTheDirectory) {
+  WriteSharded(dir(), tensors_);
+  nlohmann::json index =
+      nlohmann::json::parse(testing::ReadFile(dir() / "model.safetensors.index.json"));
+  index["weight_map"].begin().value() = "..";
+  WriteFile(dir() / "model.safetensors.index.json", index.dump());
+  EXPECT_EQ(LoadError(),
+            (dir() / "model.safetensors.index.json").string() + ": shard '..' is not a file name");
+}
+
 TEST_F(ModelLoaderTest, RefusesAnIndexNamingAMissingShard) {
   WriteSharded(dir(), tensors_);
   fs::remove(dir() / kShard2);

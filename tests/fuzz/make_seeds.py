@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Writes the synthetic seed inputs of the fuzz targets (tests/fuzz/seeds/<target>/): small,
+well-formed examples of each format that the fuzzer mutates from. Deterministic; run it again
+after changing it and commit what it writes. The loaders and report targets are seeded at run
+time from the examples, the bad-input corpus and the report fixtures instead (run_fuzz.sh).
+
+Usage: make_seeds.py SEEDS_DIR"""
+import hashlib
+import json
+import os
+import struct
+import sys
+
+OUT = sys.argv[1]
+
+
+def write(target, name, data):
+    os.makedirs(os.path.join(OUT, target), exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(OUT, target, name), "wb") as f:
+        f.write(data)
+
+
+# ---- gpu_binary: 64-bit little-endian ELF files with .nv_fatbin and .hip_fatbin sections ----
+
+def elf(sections):
+    """An ELF with the given (name, bytes) sections, a .shstrtab and the section table last."""
+    names = b"\0"
+    offsets = []
+    for name, _ in sections + [(".shstrtab", b"")]:
+        offsets.append(len(names))
+        names += name.encode() + b"\0"
+    body = b""
+    placed = []
+    cursor = 64
+    for (name, data), name_at in zip(sections + [(".shstrtab", names)], offsets):
+        pad = (-cursor) % 8
+        body += b"\0" * pad
+        cursor += pad
+        placed.append((name_at, cursor, len(data)))
+        body += data
+        cursor += len(data)
+    pad = (-cursor) % 8
+    body += b"\0" * pad
+    shoff = cursor + pad
+    table = b"\0" * 64  # the null section
+    for name_at, offset, size in placed:
+        table += struct.pack("<IIQQQQIIQQ", name_at, 1, 0, 0, offset, size, 0, 0, 8, 0)
+    shnum = len(placed) + 1
+    header = (b"\x7fELF" + bytes([2, 1, 1]) + b"\0" * 9 +
+              struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, shoff, 0, 64, 0, 0, 64, shnum, shnum - 1))
+    return header + body + table
+
+
+def fatbin_entry(kind, arch, major, minor, payload):
+    padded = payload + b"\0" * ((-len(payload)) % 8)
+    header = struct.pack("<HHIQIIHHI", kind, 0x0101, 64, len(padded), len(payload), 0, minor, major, arch)
+    return header + b"\0" * (64 - len(header)) + padded
+
+
+def fatbin(entries):
+    body = b"".join(entries)
+    return struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body
+
+
+def offload_bundle(ids):
+    count = len(ids)
+    table_size = 24 + 8 + sum(24 + len(i) for i in ids)
+    table = b"__CLANG_OFFLOAD_BUNDLE__" + struct.pack("<Q", count)
+    code = b""
+    for i in ids:
+        blob = b"\x7fELF code for " + i.encode()
+        table += struct.pack("<QQQ", table_size + len(code), len(blob), len(i)) + i.encode()
+        code += blob
+    return table + code
+
+
+cuda = fatbin([fatbin_entry(2, 80, 1, 7, b"\x7fELF sm_80 cubin"),
+               fatbin_entry(2, 90, 1, 7, b"\x7fELF sm_90 cubin"),
+               fatbin_entry(1, 90, 9, 0, b".version 9.0\n.target sm_90\n")])
+write("gpu_binary", "cuda-sm80-sm90-ptx90.so", elf([(".text", b"\xc3" * 16), (".nv_fatbin", cuda)]))
+write("gpu_binary", "cuda-two-containers.so",
+      elf([(".nv_fatbin", fatbin([fatbin_entry(2, 86, 1, 7, b"a")]) + b"\0" * 8 +
+            fatbin([fatbin_entry(1, 80, 8, 8, b"b")]))]))
+write("gpu_binary", "hip-gfx90a-gfx942.so",
+      elf([(".hip_fatbin", offload_bundle(["host-x86_64-unknown-linux--",
+                                           "hipv4-amdgcn-amd-amdhsa--gfx90a",
+                                           "hipv4-amdgcn-amd-amdhsa--gfx942:xnack-"]))]))
+write("gpu_binary", "host-only.so", elf([(".text", b"\xc3" * 32), (".data", b"\1" * 16)]))
+
+
+# ---- safetensors: whole files ----
+
+def safetensors(tensors, metadata=None):
+    header, data = {}, b""
+    if metadata:
+        header["__metadata__"] = metadata
+    for name, dtype, shape, raw in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((-len(text)) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+write("safetensors", "two-tensors.safetensors",
+      safetensors([("model.norm.weight", "F32", [2], struct.pack("<2f", 1.0, 2.0)),
+                   ("model.embed_tokens.weight", "BF16", [2, 2], b"\x80\x3f" * 4)],
+                  {"format": "pt"}))
+write("safetensors", "empty-and-scalar.safetensors",
+      safetensors([("empty", "F16", [0, 3], b""), ("scalar", "I64", [], struct.pack("<q", 7)),
+                   ("flag", "BOOL", [1], b"\1")]))
+
+
+# ---- checkpoint: manifest.json ----
+
+def sha(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+write("checkpoint", "manifest-v2.json", json.dumps({
+    "format": "trainlock.checkpoint/v2", "step": 4,
+    "files": [{"path": "model.safetensors", "role": "model", "sha256": sha("m"), "size": 4096},
+              {"path": "optimizer-00001-of-00002.safetensors", "role": "optimizer",
+               "sha256": sha("o1"), "size": 8192},
+              {"path": "optimizer-00002-of-00002.safetensors", "role": "optimizer",
+               "sha256": sha("o2"), "size": 64}],
+    "state": {"rng": {"cpu": "00ff", "cuda": []}, "data_loader": {"epoch": 0, "cursor": 16},
+              "loss_scaler": None, "lock_sha256": sha("lock")}}, indent=2))
+write("checkpoint", "manifest-v1.json", json.dumps({
+    "format": "trainlock.checkpoint/v1", "step": 2,
+    "files": [{"path": "model.safetensors", "sha256": sha("m"), "size": 1},
+              {"path": "optimizer.safetensors", "sha256": sha("o"), "size": 2}]}))
+
+
+# ---- registry: a selector byte (0 manifest or index, 1 token answer, 2 docker config) ----
+
+def digest(text):
+    return "sha256:" + sha(text)
+
+
+write("registry", "index.json", b"\0" + json.dumps({
+    "schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+    "manifests": [
+        {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": digest("amd64"), "size": 1,
+         "platform": {"os": "linux", "architecture": "amd64"}},
+        {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": digest("arm64"), "size": 1,
+         "platform": {"os": "linux", "architecture": "arm64", "variant": "v8"}},
+        {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": digest("att"), "size": 1,
+         "platform": {"os": "unknown", "architecture": "unknown"}}]}).encode())
+write("registry", "manifest.json", b"\0" + json.dumps({
+    "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+    "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": digest("c"), "size": 2},
+    "layers": []}).encode())
+write("registry", "token.json", b"\1" + b'{"token": "eyJhbGciOi.x.y", "expires_in": 300}')
+write("registry", "docker-config.json",
+      b"\2" + b'{"auths": {"https://index.docker.io/v1/": {"auth": "YWxpY2U6czNjcmV0"}, '
+              b'"registry.example:5000": {"auth": "Ym9iOnB3"}}}')
+
+
+# ---- hub: the revision answer ----
+
+write("hub", "revision.json", json.dumps({
+    "sha": "0123456789abcdef0123456789abcdef01234567",
+    "siblings": [{"rfilename": "config.json", "size": 20},
+                 {"rfilename": "model.safetensors", "size": 4096,
+                  "lfs": {"sha256": sha("model"), "size": 4096}},
+                 {"rfilename": "tokenizer/vocab.json", "size": 3}]}))

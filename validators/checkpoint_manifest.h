@@ -1,0 +1,50 @@
+// A checkpoint's manifest.json read without trusting it (and without LibTorch, so that the
+// fuzz build exercises it): {"format", "step", "files": [{"path", "role", "sha256", "size"}],
+// "state": {...}}. A checkpoint directory is only as trustworthy as the disk it sits on, and
+// the manifest's own SHA-256 beside it can be rewritten along with it.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trainlock::validate {
+
+// v2 shards the tensors and gives each file a role; v1 (one model.safetensors and one
+// optimizer.safetensors, no roles) is still read.
+inline constexpr const char* kCheckpointFormat = "trainlock.checkpoint/v2";
+inline constexpr const char* kCheckpointFormatV1 = "trainlock.checkpoint/v1";
+
+// A checkpoint that cannot be trusted; what() names the file and the mismatch.
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One tensor file the manifest lists.
+struct CheckpointFile {
+  std::string path;  // a plain file name inside the checkpoint directory
+  std::string role;  // "model" or "optimizer"
+  std::string sha256;
+  uint64_t size = 0;
+};
+
+struct CheckpointManifest {
+  int64_t step = 0;
+  std::vector<CheckpointFile> files;                // in manifest order
+  nlohmann::json state = nlohmann::json::object();  // everything that is not a tensor
+};
+
+// Parses manifest.json's text (`where` names it in errors). Refuses, with CheckpointError:
+// JSON beyond base/json_limits.h's limits, an unknown format, a step that is not a
+// non-negative integer, state that is not an object, and a file entry whose path is not a
+// plain file name, is listed twice, has no known role (an entry without one, as in v1, takes the
+// name's stem), a sha256 that is not 64 lower-case hex or a size that is not a non-negative
+// integer; and a manifest without both model and optimizer files.
+CheckpointManifest ParseCheckpointManifest(std::string_view text, const std::string& where);
+
+}  // namespace trainlock::validate
