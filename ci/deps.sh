@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency from Debian 12 packages. Idempotent; runs apt-get
-# through sudo when not root.
+# through sudo when not root. `ci/deps.sh --demo` installs only what ci/demo.sh builds and
+# runs (trainlock and trainlock-validate), leaving out the test tools (Chromium, buildah,
+# clang, hipcc, ...), which are most of the download.
 set -euo pipefail
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-packages=(
+demo_packages=(
   # build
   cmake ninja-build g++ ccache pkg-config
   # library dependencies
@@ -14,6 +16,8 @@ packages=(
   libtorch-dev
   # headers of Gloo, which LibTorch's c10d ProcessGroupGloo includes (comm.allreduce, comm.ddp on CPU)
   libgloo-dev
+)
+test_packages=(
   # HIP compiler for the inspector's test library (CUDA's nvcc comes with the machine image)
   hipcc
   # tests: GoogleTest, clang + libFuzzer for the fuzz targets (tests/fuzz)
@@ -28,6 +32,8 @@ packages=(
   # text), the JUnit XML against tests/junit/junit.xsd with xmllint
   chromium fonts-dejavu-core libxml2-utils
 )
+packages=("${demo_packages[@]}")
+[ "${1:-}" = "--demo" ] || packages+=("${test_packages[@]}")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fleet/fleet.h"
+#include "plan/memory_model.h"
 #include "project/project.h"
 #include "test_support.h"
 
@@ -131,26 +132,60 @@ TEST_F(FleetK8s, PlacesOnePodPerNode) {
   }
 }
 
-TEST_F(FleetK8s, NamesEachReportAfterItsNode) {
+TEST_F(FleetK8s, PassesTheNodeNameToTheValidatorFromTheDownwardApi) {
   YAML::Node container = Container(Job());
   bool node_name = false;
   for (const YAML::Node& env : container["env"]) {
-    if (env["name"].as<std::string>() == "NODE_NAME")
+    if (env["name"].as<std::string>() == "TRAINLOCK_NODE_NAME")
       node_name = env["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>() == "spec.nodeName";
   }
-  EXPECT_TRUE(node_name);
-  std::vector<std::string> args = container["args"].as<std::vector<std::string>>();
-  EXPECT_EQ(args, (std::vector<std::string>{"/etc/trainlock", "--nproc", "auto", "--out",
-                                            "/reports/$(NODE_NAME).json"}));
-  EXPECT_EQ(container["command"][0].as<std::string>(), "/usr/local/bin/trainlock-validate");
+  EXPECT_TRUE(node_name) << "the validator names the node (and its report) by TRAINLOCK_NODE_NAME";
+  EXPECT_EQ(container["command"].as<std::vector<std::string>>(),
+            (std::vector<std::string>{"/bin/sh", "-c"}));
+  EXPECT_NE(container["args"][0].as<std::string>().find(
+                "/usr/local/bin/trainlock-validate /etc/trainlock --nproc auto --out "
+                "\"/reports/$TRAINLOCK_NODE_NAME.json\""),
+            std::string::npos);
 }
 
-TEST_F(FleetK8s, MountsTheReportsOnTheNodeAndSharedMemory) {
+// The pod's script, run with a stand-in validator that writes a report and fails, and its log
+// read back the way the Job's header comment collects it.
+TEST_F(FleetK8s, PodLogCarriesTheReportAndThePodKeepsTheValidatorsExitCode) {
+  Job();
+  std::string script = Container(YAML::Load(text_))["args"][0].as<std::string>();
+  const fs::path reports = tmp_.path() / "reports";
+  fs::create_directories(reports);
+  const fs::path validator = tmp_.path() / "fake-validate";
+  WriteFile(validator,
+            "#!/bin/sh\n# writes a report to the file after --out, then fails as a failing node "
+            "does\nwhile [ \"$1\" != --out ]; do shift; done\nprintf '{\"verdict\": \"fail\"}' > "
+            "\"$2\"\nexit 1\n");
+  fs::permissions(validator, fs::perms::owner_all);
+  auto replace = [&](const std::string& from, const std::string& to) {
+    for (size_t at = script.find(from); at != std::string::npos; at = script.find(from, at))
+      script.replace(at, from.size(), to), at += to.size();
+  };
+  replace("/usr/local/bin/trainlock-validate", validator.string());
+  replace("/reports/", reports.string() + "/");
+  RunResult pod = RunCommand({"sh", "-c", script}, {"TRAINLOCK_NODE_NAME=gpu-17"});
+  EXPECT_EQ(pod.exit_code, 1) << "a failing node fails its pod: " << pod.err;
+  EXPECT_EQ(ReadFile(reports / "gpu-17.json"), "{\"verdict\": \"fail\"}");
+  // The collection loop of the header comment, on this log.
+  const fs::path log = tmp_.path() / "pod.log";
+  WriteFile(log, "validator summary line\n" + pod.out);
+  const std::string sed = "/^--- trainlock report /,/^--- end of trainlock report ---/{//!p}";
+  ASSERT_NE(text_.find(sed), std::string::npos) << text_;
+  RunResult collected = RunCommand({"sed", "-n", sed, log.string()});
+  EXPECT_EQ(json::parse(collected.out), json::parse("{\"verdict\": \"fail\"}")) << pod.out;
+}
+
+TEST_F(FleetK8s, ReportsGoToAnEmptyDirNotTheNodesDisk) {
   YAML::Node job = Job();
   std::map<std::string, YAML::Node> volumes;
   for (const YAML::Node& v : PodSpec(job)["volumes"]) volumes[v["name"].as<std::string>()] = v;
   ASSERT_TRUE(volumes.contains("reports"));
-  EXPECT_EQ(volumes["reports"]["hostPath"]["path"].as<std::string>(), "/var/lib/trainlock/reports");
+  EXPECT_TRUE(volumes["reports"]["emptyDir"].IsMap());
+  EXPECT_EQ(text_.find("hostPath"), std::string::npos) << text_;
   ASSERT_TRUE(volumes.contains("dshm"));
   EXPECT_EQ(volumes["dshm"]["emptyDir"]["medium"].as<std::string>(), "Memory");
   std::map<std::string, std::string> mounts;
@@ -160,13 +195,60 @@ TEST_F(FleetK8s, MountsTheReportsOnTheNodeAndSharedMemory) {
   EXPECT_EQ(mounts["dshm"], "/dev/shm");
 }
 
-TEST_F(FleetK8s, ReportsPvcReplacesTheHostPath) {
+TEST_F(FleetK8s, ReportsPvcReplacesTheEmptyDir) {
   YAML::Node job = Job({"--reports-pvc", "fleet-reports", "--namespace", "gpu-ops"});
   YAML::Node reports = PodSpec(job)["volumes"][0];
   EXPECT_EQ(reports["name"].as<std::string>(), "reports");
   EXPECT_EQ(reports["persistentVolumeClaim"]["claimName"].as<std::string>(), "fleet-reports");
-  EXPECT_FALSE(reports["hostPath"]);
+  EXPECT_FALSE(reports["emptyDir"]);
   EXPECT_EQ(job["metadata"]["namespace"].as<std::string>(), "gpu-ops");
+}
+
+TEST_F(FleetK8s, RequestsCpuAndMemoryForTheRunWithoutLimitingThem) {
+  YAML::Node resources = Container(Job())["resources"];
+  EXPECT_EQ(resources["requests"]["cpu"].as<std::string>(), "32") << "4 per GPU";
+  const double parameters =
+      EstimateTrainingMemory(LoadProject(project_).config).parameters;
+  EXPECT_EQ(resources["requests"]["memory"].as<std::string>(),
+            std::to_string(KubernetesMemoryGiB(parameters, 8)) + "Gi");
+  EXPECT_EQ(resources["requests"]["nvidia.com/gpu"].as<int>(), 8);
+  EXPECT_FALSE(resources["limits"]["cpu"]) << "a CPU limit would throttle the measured step";
+  EXPECT_FALSE(resources["limits"]["memory"]) << "a memory limit would OOM-kill the run";
+  YAML::Node given = Container(Job({"--cpu", "96", "--memory-gib", "512"}))["resources"];
+  EXPECT_EQ(given["requests"]["cpu"].as<std::string>(), "96");
+  EXPECT_EQ(given["requests"]["memory"].as<std::string>(), "512Gi");
+}
+
+TEST(FleetMemory, RequestIsTheCheckpointStagingAndFourGibPerGpu) {
+  // 1e9 parameters: 12e9 bytes of staging + 4 GiB = 15.18 GiB per GPU, x 8 = 121.4 -> 122.
+  EXPECT_EQ(KubernetesMemoryGiB(1e9, 8), 122);
+  EXPECT_EQ(KubernetesMemoryGiB(0, 1), 4);
+}
+
+TEST_F(FleetK8s, SelectsNodesOfEveryAcceleratorOfTheLock) {
+  // h200-pilot allows H200 and H100-80GB: either label value, so a node affinity.
+  YAML::Node job = Job();
+  EXPECT_FALSE(PodSpec(job)["nodeSelector"]);
+  YAML::Node expression = PodSpec(job)["affinity"]["nodeAffinity"]
+                                     ["requiredDuringSchedulingIgnoredDuringExecution"]
+                                     ["nodeSelectorTerms"][0]["matchExpressions"][0];
+  EXPECT_EQ(expression["key"].as<std::string>(), "nvidia.com/gpu.product");
+  EXPECT_EQ(expression["operator"].as<std::string>(), "In");
+  EXPECT_EQ(expression["values"].as<std::vector<std::string>>(),
+            (std::vector<std::string>{"NVIDIA-H200", "NVIDIA-H100-80GB-HBM3"}));
+}
+
+TEST_F(FleetK8s, OneAcceleratorIsANodeSelector) {
+  const std::string lock = ReadFile(project_ / kLockFile);
+  const std::string both = "accelerators = [\"H200\", \"H100-80GB\"]";
+  ASSERT_NE(lock.find(both), std::string::npos);
+  WriteFile(project_ / kLockFile,
+            lock.substr(0, lock.find(both)) + "accelerators = [\"H200\"]" +
+                lock.substr(lock.find(both) + both.size()));
+  YAML::Node job = Job();
+  EXPECT_EQ(PodSpec(job)["nodeSelector"]["nvidia.com/gpu.product"].as<std::string>(),
+            "NVIDIA-H200");
+  EXPECT_FALSE(PodSpec(job)["affinity"]["nodeAffinity"]);
 }
 
 TEST_F(FleetK8s, TimeoutBecomesTheActiveDeadline) {
@@ -198,6 +280,10 @@ TEST(FleetK8sRocm, RocmTargetRequestsAmdGpus) {
       YAML::Load(r.out)["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"];
   EXPECT_EQ(limits["amd.com/gpu"].as<int>(), 8);
   EXPECT_FALSE(limits["nvidia.com/gpu"]);
+  // AMD GPUs have no product label in the catalog: no selection by product.
+  YAML::Node pod = YAML::Load(r.out)["spec"]["template"]["spec"];
+  EXPECT_FALSE(pod["nodeSelector"]);
+  EXPECT_FALSE(pod["affinity"]["nodeAffinity"]);
 }
 
 TEST(FleetOptions, MissingBuiltImageWithoutImageOptionIsBadInputWithAHint) {
@@ -285,6 +371,21 @@ TEST_F(FleetSlurm, HasTheSbatchLines) {
         "set -euo pipefail\n"}) {
     EXPECT_TRUE(Has(line)) << line << text_;
   }
+}
+
+TEST_F(FleetSlurm, PartitionAndAccountBecomeSbatchLines) {
+  Script({"--partition", "h200", "--account", "ml-infra"});
+  EXPECT_TRUE(Has("#SBATCH --partition=h200\n")) << text_;
+  EXPECT_TRUE(Has("#SBATCH --account=ml-infra\n")) << text_;
+  Script();
+  EXPECT_FALSE(Has("--partition")) << "the cluster's default partition without the option";
+}
+
+TEST_F(FleetSlurm, APartitionThatIsNotASlurmNameIsBadInput) {
+  RunResult r = RunTrainlock({"fleet", "slurm", project_.string(), "--nodes", "4",
+                              "--partition", "h200\n#SBATCH --uid=0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--partition: error: not a Slurm name"), std::string::npos) << r.err;
 }
 
 TEST_F(FleetSlurm, RunsTheImageByDigestThroughPyxis) {

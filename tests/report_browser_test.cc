@@ -112,6 +112,87 @@ TEST(ReportBrowser, TinyReportRendersInHeadlessChromiumWithBothCharts) {
   EXPECT_NE(memory.find("peak RSS"), std::string::npos);
 }
 
+// `name`'s fixture rendered to HTML in `dir`, then its DOM as headless Chromium built it, and a
+// screenshot of it at `png` (checked to be a real, non-blank PNG of the window's width).
+std::string RenderedDom(const fs::path& dir, const std::string& name, const fs::path& png,
+                        uintmax_t min_png_bytes) {
+  const fs::path html = dir / (name + ".html");
+  auto render =
+      RunTrainlock({"report", FixturePath(name).string(), "--format", "html", "--out", html.string()});
+  EXPECT_EQ(render.exit_code, 0) << render.err;
+  const std::vector<std::string> env = {"HOME=" + dir.string()};
+  const std::string url = "file://" + html.string();
+  auto shot = RunCommand(
+      Chromium(dir / "profile", {"--window-size=" + std::to_string(kWindowWidth) + "," +
+                                     std::to_string(kWindowHeight),
+                                 "--screenshot=" + png.string(), url}),
+      env);
+  EXPECT_EQ(shot.exit_code, 0) << shot.err;
+  const std::string image = fs::exists(png) ? testing::ReadFile(png) : "";
+  EXPECT_GE(image.size(), 24u) << "no screenshot: " << shot.err;
+  if (image.size() >= 24) {
+    EXPECT_EQ(image.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+    EXPECT_EQ(BigEndian32(image, 16), static_cast<uint32_t>(kWindowWidth));
+    EXPECT_GT(image.size(), min_png_bytes) << "the screenshot looks blank";
+  }
+  auto dom = RunCommand(Chromium(dir / "profile", {"--dump-dom", url}), env);
+  EXPECT_EQ(dom.exit_code, 0) << dom.err;
+  return dom.out;
+}
+
+// A page that only has its header and failures is larger than a blank one (10 kB); the
+// charts' own elements are asserted on the DOM.
+constexpr uintmax_t kMinPageBytes = 40'000;
+
+TEST(ReportBrowser, OutOfMemoryReportShowsTheFailureAndRemedyFirstAndTheOvershoot) {
+  if (!testing::HaveProgram("chromium")) GTEST_SKIP() << "chromium not installed (ci/deps.sh)";
+  testing::TempDir dir;
+  const std::string dom =
+      RenderedDom(dir.path(), "h200-8b-oom", dir.path() / "oom.png", kMinPageBytes);
+  const size_t failures = dom.find("id=\"failures\"");
+  ASSERT_NE(failures, std::string::npos) << dom;
+  EXPECT_LT(failures, dom.find("<dl class=\"facts\"")) << "failures come before the facts";
+  const std::string section = dom.substr(failures, dom.find("</section>", failures) - failures);
+  EXPECT_NE(section.find("<code>train.step</code>"), std::string::npos) << section;
+  EXPECT_NE(section.find("out of memory at seq_len 8192"), std::string::npos) << section;
+  EXPECT_NE(section.find("Remedy:"), std::string::npos) << section;
+  const std::string memory = SvgElement(dom, "chart-memory");
+  ASSERT_FALSE(memory.empty()) << "no chart-memory svg in the rendered DOM";
+  EXPECT_NE(memory.find("346.6 GiB needed of 139.8 GiB"), std::string::npos) << memory;
+  EXPECT_NE(memory.find("<rect class=\"overshoot\""), std::string::npos) << memory;
+  EXPECT_NE(memory.find("<line class=\"capacity\""), std::string::npos) << memory;
+}
+
+TEST(ReportBrowser, MergedReportHasARanksTableAndTheAllReduceBandwidthBySize) {
+  if (!testing::HaveProgram("chromium")) GTEST_SKIP() << "chromium not installed (ci/deps.sh)";
+  testing::TempDir dir;
+  const std::string dom =
+      RenderedDom(dir.path(), "h200-x2-merged", dir.path() / "x2.png", kMinPageBytes);
+  const size_t ranks = dom.find("<table id=\"ranks\"");
+  ASSERT_NE(ranks, std::string::npos) << dom;
+  const std::string table = dom.substr(ranks, dom.find("</table>", ranks) - ranks);
+  size_t rows = 0;
+  for (size_t at = table.find("<tr"); at != std::string::npos; at = table.find("<tr", at + 1))
+    ++rows;
+  EXPECT_EQ(rows, 3u) << "a header and one row per rank: " << table;
+  EXPECT_NE(table.find("<td>cuda:1</td>"), std::string::npos) << table;
+  const std::string chart = SvgElement(dom, "chart-allreduce");
+  ASSERT_FALSE(chart.empty()) << "no chart-allreduce svg in the rendered DOM";
+  const json report = json::parse(testing::ReadFile(FixturePath("h200-x2-merged")));
+  size_t sizes = 0;
+  for (const json& c : report["checks"])
+    if (c["id"] == "comm.allreduce") sizes = c["metrics"]["sizes"].size();
+  size_t points = 0;
+  for (size_t at = chart.find("<circle class=\"busbw\""); at != std::string::npos;
+       at = chart.find("<circle class=\"busbw\"", at + 1))
+    ++points;
+  EXPECT_EQ(points, sizes) << "one point per measured message size";
+  EXPECT_NE(chart.find("<polyline class=\"busbw\""), std::string::npos);
+  EXPECT_NE(chart.find("threshold 225 GB/s"), std::string::npos) << chart;
+  EXPECT_NE(chart.find("1.0 GiB"), std::string::npos) << chart;
+  EXPECT_NE(dom.find("class=\"all-passed\""), std::string::npos) << "a passing report says so";
+}
+
 // ---- JUnit against the schema ----
 
 testing::RunResult Xmllint(const fs::path& file) {

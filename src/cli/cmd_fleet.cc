@@ -30,11 +30,12 @@ int64_t ParseTimeout(const std::string& text) {
       "--timeout", {}, "not a duration: " + Quoted(text), "seconds (7200) or e.g. 2h, 90m, 1h30m"});
 }
 
-int RunGenerate(const GenerateOptions& o, std::string (*generate)(const FleetOptions&)) {
+int RunGenerate(const GenerateOptions& o, const GlobalOptions& global,
+                std::string (*generate)(const FleetOptions&)) {
   FleetOptions requested = o.fleet;
   requested.timeout_s = ParseTimeout(o.timeout);
   Project project = LoadProject(o.dir, ManifestRequirement::kOptional);
-  const std::string text = generate(ResolveFleetOptions(project, requested));
+  const std::string text = generate(ResolveFleetOptions(project, LoadCatalog(global), requested));
   if (o.out.empty()) {
     std::cout << text << std::flush;
   } else {
@@ -85,7 +86,7 @@ int RunSummarize(const SummarizeOptions& o) {
 
 }  // namespace
 
-Command RegisterFleet(CLI::App& app, const GlobalOptions&) {
+Command RegisterFleet(CLI::App& app, const GlobalOptions& global) {
   CLI::App* fleet = app.add_subcommand(
       "fleet", "Validate many nodes: generate a Kubernetes Job or Slurm script, summarise reports");
   fleet->require_subcommand(1);
@@ -94,14 +95,23 @@ Command RegisterFleet(CLI::App& app, const GlobalOptions&) {
   CLI::App* k8s_cmd = fleet->add_subcommand(
       "k8s",
       "Write a Kubernetes batch/v1 indexed Job validating --nodes nodes: one pod per node\n"
-      "(required pod anti-affinity on kubernetes.io/hostname), all --gpus-per-node GPUs\n"
-      "(nvidia.com/gpu or amd.com/gpu), the lock's image by digest running\n"
-      "`trainlock-validate /etc/trainlock --nproc auto --out /reports/$(NODE_NAME).json`, the\n"
-      "node name from the downward API, /dev/shm in memory, no retries, restartPolicy Never.");
+      "(required pod anti-affinity on kubernetes.io/hostname) on nodes of the lock's\n"
+      "accelerators (nvidia.com/gpu.product), all --gpus-per-node GPUs (nvidia.com/gpu or\n"
+      "amd.com/gpu) and CPU and memory requests, the lock's image by digest running\n"
+      "`trainlock-validate /etc/trainlock --nproc auto --out /reports/<node>.json` and printing\n"
+      "the report to the log, TRAINLOCK_NODE_NAME from the downward API, /dev/shm in memory,\n"
+      "no retries, restartPolicy Never.");
   AddGenerateOptions(k8s_cmd, *k8s);
   k8s_cmd->add_option("--reports-pvc", k8s->fleet.reports_pvc,
-                      "PersistentVolumeClaim (ReadWriteMany) for the reports (default: hostPath "
-                      "/var/lib/trainlock/reports on each node)");
+                      "PersistentVolumeClaim (ReadWriteMany) for the reports (default: an "
+                      "emptyDir; the reports leave through the pods' logs)");
+  k8s_cmd->add_option("--cpu", k8s->fleet.cpu_request, "CPU cores to request (default 4 per GPU)")
+      ->check(CLI::Range(1, 1024));
+  k8s_cmd
+      ->add_option("--memory-gib", k8s->fleet.memory_request_gib,
+                   "Memory to request, GiB (default per GPU: 12 bytes a parameter for the "
+                   "checkpoint staging + 4 GiB)")
+      ->check(CLI::Range(1, 65536));
   k8s_cmd->add_option("--namespace", k8s->fleet.k8s_namespace, "Namespace of the Job");
 
   auto slurm = std::make_shared<GenerateOptions>();
@@ -114,6 +124,8 @@ Command RegisterFleet(CLI::App& app, const GlobalOptions&) {
   slurm_cmd->add_option("--reports-dir", slurm->fleet.reports_dir,
                         "Reports directory on a shared filesystem (default: "
                         "$SLURM_SUBMIT_DIR/trainlock-reports/<job id>)");
+  slurm_cmd->add_option("--partition", slurm->fleet.partition, "Slurm partition (#SBATCH --partition)");
+  slurm_cmd->add_option("--account", slurm->fleet.account, "Slurm account (#SBATCH --account)");
 
   auto summarize = std::make_shared<SummarizeOptions>();
   CLI::App* summarize_cmd = fleet->add_subcommand(
@@ -129,9 +141,9 @@ Command RegisterFleet(CLI::App& app, const GlobalOptions&) {
       ->check(CLI::Range(1, kMaxFleetNodes));
   summarize_cmd->add_flag("--json", summarize->json, "Print the summary as JSON");
 
-  return [k8s, k8s_cmd, slurm, slurm_cmd, summarize] {
-    if (k8s_cmd->parsed()) return RunGenerate(*k8s, KubernetesJobYaml);
-    if (slurm_cmd->parsed()) return RunGenerate(*slurm, SlurmBatchScript);
+  return [&global, k8s, k8s_cmd, slurm, slurm_cmd, summarize] {
+    if (k8s_cmd->parsed()) return RunGenerate(*k8s, global, KubernetesJobYaml);
+    if (slurm_cmd->parsed()) return RunGenerate(*slurm, global, SlurmBatchScript);
     return RunSummarize(*summarize);
   };
 }

@@ -102,6 +102,7 @@ void Catalog::AddFile(const std::string& filename, const std::string& text,
       gpu.hbm_tbps = f.Number("hbm-tbps", Need::kRequired, 0, 1e3).value_or(0);
       gpu.relative_cost = f.Number("relative-cost", Need::kOptional, 0, 1e3).value_or(0);
       gpu.interconnect_gbps = f.Number("interconnect-gbps", Need::kOptional, 0, 1e5).value_or(0);
+      gpu.k8s_gpu_product = f.String("k8s-gpu-product", Need::kOptional).value_or("");
       gpus_.push_back(gpu);
     });
   } else {

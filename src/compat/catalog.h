@@ -23,6 +23,9 @@ struct GpuModel {
   double hbm_tbps = 0;
   double interconnect_gbps = 0;  // GPU-to-GPU per GPU, one direction; 0 = unknown
   double relative_cost = 0;      // per GPU-hour, A100-80GB = 1.0; 0 = unknown (gpus.toml)
+  // The value NVIDIA GPU Feature Discovery gives a node's nvidia.com/gpu.product label for
+  // this GPU (`trainlock fleet k8s` selects nodes by it); "" = unknown.
+  std::string k8s_gpu_product;
 };
 
 struct CudaDriverRequirement {

@@ -2,10 +2,13 @@
 // target, the digest-pinned image and a job name every scheduler accepts.
 #include "fleet/fleet.h"
 
+#include <algorithm>
+#include <cmath>
 #include <regex>
 
 #include "base/diagnostic.h"
 #include "base/refs.h"
+#include "plan/memory_model.h"
 
 namespace trainlock {
 namespace {
@@ -132,9 +135,41 @@ void CheckCounts(const FleetOptions& options) {
   if (options.gpus_per_node < 1 || options.gpus_per_node > 64) {
     throw InputError(Diagnostic{"--gpus-per-node", {}, "must be 1..64", ""});
   }
+  if (options.cpu_request < 0 || options.cpu_request > 1024) {
+    throw InputError(Diagnostic{"--cpu", {}, "must be 1..1024 cores", ""});
+  }
+  if (options.memory_request_gib < 0 || options.memory_request_gib > 65536) {
+    throw InputError(Diagnostic{"--memory-gib", {}, "must be 1..65536", ""});
+  }
   if (options.timeout_s < 1) {
     throw InputError(Diagnostic{"--timeout", {}, "must be at least one second", ""});
   }
+}
+
+// Slurm names partitions and accounts with these; anything else would not survive an #SBATCH
+// line (which sbatch reads without a shell).
+void CheckSlurmName(const char* option, const std::string& value) {
+  static const std::regex kName(R"(^[A-Za-z0-9._-]{1,128}$)");
+  if (!value.empty() && !std::regex_match(value, kName)) {
+    throw InputError(Diagnostic{option,
+                                {},
+                                "not a Slurm name: " + Quoted(value),
+                                "letters, digits, '.', '_' and '-'"});
+  }
+}
+
+// The product label values of every accelerator of the target; empty when one is missing
+// (selecting by the others would keep the Job off nodes the lock allows).
+std::vector<std::string> GpuProducts(const Spec& lock, const std::string& target,
+                                     const Catalog& catalog) {
+  std::vector<std::string> products;
+  for (const std::string& name : lock.targets.at(target).accelerators) {
+    const GpuModel* gpu = catalog.FindGpu(name);
+    if (gpu == nullptr || gpu->k8s_gpu_product.empty()) return {};
+    if (std::find(products.begin(), products.end(), gpu->k8s_gpu_product) == products.end())
+      products.push_back(gpu->k8s_gpu_product);
+  }
+  return products;
 }
 
 void CheckReportsDir(const std::string& dir) {
@@ -165,7 +200,14 @@ std::string Dns1123Label(std::string_view text) {
   return label;
 }
 
-FleetOptions ResolveFleetOptions(const Project& project, const FleetOptions& requested) {
+int64_t KubernetesMemoryGiB(double parameters, int gpus_per_node) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  const double per_gpu = parameters * 12.0 + 4.0 * kGiB;
+  return static_cast<int64_t>(std::ceil(per_gpu * gpus_per_node / kGiB));
+}
+
+FleetOptions ResolveFleetOptions(const Project& project, const Catalog& catalog,
+                                 const FleetOptions& requested) {
   const Spec& lock = RequireLock(project, "cannot read: no such file: the fleet runs the lock's image",
                                  "run `trainlock lock " + project.dir.string() +
                                      "` and `trainlock image build` first");
@@ -173,7 +215,15 @@ FleetOptions ResolveFleetOptions(const Project& project, const FleetOptions& req
   CheckCounts(options);
   CheckKubernetesNames(options);
   if (!options.reports_dir.empty()) CheckReportsDir(options.reports_dir);
+  CheckSlurmName("--partition", options.partition);
+  CheckSlurmName("--account", options.account);
   options.target = ResolveTarget(project, requested.target);
+  options.gpu_products = GpuProducts(lock, options.target, catalog);
+  if (options.cpu_request == 0) options.cpu_request = 4 * options.gpus_per_node;
+  if (options.memory_request_gib == 0) {
+    options.memory_request_gib = KubernetesMemoryGiB(
+        EstimateTrainingMemory(project.config).parameters, options.gpus_per_node);
+  }
   options.image = ResolveImage(project, options.target, requested.image);
   options.project_name = lock.name;
   options.lock_sha256 = project.lock_sha256;

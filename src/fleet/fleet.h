@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compat/catalog.h"
 #include "project/project.h"
 
 namespace trainlock {
@@ -25,8 +26,12 @@ inline constexpr const char* kProjectInImage = "/etc/trainlock";
 inline constexpr const char* kValidatorInImage = "/usr/local/bin/trainlock-validate";
 // Where the reports volume is mounted inside the pod or container.
 inline constexpr const char* kReportsInContainer = "/reports";
-// The Kubernetes reports volume when no --reports-pvc is given: a directory on each node.
-inline constexpr const char* kDefaultReportsHostPath = "/var/lib/trainlock/reports";
+// The lines around the report a Kubernetes pod prints to its log after the run: without a
+// --reports-pvc the report lives in the pod's emptyDir, and `kubectl logs` is how it leaves.
+inline constexpr const char* kReportLogBegin = "--- trainlock report ";
+inline constexpr const char* kReportLogEnd = "--- end of trainlock report ---";
+// The node label NVIDIA GPU Feature Discovery sets to the GPU's product name.
+inline constexpr const char* kGpuProductLabel = "nvidia.com/gpu.product";
 
 inline constexpr int kMaxFleetNodes = 10000;
 inline constexpr int64_t kDefaultFleetTimeoutS = 2 * 3600;
@@ -41,8 +46,15 @@ struct FleetOptions {
   std::string name;                           // resolved: job name, a DNS-1123 label
   int64_t timeout_s = kDefaultFleetTimeoutS;  // activeDeadlineSeconds / #SBATCH --time
   std::string k8s_namespace;                  // Kubernetes: "" = the current namespace
-  std::string reports_pvc;                    // Kubernetes: "" = hostPath kDefaultReportsHostPath
+  std::string reports_pvc;                    // Kubernetes: "" = an emptyDir, reports in the log
+  int cpu_request = 0;                        // Kubernetes, resolved: cores, default 4 per GPU
+  int64_t memory_request_gib = 0;             // Kubernetes, resolved: see KubernetesMemoryGiB
+  // Kubernetes, resolved: nvidia.com/gpu.product values of the target's accelerators (from
+  // the catalog); empty when one of them has none, and then no node selection by product.
+  std::vector<std::string> gpu_products;
   std::string reports_dir;  // Slurm: "" = $SLURM_SUBMIT_DIR/trainlock-reports/<job id>
+  std::string partition;    // Slurm: "" = the cluster's default partition
+  std::string account;      // Slurm: "" = the user's default account
 
   // Resolved from the project, for labels and comments.
   std::string project_name;
@@ -54,7 +66,14 @@ struct FleetOptions {
 // the name (default trainlock-validate-<project>, sanitised). Throws InputError (exit 2) for a
 // missing lock, an absent or ambiguous target, no image, an image not pinned by digest, or an
 // invalid namespace or claim name.
-FleetOptions ResolveFleetOptions(const Project& project, const FleetOptions& requested);
+FleetOptions ResolveFleetOptions(const Project& project, const Catalog& catalog,
+                                 const FleetOptions& requested);
+
+// The host memory a node's validation asks Kubernetes for, in GiB: per GPU, the rank's
+// checkpoint staging buffers (the fp32 weights and both AdamW moments, 12 bytes a parameter,
+// pinned on CUDA) and 4 GiB for the rank and its worker processes (the H200 pilot's rank
+// peaked at 1.0 GiB RSS before staging), rounded up.
+int64_t KubernetesMemoryGiB(double parameters, int gpus_per_node);
 
 // `text` as a DNS-1123 label (lower case, [a-z0-9-], starting and ending alphanumeric, at most
 // 63 characters); "" when nothing usable remains.

@@ -1,9 +1,13 @@
 // `trainlock fleet k8s`: a batch/v1 indexed Job that runs the validator once per node (fleet.h).
 //
 // One pod per node: completions = parallelism = N with a required pod anti-affinity on the
-// job's own label over kubernetes.io/hostname, so no two pods share a node. Each pod asks for
-// all G GPUs, runs `trainlock-validate /etc/trainlock --nproc auto` in the lock's image (by
-// digest) and writes <reports>/<node name>.json, the node name coming from the downward API.
+// job's own label over kubernetes.io/hostname, so no two pods share a node, and only on nodes
+// whose nvidia.com/gpu.product is one of the lock's accelerators. Each pod asks for all G GPUs
+// and the CPU and memory the run needs, runs `trainlock-validate /etc/trainlock --nproc auto`
+// in the lock's image (by digest) and writes /reports/<node name>.json, the node name coming
+// from the downward API as TRAINLOCK_NODE_NAME (which also names the node inside the report).
+// /reports is a ReadWriteMany claim with --reports-pvc, else an emptyDir: the pod then prints
+// the report to its log between two marker lines, and `kubectl logs` collects it.
 #include <yaml-cpp/yaml.h>
 
 #include <regex>
@@ -70,9 +74,40 @@ void JobMetadata(YAML::Emitter& out, const FleetOptions& o) {
   out << YAML::EndMap;
 }
 
+// Pods only on nodes of the lock's accelerators: a nodeSelector for one product, a node
+// affinity for several (a nodeSelector cannot say "either").
+void NodeSelection(YAML::Emitter& out, const FleetOptions& o) {
+  if (o.gpu_products.size() == 1) {
+    Key(out, "nodeSelector");
+    out << YAML::BeginMap;
+    StringField(out, kGpuProductLabel, o.gpu_products.front());
+    out << YAML::EndMap;
+    return;
+  }
+  Key(out, "nodeAffinity");
+  out << YAML::BeginMap;
+  Key(out, "requiredDuringSchedulingIgnoredDuringExecution");
+  out << YAML::BeginMap;
+  Key(out, "nodeSelectorTerms");
+  out << YAML::BeginSeq << YAML::BeginMap;
+  Key(out, "matchExpressions");
+  out << YAML::BeginSeq << YAML::BeginMap;
+  StringField(out, "key", kGpuProductLabel);
+  StringField(out, "operator", "In");
+  Key(out, "values");
+  out << YAML::BeginSeq;
+  for (const std::string& product : o.gpu_products) String(out, product);
+  out << YAML::EndSeq;
+  out << YAML::EndMap << YAML::EndSeq;
+  out << YAML::EndMap << YAML::EndSeq;
+  out << YAML::EndMap << YAML::EndMap;
+}
+
 void OnePodPerNode(YAML::Emitter& out, const FleetOptions& o) {
+  if (o.gpu_products.size() == 1) NodeSelection(out, o);
   Key(out, "affinity");
   out << YAML::BeginMap;
+  if (o.gpu_products.size() > 1) NodeSelection(out, o);
   Key(out, "podAntiAffinity");
   out << YAML::BeginMap;
   Key(out, "requiredDuringSchedulingIgnoredDuringExecution");
@@ -99,7 +134,7 @@ void Env(YAML::Emitter& out, const FleetOptions& o) {
   Key(out, "env");
   out << YAML::BeginSeq;
   out << YAML::BeginMap;
-  StringField(out, "name", "NODE_NAME");
+  StringField(out, "name", "TRAINLOCK_NODE_NAME");
   Key(out, "valueFrom");
   out << YAML::BeginMap;
   Key(out, "fieldRef");
@@ -117,24 +152,45 @@ void Env(YAML::Emitter& out, const FleetOptions& o) {
   out << YAML::EndSeq;
 }
 
-void Container(YAML::Emitter& out, const FleetOptions& o) {
-  out << YAML::BeginMap;
-  StringField(out, "name", "validate");
-  StringField(out, "image", o.image);
-  Key(out, "command");
-  out << YAML::Flow << YAML::BeginSeq << kValidatorInImage << YAML::EndSeq;
-  Key(out, "args");
-  out << YAML::Flow << YAML::BeginSeq << kProjectInImage << "--nproc"
-      << "auto"
-      << "--out" << std::string(kReportsInContainer) + "/$(NODE_NAME).json" << YAML::EndSeq;
-  Env(out, o);
+// The validator's run, then its report on stdout between the marker lines, keeping the
+// validator's exit code as the container's (the pod fails when the node fails).
+std::string ValidateScript() {
+  const std::string report = std::string(kReportsInContainer) + "/$TRAINLOCK_NODE_NAME.json";
+  return std::string(kValidatorInImage) + " " + kProjectInImage + " --nproc auto --out \"" +
+         report + "\"; status=$?; echo \"" + kReportLogBegin + "$TRAINLOCK_NODE_NAME ---\"; " +
+         "cat \"" + report + "\"; echo; echo \"" + kReportLogEnd + "\"; exit $status";
+}
+
+// Requests let the scheduler place the pod where the run fits; there is no CPU or memory
+// limit, which would throttle or OOM-kill a validation that needs a little more.
+void Resources(YAML::Emitter& out, const FleetOptions& o) {
   Key(out, "resources");
   out << YAML::BeginMap;
+  Key(out, "requests");
+  out << YAML::BeginMap;
+  StringField(out, "cpu", std::to_string(o.cpu_request));
+  StringField(out, "memory", std::to_string(o.memory_request_gib) + "Gi");
+  Key(out, GpuResource(o.target));
+  out << o.gpus_per_node;
+  out << YAML::EndMap;
   Key(out, "limits");
   out << YAML::BeginMap;
   Key(out, GpuResource(o.target));
   out << o.gpus_per_node;
   out << YAML::EndMap << YAML::EndMap;
+}
+
+void Container(YAML::Emitter& out, const FleetOptions& o) {
+  out << YAML::BeginMap;
+  StringField(out, "name", "validate");
+  StringField(out, "image", o.image);
+  Key(out, "command");
+  out << YAML::Flow << YAML::BeginSeq << "/bin/sh"
+      << "-c" << YAML::EndSeq;
+  Key(out, "args");
+  out << YAML::BeginSeq << ValidateScript() << YAML::EndSeq;
+  Env(out, o);
+  Resources(out, o);
   Key(out, "volumeMounts");
   out << YAML::BeginSeq;
   out << YAML::BeginMap;
@@ -160,11 +216,8 @@ void Volumes(YAML::Emitter& out, const FleetOptions& o) {
     StringField(out, "claimName", o.reports_pvc);
     out << YAML::EndMap;
   } else {
-    Key(out, "hostPath");
-    out << YAML::BeginMap;
-    StringField(out, "path", kDefaultReportsHostPath);
-    StringField(out, "type", "DirectoryOrCreate");
-    out << YAML::EndMap;
+    Key(out, "emptyDir");
+    out << YAML::Flow << YAML::BeginMap << YAML::EndMap;
   }
   out << YAML::EndMap;
   // NCCL/RCCL put their intra-node buffers in /dev/shm; a container's default is 64 MiB.
@@ -230,28 +283,42 @@ std::string HowToUse(const FleetOptions& o) {
                      " (lock-sha256 " + o.lock_sha256.substr(0, 12) + ",\n" + "target " + o.target +
                      "): runs trainlock-validate once on each of " + nodes +
                      " nodes, one pod per node with all\n" + std::to_string(o.gpus_per_node) + " " +
-                     GpuResource(o.target) +
-                     " GPUs, in the image pinned by digest. Needs Kubernetes >= 1.29\n"
-                     "(backoffLimitPerIndex: no retries, and a failing node does not stop the "
-                     "others) and " +
-                     nodes +
-                     "\nschedulable GPU nodes; a pod that finds no free node stays Pending until "
-                     "activeDeadlineSeconds.\n"
-                     "  kubectl apply" +
-                     ns + " -f FILE\n  kubectl wait" + ns +
-                     " --for=condition=complete --timeout=" + std::to_string(o.timeout_s) +
-                     "s job/" + o.name +
-                     "\n(a failing node fails the Job instead: condition=failed). ";
+                     GpuResource(o.target) + " GPUs, " + std::to_string(o.cpu_request) +
+                     " CPUs and " + std::to_string(o.memory_request_gib) +
+                     "Gi requested, in the image pinned by digest";
+  if (o.gpu_products.empty()) {
+    text += ".\n";
+  } else {
+    text += ", on nodes\nlabelled " + std::string(kGpuProductLabel) + "=";
+    for (size_t i = 0; i < o.gpu_products.size(); ++i)
+      text += (i ? "|" : "") + o.gpu_products[i];
+    text += " (NVIDIA GPU Feature Discovery).\n";
+  }
+  text += "Needs Kubernetes >= 1.29 (backoffLimitPerIndex: no retries, and a failing node does "
+          "not stop the\nothers) and " +
+          nodes +
+          " schedulable GPU nodes; a pod that finds no free node stays Pending until\n"
+          "activeDeadlineSeconds.\n"
+          "  kubectl apply" +
+          ns + " -f FILE\n  kubectl wait" + ns + " --for=condition=complete --timeout=" +
+          std::to_string(o.timeout_s) + "s job/" + o.name +
+          "\n(a failing node fails the Job instead: condition=failed). ";
   if (o.reports_pvc.empty()) {
-    text += std::string("Each node writes its report to\n") + kDefaultReportsHostPath +
-            "/<node>.json on its own disk (hostPath: no storage to set up);\n"
-            "copy them into one directory, then:\n";
+    text += "Each pod prints its report to its log\nbetween \"" + std::string(kReportLogBegin) +
+            "<node> ---\" and \"" + kReportLogEnd +
+            "\"\n(the reports volume is an emptyDir, gone with the pod); collect them:\n"
+            "  mkdir -p reports; for pod in $(kubectl get pods" +
+            ns + " -l " + kJobLabel + "=" + o.name +
+            " -o name); do\n"
+            "    kubectl logs" +
+            ns + " \"$pod\" | sed -n '/^" + kReportLogBegin + "/,/^" + kReportLogEnd +
+            "/{//!p}' > \"reports/${pod#pod/}.json\"; done\n";
   } else {
     text += "Every node writes <node>.json to\nthe claim " + o.reports_pvc +
-            " (it must be ReadWriteMany); copy them out (a pod mounting the claim,\n"
-            "`kubectl cp`), then:\n";
+            " (it must be ReadWriteMany) and prints it to its log too; copy them out\n"
+            "(a pod mounting the claim, `kubectl cp`) into reports/, then:\n";
   }
-  text += "  trainlock fleet summarize --nodes " + nodes + " REPORTS_DIR";
+  text += "  trainlock fleet summarize --nodes " + nodes + " reports";
   return text;
 }
 

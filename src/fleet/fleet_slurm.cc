@@ -70,6 +70,8 @@ std::string Header(const FleetOptions& o) {
   text += "#SBATCH --nodes=" + std::to_string(o.nodes) + "\n";
   text += "#SBATCH --ntasks-per-node=1\n";
   text += "#SBATCH --gpus-per-node=" + std::to_string(o.gpus_per_node) + "\n";
+  if (!o.partition.empty()) text += "#SBATCH --partition=" + o.partition + "\n";
+  if (!o.account.empty()) text += "#SBATCH --account=" + o.account + "\n";
   text += "#SBATCH --exclusive\n";
   text += "#SBATCH --time=" + SlurmTime(o.timeout_s) + "\n";
   text += "#SBATCH --output=" + o.name + "-%j.out\n";

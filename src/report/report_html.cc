@@ -1,12 +1,15 @@
 // The HTML rendering of a report: one self-contained page (inline CSS and SVG, no scripts, no
-// external resources, a Content-Security-Policy that forbids loading anything) with the
-// report's facts, three charts (loss of the resume round trip, peak memory, time per check)
-// and the table of checks with their metrics. Every string from the report is HTML-escaped.
+// external resources, a Content-Security-Policy that forbids loading anything) with what
+// failed and its remedies first, the report's facts, the ranks of a merged report, four
+// charts (loss of the resume round trip, peak memory against capacity with an out-of-memory's
+// overshoot, all-reduce bus bandwidth by message size, time per check) and the table of
+// checks with their metrics. Every string from the report is HTML-escaped.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 #include "base/text_format.h"
+#include "report/report.h"
 #include "report/report_render.h"
 
 namespace trainlock {
@@ -242,6 +245,7 @@ struct MemoryFigures {
   double capacity = 0;
   std::vector<MemoryBar> bars;
   std::string caption;
+  std::optional<double> needed;  // out of memory: what the step needs (the validator's estimate)
 };
 
 // The device's figures from train.step, or, on a CPU report (where they are -1), the training
@@ -267,6 +271,17 @@ std::optional<MemoryFigures> MemoryFiguresOf(const CheckView& step, const HostVi
     f.capacity_label = "device capacity " + FormatBytes(*total) + " (" + device + ")";
     f.caption = "Device memory of one training step at the intended shape, against " +
                 FormatBytes(*total) + " of " + device + ".";
+    // An out-of-memory's peaks stop at the capacity; what the step needed is the estimate.
+    if (m.contains("out_of_memory") && m["out_of_memory"] == true && m.contains("estimate") &&
+        m["estimate"].is_object()) {
+      if (auto needed = FiniteNumber(m["estimate"], "total_bytes"); needed && *needed > 0) {
+        f.needed = *needed;
+        f.bars.insert(f.bars.begin(), {"needed (out of memory)", *needed});
+        f.caption = "Out of memory: the step needs about " + FormatBytes(*needed) + " of " +
+                    FormatBytes(*total) + " (" + device +
+                    "); the red part is the overshoot. The peaks stop at the capacity.";
+      }
+    }
     if (!f.bars.empty()) return f;
   }
   auto rss = FiniteNumber(m, "peak_rss_bytes");
@@ -294,25 +309,130 @@ std::string MemoryChart(const ReportView& v) {
     return NoData("chart-memory",
                   "train.step reports neither device memory nor peak RSS with host memory");
   }
+  // The track spans the capacity or the largest bar, whichever is larger, so that a bar past
+  // the capacity shows by how much: its part beyond the capacity line is the overshoot.
+  double scale = f->capacity;
+  for (const MemoryBar& bar : f->bars) scale = std::max(scale, bar.bytes);
   constexpr double kLabelEnd = 230, kTrack = 240, kTrackWidth = 320, kRow = 34, kTop = 36;
+  const double capacity_x = kTrack + kTrackWidth * f->capacity / scale;
   const int height = static_cast<int>(kTop + kRow * static_cast<double>(f->bars.size()) + 16);
   std::string out = "<figure>\n" + SvgOpen("chart-memory", 780, height, f->title);
-  out += Text(kTrack + kTrackWidth, 20, E(f->capacity_label), " text-anchor=\"end\"");
+  out += Text(capacity_x, 20, E(f->capacity_label), " text-anchor=\"end\"");
   for (size_t i = 0; i < f->bars.size(); ++i) {
     const MemoryBar& bar = f->bars[i];
     double y = kTop + kRow * static_cast<double>(i);
     double fraction = bar.bytes / f->capacity;
-    double width = kTrackWidth * std::clamp(fraction, 0.0, 1.0);
+    double width = kTrackWidth * std::clamp(bar.bytes / scale, 0.0, 1.0);
     out += Text(kLabelEnd, y + 15, E(bar.label), " text-anchor=\"end\"");
     out += "<rect class=\"track\" x=\"" + N(kTrack) + "\" y=\"" + N(y) + "\" width=\"" +
            N(kTrackWidth) + "\" height=\"20\"/>\n";
-    out += "<rect class=\"bar\" x=\"" + N(kTrack) + "\" y=\"" + N(y) + "\" width=\"" + N(width) +
-           "\" height=\"20\"/>\n";
+    out += "<rect class=\"bar\" x=\"" + N(kTrack) + "\" y=\"" + N(y) + "\" width=\"" +
+           N(std::min(width, capacity_x - kTrack)) + "\" height=\"20\"/>\n";
+    if (kTrack + width > capacity_x) {
+      out += "<rect class=\"overshoot\" x=\"" + N(capacity_x) + "\" y=\"" + N(y) +
+             "\" width=\"" + N(kTrack + width - capacity_x) + "\" height=\"20\"><title>" +
+             E(FormatBytes(bar.bytes - f->capacity)) + " over the capacity</title></rect>\n";
+    }
     char percent[32];
     std::snprintf(percent, sizeof percent, "%.0f%%", fraction * 100);
-    out += Text(kTrack + kTrackWidth + 10, y + 15, FormatBytes(bar.bytes) + ", " + percent);
+    const std::string label =
+        f->needed && i == 0 ? FormatBytes(bar.bytes) + " needed of " + FormatBytes(f->capacity)
+                            : FormatBytes(bar.bytes) + ", " + percent;
+    out += Text(kTrack + kTrackWidth + 10, y + 15, E(label),
+                f->needed && i == 0 ? " class=\"needed\"" : "");
   }
+  out += "<line class=\"capacity\" x1=\"" + N(capacity_x) + "\" y1=\"26\" x2=\"" +
+         N(capacity_x) + "\" y2=\"" + N(height - 8) + "\"/>\n";
   out += "</svg>\n<figcaption>" + E(f->caption) + "</figcaption>\n</figure>\n";
+  return out;
+}
+
+// ---- Chart: all-reduce bus bandwidth by message size ----
+
+struct BandwidthPoint {
+  double bytes;
+  double busbw_gbps;
+};
+
+// comm.allreduce's metrics.sizes, the entries with a positive size and a finite bandwidth.
+std::vector<BandwidthPoint> BandwidthPoints(const nlohmann::json& metrics) {
+  std::vector<BandwidthPoint> points;
+  if (!metrics.contains("sizes") || !metrics["sizes"].is_array()) return points;
+  for (const nlohmann::json& size : metrics["sizes"]) {
+    if (!size.is_object()) continue;
+    auto bytes = FiniteNumber(size, "bytes");
+    auto busbw = FiniteNumber(size, "busbw_gbps");
+    if (bytes && busbw && *bytes > 0 && *busbw >= 0) points.push_back({*bytes, *busbw});
+  }
+  std::sort(points.begin(), points.end(),
+            [](const BandwidthPoint& a, const BandwidthPoint& b) { return a.bytes < b.bytes; });
+  return points;
+}
+
+std::string AllReduceChart(const ReportView& v) {
+  const CheckView* check = v.FindCheck("comm.allreduce");
+  if (std::string why = MissingCheckReason(check, "comm.allreduce"); !why.empty()) {
+    return NoData("chart-allreduce", why);
+  }
+  const std::vector<BandwidthPoint> points = BandwidthPoints(check->metrics);
+  if (points.empty()) {
+    return NoData("chart-allreduce", "comm.allreduce measured no message sizes (" +
+                                         Truncated(check->summary, 200) + ")");
+  }
+  const std::optional<double> threshold = FiniteNumber(check->metrics, "threshold_gbps");
+  double top = threshold.value_or(0);
+  for (const BandwidthPoint& p : points) top = std::max(top, p.busbw_gbps);
+  top = top > 0 ? top * 1.1 : 1;
+  constexpr double kLeft = 70, kTop = 20, kWidth = 640, kHeight = 220;
+  // Sizes double from one point to the next: a log scale spaces them evenly.
+  const double first = std::log2(points.front().bytes), last = std::log2(points.back().bytes);
+  const double span = last > first ? last - first : 1;
+  auto x = [&](double bytes) {
+    return kLeft + (points.size() == 1 ? kWidth / 2 : kWidth * (std::log2(bytes) - first) / span);
+  };
+  auto y = [&](double gbps) { return kTop + kHeight * (1 - gbps / top); };
+  std::string out = "<figure>\n" + SvgOpen("chart-allreduce", 780, 290,
+                                           "All-reduce bus bandwidth (GB/s) by message size");
+  out += "<rect class=\"plot\" x=\"" + N(kLeft) + "\" y=\"" + N(kTop) + "\" width=\"" +
+         N(kWidth) + "\" height=\"" + N(kHeight) + "\"/>\n";
+  for (int i = 0; i <= 4; ++i) {
+    const double gbps = top * i / 4;
+    out += "<line class=\"grid\" x1=\"" + N(kLeft) + "\" y1=\"" + N(y(gbps)) + "\" x2=\"" +
+           N(kLeft + kWidth) + "\" y2=\"" + N(y(gbps)) + "\"/>\n";
+    char label[32];
+    std::snprintf(label, sizeof label, "%.0f", gbps);
+    out += Text(kLeft - 6, y(gbps) + 4, label, " text-anchor=\"end\"");
+  }
+  std::string line;
+  for (const BandwidthPoint& p : points) {
+    line += (line.empty() ? "" : " ") + N(x(p.bytes)) + "," + N(y(p.busbw_gbps));
+    out += Text(x(p.bytes), kTop + kHeight + 16, E(FormatBytes(p.bytes)),
+                " text-anchor=\"middle\" font-size=\"10\"");
+  }
+  out += "<polyline class=\"busbw\" points=\"" + line + "\"/>\n";
+  for (const BandwidthPoint& p : points) {
+    char value[48];
+    std::snprintf(value, sizeof value, "%.1f GB/s", p.busbw_gbps);
+    out += "<circle class=\"busbw\" cx=\"" + N(x(p.bytes)) + "\" cy=\"" + N(y(p.busbw_gbps)) +
+           "\" r=\"3.5\"><title>" + E(FormatBytes(p.bytes)) + ": " + value +
+           "</title></circle>\n";
+  }
+  if (threshold) {
+    out += "<line class=\"threshold\" x1=\"" + N(kLeft) + "\" y1=\"" + N(y(*threshold)) +
+           "\" x2=\"" + N(kLeft + kWidth) + "\" y2=\"" + N(y(*threshold)) + "\"/>\n";
+    char label[64];
+    std::snprintf(label, sizeof label, "threshold %.0f GB/s", *threshold);
+    out += Text(kLeft + kWidth - 4, y(*threshold) - 5, label, " text-anchor=\"end\"");
+  }
+  out += Text(kLeft + kWidth / 2, kTop + kHeight + 34, "message size (log scale)",
+              " text-anchor=\"middle\"");
+  char peak[48];
+  std::snprintf(peak, sizeof peak, "%.1f GB/s", points.back().busbw_gbps);
+  out += "</svg>\n<figcaption>Bus bandwidth (algbw x 2(n-1)/n, as nccl-tests) of each all-reduce "
+         "size, " +
+         E(FormatBytes(points.back().bytes)) + ": " + peak +
+         (threshold ? "; the line is the check's threshold" : "") +
+         ".</figcaption>\n</figure>\n";
   return out;
 }
 
@@ -364,6 +484,15 @@ svg .uninterrupted { stroke: #1565c0; stroke-width: 3; fill: none; }
 svg .resumed { stroke: #ef6c00; stroke-width: 2; stroke-dasharray: 7 5; fill: none; }
 svg .checkpoint { stroke: #424242; stroke-width: 1.5; stroke-dasharray: 2 3; }
 svg .track { fill: #eeeeee; stroke: #9e9e9e; } svg .bar { fill: #1565c0; }
+svg .overshoot { fill: #c62828; } svg .capacity { stroke: #212121; stroke-width: 2; }
+svg text.needed { fill: #c62828; font-weight: bold; }
+svg polyline.busbw { stroke: #1565c0; stroke-width: 2; fill: none; } svg circle.busbw { fill: #1565c0; }
+svg .threshold { stroke: #c62828; stroke-width: 1.5; stroke-dasharray: 6 4; }
+section.failures { border: 2px solid #c62828; background: #ffebee; padding: 4px 16px 8px; }
+section.failures h2 { border: none; margin-top: 8px; } section.failures li { margin: 6px 0; }
+p.all-passed { color: #2e7d32; font-weight: bold; }
+table.ranks { border-collapse: collapse; font-size: 14px; }
+table.ranks th, table.ranks td { border: 1px solid #e0e0e0; padding: 4px 8px; text-align: left; }
 .no-data { color: #616161; font-style: italic; }
 table.checks { border-collapse: collapse; width: 100%; font-size: 14px; table-layout: fixed; }
 table.checks th, table.checks td { border: 1px solid #e0e0e0; padding: 4px 6px;
@@ -415,6 +544,47 @@ std::string MetricsDetails(const CheckView& c) {
          "</pre></details>";
 }
 
+// Every failing check (IsFailingCheck: failed, errored, or required and not passed) with its
+// summary and remedy, first on the page: what a person opening the report came for.
+std::string Failures(const ReportView& v) {
+  std::string items;
+  for (const CheckView& c : v.checks) {
+    if (!IsFailingCheck(c.status, v.IsRequired(c.id))) continue;
+    items += "<li>" + Badge(c.status) + " <code>" + E(c.id) + "</code>" +
+             (v.IsRequired(c.id) ? " (required)" : "") + ": " + E(c.summary);
+    if (!c.remedy.empty()) items += "<br><strong>Remedy:</strong> " + E(c.remedy);
+    items += "</li>\n";
+  }
+  if (items.empty()) {
+    return v.verdict == "pass" ? "<p id=\"failures\" class=\"all-passed\">No check failed.</p>\n"
+                               : "";
+  }
+  return "<section id=\"failures\" class=\"failures\">\n<h2>What failed, and what to do</h2>\n"
+         "<ol>\n" + items + "</ol>\n</section>\n";
+}
+
+// One row per rank of a merged report; "" for a single process.
+std::string RanksTable(const ReportView& v) {
+  if (v.ranks.empty()) return "";
+  std::string out =
+      "<h2>Ranks</h2>\n<table id=\"ranks\" class=\"ranks\">\n<thead><tr><th>rank</th>"
+      "<th>device</th><th>host</th><th>tokens/s</th><th>peak reserved</th><th>bits</th>"
+      "<th>checks</th></tr></thead>\n<tbody>\n";
+  for (const RankView& r : v.ranks) {
+    std::string checks = std::to_string(r.passed) + " passed";
+    for (const std::string& n : r.not_passed) checks += "; " + n;
+    if (!r.error.empty()) checks = "error: " + r.error;
+    char tokens[48] = "";
+    if (r.tokens_per_s) std::snprintf(tokens, sizeof tokens, "%.0f", *r.tokens_per_s);
+    out += "<tr" + std::string(r.error.empty() && r.not_passed.empty() ? "" : " class=\"fail\"") +
+           "><td>" + E(r.rank) + "</td><td>" + E(r.device) + "</td><td>" + E(r.host) +
+           "</td><td>" + tokens + "</td><td>" +
+           (r.peak_reserved_bytes ? E(FormatBytes(*r.peak_reserved_bytes)) : "") +
+           "</td><td><code>" + E(r.digest) + "</code></td><td>" + E(checks) + "</td></tr>\n";
+  }
+  return out + "</tbody>\n</table>\n";
+}
+
 std::string ChecksTable(const ReportView& v) {
   // Fixed column widths: a huge string from the report wraps instead of widening the page.
   std::string out =
@@ -445,9 +615,10 @@ std::string RenderReportHtml(const nlohmann::json& report) {
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
       "<title>" +
       E(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
-  out += "<h1>" + E(title) + "</h1>\n" + Facts(v);
+  out += "<h1>" + E(title) + "</h1>\n" + Failures(v) + Facts(v) + RanksTable(v);
   out += "<h2>Resume round trip (train.roundtrip)</h2>\n" + LossChart(v);
   out += "<h2>Memory (train.step)</h2>\n" + MemoryChart(v);
+  out += "<h2>All-reduce bandwidth (comm.allreduce)</h2>\n" + AllReduceChart(v);
   out += "<h2>Time per check</h2>\n" + DurationsChart(v);
   out += "<h2>Checks</h2>\n" + ChecksTable(v);
   out += "<p class=\"no-data\">Rendered by <code>trainlock report</code> from a " +
