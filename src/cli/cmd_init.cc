@@ -8,6 +8,8 @@
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
 #include "base/file_io.h"
+#include "base/safe_paths.h"
+#include "base/scoped_fd.h"
 #include "cli/commands.h"
 #include "lock/hf_hub.h"
 #include "project/artifact_paths.h"
@@ -182,8 +184,13 @@ int RunInit(const InitOptions& o, const GlobalOptions& global) {
   hub.timeout_s = o.timeout_s;
   const HubRevision revision = ResolveHubRevision("model", ref.repo, ref.revision, {"config.json"}, hub);
   ArtifactSource model{"hf", ref.repo, revision.commit, "", revision.files};
-  const fs::path cached = ArtifactDir(dir, model, "model") / "config.json";
-  DownloadHubFile("model", ref.repo, revision.commit, revision.files.front(), cached, hub);
+  // Into the cache fetch fills, without following a symlink below the project.
+  const ArtifactLocation where = LocateArtifact(dir, model, "model");
+  const fs::path cached = where.dir() / "config.json";
+  fs::create_directories(where.root);
+  ScopedFd cache_dir = OpenDirectoryBelow(where.root, where.below, true);
+  DownloadHubFile("model", ref.repo, revision.commit, revision.files.front(), cache_dir.get(),
+                  cached, hub);
 
   const std::string source = ref.repo + "@" + revision.commit.substr(0, 12);
   const HubModel hub_model{

@@ -4,8 +4,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cctype>
+#include <fcntl.h>
 
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+
+#include "base/redact.h"
+#include "base/scoped_fd.h"
 #include "base/sha256.h"
 #include "base/zip_reader.h"
 #include "lock/http_client.h"
@@ -158,6 +164,9 @@ std::vector<IndexFile> ParseJson(const std::string& page, const std::string& bas
   return files;
 }
 
+// A wheel larger than any torch build (the CUDA wheels are about 1 GB) is not a wheel.
+constexpr uint64_t kMaxDownloadBytes = uint64_t{8} << 30;
+
 // Downloads the file into the scratch directory and checks the index's hash; returns the path.
 fs::path Download(const IndexFile& file, const IndexOptions& o, std::string* sha256) {
   fs::create_directories(o.scratch);
@@ -165,11 +174,22 @@ fs::path Download(const IndexFile& file, const IndexOptions& o, std::string* sha
   HttpRequest request;
   request.url = file.url;
   request.timeout_s = std::max(o.timeout_s, 300L);
+  // Our own scratch directory: the file is created fresh, never through a planted link.
+  fs::remove(path);
+  ScopedFd out(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (out.get() < 0)
+    throw Failure(path.string() + ": cannot create: " + std::strerror(errno), kExitEnvironment);
   DownloadResult d;
   try {
-    d = HttpDownload(request, path);
+    d = HttpDownload(request, out.get(), kMaxDownloadBytes);
   } catch (const HttpError& e) {
     throw Failure(file.file + ": index unreachable: " + e.what(), kExitEnvironment);
+  }
+  if (d.over_limit) {
+    fs::remove(path);
+    throw Failure(file.file + ": the index sent more than " + std::to_string(kMaxDownloadBytes) +
+                      " bytes; refusing it",
+                  kExitVerdict);
   }
   if (d.status < 200 || d.status >= 300) throw Failure(StatusProblem(d.status, file.url), kExitEnvironment);
   if (!file.sha256.empty() && d.sha256 != file.sha256) {
