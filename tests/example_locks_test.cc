@@ -19,7 +19,12 @@ TEST(ExampleLocks, EachIsByteIdenticalToWhatTrainlockLockWrites) {
     if (!fs::exists(lock)) continue;
     ++examples;
     testing::TempDir dir;
-    const fs::path copy = testing::CopyExample(entry.path().filename().string(), dir.path());
+    // Beside a copy of examples/ops: a pilot's custom-op source is `../ops`.
+    const fs::path copy = dir.path() / entry.path().filename();
+    fs::create_directories(copy);
+    testing::CopyExample(entry.path().filename().string(), copy);
+    fs::create_directories(dir.path() / "ops");
+    testing::CopyExample("ops", dir.path() / "ops");
     auto r = testing::RunTrainlock({"lock", copy.string(), "--offline", "--skip-python"});
     ASSERT_EQ(r.exit_code, 0) << entry.path() << ": " << r.err;
     EXPECT_EQ(testing::ReadFile(copy / "trainlock.lock"), testing::ReadFile(lock))

@@ -240,10 +240,10 @@ TEST_F(FleetK8s, SelectsNodesOfEveryAcceleratorOfTheLock) {
 
 TEST_F(FleetK8s, OneAcceleratorIsANodeSelector) {
   const std::string lock = ReadFile(project_ / kLockFile);
-  const std::string both = "accelerators = [\"H200\", \"H100-80GB\"]";
+  const std::string both = "accelerators = [ 'H200', 'H100-80GB' ]";  // as `trainlock lock` writes it
   ASSERT_NE(lock.find(both), std::string::npos);
   WriteFile(project_ / kLockFile,
-            lock.substr(0, lock.find(both)) + "accelerators = [\"H200\"]" +
+            lock.substr(0, lock.find(both)) + "accelerators = [ 'H200' ]" +
                 lock.substr(lock.find(both) + both.size()));
   YAML::Node job = Job();
   EXPECT_EQ(PodSpec(job)["nodeSelector"]["nvidia.com/gpu.product"].as<std::string>(),
