@@ -20,6 +20,7 @@
 #include "base/json_file.h"
 #include "base/refs.h"
 #include "cli/commands.h"
+#include "project/artifact_paths.h"
 #include "image/image_run.h"
 #include "project/project.h"
 #include "report/report.h"
@@ -40,8 +41,9 @@ struct ValidateOptions {
   ImageRunOptions run;
   bool no_tls_verify = false;
   std::vector<std::string> passthrough;
-  // Taken from the validator's options when the report is finished on the host.
-  std::string out = "report.json";
+  // Taken from the validator's options when the report is finished on the host; empty: the
+  // project's default report path.
+  std::string out;
   std::string sign_key;
   bool json = false;
 };
@@ -148,6 +150,7 @@ int ValidateInImage(ValidateOptions& o) {
                                   "give the .key file written by `trainlock keygen`"});
     }
   }
+  if (o.out.empty()) o.out = DefaultReportPath(o.dir).string();
   const EngineImage image = ResolveEngineImage(o.image, o.run);
   std::cerr << "trainlock: validating in " << image.ref << " (" << image.digest << ", resolved by "
             << image.engine << ")\n";
@@ -190,7 +193,7 @@ int RunValidate(ValidateOptions& options) {
       throw InputError(Diagnostic{"--engine", {}, "--engine, --storage-root/-driver and --no-tls-verify "
                                                   "go with --image", ""});
     // Without an image the validator finishes its own report.
-    if (options.out != "report.json") options.passthrough.insert(options.passthrough.end(), {"--out", options.out});
+    if (!options.out.empty()) options.passthrough.insert(options.passthrough.end(), {"--out", options.out});
     if (!options.sign_key.empty())
       options.passthrough.insert(options.passthrough.end(), {"--sign", options.sign_key});
     if (options.json) options.passthrough.push_back("--json");
