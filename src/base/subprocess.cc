@@ -1,6 +1,8 @@
 // Starting, watching and stopping child processes; see subprocess.h.
 #include "base/subprocess.h"
 
+#include "base/scoped_fd.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -39,29 +41,8 @@ std::string ErrorText(int error) {
   return std::strerror(error);
 }
 
-// A file descriptor closed when it goes out of scope.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { Reset(); }
-  Fd(const Fd&) = delete;
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    Reset();
-    fd_ = std::exchange(other.fd_, -1);
-    return *this;
-  }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-  void Reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
+// A file descriptor closed when it goes out of scope (base/scoped_fd.h).
+using Fd = ScopedFd;
 
 // Moves a new descriptor above 0-2: in a parent whose stdin, stdout or stderr is closed, it
 // could otherwise land on the very number the child's redirection overwrites.
