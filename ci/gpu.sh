@@ -5,7 +5,9 @@
 # compares the pilot's checkpoint save with torch.save and dd, and with two or more GPUs runs
 # the collectives beside torch.distributed and the pilot on every GPU (--nproc auto and under
 # torchrun); it leaves reports and tables in $OUT (default build-gpu/out). Stages can be left
-# out: SKIP_TESTS, SKIP_PILOT, SKIP_TORCHRUN, SKIP_SAVE_COMPARE, SKIP_REFERENCE, SKIP_HF.
+# out: SKIP_TESTS, SKIP_PILOT, SKIP_TORCHRUN, SKIP_SAVE_COMPARE, SKIP_REFERENCE, SKIP_HF,
+# SKIP_MULTI (the collectives and the pilot on every GPU), SKIP_TWO_NODES; VALIDATOR_TESTS_FILTER
+# runs only the validator tests it names (a GoogleTest filter).
 # Also: the pilot's train.step beside Hugging Face transformers' LlamaForCausalLM (bench/hf_step.py,
 # three AdamW variants), the targets of perf.*, the checkpoint stall, `plan` on the 8B
 # out-of-memory report, and with two GPUs two simulated nodes (one GPU each).
@@ -39,7 +41,8 @@ stage() {  # stage NAME COMMAND...: run, record pass/fail
   if "$@"; then status+=("pass  $name"); else status+=("FAIL  $name (exit $?)"); fi
 }
 tests() {
-  build-gpu/bin/validator_tests >"$OUT/validator-tests.log" 2>&1
+  build-gpu/bin/validator_tests ${VALIDATOR_TESTS_FILTER:+--gtest_filter="$VALIDATOR_TESTS_FILTER"} \
+    >"$OUT/validator-tests.log" 2>&1
   local rc=$?
   grep -E "^\[  (FAILED|PASSED)|Failure|Segmentation|error:" -A3 "$OUT/validator-tests.log" | head -60
   tail -3 "$OUT/validator-tests.log"
@@ -92,7 +95,7 @@ collectives() {
   python3 bench/allreduce_compare.py --table "$OUT/comm-report.json" "$OUT/torch-allreduce.json" |
     tee "$OUT/busbw-table.md"
 }
-stage "comm.allreduce, comm.ddp vs torch.distributed" collectives
+[ -n "${SKIP_MULTI:-}" ] || stage "comm.allreduce, comm.ddp vs torch.distributed" collectives
 
 pilot_all_gpus() {
   local n start end
@@ -110,7 +113,7 @@ pilot_all_gpus() {
     tee "$OUT/h200-pilot-all-gpus/per-gpu.md"
   return $rc
 }
-stage "h200-pilot on every GPU (--nproc auto)" pilot_all_gpus
+[ -n "${SKIP_MULTI:-}" ] || stage "h200-pilot on every GPU (--nproc auto)" pilot_all_gpus
 
 # The same under torchrun, as a launcher would start it: one process per GPU from torchrun's
 # variables, rank 0's merged report.
@@ -223,7 +226,7 @@ two_nodes() {
   python3 bench/rank_table.py "$OUT/two-nodes/node-0.json" | tee "$OUT/two-nodes/per-gpu.md"
   return $rc
 }
-[ -n "${SKIP_TORCHRUN:-}" ] || stage "two simulated nodes, one GPU each" two_nodes
+[ -n "${SKIP_TWO_NODES:-}" ] || stage "two simulated nodes, one GPU each" two_nodes
 
 reference() {
   python3 bench/python_step.py examples/h200-pilot/configs/llama-1b.yaml --deterministic \

@@ -9,9 +9,11 @@
 #        run_fuzz.sh seed SOURCE_DIR TARGET CORPUS_DIR     (adds the seeds to CORPUS_DIR)
 #        run_fuzz.sh run SOURCE_DIR TARGET SECONDS [CORPUS_DIR [LIBFUZZER_OPTIONS...]]
 #          (without CORPUS_DIR: a fresh build/fuzz/corpus/<target>)
+# FUZZ_BIN names a folder of fuzz_<target> executables built elsewhere (default build/fuzz/bin).
 set -euo pipefail
 mode=$1 src=$2
 build=$src/build/fuzz
+bin=${FUZZ_BIN:-$build/bin}
 
 seed_corpus() {
   local target=$1 corpus=$2 n=0
@@ -39,6 +41,7 @@ seed_corpus() {
 case $mode in
   build)
     clangxx=$3
+    mkdir -p "$build"
     cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_CXX_COMPILER="$clangxx" -DTRAINLOCK_FUZZ=ON -DTRAINLOCK_TESTS=OFF \
       -DTRAINLOCK_VALIDATOR=OFF >"$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
@@ -60,7 +63,7 @@ case $mode in
     echo "fuzz_$target: ${seconds}s from $(find "$corpus" -type f | wc -l) inputs in $corpus"
     # Inputs up to 64 KiB: enough for every format's structure (a 10,000-deep JSON document
     # is 20 KB), small enough to keep thousands of executions a second.
-    "$build/bin/fuzz_$target" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+    "$bin/fuzz_$target" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
       -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts/" "$@" "$corpus"
     ;;
   *)

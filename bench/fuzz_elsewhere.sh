@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Fuzzing on a machine without clang (the device machine: many cores, no compiler for
+# libFuzzer): `pack` builds the fuzz targets here and packs them, stripped, with the two
+# libraries that machine lacks (Debian's yaml-cpp 0.7 and toml++) into .fuzzbin/fuzzbin.tar.xz
+# (git-ignored; carry it); `run` unpacks them there and runs bench/fuzz_campaign.sh with every
+# target at once, then packs the record and any findings into $OUT/fuzz.tar to bring back
+# (unpack it in the repository root: bench/results/<date>-fuzz and tests/fuzz/regressions) and
+# the grown corpora into $OUT/corpus.tar.xz (build/fuzz/campaign) when under 15 MiB.
+#
+# Usage: bench/fuzz_elsewhere.sh pack
+#        FUZZ_WORKERS=4 OUT=DIR bench/fuzz_elsewhere.sh run SECONDS
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+pack=$src/.fuzzbin/fuzzbin.tar.xz
+case ${1:-} in
+  pack)
+    "$src/tests/fuzz/run_fuzz.sh" build "$src" "${CXX:-clang++}"
+    stage=$(mktemp -d)
+    mkdir -p "$stage/lib" "$src/.fuzzbin"
+    for b in "$src"/build/fuzz/bin/fuzz_*; do strip -o "$stage/$(basename "$b")" "$b"; done
+    for lib in libyaml-cpp.so.0.7 libtomlplusplus.so.3; do
+      cp -L "/usr/lib/$(gcc -print-multiarch)/$lib" "$stage/lib/"
+    done
+    tar -C "$stage" -cJf "$pack" .
+    rm -rf "$stage"
+    ls -l "$pack"
+    ;;
+  run)
+    seconds=$2
+    bin=$src/build/fuzz/prebuilt
+    rm -rf "$bin" && mkdir -p "$bin" && tar -C "$bin" -xJf "$pack"
+    export LD_LIBRARY_PATH=$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    FUZZ_BIN=$bin FUZZ_JOBS=7 FUZZ_WORKERS=${FUZZ_WORKERS:-4} "$src/bench/fuzz_campaign.sh" "$seconds" || true
+    (cd "$src" && tar -cf "${OUT:?}/fuzz.tar" bench/results/*-fuzz $(ls -d tests/fuzz/regressions 2>/dev/null))
+    # The grown corpora, to go on from (build/fuzz/campaign), when small enough to come back.
+    (cd "$src" && tar -cJf "$OUT/corpus.tar.xz" --exclude='*.log*' build/fuzz/campaign)
+    [ "$(stat -c %s "$OUT/corpus.tar.xz")" -lt $((15 << 20)) ] || rm "$OUT/corpus.tar.xz"
+    ;;
+  *)
+    echo "usage: bench/fuzz_elsewhere.sh pack | run SECONDS" >&2
+    exit 2
+    ;;
+esac
