@@ -118,16 +118,32 @@ CheckResult Versions(const Target* target, const BuildInfo& build) {
               {}, m);
 }
 
+// "; GPU 0 and GPU 1 of the node not visible to this process (CUDA_VISIBLE_DEVICES)", or "".
+std::string HiddenNote(const NodeProbe& node, nlohmann::json& m) {
+  if (node.hidden.empty()) return "";
+  std::vector<std::string> names;
+  nlohmann::json indices = nlohmann::json::array();
+  for (const GpuProbe& g : node.hidden) {
+    names.push_back("GPU " + std::to_string(g.index));
+    indices.push_back(g.index);
+  }
+  m["not_visible"] = indices;
+  return "; " + Join(names, ", ") + " of the node not visible to this process " +
+         "(CUDA_VISIBLE_DEVICES) and not judged";
+}
+
 CheckResult Devices(const Target* target, const NodeProbe& node, const Catalog& catalog) {
   nlohmann::json m = {{"count", node.gpus.size()}};
+  const std::string hidden = HiddenNote(node, m);
   if (node.gpus.empty()) {
     return Make("env.devices", CheckStatus::kFail, "NVML sees no GPU",
                 "check that the container was given the GPUs", m);
   }
   if (!target || target->accelerators.empty()) {
-    return Make("env.devices", CheckStatus::kPass,
-                std::to_string(node.gpus.size()) + " GPU(s); the lock names no accelerators", {},
-                m);
+    return Make(
+        "env.devices", CheckStatus::kPass,
+        std::to_string(node.gpus.size()) + " GPU(s); the lock names no accelerators" + hidden, {},
+        m);
   }
   m["accelerators"] = target->accelerators;
   std::vector<std::string> wrong;
@@ -151,7 +167,7 @@ CheckResult Devices(const Target* target, const NodeProbe& node, const Catalog& 
   }
   return Make("env.devices", CheckStatus::kPass,
               std::to_string(node.gpus.size()) + " x " + node.gpus[0].name +
-                  ", among the target's accelerators (" + names + ")",
+                  ", among the target's accelerators (" + names + ")" + hidden,
               {}, m);
 }
 

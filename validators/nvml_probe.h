@@ -41,6 +41,9 @@ struct NodeProbe {
   std::string driver_version;      // "580.159.04"
   int cuda_driver_version = 0;     // 13000 for CUDA 13.0
   std::vector<GpuProbe> gpus;
+  // GPUs NVML lists that this process cannot see (CUDA_VISIBLE_DEVICES): not judged here, only
+  // named in env.devices (visible_gpus.h).
+  std::vector<GpuProbe> hidden;
 };
 
 NodeProbe ProbeNode();

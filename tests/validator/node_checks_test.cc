@@ -6,6 +6,7 @@
 #include "perf_checks.h"
 #include "project/spec_loader.h"
 #include "test_support.h"
+#include "visible_gpus.h"
 
 namespace trainlock::validate {
 namespace {
@@ -318,4 +319,72 @@ TEST(PerfChecks, ADatasheetWithoutBf16IsASkipNotAboveThePeak) {
 }
 
 }  // namespace
+// Two GPUs on the node, the second of which this process sees as cuda:0 (CUDA_VISIBLE_DEVICES=1).
+NodeProbe TwoH200NodeWithUuids() {
+  NodeProbe node = HealthyH200Node();
+  node.gpus.push_back(node.gpus[0]);
+  node.gpus[0].uuid = "GPU-aaaaaaaa-0000-0000-0000-000000000000";
+  node.gpus[1].uuid = "GPU-bbbbbbbb-0000-0000-0000-000000000000";
+  node.gpus[1].index = 1;
+  return node;
+}
+
+DeviceRuns RunsSeeingOnlyTheSecondGpu() {
+  DeviceRuns runs = RunsOnOneH200({90});
+  runs.devices[0]["uuid"] = "GPU-bbbbbbbb-0000-0000-0000-000000000000";
+  return runs;
+}
+
+TEST(VisibleGpus, AProcessSeeingOneOfTwoGpusIsJudgedOnThatGpuByItsNvmlIndex) {
+  NodeProbe node = TwoH200NodeWithUuids();
+  DeviceRuns runs = RunsSeeingOnlyTheSecondGpu();
+  RestrictToVisibleGpus(node, runs);
+  ASSERT_EQ(node.gpus.size(), 1u);
+  EXPECT_EQ(node.gpus[0].index, 1u);
+  ASSERT_EQ(node.hidden.size(), 1u);
+  EXPECT_EQ(node.hidden[0].index, 0u);
+  EXPECT_EQ(runs.devices[0]["index"], 1);
+  EXPECT_EQ(runs.devices[0]["cuda_index"], 0);
+  auto perf = PerfChecks(node, runs, Catalog::Embedded());
+  EXPECT_EQ(Find(perf, "perf.matmul").status, CheckStatus::kPass);
+  EXPECT_NE(Find(perf, "perf.matmul").summary.find("GPU 1 (NVIDIA H200) 780"), std::string::npos);
+  nlohmann::json devices = nlohmann::json::array();
+  auto env = NodeChecks(PilotLock(), node, kCuda130, Catalog::Embedded(), runs, &devices);
+  EXPECT_EQ(Find(env, "env.arch").status, CheckStatus::kPass) << Find(env, "env.arch").summary;
+  CheckResult listed = Find(env, "env.devices");
+  EXPECT_EQ(listed.status, CheckStatus::kPass);
+  EXPECT_NE(listed.summary.find("GPU 0 of the node not visible to this process"), std::string::npos)
+      << listed.summary;
+  EXPECT_EQ(listed.metrics["not_visible"], nlohmann::json::array({0}));
+}
+
+TEST(VisibleGpus, WithoutUuidsFromTheWorkerEveryNvmlGpuStaysAndTheUnmeasuredOneIsAnError) {
+  NodeProbe node = TwoH200NodeWithUuids();
+  DeviceRuns runs = RunsOnOneH200({90});  // no uuid: an older worker, or a build without CUDA
+  RestrictToVisibleGpus(node, runs);
+  EXPECT_EQ(node.gpus.size(), 2u);
+  EXPECT_TRUE(node.hidden.empty());
+  EXPECT_EQ(Find(PerfChecks(node, runs, Catalog::Embedded()), "perf.hbm").status,
+            CheckStatus::kError);
+}
+
+TEST(VisibleGpus, AUuidNvmlDoesNotKnowChangesNothing) {
+  NodeProbe node = TwoH200NodeWithUuids();
+  DeviceRuns runs = RunsSeeingOnlyTheSecondGpu();
+  runs.devices[0]["uuid"] = "MIG-cccccccc-0000-0000-0000-000000000000";
+  RestrictToVisibleGpus(node, runs);
+  EXPECT_EQ(node.gpus.size(), 2u);
+  EXPECT_EQ(runs.devices[0]["index"], 0);
+}
+
+TEST(VisibleGpus, TwoDevicesClaimingOneGpuChangeNothing) {
+  NodeProbe node = TwoH200NodeWithUuids();
+  DeviceRuns runs = RunsSeeingOnlyTheSecondGpu();
+  runs.devices.push_back(runs.devices[0]);
+  runs.devices[1]["index"] = 1;
+  RestrictToVisibleGpus(node, runs);
+  EXPECT_EQ(node.gpus.size(), 2u);
+  EXPECT_TRUE(node.hidden.empty());
+}
+
 }  // namespace trainlock::validate
