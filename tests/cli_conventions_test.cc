@@ -3,6 +3,8 @@
 // completion scripts generated from the command tree.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "test_support.h"
@@ -46,8 +48,7 @@ TEST(CliConventions, HelpOfACommandIsThatCommandsHelp) {
 TEST(CliConventions, HelpOfAnUnknownCommandSuggestsOne) {
   auto r = RunTrainlock({"help", "gaet"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("unknown command 'gaet'; did you mean 'gate'?"), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("unknown command 'gaet'; did you mean 'gate'?"), std::string::npos) << r.err;
 }
 
 TEST(CliConventions, VersionNamesTheVersionAndACommitOfThisRepository) {
@@ -55,7 +56,8 @@ TEST(CliConventions, VersionNamesTheVersionAndACommitOfThisRepository) {
     auto r = RunTrainlock({flag});
     EXPECT_EQ(r.exit_code, 0);
     std::smatch m;
-    ASSERT_TRUE(std::regex_match(r.out, m, std::regex(R"(trainlock \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}|unknown)\)\n)")))
+    ASSERT_TRUE(std::regex_match(
+        r.out, m, std::regex(R"(trainlock \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}|unknown)\)\n)")))
         << r.out;
     if (m[1] != "unknown") {
       auto known = testing::RunCommand(
@@ -87,8 +89,9 @@ TEST(CliConventions, GlobalOptionsMayFollowTheSubcommand) {
 std::string BashCompletes(const std::string& script, const std::string& words) {
   testing::TempDir dir;
   testing::WriteFile(dir.path() / "c.bash", script);
-  const std::string program = "source " + (dir.path() / "c.bash").string() +
-                              "; COMP_WORDS=(" + words + "); COMP_CWORD=$((${#COMP_WORDS[@]} - 1));"
+  const std::string program = "source " + (dir.path() / "c.bash").string() + "; COMP_WORDS=(" +
+                              words +
+                              "); COMP_CWORD=$((${#COMP_WORDS[@]} - 1));"
                               " _trainlock; printf '%s\\n' \"${COMPREPLY[@]}\"";
   return testing::RunCommand({"bash", "-c", program}).out;
 }
@@ -126,4 +129,66 @@ TEST(CliConventions, AnUnknownShellIsBadInput) {
 }
 
 }  // namespace
+TEST(CliConventions, AProjectMayBeNamedByItsLockOrManifest) {
+  for (const char* file : {"trainlock.lock", "trainlock.toml"}) {
+    auto r = RunTrainlock({"check", (testing::SourceDir() / "examples/tiny" / file).string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("examples/tiny: ok"), std::string::npos) << r.out;
+  }
+}
+
+TEST(CliConventions, AnotherFileIsRefusedAsNotAProjectDirectory) {
+  auto r =
+      RunTrainlock({"hash", (testing::SourceDir() / "examples/tiny/configs/tiny.yaml").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("tiny.yaml is a file, not a project directory"), std::string::npos) << r.err;
+}
+
+TEST(CliConventions, VerboseCheckNamesEveryFileItCheckedWithItsHash) {
+  const std::string dir = (testing::SourceDir() / "examples/tiny").string();
+  auto plain = RunTrainlock({"check", dir});
+  auto verbose = RunTrainlock({"check", dir, "-v"});
+  EXPECT_EQ(verbose.exit_code, 0);
+  EXPECT_EQ(plain.out.find("checked "), std::string::npos) << plain.out;
+  EXPECT_TRUE(std::regex_search(verbose.out,
+                                std::regex(R"(checked .*trainlock\.lock \(sha256 [0-9a-f]{64}\))")))
+      << verbose.out;
+  EXPECT_NE(verbose.out.find("against the catalog built into trainlock"), std::string::npos);
+}
+
+TEST(CliConventions, ListOptionsTakeCommaSeparatedValues) {
+  auto r = RunTrainlock({"inspect", "/bin/ls", "--sm", "8.0,sm_90", "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["libraries"][0]["runs_on_sm"].size(), 2u) << r.out;
+  EXPECT_EQ(j["libraries"][0]["runs_on_sm"][0]["sm"], 80);
+  EXPECT_EQ(j["libraries"][0]["runs_on_sm"][1]["sm"], 90);
+}
+
+// A project directory whose validate run left its report where `trainlock validate` writes it.
+class ProjectWithReport : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::filesystem::create_directories(dir_.path() / ".trainlock/reports");
+    std::filesystem::copy_file(testing::SourceDir() / "tests/fixtures/reports/tiny-report.json",
+                               dir_.path() / ".trainlock/reports/report.json");
+  }
+  testing::TempDir dir_;
+};
+
+TEST_F(ProjectWithReport, ReportAndPlanReadTheProjectsReportWhenGivenItsDirectory) {
+  auto report = RunTrainlock({"report", dir_.path().string(), "--format", "markdown"});
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find("train.roundtrip"), std::string::npos) << report.out;
+  auto plan = RunTrainlock({"plan", dir_.path().string(), "--json"});
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+}
+
+TEST(CliConventions, AMissingDefaultReportNamesWhereItLooked) {
+  testing::TempDir empty;
+  auto r = RunTrainlock({"report", empty.path().string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(".trainlock/reports/report.json"), std::string::npos) << r.err;
+}
+
 }  // namespace trainlock

@@ -7,9 +7,11 @@
 
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
+#include "base/progress_option.h"
 #include "base/version_info.h"
 #include "project/artifact_paths.h"
 #include "project/check_ids.h"
+#include "project/project.h"
 #include "validate.h"
 #include "worker.h"
 
@@ -30,7 +32,9 @@ int Main(int argc, char** argv) {
                                         BuiltTorchVersion() + ", " + BuiltTorchFlavour() + ")");
   ValidateOptions v;
   std::string project = ".", out, ckpt, work, control = "none";
-  app.add_option("DIR", project, "Project directory (holding trainlock.lock)")
+  app.add_option("DIR", project,
+                 "Project directory (holding trainlock.lock), or its trainlock.lock")
+      ->transform(CLI::Validator(ProjectDirFromArgument, "DIR", "project directory"))
       ->capture_default_str();
   app.add_option("--out,-o", out,
                  "Where to write the report (default: DIR/.trainlock/reports/report.json, where "
@@ -51,6 +55,11 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   app.add_flag("--json", v.json, "Print the report JSON instead of the summary");
+  AddProgressOption(app, v.progress, "each phase and each check as it completes");
+  bool quiet = false;
+  app.add_flag("-q,--quiet", quiet, "No progress on stderr (the same as --progress none)");
+  app.add_flag("-v,--verbose", v.verbose,
+               "The summary shows each check's measurements (the report's metrics) under it");
   app.add_flag("--allow-drift", v.allow_drift,
                "Validate although the lock is stale or the config changed since it was made; "
                "the drift is recorded in the report");
@@ -118,6 +127,7 @@ int Main(int argc, char** argv) {
   v.checkpoint_dir = ckpt;
   v.work_dir = work;
   v.sign_key = sign_key;
+  if (quiet) v.progress = "none";
   v.argv.assign(argv, argv + argc);
   if (nproc == "auto") {
     v.nproc = -1;

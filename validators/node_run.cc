@@ -8,6 +8,7 @@
 #include "check_selection.h"
 #include "checks/data_checks.h"
 #include "checks/smoke_command.h"
+#include "collectives.h"
 #include "compat/catalog.h"
 #include "compat/gpu_binary.h"
 #include "image_binding.h"
@@ -16,6 +17,8 @@
 #include "perf_checks.h"
 #include "roundtrip.h"
 #include "subprocess.h"
+#include "validate_summary.h"
+#include "visible_gpus.h"
 #include "work_dirs.h"
 #include "worker.h"
 
@@ -51,6 +54,13 @@ DeviceRuns MeasureDevices(const fs::path& work, int timeout_s,
     }
   }
   return runs;
+}
+
+// The device a worker given `device` trains on, as the progress line names it: "auto" is the
+// first GPU when the build has one to use (worker.cc's PickDevice), else the CPU.
+std::string ShownDevice(const std::string& device) {
+  if (device != "auto") return device;
+  return BuiltTorchFlavour() != "cpu" && VisibleAcceleratorCount() > 0 ? "cuda:0" : "cpu";
 }
 
 std::vector<CheckResult> EnvChecks(const Spec& lock, NodeProbe node, const DeviceRuns& runs,
@@ -91,7 +101,7 @@ std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& pr
   r.threads = o.threads;
   r.timeout_s = o.timeout_s;
   r.negative_control = o.negative_control;
-  progress.Begin("train.step, train.roundtrip on " + device +
+  progress.Begin("train.step, train.roundtrip on " + ShownDevice(device) +
                  ": train -> checkpoint -> SIGKILL -> restore -> resume");
   std::vector<CheckResult> checks = RunRoundtrip(r);
   progress.End();
@@ -103,6 +113,7 @@ NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project, const No
                       const std::function<void()>& measured, Progress& progress, Report& report) {
   const Spec& lock = *project.lock;
   NodeRun run;
+  run.node = node;
   if (report.build != "cpu" && node.nvml_loaded &&
       Selected(o.only, {"env.arch", "perf.matmul", "perf.hbm"})) {
     std::vector<fs::path> op_libraries;
@@ -111,18 +122,21 @@ NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project, const No
     }
     progress.Begin("env.arch, perf.*: measuring each device");
     run.runs = MeasureDevices(work, o.timeout_s, op_libraries);
+    RestrictToVisibleGpus(run.node, run.runs);
     progress.End();
   }
   measured();
   run.checkpoint_root = CheckpointRoot(o, project, work);
-  for (CheckResult& c : EnvChecks(lock, node, run.runs, &report.devices))
+  for (CheckResult& c : EnvChecks(lock, run.node, run.runs, &report.devices))
     report.checks.push_back(std::move(c));
+  AnnounceChecks(progress, report);
   // The data checks read every pinned byte: they get the workers' time limit each.
   auto deadline = [&] {
     return std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout_s);
   };
   report.checks.push_back(VerifyArtifact(project, lock.model, "model", deadline()));
   report.checks.push_back(VerifyArtifact(project, lock.dataset, "dataset", deadline()));
+  AnnounceChecks(progress, report);
   if (lock.custom_ops.empty()) {
     report.checks.push_back(Skip("ops.custom", "the lock declares no custom ops"));
   } else if (!Selected(o.only, {"ops.custom"})) {
@@ -133,14 +147,17 @@ NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project, const No
         RunOpsCheck({fs::absolute(o.project), {}, work, o.device, o.timeout_s}));
     progress.End();
   }
+  AnnounceChecks(progress, report);
   for (CheckResult& c : RunTraining(o, project, train_device, work, run.checkpoint_root, progress))
     report.checks.push_back(std::move(c));
+  AnnounceChecks(progress, report);
   return run;
 }
 
-void RunTailChecks(const ValidateOptions& o, const Project& project, const NodeProbe& node,
-                   const NodeRun& run, Progress& progress, Report& report, bool job_checks) {
+void RunTailChecks(const ValidateOptions& o, const Project& project, const NodeRun& run,
+                   Progress& progress, Report& report, bool job_checks) {
   const Spec& lock = *project.lock;
+  const NodeProbe& node = run.node;
   const bool gpu_build = report.build != "cpu";
   if (gpu_build && node.nvml_loaded) {
     for (CheckResult& c : PerfChecks(node, run.runs, Catalog::Embedded()))
@@ -151,6 +168,7 @@ void RunTailChecks(const ValidateOptions& o, const Project& project, const NodeP
     report.checks.push_back(Skip("perf.matmul", why));
     report.checks.push_back(Skip("perf.hbm", why));
   }
+  AnnounceChecks(progress, report);
   if (!job_checks) return;
   if (lock.ext_command && Selected(o.only, {"ext.command"})) {
     progress.Begin("ext.command: the project's smoke command");
@@ -160,6 +178,7 @@ void RunTailChecks(const ValidateOptions& o, const Project& project, const NodeP
   } else {
     report.checks.push_back(Skip("ext.command", "the lock declares no smoke command"));
   }
+  AnnounceChecks(progress, report);
 }
 
 }  // namespace trainlock::validate

@@ -20,6 +20,7 @@ namespace trainlock::validate {
 struct NodeRun {
   std::filesystem::path checkpoint_root;
   DeviceRuns runs;
+  NodeProbe node;  // NVML's probe, restricted to the GPUs this process sees (visible_gpus.h)
 };
 
 // train.step, train.roundtrip, train.eval and ckpt.portable on `device`: the round trip.
@@ -37,7 +38,7 @@ NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project, const No
 
 // perf.* from the device measurements, and (with `job_checks`: once per job, by rank 0) the
 // project's own smoke command.
-void RunTailChecks(const ValidateOptions& o, const Project& project, const NodeProbe& node,
-                   const NodeRun& run, Progress& progress, Report& report, bool job_checks);
+void RunTailChecks(const ValidateOptions& o, const Project& project, const NodeRun& run,
+                   Progress& progress, Report& report, bool job_checks);
 
 }  // namespace trainlock::validate

@@ -14,6 +14,7 @@
 #include "base/file_io.h"
 #include "base/progress.h"
 #include "base/rank_env.h"
+#include "base/time_text.h"
 #include "base/version_info.h"
 #include "check_selection.h"
 #include "checks/host_info.h"
@@ -162,15 +163,15 @@ Distribution JoinRanks(const ValidateOptions& o, const std::optional<RankEnv>& r
 fs::path RunChecks(const ValidateOptions& o, const Project& project, const NodeProbe& node,
                    const std::optional<RankEnv>& rank, const fs::path& work, Distribution& d,
                    Progress& progress, Report& report) {
-  const std::string measured_key =
-      "devices-measured-" + std::to_string(rank ? rank->node_rank : 0);
+  const std::string measured_key = "devices-measured-" + std::to_string(rank ? rank->node_rank : 0);
   if (!rank || rank->local_rank == 0) {
     auto measured = [&] {
       if (d.store) d.store->Signal(measured_key);
     };
     NodeRun run = RunNodeChecks(o, project, node, work, d.train_device, measured, progress, report);
     AddCommChecks(report, d.comm);
-    RunTailChecks(o, project, node, run, progress, report, /*job_checks=*/!rank || rank->rank == 0);
+    AnnounceChecks(progress, report);
+    RunTailChecks(o, project, run, progress, report, /*job_checks=*/!rank || rank->rank == 0);
     if (rank && rank->rank != 0) SkipJobChecks(report, rank->rank);
     return run.checkpoint_root;
   }
@@ -181,6 +182,7 @@ fs::path RunChecks(const ValidateOptions& o, const Project& project, const NodeP
   AddCommChecks(report, d.comm);
   for (CheckResult& c : RunTraining(o, project, d.train_device, work, checkpoint_root, progress))
     report.checks.push_back(std::move(c));
+  AnnounceChecks(progress, report);
   return checkpoint_root;
 }
 
@@ -274,7 +276,7 @@ int RunValidate(const ValidateOptions& o) {
   RefuseWrongBuild(o, project, BuiltTorchFlavour());
   const std::vector<Finding> drift = CheckDrift(o, project);
   const std::string sign_pem = ReadSigningKey(o.sign_key);
-  Progress progress = Progress::ForStderr();
+  Progress progress(ProgressStyleFor(o, rank), ProgressSource(rank));
   const ImageBinding image =
       BindImage(kImageEtcDir, project, fs::read_symlink("/proc/self/exe"),
                 std::getenv("TRAINLOCK_IMAGE_REF"), std::getenv("TRAINLOCK_IMAGE_DIGEST"));

@@ -28,7 +28,9 @@ struct ValidateOptions {
   std::vector<std::string> argv;   // this process's command line, for --nproc's ranks
   std::filesystem::path sign_key;  // Ed25519 private key (PEM) to sign the report with; "" = none
   NegativeControl negative_control = NegativeControl::kNone;
-  bool allow_drift = false;  // train although the lock does not match the manifest or config
+  bool allow_drift = false;       // train although the lock does not match the manifest or config
+  bool verbose = false;           // -v: the summary shows each check's metrics
+  std::string progress = "auto";  // --progress: auto, terminal, log, json or none (base/progress.h)
 };
 
 // Returns the process exit code: 0 pass, 1 fail, 2 bad input, 3 environment failure.

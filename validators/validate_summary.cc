@@ -12,6 +12,8 @@ namespace trainlock::validate {
 
 namespace {
 
+constexpr size_t kVerboseMetricsChars = 400;
+
 // "PASS ", "FAIL ", "skip ", "ERROR": the status name, loud where a person must look.
 std::string StatusWord(CheckStatus s) {
   std::string word = CheckStatusName(s);
@@ -49,6 +51,14 @@ void PrintSummary(const Report& report, const ValidateOptions& o, const std::str
     if (c.status == CheckStatus::kFail || c.status == CheckStatus::kError) {
       if (!c.remedy.empty()) std::cout << "         remedy: " << TerminalLine(c.remedy) << "\n";
     }
+    if (o.verbose && c.metrics.is_object() && !c.metrics.empty()) {
+      std::string metrics =
+          c.metrics.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      // A metrics object can hold a table per device: the report has all of it.
+      if (metrics.size() > kVerboseMetricsChars)
+        metrics = metrics.substr(0, kVerboseMetricsChars) + "... (the report has the rest)";
+      std::cout << "         metrics: " << TerminalLine(metrics) << "\n";
+    }
   }
   std::cout << "verdict: " << report.Verdict() << " (" << counts[0] << " passed, " << counts[1]
             << " failed, " << counts[3] << " errors, " << counts[2] << " skipped) in "
@@ -56,6 +66,22 @@ void PrintSummary(const Report& report, const ValidateOptions& o, const std::str
             << (rank && rank->rank != 0 ? RankReportPath(o.out.string(), rank->rank)
                                         : o.out.string())
             << "\n";
+}
+
+void AnnounceChecks(Progress& progress, const Report& report) {
+  for (const CheckResult& c : report.checks)
+    progress.Checked(c.id, CheckStatusName(c.status), c.duration_s, c.summary);
+}
+
+ProgressStyle ProgressStyleFor(const ValidateOptions& o, const std::optional<RankEnv>& rank) {
+  // main.cc accepted only names ParseProgressStyle knows.
+  ProgressStyle style = ParseProgressStyle(o.progress).value_or(ProgressStyle::kNone);
+  if (style == ProgressStyle::kTerminal && rank && rank->rank != 0) return ProgressStyle::kNone;
+  return style;
+}
+
+std::string ProgressSource(const std::optional<RankEnv>& rank) {
+  return rank ? "trainlock-validate rank " + std::to_string(rank->rank) : "trainlock-validate";
 }
 
 }  // namespace trainlock::validate

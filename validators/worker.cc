@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 
 #include <iostream>
 #include <set>
@@ -442,8 +443,28 @@ void MeasureMatmul(const torch::TensorOptions& options, int index, nlohmann::jso
   d["matmul_method"] = {
       {"dtype", "bf16"},
       {"tflops_by_size", per_size},
-      {"timing", "best of 3 bursts of back-to-back mm_out per size and burst length (about 6 and "
-                 "60 ms), best overall"}};
+      {"timing",
+       "best of 3 bursts of back-to-back mm_out per size and burst length (about 6 and "
+       "60 ms), best overall"}};
+}
+
+// The device's UUID as NVML and nvidia-smi write it ("GPU-" and 8-4-4-4-12 hex digits), so
+// the coordinator can tell which of NVML's GPUs this process sees (visible_gpus.h); "" where
+// the build has no CUDA runtime to ask.
+std::string DeviceUuid(int64_t index) {
+#if defined(TRAINLOCK_WITH_CUDA) && !defined(TRAINLOCK_WITH_ROCM)
+  const cudaDeviceProp* prop = at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(index));
+  const auto* b = reinterpret_cast<const unsigned char*>(prop->uuid.bytes);
+  char text[48];
+  std::snprintf(text, sizeof text,
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                b[14], b[15]);
+  return text;
+#else
+  (void)index;
+  return "";
+#endif
 }
 
 // Every visible device: a kernel launch with a known answer (proves the library's code runs
@@ -458,6 +479,7 @@ int RunNodeProbe(nlohmann::json& result) {
     const c10::DeviceGuard current(device);  // cuBLAS handles and streams of this GPU
     nlohmann::json d = {{"index", i}};
     try {
+      if (std::string uuid = DeviceUuid(i); !uuid.empty()) d["uuid"] = uuid;
       auto options = torch::TensorOptions().device(device);
       torch::Tensor ones = torch::ones({256, 256}, options);
       double sum = ones.mm(ones).sum().item<double>();

@@ -1,41 +1,88 @@
-// Terminal progress lines; see progress.h.
+// Progress lines for terminals, logs and machines; see progress.h.
 #include "base/progress.h"
 
 #include <unistd.h>
 
-#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "base/terminal_text.h"
+#include "base/time_text.h"
 
 namespace trainlock {
 
-Progress::Progress(bool enabled) : enabled_(enabled) {}
+std::optional<ProgressStyle> ParseProgressStyle(const std::string& name) {
+  if (name == "auto") return Progress::AutoStyle();
+  if (name == "terminal") return ProgressStyle::kTerminal;
+  if (name == "log") return ProgressStyle::kLog;
+  if (name == "json") return ProgressStyle::kJson;
+  if (name == "none") return ProgressStyle::kNone;
+  return std::nullopt;
+}
 
-Progress Progress::ForStderr() {
-  return Progress(::isatty(STDERR_FILENO) == 1);
+Progress::Progress(ProgressStyle style, std::string source, std::FILE* out)
+    : style_(style), source_(std::move(source)), out_(out) {}
+
+ProgressStyle Progress::AutoStyle() {
+  return ::isatty(STDERR_FILENO) == 1 ? ProgressStyle::kTerminal : ProgressStyle::kLog;
 }
 
 Progress::~Progress() {
   End();
 }
 
+void Progress::SetSource(std::string source) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  source_ = std::move(source);
+}
+
 void Progress::Begin(const std::string& what) {
-  if (!enabled_) return;
+  if (style_ == ProgressStyle::kNone) return;
   End();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    what_ = what;
-    start_ = std::chrono::steady_clock::now();
-    Draw(false);
+  std::lock_guard<std::mutex> lock(mutex_);
+  what_ = what;
+  start_ = std::chrono::steady_clock::now();
+  if (style_ != ProgressStyle::kTerminal) {
+    WriteEvent("begin", what_, -1, "", "");
+    running_ = true;
+    return;
   }
+  DrawTerminal(false);
   running_ = true;
   ticker_ = std::thread([this] { Tick(); });
 }
 
 void Progress::End() {
-  if (!enabled_ || !running_) return;
+  if (style_ == ProgressStyle::kNone || !running_) return;
   running_ = false;
   if (ticker_.joinable()) ticker_.join();
   std::lock_guard<std::mutex> lock(mutex_);
-  Draw(true);
+  EndLocked();
+}
+
+void Progress::EndLocked() {
+  if (style_ == ProgressStyle::kTerminal) {
+    DrawTerminal(true);
+    return;
+  }
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  WriteEvent("end", what_, elapsed, "", "");
+}
+
+void Progress::Checked(const std::string& id, const std::string& status, double duration_s,
+                       const std::string& summary) {
+  if (style_ == ProgressStyle::kNone) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!announced_.insert(id).second) return;
+  if (style_ != ProgressStyle::kTerminal) {
+    WriteEvent("check", id, duration_s, status, summary);
+    return;
+  }
+  // Above the phase line, which is redrawn below it while it runs.
+  std::fprintf(out_, "\r\033[K  %-5s %-16s %7.2fs\n", status.c_str(), TerminalLine(id).c_str(),
+               duration_s);
+  if (running_) DrawTerminal(false);
+  std::fflush(out_);  // the summary on stdout carries the check's text; this line stays short
 }
 
 void Progress::Tick() {
@@ -43,16 +90,45 @@ void Progress::Tick() {
     for (int i = 0; i < 10 && running_; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::lock_guard<std::mutex> lock(mutex_);
-    if (running_) Draw(false);
+    if (running_) DrawTerminal(false);
   }
 }
 
-void Progress::Draw(bool final_line) {
+void Progress::DrawTerminal(bool final_line) {
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   // \r and erase-line redraw in place; the final line ends with a newline.
-  std::fprintf(stderr, "\r\033[K%s %s (%.1f s)%s", final_line ? "done" : "....", what_.c_str(),
-               elapsed, final_line ? "\n" : "");
-  std::fflush(stderr);
+  std::fprintf(out_, "\r\033[K%s %s (%.1f s)%s", final_line ? "done" : "....",
+               TerminalLine(what_).c_str(), elapsed, final_line ? "\n" : "");
+  std::fflush(out_);
+}
+
+// A log line or a JSON line: a phase that begins or ends (`text` the phase) or a check
+// (`text` its id). `seconds` < 0: none (a phase that begins).
+void Progress::WriteEvent(const char* event, const std::string& text, double seconds,
+                          const std::string& status, const std::string& summary) {
+  const std::string event_name = event;
+  if (style_ == ProgressStyle::kJson) {
+    nlohmann::json j = {{"time", NowRfc3339()}, {"source", source_}, {"event", event_name}};
+    if (event_name == "check") {
+      j["check"] = text;
+      j["status"] = status;
+      j["summary"] = summary;
+    } else {
+      j["phase"] = text;
+    }
+    if (seconds >= 0) j["seconds"] = seconds;
+    std::fprintf(out_, "%s\n",
+                 j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
+    char took[32] = "";
+    if (seconds >= 0) std::snprintf(took, sizeof took, " (%.1f s)", seconds);
+    std::string line = NowRfc3339() + " " + source_ + ": ";
+    if (event_name == "begin") line += text;
+    if (event_name == "end") line += "done " + text + took;
+    if (event_name == "check") line += "check " + text + " " + status + took + ": " + summary;
+    std::fprintf(out_, "%s\n", TerminalLine(line).c_str());
+  }
+  std::fflush(out_);
 }
 
 }  // namespace trainlock

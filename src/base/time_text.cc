@@ -102,4 +102,13 @@ std::string FormatDuration(int64_t seconds) {
   return negative ? "-" + out : out;
 }
 
+std::string NowRfc3339() {
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
+}
+
 }  // namespace trainlock

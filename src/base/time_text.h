@@ -16,6 +16,9 @@ std::optional<int64_t> ParseDurationSeconds(std::string_view text);
 // "2026-11-30T04:09:17.5+01:00"; fractions are dropped); nullopt when it is not one.
 std::optional<int64_t> ParseRfc3339(std::string_view text);
 
+// Now as RFC 3339 in UTC, to the second: "2026-12-01T10:02:11Z" (reports, progress lines).
+std::string NowRfc3339();
+
 // "3d 4h", "2h 5m", "42s": a duration for messages, to its two largest units.
 std::string FormatDuration(int64_t seconds);
 

@@ -31,7 +31,8 @@ std::string TargetOf(const ArchsOptions& options, const Project& project) {
   }
   if (gpu.size() == 1) return gpu.front();
   const std::string& file = project.lock ? project.lock_path : project.manifest_path;
-  throw InputError(Diagnostic{file, {},
+  throw InputError(Diagnostic{file,
+                              {},
                               gpu.empty() ? "has no GPU target (targets.cuda or targets.rocm)"
                                           : "has more than one GPU target",
                               "choose one with --target cuda|rocm"});
@@ -72,7 +73,10 @@ Command RegisterArchs(CLI::App& app, const GlobalOptions& global) {
       "capabilities for cuda (\"80;90\"), gfx targets for rocm (\"gfx942\"). For building custom\n"
       "ops for exactly the locked hardware, e.g.\n"
       "  cmake -DTRAINLOCK_OPS_CUDA_ARCHS=\"$(trainlock archs . --target cuda)\" ...");
-  cmd->add_option("DIR", options->dir, "Project directory")->capture_default_str();
+  cmd->add_option("DIR", options->dir,
+                  "Project directory (or its trainlock.lock or trainlock.toml)")
+      ->transform(ProjectDirArgument())
+      ->capture_default_str();
   cmd->add_option("--target", options->target,
                   "cuda or rocm (default: the project's only GPU target)")
       ->check(CLI::IsMember({"cuda", "rocm"}));

@@ -19,6 +19,18 @@ struct CheckOptions {
   bool json = false;
 };
 
+// -v: what was checked, so that a clean result can be told apart from an empty input.
+void PrintInputs(const Project& project, const GlobalOptions& global) {
+  std::cout << "checked " << project.manifest_path << " (sha256 " << project.manifest_sha256
+            << ")\n";
+  if (project.lock)
+    std::cout << "checked " << project.lock_path << " (sha256 " << project.lock_sha256 << ")\n";
+  std::cout << "checked " << project.config_path << " (sha256 " << project.config_sha256 << ")\n";
+  std::cout << "against the catalog "
+            << (global.catalog_dir.empty() ? "built into trainlock" : "in " + global.catalog_dir)
+            << "\n";
+}
+
 int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
   Catalog catalog = LoadCatalog(global);
   Project project = LoadProject(options.dir);
@@ -34,6 +46,7 @@ int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
     for (const Finding& f : findings) out["findings"].push_back(f.ToJson());
     std::cout << out.dump(2) << "\n";
   } else {
+    if (global.verbosity > 0) PrintInputs(project, global);
     for (const Finding& f : findings) std::cout << f.Format() << "\n";
     std::string files =
         project.lock ? "manifest, lock and config" : "manifest and config (no lock yet)";
@@ -59,7 +72,10 @@ Command RegisterCheck(CLI::App& app, const GlobalOptions& global) {
       "config.json is on this machine, every model field the training config disagrees with\n"
       "(at the field's line). Exit 0 clean, 1 findings,\n"
       "2 bad input (each error as path:line:column: error: message).");
-  cmd->add_option("DIR", options->dir, "Project directory")->capture_default_str();
+  cmd->add_option("DIR", options->dir,
+                  "Project directory (or its trainlock.lock or trainlock.toml)")
+      ->transform(ProjectDirArgument())
+      ->capture_default_str();
   cmd->add_flag("--json", options->json, "Print the findings as JSON");
   return [options, &global] { return RunCheck(*options, global); };
 }

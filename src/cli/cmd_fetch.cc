@@ -34,9 +34,11 @@ bool AlreadyThere(int dir_fd, const std::string& name, const std::filesystem::pa
   return sha.HexDigest() == file.sha256;
 }
 
-int RunFetch(const FetchOptions& options) {
+int RunFetch(const FetchOptions& options, const GlobalOptions& global) {
+  std::unique_ptr<Progress> progress = MakeProgress(global, "trainlock fetch");
   const Project project = LoadProject(options.dir);
-  const Spec& lock = RequireLock(project, "cannot read: no such file: fetch downloads what the lock pins");
+  const Spec& lock =
+      RequireLock(project, "cannot read: no such file: fetch downloads what the lock pins");
   HubOptions hub;
   hub.timeout_s = options.timeout_s;
   int fetched = 0, present = 0;
@@ -52,16 +54,20 @@ int RunFetch(const FetchOptions& options) {
       // symlink: one planted at .trainlock or in the cache cannot send the write elsewhere.
       ScopedFd dir = OpenDirectoryBelow(where.root, where.below / relative.parent_path(), true);
       const std::string name = relative.filename().string();
+      progress->Begin(std::string(kind) + " " + a.repo + ": " + file.path + " (" +
+                      std::to_string(file.size) + " bytes)");
       if (AlreadyThere(dir.get(), name, dest, file)) {
         ++present;
         continue;
       }
       DownloadHubFile(kind, a.repo, a.revision, file, dir.get(), dest, hub);
+      progress->End();
       std::cout << "  " << kind << " " << a.repo << ": " << file.path << " (" << file.size
                 << " bytes, sha256 verified)\n";
       ++fetched;
     }
   }
+  progress->End();
   std::cout << "fetched " << fetched << " file(s), " << present
             << " already present and verified\n";
   return kExitOk;
@@ -69,7 +75,7 @@ int RunFetch(const FetchOptions& options) {
 
 }  // namespace
 
-Command RegisterFetch(CLI::App& app, const GlobalOptions&) {
+Command RegisterFetch(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<FetchOptions>();
   CLI::App* cmd = app.add_subcommand(
       "fetch",
@@ -79,11 +85,14 @@ Command RegisterFetch(CLI::App& app, const GlobalOptions&) {
       "a download stops at the pinned size, and a symlink planted in the cache is refused.\n"
       "Exit 1 for a file that does not match the lock, 2 for a symlink or a special file in\n"
       "the cache, 3 when the Hub cannot answer.");
-  cmd->add_option("DIR", options->dir, "Project directory")->capture_default_str();
+  cmd->add_option("DIR", options->dir,
+                  "Project directory (or its trainlock.lock or trainlock.toml)")
+      ->transform(ProjectDirArgument())
+      ->capture_default_str();
   cmd->add_option("--timeout", options->timeout_s, "Seconds per file download")
       ->capture_default_str()
       ->check(CLI::Range(1L, 86400L));
-  return [options] { return RunFetch(*options); };
+  return [options, &global] { return RunFetch(*options, global); };
 }
 
 }  // namespace trainlock::cli

@@ -47,7 +47,9 @@ int RunGenerate(const GenerateOptions& o, const GlobalOptions& global,
 
 // The options `k8s` and `slurm` share.
 void AddGenerateOptions(CLI::App* cmd, GenerateOptions& o) {
-  cmd->add_option("DIR", o.dir, "Project directory holding trainlock.lock")->capture_default_str();
+  cmd->add_option("DIR", o.dir, "Project directory holding trainlock.lock (or the lock file)")
+      ->transform(ProjectDirArgument())
+      ->capture_default_str();
   cmd->add_option("--nodes", o.fleet.nodes, "Number of nodes to validate, one run per node")
       ->required()
       ->check(CLI::Range(1, kMaxFleetNodes));
@@ -124,7 +126,8 @@ Command RegisterFleet(CLI::App& app, const GlobalOptions& global) {
   slurm_cmd->add_option("--reports-dir", slurm->fleet.reports_dir,
                         "Reports directory on a shared filesystem (default: "
                         "$SLURM_SUBMIT_DIR/trainlock-reports/<job id>)");
-  slurm_cmd->add_option("--partition", slurm->fleet.partition, "Slurm partition (#SBATCH --partition)");
+  slurm_cmd->add_option("--partition", slurm->fleet.partition,
+                        "Slurm partition (#SBATCH --partition)");
   slurm_cmd->add_option("--account", slurm->fleet.account, "Slurm account (#SBATCH --account)");
 
   auto summarize = std::make_shared<SummarizeOptions>();

@@ -1,5 +1,6 @@
 // `trainlock gate REPORT --lock DIR [--key PUB] [--max-age DURATION] [--require CHECK...]`:
 // exit 0 only when the report clears every rule of gate.h; otherwise print every reason.
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <optional>
@@ -9,12 +10,13 @@
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
 #include "base/file_io.h"
+#include "base/json_file.h"
 #include "base/refs.h"
 #include "base/terminal_text.h"
 #include "base/time_text.h"
 #include "cli/commands.h"
-#include "project/check_ids.h"
 #include "project/artifact_paths.h"
+#include "project/check_ids.h"
 #include "project/project.h"
 #include "report/gate.h"
 #include "report/report_signing.h"
@@ -71,13 +73,33 @@ GateRequest BuildRequest(const GateOptions& options, const Project& project) {
   return request;
 }
 
+// -v: every check the report carries with its status, the --require ones marked, so that a
+// decision can be read against the evidence. Nothing when the report is not JSON (the
+// decision above already says so).
+void PrintReportChecks(const GateRequest& request, const std::vector<std::string>& require) {
+  std::string problem;
+  std::optional<nlohmann::json> report = TryParseJsonText(request.report_text, &problem);
+  if (!report || !report->is_object() || !report->contains("checks") ||
+      !(*report)["checks"].is_array())
+    return;
+  std::cout << "checks in " << TerminalLine(request.report_path) << ":\n";
+  for (const nlohmann::json& c : (*report)["checks"]) {
+    if (!c.is_object()) continue;
+    const std::string id = c.value("id", std::string("?"));
+    const std::string status = c.value("status", std::string("?"));
+    const bool required = std::find(require.begin(), require.end(), id) != require.end();
+    std::cout << "  " << TerminalLine(status) << " " << TerminalLine(id)
+              << (required ? " (required)" : "") << "\n";
+  }
+}
+
 int RunGate(const GateOptions& options, const GlobalOptions& global) {
   Catalog catalog = LoadCatalog(global);
   const std::string dir = LockDirOf(options.lock_dir);
   Project project = LoadProject(dir, ManifestRequirement::kOptional);
   RequireLock(project, "cannot read: no such file: the gate compares a report with a lock");
   GateOptions resolved = options;
-  if (resolved.report.empty()) resolved.report = DefaultReportPath(dir).string();
+  resolved.report = ReportPathOf(resolved.report.empty() ? dir : resolved.report);
   GateRequest request = BuildRequest(resolved, project);
   GateDecision decision;
   try {
@@ -102,6 +124,7 @@ int RunGate(const GateOptions& options, const GlobalOptions& global) {
     // Reasons quote the report (summaries, image ref): shown as text, never as escapes.
     for (const std::string& r : decision.reasons) std::cout << "  - " << TerminalLine(r) << "\n";
   }
+  if (!options.json && global.verbosity > 0) PrintReportChecks(request, options.require);
   return decision.allowed() ? kExitOk : kExitVerdict;
 }
 

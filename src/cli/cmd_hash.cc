@@ -45,7 +45,10 @@ Command RegisterHash(CLI::App& app, const GlobalOptions&) {
       "Print lock-sha256, the identity of DIR/trainlock.lock: the SHA-256 of its canonical\n"
       "serialization (sorted keys; comments, formatting and key order do not change it; the\n"
       "[images] table of built images is excluded). Reports carry it; `gate` compares it.");
-  cmd->add_option("DIR", options->dir, "Project directory")->capture_default_str();
+  cmd->add_option("DIR", options->dir,
+                  "Project directory (or its trainlock.lock or trainlock.toml)")
+      ->transform(ProjectDirArgument())
+      ->capture_default_str();
   cmd->add_flag("--manifest", options->manifest,
                 "Print manifest-sha256 of DIR/trainlock.toml instead");
   cmd->add_flag("--json", options->json, "Print as JSON");

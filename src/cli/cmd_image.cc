@@ -73,6 +73,8 @@ int RunBuild(BuildCommandOptions options, const GlobalOptions& global) {
   if (options.build.image.image_ref.empty()) options.build.image.image_ref = options.build.push;
   const Catalog catalog = LoadCatalog(global);
   options.build.image.catalog = &catalog;
+  std::unique_ptr<Progress> progress = MakeProgress(global, "trainlock image build");
+  options.build.progress = progress.get();
   BuiltImageResult r = BuildImage(options.dir, options.build);
   if (!r.ref.empty()) RecordBuiltImage(options.dir, options.build.image.target, r.ref, r.digest);
   if (options.json) {
@@ -121,7 +123,11 @@ Command RegisterImage(CLI::App& app, const GlobalOptions& global) {
       "config and image.json in /etc/trainlock/, OCI labels, the validator as entrypoint. The\n"
       "same inputs give byte-identical files. A target whose lock has no resolved Python\n"
       "closure is refused (exit 2) with the command that resolves it.");
-  generate->add_option("DIR", options->dir, "Project directory")->capture_default_str();
+  generate
+      ->add_option("DIR", options->dir,
+                   "Project directory (or its trainlock.lock or trainlock.toml)")
+      ->transform(ProjectDirArgument())
+      ->capture_default_str();
   generate->add_option("--target", options->image.target, "cpu, cuda or rocm")->required();
   generate->add_option("--out", options->out, "Output directory");
   generate->add_option("--source-date-epoch", options->image.source_date_epoch,
@@ -139,7 +145,9 @@ Command RegisterImage(CLI::App& app, const GlobalOptions& global) {
       "cache, OCI format, no provenance attestations. --verify-reproducible builds twice and\n"
       "fails (exit 1) when the digests differ; --push REF pushes and records ref and digest in\n"
       "the lock's [images.<target>] (lock-sha256 does not include it).");
-  b->add_option("DIR", build->dir, "Project directory")->capture_default_str();
+  b->add_option("DIR", build->dir, "Project directory (or its trainlock.lock or trainlock.toml)")
+      ->transform(ProjectDirArgument())
+      ->capture_default_str();
   b->add_option("--target", build->build.image.target, "cpu, cuda or rocm")->required();
   b->add_option("--engine", build->build.engine,
                 "buildah, podman or docker (default: the first found)");

@@ -15,9 +15,9 @@ namespace {
 struct InspectOptions {
   std::vector<std::string> libraries;
   bool json = false;
-  std::string sm;           // --sm: also say whether a device of this capability can run it
-  std::string gfx;          // --gfx: the same for an AMD device
-  std::string driver_cuda;  // --driver-cuda: the driver's CUDA version for PTX JIT
+  std::vector<std::string> sm;   // --sm: also say whether devices of these capabilities run it
+  std::vector<std::string> gfx;  // --gfx: the same for AMD devices
+  std::string driver_cuda;       // --driver-cuda: the driver's CUDA version for PTX JIT
 };
 
 // --sm as people write a compute capability: 9.0, sm_90 or 90 -> 90.
@@ -28,8 +28,8 @@ int ParseSm(const std::string& text) {
   }
   if (digits.empty() || digits.size() > 3 ||
       digits.find_first_not_of("0123456789") != std::string::npos || std::stoi(digits) < 10) {
-    throw InputError(Diagnostic{"--sm", {}, "not a compute capability: " + Quoted(text),
-                                "write 9.0, sm_90 or 90"});
+    throw InputError(Diagnostic{
+        "--sm", {}, "not a compute capability: " + Quoted(text), "write 9.0, sm_90 or 90"});
   }
   return std::stoi(digits);
 }
@@ -79,8 +79,10 @@ std::string Describe(const GpuBinaryInfo& info) {
 }
 
 int RunInspect(const InspectOptions& o) {
-  const int sm = o.sm.empty() ? 0 : ParseSm(o.sm);
-  const std::string gfx = o.gfx.empty() ? "" : ParseGfx(o.gfx);
+  std::vector<int> sms;
+  for (const std::string& text : o.sm) sms.push_back(ParseSm(text));
+  std::vector<std::string> gfxs;
+  for (const std::string& text : o.gfx) gfxs.push_back(ParseGfx(text));
   int driver = 0;
   if (!o.driver_cuda.empty()) {
     int major = 0, minor = 0;
@@ -109,19 +111,19 @@ int RunInspect(const InspectOptions& o) {
            {"isa", std::to_string(p.isa_major) + "." + std::to_string(p.isa_minor)}});
     }
     std::string line = lib + ": " + Describe(info);
-    if (sm) {
+    for (int sm : sms) {
       std::string why;
       bool runs = CudaCodeRunsOn(info, sm, driver, &why);
       all_run = all_run && runs;
-      j["runs_on_sm"] = {{"sm", sm}, {"runs", runs}, {"why", why}};
-      line += std::string(runs ? "; runs on " : "; does NOT run on ") + "sm_" +
-              std::to_string(sm) + ": " + why;
+      j["runs_on_sm"].push_back({{"sm", sm}, {"runs", runs}, {"why", why}});
+      line += std::string(runs ? "; runs on " : "; does NOT run on ") + "sm_" + std::to_string(sm) +
+              ": " + why;
     }
-    if (!gfx.empty()) {
+    for (const std::string& gfx : gfxs) {
       std::string why;
       bool runs = HipCodeRunsOn(info, gfx, &why);
       all_run = all_run && runs;
-      j["runs_on_gfx"] = {{"gfx", gfx}, {"runs", runs}, {"why", why}};
+      j["runs_on_gfx"].push_back({{"gfx", gfx}, {"runs", runs}, {"why", why}});
       line += std::string(runs ? "; runs on " : "; does NOT run on ") + gfx + ": " + why;
     }
     out["libraries"].push_back(j);
@@ -144,8 +146,13 @@ Command RegisterInspect(CLI::App& app, const GlobalOptions&) {
       "cannot).");
   cmd->add_option("LIB", options->libraries, "Libraries to inspect")->required();
   cmd->add_flag("--json", options->json, "Print as JSON");
-  cmd->add_option("--sm", options->sm, "Device compute capability: 9.0, sm_90 or 90");
-  cmd->add_option("--gfx", options->gfx, "AMD device target: gfx942 or 942");
+  cmd->add_option("--sm", options->sm,
+                  "Device compute capabilities: 9.0, sm_90 or 90 (a,b or repeated: each is judged)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  cmd->add_option("--gfx", options->gfx, "AMD device targets: gfx942 or 942 (a,b or repeated)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd->add_option("--driver-cuda", options->driver_cuda,
                   "The driver's CUDA version, for whether PTX can be JIT-compiled (e.g. 13.0)");
   return [options] { return RunInspect(*options); };

@@ -71,8 +71,7 @@ int CheckLock(const std::filesystem::path& dir, const LockCommandOptions& option
     std::cerr << path.string() << ": error: stale: the manifest and config now lock to lock-sha256 "
               << lock.lock_sha256.substr(0, 12) << "..., the lock has " << current.substr(0, 12)
               << "..." << relock << "\n";
-    for (const std::string& line :
-         ChangedLines(ReadInputFile(path, path.string()), lock.text)) {
+    for (const std::string& line : ChangedLines(ReadInputFile(path, path.string()), lock.text)) {
       std::cerr << "  would change: " << line << "\n";
     }
     return kExitVerdict;
@@ -99,7 +98,12 @@ int RunLock(const LockCommandOptions& options, const GlobalOptions& global) {
   o.index.timeout_s = options.timeout_s;
   o.registry.timeout_s = options.timeout_s;
   o.hub.timeout_s = options.timeout_s;  // the Hub too: a stalled Hub must not hold CI for minutes
+  std::unique_ptr<Progress> progress = MakeProgress(global, "trainlock lock");
+  progress->Begin(options.offline ? "locking offline from the existing lock"
+                                  : "resolving base images, Hub revisions, Python closures and "
+                                    "local files");
   const ResolvedLock lock = ResolveLock(dir, o);
+  progress->End();
   const std::filesystem::path path = dir / kLockFile;
   WriteFileAtomically(path, lock.text);
   if (options.json) {
@@ -130,9 +134,13 @@ Command RegisterLock(CLI::App& app, const GlobalOptions& global) {
       "with its SHA-256 from the target's package indexes. Every body is verified against its\n"
       "digest; nothing is written unless everything resolves. Exit 1 when content does not\n"
       "match its digest or a closure cannot be satisfied (or, with --check, the lock is\n"
-      "stale), 3 when a registry, the Hub or an index cannot answer. Credentials: TRAINLOCK_REGISTRY_USERNAME/PASSWORD or\n"
+      "stale), 3 when a registry, the Hub or an index cannot answer. Credentials: "
+      "TRAINLOCK_REGISTRY_USERNAME/PASSWORD or\n"
       "~/.docker/config.json; HF_TOKEN; HF_ENDPOINT for another Hub.");
-  cmd->add_option("DIR", options->dir, "Project directory")->capture_default_str();
+  cmd->add_option("DIR", options->dir,
+                  "Project directory (or its trainlock.lock or trainlock.toml)")
+      ->transform(ProjectDirArgument())
+      ->capture_default_str();
   cmd->add_flag("--check", options->check,
                 "The CI drift gate, offline (no network at all): write nothing; exit 1 when the "
                 "lock is missing, or stale against the manifest or config, naming what changed");
@@ -144,9 +152,10 @@ Command RegisterLock(CLI::App& app, const GlobalOptions& global) {
                 "Never touch the network: use only what the manifest or the existing lock pins");
   cmd->add_flag("--python-only", options->python_only,
                 "Ask only the package indexes; base images and Hub revisions as with --offline");
-  cmd->add_flag("--skip-python", options->skip_python,
-                "Never ask the package indexes: keep the existing lock's closures where the request "
-                "is unchanged, leave the others unresolved (`image generate` then refuses them)");
+  cmd->add_flag(
+      "--skip-python", options->skip_python,
+      "Never ask the package indexes: keep the existing lock's closures where the request "
+      "is unchanged, leave the others unresolved (`image generate` then refuses them)");
   cmd->add_flag("--json", options->json,
                 "Print the lock's path, lock-sha256 and what was pinned as JSON");
   cmd->add_option("--timeout", options->timeout_s, "Seconds per network request")

@@ -44,7 +44,8 @@ PlanOptions ParseOptions(const PlanCliOptions& o, const Catalog& catalog) {
   return options;
 }
 
-int RunPlan(const PlanCliOptions& o, const GlobalOptions& global) {
+int RunPlan(PlanCliOptions o, const GlobalOptions& global) {
+  o.report = ReportPathOf(o.report);
   Catalog catalog = LoadCatalog(global);
   PlanOptions options = ParseOptions(o, catalog);
   PlanInput input =
@@ -71,8 +72,9 @@ Command RegisterPlan(CLI::App& app, const GlobalOptions& global) {
       "which of A100-80GB, H100-80GB, H200 and MI300X fits at the lowest cost, and the\n"
       "wall-clock of a token budget against a 7-day pilot window, with every assumption\n"
       "printed. Exit 0 with a plan, 2 bad input.");
-  cmd->add_option("REPORT", options->report, "A report.json written by trainlock validate")
-      ->required();
+  cmd->add_option("REPORT", options->report,
+                  "A report.json written by trainlock validate, or a project directory for the "
+                  "one validate wrote there (default: ./.trainlock/reports/report.json)");
   cmd->add_option("--tokens", options->tokens,
                   "Token budget of the run, e.g. 10B, 500M, 1.5T (for the wall-clock)");
   cmd->add_option("--gpus", options->gpus,

@@ -31,7 +31,8 @@ ColorMode ColorModeOf(const std::string& name) {
   return ColorMode::kAuto;
 }
 
-int RunReport(const ReportOptions& o) {
+int RunReport(ReportOptions o) {
+  o.report = ReportPathOf(o.report);
   // Bad JSON and schema violations are bad input (exit 2), each named with file:line:column.
   nlohmann::json report = ReadReportFile(o.report, o.report);
   ReportFormat format = ParseReportFormat(o.format).value_or(ReportFormat::kText);
@@ -58,7 +59,9 @@ Command RegisterReport(CLI::App& app, const GlobalOptions&) {
       "(loss of the resume round trip, peak memory, time per check), or JUnit XML. The report\n"
       "is checked against its schema first (exit 2 listing every violation); exit 0 whatever\n"
       "its verdict: this command renders, `trainlock gate` decides.");
-  cmd->add_option("REPORT", options->report, "The report.json to render")->required();
+  cmd->add_option("REPORT", options->report,
+                  "The report.json to render, or a project directory for the one `trainlock "
+                  "validate` wrote there (default: ./.trainlock/reports/report.json)");
   cmd->add_option("--format", options->format, "Output format")
       ->check(CLI::IsMember({"text", "markdown", "html", "junit"}))
       ->capture_default_str();

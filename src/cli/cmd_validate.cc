@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -20,8 +21,8 @@
 #include "base/json_file.h"
 #include "base/refs.h"
 #include "cli/commands.h"
-#include "project/artifact_paths.h"
 #include "image/image_run.h"
+#include "project/artifact_paths.h"
 #include "project/project.h"
 #include "report/report.h"
 #include "report/report_signing.h"
@@ -79,18 +80,26 @@ void TakeHostOptions(ValidateOptions& o) {
       if (i + 1 >= in.size()) throw InputError(Diagnostic{a, {}, "needs a value", ""});
       into = in[++i];
     };
-    if (a == "--image") value(o.image);
-    else if (a == "--engine") value(o.run.engine);
+    if (a == "--image")
+      value(o.image);
+    else if (a == "--engine")
+      value(o.run.engine);
     else if (a == "--storage-root") {
       std::string root;
       value(root);
       o.run.storage.root = root;
-    } else if (a == "--storage-driver") value(o.run.storage.driver);
-    else if (a == "--no-tls-verify") o.no_tls_verify = true;
-    else if (a == "--out" || a == "-o") value(o.out);
-    else if (a == "--sign") value(o.sign_key);
-    else if (a == "--json") o.json = true;
-    else rest.push_back(a);
+    } else if (a == "--storage-driver")
+      value(o.run.storage.driver);
+    else if (a == "--no-tls-verify")
+      o.no_tls_verify = true;
+    else if (a == "--out" || a == "-o")
+      value(o.out);
+    else if (a == "--sign")
+      value(o.sign_key);
+    else if (a == "--json")
+      o.json = true;
+    else
+      rest.push_back(a);
   }
   o.passthrough = rest;
 }
@@ -105,7 +114,8 @@ nlohmann::json BindReport(const fs::path& file, const Project& project, const En
   std::string error;
   ImageRef name = *ParseImageRef(image.ref, &error);
   name.digest.clear();
-  report["image"] = {{"ref", name.ToString()}, {"digest", image.digest}, {"digest_source", "engine"}};
+  report["image"] = {
+      {"ref", name.ToString()}, {"digest", image.digest}, {"digest_source", "engine"}};
   report.erase("signature");
   std::vector<std::string> problems = ReportSchemaViolations(report);
   if (!problems.empty()) {
@@ -146,8 +156,8 @@ int ValidateInImage(ValidateOptions& o) {
     try {
       PrivateKeyId(pem);
     } catch (const KeyError& e) {
-      throw InputError(Diagnostic{o.sign_key, {}, e.what(),
-                                  "give the .key file written by `trainlock keygen`"});
+      throw InputError(
+          Diagnostic{o.sign_key, {}, e.what(), "give the .key file written by `trainlock keygen`"});
     }
   }
   if (o.out.empty()) o.out = DefaultReportPath(o.dir).string();
@@ -158,10 +168,9 @@ int ValidateInImage(ValidateOptions& o) {
   std::vector<std::string> argv = {"/usr/local/bin/trainlock-validate", kProjectMount, "--out",
                                    std::string(kOutMount) + "/report.json"};
   argv.insert(argv.end(), o.passthrough.begin(), o.passthrough.end());
-  const int code = RunInImage(image, o.run,
-                              {{fs::absolute(o.dir), kProjectMount, true},
-                               {out.path(), kOutMount, false}},
-                              {}, argv);
+  const int code = RunInImage(
+      image, o.run, {{fs::absolute(o.dir), kProjectMount, true}, {out.path(), kOutMount, false}},
+      {}, argv);
   if (!fs::exists(out.path() / "report.json")) {
     std::cerr << "trainlock: error: the validator in " << image.ref << " wrote no report (exit "
               << code << ")\n";
@@ -173,10 +182,10 @@ int ValidateInImage(ValidateOptions& o) {
     if (!name.starts_with("report") || entry.path().extension() != ".json") continue;
     nlohmann::json report = BindReport(entry.path(), project, image);
     if (!pem.empty()) SignReport(report, pem);
-    const fs::path dest = name == "report.json"
-                              ? fs::path(o.out)
-                              : fs::path(o.out).parent_path() / (fs::path(o.out).stem().string() +
-                                                                 name.substr(6));
+    const fs::path dest =
+        name == "report.json"
+            ? fs::path(o.out)
+            : fs::path(o.out).parent_path() / (fs::path(o.out).stem().string() + name.substr(6));
     if (dest.has_parent_path()) fs::create_directories(dest.parent_path());
     WriteFileAtomically(dest, SignedReportText(report));
     if (name == "report.json" && o.json) std::cout << report.dump(2) << "\n";
@@ -190,10 +199,14 @@ int RunValidate(ValidateOptions& options) {
   TakeHostOptions(options);
   if (options.image.empty()) {
     if (!options.run.engine.empty() || !options.run.storage.root.empty() || options.no_tls_verify)
-      throw InputError(Diagnostic{"--engine", {}, "--engine, --storage-root/-driver and --no-tls-verify "
-                                                  "go with --image", ""});
+      throw InputError(Diagnostic{"--engine",
+                                  {},
+                                  "--engine, --storage-root/-driver and --no-tls-verify "
+                                  "go with --image",
+                                  ""});
     // Without an image the validator finishes its own report.
-    if (!options.out.empty()) options.passthrough.insert(options.passthrough.end(), {"--out", options.out});
+    if (!options.out.empty())
+      options.passthrough.insert(options.passthrough.end(), {"--out", options.out});
     if (!options.sign_key.empty())
       options.passthrough.insert(options.passthrough.end(), {"--sign", options.sign_key});
     if (options.json) options.passthrough.push_back("--json");
@@ -204,7 +217,7 @@ int RunValidate(ValidateOptions& options) {
 
 }  // namespace
 
-Command RegisterValidate(CLI::App& app, const GlobalOptions&) {
+Command RegisterValidate(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<ValidateOptions>();
   CLI::App* cmd = app.add_subcommand(
       "validate",
@@ -212,11 +225,15 @@ Command RegisterValidate(CLI::App& app, const GlobalOptions&) {
       "step and the train -> checkpoint -> SIGKILL -> restore -> resume round trip, writing\n"
       "report.json. Options after DIR go to the validator (see trainlock-validate --help):\n"
       "--out FILE, --checkpoint-dir DIR, --device auto|cpu|cuda, --threads N, --timeout S,\n"
-      "--keep-work, --json, --negative-control rng|data|corrupt, --sign KEY. With --image REF\n"
+      "--keep-work, --json, --progress auto|terminal|log|json|none, -q, --negative-control\n"
+      "rng|data|corrupt, --sign KEY. With --image REF\n"
       "the validator inside that image runs (through buildah, podman or docker, with the GPUs\n"
       "passed through) on DIR mounted read-only; the report is then bound to the image digest\n"
       "the engine resolved and signed on the host. Exit 0 pass, 1 fail.");
-  cmd->add_option("DIR", options->dir, "Project directory")->capture_default_str();
+  cmd->add_option("DIR", options->dir,
+                  "Project directory (or its trainlock.lock or trainlock.toml)")
+      ->transform(ProjectDirArgument())
+      ->capture_default_str();
   cmd->add_option("--image", options->image,
                   "Validate inside this image (REF or REF@sha256:...), pulled when not local");
   cmd->add_option("--engine", options->run.engine,
@@ -232,8 +249,18 @@ Command RegisterValidate(CLI::App& app, const GlobalOptions&) {
   // Everything after DIR is the validator's, global options included: nothing falls through
   // to trainlock's own parser (main.cc turns fallthrough on for the other commands).
   cmd->fallthrough(false);
-  return [options, cmd] {
+  return [options, cmd, &global] {
     options->passthrough = cmd->remaining();
+    // `trainlock -q validate` and `-v`: the validator's own -q and -v, unless it was told
+    // otherwise.
+    const auto& p = options->passthrough;
+    if (global.quiet() && std::find(p.begin(), p.end(), "--progress") == p.end() &&
+        std::find(p.begin(), p.end(), "-q") == p.end())
+      options->passthrough.push_back("-q");
+    if (global.verbosity > 0 && std::find(p.begin(), p.end(), "-v") == p.end())
+      options->passthrough.push_back("-v");
+    if (global.progress != "auto" && std::find(p.begin(), p.end(), "--progress") == p.end())
+      options->passthrough.insert(options->passthrough.end(), {"--progress", global.progress});
     return RunValidate(*options);
   };
 }

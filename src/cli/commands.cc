@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "base/diagnostic.h"
+#include "project/artifact_paths.h"
 #include "project/project.h"
 
 namespace trainlock::cli {
@@ -15,10 +16,30 @@ std::string LockDirOf(const std::string& lock_option) {
     return lock_option;  // a directory, or a missing one that loading reports
   }
   if (path.filename() != kLockFile) {
-    throw InputError(Diagnostic{lock_option, {}, "is not a trainlock.lock",
+    throw InputError(Diagnostic{lock_option,
+                                {},
+                                "is not a trainlock.lock",
                                 "give the lock file or the project directory holding it"});
   }
   return path.has_parent_path() ? path.parent_path().string() : ".";
+}
+
+CLI::Validator ProjectDirArgument() {
+  return CLI::Validator(ProjectDirFromArgument, "DIR", "project directory");
+}
+
+std::string ReportPathOf(const std::string& argument) {
+  std::error_code ec;
+  if (argument.empty()) return DefaultReportPath(".").string();
+  if (std::filesystem::is_directory(argument, ec)) return DefaultReportPath(argument).string();
+  return argument;
+}
+
+std::unique_ptr<Progress> MakeProgress(const GlobalOptions& global, const std::string& source) {
+  // main.cc accepted only names ParseProgressStyle knows.
+  ProgressStyle style = ParseProgressStyle(global.progress).value_or(ProgressStyle::kNone);
+  if (global.quiet()) style = ProgressStyle::kNone;
+  return std::make_unique<Progress>(style, source);
 }
 
 Catalog LoadCatalog(const GlobalOptions& global) {

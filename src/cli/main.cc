@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/exit_code.h"
+#include "base/progress_option.h"
 #include "base/suggest.h"
 #include "base/version_info.h"
 #include "cli/commands.h"
@@ -142,6 +143,7 @@ int main(int argc, char** argv) {
   app.add_flag_function(
       "-v,--verbose", [&global](int64_t n) { global.verbosity += static_cast<int>(n); },
       "Say more about each step (repeat for more)");
+  AddProgressOption(app, global.progress, "long steps (validate, lock, fetch, image build)");
 
   std::map<CLI::App*, Command> commands;
   for (auto registrar :

@@ -195,18 +195,25 @@ BuiltImageResult BuildImage(const fs::path& project_dir, const ImageBuildOptions
   }
   BuiltImageResult result;
   result.engine = PickEngine(o.engine);
+  Progress quiet(ProgressStyle::kNone, "");
+  Progress& progress = o.progress ? *o.progress : quiet;
+  progress.Begin("staging the build context");
   const fs::path context = StageContext(project_dir, project, o);
   const fs::path work = context.parent_path() / ("build-" + o.image.target + "-out");
   fs::remove_all(work);
   fs::create_directories(work);
+  progress.Begin("building the " + o.image.target + " image with " + result.engine);
   const std::string first = BuildOnce(result.engine, o, context, 1);
+  progress.Begin(o.push.empty() ? "writing the image as an OCI layout" : "pushing to " + o.push);
   auto destination = [&](int n) {
     return o.push.empty() ? "oci:" + (work / ("image-" + std::to_string(n))).string()
                           : "docker://" + o.push;
   };
   result.digest = PushOnce(result.engine, o, first, destination(1), work / "digest-1");
   if (o.verify_reproducible) {
+    progress.Begin("building it again (--verify-reproducible)");
     const std::string second = BuildOnce(result.engine, o, context, 2);
+    progress.Begin("writing the second build");
     result.second_digest = PushOnce(result.engine, o, second, destination(2), work / "digest-2");
     if (result.second_digest != result.digest) {
       throw Failure("not reproducible: the first build is " + result.digest + ", the second " +
@@ -214,6 +221,7 @@ BuiltImageResult BuildImage(const fs::path& project_dir, const ImageBuildOptions
                     kExitVerdict);
     }
   }
+  progress.End();
   if (!o.push.empty()) result.ref = o.push;
   return result;
 }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/failure.h"
+#include "base/progress.h"
 #include "image/engine.h"
 #include "image/image_generate.h"
 
@@ -24,6 +25,7 @@ struct ImageBuildOptions {
   std::filesystem::path source_dir;     // trainlock's sources, for the generated Containerfile
   bool tls_verify = true;               // false for a plain-HTTP registry (loopback tests)
   EngineStorage storage;                // buildah/podman storage; no root = the engine's default
+  Progress* progress = nullptr;         // told of each step (stage, build, push); may be null
 };
 
 struct BuiltImageResult {

@@ -8,6 +8,18 @@
 
 namespace trainlock {
 
+std::string ProjectDirFromArgument(std::string& value) {
+  const std::filesystem::path path = value;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return "";  // loading says what is wrong
+  if (path.filename() != kLockFile && path.filename() != kManifestFile) {
+    return value + " is a file, not a project directory: give the directory, its " + kManifestFile +
+           " or its " + kLockFile;
+  }
+  value = path.has_parent_path() ? path.parent_path().string() : ".";
+  return "";
+}
+
 std::string DisplayPath(const std::filesystem::path& dir, const std::string& name) {
   std::filesystem::path joined = (dir / name).lexically_normal();
   return joined.string();

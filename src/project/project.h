@@ -45,6 +45,12 @@ Project LoadProject(const std::filesystem::path& dir,
 // which say what the caller needed it for.
 const Spec& RequireLock(const Project& project, std::string message, std::string hint = {});
 
+// A project argument as users give it: the directory, or its trainlock.lock or trainlock.toml
+// (then `value` becomes the directory holding it). Returns "" when `value` is (now) a
+// directory to load, or a missing path that loading reports; else why it is refused (another
+// file is not a project). The shape of a CLI11 transform.
+std::string ProjectDirFromArgument(std::string& value);
+
 // "dir/name" as a user would write it ("name" when dir is ".").
 std::string DisplayPath(const std::filesystem::path& dir, const std::string& name);
 

@@ -290,13 +290,4 @@ std::vector<std::string> ReportSchemaViolations(const nlohmann::json& report) {
   return checker.problems;
 }
 
-std::string NowRfc3339() {
-  std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return buf;
-}
-
 }  // namespace trainlock

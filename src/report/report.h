@@ -88,7 +88,4 @@ bool IsFailingCheck(std::string_view status, bool required);
 // to trainlock.report/v1.
 std::vector<std::string> ReportSchemaViolations(const nlohmann::json& report);
 
-// The current UTC time as RFC 3339 with seconds ("2026-11-29T21:33:10Z").
-std::string NowRfc3339();
-
 }  // namespace trainlock

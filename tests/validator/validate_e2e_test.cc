@@ -5,10 +5,13 @@
 #include <cmath>
 #include <future>
 #include <optional>
+#include <regex>
 #include <set>
+#include <sstream>
 
 #include "base/sha256.h"
 #include "llama.h"
+#include "project/check_ids.h"
 #include "project/project.h"
 #include "report/report.h"
 #include "safetensors.h"
@@ -142,6 +145,61 @@ TEST_F(ValidateTiny, ReportConformsToTheSchemaAndCarriesTheLockIdentity) {
   EXPECT_EQ(pass().report["lock_sha256"].get<std::string>() + "\n", hash.out);
 }
 
+TEST_F(ValidateTiny, ALogGetsATimestampedLineForEachPhaseAndEachCheckOnce) {
+  // stderr is a pipe here, as in CI, `kubectl logs` or a Slurm .out file: --progress auto is log.
+  const std::string& err = pass().run.err;
+  EXPECT_TRUE(std::regex_search(
+      err, std::regex(R"((^|\n)\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ trainlock-validate: train\.step, )"
+                      R"(train\.roundtrip on cpu)")))
+      << err;
+  EXPECT_NE(err.find("trainlock-validate: done train.step, train.roundtrip on cpu"),
+            std::string::npos)
+      << err;
+  for (std::string_view id : kCheckIds) {
+    const std::string line = "trainlock-validate: check " + std::string(id) + " ";
+    const size_t first = err.find(line);
+    EXPECT_NE(first, std::string::npos) << id << "\n" << err;
+    EXPECT_EQ(err.find(line, first + 1), std::string::npos) << id << " announced twice";
+  }
+}
+
+TEST(ValidateProgress, JsonLinesCarryEveryCheckForMachines) {
+  Validation v = Validate({"--only", "env.versions", "--progress", "json"});
+  EXPECT_EQ(v.run.exit_code, 0) << v.run.err;
+  std::istringstream lines(v.run.err);
+  int checks = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("{")) continue;
+    nlohmann::json event = nlohmann::json::parse(line);
+    EXPECT_TRUE(event["time"].is_string());
+    if (event["event"] == "check") {
+      ++checks;
+      EXPECT_TRUE(event["status"].is_string());
+    }
+  }
+  EXPECT_EQ(checks, static_cast<int>(kCheckIds.size())) << v.run.err;
+}
+
+TEST(ValidateProgress, QuietWritesNoProgress) {
+  Validation v = Validate({"--only", "env.versions", "-q"});
+  EXPECT_EQ(v.run.exit_code, 0) << v.run.err;
+  EXPECT_EQ(v.run.err.find("trainlock-validate: check"), std::string::npos) << v.run.err;
+  EXPECT_NE(v.run.out.find("verdict: pass"), std::string::npos) << v.run.out;
+}
+
+TEST(ValidateProgress, VerboseShowsEachChecksMetricsInTheSummary) {
+  Validation plain = Validate({"--only", "env.versions"});
+  Validation verbose = Validate({"--only", "env.versions", "-v"});
+  EXPECT_EQ(plain.run.out.find("metrics: "), std::string::npos) << plain.run.out;
+  EXPECT_NE(verbose.run.out.find("metrics: {"), std::string::npos) << verbose.run.out;
+}
+
+TEST(ValidateProgress, AnUnknownProgressStyleIsBadInput) {
+  Validation v = Validate({"--progress", "xml"});
+  EXPECT_EQ(v.run.exit_code, 2);
+  EXPECT_NE(v.run.err.find("auto, terminal, log, json or none"), std::string::npos) << v.run.err;
+}
+
 TEST(ValidateNegativeControl, SkippingTheRngRestoreFailsTheRoundtrip) {
   Validation v = Validate({"--negative-control", "rng"});
   EXPECT_EQ(v.run.exit_code, 1);
@@ -221,7 +279,8 @@ TEST(ValidateCheckpointDir, TwoRunsSharingItAtOnceBothPass) {
           std::string("1"), std::string("--checkpoint-dir"), shared.path().string(),
           // The checks that write checkpoints: two runs probing one GPU at once would measure
           // each other, which is not what this test is about.
-          std::string("--only"), std::string("train.step,train.roundtrip,train.eval,ckpt.portable")})
+          std::string("--only"),
+          std::string("train.step,train.roundtrip,train.eval,ckpt.portable")})
       argv.push_back(a);
     return testing::RunCommand(argv);
   };

@@ -1,0 +1,150 @@
+// Progress on stderr in each style: what a log, a machine and a terminal get, and that none of
+// them lets a hostile check summary reach the terminal as escapes.
+#include "base/progress.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace trainlock {
+namespace {
+
+// What a Progress wrote, read back from its temporary file.
+class Captured {
+ public:
+  Captured() : file_(std::tmpfile()) {}
+  ~Captured() { std::fclose(file_); }
+  std::FILE* file() { return file_; }
+  std::vector<std::string> Lines() {
+    std::fflush(file_);
+    std::rewind(file_);
+    std::string text;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, file_)) > 0) text.append(buf, n);
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  }
+
+ private:
+  std::FILE* file_;
+};
+
+TEST(Progress, ALogGetsATimestampedLineWhenAPhaseBeginsAndEnds) {
+  Captured out;
+  {
+    Progress p(ProgressStyle::kLog, "trainlock-validate", out.file());
+    p.Begin("train.roundtrip on cuda:0");
+    p.End();
+  }
+  std::vector<std::string> lines = out.Lines();
+  ASSERT_EQ(lines.size(), 2u);
+  const std::string stamp = R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ )";
+  EXPECT_TRUE(std::regex_match(lines[0],
+                               std::regex(stamp + "trainlock-validate: train.roundtrip on cuda:0")))
+      << lines[0];
+  EXPECT_TRUE(std::regex_match(
+      lines[1],
+      std::regex(stamp + R"(trainlock-validate: done train.roundtrip on cuda:0 \(\d+\.\d s\))")))
+      << lines[1];
+}
+
+TEST(Progress, ALogGetsEachCompletedCheckOnceWithItsStatusAndSummary) {
+  Captured out;
+  {
+    Progress p(ProgressStyle::kLog, "trainlock-validate rank 1", out.file());
+    p.Checked("env.driver", "pass", 0.01, "driver 580.159.04");
+    p.Checked("env.driver", "pass", 0.01, "driver 580.159.04");  // announced again: ignored
+  }
+  std::vector<std::string> lines = out.Lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("trainlock-validate rank 1: check env.driver pass (0.0 s): driver "
+                          "580.159.04"),
+            std::string::npos)
+      << lines[0];
+}
+
+TEST(Progress, JsonLinesCarryTheEventsForMachines) {
+  Captured out;
+  {
+    Progress p(ProgressStyle::kJson, "trainlock-validate", out.file());
+    p.Begin("ops.custom");
+    p.Checked("ops.custom", "fail", 4.5, "relu_plus: forward differs");
+    p.End();
+  }
+  std::vector<std::string> lines = out.Lines();
+  ASSERT_EQ(lines.size(), 3u);
+  nlohmann::json begin = nlohmann::json::parse(lines[0]), check = nlohmann::json::parse(lines[1]),
+                 end = nlohmann::json::parse(lines[2]);
+  EXPECT_EQ(begin["event"], "begin");
+  EXPECT_EQ(begin["phase"], "ops.custom");
+  EXPECT_EQ(begin["source"], "trainlock-validate");
+  EXPECT_FALSE(begin.contains("seconds"));
+  EXPECT_EQ(check["event"], "check");
+  EXPECT_EQ(check["check"], "ops.custom");
+  EXPECT_EQ(check["status"], "fail");
+  EXPECT_EQ(check["summary"], "relu_plus: forward differs");
+  EXPECT_DOUBLE_EQ(check["seconds"].get<double>(), 4.5);
+  EXPECT_EQ(end["event"], "end");
+  EXPECT_TRUE(end["seconds"].is_number());
+  EXPECT_TRUE(std::regex_match(begin["time"].get<std::string>(),
+                               std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")));
+}
+
+TEST(Progress, NoneWritesNothing) {
+  Captured out;
+  {
+    Progress p(ProgressStyle::kNone, "trainlock-validate", out.file());
+    p.Begin("train.step");
+    p.Checked("train.step", "pass", 0.4, "step 0.4 s");
+    p.End();
+  }
+  EXPECT_TRUE(out.Lines().empty());
+}
+
+TEST(Progress, ATerminalShowsEachCheckAsItCompletesAndThePhaseWhenItEnds) {
+  Captured out;
+  {
+    Progress p(ProgressStyle::kTerminal, "trainlock-validate", out.file());
+    p.Begin("env.arch, perf.*: measuring each device");
+    p.Checked("env.arch", "pass", 0.0, "sm_90");
+    p.End();
+  }
+  std::string all;
+  for (const std::string& line : out.Lines()) all += line + "\n";
+  EXPECT_NE(all.find("env.arch"), std::string::npos);
+  EXPECT_NE(all.find("pass"), std::string::npos);
+  EXPECT_NE(all.find("done env.arch, perf.*: measuring each device ("), std::string::npos) << all;
+}
+
+TEST(Progress, AHostileSummaryReachesALogAsTextNotEscapes) {
+  Captured out;
+  {
+    Progress p(ProgressStyle::kLog, "trainlock-validate", out.file());
+    p.Checked("ext.command", "fail", 1, "exit 1: \x1b]0;pwned\x07\x1b[2J\rok");
+  }
+  std::vector<std::string> lines = out.Lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].find('\x1b'), std::string::npos) << lines[0];
+  EXPECT_EQ(lines[0].find('\r'), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("\\x1b]0;pwned"), std::string::npos) << lines[0];
+}
+
+TEST(Progress, StyleNamesParseAndAnUnknownOneIsRefused) {
+  EXPECT_EQ(ParseProgressStyle("log"), ProgressStyle::kLog);
+  EXPECT_EQ(ParseProgressStyle("json"), ProgressStyle::kJson);
+  EXPECT_EQ(ParseProgressStyle("none"), ProgressStyle::kNone);
+  EXPECT_EQ(ParseProgressStyle("terminal"), ProgressStyle::kTerminal);
+  EXPECT_TRUE(ParseProgressStyle("auto").has_value());
+  EXPECT_FALSE(ParseProgressStyle("xml").has_value());
+}
+
+}  // namespace
+}  // namespace trainlock
