@@ -2,7 +2,8 @@
 # Fuzzing on a machine without clang (the device machine: many cores, no compiler for
 # libFuzzer): `pack` builds the fuzz targets here and packs them, stripped, with the two
 # libraries that machine lacks (Debian's yaml-cpp 0.7 and toml++) into .fuzzbin/fuzzbin.tar.xz
-# (git-ignored; carry it); `run` unpacks them there and runs bench/fuzz_campaign.sh with every
+# and the corpora grown so far (build/fuzz/campaign) into .fuzzbin/corpus.tar.xz (git-ignored;
+# carry .fuzzbin); `run` unpacks them there and runs bench/fuzz_campaign.sh with every
 # target at once, then packs the record and any findings into $OUT/fuzz.tar to bring back
 # (unpack it in the repository root: bench/results/<date>-fuzz and tests/fuzz/regressions) and
 # the grown corpora into $OUT/corpus.tar.xz (build/fuzz/campaign) when under 15 MiB.
@@ -23,12 +24,18 @@ case ${1:-} in
     done
     tar -C "$stage" -cJf "$pack" .
     rm -rf "$stage"
+    # The grown corpora too, so that the next run goes on from them.
+    if [ -d "$src/build/fuzz/campaign" ]; then
+      (cd "$src" && tar -cJf .fuzzbin/corpus.tar.xz --exclude='*.log*' build/fuzz/campaign)
+    fi
     ls -l "$pack"
     ;;
   run)
     seconds=$2
     bin=$src/build/fuzz/prebuilt
     rm -rf "$bin" && mkdir -p "$bin" && tar -C "$bin" -xJf "$pack"
+    # The corpora an earlier run grew, when carried (`pack` puts them beside the binaries).
+    if [ -f "$src/.fuzzbin/corpus.tar.xz" ]; then tar -C "$src" -xJf "$src/.fuzzbin/corpus.tar.xz"; fi
     export LD_LIBRARY_PATH=$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     FUZZ_BIN=$bin FUZZ_JOBS=7 FUZZ_WORKERS=${FUZZ_WORKERS:-4} "$src/bench/fuzz_campaign.sh" "$seconds" || true
     (cd "$src" && tar -cf "${OUT:?}/fuzz.tar" bench/results/*-fuzz $(ls -d tests/fuzz/regressions 2>/dev/null))
