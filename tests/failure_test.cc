@@ -77,12 +77,23 @@ TEST(FailureExitStatus, ImageBuildFailureReachesTheProcessUnderItsCommand) {
 TEST(FailureExitStatus, LockFailureSaysNothingWasWritten) {
   testing::TempDir tmp;
   const auto project = testing::UnlockedTiny(tmp.path() / "p", "localhost:5000/test/x:v1");
-  auto r = testing::RunTrainlock({"lock", project.string(), "--offline"});
+  auto r = testing::RunTrainlock({"lock", project.string(), "--offline", "--progress", "none"});
   EXPECT_EQ(r.exit_code, kExitVerdict);
   EXPECT_EQ(r.err,
             "trainlock lock: targets.cpu.base localhost:5000/test/x:v1 is not pinned and "
             "--offline does not ask the registry\n"
             "trainlock lock: nothing written\n");
+}
+
+TEST(FailureExitStatus, AStepCutShortByAnErrorIsLoggedAsStoppedNotDone) {
+  testing::TempDir tmp;
+  const auto project = testing::UnlockedTiny(tmp.path() / "p", "localhost:5000/test/x:v1");
+  auto r = testing::RunTrainlock({"lock", project.string(), "--offline"});  // stderr: a log
+  EXPECT_EQ(r.exit_code, kExitVerdict);
+  EXPECT_NE(r.err.find("trainlock lock: stopped locking offline from the existing lock ("),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("trainlock lock: done "), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -135,6 +136,21 @@ TEST(Progress, AHostileSummaryReachesALogAsTextNotEscapes) {
   EXPECT_EQ(lines[0].find('\x1b'), std::string::npos) << lines[0];
   EXPECT_EQ(lines[0].find('\r'), std::string::npos) << lines[0];
   EXPECT_NE(lines[0].find("\\x1b]0;pwned"), std::string::npos) << lines[0];
+}
+
+TEST(Progress, APhaseAnErrorCutsShortEndsAsStoppedNotDone) {
+  Captured out;
+  try {
+    Progress p(ProgressStyle::kLog, "trainlock fetch", out.file());
+    p.Begin("model org/name: model.safetensors");
+    throw std::runtime_error("connection reset");
+  } catch (const std::runtime_error&) {
+  }
+  std::vector<std::string> lines = out.Lines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[1].find("trainlock fetch: stopped model org/name: model.safetensors ("),
+            std::string::npos)
+      << lines[1];
 }
 
 TEST(Progress, StyleNamesParseAndAnUnknownOneIsRefused) {

@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <exception>
+
 #include <nlohmann/json.hpp>
 
 #include "base/terminal_text.h"
@@ -27,6 +29,9 @@ ProgressStyle Progress::AutoStyle() {
 }
 
 Progress::~Progress() {
+  // A phase still running when an exception unwinds past its owner did not finish: say so
+  // instead of "done".
+  stopped_ = std::uncaught_exceptions() > 0;
   End();
 }
 
@@ -66,7 +71,7 @@ void Progress::EndLocked() {
   }
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  WriteEvent("end", what_, elapsed, "", "");
+  WriteEvent(stopped_ ? "stopped" : "end", what_, elapsed, "", "");
 }
 
 void Progress::Checked(const std::string& id, const std::string& status, double duration_s,
@@ -97,8 +102,9 @@ void Progress::Tick() {
 void Progress::DrawTerminal(bool final_line) {
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   // \r and erase-line redraw in place; the final line ends with a newline.
-  std::fprintf(out_, "\r\033[K%s %s (%.1f s)%s", final_line ? "done" : "....",
-               TerminalLine(what_).c_str(), elapsed, final_line ? "\n" : "");
+  std::fprintf(out_, "\r\033[K%s %s (%.1f s)%s",
+               final_line ? (stopped_ ? "stopped" : "done") : "....", TerminalLine(what_).c_str(),
+               elapsed, final_line ? "\n" : "");
   std::fflush(out_);
 }
 
@@ -125,6 +131,7 @@ void Progress::WriteEvent(const char* event, const std::string& text, double sec
     std::string line = NowRfc3339() + " " + source_ + ": ";
     if (event_name == "begin") line += text;
     if (event_name == "end") line += "done " + text + took;
+    if (event_name == "stopped") line += "stopped " + text + took;
     if (event_name == "check") line += "check " + text + " " + status + took + ": " + summary;
     std::fprintf(out_, "%s\n", TerminalLine(line).c_str());
   }

@@ -20,7 +20,8 @@ enum class ProgressStyle {
   kNone,      // nothing (-q, --progress none)
   kTerminal,  // a line per phase redrawn in place while it runs; a line per completed check
   kLog,       // "2026-12-01T09:41:05Z SOURCE: ..." lines, one per phase start and end and check
-  kJson,      // one JSON object per line: {"time", "source", "event", ...}
+  kJson,      // one JSON object per line: {"time", "source", "event", ...}; events are begin,
+              // end, stopped (a phase an error cut short) and check
 };
 
 // "auto" (terminal when stderr is a TTY, else log), "terminal", "log", "json" or "none";
@@ -48,7 +49,8 @@ class Progress {
   // Starts a phase ("train.roundtrip: train -> checkpoint -> SIGKILL -> resume"); ends the
   // previous one if it is still running.
   void Begin(const std::string& what);
-  // Ends the current phase: "done <what> (12.3 s)".
+  // Ends the current phase: "done <what> (12.3 s)". Destroyed while an exception unwinds, a
+  // running phase ends as "stopped <what> (12.3 s)" (JSON event "stopped").
   void End();
   // A check that completed, announced once per id (a second call for the same id is ignored,
   // so callers may announce everything they have so far).
@@ -71,6 +73,7 @@ class Progress {
   std::atomic<bool> running_{false};
   std::thread ticker_;
   std::set<std::string> announced_;
+  bool stopped_ = false;  // the phase ended by an exception, not by End()
 };
 
 }  // namespace trainlock
