@@ -30,9 +30,20 @@ CLI::Validator ProjectDirArgument() {
 
 std::string ReportPathOf(const std::string& argument) {
   std::error_code ec;
-  if (argument.empty()) return DefaultReportPath(".").string();
-  if (std::filesystem::is_directory(argument, ec)) return DefaultReportPath(argument).string();
-  return argument;
+  const bool project = argument.empty() || std::filesystem::is_directory(argument, ec);
+  if (!project) return argument;
+  const std::string dir = argument.empty() ? "." : argument;
+  const std::string path = DefaultReportPath(dir).string();
+  // The project's own report is missing: say how it comes to be (a file the user named that
+  // is missing gets the plain "no such file" where it is read).
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) {
+    throw InputError(Diagnostic{
+        path,
+        {},
+        "cannot read: no such file",
+        "run `trainlock validate " + dir + "` first: it writes the report there (or give REPORT)"});
+  }
+  return path;
 }
 
 std::unique_ptr<Progress> MakeProgress(const GlobalOptions& global, const std::string& source) {
