@@ -253,14 +253,12 @@ Command RegisterValidate(CLI::App& app, const GlobalOptions& global) {
     options->passthrough = cmd->remaining();
     // `trainlock -q validate` and `-v`: the validator's own -q and -v, unless it was told
     // otherwise.
-    const auto& p = options->passthrough;
-    if (global.quiet() && std::find(p.begin(), p.end(), "--progress") == p.end() &&
-        std::find(p.begin(), p.end(), "-q") == p.end())
-      options->passthrough.push_back("-q");
-    if (global.verbosity > 0 && std::find(p.begin(), p.end(), "-v") == p.end())
-      options->passthrough.push_back("-v");
-    if (global.progress != "auto" && std::find(p.begin(), p.end(), "--progress") == p.end())
-      options->passthrough.insert(options->passthrough.end(), {"--progress", global.progress});
+    std::vector<std::string>& p = options->passthrough;
+    auto given = [&p](const char* flag) { return std::find(p.begin(), p.end(), flag) != p.end(); };
+    if (global.quiet() && !given("--progress") && !given("-q")) p.push_back("-q");
+    if (global.verbosity > 0 && !given("-v")) p.push_back("-v");
+    if (global.progress != "auto" && !given("--progress"))
+      p.insert(p.end(), {"--progress", global.progress});
     return RunValidate(*options);
   };
 }

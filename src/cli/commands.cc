@@ -10,18 +10,19 @@
 namespace trainlock::cli {
 
 std::string LockDirOf(const std::string& lock_option) {
-  const std::filesystem::path path = lock_option;
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec) || !std::filesystem::exists(path, ec)) {
-    return lock_option;  // a directory, or a missing one that loading reports
-  }
-  if (path.filename() != kLockFile) {
+  // --lock names the lock, so of the project's files only the lock; the rest is the one rule
+  // every project argument follows (ProjectDirFromArgument).
+  if (std::filesystem::is_regular_file(lock_option, ec) &&
+      std::filesystem::path(lock_option).filename() != kLockFile) {
     throw InputError(Diagnostic{lock_option,
                                 {},
                                 "is not a trainlock.lock",
                                 "give the lock file or the project directory holding it"});
   }
-  return path.has_parent_path() ? path.parent_path().string() : ".";
+  std::string dir = lock_option;
+  ProjectDirFromArgument(dir);  // a trainlock.lock: the directory holding it
+  return dir;
 }
 
 CLI::Validator ProjectDirArgument() {
