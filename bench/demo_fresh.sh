@@ -3,13 +3,14 @@
 # apt, ca-certificates and git in it), this working tree's tracked files copied in, then each
 # step of ci/demo.sh in a chroot, timed, on this machine's CPUs. Nothing comes
 # from a cache: the packages are downloaded and the build starts with an empty ccache.
-# Writes bench/results/<date>-demo/fresh.log.  Needs root and network to Debian's mirror.
+# Writes fresh.log and ninja_log.txt to $RESULTS (default bench/results/<date>-demo).
+# Needs root and network to Debian's mirror.
 #
-# Usage: sudo bench/demo_fresh.sh [ROOT]     (default ROOT: /tmp/trainlock-demo-root)
+# Usage: sudo [RESULTS=DIR] bench/demo_fresh.sh [ROOT]   (default ROOT: /tmp/trainlock-demo-root)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 root=${1:-/tmp/trainlock-demo-root}
-log=$src/bench/results/$(date -u +%F)-demo/fresh.log
+log=${RESULTS:-$src/bench/results/$(date -u +%F)-demo}/fresh.log
 mkdir -p "$(dirname "$log")"
 if [ ! -x "$root/usr/bin/apt-get" ]; then
   mmdebstrap --variant=apt --include=ca-certificates,git bookworm "$root"

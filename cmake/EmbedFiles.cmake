@@ -1,6 +1,7 @@
 # Script mode: writes OUTPUT, a C++ source defining FUNCTION() (default
 # EmbeddedCatalogFiles, declared in catalog_embedded.h) over the files listed in FILES (a
-# |-separated list). Bytes are emitted as hex so any content is safe.
+# |-separated list). Bytes are emitted as hex so any content is safe. The arrays are named after
+# FUNCTION so that two embedded sets can share a unity translation unit.
 if(NOT FUNCTION)
   set(FUNCTION EmbeddedCatalogFiles)
 endif()
@@ -14,11 +15,11 @@ foreach(file IN LISTS FILES)
   string(LENGTH "${hex}" hex_length)
   math(EXPR byte_count "${hex_length} / 2")
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "'\\\\x\\1'," bytes "${hex}")
-  string(APPEND body "const char kFile${index}[] = {${bytes} 0};\n")
-  string(APPEND entries "    {\"${name}\", std::string_view(kFile${index}, ${byte_count})},\n")
+  string(APPEND body "const char k${FUNCTION}${index}[] = {${bytes} 0};\n")
+  string(APPEND entries "    {\"${name}\", std::string_view(k${FUNCTION}${index}, ${byte_count})},\n")
   math(EXPR index "${index} + 1")
 endforeach()
-string(APPEND body "const EmbeddedFile kFiles[] = {\n${entries}};\n}  // namespace\n\n")
-string(APPEND body "std::span<const EmbeddedFile> ${FUNCTION}() { return kFiles; }\n\n}  // namespace trainlock\n")
+string(APPEND body "const EmbeddedFile k${FUNCTION}[] = {\n${entries}};\n}  // namespace\n\n")
+string(APPEND body "std::span<const EmbeddedFile> ${FUNCTION}() { return k${FUNCTION}; }\n\n}  // namespace trainlock\n")
 file(WRITE "${OUTPUT}.tmp" "${body}")
 file(COPY_FILE "${OUTPUT}.tmp" "${OUTPUT}" ONLY_IF_DIFFERENT)

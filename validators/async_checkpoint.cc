@@ -1,6 +1,7 @@
 // The asynchronous checkpoint save; see async_checkpoint.h.
 #include "async_checkpoint.h"
 
+#include "base/elapsed.h"
 #include "host_staging.h"
 
 #include <torch/cuda.h>
@@ -11,10 +12,6 @@ namespace trainlock::validate {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // Every tensor of a checkpoint, model first, in the order Start stages them.
 std::vector<const torch::Tensor*> TensorsOf(const CheckpointContents& c) {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "base/elapsed.h"
 #include "base/file_io.h"
 #include "base/safe_paths.h"
 #include "base/sha256.h"
@@ -20,18 +21,12 @@ namespace {
 constexpr const char* kManifest = "manifest.json";
 // The SHA-256 of manifest.json's bytes, so that a damaged manifest is refused too.
 constexpr const char* kManifestHash = "manifest.json.sha256";
-constexpr const char* kModelRole = "model";
-constexpr const char* kOptimizerRole = "optimizer";
 
 struct Shard {
   std::string role;  // kModelRole or kOptimizerRole
   std::string file;
   std::vector<NamedTensor> tensors;
 };
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 std::string StepName(int64_t step) {
   char buf[32];

@@ -6,6 +6,7 @@
 
 #include "base/diagnostic.h"
 #include "base/json_file.h"
+#include "base/safe_paths.h"
 #include "base/sha256.h"
 
 namespace trainlock::validate {
@@ -13,23 +14,11 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kModelRole = "model";
-constexpr const char* kOptimizerRole = "optimizer";
-
 // A string member, or nullopt when absent or not a string.
-std::optional<std::string> StringMember(const json& object, const char* key) {
+std::optional<std::string> OptionalStringMember(const json& object, const char* key) {
   auto it = object.find(key);
   if (it == object.end() || !it->is_string()) return std::nullopt;
   return it->get<std::string>();
-}
-
-// A file name that stays inside the checkpoint directory and prints on one line.
-bool IsPlainFileName(const std::string& name) {
-  if (name.empty() || name == "." || name == "..") return false;
-  for (unsigned char c : name) {
-    if (c == '/' || c == '\\' || c < 0x20 || c == 0x7f) return false;
-  }
-  return true;
 }
 
 // One file entry; an entry without a role (v1 manifests) takes its name's stem.
@@ -37,13 +26,13 @@ CheckpointFile FileOf(const json& entry, const std::string& where) {
   const std::string invalid = where + ": invalid file entry " + Quoted(entry.dump());
   if (!entry.is_object()) throw CheckpointError(invalid);
   CheckpointFile file;
-  file.path = StringMember(entry, "path").value_or("");
+  file.path = OptionalStringMember(entry, "path").value_or("");
   if (!IsPlainFileName(file.path)) throw CheckpointError(invalid + ": path is not a file name");
-  std::optional<std::string> role = StringMember(entry, "role");
+  std::optional<std::string> role = OptionalStringMember(entry, "role");
   file.role = role ? *role : file.path.substr(0, file.path.find('.'));
   if (file.role != kModelRole && file.role != kOptimizerRole)
     throw CheckpointError(invalid + ": role is neither model nor optimizer");
-  file.sha256 = StringMember(entry, "sha256").value_or("");
+  file.sha256 = OptionalStringMember(entry, "sha256").value_or("");
   if (!IsSha256Hex(file.sha256))
     throw CheckpointError(invalid + ": sha256 is not 64 lower-case hex characters");
   auto size = entry.find("size");
@@ -79,7 +68,7 @@ CheckpointManifest ParseCheckpointManifest(std::string_view text, const std::str
   std::optional<json> manifest = TryParseJsonText(text, &problem);
   if (!manifest) throw CheckpointError(not_manifest + ": " + problem);
   if (!manifest->is_object()) throw CheckpointError(not_manifest);
-  const std::string format = StringMember(*manifest, "format").value_or("");
+  const std::string format = OptionalStringMember(*manifest, "format").value_or("");
   auto files = manifest->find("files");
   auto step = manifest->find("step");
   if ((format != kCheckpointFormat && format != kCheckpointFormatV1) || files == manifest->end() ||

@@ -19,6 +19,10 @@ namespace trainlock::validate {
 inline constexpr const char* kCheckpointFormat = "trainlock.checkpoint/v2";
 inline constexpr const char* kCheckpointFormatV1 = "trainlock.checkpoint/v1";
 
+// The two roles of a checkpoint's tensor files.
+inline constexpr const char* kModelRole = "model";
+inline constexpr const char* kOptimizerRole = "optimizer";
+
 // A checkpoint that cannot be trusted; what() names the file and the mismatch.
 class CheckpointError : public std::runtime_error {
  public:

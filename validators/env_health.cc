@@ -1,5 +1,6 @@
 // env.health; see env_health.h.
 #include "env_health.h"
+#include "base/strings.h"
 
 #include <algorithm>
 #include <string>
@@ -7,12 +8,6 @@
 
 namespace trainlock::validate {
 namespace {
-
-std::string Join(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const std::string& p : parts) out += (out.empty() ? "" : "; ") + p;
-  return out;
-}
 
 bool NotSupported(const GpuProbe& g, const char* field) {
   return std::find(g.not_supported.begin(), g.not_supported.end(), field) != g.not_supported.end();
@@ -158,8 +153,8 @@ CheckResult HealthCheck(const NodeProbe& node) {
   if (node.gpus.empty())
     return Result(CheckStatus::kSkip, "no GPU to judge", "check env.devices", m);
   if (!problems.empty()) {
-    std::string summary = Join(problems);
-    if (!unknown.empty()) summary += "; unknown: " + Join(unknown);
+    std::string summary = JoinStrings(problems, "; ");
+    if (!unknown.empty()) summary += "; unknown: " + JoinStrings(unknown, "; ");
     return Result(CheckStatus::kFail, summary,
                   "drain the node: reset the GPU (pending remaps/retirements), enable ECC "
                   "(nvidia-smi -e 1, then reset), reseat or move it (PCIe link), send it for "
@@ -167,7 +162,7 @@ CheckResult HealthCheck(const NodeProbe& node) {
                   m);
   }
   if (!unknown.empty()) {
-    return Result(CheckStatus::kError, "NVML could not report: " + Join(unknown),
+    return Result(CheckStatus::kError, "NVML could not report: " + JoinStrings(unknown, "; "),
                   "a field that cannot be read is not healthy: check the driver (nvidia-smi -q) "
                   "and the container's access to the device",
                   m);

@@ -8,6 +8,7 @@
 
 #include "base/diagnostic.h"
 #include "base/json_file.h"
+#include "base/safe_paths.h"
 #include "project/hub_model_config.h"
 #include "safetensors.h"
 
@@ -33,15 +34,6 @@ nlohmann::json ReadJson(const fs::path& file) {
 // A value for a message: short, one line, no control bytes.
 std::string Shown(const nlohmann::json& value) {
   return Quoted(value.dump());
-}
-
-// A shard name from the index: a plain file name inside the model directory.
-bool IsPlainFileName(const std::string& name) {
-  if (name.empty() || name == "." || name == "..") return false;
-  for (unsigned char c : name) {
-    if (c == '/' || c == '\\' || c < 0x20 || c == 0x7f) return false;
-  }
-  return true;
 }
 
 // config.json must describe the shape the training config builds.

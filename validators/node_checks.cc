@@ -1,5 +1,6 @@
 // The env.* checks; see node_checks.h.
 #include "node_checks.h"
+#include "base/strings.h"
 
 #include <link.h>
 
@@ -11,12 +12,6 @@
 
 namespace trainlock::validate {
 namespace {
-
-std::string Join(const std::vector<std::string>& parts, const char* separator) {
-  std::string out;
-  for (const std::string& p : parts) out += (out.empty() ? "" : separator) + p;
-  return out;
-}
 
 CheckResult Make(const char* id, CheckStatus status, std::string summary, std::string remedy = {},
                  nlohmann::json metrics = nlohmann::json::object()) {
@@ -105,7 +100,7 @@ CheckResult Versions(const Target* target, const BuildInfo& build) {
     }
   }
   if (!problems.empty()) {
-    std::string summary = Join(problems, "; ");
+    std::string summary = JoinStrings(problems, "; ");
     return Make(
         "env.versions", CheckStatus::kFail, summary,
         "run the validator from the image built from this lock, or re-lock to what the image holds",
@@ -128,7 +123,7 @@ std::string HiddenNote(const NodeProbe& node, nlohmann::json& m) {
     indices.push_back(g.index);
   }
   m["not_visible"] = indices;
-  return "; " + Join(names, ", ") + " of the node not visible to this process " +
+  return "; " + JoinStrings(names, ", ") + " of the node not visible to this process " +
          "(CUDA_VISIBLE_DEVICES) and not judged";
 }
 
@@ -203,7 +198,7 @@ CheckResult Arch(const NodeProbe& node, const DeviceRuns& runs) {
                        std::to_string(node.gpus.size()) + " GPUs");
   }
   if (!problems.empty()) {
-    std::string summary = Join(problems, "; ");
+    std::string summary = JoinStrings(problems, "; ");
     return Make("env.arch", CheckStatus::kFail, summary,
                 "use a torch build (and custom-op libraries) compiled for this GPU's architecture, "
                 "or with PTX "

@@ -1,5 +1,6 @@
 // perf.matmul and perf.hbm; see perf_checks.h.
 #include "perf_checks.h"
+#include "base/strings.h"
 
 #include <cmath>
 #include <cstdio>
@@ -21,12 +22,6 @@ constexpr Measure kMeasures[] = {
     {"perf.matmul", "matmul_tflops", "TFLOP/s bf16 dense", 1, kMatmulFraction,
      &GpuModel::bf16_dense_tflops},
     {"perf.hbm", "copy_tbps", "GB/s device copy", 1000, kHbmFraction, &GpuModel::hbm_tbps}};
-
-std::string Join(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const std::string& p : parts) out += (out.empty() ? "" : "; ") + p;
-  return out;
-}
 
 // The findings of one measure over every GPU, by kind.
 struct Findings {
@@ -95,19 +90,20 @@ CheckResult Verdict(const Measure& measure, const Findings& f) {
   };
   if (!f.unmeasured.empty() || !f.implausible.empty()) {
     std::vector<std::string> parts = f.unmeasured;
-    if (!f.implausible.empty()) parts.push_back(Join(f.implausible) + ": above the datasheet peak");
-    return make(CheckStatus::kError, Join(parts) + ": not measured",
+    if (!f.implausible.empty())
+      parts.push_back(JoinStrings(f.implausible, "; ") + ": above the datasheet peak");
+    return make(CheckStatus::kError, JoinStrings(parts, "; ") + ": not measured",
                 "a device whose probe errored or whose timing did not wait for it has no "
                 "measurement: see the node worker's stderr (--keep-work), or report a validator "
                 "bug");
   }
   if (!f.slow.empty()) {
-    return make(CheckStatus::kFail, Join(f.slow) + " below the threshold",
+    return make(CheckStatus::kFail, JoinStrings(f.slow, "; ") + " below the threshold",
                 "a slow or throttled GPU: check env.health (clocks, thermal, power) and drain the "
                 "node");
   }
   if (!f.no_threshold.empty()) {
-    return make(CheckStatus::kSkip, "no threshold: " + Join(f.no_threshold),
+    return make(CheckStatus::kSkip, "no threshold: " + JoinStrings(f.no_threshold, "; "),
                 "add the GPU's datasheet numbers to lockfiles/compat/gpus.toml");
   }
   return make(CheckStatus::kPass, "slowest: " + f.slowest_text, "");

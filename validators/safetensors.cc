@@ -127,9 +127,10 @@ WrittenFile WriteSafetensors(const std::filesystem::path& file,
                        {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
-  std::string json = header.dump();
-  json.append((8 - json.size() % 8) % 8, ' ');  // align the data to 8 bytes, as HF does
-  uint64_t length = json.size();
+  std::string header_text = header.dump();
+  header_text.append((8 - header_text.size() % 8) % 8,
+                     ' ');  // align the data to 8 bytes, as HF does
+  uint64_t length = header_text.size();
   unsigned char prefix[8];
   for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>(length >> (8 * i));
 
@@ -150,7 +151,7 @@ WrittenFile WriteSafetensors(const std::filesystem::path& file,
     }
   };
   emit(prefix, sizeof prefix);
-  emit(json.data(), json.size());
+  emit(header_text.data(), header_text.size());
   for (const NamedTensor* t : sorted) {
     torch::Tensor c = t->tensor.detach().to(torch::kCPU).contiguous();
     emit(c.data_ptr(), static_cast<size_t>(c.numel()) * c.element_size());

@@ -8,8 +8,8 @@
 namespace trainlock::validate {
 namespace {
 
-SpawnOptions WorkerOptions(const std::vector<std::string>& argv,
-                           const std::filesystem::path& stderr_file) {
+SpawnOptions WorkerSpawnOptions(const std::vector<std::string>& argv,
+                                const std::filesystem::path& stderr_file) {
   SpawnOptions o;
   o.argv = argv;
   o.program = argv.at(0);    // a path: never looked up on PATH
@@ -24,7 +24,7 @@ SpawnOptions WorkerOptions(const std::vector<std::string>& argv,
 }  // namespace
 
 Child::Child(const std::vector<std::string>& argv, const std::filesystem::path& stderr_file)
-    : process_(WorkerOptions(argv, stderr_file)) {
+    : process_(WorkerSpawnOptions(argv, stderr_file)) {
   if (process_.pid() < 0) throw std::runtime_error(process_.start_error());
 }
 

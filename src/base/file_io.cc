@@ -17,7 +17,7 @@ namespace trainlock {
 
 namespace {
 
-[[noreturn]] void Refuse(const std::string& display, std::string why) {
+[[noreturn]] void RefuseInputFile(const std::string& display, std::string why) {
   throw InputError(Diagnostic{display, {}, std::move(why), {}});
 }
 
@@ -30,16 +30,16 @@ std::string CapText() {
 ScopedFd OpenRegularInput(const std::filesystem::path& file, const std::string& display) {
   ScopedFd fd(::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (!fd.valid()) {
-    Refuse(display, errno == ENOENT ? std::string("cannot read: no such file")
-                                    : std::string("cannot read: ") + std::strerror(errno));
+    RefuseInputFile(display, errno == ENOENT ? std::string("cannot read: no such file")
+                                             : std::string("cannot read: ") + std::strerror(errno));
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0)
-    Refuse(display, std::string("cannot read: ") + std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) Refuse(display, "cannot read: is a directory");
-  if (!S_ISREG(st.st_mode)) Refuse(display, "not a regular file");
+    RefuseInputFile(display, std::string("cannot read: ") + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) RefuseInputFile(display, "cannot read: is a directory");
+  if (!S_ISREG(st.st_mode)) RefuseInputFile(display, "not a regular file");
   if (static_cast<uintmax_t>(st.st_size) > kMaxInputFileBytes)
-    Refuse(display, "file is " + std::to_string(st.st_size) + " bytes; " + CapText());
+    RefuseInputFile(display, "file is " + std::to_string(st.st_size) + " bytes; " + CapText());
   return fd;
 }
 
@@ -54,10 +54,11 @@ std::string ReadInputFile(const std::filesystem::path& file, const std::string& 
   while (true) {
     const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) Refuse(display, std::string("cannot read: ") + std::strerror(errno));
+    if (n < 0) RefuseInputFile(display, std::string("cannot read: ") + std::strerror(errno));
     if (n == 0) return text;
     if (text.size() + static_cast<size_t>(n) > kMaxInputFileBytes)
-      Refuse(display, "more than " + std::to_string(kMaxInputFileBytes) + " bytes; " + CapText());
+      RefuseInputFile(display,
+                      "more than " + std::to_string(kMaxInputFileBytes) + " bytes; " + CapText());
     text.append(buffer, static_cast<size_t>(n));
   }
 }

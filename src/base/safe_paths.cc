@@ -40,7 +40,7 @@ std::string RandomSuffix() {
   return out;
 }
 
-[[noreturn]] void Refuse(const fs::path& path, const std::string& why) {
+[[noreturn]] void RefuseUnsafePath(const fs::path& path, const std::string& why) {
   throw InputError(Diagnostic{path.string(), {}, why, {}});
 }
 
@@ -86,21 +86,21 @@ ScopedFd OpenDirectoryBelow(const fs::path& root, const fs::path& below, bool cr
   std::error_code ec;
   if (create) fs::create_directories(root, ec);
   ScopedFd dir(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir.valid()) Refuse(root, std::string("cannot open: ") + std::strerror(errno));
+  if (!dir.valid()) RefuseUnsafePath(root, std::string("cannot open: ") + std::strerror(errno));
   fs::path at = root;
   for (const fs::path& part : below) {
     const std::string name = part.string();
     if (name.empty() || name == ".") continue;
     at /= part;
-    if (name == "..") Refuse(at, "leaves " + root.string());
+    if (name == "..") RefuseUnsafePath(at, "leaves " + root.string());
     constexpr int kFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
     int fd = ::openat(dir.get(), name.c_str(), kFlags);
     if (fd < 0 && errno == ENOENT && create) {
       if (::mkdirat(dir.get(), name.c_str(), 0755) != 0 && errno != EEXIST)
-        Refuse(at, std::string("cannot create: ") + std::strerror(errno));
+        RefuseUnsafePath(at, std::string("cannot create: ") + std::strerror(errno));
       fd = ::openat(dir.get(), name.c_str(), kFlags);
     }
-    if (fd < 0) Refuse(at, OpenProblem(dir.get(), name, errno));
+    if (fd < 0) RefuseUnsafePath(at, OpenProblem(dir.get(), name, errno));
     dir = ScopedFd(fd);
   }
   return dir;
@@ -109,13 +109,13 @@ ScopedFd OpenDirectoryBelow(const fs::path& root, const fs::path& below, bool cr
 ScopedFd CreateFileAt(int dir_fd, const std::string& name, const fs::path& display, mode_t mode) {
   struct stat st {};
   if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-    if (S_ISLNK(st.st_mode)) Refuse(display, kSymlink);
-    if (!S_ISREG(st.st_mode)) Refuse(display, "not a regular file (remove it)");
+    if (S_ISLNK(st.st_mode)) RefuseUnsafePath(display, kSymlink);
+    if (!S_ISREG(st.st_mode)) RefuseUnsafePath(display, "not a regular file (remove it)");
     ::unlinkat(dir_fd, name.c_str(), 0);  // a leftover of an interrupted run
   }
   ScopedFd fd(
       ::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
-  if (!fd.valid()) Refuse(display, std::string("cannot create: ") + std::strerror(errno));
+  if (!fd.valid()) RefuseUnsafePath(display, std::string("cannot create: ") + std::strerror(errno));
   return fd;
 }
 
@@ -123,13 +123,22 @@ ScopedFd OpenRegularFileAt(int dir_fd, const std::string& name, const fs::path& 
   ScopedFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd.valid()) {
     if (errno == ENOENT) return fd;
-    if (errno == ELOOP) Refuse(display, kSymlink);
-    Refuse(display, std::string("cannot read: ") + std::strerror(errno));
+    if (errno == ELOOP) RefuseUnsafePath(display, kSymlink);
+    RefuseUnsafePath(display, std::string("cannot read: ") + std::strerror(errno));
   }
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) Refuse(display, "not a regular file");
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    RefuseUnsafePath(display, "not a regular file");
   ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
   return fd;
+}
+
+bool IsPlainFileName(std::string_view name) {
+  if (name.empty() || name == "." || name == "..") return false;
+  for (unsigned char c : name) {
+    if (c == '/' || c == '\\' || c < 0x20 || c == 0x7f) return false;
+  }
+  return true;
 }
 
 }  // namespace trainlock

@@ -15,6 +15,11 @@
 
 namespace trainlock {
 
+// Whether `name` is a single path component that stays inside the directory it names a
+// file of and prints on one line: not empty, "." or "..", no '/', '\\' or control bytes. For
+// names that come from files we do not trust (shard indexes, checkpoint manifests).
+bool IsPlainFileName(std::string_view name);
+
 // A new directory PARENT/PREFIX<6 random characters> (mode 0700), made with mkdir, which never
 // reuses an existing name; PARENT is created first when missing. Throws std::runtime_error
 // naming the directory when it cannot be made.

@@ -23,7 +23,7 @@ uint32_t U16(const std::string& b, size_t at) {
 }
 uint32_t U32(const std::string& b, size_t at) { return U16(b, at) | U16(b, at + 2) << 16; }
 
-struct Member {
+struct ZipEntry {
   std::string name;
   uint32_t method = 0;
   uint64_t compressed = 0;
@@ -40,10 +40,11 @@ class Archive {
     ReadCentralDirectory();
   }
 
-  const std::vector<Member>& members() const { return members_; }
+  const std::vector<ZipEntry>& members() const { return members_; }
 
-  std::string Read(const Member& m, size_t max_bytes) {
-    if (m.size > max_bytes) Fail(m.name + " is larger than " + std::to_string(max_bytes) + " bytes");
+  std::string Read(const ZipEntry& m, size_t max_bytes) {
+    if (m.size > max_bytes)
+      Fail(m.name + " is larger than " + std::to_string(max_bytes) + " bytes");
     const std::string local = Bytes(m.local_offset, 30);
     if (U32(local, 0) != kLocalHeader) Fail("no local header for " + m.name);
     const uint64_t data = m.local_offset + 30 + U16(local, 26) + U16(local, 28);
@@ -88,8 +89,9 @@ class Archive {
     const std::string dir = Bytes(dir_offset, dir_size);
     size_t pos = 0;
     for (uint32_t i = 0; i < count; ++i) {
-      if (pos + 46 > dir.size() || U32(dir, pos) != kCentralHeader) Fail("corrupt central directory");
-      Member m;
+      if (pos + 46 > dir.size() || U32(dir, pos) != kCentralHeader)
+        Fail("corrupt central directory");
+      ZipEntry m;
       m.method = U16(dir, pos + 10);
       m.compressed = U32(dir, pos + 20);
       m.size = U32(dir, pos + 24);
@@ -103,7 +105,7 @@ class Archive {
     }
   }
 
-  std::string Inflate(const std::string& raw, const Member& m) {
+  std::string Inflate(const std::string& raw, const ZipEntry& m) {
     z_stream z{};
     if (inflateInit2(&z, -MAX_WBITS) != Z_OK) Fail("zlib init");
     std::string out(m.size, '\0');
@@ -121,7 +123,7 @@ class Archive {
   fs::path path_;
   std::ifstream in_;
   uint64_t size_ = 0;
-  std::vector<Member> members_;
+  std::vector<ZipEntry> members_;
 };
 
 }  // namespace
@@ -129,13 +131,13 @@ class Archive {
 std::vector<std::string> ZipMemberNames(const fs::path& zip) {
   std::vector<std::string> names;
   const Archive archive(zip);
-  for (const Member& m : archive.members()) names.push_back(m.name);
+  for (const ZipEntry& m : archive.members()) names.push_back(m.name);
   return names;
 }
 
 std::string ReadZipMember(const fs::path& zip, const std::string& name, size_t max_bytes) {
   Archive archive(zip);
-  for (const Member& m : archive.members()) {
+  for (const ZipEntry& m : archive.members()) {
     if (m.name == name) return archive.Read(m, max_bytes);
   }
   archive.Fail("no member " + name);

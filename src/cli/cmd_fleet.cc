@@ -14,7 +14,7 @@
 namespace trainlock::cli {
 namespace {
 
-struct GenerateOptions {
+struct FleetScriptOptions {
   std::string dir = ".";
   std::string out;      // "" = stdout
   std::string timeout;  // seconds, or a duration ("2h", "90m")
@@ -30,8 +30,8 @@ int64_t ParseTimeout(const std::string& text) {
       "--timeout", {}, "not a duration: " + Quoted(text), "seconds (7200) or e.g. 2h, 90m, 1h30m"});
 }
 
-int RunGenerate(const GenerateOptions& o, const GlobalOptions& global,
-                std::string (*generate)(const FleetOptions&)) {
+int WriteFleetScript(const FleetScriptOptions& o, const GlobalOptions& global,
+                     std::string (*generate)(const FleetOptions&)) {
   FleetOptions requested = o.fleet;
   requested.timeout_s = ParseTimeout(o.timeout);
   Project project = LoadProject(o.dir, ManifestRequirement::kOptional);
@@ -46,7 +46,7 @@ int RunGenerate(const GenerateOptions& o, const GlobalOptions& global,
 }
 
 // The options `k8s` and `slurm` share.
-void AddGenerateOptions(CLI::App* cmd, GenerateOptions& o) {
+void AddGenerateOptions(CLI::App* cmd, FleetScriptOptions& o) {
   cmd->add_option("DIR", o.dir, "Project directory holding trainlock.lock (or the lock file)")
       ->transform(ProjectDirArgument())
       ->capture_default_str();
@@ -93,7 +93,7 @@ Command RegisterFleet(CLI::App& app, const GlobalOptions& global) {
       "fleet", "Validate many nodes: generate a Kubernetes Job or Slurm script, summarise reports");
   fleet->require_subcommand(1);
 
-  auto k8s = std::make_shared<GenerateOptions>();
+  auto k8s = std::make_shared<FleetScriptOptions>();
   CLI::App* k8s_cmd = fleet->add_subcommand(
       "k8s",
       "Write a Kubernetes batch/v1 indexed Job validating --nodes nodes: one pod per node\n"
@@ -116,7 +116,7 @@ Command RegisterFleet(CLI::App& app, const GlobalOptions& global) {
       ->check(CLI::Range(1, 65536));
   k8s_cmd->add_option("--namespace", k8s->fleet.k8s_namespace, "Namespace of the Job");
 
-  auto slurm = std::make_shared<GenerateOptions>();
+  auto slurm = std::make_shared<FleetScriptOptions>();
   CLI::App* slurm_cmd = fleet->add_subcommand(
       "slurm",
       "Write an sbatch script validating --nodes nodes: one task per node with all GPUs,\n"
@@ -145,8 +145,8 @@ Command RegisterFleet(CLI::App& app, const GlobalOptions& global) {
   summarize_cmd->add_flag("--json", summarize->json, "Print the summary as JSON");
 
   return [&global, k8s, k8s_cmd, slurm, slurm_cmd, summarize] {
-    if (k8s_cmd->parsed()) return RunGenerate(*k8s, global, KubernetesJobYaml);
-    if (slurm_cmd->parsed()) return RunGenerate(*slurm, global, SlurmBatchScript);
+    if (k8s_cmd->parsed()) return WriteFleetScript(*k8s, global, KubernetesJobYaml);
+    if (slurm_cmd->parsed()) return WriteFleetScript(*slurm, global, SlurmBatchScript);
     return RunSummarize(*summarize);
   };
 }

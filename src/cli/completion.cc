@@ -1,5 +1,6 @@
 // Completion scripts from the command tree; see completion.h.
 #include "cli/completion.h"
+#include "base/strings.h"
 
 #include <functional>
 #include <vector>
@@ -38,16 +39,10 @@ std::vector<std::string> OptionNames(const CLI::Option& option) {
   return names;
 }
 
-std::string Join(const std::vector<std::string>& words) {
-  std::string out;
-  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
-  return out;
-}
-
 std::string SubcommandNames(const Node& node) {
   std::vector<std::string> names;
   for (const CLI::App* sub : node.subcommands) names.push_back(sub->get_name());
-  return Join(names);
+  return JoinStrings(names, " ");
 }
 
 std::string OptionWords(const Node& node) {
@@ -55,7 +50,7 @@ std::string OptionWords(const Node& node) {
   for (const CLI::Option* option : node.options) {
     for (const std::string& n : OptionNames(*option)) words.push_back(n);
   }
-  return Join(words);
+  return JoinStrings(words, " ");
 }
 
 // bash: the words before the cursor that name subcommands make the path; the path selects

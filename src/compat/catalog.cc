@@ -1,5 +1,6 @@
 // Loading the compatibility knowledge base; see catalog.h and lockfiles/README.md.
 #include "compat/catalog.h"
+#include "base/strings.h"
 
 #include <algorithm>
 
@@ -14,12 +15,6 @@ namespace {
 
 constexpr std::string_view kFiles[] = {"cuda-drivers.toml", "cuda-architectures.toml",
                                        "rocm-architectures.toml", "torch-builds.toml", "gpus.toml"};
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 Version RequireVersion(TomlFields& f, std::string_view key) {
   auto text = f.String(key, Need::kRequired);
@@ -132,11 +127,11 @@ Catalog Catalog::FromDirectory(const std::filesystem::path& dir) {
 }
 
 const GpuModel* Catalog::FindGpu(std::string_view name) const {
-  std::string wanted = Lower(name);
+  std::string wanted = AsciiLower(name);
   for (const GpuModel& gpu : gpus_) {
-    if (Lower(gpu.name) == wanted) return &gpu;
+    if (AsciiLower(gpu.name) == wanted) return &gpu;
     for (const std::string& alias : gpu.aliases) {
-      if (Lower(alias) == wanted) return &gpu;
+      if (AsciiLower(alias) == wanted) return &gpu;
     }
   }
   return nullptr;

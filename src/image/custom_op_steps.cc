@@ -1,5 +1,6 @@
 // Custom-op Containerfile steps; see custom_op_steps.h.
 #include "image/custom_op_steps.h"
+#include "base/strings.h"
 
 #include <filesystem>
 
@@ -8,16 +9,10 @@
 namespace trainlock {
 namespace {
 
-std::string Join(const std::vector<std::string>& items, const char* separator) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : separator) + item;
-  return out;
-}
-
 // The architectures as CMake options: the sample op library's names (examples/ops) and the
 // standard CMake ones, so a project's own CMake can read either.
 std::string ArchOptions(const std::string& target, const std::vector<std::string>& archs) {
-  const std::string list = Join(archs, ";");
+  const std::string list = JoinStrings(archs, ";");
   if (target == "cuda") {
     return " \\\n        -DTRAINLOCK_OPS_CUDA_ARCHS=\"" + list + "\" -DTRAINLOCK_OPS_CUDA_PTX=\"" +
            (archs.empty() ? "" : archs.back()) + "\" -DCMAKE_CUDA_ARCHITECTURES=\"" + list + "\"";

@@ -49,7 +49,7 @@ std::vector<std::string> AuthHeaders(const HubOptions& o) {
   return {"Authorization: Bearer " + token};
 }
 
-std::string StatusProblem(long status, const std::string& what) {
+std::string HubStatusProblem(long status, const std::string& what) {
   if (status == 401 || status == 403) {
     return what + ": " + std::to_string(status) +
            " unauthorized (a gated or private repository needs HF_TOKEN with access)";
@@ -81,7 +81,7 @@ HubRevision ResolveHubRevision(const std::string& kind, const std::string& repo,
   } catch (const HttpError& e) {
     throw Failure(what + ": Hub unreachable: " + e.what(), kExitEnvironment);
   }
-  if (r.status != 200) throw Failure(StatusProblem(r.status, what), kExitEnvironment);
+  if (r.status != 200) throw Failure(HubStatusProblem(r.status, what), kExitEnvironment);
   std::string problem;
   std::optional<HubRevisionAnswer> answer = ReadHubRevisionAnswer(r.body, &problem);
   if (!answer) throw Failure(what + ": " + problem, kExitEnvironment);
@@ -114,7 +114,7 @@ HubRevision ResolveHubRevision(const std::string& kind, const std::string& repo,
         throw Failure(what + ": " + path + ": " + e.what(), kExitEnvironment);
       }
       if (body.status != 200)
-        throw Failure(StatusProblem(body.status, what + ": " + path), kExitEnvironment);
+        throw Failure(HubStatusProblem(body.status, what + ": " + path), kExitEnvironment);
       if (s.size && *s.size != body.body.size()) {
         throw Failure(what + ": " + path + ": downloaded " + std::to_string(body.body.size()) +
                           " bytes but the Hub lists " + std::to_string(*s.size),
@@ -156,7 +156,7 @@ void DownloadHubFile(const std::string& kind, const std::string& repo, const std
   }
   if (d.status != 200) {
     discard();
-    throw Failure(StatusProblem(d.status, what), kExitEnvironment);
+    throw Failure(HubStatusProblem(d.status, what), kExitEnvironment);
   }
   if (d.bytes != file.size) {
     discard();

@@ -18,7 +18,7 @@
 namespace trainlock {
 namespace {
 
-constexpr const char* kAccept =
+constexpr const char* kManifestAccept =
     "Accept: application/vnd.oci.image.index.v1+json, "
     "application/vnd.oci.image.manifest.v1+json, "
     "application/vnd.docker.distribution.manifest.list.v2+json, "
@@ -82,9 +82,9 @@ std::string UrlEncode(const std::string& s) {
   return out;
 }
 
-class Resolver {
+class DigestResolver {
  public:
-  Resolver(const ImageRef& ref, const RegistryOptions& o)
+  DigestResolver(const ImageRef& ref, const RegistryOptions& o)
       : ref_(ref), o_(o), host_(RegistryApiHost(ref)), repo_(RegistryRepository(ref)) {}
 
   ResolvedImage Resolve();
@@ -102,7 +102,7 @@ class Resolver {
   std::string authorization_;  // "Authorization: ..." once authenticated
 };
 
-HttpResponse Resolver::Get(const std::string& url, const std::vector<std::string>& extra) {
+HttpResponse DigestResolver::Get(const std::string& url, const std::vector<std::string>& extra) {
   HttpRequest request;
   request.url = url;
   request.timeout_s = o_.timeout_s;
@@ -115,7 +115,7 @@ HttpResponse Resolver::Get(const std::string& url, const std::vector<std::string
   }
 }
 
-void Resolver::Authenticate(const HttpResponse& challenge) {
+void DigestResolver::Authenticate(const HttpResponse& challenge) {
   const std::string header = challenge.Header("www-authenticate");
   const std::string credentials = Credentials(host_, o_);
   if (header.rfind("Basic", 0) == 0) {
@@ -153,15 +153,15 @@ void Resolver::Authenticate(const HttpResponse& challenge) {
   authorization_ = "Authorization: Bearer " + value;
 }
 
-ResolvedImage Resolver::Resolve() {
+ResolvedImage DigestResolver::Resolve() {
   const std::string scheme = IsLoopback(host_) ? "http://" : "https://";
   const std::string reference =
       ref_.digest.empty() ? (ref_.tag.empty() ? "latest" : ref_.tag) : ref_.digest;
   const std::string url = scheme + host_ + "/v2/" + repo_ + "/manifests/" + reference;
-  HttpResponse r = Get(url, {kAccept});
+  HttpResponse r = Get(url, {kManifestAccept});
   if (r.status == 401) {
     Authenticate(r);
-    r = Get(url, {kAccept});
+    r = Get(url, {kManifestAccept});
   }
   if (r.status == 401 || r.status == 403)
     Fail(std::to_string(r.status) + " unauthorized: check the registry credentials");
@@ -213,7 +213,7 @@ std::string RegistryRepository(const ImageRef& ref) {
 }
 
 ResolvedImage ResolveImage(const ImageRef& ref, const RegistryOptions& options) {
-  return Resolver(ref, options).Resolve();
+  return DigestResolver(ref, options).Resolve();
 }
 
 }  // namespace trainlock

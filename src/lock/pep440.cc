@@ -1,6 +1,7 @@
 // PEP 440 versions and specifiers; see pep440.h. The ordering and the operators follow the
 // specification and the reference implementation (pypa/packaging), which pip and uv share.
 #include "lock/pep440.h"
+#include "base/strings.h"
 
 #include <algorithm>
 #include <cctype>
@@ -8,19 +9,6 @@
 
 namespace trainlock {
 namespace {
-
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string Trim(std::string_view text) {
-  const size_t begin = text.find_first_not_of(" \t");
-  if (begin == std::string_view::npos) return "";
-  const size_t end = text.find_last_not_of(" \t");
-  return std::string(text.substr(begin, end - begin + 1));
-}
 
 // At most 18 digits, so that every number fits an int64_t.
 std::optional<int64_t> Number(const std::string& digits) {
@@ -113,13 +101,12 @@ std::string PyVersion::ToString() const {
 
 std::optional<PyVersion> ParsePyVersion(std::string_view text) {
   if (text.size() > 128) return std::nullopt;
-  static const std::regex kVersion(
-      R"(^v?(?:([0-9]+)!)?([0-9]+(?:\.[0-9]+)*))"
-      R"((?:[-_.]?(a|b|c|rc|alpha|beta|pre|preview)[-_.]?([0-9]+)?)?)"
-      R"((?:-([0-9]+)|[-_.]?(post|rev|r)[-_.]?([0-9]+)?)?)"
-      R"((?:[-_.]?(dev)[-_.]?([0-9]+)?)?)"
-      R"((?:\+([a-z0-9]+(?:[-_.][a-z0-9]+)*))?$)");
-  const std::string lower = Lower(Trim(text));
+  static const std::regex kVersion(R"(^v?(?:([0-9]+)!)?([0-9]+(?:\.[0-9]+)*))"
+                                   R"((?:[-_.]?(a|b|c|rc|alpha|beta|pre|preview)[-_.]?([0-9]+)?)?)"
+                                   R"((?:-([0-9]+)|[-_.]?(post|rev|r)[-_.]?([0-9]+)?)?)"
+                                   R"((?:[-_.]?(dev)[-_.]?([0-9]+)?)?)"
+                                   R"((?:\+([a-z0-9]+(?:[-_.][a-z0-9]+)*))?$)");
+  const std::string lower = AsciiLower(TrimBlanks(text));
   std::smatch m;
   if (!std::regex_match(lower, m, kVersion)) return std::nullopt;
   PyVersion v;
@@ -172,13 +159,13 @@ int ComparePyVersions(const PyVersion& a, const PyVersion& b) {
 
 std::optional<PySpecifierSet> PySpecifierSet::Parse(std::string_view text, std::string* error) {
   PySpecifierSet set;
-  std::string rest = Trim(text);
+  std::string rest = TrimBlanks(text);
   if (rest.empty()) return set;
   size_t start = 0;
   while (start <= rest.size()) {
     const size_t comma = rest.find(',', start);
-    const std::string item =
-        Trim(std::string_view(rest).substr(start, comma == std::string::npos ? comma : comma - start));
+    const std::string item = TrimBlanks(
+        std::string_view(rest).substr(start, comma == std::string::npos ? comma : comma - start));
     start = comma == std::string::npos ? rest.size() + 1 : comma + 1;
     PySpecifier spec;
     for (const char* op : {"===", "~=", "==", "!=", "<=", ">=", "<", ">"}) {
@@ -187,7 +174,7 @@ std::optional<PySpecifierSet> PySpecifierSet::Parse(std::string_view text, std::
         break;
       }
     }
-    spec.version = Trim(std::string_view(item).substr(spec.op.size()));
+    spec.version = TrimBlanks(std::string_view(item).substr(spec.op.size()));
     bool valid = !spec.op.empty() && !spec.version.empty();
     if (valid && spec.op != "===") {
       const bool prefix = spec.version.size() > 2 && spec.version.ends_with(".*");
@@ -208,7 +195,7 @@ std::optional<PySpecifierSet> PySpecifierSet::Parse(std::string_view text, std::
 bool PySpecifierSet::Contains(const PyVersion& v) const {
   for (const PySpecifier& s : specs_) {
     if (s.op == "===") {
-      if (Lower(v.ToString()) != Lower(s.version)) return false;
+      if (AsciiLower(v.ToString()) != AsciiLower(s.version)) return false;
       continue;
     }
     const bool prefix = s.version.ends_with(".*");

@@ -3,6 +3,7 @@
 // version operators compare as PEP 440 versions when both sides are versions, else as
 // strings (where an ordering, unlike packaging's error, is simply false).
 #include "lock/pep508.h"
+#include "base/strings.h"
 
 #include <cctype>
 #include <regex>
@@ -11,12 +12,6 @@
 
 namespace trainlock {
 namespace {
-
-std::string Trim(std::string_view text) {
-  const size_t begin = text.find_first_not_of(" \t");
-  if (begin == std::string_view::npos) return "";
-  return std::string(text.substr(begin, text.find_last_not_of(" \t") - begin + 1));
-}
 
 const std::set<std::string>& MarkerVariables() {
   static const std::set<std::string> kVariables = {
@@ -208,11 +203,11 @@ std::optional<PyRequirement> ParsePyRequirement(std::string_view text, std::stri
   };
   if (text.size() > 4096) return fail("too long");
   PyRequirement r;
-  r.text = Trim(text);
+  r.text = TrimBlanks(text);
   std::string body = r.text;
   if (const size_t semi = body.find(';'); semi != std::string::npos) {
-    r.marker = Trim(std::string_view(body).substr(semi + 1));
-    body = Trim(std::string_view(body).substr(0, semi));
+    r.marker = TrimBlanks(std::string_view(body).substr(semi + 1));
+    body = TrimBlanks(std::string_view(body).substr(0, semi));
     if (r.marker.empty()) return fail("an empty marker");
   }
   static const std::regex kHead(R"(^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(\[[^\]]*\])?\s*(.*)$)");
@@ -224,14 +219,14 @@ std::optional<PyRequirement> ParsePyRequirement(std::string_view text, std::stri
     size_t start = 0;
     while (start <= list.size()) {
       const size_t comma = list.find(',', start);
-      const std::string extra = Trim(std::string_view(list).substr(start, comma - start));
+      const std::string extra = TrimBlanks(std::string_view(list).substr(start, comma - start));
       if (!extra.empty()) r.extras.insert(NormalizePackageName(extra));
       start = comma == std::string::npos ? list.size() + 1 : comma + 1;
     }
   }
-  std::string rest = Trim(m[3].str());
+  std::string rest = TrimBlanks(m[3].str());
   if (!rest.empty() && rest[0] == '@') {
-    r.url = Trim(std::string_view(rest).substr(1));
+    r.url = TrimBlanks(std::string_view(rest).substr(1));
     if (r.url.empty()) return fail("an empty URL");
   } else {
     if (!rest.empty() && rest.front() == '(') {
@@ -255,7 +250,7 @@ std::optional<PyRequirement> ParsePyRequirement(std::string_view text, std::stri
 
 bool EvaluateMarker(std::string_view marker, const MarkerEnvironment& env,
                     const std::set<std::string>& extras) {
-  if (Trim(marker).empty()) return true;
+  if (TrimBlanks(marker).empty()) return true;
   return MarkerParser(marker, env, extras).Parse();
 }
 

@@ -21,12 +21,12 @@ namespace trainlock {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr const char* kAccept =
+constexpr const char* kSimpleIndexAccept =
     "Accept: application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, "
     "text/html;q=0.01";
 constexpr size_t kMaxMetadataBytes = 16u << 20;
 
-std::string StatusProblem(long status, const std::string& what) {
+std::string IndexStatusProblem(long status, const std::string& what) {
   if (status == 401 || status == 403)
     return what + ": " + std::to_string(status) + " (the index needs credentials)";
   return what + ": the index answered " + std::to_string(status);
@@ -191,7 +191,8 @@ fs::path Download(const IndexFile& file, const IndexOptions& o, std::string* sha
                       " bytes; refusing it",
                   kExitVerdict);
   }
-  if (d.status < 200 || d.status >= 300) throw Failure(StatusProblem(d.status, file.url), kExitEnvironment);
+  if (d.status < 200 || d.status >= 300)
+    throw Failure(IndexStatusProblem(d.status, file.url), kExitEnvironment);
   if (!file.sha256.empty() && d.sha256 != file.sha256) {
     fs::remove(path);
     throw Failure(file.file + ": sha256 " + d.sha256 + " is not the " + file.sha256 +
@@ -247,9 +248,9 @@ std::optional<std::vector<IndexFile>> ListIndexFiles(const std::string& index,
   while (!root.empty() && root.back() == '/') root.pop_back();
   const std::string url = root + "/" + NormalizePackageName(project) + "/";
   const std::string what = project + " on " + RedactUrl(root);
-  HttpResponse r = Get(url, o, what, {kAccept});
+  HttpResponse r = Get(url, o, what, {kSimpleIndexAccept});
   if (r.status == 404) return std::nullopt;
-  if (r.status != 200) throw Failure(StatusProblem(r.status, what), kExitEnvironment);
+  if (r.status != 200) throw Failure(IndexStatusProblem(r.status, what), kExitEnvironment);
   if (r.Header("content-type").find("application/vnd.pypi.simple.v1+json") == 0)
     return ParseJson(r.body, url, what);
   return ParseHtml(r.body, url);
@@ -300,7 +301,8 @@ CoreMetadata FetchCoreMetadata(IndexFile& file, const IndexOptions& o) {
       }
       return ParseCoreMetadata(r.body);
     }
-    if (r.status != 404) throw Failure(StatusProblem(r.status, file.url + ".metadata"), kExitEnvironment);
+    if (r.status != 404)
+      throw Failure(IndexStatusProblem(r.status, file.url + ".metadata"), kExitEnvironment);
   }
   std::string sha256;
   const fs::path wheel = Download(file, o, &sha256);

@@ -25,9 +25,9 @@ struct Constraint {
   std::string from;  // "name version" of the package that requires it, or the manifest
 };
 
-class Resolver {
+class ClosureResolver {
  public:
-  Resolver(const ClosureRequest& request, const IndexOptions& options)
+  ClosureResolver(const ClosureRequest& request, const IndexOptions& options)
       : r_(request), o_(options), env_(request.platform.Markers()) {}
 
   std::vector<PythonPin> Run() {
@@ -222,7 +222,7 @@ class Resolver {
 
 std::vector<PythonPin> ResolvePythonClosure(const ClosureRequest& request,
                                             const IndexOptions& options) {
-  return Resolver(request, options).Run();
+  return ClosureResolver(request, options).Run();
 }
 
 }  // namespace trainlock

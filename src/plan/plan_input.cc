@@ -18,7 +18,8 @@ double NumberMember(const nlohmann::json& object, const char* key, double otherw
   return FiniteNumber(object, key).value_or(otherwise);
 }
 
-[[noreturn]] void Refuse(const std::string& source, std::string message, std::string hint = {}) {
+[[noreturn]] void RefusePlanInput(const std::string& source, std::string message,
+                                  std::string hint = {}) {
   throw InputError(Diagnostic{source, {}, std::move(message), std::move(hint)});
 }
 
@@ -33,15 +34,15 @@ void CheckShape(const TrainConfig& config, const std::string& source) {
                         : field == "vocab_size" ? (1 << 24)
                                                 : (1 << 20);
     if (value < 1 || value > max) {
-      Refuse(source, std::string("the training shape's \"") + name + "\" is " +
-                         std::to_string(value) + ", outside 1.." + std::to_string(max));
+      RefusePlanInput(source, std::string("the training shape's \"") + name + "\" is " +
+                                  std::to_string(value) + ", outside 1.." + std::to_string(max));
     }
   });
   if (m.num_kv_heads > m.num_heads || m.num_heads > m.hidden_size)
-    Refuse(source, "the training shape's heads do not fit its hidden_size");
+    RefusePlanInput(source, "the training shape's heads do not fit its hidden_size");
   if (t.precision != "fp32" && t.precision != "bf16" && t.precision != "fp16")
-    Refuse(source,
-           "the training shape's precision " + Quoted(t.precision) + " is not fp32, bf16 or fp16");
+    RefusePlanInput(source, "the training shape's precision " + Quoted(t.precision) +
+                                " is not fp32, bf16 or fp16");
 }
 
 // nlohmann converts a float to an integer with a cast that is undefined out of range: refuse
@@ -50,7 +51,8 @@ void CheckIntegers(const nlohmann::json& shape, const std::string& source) {
   const TrainConfig names;  // walked for its field names only
   ForEachShapeInteger(names, [&](const char* key, int64_t) {
     if (shape.is_object() && shape.contains(key) && shape[key].is_number_float())
-      Refuse(source, std::string("the training shape's \"") + key + "\" is not an integer");
+      RefusePlanInput(source,
+                      std::string("the training shape's \"") + key + "\" is not an integer");
   });
 }
 
@@ -59,12 +61,13 @@ void CheckIntegers(const nlohmann::json& shape, const std::string& source) {
 PlanInput PlanInputFromReport(const nlohmann::json& report, const std::string& source) {
   const ReportView view = ViewOfReport(report);
   const CheckView* step = view.FindCheck("train.step");
-  if (!step) Refuse(source, "the report has no train.step check");
+  if (!step) RefusePlanInput(source, "the report has no train.step check");
   const nlohmann::json& metrics = step->metrics;
   if (!metrics.contains("shape")) {
-    Refuse(source,
-           "train.step carries no training shape (" + step->status + ": " + step->summary + ")",
-           "validate with a trainlock-validate that reports it, at the intended shape");
+    RefusePlanInput(
+        source,
+        "train.step carries no training shape (" + step->status + ": " + step->summary + ")",
+        "validate with a trainlock-validate that reports it, at the intended shape");
   }
   const nlohmann::json& shape = metrics["shape"];
   PlanInput in;

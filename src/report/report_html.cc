@@ -538,9 +538,9 @@ std::string Facts(const ReportView& v) {
 std::string MetricsDetails(const CheckView& c) {
   if (c.metrics.empty()) return "";
   // Invalid UTF-8 in a metric must not make dump() throw; NaN comes out as null.
-  std::string json = c.metrics.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string pretty = c.metrics.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   return "<details><summary>" + std::to_string(c.metrics.size()) +
-         (c.metrics.size() == 1 ? " metric" : " metrics") + "</summary><pre>" + E(json) +
+         (c.metrics.size() == 1 ? " metric" : " metrics") + "</summary><pre>" + E(pretty) +
          "</pre></details>";
 }
 
