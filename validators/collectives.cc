@@ -45,12 +45,6 @@ using GroupBase = c10d::Backend;
 using GroupBase = c10d::ProcessGroup;
 #endif
 
-std::vector<uint8_t> Bytes(const std::string& s) {
-  return {s.begin(), s.end()};
-}
-std::string Text(const std::vector<uint8_t>& b) {
-  return {b.begin(), b.end()};
-}
 
 // A failure of the distributed run as a whole, with the sentence both checks report.
 struct CommFailure : std::runtime_error {
@@ -231,8 +225,8 @@ CheckResult AllReduceCheck(GroupBase& group, const CommOptions& o, const torch::
 }
 
 // A tiny fp32 MLP: the check is about gradient averaging across ranks, not the project's model.
-struct Mlp : torch::nn::Module {
-  Mlp() {
+struct DdpProbeModel : torch::nn::Module {
+  DdpProbeModel() {
     a = register_module("a", torch::nn::Linear(64, 256));
     b = register_module("b", torch::nn::Linear(256, 64));
   }
@@ -240,13 +234,13 @@ struct Mlp : torch::nn::Module {
   torch::nn::Linear a{nullptr}, b{nullptr};
 };
 
-torch::Tensor FlatGrads(Mlp& m) {
+torch::Tensor FlatGrads(DdpProbeModel& m) {
   std::vector<torch::Tensor> grads;
   for (auto& p : m.parameters()) grads.push_back(p.grad().reshape({-1}));
   return torch::cat(grads);
 }
 
-torch::Tensor LocalGrads(Mlp& m, const torch::Tensor& x, const torch::Tensor& y) {
+torch::Tensor LocalGrads(DdpProbeModel& m, const torch::Tensor& x, const torch::Tensor& y) {
   m.zero_grad();
   torch::mse_loss(m.forward(x), y).backward();
   return FlatGrads(m);
@@ -263,7 +257,7 @@ CheckResult DdpCheck(GroupBase& group, const StorePtr& store, const CommOptions&
   auto x = torch::randn({world * kBatch, 64}).to(device);
   auto y = torch::randn({world * kBatch, 64}).to(device);
   torch::manual_seed(7);
-  Mlp model;
+  DdpProbeModel model;
   model.to(device);
   // Reference: one process over the union of every rank's batch (mean loss over all of it).
   torch::Tensor reference = LocalGrads(model, x, y).clone();
@@ -296,7 +290,7 @@ CheckResult DdpCheck(GroupBase& group, const StorePtr& store, const CommOptions&
   }
   std::sort(times.begin(), times.end());
   const double median = times[times.size() / 2];
-  store->set(RankStoreKey("ddp-step", rank), Bytes(std::to_string(median)));
+  store->set(RankStoreKey("ddp-step", rank), StoreValue(std::to_string(median)));
   c.metrics = {{"world_size", world},
                {"batch_per_rank", kBatch},
                {"model", "fp32 MLP 64-256-64, MSE loss"},
@@ -322,7 +316,7 @@ CheckResult DdpCheck(GroupBase& group, const StorePtr& store, const CommOptions&
     for (int r = 0; r < world; ++r) {
       store->wait({RankStoreKey("ddp-step", r)},
                   std::chrono::duration_cast<std::chrono::milliseconds>(o.collective_timeout));
-      double t = std::stod(Text(store->get(RankStoreKey("ddp-step", r))));
+      double t = std::stod(StoreText(store->get(RankStoreKey("ddp-step", r))));
       medians.push_back(t);
       per_rank.push_back({{"rank", r}, {"median_step_s", t}});
     }

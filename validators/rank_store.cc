@@ -12,12 +12,6 @@ namespace {
 
 using Clock = RankStore::Clock;
 
-std::vector<uint8_t> Bytes(const std::string& s) {
-  return {s.begin(), s.end()};
-}
-std::string Text(const std::vector<uint8_t>& b) {
-  return {b.begin(), b.end()};
-}
 std::string Seconds(std::chrono::seconds s) {
   return std::to_string(s.count()) + "s";
 }
@@ -68,7 +62,7 @@ std::unique_ptr<RankStore> RankStore::Join(const RankEnv& rank, const std::strin
     std::string missing = self->Missing("join", Clock::now() + join_timeout);
     std::string verdict =
         missing.empty() ? "go" : missing + " did not join within " + Seconds(join_timeout);
-    store.set(start, Bytes(verdict));
+    store.set(start, StoreValue(verdict));
     if (!missing.empty()) throw RankStoreError(verdict);
     return self;
   }
@@ -78,14 +72,14 @@ std::unique_ptr<RankStore> RankStore::Join(const RankEnv& rank, const std::strin
     throw RankStoreError("rank 0 did not start the collectives within " +
                          Seconds(join_timeout * 2));
   }
-  std::string verdict = Text(store.get(start));
+  std::string verdict = StoreText(store.get(start));
   if (verdict != "go") throw RankStoreError(verdict);
   return self;
 }
 
 void RankStore::Publish(const std::string& what, const std::string& value) {
   const std::string key = RankStoreKey(what, rank_.rank);
-  impl_->store->set(key, Bytes(value));
+  impl_->store->set(key, StoreValue(value));
   // The set is not answered; a query on the same connection is, and only after the server
   // handled the set. Without it a rank that exits right after publishing can lose the value:
   // the server may drop a connection that closed with the request still unread.
@@ -147,7 +141,7 @@ std::vector<RankStore::RankValue> RankStore::Collect(const std::string& what,
       if (!open[i]) continue;
       const std::string key = RankStoreKey(what, r);
       if (impl_->store->check({key})) {
-        values[i].value = Text(impl_->store->get(key));
+        values[i].value = StoreText(impl_->store->get(key));
         open[i] = false;
         continue;
       }
@@ -173,7 +167,7 @@ std::vector<RankStore::RankValue> RankStore::Collect(const std::string& what,
 }
 
 void RankStore::Signal(const std::string& what) {
-  impl_->store->set(SignalKey(what), Bytes("1"));
+  impl_->store->set(SignalKey(what), StoreValue("1"));
 }
 
 bool RankStore::WaitForSignal(const std::string& what, std::chrono::seconds timeout) {

@@ -4,6 +4,10 @@
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "rank_store.h"
 
 namespace trainlock::validate {
@@ -14,6 +18,14 @@ struct RankStore::Impl {
 
 inline c10::intrusive_ptr<c10d::Store> NativeStore(RankStore& store) {
   return store.impl().store;
+}
+
+// A c10d store value holds bytes; ours are text.
+inline std::vector<uint8_t> StoreValue(const std::string& text) {
+  return {text.begin(), text.end()};
+}
+inline std::string StoreText(const std::vector<uint8_t>& value) {
+  return {value.begin(), value.end()};
 }
 
 }  // namespace trainlock::validate
