@@ -212,7 +212,7 @@ CheckResult Arch(const NodeProbe& node, const DeviceRuns& runs) {
   }
   return Make("env.arch", CheckStatus::kPass,
               std::to_string(runs.libraries.size()) + " CUDA librar" +
-                  (runs.libraries.size() == 1 ? "y" : "ies") + " carry code for " + sms +
+                  (runs.libraries.size() == 1 ? "y carries" : "ies carry") + " code for " + sms +
                   "; a known-answer kernel ran on every GPU",
               {}, m);
 }
