@@ -12,6 +12,7 @@
 #include "base/file_io.h"
 #include "base/json_file.h"
 #include "base/refs.h"
+#include "base/strings.h"
 #include "base/terminal_text.h"
 #include "base/time_text.h"
 #include "cli/commands.h"
@@ -113,8 +114,7 @@ int RunGate(const GateOptions& options, const GlobalOptions& global) {
     out["lock"] = project.lock_path;
     std::cout << out.dump(2) << "\n";
   } else if (decision.allowed()) {
-    std::string facts;
-    for (const std::string& f : decision.facts) facts += (facts.empty() ? "" : ", ") + f;
+    const std::string facts = JoinStrings(decision.facts, ", ");
     std::cout << "gate: pass: " << TerminalLine(resolved.report) << " clears "
               << TerminalLine(project.lock_path) << " (" << TerminalLine(facts) << ")\n";
   } else {

@@ -10,6 +10,7 @@
 #include "base/file_io.h"
 #include "base/safe_paths.h"
 #include "base/scoped_fd.h"
+#include "base/strings.h"
 #include "cli/commands.h"
 #include "lock/hf_hub.h"
 #include "project/artifact_paths.h"
@@ -159,9 +160,7 @@ std::string TrainConfigYaml(const HubModel& hub_model, const std::string& target
 
 // A project name and file stem from the model's name ("Llama-3.2-1B" -> "llama-3.2-1b").
 std::string StemOf(const std::string& repo) {
-  std::string stem = repo.substr(repo.find('/') + 1);
-  for (char& c : stem) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return stem;
+  return AsciiLower(repo.substr(repo.find('/') + 1));
 }
 
 void RefuseToOverwrite(const fs::path& file, bool force) {

@@ -11,6 +11,7 @@
 #include "base/program_path.h"
 #include "base/refs.h"
 #include "base/sha256.h"
+#include "base/strings.h"
 #include "compat/target_archs.h"
 #include "image/custom_op_steps.h"
 #include "image/image_record.h"
@@ -70,8 +71,7 @@ std::string CpuBuilder(const std::string& snapshot, bool validator, const std::s
 }
 
 std::string ArchsNote(const std::string& target, const std::vector<std::string>& archs) {
-  std::string list;
-  for (const std::string& a : archs) list += (list.empty() ? "" : ", ") + a;
+  const std::string list = JoinStrings(archs, ", ");
   return target == "cuda" ? "compute capability " + list : list;
 }
 
@@ -140,8 +140,7 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
          "pin the build, e.g. \"2.11.0+cu130\"");
   }
   if (!t.wheels) {
-    std::string indexes;
-    for (const std::string& index : t.python_index) indexes += (indexes.empty() ? "" : ", ") + index;
+    const std::string indexes = JoinStrings(t.python_index, ", ");
     fail("[targets." + o.target + "] has no resolved Python closure (" +
              (gpu ? "torch " + t.torch + ", " : std::string()) +
              "the [python] packages and every dependency, with hashes)",

@@ -13,6 +13,7 @@
 
 #include "base/redact.h"
 #include "base/sha256.h"
+#include "base/strings.h"
 
 namespace trainlock {
 namespace {
@@ -40,9 +41,7 @@ size_t CollectHeader(char* data, size_t size, size_t count, void* user) {
   if (line.rfind("HTTP/", 0) == 0) headers->clear();  // a new response (redirect, 100)
   const size_t colon = line.find(':');
   if (colon != std::string::npos) {
-    std::string name = line.substr(0, colon);
-    std::transform(name.begin(), name.end(), name.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string name = AsciiLower(line.substr(0, colon));
     std::string value = line.substr(colon + 1);
     value.erase(0, value.find_first_not_of(" \t"));
     value.erase(value.find_last_not_of(" \t\r\n") + 1);

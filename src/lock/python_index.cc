@@ -13,6 +13,7 @@
 #include "base/redact.h"
 #include "base/scoped_fd.h"
 #include "base/sha256.h"
+#include "base/strings.h"
 #include "base/zip_reader.h"
 #include "lock/http_client.h"
 #include "lock/pep508.h"
@@ -77,8 +78,7 @@ std::map<std::string, std::string> Attributes(const std::string& tag) {
       ++i;
       continue;
     }
-    std::string name = tag.substr(i, name_end - i);
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string name = AsciiLower(tag.substr(i, name_end - i));
     i = name_end;
     if (i < tag.size() && tag[i] == '=') {
       ++i;
@@ -281,8 +281,7 @@ CoreMetadata ParseCoreMetadata(const std::string& text) {
     flush();
     const size_t colon = line.find(':');
     if (colon == std::string::npos) continue;
-    key = line.substr(0, colon);
-    for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    key = AsciiLower(line.substr(0, colon));
     const size_t v = line.find_first_not_of(" \t", colon + 1);
     value = v == std::string::npos ? "" : line.substr(v);
   }

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "lock/pep508.h"
+#include "base/strings.h"
 
 namespace trainlock {
 namespace {
@@ -146,8 +147,7 @@ class ClosureResolver {
       index_[name] = index;
       return candidates_[name] = Compatible(name, *files);
     }
-    std::string asked;
-    for (const std::string& index : r_.indexes) asked += (asked.empty() ? "" : ", ") + index;
+    const std::string asked = JoinStrings(r_.indexes, ", ");
     Fail(r_.what + ": no index has " + name + " (required by " +
          constraints_[name].front().from + "; asked " + asked + ")");
   }

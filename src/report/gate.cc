@@ -5,6 +5,7 @@
 
 #include "base/diagnostic.h"
 #include "base/json_file.h"
+#include "base/strings.h"
 #include "base/text_format.h"
 #include "base/time_text.h"
 #include "project/check_ids.h"
@@ -144,8 +145,7 @@ class GateRules {
       decision_.facts.push_back(std::to_string(devices.size()) + " device(s)");
       return;
     }
-    std::string wanted;
-    for (const std::string& a : target.accelerators) wanted += (wanted.empty() ? "" : ", ") + a;
+    const std::string wanted = JoinStrings(target.accelerators, ", ");
     if (devices.empty()) {
       Refuse("devices: the report saw no accelerator, but target " + target.name + " runs on " +
              wanted);

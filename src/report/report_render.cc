@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/strings.h"
 #include "base/text_format.h"
 #include "project/check_ids.h"
 
@@ -62,9 +63,7 @@ std::string DescribeHost(const HostView& host) {
     parts.push_back(buf);
   }
   if (host.memory_bytes) parts.push_back(FormatBytes(*host.memory_bytes));
-  std::string out;
-  for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
-  return out;
+  return JoinStrings(parts, ", ");
 }
 
 namespace {
