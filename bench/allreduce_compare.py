@@ -2,7 +2,7 @@
 """torch.distributed all_reduce bus bandwidth beside trainlock-validate's comm.allreduce.
 
 Run the reference under torchrun on the same GPUs, with the same sizes, iteration counts and
-formula as validators/collectives.cc (float32 zeros, one warm-up, iterations = clamp(256 MiB /
+formula as validators/comm/collectives.cc (float32 zeros, one warm-up, iterations = clamp(256 MiB /
 size, 3, 20), busbw = algbw x 2(n-1)/n as nccl-tests):
 
     python3 -m torch.distributed.run --standalone --nproc-per-node N bench/allreduce_compare.py \

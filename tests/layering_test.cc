@@ -23,56 +23,139 @@ constexpr std::array<const char*, 10> kStages = {
     "base", "project", "compat", "lock", "image", "report", "checks", "plan", "fleet", "cli",
 };
 
-int StageRank(const std::string& stage) {
-  auto it = std::find(kStages.begin(), kStages.end(), stage);
-  return it == kStages.end() ? -1 : static_cast<int>(it - kStages.begin());
+// The validator's parts (docs/DESIGN.md, "Architecture map"), lowest first. validators/ sits
+// above every library stage, so any part may include the library; main.cc, alone at the top
+// of validators/, may include every part.
+constexpr std::array<const char*, 7> kValidatorParts = {
+    "support", "probes", "engines/native", "ops", "comm", "worker", "coordinator",
+};
+
+template <size_t N>
+int RankIn(const std::array<const char*, N>& order, const std::string& name) {
+  auto it = std::find(order.begin(), order.end(), name);
+  return it == order.end() ? -1 : static_cast<int>(it - order.begin());
+}
+
+// The part a path under validators/ belongs to: its folder ("engines/native" for an engine).
+std::string ValidatorPartOf(const fs::path& rel) {
+  const fs::path folder = rel.parent_path();
+  return folder.generic_string();
+}
+
+// The validator part an include names ("coordinator/roundtrip.h" -> "coordinator"), or "" when
+// it names none.
+std::string IncludedValidatorPart(const fs::path& header) {
+  for (const char* part : kValidatorParts) {
+    const std::string prefix = std::string(part) + "/";
+    const std::string h = header.generic_string();
+    if (h.starts_with(prefix) && h.find('/', prefix.size()) == std::string::npos) return part;
+  }
+  return "";
+}
+
+struct Scanned {
+  std::string where;  // "src/base/x.h"
+  fs::path rel;       // relative to the scanned root
+};
+
+// Every .h and .cc file under `root`, named as `display`/relative path.
+std::vector<Scanned> SourceFiles(const fs::path& root, const std::string& display) {
+  std::vector<Scanned> files;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    if (!entry.is_regular_file()) continue;
+    const fs::path rel = fs::relative(entry.path(), root);
+    const std::string ext = rel.extension().string();
+    if (ext != ".h" && ext != ".cc") continue;
+    files.push_back({(fs::path(display) / rel).generic_string(), rel});
+  }
+  return files;
+}
+
+// Calls `visit(at, header)` for each quoted include of `file` ("at" is "file:line: ").
+template <typename Visit>
+void ForEachQuotedInclude(const fs::path& file, const std::string& where, Visit visit) {
+  const std::regex quoted(R"(^\s*#\s*include\s*"([^"]+)\")");
+  std::ifstream in(file);
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    std::smatch m;
+    if (std::regex_search(line, m, quoted))
+      visit(where + ":" + std::to_string(line_no) + ": ", fs::path(m[1].str()));
+  }
 }
 
 // One line per broken rule in the tree rooted at `src`: "file:line: message".
 std::vector<std::string> LayeringViolations(const fs::path& src) {
   std::vector<std::string> problems;
-  const std::regex quoted(R"(^\s*#\s*include\s*"([^"]+)\")");
   const std::regex torch(R"(^\s*#\s*include\s*<(torch|ATen|c10)/)");
-  for (const auto& entry : fs::recursive_directory_iterator(src)) {
-    if (!entry.is_regular_file()) continue;
-    const fs::path rel = fs::relative(entry.path(), src);
-    const std::string ext = rel.extension().string();
-    if (ext != ".h" && ext != ".cc") continue;
-    const std::string where = (fs::path("src") / rel).string();
+  for (const Scanned& file : SourceFiles(src, "src")) {
+    const fs::path& rel = file.rel;
+    const std::string& where = file.where;
     if (rel.begin() == rel.end() || std::next(rel.begin()) == rel.end()) {
       problems.push_back(where + ": a source file outside every stage folder");
       continue;
     }
     const std::string stage = rel.begin()->string();
-    const int rank = StageRank(stage);
+    const int rank = RankIn(kStages, stage);
     if (rank < 0) {
       problems.push_back(where + ": '" + stage + "' is not a stage of the architecture map");
       continue;
     }
-    std::ifstream in(entry.path());
+    std::ifstream in(src / rel);
     int line_no = 0;
     for (std::string line; std::getline(in, line);) {
       ++line_no;
-      const std::string at = where + ":" + std::to_string(line_no) + ": ";
       std::smatch m;
-      if (std::regex_search(line, m, torch)) {
-        problems.push_back(at + "LibTorch belongs in validators/, not the library");
-        continue;
-      }
-      if (!std::regex_search(line, m, quoted)) continue;
-      const fs::path header = m[1].str();
+      if (std::regex_search(line, m, torch))
+        problems.push_back(where + ":" + std::to_string(line_no) + ": " +
+                           "LibTorch belongs in validators/, not the library");
+    }
+    ForEachQuotedInclude(src / rel, where, [&](const std::string& at, const fs::path& header) {
       if (std::distance(header.begin(), header.end()) != 2) {
         problems.push_back(at + "include '" + header.string() + "' as \"stage/file.h\"");
-        continue;
+        return;
       }
-      const int target = StageRank(header.begin()->string());
+      const int target = RankIn(kStages, header.begin()->string());
       if (target < 0) {
         problems.push_back(at + "'" + header.string() + "' is in no stage");
       } else if (target > rank) {
         problems.push_back(at + stage + " may not include the later stage's '" + header.string() +
                            "'");
       }
+    });
+  }
+  std::sort(problems.begin(), problems.end());
+  return problems;
+}
+
+// The same rule for validators/: a part includes the library, its own part and earlier parts.
+std::vector<std::string> ValidatorLayeringViolations(const fs::path& validators) {
+  std::vector<std::string> problems;
+  for (const Scanned& file : SourceFiles(validators, "validators")) {
+    const bool is_main = file.rel == "main.cc";
+    const std::string part = ValidatorPartOf(file.rel);
+    const int rank = is_main ? static_cast<int>(kValidatorParts.size()) : RankIn(kValidatorParts, part);
+    if (rank < 0) {
+      problems.push_back(file.where + ": '" + part +
+                         "' is not a part of the validator in the architecture map");
+      continue;
     }
+    ForEachQuotedInclude(validators / file.rel, file.where,
+                         [&](const std::string& at, const fs::path& header) {
+      if (std::distance(header.begin(), header.end()) == 2 &&
+          RankIn(kStages, header.begin()->string()) >= 0)
+        return;  // the library: below every part
+      const std::string target_part = IncludedValidatorPart(header);
+      const int target = RankIn(kValidatorParts, target_part);
+      if (target < 0) {
+        problems.push_back(at + "'" + header.string() +
+                           "' is in no part; include it as \"part/file.h\"");
+      } else if (target > rank) {
+        problems.push_back(at + part + " may not include the later part's '" + header.string() +
+                           "'");
+      }
+    });
   }
   std::sort(problems.begin(), problems.end());
   return problems;
@@ -86,6 +169,34 @@ std::string Joined(const std::vector<std::string>& lines) {
 
 TEST(Layering, TheLibraryIncludesOnlyItsOwnAndEarlierStages) {
   EXPECT_EQ(Joined(LayeringViolations(testing::SourceDir() / "src")), "");
+}
+
+TEST(Layering, TheValidatorsPartsIncludeOnlyTheLibraryTheirOwnAndEarlierParts) {
+  EXPECT_EQ(Joined(ValidatorLayeringViolations(testing::SourceDir() / "validators")), "");
+}
+
+TEST(Layering, AValidatorPartIncludingALaterPartIsRefused) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.path() / "engines/native/checkpoint.cc",
+                     "#include \"engines/native/checkpoint.h\"\n#include \"base/sha256.h\"\n"
+                     "#include \"coordinator/roundtrip.h\"\n");
+  testing::WriteFile(dir.path() / "main.cc", "#include \"coordinator/validate.h\"\n");
+  EXPECT_EQ(Joined(ValidatorLayeringViolations(dir.path())),
+            "validators/engines/native/checkpoint.cc:3: engines/native may not include the later "
+            "part's 'coordinator/roundtrip.h'\n");
+}
+
+TEST(Layering, AValidatorFileOutsideThePartsOrAFlatIncludeIsRefused) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.path() / "misc/util.cc", "int x;\n");
+  testing::WriteFile(dir.path() / "loose.h", "#pragma once\n");
+  testing::WriteFile(dir.path() / "ops/ops_check.cc", "#include \"ops_check.h\"\n");
+  EXPECT_EQ(Joined(ValidatorLayeringViolations(dir.path())),
+            "validators/loose.h: '' is not a part of the validator in the architecture map\n"
+            "validators/misc/util.cc: 'misc' is not a part of the validator in the architecture "
+            "map\n"
+            "validators/ops/ops_check.cc:1: 'ops_check.h' is in no part; include it as "
+            "\"part/file.h\"\n");
 }
 
 TEST(Layering, AnIncludeOfALaterStageIsRefused) {

@@ -12,8 +12,8 @@
 #include "project/artifact_paths.h"
 #include "project/check_ids.h"
 #include "project/project.h"
-#include "validate.h"
-#include "worker.h"
+#include "coordinator/validate.h"
+#include "worker/worker.h"
 
 namespace {
 

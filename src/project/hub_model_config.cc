@@ -87,7 +87,7 @@ class HubFields {
 };
 
 constexpr const char* kLlamaComputes =
-    "the validator's Llama (validators/llama.cc) computes RMSNorm, SwiGLU (silu), no biases, "
+    "the validator's Llama (validators/engines/native/llama.cc) computes RMSNorm, SwiGLU (silu), no biases, "
     "head_dim = hidden_size / num_attention_heads and RoPE with rope_scaling none, linear or "
     "llama3";
 

@@ -1,7 +1,7 @@
 // The asynchronous save: training is held up only for the copy into staging memory, the
 // checkpoint holds the state as it was at the save even though training goes on changing it,
 // and a SIGKILL during the background write leaves no committed checkpoint.
-#include "async_checkpoint.h"
+#include "engines/native/async_checkpoint.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

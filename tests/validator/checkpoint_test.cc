@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "base/sha256.h"
-#include "checkpoint.h"
+#include "engines/native/checkpoint.h"
 #include "test_support.h"
 
 namespace trainlock::validate {

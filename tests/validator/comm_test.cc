@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/sha256.h"
-#include "collectives.h"
+#include "comm/collectives.h"
 #include "test_support.h"
 
 namespace trainlock {

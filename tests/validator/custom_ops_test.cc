@@ -9,7 +9,7 @@
 
 #include <filesystem>
 
-#include "ops_check.h"
+#include "ops/ops_check.h"
 #include "test_support.h"
 
 namespace trainlock::validate {

@@ -1,7 +1,7 @@
 // A worker SIGKILLed by someone other than the validator: the OOM killer (the cgroup's
 // oom_kill counter rose) is "host memory exhausted" with the RSS it reached; anything else is
 // an outside SIGKILL. Peak RSS is read from /proc while a process lives.
-#include "host_memory.h"
+#include "probes/host_memory.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "llama.h"
-#include "model_loader.h"
-#include "safetensors.h"
+#include "engines/native/llama.h"
+#include "engines/native/model_loader.h"
+#include "engines/native/safetensors.h"
 #include "test_support.h"
 
 namespace trainlock::validate {

@@ -2,11 +2,11 @@
 // a node without NVML skips every probe with the reason instead of passing.
 #include <gtest/gtest.h>
 
-#include "node_checks.h"
-#include "perf_checks.h"
+#include "probes/node_checks.h"
+#include "probes/perf_checks.h"
 #include "project/spec_loader.h"
 #include "test_support.h"
-#include "visible_gpus.h"
+#include "probes/visible_gpus.h"
 
 namespace trainlock::validate {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "ops_check.h"
+#include "ops/ops_check.h"
 
 namespace trainlock::validate {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "parallel.h"
+#include "support/parallel.h"
 
 namespace trainlock::validate {
 namespace {

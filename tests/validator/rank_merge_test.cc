@@ -1,8 +1,8 @@
 // How rank 0 folds every rank's entry into the merged report of a distributed validation:
 // failures name their rank, a rank that sent nothing fails the training checks, a slow GPU is
 // a straggler, and GPUs of one model that compute different bits fail train.roundtrip.
-#include "rank_merge.h"
-#include "rank_phase.h"
+#include "comm/rank_merge.h"
+#include "comm/rank_phase.h"
 
 #include <gtest/gtest.h>
 

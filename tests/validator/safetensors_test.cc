@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "base/sha256.h"
-#include "safetensors.h"
+#include "engines/native/safetensors.h"
 #include "test_support.h"
 
 namespace trainlock::validate {

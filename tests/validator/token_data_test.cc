@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "test_support.h"
-#include "token_data.h"
+#include "engines/native/token_data.h"
 
 namespace trainlock::validate {
 namespace {

@@ -10,11 +10,11 @@
 #include <sstream>
 
 #include "base/sha256.h"
-#include "llama.h"
+#include "engines/native/llama.h"
 #include "project/check_ids.h"
 #include "project/project.h"
 #include "report/report.h"
-#include "safetensors.h"
+#include "engines/native/safetensors.h"
 #include "test_support.h"
 
 namespace trainlock {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "test_support.h"
-#include "work_dirs.h"
+#include "coordinator/work_dirs.h"
 
 namespace trainlock {
 namespace {

@@ -1,0 +1,285 @@
+// Folding every rank's results into rank 0's report; see rank_merge.h.
+#include "comm/rank_merge.h"
+
+#include <algorithm>
+#include <map>
+
+#include "base/text_format.h"
+#include "report/report_view.h"
+
+namespace trainlock::validate {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr int kNamedRanksPerCheck = 3;  // beyond this a summary points at "ranks"
+
+bool FailedStatus(const std::string& status) {
+  return status == "fail" || status == "error";
+}
+
+CheckResult* FindCheck(Report& report, const std::string& id) {
+  for (CheckResult& c : report.checks) {
+    if (c.id == id) return &c;
+  }
+  return nullptr;
+}
+
+std::string RankName(const Json& entry) {
+  std::string name = "rank " + std::to_string(entry.value("rank", -1));
+  const std::string device = StringMember(entry, "device");
+  return device.empty() ? name : name + " (" + device + ")";
+}
+
+const Json& TrainOf(const Json& entry) {
+  static const Json kEmpty = Json::object();
+  return entry.contains("train") && entry["train"].is_object() ? entry["train"] : kEmpty;
+}
+
+// Appends one rank's failure to the merged check, failing it if it passed.
+void AddRankFailure(CheckResult& c, int* named, const std::string& sentence) {
+  if (c.status == CheckStatus::kPass) {
+    c.status = CheckStatus::kFail;
+    c.remedy = "see the failing rank's own report (report.rank-N.json) and its stderr";
+  }
+  if (++*named <= kNamedRanksPerCheck) {
+    c.summary += "; " + sentence;
+  } else if (*named == kNamedRanksPerCheck + 1) {
+    c.summary += "; more ranks failed (see \"ranks\")";
+  }
+}
+
+// A node check fails the merged report when it failed on any node; the merged check lists every
+// node's status under metrics.nodes and names each failing node in its summary.
+void MergeNodeCheck(Report& report, const std::string& id, const Json& entries) {
+  CheckResult* c = FindCheck(report, id);
+  if (!c) return;
+  Json nodes = Json::array();
+  int named = 0;
+  for (const Json& entry : entries) {
+    const Json checks = entry.value("checks", Json::object());
+    if (!checks.is_object() || !checks.contains(id)) continue;
+    const bool own = entry.value("rank", -1) == 0;
+    const std::string status = own ? CheckStatusName(c->status) : StringMember(checks[id], "status");
+    const std::string summary = own ? c->summary : StringMember(checks[id], "summary");
+    const std::string node = StringMember(entry, "host");
+    nodes.push_back({{"node", node},
+                     {"node_rank", entry.value("node_rank", 0)},
+                     {"rank", entry.value("rank", -1)},
+                     {"status", status},
+                     {"summary", summary}});
+    if (own || !FailedStatus(status)) continue;
+    // Rank 0's node passed or skipped: the merged check now speaks for the failing nodes.
+    if (c->status == CheckStatus::kPass || c->status == CheckStatus::kSkip) c->remedy.clear();
+    if (status == "error" || c->status != CheckStatus::kError)
+      c->status = status == "error" ? CheckStatus::kError : CheckStatus::kFail;
+    if (++named > kNamedRanksPerCheck) continue;
+    c->summary += "; node " + node + " (rank " + std::to_string(entry.value("rank", -1)) +
+                  "): " + summary;
+    const std::string remedy = StringMember(checks[id], "remedy");
+    if (!remedy.empty()) c->remedy += (c->remedy.empty() ? "" : "; ") + ("node " + node + ": " + remedy);
+  }
+  if (nodes.size() > 1) c->metrics["nodes"] = nodes;
+}
+
+void NameFailingRanks(Report& report, const Json& entries) {
+  for (const std::string& id : NodeCheckIds()) MergeNodeCheck(report, id, entries);
+  for (const std::string& id : PerRankCheckIds()) {
+    CheckResult* c = FindCheck(report, id);
+    if (!c || c->status == CheckStatus::kSkip) continue;
+    int named = 0;
+    for (const Json& entry : entries) {
+      if (entry.value("rank", -1) == 0) continue;  // the merged check is rank 0's own
+      if (entry.contains("error")) {
+        // Comm checks saw this rank already; the training checks have no result from it.
+        if (id == "train.step" || id == "train.roundtrip") {
+          AddRankFailure(*c, &named, RankName(entry) + ": " + StringMember(entry, "error"));
+        }
+        continue;
+      }
+      const Json checks = entry.value("checks", Json::object());
+      const Json check = checks.is_object() ? checks.value(id, Json::object()) : Json::object();
+      if (FailedStatus(StringMember(check, "status")))
+        AddRankFailure(*c, &named, RankName(entry) + ": " + StringMember(check, "summary"));
+    }
+  }
+}
+
+// train.step: every rank's throughput and peak memory, and the slowest GPU against the median.
+void CompareStepTimes(Report& report, const Json& entries, const MergeOptions& o) {
+  CheckResult* c = FindCheck(report, "train.step");
+  if (!c || c->status == CheckStatus::kSkip) return;
+  Json per_rank = Json::array();
+  std::vector<std::pair<double, const Json*>> rates;
+  for (const Json& entry : entries) {
+    const Json& train = TrainOf(entry);
+    const double rate = train.value("tokens_per_s", 0.0);
+    if (rate <= 0) continue;
+    rates.emplace_back(rate, &entry);
+    Json row = {{"rank", entry.value("rank", -1)}, {"device", StringMember(entry, "device")}};
+    for (const char* key : {"device_name", "tokens_per_s", "step_time_s", "peak_allocated_bytes",
+                            "peak_reserved_bytes"}) {
+      if (train.contains(key)) row[key] = train[key];
+    }
+    per_rank.push_back(row);
+  }
+  if (rates.size() < 2) return;
+  std::vector<double> sorted;
+  for (const auto& r : rates) sorted.push_back(r.first);
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  const auto slowest = *std::min_element(rates.begin(), rates.end());
+  const double ratio = slowest.first / median;
+  c->metrics["ranks"] = per_rank;
+  c->metrics["slowest_rank"] = slowest.second->value("rank", -1);
+  c->metrics["slowest_to_median"] = ratio;
+  c->summary += "; " + std::to_string(rates.size()) + " ranks trained, slowest " +
+                RankName(*slowest.second) + " at " + Fixed(ratio, 2) + "x the median tokens/s";
+  if (ratio < 1.0 - o.straggler_margin) {
+    if (!o.gpu) {
+      c->summary += " (CPU processes share cores: timing is not a node finding)";
+    } else if (c->status == CheckStatus::kPass) {
+      c->summary += ": a straggler";
+      c->status = CheckStatus::kFail;
+      c->remedy = RankName(*slowest.second) +
+                  " trains more slowly than its peers by more than the margin: check its clocks, "
+                  "temperature and throttle reasons (env.health) and perf.* for that GPU";
+    }
+  }
+}
+
+// The ranks whose digest is not the one most ranks share; all of them when there is no
+// majority.
+std::vector<const Json*> Deviants(const std::vector<const Json*>& group) {
+  std::map<std::string, int> counts;
+  for (const Json* e : group) ++counts[StringMember(TrainOf(*e), "reference_digest")];
+  if (counts.size() == 1) return {};
+  auto majority = std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) {
+    return a.second < b.second;
+  });
+  const bool has_majority = majority->second * 2 > static_cast<int>(group.size());
+  std::vector<const Json*> out;
+  for (const Json* e : group) {
+    if (!has_majority || StringMember(TrainOf(*e), "reference_digest") != majority->first)
+      out.push_back(e);
+  }
+  return out;
+}
+
+// train.roundtrip: ranks on GPUs of one model ran identical programs on identical inputs with
+// deterministic kernels (each proved it by its own bitwise resume), so their uninterrupted
+// runs must agree to the bit. A GPU that disagrees computes wrongly.
+void CompareBits(Report& report, const Json& entries) {
+  CheckResult* c = FindCheck(report, "train.roundtrip");
+  if (!c || c->status == CheckStatus::kSkip) return;
+  std::map<std::string, std::vector<const Json*>> by_model;
+  for (const Json& entry : entries) {
+    const Json& train = TrainOf(entry);
+    if (train.value("bitwise_equal", false) && !StringMember(train, "reference_digest").empty())
+      by_model[StringMember(train, "device_name")].push_back(&entry);
+  }
+  size_t compared = 0;
+  std::vector<const Json*> deviants;
+  for (const auto& [model, group] : by_model) {
+    if (group.size() < 2) continue;
+    compared += group.size();
+    for (const Json* e : Deviants(group)) deviants.push_back(e);
+  }
+  if (compared == 0) {
+    c->metrics["ranks_bitwise_identical"] = nullptr;
+    return;
+  }
+  c->metrics["ranks_bitwise_identical"] = deviants.empty();
+  if (deviants.empty()) {
+    c->summary += "; identical bits on all " + std::to_string(compared) + " ranks";
+    return;
+  }
+  std::string names;
+  Json ranks = Json::array();
+  for (const Json* e : deviants) {
+    names += (names.empty() ? "" : ", ") + RankName(*e);
+    ranks.push_back(e->value("rank", -1));
+  }
+  c->metrics["ranks_computing_differently"] = ranks;
+  c->summary += "; " + names + " computed different bits from the other GPUs of the same model " +
+                "on identical inputs";
+  if (c->status == CheckStatus::kPass) c->status = CheckStatus::kFail;
+  c->remedy =
+      "GPUs of one model with deterministic kernels must agree to the bit: take the named GPU "
+      "out of service and run `dcgmi diag -r 3` on it (silent data corruption, clocks, or a "
+      "driver or firmware difference)";
+}
+
+}  // namespace
+
+const std::vector<std::string>& PerRankCheckIds() {
+  static const std::vector<std::string> kIds = {"comm.allreduce",  "comm.ddp",   "train.step",
+                                                "train.roundtrip", "train.eval", "ckpt.portable"};
+  return kIds;
+}
+
+const std::vector<std::string>& NodeCheckIds() {
+  static const std::vector<std::string> kIds = {
+      "env.driver", "env.runtime",  "env.arch",   "env.versions", "env.health",  "env.devices",
+      "data.model", "data.dataset", "ops.custom", "perf.matmul",  "perf.hbm"};
+  return kIds;
+}
+
+Json RankEntry(const RankEnv& rank, const std::string& host, const std::string& device,
+               const std::vector<CheckResult>& checks, const Json& devices) {
+  Json own = Json::object();
+  Json train = Json::object();
+  auto listed = [](const std::vector<std::string>& ids, const std::string& id) {
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  };
+  const bool node_lead = rank.local_rank == 0;
+  for (const CheckResult& c : checks) {
+    const bool node_check = node_lead && listed(NodeCheckIds(), c.id);
+    if (!listed(PerRankCheckIds(), c.id) && !node_check) continue;
+    own[c.id] = {{"status", CheckStatusName(c.status)}, {"summary", c.summary}};
+    if (node_check && !c.remedy.empty()) own[c.id]["remedy"] = c.remedy;
+    const char* const* keys = nullptr;
+    static const char* const kStepKeys[] = {"device_name",         "tokens_per_s",
+                                            "step_time_s",         "peak_allocated_bytes",
+                                            "peak_reserved_bytes", nullptr};
+    static const char* const kRoundtripKeys[] = {"reference_digest", "bitwise_equal", nullptr};
+    if (c.id == "train.step") keys = kStepKeys;
+    if (c.id == "train.roundtrip") keys = kRoundtripKeys;
+    for (; keys && *keys; ++keys) {
+      if (c.metrics.is_object() && c.metrics.contains(*keys)) train[*keys] = c.metrics[*keys];
+    }
+  }
+  Json entry = {{"rank", rank.rank},   {"local_rank", rank.local_rank},
+                {"node_rank", rank.node_rank}, {"host", host},
+                {"device", device},        {"checks", own},
+                {"train", train}};
+  if (node_lead && rank.rank != 0) entry["devices"] = devices;
+  return entry;
+}
+
+Json MissingRankEntry(int rank, const std::string& why) {
+  return {{"rank", rank}, {"error", why}};
+}
+
+// The merged report lists the devices of every node: rank 0's own, then each other node's
+// (named by "node") as its local rank 0 saw them.
+void MergeNodeDevices(Report& report, const Json& entries) {
+  for (const Json& entry : entries) {
+    if (!entry.contains("devices") || !entry["devices"].is_array()) continue;
+    for (Json device : entry["devices"]) {
+      if (!device.is_object()) continue;
+      device["node"] = StringMember(entry, "host");
+      report.devices.push_back(device);
+    }
+  }
+}
+
+void MergeRankResults(Report& report, const Json& entries, const MergeOptions& options) {
+  if (!entries.is_array()) return;
+  MergeNodeDevices(report, entries);
+  NameFailingRanks(report, entries);
+  CompareStepTimes(report, entries, options);
+  CompareBits(report, entries);
+}
+
+}  // namespace trainlock::validate

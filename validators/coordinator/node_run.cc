@@ -1,0 +1,184 @@
+// The checks of one node; see node_run.h. Torch-free: the devices are measured and the
+// round trip runs in worker processes.
+#include "coordinator/node_run.h"
+
+#include <chrono>
+
+#include "base/json_file.h"
+#include "support/check_selection.h"
+#include "checks/data_checks.h"
+#include "checks/smoke_command.h"
+#include "comm/collectives.h"
+#include "compat/catalog.h"
+#include "compat/gpu_binary.h"
+#include "coordinator/image_binding.h"
+#include "probes/nvml_probe.h"
+#include "ops/ops_check.h"
+#include "probes/perf_checks.h"
+#include "coordinator/roundtrip.h"
+#include "support/worker_process.h"
+#include "coordinator/validate_summary.h"
+#include "probes/visible_gpus.h"
+#include "coordinator/work_dirs.h"
+#include "worker/worker.h"
+
+namespace trainlock::validate {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The node worker's per-device launch and throughput, and the GPU code of the CUDA
+// libraries this process loaded and of the custom-op libraries that carry CUDA code.
+DeviceRuns MeasureDevices(const fs::path& work, int timeout_s,
+                          const std::vector<fs::path>& custom_op_libraries) {
+  DeviceRuns runs;
+  fs::path result = work / "node.json";
+  Child child({SelfExecutable().string(), "worker", "--role", "node", "--result", result.string()},
+              work / "node.stderr");
+  child.Wait(std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s));
+  nlohmann::json j = TryReadJsonFile(result, nullptr).value_or(nlohmann::json());
+  if (j.is_object() && j.contains("devices")) runs.devices = j["devices"];
+  for (const std::string& lib : LoadedTorchCudaLibraries()) {
+    try {
+      runs.libraries.emplace_back(lib, InspectGpuBinary(lib));
+    } catch (const std::exception&) {
+      // An unreadable library shows up as missing code in env.arch.
+    }
+  }
+  for (const fs::path& lib : custom_op_libraries) {
+    try {
+      GpuBinaryInfo info = InspectGpuBinary(lib);
+      if (!info.sass.empty() || !info.ptx.empty()) runs.libraries.emplace_back(lib.string(), info);
+    } catch (const std::exception&) {
+      // Missing or unreadable: ops.custom names it.
+    }
+  }
+  return runs;
+}
+
+// The device a worker given `device` trains on, as the progress line names it: "auto" is the
+// first GPU when the build has one to use (worker.cc's PickDevice), else the CPU.
+std::string ShownDevice(const std::string& device) {
+  if (device != "auto") return device;
+  return BuiltTorchFlavour() != "cpu" && VisibleAcceleratorCount() > 0 ? "cuda:0" : "cpu";
+}
+
+std::vector<CheckResult> EnvChecks(const Spec& lock, NodeProbe node, const DeviceRuns& runs,
+                                   nlohmann::json* devices) {
+  if (BuiltTorchFlavour() == "cpu") {
+    // Nothing to probe, but torch is still compared with the lock by the same env.versions.
+    node.nvml_loaded = false;
+    node.unavailable_reason =
+        "CPU build of the validator: no GPU driver, runtime or device to probe";
+  }
+  BuildInfo build{BuiltTorchFlavour(), BuiltTorchVersion(), BuiltCudaRuntimeVersion(),
+                  LoadedNcclVersion()};
+  return NodeChecks(lock, node, build, Catalog::Embedded(), runs, devices);
+}
+
+}  // namespace
+
+std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& project,
+                                     const std::string& device, const fs::path& work,
+                                     const fs::path& checkpoint_root, Progress& progress) {
+  const Spec& lock = *project.lock;
+  if (!Selected(o.only, {"train.step", "train.roundtrip", "train.eval", "ckpt.portable"})) {
+    std::vector<CheckResult> skipped;
+    for (const char* id : {"train.step", "train.roundtrip", "train.eval", "ckpt.portable"})
+      skipped.push_back(Skip(id, "not selected (--only)"));
+    return skipped;
+  }
+  RoundtripOptions r;
+  r.project = fs::absolute(o.project);
+  r.work_dir = work;
+  r.checkpoint_root = checkpoint_root;
+  r.steps = lock.validate.steps;
+  r.checkpoint_at = lock.validate.checkpoint_at;
+  r.keep_last = lock.validate.keep_last;
+  r.loss_tolerance = lock.validate.loss_tolerance;
+  r.eval_tolerance = lock.validate.eval_tolerance;
+  r.device = device;
+  r.threads = o.threads;
+  r.timeout_s = o.timeout_s;
+  r.negative_control = o.negative_control;
+  progress.Begin("train.step, train.roundtrip on " + ShownDevice(device) +
+                 ": train -> checkpoint -> SIGKILL -> restore -> resume");
+  std::vector<CheckResult> checks = RunRoundtrip(r);
+  progress.End();
+  return checks;
+}
+
+NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project, const NodeProbe& node,
+                      const fs::path& work, const std::string& train_device,
+                      const std::function<void()>& measured, Progress& progress, Report& report) {
+  const Spec& lock = *project.lock;
+  NodeRun run;
+  run.node = node;
+  if (report.build != "cpu" && node.nvml_loaded &&
+      Selected(o.only, {"env.arch", "perf.matmul", "perf.hbm"})) {
+    std::vector<fs::path> op_libraries;
+    for (const CustomOpLibrary& lib : lock.custom_ops) {
+      op_libraries.push_back(CustomOpLibraryPath(project, lib));
+    }
+    progress.Begin("env.arch, perf.*: measuring each device");
+    run.runs = MeasureDevices(work, o.timeout_s, op_libraries);
+    RestrictToVisibleGpus(run.node, run.runs);
+    progress.End();
+  }
+  measured();
+  run.checkpoint_root = CheckpointRoot(o, project, work);
+  for (CheckResult& c : EnvChecks(lock, run.node, run.runs, &report.devices))
+    report.checks.push_back(std::move(c));
+  AnnounceChecks(progress, report);
+  // The data checks read every pinned byte: they get the workers' time limit each.
+  auto deadline = [&] {
+    return std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout_s);
+  };
+  report.checks.push_back(VerifyArtifact(project, lock.model, "model", deadline()));
+  report.checks.push_back(VerifyArtifact(project, lock.dataset, "dataset", deadline()));
+  AnnounceChecks(progress, report);
+  if (lock.custom_ops.empty()) {
+    report.checks.push_back(Skip("ops.custom", "the lock declares no custom ops"));
+  } else if (!Selected(o.only, {"ops.custom"})) {
+    report.checks.push_back(Skip("ops.custom", "not selected (--only)"));
+  } else {
+    progress.Begin("ops.custom: loading and smoke-testing the custom ops");
+    report.checks.push_back(
+        RunOpsCheck({fs::absolute(o.project), {}, work, o.device, o.timeout_s}));
+    progress.End();
+  }
+  AnnounceChecks(progress, report);
+  for (CheckResult& c : RunTraining(o, project, train_device, work, run.checkpoint_root, progress))
+    report.checks.push_back(std::move(c));
+  AnnounceChecks(progress, report);
+  return run;
+}
+
+void RunTailChecks(const ValidateOptions& o, const Project& project, const NodeRun& run,
+                   Progress& progress, Report& report, bool job_checks) {
+  const Spec& lock = *project.lock;
+  const NodeProbe& node = run.node;
+  const bool gpu_build = report.build != "cpu";
+  if (gpu_build && node.nvml_loaded) {
+    for (CheckResult& c : PerfChecks(node, run.runs, Catalog::Embedded()))
+      report.checks.push_back(std::move(c));
+  } else {
+    const std::string why =
+        gpu_build ? node.unavailable_reason : "CPU build: no accelerator to measure";
+    report.checks.push_back(Skip("perf.matmul", why));
+    report.checks.push_back(Skip("perf.hbm", why));
+  }
+  AnnounceChecks(progress, report);
+  if (!job_checks) return;
+  if (lock.ext_command && Selected(o.only, {"ext.command"})) {
+    progress.Begin("ext.command: the project's smoke command");
+    SmokeRun smoke = RunSmokeCommand(*lock.ext_command, fs::absolute(project.dir));
+    report.checks.push_back(SmokeCommandCheck(*lock.ext_command, smoke));
+    progress.End();
+  } else {
+    report.checks.push_back(Skip("ext.command", "the lock declares no smoke command"));
+  }
+  AnnounceChecks(progress, report);
+}
+
+}  // namespace trainlock::validate

@@ -1,0 +1,35 @@
+// The coordinator of the train -> checkpoint -> kill -> restore -> resume test. It starts
+// the worker processes (worker.h), preempts the saving one with SIGKILL, compares what they
+// report and turns that into the train.step, train.roundtrip, train.eval and ckpt.portable
+// checks.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "project/validate_defaults.h"
+#include "report/report.h"
+#include "support/validate_options.h"
+
+namespace trainlock::validate {
+
+struct RoundtripOptions {
+  std::filesystem::path project;
+  std::filesystem::path work_dir;         // results and final states
+  std::filesystem::path checkpoint_root;  // where B saves and C restores
+  int64_t steps = kDefaultValidateSteps;
+  int64_t checkpoint_at = kDefaultCheckpointAt;
+  int64_t keep_last = kDefaultKeepLast;
+  double loss_tolerance = kDefaultLossTolerance;  // 0 = bitwise
+  double eval_tolerance = kDefaultEvalTolerance;
+  std::string device = "auto";
+  int threads = 0;
+  int timeout_s = 900;  // per worker process
+  NegativeControl negative_control = NegativeControl::kNone;
+};
+
+// Runs the processes and returns the four checks, in report order.
+std::vector<CheckResult> RunRoundtrip(const RoundtripOptions& options);
+
+}  // namespace trainlock::validate

@@ -1,0 +1,306 @@
+// The validator's coordinator: loads the project, runs the checks of this process in their
+// phases (collectives, the node's checks or a rank's round trip, the merge of the ranks) and
+// writes the report; see validate.h. Torch-free: the LibTorch work happens in the worker
+// processes, and each phase lives in a file of its own (node_run, rank_phase, work_dirs,
+// check_selection, validate_summary).
+#include "coordinator/validate.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+
+#include "base/diagnostic.h"
+#include "base/exit_code.h"
+#include "base/file_io.h"
+#include "base/progress.h"
+#include "base/rank_env.h"
+#include "base/time_text.h"
+#include "base/version_info.h"
+#include "support/check_selection.h"
+#include "checks/host_info.h"
+#include "compat/lock_drift.h"
+#include "coordinator/image_binding.h"
+#include "comm/launch.h"
+#include "coordinator/node_run.h"
+#include "probes/nvml_probe.h"
+#include "project/project.h"
+#include "comm/rank_merge.h"
+#include "comm/rank_phase.h"
+#include "report/report.h"
+#include "report/report_signing.h"
+#include "coordinator/validate_summary.h"
+#include "coordinator/work_dirs.h"
+#include "worker/worker.h"
+
+namespace trainlock::validate {
+namespace fs = std::filesystem;
+namespace {
+
+// The project with its lock; a missing lock is bad input: the validator checks a lock.
+Project LoadLockedProject(const ValidateOptions& o) {
+  Project project = LoadProject(o.project, ManifestRequirement::kOptional);
+  RequireLock(project, "cannot read: no such file",
+              "the validator checks a lock: run `trainlock lock` first");
+  return project;
+}
+
+// A validator built for one kind of device refuses a lock or a --device it cannot serve at
+// once, instead of training a GPU-sized model on the CPU until the kernel kills it.
+void RefuseWrongBuild(const ValidateOptions& o, const Project& project, const std::string& build) {
+  if (build != "cpu") return;
+  const Spec& lock = *project.lock;
+  if (o.device != "auto" && o.device != "cpu") {
+    throw InputError(Diagnostic{"--device",
+                                {},
+                                "'" + o.device + "' on a CPU build of the validator (LibTorch " +
+                                    BuiltTorchVersion() + ", no GPU support)",
+                                "run the validator built for the GPU target (the image from "
+                                "`trainlock image build`), or give --device cpu"});
+  }
+  if (lock.targets.contains("cpu")) return;
+  std::string targets;
+  for (const auto& [name, target] : lock.targets) targets += (targets.empty() ? "" : ", ") + name;
+  throw InputError(Diagnostic{
+      project.lock_path,
+      {},
+      "this validator is a CPU build, but the lock's targets are " +
+          (targets.empty() ? std::string("none") : targets) + " (no cpu target)",
+      "run the validator inside the image built for the lock's target (`trainlock validate DIR "
+      "--image REF`), or add [targets.cpu] to trainlock.toml and re-lock"});
+}
+
+// The lock must describe the files the run trains from: a stale lock or a changed config is
+// refused before any training (exit 2), unless --allow-drift, which records it in the report.
+std::vector<Finding> CheckDrift(const ValidateOptions& o, const Project& project) {
+  std::vector<Finding> drift = LockDrift(project);
+  if (drift.empty() || o.allow_drift) return drift;
+  Diagnostics diags;
+  for (const Finding& f : drift) {
+    diags.Error(f.path, f.pos, f.id + ": " + f.message,
+                f.remedy + "; or give --allow-drift to validate anyway (recorded in the report)");
+  }
+  throw InputError(diags);
+}
+
+// The signing key's PEM, checked before the long run so a bad key costs seconds, not the run.
+std::string ReadSigningKey(const fs::path& key) {
+  if (key.empty()) return "";
+  std::string pem = ReadInputFile(key, key.string());
+  try {
+    PrivateKeyId(pem);
+  } catch (const KeyError& e) {
+    throw InputError(
+        Diagnostic{key.string(), {}, e.what(), "give the .key file written by `trainlock keygen`"});
+  }
+  return pem;
+}
+
+const char* NegativeControlName(NegativeControl control) {
+  switch (control) {
+    case NegativeControl::kSkipRngRestore:
+      return "rng";
+    case NegativeControl::kSkipDataRestore:
+      return "data";
+    case NegativeControl::kCorruptCheckpoint:
+      return "corrupt";
+    case NegativeControl::kNone:
+      break;
+  }
+  return "";
+}
+
+// The report's facts before any check runs: what the run trains from, and how; `image` from
+// BindImage.
+Report NewReport(const ValidateOptions& o, const Project& project,
+                 const std::vector<Finding>& drift, bool lead, const ImageBinding& image) {
+  Report report;
+  report.started_at = NowRfc3339();
+  report.lock_sha256 = project.lock_sha256;
+  report.config_sha256 = project.config_sha256;
+  if (project.manifest) report.manifest_sha256 = project.manifest_sha256;
+  for (const Finding& f : drift) report.drift.push_back({f.id, f.message});
+  report.negative_control = NegativeControlName(o.negative_control);
+  report.validator_version = std::string(kTrainlockVersion);
+  report.torch_version = BuiltTorchVersion();
+  report.build = BuiltTorchFlavour();
+  report.host = HostInfo();
+  report.required = lead ? project.lock->validate.required : std::vector<std::string>{};
+  report.image = image.image;
+  report.image_digest_source = image.digest_source;
+  return report;
+}
+
+// What this process knows of the other ranks once the collectives ran.
+struct Distribution {
+  std::unique_ptr<RankStore> store;
+  std::optional<CommOutcome> comm;
+  std::string train_device;
+};
+
+// The collectives come first: every rank is at the rendezvous now.
+Distribution JoinRanks(const ValidateOptions& o, const std::optional<RankEnv>& rank,
+                       const NodeProbe& node, Progress& progress) {
+  Distribution d;
+  d.train_device = o.device;
+  if (!rank || rank->world_size <= 1) return d;
+  const CommOptions comm_options = CommOptionsFor(*rank, o, node);
+  d.train_device = comm_options.device;
+  progress.Begin("comm.allreduce, comm.ddp: " + std::to_string(rank->world_size) + " ranks");
+  try {
+    d.store = RankStore::Join(*rank, comm_options.device, comm_options.join_timeout);
+    d.store->StartHeartbeat(kHeartbeatInterval);
+    d.comm = RunCommChecks(comm_options, *d.store);
+  } catch (const RankStoreError& e) {
+    d.comm = FailedCommChecks(comm_options, e.what());
+  }
+  progress.End();
+  return d;
+}
+
+// Each node's local rank 0 measures its node's devices (env.*, data.*, ops.custom, perf.*)
+// while that node's other ranks wait, then every rank runs the round trip on its own GPU.
+// Returns the checkpoint root to clean up.
+fs::path RunChecks(const ValidateOptions& o, const Project& project, const NodeProbe& node,
+                   const std::optional<RankEnv>& rank, const fs::path& work, Distribution& d,
+                   Progress& progress, Report& report) {
+  const std::string measured_key = "devices-measured-" + std::to_string(rank ? rank->node_rank : 0);
+  if (!rank || rank->local_rank == 0) {
+    auto measured = [&] {
+      if (d.store) d.store->Signal(measured_key);
+    };
+    NodeRun run = RunNodeChecks(o, project, node, work, d.train_device, measured, progress, report);
+    AddCommChecks(report, d.comm);
+    AnnounceChecks(progress, report);
+    RunTailChecks(o, project, run, progress, report, /*job_checks=*/!rank || rank->rank == 0);
+    if (rank && rank->rank != 0) SkipJobChecks(report, rank->rank);
+    return run.checkpoint_root;
+  }
+  // The node lead's perf.* would measure this rank's training too: wait until it is done.
+  if (d.store) d.store->WaitForSignal(measured_key, std::chrono::seconds(o.timeout_s + 60));
+  const fs::path checkpoint_root = CheckpointRoot(o, project, work);
+  SkipForNonLeadRank(report, rank->rank);
+  AddCommChecks(report, d.comm);
+  for (CheckResult& c : RunTraining(o, project, d.train_device, work, checkpoint_root, progress))
+    report.checks.push_back(std::move(c));
+  AnnounceChecks(progress, report);
+  return checkpoint_root;
+}
+
+// Every rank's entry reaches rank 0, which merges them into its report; "" otherwise.
+nlohmann::json ExchangeAndMerge(const ValidateOptions& o, const std::optional<RankEnv>& rank,
+                                Distribution& d, Report& report) {
+  if (!rank || rank->world_size <= 1) return nullptr;
+  // Rank 0 waits for a live rank's round trip at most as long as the four processes of its
+  // own may take.
+  const auto wait = std::chrono::seconds(4 * o.timeout_s + o.collective_timeout_s);
+  nlohmann::json entries = ExchangeRankEntries(
+      d.store.get(), *rank,
+      RankEntry(*rank, HostName(), d.train_device, report.checks, report.devices), wait);
+  if (rank->rank == 0) MergeRankResults(report, entries, {.gpu = d.train_device != "cpu"});
+  return entries;
+}
+
+// Writes the report (signed with `sign_pem` when given): every rank of a distributed run its
+// own beside the merged one, which only rank 0 writes with the ranks' entries.
+nlohmann::json WriteReports(const ValidateOptions& o, const Project& project,
+                            const std::optional<RankEnv>& rank, const fs::path& work,
+                            const nlohmann::json& rank_entries, const std::string& sign_pem,
+                            Report& report) {
+  report.project = project.effective().name;
+  if (o.keep_work) report.work_dir = work.string();
+  report.only = o.only;
+  if (rank)
+    report.rank = ReportRank{rank->rank, rank->world_size, rank->local_rank, rank->launcher};
+  if (o.out.has_parent_path()) fs::create_directories(o.out.parent_path());
+  const bool lead = !rank || rank->rank == 0;
+  if (rank && rank->world_size > 1) {
+    nlohmann::json own = report.ToJson();
+    if (!sign_pem.empty()) SignReport(own, sign_pem);
+    WriteFileAtomically(RankReportPath(o.out.string(), rank->rank), SignedReportText(own));
+    if (lead) report.ranks = rank_entries;
+  }
+  nlohmann::json j = report.ToJson();
+  if (lead) {
+    if (!sign_pem.empty()) SignReport(j, sign_pem);
+    WriteFileAtomically(o.out, SignedReportText(j));
+  }
+  return j;
+}
+
+// True when a check's summary or remedy points the reader at `work` (a worker that died).
+bool ReportNames(const Report& report, const fs::path& work) {
+  const std::string dir = work.string();
+  for (const CheckResult& c : report.checks) {
+    if (c.summary.find(dir) != std::string::npos || c.remedy.find(dir) != std::string::npos)
+      return true;
+  }
+  return false;
+}
+
+// Removes the work and checkpoint directories this run made, unless --keep-work. A work
+// directory the report names (a worker died: its output is there) stays, without checkpoints.
+void CleanUp(const ValidateOptions& o, const fs::path& work, const fs::path& checkpoint_root,
+             const Report& report) {
+  if (o.keep_work) return;
+  std::error_code ec;
+  fs::remove_all(checkpoint_root, ec);
+  if (!o.work_dir.empty()) return;
+  if (ReportNames(report, work)) {
+    std::cerr << "trainlock-validate: the workers' output stays in " << work.string() << "\n";
+  } else {
+    fs::remove_all(work, ec);
+  }
+}
+
+// --nproc without a launcher: the number of ranks to start, 0 when this process validates.
+int RanksToLaunch(const ValidateOptions& o, const std::optional<RankEnv>& rank) {
+  if (rank || o.nproc == 0) return 0;
+  const int n = o.nproc > 0 ? o.nproc : VisibleAcceleratorCount();
+  if (n < 1) {
+    throw InputError(Diagnostic{"--nproc",
+                                {},
+                                "auto: no accelerator is visible",
+                                "give the number of processes, e.g. --nproc 2"});
+  }
+  return n > 1 ? n : 0;
+}
+
+}  // namespace
+
+int RunValidate(const ValidateOptions& o) {
+  std::optional<RankEnv> rank = DetectRankEnv([](const char* name) { return std::getenv(name); });
+  if (const int n = RanksToLaunch(o, rank)) return LaunchRanks(o.argv, n);
+  const bool lead = !rank || rank->rank == 0;
+  const auto start = std::chrono::steady_clock::now();
+  const Project project = LoadLockedProject(o);
+  RefuseWrongBuild(o, project, BuiltTorchFlavour());
+  const std::vector<Finding> drift = CheckDrift(o, project);
+  const std::string sign_pem = ReadSigningKey(o.sign_key);
+  Progress progress(ProgressStyleFor(o, rank), ProgressSource(rank));
+  const ImageBinding image =
+      BindImage(kImageEtcDir, project, fs::read_symlink("/proc/self/exe"),
+                std::getenv("TRAINLOCK_IMAGE_REF"), std::getenv("TRAINLOCK_IMAGE_DIGEST"));
+  Report report = NewReport(o, project, drift, lead, image);
+  NodeProbe node;
+  if (report.build != "cpu") node = ProbeNode();
+
+  Distribution d = JoinRanks(o, rank, node, progress);
+  const fs::path work = MakeWorkDir(o, rank);
+  const fs::path checkpoint_root = RunChecks(o, project, node, rank, work, d, progress, report);
+  const nlohmann::json rank_entries = ExchangeAndMerge(o, rank, d, report);
+  SortChecks(report);
+  ApplyOnly(report, o.only);
+  report.duration_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  const nlohmann::json j = WriteReports(o, project, rank, work, rank_entries, sign_pem, report);
+  if (o.json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    PrintSummary(report, o, project.lock_sha256, rank);
+  }
+  CleanUp(o, work, checkpoint_root, report);
+  return report.Verdict() == "pass" ? kExitOk : kExitVerdict;
+}
+
+}  // namespace trainlock::validate

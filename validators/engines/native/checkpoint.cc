@@ -1,0 +1,244 @@
+// Atomic, verified checkpoints; see checkpoint.h.
+#include "engines/native/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include "base/elapsed.h"
+#include "base/file_io.h"
+#include "base/safe_paths.h"
+#include "base/sha256.h"
+#include "support/parallel.h"
+
+namespace trainlock::validate {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kManifest = "manifest.json";
+// The SHA-256 of manifest.json's bytes, so that a damaged manifest is refused too.
+constexpr const char* kManifestHash = "manifest.json.sha256";
+
+struct Shard {
+  std::string role;  // kModelRole or kOptimizerRole
+  std::string file;
+  std::vector<NamedTensor> tensors;
+};
+
+std::string StepName(int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "step-%08lld", static_cast<long long>(step));
+  return buf;
+}
+
+void FsyncDir(const fs::path& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error(dir.string() + ": cannot fsync directory");
+  }
+  ::close(fd);
+}
+
+bool IsStepDir(const fs::directory_entry& e) {
+  std::string name = e.path().filename().string();
+  return e.is_directory() && name.rfind("step-", 0) == 0 && fs::exists(e.path() / kManifestHash);
+}
+
+void Prune(const fs::path& root, int64_t keep_last, const fs::path& keep) {
+  std::vector<fs::path> complete;
+  for (const auto& e : fs::directory_iterator(root)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind(".step-", 0) == 0 && e.path() != keep) {
+      fs::remove_all(e.path());  // a temporary left by a writer that died mid-save
+    } else if (IsStepDir(e)) {
+      complete.push_back(e.path());
+    }
+  }
+  std::sort(complete.begin(), complete.end());
+  for (size_t i = 0; i + static_cast<size_t>(keep_last) < complete.size(); ++i) {
+    fs::remove_all(complete[i]);
+  }
+}
+
+// Files of one role: tensors in name order, cut into shards of about kShardBytes (a tensor
+// larger than that gets a shard of its own). One file keeps the plain name ROLE.safetensors;
+// more are named as Hugging Face names shards, ROLE-00001-of-00003.safetensors.
+std::vector<Shard> PlanShards(const std::string& role, const std::vector<NamedTensor>& tensors,
+                              uint64_t shard_bytes) {
+  std::vector<const NamedTensor*> sorted;
+  for (const NamedTensor& t : tensors) sorted.push_back(&t);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const NamedTensor* a, const NamedTensor* b) { return a->name < b->name; });
+  std::vector<Shard> shards;
+  uint64_t in_current = 0;
+  for (const NamedTensor* t : sorted) {
+    const auto bytes = static_cast<uint64_t>(t->tensor.numel()) * t->tensor.element_size();
+    if (shards.empty() || (in_current > 0 && in_current + bytes > shard_bytes)) {
+      shards.push_back({role, "", {}});
+      in_current = 0;
+    }
+    shards.back().tensors.push_back(*t);
+    in_current += bytes;
+  }
+  if (shards.empty()) shards.push_back({role, "", {}});
+  for (size_t i = 0; i < shards.size(); ++i) {
+    char name[96];
+    if (shards.size() == 1) {
+      std::snprintf(name, sizeof name, "%s.safetensors", role.c_str());
+    } else {
+      std::snprintf(name, sizeof name, "%s-%05zu-of-%05zu.safetensors", role.c_str(), i + 1,
+                    shards.size());
+    }
+    shards[i].file = name;
+  }
+  return shards;
+}
+
+}  // namespace
+
+CheckpointIo SaveCheckpoint(const fs::path& root, const CheckpointContents& contents,
+                            int64_t keep_last, uint64_t shard_bytes) {
+  auto start = std::chrono::steady_clock::now();
+  fs::create_directories(root);
+  const std::string name = StepName(contents.step);
+  // A fresh directory of a random name: never one another writer (or a planted link) holds.
+  const fs::path tmp = CreateUniqueDirectory(root, "." + name + ".tmp-");
+  const fs::path final_dir = root / name;
+
+  std::vector<Shard> shards = PlanShards(kModelRole, contents.model, shard_bytes);
+  for (Shard& s : PlanShards(kOptimizerRole, contents.optimizer, shard_bytes))
+    shards.push_back(std::move(s));
+  // Shards are independent files: copy to the host, write, hash and fsync them in parallel.
+  std::vector<WrittenFile> written(shards.size());
+  ParallelFor(shards.size(), IoThreads(), [&](size_t i) {
+    written[i] = WriteSafetensors(tmp / shards[i].file, shards[i].tensors);
+  });
+
+  nlohmann::json manifest = {{"format", kCheckpointFormat},
+                             {"step", contents.step},
+                             {"files", nlohmann::json::array()},
+                             {"state", contents.state}};
+  CheckpointIo io;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    manifest["files"].push_back({{"path", shards[i].file},
+                                 {"role", shards[i].role},
+                                 {"sha256", written[i].sha256},
+                                 {"size", written[i].bytes}});
+    io.bytes += written[i].bytes;
+  }
+  io.files = shards.size();
+  std::string text = manifest.dump(2) + "\n";
+  WriteFileAtomically(tmp / kManifest, text);  // fsyncs the file and tmp/
+  WriteFileAtomically(tmp / kManifestHash, Sha256Hex(text) + "\n");
+  io.bytes += text.size() + 65;
+  if (fs::exists(final_dir)) fs::remove_all(final_dir);  // a re-save of the same step
+  fs::rename(tmp, final_dir);
+  FsyncDir(root);
+  Prune(root, keep_last, final_dir);
+  io.dir = final_dir;
+  io.seconds = SecondsSince(start);
+  return io;
+}
+
+namespace {
+
+std::string ReadManifestVerified(const fs::path& dir) {
+  const fs::path manifest_path = dir / kManifest;
+  std::string text;
+  {
+    std::ifstream in(manifest_path, std::ios::binary);
+    if (!in) throw CheckpointError(manifest_path.string() + ": missing");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::ifstream in(dir / kManifestHash);
+  std::string want;
+  if (!(in >> want)) throw CheckpointError((dir / kManifestHash).string() + ": missing");
+  if (Sha256Hex(text) != want) {
+    throw CheckpointError(manifest_path.string() + ": sha256 " + Sha256Hex(text).substr(0, 16) +
+                          "... does not match " + kManifestHash + " (" + want.substr(0, 16) +
+                          "...)");
+  }
+  return text;
+}
+
+}  // namespace
+
+CheckpointContents LoadCheckpoint(const fs::path& dir, CheckpointIo* io) {
+  auto start = std::chrono::steady_clock::now();
+  const fs::path manifest_path = dir / kManifest;
+  const std::string text = ReadManifestVerified(dir);
+  CheckpointManifest manifest = ParseCheckpointManifest(text, manifest_path.string());
+  const std::vector<CheckpointFile>& files = manifest.files;
+  // Sizes first (cheap, and a truncated shard is named before any hashing starts).
+  uint64_t bytes = 0;
+  for (const CheckpointFile& f : files) {
+    const fs::path path = dir / f.path;
+    std::error_code ec;
+    uint64_t size = fs::file_size(path, ec);
+    if (ec) throw CheckpointError(path.string() + ": missing (listed in manifest.json)");
+    if (size != f.size) {
+      throw CheckpointError(path.string() + ": size " + std::to_string(size) +
+                            " bytes but manifest.json says " + std::to_string(f.size));
+    }
+    bytes += size;
+  }
+  // Read and hash every file in one pass, in parallel; nothing is returned unless all verify.
+  std::vector<std::map<std::string, torch::Tensor>> read(files.size());
+  try {
+    ParallelFor(files.size(), IoThreads(), [&](size_t i) {
+      read[i] = ReadVerifiedSafetensors(dir / files[i].path, files[i].sha256, kManifest);
+    });
+  } catch (const SafetensorsError& e) {
+    throw CheckpointError(e.what());
+  }
+  CheckpointContents contents;
+  contents.step = manifest.step;
+  contents.state = std::move(manifest.state);
+  for (size_t i = 0; i < files.size(); ++i) {
+    auto& into = files[i].role == kModelRole ? contents.model : contents.optimizer;
+    for (auto& [n, t] : read[i]) into.push_back({n, std::move(t)});
+  }
+  if (io) {
+    io->dir = dir;
+    io->bytes = bytes;
+    io->files = files.size();
+    io->seconds = SecondsSince(start);
+  }
+  return contents;
+}
+
+std::optional<fs::path> LatestCheckpoint(const fs::path& root) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return std::nullopt;
+  std::optional<fs::path> latest;
+  for (const auto& e : fs::directory_iterator(root)) {
+    if (IsStepDir(e) && (!latest || e.path() > *latest)) latest = e.path();
+  }
+  return latest;
+}
+
+double MaxAbsStateDifference(const std::filesystem::path& a, const std::filesystem::path& b,
+                             std::string* first_different) {
+  auto ta = ReadSafetensors(a);
+  auto tb = ReadSafetensors(b);
+  double max_diff = 0;
+  for (const auto& [name, tensor] : ta) {
+    auto it = tb.find(name);
+    if (it == tb.end() || it->second.sizes() != tensor.sizes()) {
+      if (first_different && first_different->empty()) *first_different = name;
+      max_diff = std::numeric_limits<double>::infinity();
+      continue;
+    }
+    double d =
+        (tensor.to(torch::kDouble) - it->second.to(torch::kDouble)).abs().max().item<double>();
+    if (d != 0 && first_different && first_different->empty()) *first_different = name;
+    max_diff = std::max(max_diff, d);
+  }
+  return max_diff;
+}
+
+}  // namespace trainlock::validate

@@ -1,0 +1,38 @@
+// Loading a Hugging Face model directory (config.json and *.safetensors, single or sharded
+// with model.safetensors.index.json) into the reference decoder, refusing any disagreement
+// in shape, dtype or name with a message that names the file and the tensor.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engines/native/llama.h"
+
+namespace trainlock::validate {
+
+class ModelLoadError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct LoadedWeights {
+  std::vector<std::string> files;  // the safetensors files read
+  int64_t tensors = 0;
+  std::string dtypes;  // e.g. "BF16"
+};
+
+// The files of `dir` a load may read: the lock's pinned ones. nullopt reads every file of
+// the directory (a model directory given directly, without a lock).
+using PinnedNames = std::optional<std::set<std::string>>;
+
+// Loads config.json (checked against the model's config) and the weights. Only pinned files
+// are read: a *.safetensors file the lock does not pin is ignored, and an index (itself
+// pinned) naming a shard the lock does not pin is refused.
+LoadedWeights LoadHfWeights(Llama& model, const std::filesystem::path& dir,
+                            const PinnedNames& pinned = std::nullopt);
+
+}  // namespace trainlock::validate

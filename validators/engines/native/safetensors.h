@@ -1,0 +1,50 @@
+// The safetensors format (an 8-byte little-endian header length, a JSON header of
+// name -> {dtype, shape, data_offsets}, then the raw bytes), read and written with LibTorch
+// tensors so that Python's `safetensors` reads what the validator writes and vice versa.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engines/native/safetensors_header.h"
+
+namespace trainlock::validate {
+
+struct NamedTensor {
+  std::string name;
+  torch::Tensor tensor;
+};
+
+struct WrittenFile {
+  uint64_t bytes = 0;
+  std::string sha256;  // of the whole file, computed while writing
+};
+
+// Writes `tensors` (any device; copied to CPU) in name order, with optional string metadata,
+// then fsyncs the file. Throws std::runtime_error naming the file on I/O failure.
+WrittenFile WriteSafetensors(const std::filesystem::path& file,
+                             const std::vector<NamedTensor>& tensors,
+                             const std::map<std::string, std::string>& metadata = {});
+
+// Reads every tensor of a file onto the CPU. Validates the header with
+// ParseSafetensorsHeader (safetensors_header.h) and throws SafetensorsError on any problem,
+// and on a path that is not a regular file.
+// The file is read whole into one CPU buffer that the returned tensors share.
+std::map<std::string, torch::Tensor> ReadSafetensors(const std::filesystem::path& file);
+
+// ReadSafetensors in one pass that also hashes the bytes: throws SafetensorsError
+// ("FILE: sha256 ... does not match LISTED_IN's ...") before parsing anything when the file's
+// SHA-256 is not `want_sha256`.
+std::map<std::string, torch::Tensor> ReadVerifiedSafetensors(const std::filesystem::path& file,
+                                                             const std::string& want_sha256,
+                                                             const std::string& listed_in);
+
+// "F32", "BF16", ... for a scalar type; throws for types safetensors cannot hold.
+std::string SafetensorsDtype(at::ScalarType type);
+
+}  // namespace trainlock::validate

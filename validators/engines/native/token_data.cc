@@ -1,0 +1,215 @@
+// Token sources and the window loader; see token_data.h.
+#include "engines/native/token_data.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace trainlock::validate {
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+namespace {
+
+class Synthetic : public TokenSource {
+ public:
+  Synthetic(uint64_t seed, int64_t vocab, uint64_t length)
+      : seed_(seed), vocab_(static_cast<uint64_t>(vocab)), length_(length) {}
+  uint64_t size() const override { return length_; }
+  void Read(uint64_t start, uint64_t n, int64_t* out) const override {
+    for (uint64_t i = 0; i < n; ++i) {
+      uint64_t p = start + i;
+      uint64_t block_start = SplitMix64(seed_ ^ SplitMix64(p / 8)) % vocab_;
+      out[i] = static_cast<int64_t>((block_start + 7 * (p % 8)) % vocab_);
+    }
+  }
+  std::string Describe() const override {
+    return "synthetic token stream (" + std::to_string(length_) + " tokens)";
+  }
+
+ private:
+  uint64_t seed_, vocab_, length_;
+};
+
+class Shards : public TokenSource {
+ public:
+  Shards(const std::vector<std::filesystem::path>& files, int bytes_per_token, int64_t vocab)
+      : width_(bytes_per_token), vocab_(vocab) {
+    for (const auto& file : files) Map(file);
+  }
+  ~Shards() override {
+    for (const Mapping& m : maps_) ::munmap(m.data, m.bytes);
+  }
+  uint64_t size() const override { return total_; }
+  void Read(uint64_t start, uint64_t n, int64_t* out) const override {
+    for (uint64_t i = 0; i < n; ++i) {
+      uint64_t p = start + i;
+      size_t m = 0;
+      while (p >= maps_[m].first + maps_[m].tokens) ++m;
+      const unsigned char* at =
+          static_cast<const unsigned char*>(maps_[m].data) + (p - maps_[m].first) * width_;
+      uint64_t token = 0;
+      for (int b = width_ - 1; b >= 0; --b) token = (token << 8) | at[b];
+      if (token >= static_cast<uint64_t>(vocab_)) {
+        throw std::runtime_error(maps_[m].path + ": token " + std::to_string(token) + " at index " +
+                                 std::to_string(p - maps_[m].first) +
+                                 " is outside the vocabulary (" + std::to_string(vocab_) + ")");
+      }
+      out[i] = static_cast<int64_t>(token);
+    }
+  }
+  std::string Describe() const override {
+    return std::to_string(maps_.size()) + " token shard(s), " + std::to_string(total_) + " tokens";
+  }
+
+ private:
+  struct Mapping {
+    std::string path;
+    void* data;
+    size_t bytes;
+    uint64_t first, tokens;
+  };
+  void Map(const std::filesystem::path& file) {
+    // Without blocking: a FIFO in place of a shard is refused, not waited on.
+    int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) throw std::runtime_error(file.string() + ": " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw std::runtime_error(file.string() + ": not a regular file");
+    }
+    size_t bytes = static_cast<size_t>(st.st_size);
+    if (bytes == 0 || bytes % static_cast<size_t>(width_) != 0) {
+      ::close(fd);
+      throw std::runtime_error(file.string() + ": " + std::to_string(bytes) +
+                               " bytes is not a whole number of " + std::to_string(width_) +
+                               "-byte tokens");
+    }
+    void* data = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (data == MAP_FAILED) throw std::runtime_error(file.string() + ": mmap failed");
+    uint64_t tokens = bytes / static_cast<size_t>(width_);
+    maps_.push_back({file.string(), data, bytes, total_, tokens});
+    total_ += tokens;
+  }
+  int width_;
+  int64_t vocab_;
+  std::vector<Mapping> maps_;
+  uint64_t total_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<TokenSource> SyntheticTokens(uint64_t seed, int64_t vocab, uint64_t length) {
+  return std::make_unique<Synthetic>(seed, vocab, length);
+}
+
+std::unique_ptr<TokenSource> ShardTokens(const std::vector<std::filesystem::path>& files,
+                                         int bytes_per_token, int64_t vocab) {
+  return std::make_unique<Shards>(files, bytes_per_token, vocab);
+}
+
+WindowLoader::WindowLoader(const TokenSource& source, int64_t seq_len, int64_t micro_batch,
+                           uint64_t seed, bool shuffle, int64_t eval_windows)
+    : source_(source),
+      seq_len_(seq_len),
+      micro_batch_(micro_batch),
+      seed_(seed),
+      shuffle_(shuffle),
+      eval_windows_(eval_windows) {
+  if (eval_windows < 1) throw std::runtime_error("the loader needs at least one eval window");
+  int64_t windows = source.size() > 1 ? static_cast<int64_t>((source.size() - 1) / seq_len) : 0;
+  train_windows_ = windows - eval_windows;
+  if (train_windows_ < micro_batch) {
+    throw std::runtime_error(source.Describe() + " holds " + std::to_string(windows) +
+                             " windows of " + std::to_string(seq_len + 1) + " tokens; need " +
+                             std::to_string(micro_batch + eval_windows) +
+                             " (micro_batch + eval windows)");
+  }
+  Reshuffle();
+}
+
+void WindowLoader::Reshuffle() {
+  order_.clear();
+  if (!shuffle_) return;
+  order_.resize(static_cast<size_t>(train_windows_));
+  for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+  uint64_t state = SplitMix64(seed_ ^ (0x5eed0000ull + epoch_));
+  for (size_t i = order_.size(); i > 1; --i) {  // Fisher-Yates, portable across libraries
+    state = SplitMix64(state);
+    std::swap(order_[i - 1], order_[state % i]);
+  }
+}
+
+uint64_t WindowLoader::WindowAt(uint64_t position) const {
+  return shuffle_ ? order_[position] : position;
+}
+
+void WindowLoader::Fill(Batch& b, int64_t row, uint64_t window) const {
+  std::vector<int64_t> tokens(static_cast<size_t>(seq_len_ + 1));
+  source_.Read(window * static_cast<uint64_t>(seq_len_), tokens.size(), tokens.data());
+  std::copy(tokens.begin(), tokens.end() - 1, b.inputs.begin() + row * seq_len_);
+  std::copy(tokens.begin() + 1, tokens.end(), b.targets.begin() + row * seq_len_);
+}
+
+Batch WindowLoader::Next() {
+  Batch b{micro_batch_, seq_len_, std::vector<int64_t>(micro_batch_ * seq_len_),
+          std::vector<int64_t>(micro_batch_ * seq_len_)};
+  for (int64_t row = 0; row < micro_batch_; ++row) {
+    if (cursor_ == static_cast<uint64_t>(train_windows_)) {
+      ++epoch_;
+      cursor_ = 0;
+      Reshuffle();
+    }
+    Fill(b, row, WindowAt(cursor_++));
+  }
+  return b;
+}
+
+Batch WindowLoader::EvalBatch(int64_t index) const {
+  Batch b{micro_batch_, seq_len_, std::vector<int64_t>(micro_batch_ * seq_len_),
+          std::vector<int64_t>(micro_batch_ * seq_len_)};
+  for (int64_t row = 0; row < micro_batch_; ++row) {
+    uint64_t window =
+        static_cast<uint64_t>(train_windows_ + (index * micro_batch_ + row) % eval_windows_);
+    Fill(b, row, window);
+  }
+  return b;
+}
+
+nlohmann::json WindowLoader::State() const {
+  return {{"epoch", epoch_},
+          {"cursor", cursor_},
+          {"seed", seed_},
+          {"shuffle", shuffle_},
+          {"train_windows", train_windows_},
+          {"seq_len", seq_len_}};
+}
+
+void WindowLoader::Restore(const nlohmann::json& state) {
+  if (state.value("train_windows", int64_t{-1}) != train_windows_ ||
+      state.value("seq_len", int64_t{-1}) != seq_len_ ||
+      state.value("seed", uint64_t{0}) != seed_ || state.value("shuffle", !shuffle_) != shuffle_) {
+    throw std::runtime_error("data-loader state was saved for different data (" + state.dump() +
+                             ")");
+  }
+  if (state.at("cursor").get<uint64_t>() > static_cast<uint64_t>(train_windows_)) {
+    throw std::runtime_error("data-loader state has cursor " + state["cursor"].dump() +
+                             " past the epoch's " + std::to_string(train_windows_) + " windows");
+  }
+  epoch_ = state.at("epoch").get<uint64_t>();
+  cursor_ = state.at("cursor").get<uint64_t>();
+  Reshuffle();
+}
+
+}  // namespace trainlock::validate

@@ -1,0 +1,273 @@
+// The env.* checks; see node_checks.h.
+#include "probes/node_checks.h"
+#include "base/strings.h"
+
+#include <link.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "base/version.h"
+#include "probes/env_health.h"
+
+namespace trainlock::validate {
+namespace {
+
+CheckResult Make(const char* id, CheckStatus status, std::string summary, std::string remedy = {},
+                 nlohmann::json metrics = nlohmann::json::object()) {
+  return {id, status, 0, std::move(summary), std::move(remedy), std::move(metrics)};
+}
+
+CheckResult Driver(const Target* target, const NodeProbe& node) {
+  nlohmann::json m = {{"driver_version", node.driver_version},
+                      {"cuda_driver_version", CudaVersionString(node.cuda_driver_version)}};
+  if (!target || target->driver_min.empty()) {
+    return Make("env.driver", CheckStatus::kPass,
+                "driver " + node.driver_version + " (the lock sets no driver-min)", {}, m);
+  }
+  m["driver_min"] = target->driver_min;
+  auto have = ParseVersion(node.driver_version), want = ParseVersion(target->driver_min);
+  if (!have)
+    return Make("env.driver", CheckStatus::kError,
+                "cannot parse the driver version '" + node.driver_version + "'", {}, m);
+  if (*have < *want) {
+    return Make("env.driver", CheckStatus::kFail,
+                "driver " + node.driver_version + " is older than the lock's driver-min " +
+                    target->driver_min,
+                "upgrade the NVIDIA driver on this node to " + target->driver_min + " or newer", m);
+  }
+  return Make("env.driver", CheckStatus::kPass,
+              "driver " + node.driver_version + " >= driver-min " + target->driver_min, {}, m);
+}
+
+CheckResult Runtime(const NodeProbe& node, const BuildInfo& build, const Catalog& catalog) {
+  nlohmann::json m = {{"cuda_runtime", CudaVersionString(build.cuda_runtime)},
+                      {"cuda_driver_supports", CudaVersionString(node.cuda_driver_version)}};
+  if (build.cuda_runtime == 0)
+    return Make("env.runtime", CheckStatus::kSkip, "not a CUDA build of the validator", {}, m);
+  if (node.cuda_driver_version < build.cuda_runtime) {
+    std::string need;
+    if (auto v = ParseVersion(CudaVersionString(build.cuda_runtime))) {
+      if (const CudaDriverRequirement* r = catalog.FindCudaDriver(*v))
+        need = r->linux_driver_min.ToString();
+    }
+    return Make("env.runtime", CheckStatus::kFail,
+                "the driver supports CUDA " + CudaVersionString(node.cuda_driver_version) +
+                    " but the image's runtime is CUDA " + CudaVersionString(build.cuda_runtime),
+                "upgrade the driver" +
+                    (need.empty() ? std::string() : " to " + need + " or newer") +
+                    ", or use an image built for CUDA " +
+                    CudaVersionString(node.cuda_driver_version) + " or older",
+                m);
+  }
+  return Make("env.runtime", CheckStatus::kPass,
+              "the driver (CUDA " + CudaVersionString(node.cuda_driver_version) +
+                  ") supports the runtime (CUDA " + CudaVersionString(build.cuda_runtime) + ")",
+              {}, m);
+}
+
+CheckResult Versions(const Target* target, const BuildInfo& build) {
+  nlohmann::json m = {{"torch", build.torch},
+                      {"cuda_runtime", CudaVersionString(build.cuda_runtime)}};
+  if (build.nccl) {
+    m["nccl"] = std::to_string(build.nccl / 10000) + "." + std::to_string(build.nccl / 100 % 100) +
+                "." + std::to_string(build.nccl % 100);
+  }
+  if (!target)
+    return Make("env.versions", CheckStatus::kSkip, "the lock has no " + build.flavour + " target",
+                {}, m);
+  std::vector<std::string> problems;
+  auto torch_want = ParseVersion(target->torch), torch_have = ParseVersion(build.torch);
+  m["torch_locked"] = target->torch;
+  if (!torch_want || !torch_have || !(*torch_want == *torch_have)) {
+    problems.push_back("torch " + build.torch + " but the lock pins " + target->torch);
+  }
+  if (!target->cuda.empty() && build.cuda_runtime) {
+    m["cuda_locked"] = target->cuda;
+    auto want = ParseVersion(target->cuda);
+    if (!want || want->major() * 1000 + want->minor() * 10 != build.cuda_runtime) {
+      problems.push_back("CUDA runtime " + CudaVersionString(build.cuda_runtime) +
+                         " but the lock pins " + target->cuda);
+    }
+  }
+  if (!target->nccl.empty()) {
+    m["nccl_locked"] = target->nccl;
+    if (!build.nccl) {
+      problems.push_back("the lock pins NCCL " + target->nccl + " but no NCCL is loaded");
+    } else if (m["nccl"] != target->nccl) {
+      problems.push_back("NCCL " + m["nccl"].get<std::string>() + " but the lock pins " +
+                         target->nccl);
+    }
+  }
+  if (!problems.empty()) {
+    std::string summary = JoinStrings(problems, "; ");
+    return Make(
+        "env.versions", CheckStatus::kFail, summary,
+        "run the validator from the image built from this lock, or re-lock to what the image holds",
+        m);
+  }
+  return Make("env.versions", CheckStatus::kPass,
+              "torch " + build.torch +
+                  (build.cuda_runtime ? ", CUDA " + CudaVersionString(build.cuda_runtime) : "") +
+                  (build.cuda_runtime ? " match" : " matches") + std::string(" the lock"),
+              {}, m);
+}
+
+// "; GPU 0 and GPU 1 of the node not visible to this process (CUDA_VISIBLE_DEVICES)", or "".
+std::string HiddenNote(const NodeProbe& node, nlohmann::json& m) {
+  if (node.hidden.empty()) return "";
+  std::vector<std::string> names;
+  nlohmann::json indices = nlohmann::json::array();
+  for (const GpuProbe& g : node.hidden) {
+    names.push_back("GPU " + std::to_string(g.index));
+    indices.push_back(g.index);
+  }
+  m["not_visible"] = indices;
+  return "; " + JoinStrings(names, ", ") + " of the node not visible to this process " +
+         "(CUDA_VISIBLE_DEVICES) and not judged";
+}
+
+CheckResult Devices(const Target* target, const NodeProbe& node, const Catalog& catalog) {
+  nlohmann::json m = {{"count", node.gpus.size()}};
+  const std::string hidden = HiddenNote(node, m);
+  if (node.gpus.empty()) {
+    return Make("env.devices", CheckStatus::kFail, "NVML sees no GPU",
+                "check that the container was given the GPUs", m);
+  }
+  if (!target || target->accelerators.empty()) {
+    return Make(
+        "env.devices", CheckStatus::kPass,
+        std::to_string(node.gpus.size()) + " GPU(s); the lock names no accelerators" + hidden, {},
+        m);
+  }
+  m["accelerators"] = target->accelerators;
+  std::vector<std::string> wrong;
+  for (const GpuProbe& g : node.gpus) {
+    const GpuModel* model = catalog.FindGpu(g.name);
+    bool listed =
+        model && std::any_of(target->accelerators.begin(), target->accelerators.end(),
+                             [&](const std::string& a) { return catalog.FindGpu(a) == model; });
+    if (!listed) wrong.push_back("GPU " + std::to_string(g.index) + " (" + g.name + ")");
+  }
+  std::string names;
+  for (const std::string& a : target->accelerators) names += (names.empty() ? "" : ", ") + a;
+  if (!wrong.empty()) {
+    std::string list;
+    for (const std::string& w : wrong) list += (list.empty() ? "" : ", ") + w;
+    return Make(
+        "env.devices", CheckStatus::kFail,
+        list + " not among the target's accelerators (" + names + ")",
+        "run on a node with the locked accelerators, or add this model to the target and re-lock",
+        m);
+  }
+  return Make("env.devices", CheckStatus::kPass,
+              std::to_string(node.gpus.size()) + " x " + node.gpus[0].name +
+                  ", among the target's accelerators (" + names + ")" + hidden,
+              {}, m);
+}
+
+CheckResult Arch(const NodeProbe& node, const DeviceRuns& runs) {
+  nlohmann::json libs = nlohmann::json::array();
+  std::vector<std::string> problems;
+  for (const auto& [path, info] : runs.libraries) {
+    libs.push_back({{"path", path}, {"sass", info.sass}, {"ptx_archs", [&] {
+                                                            std::vector<int> a;
+                                                            for (const PtxEntry& p : info.ptx)
+                                                              a.push_back(p.arch);
+                                                            return a;
+                                                          }()}});
+    for (const GpuProbe& g : node.gpus) {
+      std::string why;
+      if (!CudaCodeRunsOn(info, g.cc_major * 10 + g.cc_minor, node.cuda_driver_version, &why)) {
+        problems.push_back(path.substr(path.rfind('/') + 1) + " on GPU " + std::to_string(g.index) +
+                           ": " + why);
+      }
+    }
+  }
+  for (const auto& d : runs.devices) {
+    if (!d.value("launch_ok", false)) {
+      problems.push_back("GPU " + std::to_string(d.value("index", -1)) + ": kernel launch failed" +
+                         (d.contains("error") ? ": " + d["error"].get<std::string>() : ""));
+    }
+  }
+  nlohmann::json m = {{"libraries", libs}, {"launches", runs.devices}};
+  if (runs.libraries.empty())
+    problems.push_back("no LibTorch CUDA library found in this process to inspect");
+  if (runs.devices.size() != node.gpus.size()) {
+    problems.push_back("the kernel launch reached " + std::to_string(runs.devices.size()) + " of " +
+                       std::to_string(node.gpus.size()) + " GPUs");
+  }
+  if (!problems.empty()) {
+    std::string summary = JoinStrings(problems, "; ");
+    return Make("env.arch", CheckStatus::kFail, summary,
+                "use a torch build (and custom-op libraries) compiled for this GPU's architecture, "
+                "or with PTX "
+                "the driver can JIT",
+                m);
+  }
+  std::string sms;
+  for (const GpuProbe& g : node.gpus) {
+    std::string sm = "sm_" + std::to_string(g.cc_major * 10 + g.cc_minor);
+    if (sms.find(sm) == std::string::npos) sms += (sms.empty() ? "" : ", ") + sm;
+  }
+  return Make("env.arch", CheckStatus::kPass,
+              std::to_string(runs.libraries.size()) + " CUDA librar" +
+                  (runs.libraries.size() == 1 ? "y carries" : "ies carry") + " code for " + sms +
+                  "; a known-answer kernel ran on every GPU",
+              {}, m);
+}
+
+int PhdrCallback(dl_phdr_info* info, size_t, void* out) {
+  std::string name = info->dlpi_name ? info->dlpi_name : "";
+  std::string base = name.substr(name.rfind('/') + 1);
+  if (base.rfind("libtorch_cuda", 0) == 0)
+    static_cast<std::vector<std::string>*>(out)->push_back(name);
+  return 0;
+}
+
+}  // namespace
+
+std::vector<std::string> LoadedTorchCudaLibraries() {
+  std::vector<std::string> libraries;
+  dl_iterate_phdr(PhdrCallback, &libraries);
+  return libraries;
+}
+
+std::string CudaVersionString(int version) {
+  if (version <= 0) return "";
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+std::vector<CheckResult> NodeChecks(const Spec& lock, const NodeProbe& node, const BuildInfo& build,
+                                    const Catalog& catalog, const DeviceRuns& runs,
+                                    nlohmann::json* devices) {
+  auto it = lock.targets.find(build.flavour);
+  const Target* target = it == lock.targets.end() ? nullptr : &it->second;
+  std::vector<CheckResult> checks;
+  if (!node.nvml_loaded) {
+    for (const char* id : {"env.driver", "env.runtime", "env.arch"}) {
+      checks.push_back(Make(id, CheckStatus::kSkip, node.unavailable_reason));
+    }
+    checks.push_back(Versions(target, build));
+    for (const char* id : {"env.health", "env.devices"})
+      checks.push_back(Make(id, CheckStatus::kSkip, node.unavailable_reason));
+    return checks;
+  }
+  for (const GpuProbe& g : node.gpus) {
+    devices->push_back(
+        {{"index", g.index},
+         {"name", g.name},
+         {"uuid", g.uuid},
+         {"memory_bytes", g.memory_total_bytes},
+         {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)}});
+  }
+  checks.push_back(Driver(target, node));
+  checks.push_back(Runtime(node, build, catalog));
+  checks.push_back(Arch(node, runs));
+  checks.push_back(Versions(target, build));
+  checks.push_back(HealthCheck(node));
+  checks.push_back(Devices(target, node, catalog));
+  return checks;
+}
+
+}  // namespace trainlock::validate

@@ -1,0 +1,45 @@
+// The env.* checks: the node (driver, devices, health from NVML) against the lock's target
+// and the validator's own build (torch, CUDA runtime, NCCL).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "compat/catalog.h"
+#include "compat/gpu_binary.h"
+#include "probes/nvml_probe.h"
+#include "project/spec.h"
+#include "report/report.h"
+
+namespace trainlock::validate {
+
+struct BuildInfo {
+  std::string flavour;   // "cpu" | "cuda" | "rocm"
+  std::string torch;     // "2.11.0"
+  int cuda_runtime = 0;  // 13000; 0 when not a CUDA build
+  int nccl = 0;          // 22807 for 2.28.7; 0 when unknown
+};
+
+// What the node worker measured on every device (worker.h, role "node"), and the GPU code of
+// the libraries the validator loaded (LibTorch's CUDA library), for env.arch and perf.*.
+struct DeviceRuns {
+  nlohmann::json devices =
+      nlohmann::json::array();  // [{index, launch_ok, matmul_tflops, copy_tbps}]
+  std::vector<std::pair<std::string, GpuBinaryInfo>> libraries;
+};
+
+// env.driver, env.runtime, env.arch, env.versions, env.health, env.devices, in that order;
+// `devices` receives the report's device list.
+std::vector<CheckResult> NodeChecks(const Spec& lock, const NodeProbe& node, const BuildInfo& build,
+                                    const Catalog& catalog, const DeviceRuns& runs,
+                                    nlohmann::json* devices);
+
+// LibTorch's CUDA libraries loaded into this process (libtorch_cuda*.so), by path.
+std::vector<std::string> LoadedTorchCudaLibraries();
+
+// "13.0" for 13000.
+std::string CudaVersionString(int version);
+
+}  // namespace trainlock::validate

@@ -1,0 +1,220 @@
+// NVML through dlopen; see nvml_probe.h. Declares only the few NVML entry points used, with
+// the C signatures of nvml.h (all return nvmlReturn_t, 0 = NVML_SUCCESS).
+#include "probes/nvml_probe.h"
+
+#include <dlfcn.h>
+
+namespace trainlock::validate {
+namespace {
+
+using Device = void*;
+struct Memory {
+  unsigned long long total, free, used;
+};
+
+class Nvml {
+ public:
+  Nvml() {
+    handle_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) return;
+    auto init = Sym<int (*)()>("nvmlInit_v2");
+    ok_ = init && init() == 0;
+  }
+  ~Nvml() {
+    if (ok_) {
+      if (auto shutdown = Sym<int (*)()>("nvmlShutdown")) shutdown();
+    }
+    if (handle_) dlclose(handle_);
+  }
+  Nvml(const Nvml&) = delete;
+  Nvml& operator=(const Nvml&) = delete;
+
+  bool ok() const { return ok_; }
+  bool loaded() const { return handle_ != nullptr; }
+
+  template <typename F>
+  F Sym(const char* name) const {
+    return handle_ ? reinterpret_cast<F>(dlsym(handle_, name)) : nullptr;
+  }
+  // Calls an NVML function if it exists: its nvmlReturn_t, or kMissing when the driver's NVML
+  // lacks it.
+  static constexpr int kMissing = -1;
+  template <typename... Args>
+  int Status(const char* name, Args... args) const {
+    auto f = Sym<int (*)(Args...)>(name);
+    return f ? f(args...) : kMissing;
+  }
+  // True on NVML_SUCCESS.
+  template <typename... Args>
+  bool Call(const char* name, Args... args) const {
+    return Status(name, args...) == 0;
+  }
+
+ private:
+  void* handle_ = nullptr;
+  bool ok_ = false;
+};
+
+constexpr int kNvmlNotSupported = 3;  // NVML_ERROR_NOT_SUPPORTED
+
+// Calls `fn`; on success `read()` stores the result. A field the device does not support is
+// named in `g.not_supported`; any other failure leaves it empty, that is unknown.
+template <typename Read, typename... Args>
+void Probe(const Nvml& nvml, GpuProbe& g, const char* field, Read read, const char* fn,
+           Args... args) {
+  const int status = nvml.Status(fn, args...);
+  if (status == 0) {
+    read();
+  } else if (status == kNvmlNotSupported) {
+    g.not_supported.push_back(field);
+  }
+}
+
+// A single-valued getter `fn(device, &value)` into `out`.
+template <typename T, typename Out>
+void ProbeValue(const Nvml& nvml, GpuProbe& g, const char* field, std::optional<Out>& out,
+                const char* fn, Device d) {
+  T value{};
+  Probe(
+      nvml, g, field, [&] { out = static_cast<Out>(value); }, fn, d, &value);
+}
+
+// ECC, retired pages, row remapping and temperature: what env.health judges.
+void ProbeHealth(const Nvml& nvml, GpuProbe& g, Device d) {
+  int ecc_current = 0, ecc_pending = 0;
+  Probe(
+      nvml, g, "ecc_enabled", [&] { g.ecc_enabled = ecc_current == 1; }, "nvmlDeviceGetEccMode", d,
+      &ecc_current, &ecc_pending);
+  unsigned long long count = 0;
+  // errorType 1 = uncorrected; counterType 0 = volatile, 1 = aggregate.
+  Probe(
+      nvml, g, "ecc_uncorrected_volatile", [&] { g.ecc_uncorrected_volatile = count; },
+      "nvmlDeviceGetTotalEccErrors", d, 1, 0, &count);
+  Probe(
+      nvml, g, "ecc_uncorrected_aggregate", [&] { g.ecc_uncorrected_aggregate = count; },
+      "nvmlDeviceGetTotalEccErrors", d, 1, 1, &count);
+  int pending = 0;
+  Probe(
+      nvml, g, "retired_pages_pending", [&] { g.retired_pages_pending = pending == 1; },
+      "nvmlDeviceGetRetiredPagesPendingStatus", d, &pending);
+  unsigned corrected = 0, uncorrected = 0, is_pending = 0, failed = 0;
+  Probe(
+      nvml, g, "remapped_rows",
+      [&] {
+        g.remapped_rows_uncorrectable = uncorrected;
+        g.remap_pending = is_pending != 0;
+        g.remap_failed = failed != 0;
+      },
+      "nvmlDeviceGetRemappedRows", d, &corrected, &uncorrected, &is_pending, &failed);
+  unsigned value = 0;
+  // Sensor 0 is the GPU die; threshold 1 is NVML_TEMPERATURE_THRESHOLD_SLOWDOWN.
+  Probe(
+      nvml, g, "temperature_c", [&] { g.temperature_c = value; }, "nvmlDeviceGetTemperature", d, 0,
+      &value);
+  Probe(
+      nvml, g, "temperature_slowdown_c", [&] { g.temperature_slowdown_c = value; },
+      "nvmlDeviceGetTemperatureThreshold", d, 1, &value);
+}
+
+// Power, clocks, throttle reasons, the PCIe link, persistence and MIG.
+void ProbeClocksAndLink(const Nvml& nvml, GpuProbe& g, Device d) {
+  ProbeValue<unsigned>(nvml, g, "power_mw", g.power_mw, "nvmlDeviceGetPowerUsage", d);
+  ProbeValue<unsigned>(nvml, g, "power_limit_mw", g.power_limit_mw,
+                       "nvmlDeviceGetEnforcedPowerLimit", d);
+  unsigned value = 0;
+  if (nvml.Call("nvmlDeviceGetClockInfo", d, 1, &value)) g.sm_clock_mhz = value;  // 1 = SM
+  if (nvml.Call("nvmlDeviceGetMaxClockInfo", d, 1, &value)) g.sm_clock_max_mhz = value;
+  if (nvml.Call("nvmlDeviceGetClockInfo", d, 2, &value)) g.mem_clock_mhz = value;  // 2 = memory
+  // The clocks-event call replaced the throttle-reasons one; older drivers have only the latter.
+  const char* reasons = nvml.Sym<void*>("nvmlDeviceGetCurrentClocksEventReasons")
+                            ? "nvmlDeviceGetCurrentClocksEventReasons"
+                            : "nvmlDeviceGetCurrentClocksThrottleReasons";
+  ProbeValue<unsigned long long>(nvml, g, "throttle_reasons", g.throttle_reasons, reasons, d);
+  ProbeValue<unsigned>(nvml, g, "pcie_gen", g.pcie_gen, "nvmlDeviceGetCurrPcieLinkGeneration", d);
+  ProbeValue<unsigned>(nvml, g, "pcie_gen_max", g.pcie_gen_max,
+                       "nvmlDeviceGetMaxPcieLinkGeneration", d);
+  ProbeValue<unsigned>(nvml, g, "pcie_gen_gpu_max", g.pcie_gen_gpu_max,
+                       "nvmlDeviceGetGpuMaxPcieLinkGeneration", d);
+  ProbeValue<unsigned>(nvml, g, "pcie_width", g.pcie_width, "nvmlDeviceGetCurrPcieLinkWidth", d);
+  ProbeValue<unsigned>(nvml, g, "pcie_width_max", g.pcie_width_max, "nvmlDeviceGetMaxPcieLinkWidth",
+                       d);
+  int mode = 0;
+  if (nvml.Call("nvmlDeviceGetPersistenceMode", d, &mode)) g.persistence = mode == 1;
+  int mig_current = 0, mig_pending = 0;
+  if (nvml.Call("nvmlDeviceGetMigMode", d, &mig_current, &mig_pending)) g.mig = mig_current == 1;
+}
+
+GpuProbe ProbeGpu(const Nvml& nvml, unsigned index, Device d) {
+  GpuProbe g;
+  g.index = index;
+  char text[128] = {};
+  if (nvml.Call("nvmlDeviceGetName", d, text, 128u)) g.name = text;
+  if (nvml.Call("nvmlDeviceGetUUID", d, text, 128u)) g.uuid = text;
+  Memory memory{};
+  if (nvml.Call("nvmlDeviceGetMemoryInfo", d, &memory)) {
+    g.memory_total_bytes = memory.total;
+    g.memory_used_bytes = memory.used;
+  }
+  nvml.Call("nvmlDeviceGetCudaComputeCapability", d, &g.cc_major, &g.cc_minor);
+  ProbeHealth(nvml, g, d);
+  ProbeClocksAndLink(nvml, g, d);
+  return g;
+}
+
+}  // namespace
+
+NodeProbe ProbeNode() {
+  NodeProbe node;
+  Nvml nvml;
+  if (!nvml.loaded()) {
+    node.unavailable_reason =
+        "NVML not found (libnvidia-ml.so.1 cannot be loaded): no NVIDIA driver on this node or in "
+        "this container";
+    return node;
+  }
+  if (!nvml.ok()) {
+    node.unavailable_reason = "NVML failed to initialise: the NVIDIA driver is not running";
+    return node;
+  }
+  node.nvml_loaded = true;
+  char version[96] = {};
+  if (nvml.Call("nvmlSystemGetDriverVersion", version, 96u)) node.driver_version = version;
+  if (!nvml.Call("nvmlSystemGetCudaDriverVersion_v2", &node.cuda_driver_version)) {
+    nvml.Call("nvmlSystemGetCudaDriverVersion", &node.cuda_driver_version);
+  }
+  unsigned count = 0;
+  nvml.Call("nvmlDeviceGetCount_v2", &count);
+  for (unsigned i = 0; i < count; ++i) {
+    Device d = nullptr;
+    if (nvml.Call("nvmlDeviceGetHandleByIndex_v2", i, &d))
+      node.gpus.push_back(ProbeGpu(nvml, i, d));
+  }
+  return node;
+}
+
+int LoadedNcclVersion() {
+  void* nccl = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
+  if (!nccl) return 0;
+  int version = 0;
+  auto get = reinterpret_cast<int (*)(int*)>(dlsym(nccl, "ncclGetVersion"));
+  if (!get || get(&version) != 0) version = 0;
+  dlclose(nccl);
+  return version;
+}
+
+std::string HarmfulThrottleReasons(uint64_t bits) {
+  // nvml.h: SwThermalSlowdown 0x20, HwSlowdown 0x8, HwThermalSlowdown 0x40,
+  // HwPowerBrakeSlowdown 0x80. Idle (0x1), application clocks (0x2) and the software power
+  // cap (0x4) are normal states, not findings.
+  std::string out;
+  auto add = [&](uint64_t bit, const char* name) {
+    if (bits & bit) out += (out.empty() ? "" : ", ") + std::string(name);
+  };
+  add(0x8, "hardware slowdown");
+  add(0x20, "software thermal slowdown");
+  add(0x40, "hardware thermal slowdown");
+  add(0x80, "hardware power brake");
+  return out;
+}
+
+}  // namespace trainlock::validate

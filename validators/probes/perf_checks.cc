@@ -1,0 +1,130 @@
+// perf.matmul and perf.hbm; see perf_checks.h.
+#include "probes/perf_checks.h"
+#include "base/strings.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+namespace trainlock::validate {
+namespace {
+
+struct Measure {
+  const char* id;
+  const char* key;   // in the node worker's device entry
+  const char* unit;  // as shown
+  double scale;      // from the worker's unit to the shown one
+  double fraction;
+  double GpuModel::*peak;
+};
+
+constexpr Measure kMeasures[] = {
+    {"perf.matmul", "matmul_tflops", "TFLOP/s bf16 dense", 1, kMatmulFraction,
+     &GpuModel::bf16_dense_tflops},
+    {"perf.hbm", "copy_tbps", "GB/s device copy", 1000, kHbmFraction, &GpuModel::hbm_tbps}};
+
+// The findings of one measure over every GPU, by kind.
+struct Findings {
+  std::vector<std::string> unmeasured, implausible, slow, no_threshold;
+  double slowest = -1;
+  std::string slowest_text;
+  nlohmann::json devices = nlohmann::json::array();
+};
+
+// The worker's entry for GPU `index`, or nullptr when it measured none.
+const nlohmann::json* EntryOf(const DeviceRuns& runs, unsigned index) {
+  for (const auto& d : runs.devices) {
+    if (d.is_object() && d.value("index", -1) == static_cast<int>(index)) return &d;
+  }
+  return nullptr;
+}
+
+void JudgeDevice(const Measure& measure, const GpuProbe& gpu, const nlohmann::json* entry,
+                 const Catalog& catalog, Findings& f) {
+  const std::string who = "GPU " + std::to_string(gpu.index) + " (" + gpu.name + ")";
+  nlohmann::json row = {{"index", gpu.index}, {"name", gpu.name}};
+  const nlohmann::json* value =
+      entry && entry->contains(measure.key) ? &(*entry)[measure.key] : nullptr;
+  if (!value || !value->is_number() || !std::isfinite(value->get<double>())) {
+    const std::string why = entry && entry->contains("error") && (*entry)["error"].is_string()
+                                ? (*entry)["error"].get<std::string>()
+                                : "no measurement";
+    f.unmeasured.push_back(who + ": " + why);
+    row["error"] = why;
+    f.devices.push_back(row);
+    return;
+  }
+  const double v = value->get<double>();
+  // How the worker measured it (e.g. matmul_method: every size and burst length it timed).
+  const std::string key = measure.key;
+  const std::string method_key = key.substr(0, key.find('_')) + "_method";
+  if (entry->contains(method_key)) row["method"] = (*entry)[method_key];
+  char text[160];
+  std::snprintf(text, sizeof text, "%s %.0f %s", who.c_str(), v * measure.scale, measure.unit);
+  row["value"] = v;
+  if (f.slowest < 0 || v < f.slowest) {
+    f.slowest = v;
+    f.slowest_text = text;
+  }
+  const GpuModel* model = catalog.FindGpu(gpu.name);
+  const double peak = model ? model->*measure.peak : 0;
+  if (!model) {
+    f.no_threshold.push_back(who + ": not in the GPU catalog");
+  } else if (peak <= 0) {
+    f.no_threshold.push_back(who + ": no " + std::string(measure.unit) + " on the datasheet");
+  } else if (v > peak * kImplausibleAboveDatasheet) {
+    // Faster than the datasheet is a timing that did not wait for the GPU, not a fast GPU.
+    f.implausible.push_back(text);
+  } else if (v < peak * measure.fraction) {
+    f.slow.push_back(text);
+  }
+  row["threshold"] = model && peak > 0 ? nlohmann::json(peak * measure.fraction) : nullptr;
+  f.devices.push_back(row);
+}
+
+CheckResult Verdict(const Measure& measure, const Findings& f) {
+  nlohmann::json m = {{"devices", f.devices},
+                      {"threshold_fraction_of_datasheet", measure.fraction}};
+  auto make = [&](CheckStatus status, std::string summary, std::string remedy) {
+    return CheckResult{measure.id, status, 0, std::move(summary), std::move(remedy), m};
+  };
+  if (!f.unmeasured.empty() || !f.implausible.empty()) {
+    std::vector<std::string> parts = f.unmeasured;
+    if (!f.implausible.empty())
+      parts.push_back(JoinStrings(f.implausible, "; ") + ": above the datasheet peak");
+    return make(CheckStatus::kError, JoinStrings(parts, "; ") + ": not measured",
+                "a device whose probe errored or whose timing did not wait for it has no "
+                "measurement: see the node worker's stderr (--keep-work), or report a validator "
+                "bug");
+  }
+  if (!f.slow.empty()) {
+    return make(CheckStatus::kFail, JoinStrings(f.slow, "; ") + " below the threshold",
+                "a slow or throttled GPU: check env.health (clocks, thermal, power) and drain the "
+                "node");
+  }
+  if (!f.no_threshold.empty()) {
+    return make(CheckStatus::kSkip, "no threshold: " + JoinStrings(f.no_threshold, "; "),
+                "add the GPU's datasheet numbers to lockfiles/compat/gpus.toml");
+  }
+  return make(CheckStatus::kPass, "slowest: " + f.slowest_text, "");
+}
+
+}  // namespace
+
+std::vector<CheckResult> PerfChecks(const NodeProbe& node, const DeviceRuns& runs,
+                                    const Catalog& catalog) {
+  std::vector<CheckResult> checks;
+  for (const Measure& measure : kMeasures) {
+    if (node.gpus.empty()) {
+      checks.push_back({measure.id, CheckStatus::kSkip, 0, "no GPU to measure", "", {}});
+      continue;
+    }
+    Findings f;
+    for (const GpuProbe& gpu : node.gpus)
+      JudgeDevice(measure, gpu, EntryOf(runs, gpu.index), catalog, f);
+    checks.push_back(Verdict(measure, f));
+  }
+  return checks;
+}
+
+}  // namespace trainlock::validate

@@ -1,0 +1,40 @@
+// What one validation was asked to do: the validator's command line, parsed. Every part of the
+// validator reads its settings from here (the coordinator, the ranks, the work directories), so
+// it sits below all of them.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace trainlock::validate {
+
+// Negative controls: deliberately break the resume to prove the check can fail.
+enum class NegativeControl { kNone, kSkipRngRestore, kSkipDataRestore, kCorruptCheckpoint };
+
+struct ValidateOptions {
+  std::filesystem::path project = ".";
+  std::filesystem::path out = "report.json";
+  std::filesystem::path
+      checkpoint_dir;              // "" = the lock's validate.checkpoint-dir, else the work dir
+  std::filesystem::path work_dir;  // "" = a fresh temporary directory
+  bool keep_work = false;
+  std::string device = "auto";
+  int threads = 0;
+  int timeout_s = 900;
+  bool json = false;  // print the report to stdout instead of the summary
+  int nproc = 0;      // --nproc: 0 not given, -1 auto (one per visible device), else the count
+  int join_timeout_s = 120;        // every rank must reach the rendezvous within this
+  int collective_timeout_s = 120;  // one collective may take this long
+  int64_t comm_max_mib = 0;        // largest all-reduce; 0: 1024 on GPUs, 16 on CPU
+  std::vector<std::string> only;   // --only: run these checks, skip the rest
+  std::vector<std::string> argv;   // this process's command line, for --nproc's ranks
+  std::filesystem::path sign_key;  // Ed25519 private key (PEM) to sign the report with; "" = none
+  NegativeControl negative_control = NegativeControl::kNone;
+  bool allow_drift = false;       // train although the lock does not match the manifest or config
+  bool verbose = false;           // -v: the summary shows each check's metrics
+  std::string progress = "auto";  // --progress: auto, terminal, log, json or none (base/progress.h)
+};
+
+}  // namespace trainlock::validate

@@ -1,0 +1,573 @@
+// The worker roles of the resume test; see worker.h.
+#include "worker/worker.h"
+
+#include <signal.h>
+#include <unistd.h>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include <iostream>
+#include <set>
+#include <thread>
+
+#include "engines/native/async_checkpoint.h"
+#include "base/diagnostic.h"
+#include "base/file_io.h"
+#include "ops/custom_ops.h"
+#include "engines/native/model_loader.h"
+#include "project/artifact_paths.h"
+#include "project/project.h"
+#include "support/torch_compat.h"
+#include "engines/native/trainer.h"
+
+#if defined(TRAINLOCK_WITH_CUDA)
+#include <ATen/cuda/CUDAContext.h>
+#include <cuda_runtime_api.h>
+#endif
+
+namespace trainlock::validate {
+namespace fs = std::filesystem;
+namespace {
+
+// A loss that is NaN or infinite: the run would train on garbage from here on. A finding
+// (train.step / train.roundtrip fail naming the step), not a crash.
+class NonFiniteLoss : public std::runtime_error {
+ public:
+  NonFiniteLoss(int64_t step, double loss)
+      : std::runtime_error("the loss is " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
+                           " at step " + std::to_string(step) +
+                           ": the run diverged (learning rate, loss scaling, bad data)"),
+        step_(step) {}
+  int64_t step() const { return step_; }
+
+ private:
+  int64_t step_;
+};
+
+// Everything a trainer needs, described so that a checkpoint can carry it and a process
+// with nothing but the checkpoint can rebuild it (the portable role).
+struct RunSetup {
+  TrainConfig config;
+  std::string config_yaml;
+  uint64_t seed = 0;
+  int64_t eval_batches = 1;
+  nlohmann::json data;                // {"kind": "synthetic", "length"} or {"kind": "shards", ...}
+  fs::path model_dir;                 // "" = seeded initialisation
+  std::set<std::string> model_files;  // the files of model_dir the lock pins
+  nlohmann::json identity;
+};
+
+// "cpu", "auto", "cuda" (device 0) or "cuda:N" (a rank's own GPU). A CUDA device becomes the
+// current one, so that nothing in this process touches (and allocates on) another GPU.
+torch::Device PickDevice(const std::string& requested) {
+  if (requested == "cpu") return torch::kCPU;
+  const bool indexed = requested.rfind("cuda:", 0) == 0;
+  if (requested == "cuda" || indexed || (requested == "auto" && torch::cuda::is_available())) {
+    if (!torch::cuda::is_available())
+      throw std::runtime_error("--device " + requested + ": no CUDA device");
+    torch::Device device(torch::kCUDA, 0);
+    if (indexed) device = torch::Device(requested);
+    if (device.index() >= static_cast<int>(torch::cuda::device_count()))
+      throw std::runtime_error("--device " + requested + ": only " +
+                               std::to_string(torch::cuda::device_count()) + " CUDA devices");
+#if defined(TRAINLOCK_WITH_CUDA)
+    c10::cuda::set_device(device.index());
+#endif
+    return device;
+  }
+  return torch::kCPU;
+}
+
+std::unique_ptr<TokenSource> MakeData(const nlohmann::json& data, int64_t vocab) {
+  if (data.at("kind") == "shards") {
+    std::vector<fs::path> files;
+    for (const auto& f : data.at("files")) files.push_back(f.get<std::string>());
+    return ShardTokens(files, data.at("bytes_per_token").get<int>(), vocab);
+  }
+  return SyntheticTokens(data.at("seed").get<uint64_t>(), vocab, data.at("length").get<uint64_t>());
+}
+
+// The files the lock pins for `a`, resolved as the data checks resolve them: a local file
+// that leads out of the project through a symlink throws ArtifactPathError, so the worker
+// never trains on (or loads) what the data checks refused.
+std::vector<fs::path> PinnedFiles(const fs::path& dir, const ArtifactSource& a,
+                                  std::string_view kind) {
+  std::vector<fs::path> files;
+  for (const PinnedFile& f : a.files) files.push_back(ResolvePinnedFile(dir, a, kind, f.path));
+  return files;
+}
+
+bool AllPresent(const std::vector<fs::path>& files) {
+  return !files.empty() &&
+         std::all_of(files.begin(), files.end(), [](const fs::path& f) { return fs::exists(f); });
+}
+
+RunSetup SetupFromProject(const fs::path& dir, int64_t steps) {
+  Project project = LoadProject(dir, ManifestRequirement::kOptional);
+  if (!project.lock) {
+    throw InputError(Diagnostic{project.lock_path, {}, "no lock", "run `trainlock lock` first"});
+  }
+  const Spec& lock = *project.lock;
+  RunSetup s;
+  s.config = project.config;
+  s.config_yaml = ReadInputFile(dir / lock.config, project.config_path);
+  s.seed = static_cast<uint64_t>(lock.seed);
+  s.eval_batches = std::max<int64_t>(1, lock.validate.eval_batches);
+  s.identity = {{"lock_sha256", project.lock_sha256},
+                {"config_sha256", project.config_sha256},
+                {"torch", TorchVersion()},
+                {"seed", s.seed},
+                {"eval_batches", s.eval_batches},
+                {"config_yaml", s.config_yaml}};
+  const TrainingConfig& t = s.config.training;
+  if (lock.dataset && !lock.dataset->token_dtype.empty()) {
+    const std::vector<fs::path> shards = PinnedFiles(dir, *lock.dataset, "dataset");
+    if (AllPresent(shards)) {
+      nlohmann::json files = nlohmann::json::array();
+      for (const fs::path& shard : shards) files.push_back(fs::absolute(shard).string());
+      s.data = {{"kind", "shards"},
+                {"files", files},
+                {"bytes_per_token", lock.dataset->token_dtype == "uint16" ? 2 : 4}};
+    }
+  }
+  if (s.data.is_null()) {
+    int64_t windows = std::max<int64_t>(64, steps * t.grad_accum * t.micro_batch) +
+                      s.eval_batches * t.micro_batch;
+    s.data = {{"kind", "synthetic"},
+              {"seed", s.seed},
+              {"length", static_cast<uint64_t>(windows * t.seq_len + 1)}};
+  }
+  if (lock.model) {
+    fs::path model_dir = ArtifactDir(dir, *lock.model, "model");
+    for (const PinnedFile& f : lock.model->files) s.model_files.insert(f.path);
+    // Weights only when the lock pins some: a pinned config.json alone is not a model.
+    const bool pins_weights =
+        std::any_of(s.model_files.begin(), s.model_files.end(),
+                    [](const std::string& name) { return name.ends_with(".safetensors"); });
+    if (pins_weights && AllPresent(PinnedFiles(dir, *lock.model, "model"))) s.model_dir = model_dir;
+  }
+  s.identity["data"] = s.data;
+  return s;
+}
+
+// Runs `body`, which reads a checkpoint's state; a state that lacks or mistypes a member is
+// the checkpoint's fault, refused as such and without nlohmann's exception text.
+template <typename Body>
+auto ReadingCheckpointState(const fs::path& dir, Body&& body) {
+  try {
+    return body();
+  } catch (const nlohmann::json::exception&) {
+    throw CheckpointError((dir / "manifest.json").string() +
+                          ": state lacks or mistypes a member the trainer restores");
+  }
+}
+
+RunSetup SetupFromCheckpoint(const CheckpointContents& c) {
+  RunSetup s;
+  s.identity = c.state;
+  s.config_yaml = c.state.at("config_yaml").get<std::string>();
+  s.config = LoadTrainConfig(s.config_yaml, "checkpoint manifest.json (config_yaml)");
+  s.seed = c.state.at("seed").get<uint64_t>();
+  s.eval_batches = c.state.at("eval_batches").get<int64_t>();
+  s.data = c.state.at("data");
+  return s;
+}
+
+std::unique_ptr<Trainer> MakeTrainer(const RunSetup& s, torch::Device device,
+                                     nlohmann::json* result) {
+  TrainerOptions options{device, s.seed, s.eval_batches, s.identity};
+  auto trainer =
+      std::make_unique<Trainer>(s.config, options, MakeData(s.data, s.config.model.vocab_size));
+  (*result)["data"] = trainer->data().Describe();
+  if (!s.model_dir.empty()) {
+    LoadedWeights w = LoadHfWeights(trainer->model(), s.model_dir, s.model_files);
+    trainer->model()->to(device);
+    (*result)["model"] = {{"source", "weights"}, {"files", w.files}, {"dtypes", w.dtypes}};
+  } else {
+    (*result)["model"] = {{"source", "seeded initialisation"}};
+  }
+  return trainer;
+}
+
+double Gbps(uint64_t bytes, double seconds) {
+  return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0.0;
+}
+
+void WriteResult(const WorkerOptions& o, const nlohmann::json& result) {
+  WriteFileAtomically(o.result, result.dump(2) + "\n");
+}
+
+// Seconds since RunWorker began: the setup a worker pays before its work (reading the
+// project, creating the CUDA context, building the model on the device).
+double SecondsSinceWorkerStart() {
+  static const auto start = std::chrono::steady_clock::now();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The measurement as train.step reports it.
+nlohmann::json MeasurementJson(int64_t step, const StepMeasurement& m) {
+  return {{"step", step},
+          {"step_time_s", m.step_time_s},
+          {"tokens", m.tokens},
+          {"tokens_per_s", m.tokens_per_s},
+          {"flops", m.flops},
+          {"peak_rss_bytes", m.peak_rss_bytes},
+          {"peak_allocated_bytes", m.peak_allocated_bytes},
+          {"peak_reserved_bytes", m.peak_reserved_bytes},
+          {"device_used_bytes", m.device_used_bytes},
+          {"device_total_bytes", m.device_total_bytes}};
+}
+
+// train.step in the mode the long run trains in. The reference steps above ran with
+// deterministic kernels (the bitwise round trip needs them); a run that does not ask for them
+// gets torch's default, faster kernels, so its step is measured again that way, after the
+// reference is recorded: a warm-up step in the new mode, then the median of measured steps.
+void MeasureInRunMode(Trainer& trainer, bool deterministic, nlohmann::json& result) {
+  nlohmann::json& reference = result["measurement"];
+  if (deterministic) {
+    reference["mode"] = "deterministic";
+    return;
+  }
+  at::globalContext().setDeterministicAlgorithms(false, false);
+  const int measured = trainer.model()->parameters().front().is_cuda() ? 5 : 3;
+  trainer.Step();  // warm-up: the default kernels pick their algorithms
+  std::vector<StepMeasurement> steps;
+  for (int i = 0; i < measured; ++i) {
+    StepMeasurement m;
+    const double loss = trainer.MeasuredStep(&m);
+    if (!std::isfinite(loss)) throw NonFiniteLoss(trainer.step(), loss);
+    steps.push_back(m);
+  }
+  std::vector<double> times;
+  StepMeasurement peak = steps.front();
+  for (const StepMeasurement& m : steps) {
+    times.push_back(m.step_time_s);
+    peak.peak_allocated_bytes = std::max(peak.peak_allocated_bytes, m.peak_allocated_bytes);
+    peak.peak_reserved_bytes = std::max(peak.peak_reserved_bytes, m.peak_reserved_bytes);
+    peak.device_used_bytes = std::max(peak.device_used_bytes, m.device_used_bytes);
+    peak.peak_rss_bytes = std::max(peak.peak_rss_bytes, m.peak_rss_bytes);
+  }
+  std::sort(times.begin(), times.end());
+  peak.step_time_s = times[times.size() / 2];
+  peak.tokens_per_s = static_cast<double>(peak.tokens) / peak.step_time_s;
+  nlohmann::json run_mode = MeasurementJson(trainer.step(), peak);
+  run_mode["mode"] = "default";
+  run_mode["step_times_s"] = times;
+  reference["mode"] = "deterministic";
+  run_mode["deterministic"] = reference;
+  result["measurement"] = run_mode;
+}
+
+// Waits for the checkpoint write in flight, records it and tells the coordinator (which may
+// SIGKILL this process from then on) that the checkpoint is committed.
+void AnnounceCommitted(const WorkerOptions& o, AsyncCheckpointer& checkpointer,
+                       nlohmann::json& result) {
+  const CheckpointIo io = checkpointer.Wait();
+  const AsyncSaveTimes& t = checkpointer.times();
+  result["save"] = {{"dir", io.dir.string()},
+                    {"step", o.save_at},
+                    {"files", io.files},
+                    {"bytes", io.bytes},
+                    {"seconds", t.durable_s},  // from the save's start to the committed rename
+                    {"write_s", io.seconds},
+                    {"blocking_s", t.blocking_s},
+                    {"staging_wait_s", t.staging_wait_s},
+                    {"staging_alloc_s", t.staging_alloc_s},
+                    {"gbps", Gbps(io.bytes, t.durable_s)}};
+  WriteResult(o, result);
+  std::cout << kCommittedLine << " " << o.save_at << std::endl;
+}
+
+int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
+  torch::Device device = PickDevice(o.device);
+  RunSetup setup = SetupFromProject(o.project, o.steps);
+  std::unique_ptr<Trainer> trainer = MakeTrainer(setup, device, &result);
+  result["setup_s"] = SecondsSinceWorkerStart();
+  result["device"] = device.str();
+#if defined(TRAINLOCK_WITH_CUDA)
+  if (device.is_cuda()) result["device_name"] = at::cuda::getDeviceProperties(device.index())->name;
+#endif
+  if (o.restore) {
+    auto latest = LatestCheckpoint(o.checkpoint_root);
+    if (!latest)
+      throw CheckpointError(o.checkpoint_root.string() + ": no complete checkpoint to restore");
+    CheckpointIo io;
+    CheckpointContents contents = LoadCheckpoint(*latest, &io);
+    ReadingCheckpointState(*latest, [&] {
+      if (contents.state.value("lock_sha256", "") !=
+          setup.identity["lock_sha256"].get<std::string>()) {
+        throw CheckpointError(latest->string() + ": written for lock " +
+                              Quoted(contents.state.value("lock_sha256", "?").substr(0, 12)) +
+                              "..., not this lock");
+      }
+      trainer->Restore(contents, {o.restore_rng, o.restore_data});
+    });
+    result["restore"] = {{"dir", latest->string()},
+                         {"step", contents.step},
+                         {"bytes", io.bytes},
+                         {"seconds", io.seconds},
+                         {"gbps", Gbps(io.bytes, io.seconds)},
+                         {"rng_restored", o.restore_rng},
+                         {"data_restored", o.restore_data}};
+    result["eval_after_restore"] = trainer->EvalLoss();
+  }
+  AsyncCheckpointer checkpointer;
+  if (o.save_at > 0) checkpointer.Prepare(trainer->Capture());
+  nlohmann::json losses = nlohmann::json::array();
+  while (trainer->step() < o.steps) {
+    double loss;
+    if (trainer->step() + 1 == o.measure_step) {
+      StepMeasurement m;
+      loss = trainer->MeasuredStep(&m);
+      result["measurement"] = MeasurementJson(trainer->step(), m);
+    } else {
+      loss = trainer->Step();
+    }
+    if (!std::isfinite(loss)) throw NonFiniteLoss(trainer->step(), loss);
+    losses.push_back({{"step", trainer->step()}, {"loss", loss}});
+    result["losses"] = losses;
+    if (trainer->step() == o.save_at) {
+      // Training is held up only for the copy into the staging buffers; the write goes on
+      // beside the next steps, and the coordinator hears of the checkpoint once it is durable.
+      checkpointer.Start(o.checkpoint_root, trainer->Capture(), o.keep_last);
+      result["eval_after_save"] = trainer->EvalLoss();
+    }
+    if (checkpointer.Finished()) AnnounceCommitted(o, checkpointer, result);
+  }
+  if (checkpointer.in_flight()) AnnounceCommitted(o, checkpointer, result);
+  if (!o.final_state.empty()) {
+    // Fingerprints of every tensor, computed on the device; the state itself is written out
+    // (for the element-wise difference when runs disagree) only while it is small.
+    std::vector<NamedTensor> state = trainer->FinalState(/*on_device=*/true);
+    nlohmann::json fingerprints = nlohmann::json::object();
+    uint64_t bytes = 0;
+    for (const NamedTensor& t : state) {
+      fingerprints[t.name] = TensorFingerprint(t.tensor);
+      bytes += static_cast<uint64_t>(t.tensor.numel()) * t.tensor.element_size();
+    }
+    result["final_state"] = {{"fingerprints", fingerprints}, {"bytes", bytes}};
+    if (bytes <= (uint64_t{1} << 30)) {
+      WriteSafetensors(o.final_state, state);
+      result["final_state"]["file"] = o.final_state.string();
+    }
+  }
+  if (result.contains("measurement"))
+    MeasureInRunMode(*trainer, setup.config.training.deterministic, result);
+  if (o.save_at > 0) {
+    // The saving worker is the one the coordinator preempts: wait for its SIGKILL.
+    WriteResult(o, result);
+    std::cout << "trainlock-waiting-for-kill" << std::endl;
+    while (true) ::pause();
+  }
+  return 0;
+}
+
+int RunOps(const WorkerOptions& o, nlohmann::json& result) {
+  Project project = LoadProject(o.project, ManifestRequirement::kOptional);
+  result.update(RunCustomOps(project, DescribeOpsDevice(PickDevice(o.device))));
+  return 0;
+}
+
+int RunPortable(const WorkerOptions& o, nlohmann::json& result) {
+  torch::Device device = PickDevice(o.device);
+  auto latest = LatestCheckpoint(o.checkpoint_root);
+  if (!latest) throw CheckpointError(o.checkpoint_root.string() + ": no complete checkpoint");
+  CheckpointIo io;
+  CheckpointContents contents = LoadCheckpoint(*latest, &io);
+  std::unique_ptr<Trainer> trainer = ReadingCheckpointState(
+      *latest, [&] { return MakeTrainer(SetupFromCheckpoint(contents), device, &result); });
+  result["setup_s"] = SecondsSinceWorkerStart();
+  ReadingCheckpointState(*latest, [&] { trainer->Restore(contents); });
+  result["checkpoint"] = {{"dir", latest->string()},
+                          {"step", contents.step},
+                          {"bytes", io.bytes},
+                          {"verified_files", io.files + 2}};  // + manifest and its hash
+  result["eval"] = trainer->EvalLoss();
+  return 0;
+}
+
+// Seconds per call of `work` on CUDA device `index`: warm-ups, then the median of timed
+// repetitions, synchronizing that device around each (synchronizing the current device
+// instead would time nothing on any other GPU).
+template <typename Work>
+double MedianSeconds(Work work, int index, int warmups, int repetitions) {
+  for (int i = 0; i < warmups; ++i) work();
+  torch::cuda::synchronize(index);
+  std::vector<double> times;
+  for (int i = 0; i < repetitions; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    work();
+    torch::cuda::synchronize(index);
+    times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// Dense bf16 matmul throughput as a datasheet states it: square matmuls of several sizes into a
+// preallocated output, each timed over bursts of back-to-back launches (launch gaps and the
+// host's synchronization do not count) of two lengths: about 6 ms, shorter than the power
+// limiter's reaction, which is the clock a datasheet's peak assumes, and about 60 ms, the
+// sustained clock under that limit. The best burst of three per size and length, the best
+// overall reported; every figure is kept under matmul_method. The probe runs with torch's
+// default kernels and cuBLAS workspace (not the round trip's deterministic settings).
+void MeasureMatmul(const torch::TensorOptions& options, int index, nlohmann::json& d) {
+  nlohmann::json per_size = nlohmann::json::object();
+  double best = 0;
+  for (const int64_t n : {int64_t{4096}, int64_t{8192}, int64_t{12288}, int64_t{16384}}) {
+    torch::Tensor a = torch::randn({n, n}, options.dtype(torch::kBFloat16));
+    torch::Tensor b = torch::randn({n, n}, options.dtype(torch::kBFloat16));
+    torch::Tensor out = torch::empty({n, n}, options.dtype(torch::kBFloat16));
+    const double flops = 2.0 * static_cast<double>(n) * n * n;
+    const double guess_s = flops / 800e12;  // an H200's order of magnitude; only sizes bursts
+    for (const double burst_s : {0.006, 0.060}) {
+      const int burst = static_cast<int>(std::max(2.0, std::round(burst_s / guess_s)));
+      double fastest = 1e30;
+      for (int round = 0; round < 4; ++round) {  // the first burst warms up
+        const double s = MedianSeconds(
+            [&] {
+              for (int k = 0; k < burst; ++k) at::mm_out(out, a, b);
+            },
+            index, 0, 1);
+        if (round > 0) fastest = std::min(fastest, s / burst);
+      }
+      const double tflops = flops / fastest / 1e12;
+      per_size[std::to_string(n) + (burst_s < 0.01 ? "/6ms" : "/60ms")] = tflops;
+      best = std::max(best, tflops);
+    }
+  }
+  d["matmul_tflops"] = best;
+  d["matmul_method"] = {
+      {"dtype", "bf16"},
+      {"tflops_by_size", per_size},
+      {"timing",
+       "best of 3 bursts of back-to-back mm_out per size and burst length (about 6 and "
+       "60 ms), best overall"}};
+}
+
+// The device's UUID as NVML and nvidia-smi write it ("GPU-" and 8-4-4-4-12 hex digits), so
+// the coordinator can tell which of NVML's GPUs this process sees (visible_gpus.h); "" where
+// the build has no CUDA runtime to ask.
+std::string DeviceUuid(int64_t index) {
+#if defined(TRAINLOCK_WITH_CUDA) && !defined(TRAINLOCK_WITH_ROCM)
+  const cudaDeviceProp* prop = at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(index));
+  const auto* b = reinterpret_cast<const unsigned char*>(prop->uuid.bytes);
+  char text[48];
+  std::snprintf(text, sizeof text,
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                b[14], b[15]);
+  return text;
+#else
+  (void)index;
+  return "";
+#endif
+}
+
+// Every visible device: a kernel launch with a known answer (proves the library's code runs
+// there), bf16 dense matmul TFLOP/s (8192^3, random data) and device-copy TB/s (2 GiB,
+// bytes read + written).
+int RunNodeProbe(nlohmann::json& result) {
+  nlohmann::json devices = nlohmann::json::array();
+  const int64_t count =
+      torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
+  for (int64_t i = 0; i < count; ++i) {
+    torch::Device device(torch::kCUDA, static_cast<c10::DeviceIndex>(i));
+    const c10::DeviceGuard current(device);  // cuBLAS handles and streams of this GPU
+    nlohmann::json d = {{"index", i}};
+    try {
+      if (std::string uuid = DeviceUuid(i); !uuid.empty()) d["uuid"] = uuid;
+      auto options = torch::TensorOptions().device(device);
+      torch::Tensor ones = torch::ones({256, 256}, options);
+      double sum = ones.mm(ones).sum().item<double>();
+      d["launch_ok"] = sum == 256.0 * 256.0 * 256.0;
+      MeasureMatmul(options, static_cast<int>(i), d);
+      const int64_t bytes = int64_t{2} << 30;
+      torch::Tensor src = torch::randn({bytes / 4}, options);
+      torch::Tensor dst = torch::empty_like(src);
+      double copy_s = MedianSeconds([&] { dst.copy_(src); }, static_cast<int>(i), 3, 10);
+      d["copy_tbps"] = 2.0 * static_cast<double>(bytes) / copy_s / 1e12;
+    } catch (const std::exception& e) {
+      std::string message = e.what();
+      d["error"] = message.substr(0, message.find('\n'));
+      d["launch_ok"] = false;
+    }
+    devices.push_back(d);
+  }
+  result["devices"] = devices;
+  return 0;
+}
+
+}  // namespace
+
+std::string BuiltTorchVersion() {
+  return TorchVersion();
+}
+
+int BuiltCudaRuntimeVersion() {
+  int version = 0;
+#if defined(TRAINLOCK_WITH_CUDA)
+  if (cudaRuntimeGetVersion(&version) != cudaSuccess) version = 0;
+#endif
+  return version;
+}
+
+std::string BuiltTorchFlavour() {
+#if defined(TRAINLOCK_WITH_ROCM)
+  return "rocm";
+#elif defined(TRAINLOCK_WITH_CUDA)
+  return "cuda";
+#else
+  return "cpu";
+#endif
+}
+
+int RunWorker(const WorkerOptions& o) {
+  // Deterministic kernels for the round trip's processes (cuBLAS needs its workspace pinned
+  // before CUDA starts); the node probe measures the device with torch's defaults instead.
+  if (o.role != "node") {
+    ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
+    at::globalContext().setDeterministicAlgorithms(true, false);
+  }
+  SecondsSinceWorkerStart();  // starts the clock
+  if (o.threads > 0) torch::set_num_threads(o.threads);
+  nlohmann::json result = {{"role", o.role}, {"pid", ::getpid()}};
+  int code = 0;
+  try {
+    code = o.role == "portable" ? RunPortable(o, result)
+           : o.role == "node"   ? RunNodeProbe(result)
+           : o.role == "ops"    ? RunOps(o, result)
+                                : RunTrain(o, result);
+  } catch (const CheckpointError& e) {
+    result["error"] = {{"kind", "checkpoint"}, {"message", e.what()}};
+    code = kWorkerCheckpointRefused;
+  } catch (const NonFiniteLoss& e) {
+    result["error"] = {{"kind", "non_finite_loss"}, {"message", e.what()}, {"step", e.step()}};
+    code = kWorkerTrainingFailed;
+  } catch (const InputError& e) {
+    result["error"] = {{"kind", "input"}, {"message", e.what()}};
+    code = kWorkerBadInput;
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    result["error"] = {{"kind", IsOutOfMemory(e) ? "out_of_memory" : "training"},
+                       {"message", message.substr(0, message.find('\n'))}};
+    if (IsOutOfMemory(e)) {
+      DeviceMemory m = ReadDeviceMemory(PickDevice(o.device));
+      result["error"]["memory"] = {{"peak_allocated_bytes", m.peak_allocated_bytes},
+                                   {"peak_reserved_bytes", m.peak_reserved_bytes},
+                                   {"device_used_bytes", m.device_used_bytes},
+                                   {"device_total_bytes", m.device_total_bytes}};
+    }
+    code = kWorkerTrainingFailed;
+  }
+  WriteResult(o, result);
+  if (code != 0)
+    std::cerr << "worker " << o.role << ": " << result["error"]["message"].get<std::string>()
+              << "\n";
+  return code;
+}
+
+}  // namespace trainlock::validate
