@@ -22,6 +22,8 @@ test_packages=(
   hipcc
   # tests: GoogleTest, clang + libFuzzer for the fuzz targets (tests/fuzz)
   libgtest-dev libgmock-dev clang libclang-rt-14-dev
+  # the formatting test (ci/format.sh): Debian 12's clang-format 14
+  clang-format
   # tests of `trainlock lock`: a real registry on loopback, images built and read back with
   # buildah and skopeo, and Python stand-ins for the Hugging Face Hub and a tampering proxy
   docker-registry buildah skopeo python3 busybox-static

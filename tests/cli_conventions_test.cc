@@ -105,6 +105,13 @@ TEST(CliConventions, BashCompletionOffersSubcommandsAndTheirOptions) {
   EXPECT_EQ(BashCompletes(r.out, "trainlock init --fr"), "--from-hub\n");
 }
 
+TEST(CliConventions, BashCompletionOffersTheValidatorsOptionsAfterValidate) {
+  auto r = RunTrainlock({"completion", "bash"});
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_EQ(BashCompletes(r.out, "trainlock validate . --checkp"), "--checkpoint-dir\n");
+  EXPECT_EQ(BashCompletes(r.out, "trainlock validate . --negative"), "--negative-control\n");
+}
+
 TEST(CliConventions, ZshAndFishCompletionsAreScriptsTheirShellsAccept) {
   auto zsh = RunTrainlock({"completion", "zsh"});
   ASSERT_EQ(zsh.exit_code, 0);

@@ -4,14 +4,19 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
-#include "base/progress_option.h"
 #include "base/version_info.h"
 #include "project/artifact_paths.h"
 #include "project/check_ids.h"
 #include "project/project.h"
+#include "project/validator_options.h"
 #include "coordinator/validate.h"
 #include "worker/worker.h"
 
@@ -19,6 +24,71 @@ namespace {
 
 using namespace trainlock;
 using namespace trainlock::validate;
+
+// The table's options with a default, as the parser shows and starts from.
+std::map<std::string, std::string> DefaultValues(const ValidateOptions& v) {
+  return {{"--device", v.device},
+          {"--timeout", std::to_string(v.timeout_s)},
+          {"--progress", v.progress},
+          {"--join-timeout", std::to_string(v.join_timeout_s)},
+          {"--collective-timeout", std::to_string(v.collective_timeout_s)},
+          {"--negative-control", "none"}};
+}
+
+std::vector<std::string> Choices(const std::string& choices) {
+  std::vector<std::string> out;
+  std::stringstream in(choices);
+  for (std::string choice; std::getline(in, choice, '|');) out.push_back(choice);
+  return out;
+}
+
+// The parsed options into `v`; a message when one is out of its range.
+std::optional<std::string> FillOptions(const std::map<std::string, std::string>& values,
+                                       const std::map<std::string, bool>& flags,
+                                       const std::map<std::string, std::vector<std::string>>& lists,
+                                       int argc, char** argv, ValidateOptions& v) {
+  auto value = [&](const char* name) {
+    auto it = values.find(name);
+    return it == values.end() ? std::string() : it->second;
+  };
+  auto number = [&](const char* name, auto fallback) {
+    const std::string text = value(name);
+    return text.empty() ? fallback : static_cast<decltype(fallback)>(std::stoll(text));
+  };
+  v.out = value("--out");
+  v.checkpoint_dir = value("--checkpoint-dir");
+  v.work_dir = value("--work-dir");
+  v.keep_work = flags.at("--keep-work");
+  v.device = value("--device");
+  v.threads = number("--threads", v.threads);
+  v.timeout_s = number("--timeout", v.timeout_s);
+  v.json = flags.at("--json");
+  v.progress = flags.at("--quiet") ? "none" : value("--progress");
+  v.verbose = flags.at("--verbose");
+  v.allow_drift = flags.at("--allow-drift");
+  v.join_timeout_s = number("--join-timeout", v.join_timeout_s);
+  v.collective_timeout_s = number("--collective-timeout", v.collective_timeout_s);
+  v.comm_max_mib = number("--comm-max-mib", v.comm_max_mib);
+  v.only = lists.at("--only");
+  v.sign_key = value("--sign");
+  v.argv.assign(argv, argv + argc);
+  const std::string nproc = value("--nproc");
+  if (nproc == "auto") {
+    v.nproc = -1;
+  } else if (!nproc.empty()) {
+    char* end = nullptr;
+    long n = std::strtol(nproc.c_str(), &end, 10);
+    if (*end != '\0' || n < 1 || n > 1024)
+      return "--nproc: '" + nproc + "' is not auto or a count in [1, 1024]";
+    v.nproc = static_cast<int>(n);
+  }
+  const std::string control = value("--negative-control");
+  v.negative_control = control == "rng"       ? NegativeControl::kSkipRngRestore
+                       : control == "data"    ? NegativeControl::kSkipDataRestore
+                       : control == "corrupt" ? NegativeControl::kCorruptCheckpoint
+                                              : NegativeControl::kNone;
+  return std::nullopt;
+}
 
 int Main(int argc, char** argv) {
   CLI::App app{
@@ -31,65 +101,30 @@ int Main(int argc, char** argv) {
   app.set_version_flag("--version", std::string(kTrainlockVersion) + " (torch " +
                                         BuiltTorchVersion() + ", " + BuiltTorchFlavour() + ")");
   ValidateOptions v;
-  std::string project = ".", out, ckpt, work, control = "none";
+  std::string project = ".";
   app.add_option("DIR", project,
                  "Project directory (holding trainlock.lock), or its trainlock.lock")
       ->transform(CLI::Validator(ProjectDirFromArgument, "DIR", "project directory"))
       ->capture_default_str();
-  app.add_option("--out,-o", out,
-                 "Where to write the report (default: DIR/.trainlock/reports/report.json, where "
-                 "`trainlock gate` looks)");
-  app.add_option("--checkpoint-dir", ckpt,
-                 "Checkpoint storage to test (default: the lock's validate.checkpoint-dir, else "
-                 "the work dir)");
-  app.add_option("--work-dir", work,
-                 "Directory for worker results (default: a fresh temporary one)");
-  app.add_flag("--keep-work", v.keep_work, "Keep the work directory and checkpoints afterwards");
-  app.add_option("--device", v.device, "auto, cpu or cuda")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
-      ->capture_default_str();
-  app.add_option("--threads", v.threads, "CPU threads per process (0: LibTorch's default)")
-      ->check(CLI::Range(0, 1024));
-  app.add_option("--timeout", v.timeout_s,
-                 "Seconds each worker process may run before it is killed")
-      ->check(CLI::Range(1, 86400))
-      ->capture_default_str();
-  app.add_flag("--json", v.json, "Print the report JSON instead of the summary");
-  AddProgressOption(app, v.progress, "each phase and each check as it completes");
-  bool quiet = false;
-  app.add_flag("-q,--quiet", quiet, "No progress on stderr (the same as --progress none)");
-  app.add_flag("-v,--verbose", v.verbose,
-               "The summary shows each check's measurements (the report's metrics) under it");
-  app.add_flag("--allow-drift", v.allow_drift,
-               "Validate although the lock is stale or the config changed since it was made; "
-               "the drift is recorded in the report");
-  std::string nproc;
-  app.add_option("--nproc", nproc,
-                 "Start N ranks (auto: one per visible GPU) that join comm.allreduce and comm.ddp; "
-                 "under torchrun or srun the launcher's RANK/WORLD_SIZE or SLURM_* are used");
-  app.add_option("--join-timeout", v.join_timeout_s,
-                 "Seconds every rank has to join the rendezvous")
-      ->check(CLI::Range(1, 86400))
-      ->capture_default_str();
-  app.add_option("--collective-timeout", v.collective_timeout_s,
-                 "Seconds one collective may take before the ranks give up")
-      ->check(CLI::Range(1, 86400))
-      ->capture_default_str();
-  app.add_option("--comm-max-mib", v.comm_max_mib,
-                 "Largest all-reduce in MiB (default 1024 on GPUs, 16 on CPU)")
-      ->check(CLI::Range(1, 65536));
-  app.add_option("--only", v.only, "Run only these checks (ids); the others are skipped")
-      ->delimiter(',')
-      ->check(CLI::IsMember(std::vector<std::string>(kCheckIds.begin(), kCheckIds.end())));
-  std::string sign_key;
-  app.add_option("--sign", sign_key,
-                 "Sign the report with this Ed25519 private key (PEM, from `trainlock keygen`); "
-                 "`trainlock gate --key` verifies it");
-  app.add_option("--negative-control", control,
-                 "Deliberately break the resume to prove the check fails: rng (skip RNG restore), "
-                 "data (skip data-loader restore), corrupt (flip a checkpoint byte)")
-      ->check(CLI::IsMember({"none", "rng", "data", "corrupt"}))
-      ->capture_default_str();
+  // Every option from the one table (project/validator_options.h), its value kept as given.
+  std::map<std::string, std::string> values = DefaultValues(v);
+  std::map<std::string, bool> flags;
+  std::map<std::string, std::vector<std::string>> lists;
+  for (const ValidatorOption& row : ValidatorOptions()) {
+    const std::string name(row.long_name());
+    if (row.is_flag()) {
+      app.add_flag(row.names, flags[name], row.help);
+    } else if (row.list) {
+      app.add_option(row.names, lists[name], row.help)
+          ->delimiter(',')
+          ->check(CLI::IsMember(std::vector<std::string>(kCheckIds.begin(), kCheckIds.end())));
+    } else {
+      CLI::Option* option = app.add_option(row.names, values[name], row.help);
+      if (*row.choices) option->check(CLI::IsMember(Choices(row.choices)));
+      if (row.is_count()) option->check(CLI::Range(row.min, row.max));
+      if (values[name] != "") option->capture_default_str();
+    }
+  }
 
   WorkerOptions w;
   std::string w_project, w_ckpt, w_result, w_final;
@@ -123,28 +158,12 @@ int Main(int argc, char** argv) {
     return RunWorker(w);
   }
   v.project = project;
-  v.out = out.empty() ? DefaultReportPath(project) : std::filesystem::path(out);
-  v.checkpoint_dir = ckpt;
-  v.work_dir = work;
-  v.sign_key = sign_key;
-  if (quiet) v.progress = "none";
-  v.argv.assign(argv, argv + argc);
-  if (nproc == "auto") {
-    v.nproc = -1;
-  } else if (!nproc.empty()) {
-    char* end = nullptr;
-    long n = std::strtol(nproc.c_str(), &end, 10);
-    if (*end != '\0' || n < 1 || n > 1024) {
-      std::cerr << "trainlock-validate: error: --nproc: '" << nproc
-                << "' is not auto or a count in [1, 1024]\n";
-      return kExitBadInput;
-    }
-    v.nproc = static_cast<int>(n);
+  const std::optional<std::string> problem = FillOptions(values, flags, lists, argc, argv, v);
+  if (problem) {
+    std::cerr << "trainlock-validate: error: " << *problem << "\n";
+    return kExitBadInput;
   }
-  v.negative_control = control == "rng"       ? NegativeControl::kSkipRngRestore
-                       : control == "data"    ? NegativeControl::kSkipDataRestore
-                       : control == "corrupt" ? NegativeControl::kCorruptCheckpoint
-                                              : NegativeControl::kNone;
+  if (v.out.empty()) v.out = DefaultReportPath(project);
   return RunValidate(v);
 }
 

@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "base/exit_code.h"
+#include "base/failure.h"
+
 namespace trainlock {
 
 std::vector<std::string> ProgramCandidates(const std::string& program, const std::string& path) {
@@ -28,6 +31,27 @@ bool OnPath(const std::string& program) {
     if (::access(candidate.c_str(), X_OK) == 0) return true;
   }
   return false;
+}
+
+std::filesystem::path RunningExecutable() {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec)
+    throw Failure("cannot read /proc/self/exe (this program's own path): " + ec.message(),
+                  kExitEnvironment);
+  return self;
+}
+
+std::filesystem::path CompanionProgram(const std::string& name) {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec && std::filesystem::exists(self.parent_path() / name, ec))
+    return self.parent_path() / name;
+  const char* path = std::getenv("PATH");
+  for (const std::string& candidate : ProgramCandidates(name, path ? path : kDefaultPath)) {
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return {};
 }
 
 }  // namespace trainlock

@@ -1,7 +1,9 @@
-// Finding a program the way a shell does: a name without a slash is looked up in each
-// directory of PATH, in order.
+// Finding a program the way a shell does (a name without a slash is looked up in each
+// directory of PATH, in order), and this process's own executable (/proc/self/exe) and the
+// programs installed beside it (trainlock finds trainlock-validate there).
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -17,5 +19,13 @@ std::vector<std::string> ProgramCandidates(const std::string& program, const std
 
 // True when `program` is an executable on this process's PATH.
 bool OnPath(const std::string& program);
+
+// This process's executable, read from /proc/self/exe. Throws Failure (exit 3) when the link
+// cannot be read.
+std::filesystem::path RunningExecutable();
+
+// `name` beside this process's executable when it is there, else the first executable `name`
+// on PATH; "" when neither exists.
+std::filesystem::path CompanionProgram(const std::string& name);
 
 }  // namespace trainlock

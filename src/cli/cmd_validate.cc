@@ -19,11 +19,15 @@
 #include "base/failure.h"
 #include "base/file_io.h"
 #include "base/json_file.h"
+#include "base/program_path.h"
 #include "base/refs.h"
+#include "base/suggest.h"
 #include "cli/commands.h"
 #include "image/image_run.h"
+#include "image/in_image_paths.h"
 #include "project/artifact_paths.h"
 #include "project/project.h"
+#include "project/validator_options.h"
 #include "report/report.h"
 #include "report/report_signing.h"
 #include "report/report_view.h"
@@ -31,10 +35,6 @@
 namespace trainlock::cli {
 namespace fs = std::filesystem;
 namespace {
-
-// Where the project and the report directory appear inside the container.
-constexpr const char* kProjectMount = "/trainlock/project";
-constexpr const char* kOutMount = "/trainlock/out";
 
 struct ValidateOptions {
   std::string dir = ".";
@@ -55,22 +55,35 @@ int ExecLocalValidator(const ValidateOptions& options) {
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    fs::path sibling = self.parent_path() / "trainlock-validate";
-    if (fs::exists(sibling)) ::execv(sibling.c_str(), argv.data());
-  }
-  ::execvp("trainlock-validate", argv.data());
-  std::cerr
-      << "trainlock: error: cannot run trainlock-validate (" << std::strerror(errno)
-      << "); it is built beside trainlock when LibTorch is found, or run it inside the image\n";
+  const fs::path validator = CompanionProgram("trainlock-validate");
+  if (!validator.empty()) ::execv(validator.c_str(), argv.data());
+  const std::string why = validator.empty() ? "not found beside trainlock or on PATH"
+                                            : validator.string() + ": " + std::strerror(errno);
+  std::cerr << "trainlock: error: cannot run trainlock-validate (" << why
+            << "); it is built beside trainlock when LibTorch is found, or run it inside the image\n";
   return kExitEnvironment;
+}
+
+// This command's own options, which the validator does not take.
+const std::vector<std::string_view> kHostOnlyOptions = {"--image", "--engine", "--storage-root",
+                                                        "--storage-driver", "--no-tls-verify"};
+
+// Refuses an option that is neither this command's nor the validator's, before anything runs.
+void RequireKnownOption(const std::string& arg) {
+  std::vector<std::string_view> names = kHostOnlyOptions;
+  for (const ValidatorOption& row : ValidatorOptions()) names.push_back(row.long_name());
+  const std::string hint = DidYouMean(arg.substr(0, arg.find('=')), names);
+  throw InputError(Diagnostic{
+      arg, {}, "is not an option of trainlock validate or of the validator" +
+                   (hint.empty() ? "" : "; " + hint),
+      "see trainlock validate --help"});
 }
 
 // Moves this command's own options out of the validator's (CLI11 stops at the first option it
 // does not know, so they may come after validator options); --out, --sign and --json are kept
-// for the host, which finishes the report.
+// for the host, which finishes the report. The validator's option table
+// (project/validator_options.h) says which arguments are options and which take a value, so a
+// value is never mistaken for an option.
 void TakeHostOptions(ValidateOptions& o) {
   std::vector<std::string> rest;
   const std::vector<std::string>& in = o.passthrough;
@@ -98,8 +111,15 @@ void TakeHostOptions(ValidateOptions& o) {
       value(o.sign_key);
     else if (a == "--json")
       o.json = true;
-    else
+    else if (const ValidatorOption* row = FindValidatorOption(a)) {
       rest.push_back(a);
+      if (!row->is_flag() && a.find('=') == std::string::npos && i + 1 < in.size())
+        rest.push_back(in[++i]);
+    } else if (a.starts_with("-") && a != "-") {
+      RequireKnownOption(a);
+    } else {
+      rest.push_back(a);
+    }
   }
   o.passthrough = rest;
 }
@@ -165,11 +185,12 @@ int ValidateInImage(ValidateOptions& o) {
   std::cerr << "trainlock: validating in " << image.ref << " (" << image.digest << ", resolved by "
             << image.engine << ")\n";
   OutDir out;
-  std::vector<std::string> argv = {"/usr/local/bin/trainlock-validate", kProjectMount, "--out",
-                                   std::string(kOutMount) + "/report.json"};
+  std::vector<std::string> argv = {kValidatorInImage, kProjectMountInContainer, "--out",
+                                   std::string(kReportMountInContainer) + "/report.json"};
   argv.insert(argv.end(), o.passthrough.begin(), o.passthrough.end());
   const int code = RunInImage(
-      image, o.run, {{fs::absolute(o.dir), kProjectMount, true}, {out.path(), kOutMount, false}},
+      image, o.run, {{fs::absolute(o.dir), kProjectMountInContainer, true},
+       {out.path(), kReportMountInContainer, false}},
       {}, argv);
   if (!fs::exists(out.path() / "report.json")) {
     std::cerr << "trainlock: error: the validator in " << image.ref << " wrote no report (exit "
@@ -223,13 +244,12 @@ Command RegisterValidate(CLI::App& app, const GlobalOptions& global) {
       "validate",
       "Run trainlock-validate on DIR: node probes, pinned data, custom ops, a measured training\n"
       "step and the train -> checkpoint -> SIGKILL -> restore -> resume round trip, writing\n"
-      "report.json. Options after DIR go to the validator (see trainlock-validate --help):\n"
-      "--out FILE, --checkpoint-dir DIR, --device auto|cpu|cuda, --threads N, --timeout S,\n"
-      "--keep-work, --json, --progress auto|terminal|log|json|none, -q, --negative-control\n"
-      "rng|data|corrupt, --sign KEY. With --image REF\n"
-      "the validator inside that image runs (through buildah, podman or docker, with the GPUs\n"
-      "passed through) on DIR mounted read-only; the report is then bound to the image digest\n"
-      "the engine resolved and signed on the host. Exit 0 pass, 1 fail.");
+      "report.json. Options after DIR go to the validator (see trainlock-validate --help):\n" +
+          ValidatorOptionsSummary() +
+          ".\nWith --image REF the validator inside that image runs (through buildah, podman or\n"
+          "docker, with the GPUs passed through) on DIR mounted read-only; the report is then\n"
+          "bound to the image digest the engine resolved and signed on the host. Exit 0 pass,\n"
+          "1 fail.");
   cmd->add_option("DIR", options->dir,
                   "Project directory (or its trainlock.lock or trainlock.toml)")
       ->transform(ProjectDirArgument())
@@ -254,7 +274,12 @@ Command RegisterValidate(CLI::App& app, const GlobalOptions& global) {
     // `trainlock -q validate` and `-v`: the validator's own -q and -v, unless it was told
     // otherwise.
     std::vector<std::string>& p = options->passthrough;
-    auto given = [&p](const char* flag) { return std::find(p.begin(), p.end(), flag) != p.end(); };
+    auto given = [&p](const char* option) {
+      const ValidatorOption* row = FindValidatorOption(option);
+      return std::any_of(p.begin(), p.end(), [row](const std::string& a) {
+        return FindValidatorOption(a) == row;
+      });
+    };
     if (global.quiet() && !given("--progress") && !given("-q")) p.push_back("-q");
     if (global.verbosity > 0 && !given("-v")) p.push_back("-v");
     if (global.progress != "auto" && !given("--progress"))

@@ -1,6 +1,7 @@
 // Completion scripts from the command tree; see completion.h.
 #include "cli/completion.h"
 #include "base/strings.h"
+#include "project/validator_options.h"
 
 #include <functional>
 #include <vector>
@@ -49,6 +50,11 @@ std::string OptionWords(const Node& node) {
   std::vector<std::string> words;
   for (const CLI::Option* option : node.options) {
     for (const std::string& n : OptionNames(*option)) words.push_back(n);
+  }
+  // `trainlock validate` forwards the validator's options, which its parser does not declare.
+  if (node.path == "validate") {
+    for (const ValidatorOption& row : ValidatorOptions())
+      for (std::string_view name : row.all_names()) words.emplace_back(name);
   }
   return JoinStrings(words, " ");
 }

@@ -16,14 +16,13 @@
 #include <vector>
 
 #include "compat/catalog.h"
+#include "image/in_image_paths.h"
 #include "project/project.h"
 
 namespace trainlock {
 
 // Where `trainlock image generate`'s Containerfile installs the project (lock, manifest and
 // training config) and the validator inside the image (images/Containerfile.in).
-inline constexpr const char* kProjectInImage = "/etc/trainlock";
-inline constexpr const char* kValidatorInImage = "/usr/local/bin/trainlock-validate";
 // Where the reports volume is mounted inside the pod or container.
 inline constexpr const char* kReportsInContainer = "/reports";
 // The lines around the report a Kubernetes pod prints to its log after the run: without a

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "base/diagnostic.h"
+#include "image/in_image_paths.h"
 
 namespace trainlock {
 namespace {
@@ -28,7 +29,7 @@ std::string ArchOptions(const std::string& target, const std::vector<std::string
 
 std::string CustomOpImagePath(const CustomOpLibrary& lib) {
   return std::filesystem::path(lib.library).is_absolute() ? lib.library
-                                                          : "/etc/trainlock/" + lib.library;
+                                                          : std::string(kProjectInImage) + "/" + lib.library;
 }
 
 CustomOpSteps CustomOpStepsFor(const Spec& lock, const std::string& lock_path,

@@ -15,6 +15,7 @@
 #include "compat/target_archs.h"
 #include "image/custom_op_steps.h"
 #include "image/image_record.h"
+#include "image/in_image_paths.h"
 #include "image/requirements_file.h"
 
 namespace trainlock {
@@ -78,16 +79,7 @@ std::string ArchsNote(const std::string& target, const std::vector<std::string>&
 }  // namespace
 
 fs::path DefaultValidatorBinary() {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec && fs::exists(self.parent_path() / "trainlock-validate"))
-    return self.parent_path() / "trainlock-validate";
-  const char* path = std::getenv("PATH");
-  for (const std::string& candidate :
-       ProgramCandidates("trainlock-validate", path ? path : kDefaultPath)) {
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return {};
+  return CompanionProgram("trainlock-validate");
 }
 
 std::string FillTemplate(const std::string& text,
@@ -185,6 +177,8 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
   std::map<std::string, std::string> values = {
       {"LOCK_SHA256", project.lock_sha256},
       {"TARGET", o.target},
+      {"PROJECT_IN_IMAGE", kProjectInImage},
+      {"VALIDATOR_IN_IMAGE", kValidatorInImage},
       {"SOURCE_DATE_EPOCH", std::to_string(o.source_date_epoch)},
       {"SNAPSHOT", snapshot},
       {"CREATED", UtcTime(o.source_date_epoch, "%Y-%m-%dT%H:%M:%SZ")},
@@ -204,9 +198,9 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
       {"VALIDATOR_COPY",
        copy_validator
            ? "# The validator binary from the build context (sha256 in the label and image.json).\n"
-             "COPY trainlock-validate /usr/local/bin/trainlock-validate"
+             "COPY trainlock-validate " + std::string(kValidatorInImage)
            : "# The validator, compiled in the builder stage.\n"
-             "COPY --from=builder /build/bin/trainlock-validate /usr/local/bin/trainlock-validate"},
+             "COPY --from=builder /build/bin/trainlock-validate " + std::string(kValidatorInImage)},
   };
   if (!gpu) {
     values["BUILDER"] = FillTemplate(CpuBuilder(snapshot, !copy_validator, ops.build), values);

@@ -11,10 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "image/in_image_paths.h"
+
 namespace trainlock {
 
 inline constexpr const char* kImageRecordSchema = "trainlock.image/v1";
-inline constexpr const char* kImageRecordPath = "/etc/trainlock/image.json";
 
 struct ImageRecord {
   std::string target;  // cpu | cuda | rocm

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 
+#include "base/program_path.h"
 #include "base/rank_env.h"
 #include "base/subprocess.h"
 #include "support/worker_process.h"
@@ -29,7 +30,7 @@ std::unique_ptr<Subprocess> StartRank(const std::vector<std::string>& argv, int 
                                       int port) {
   SpawnOptions o;
   o.argv = argv;
-  o.program = SelfExecutable();
+  o.program = RunningExecutable();
   o.out = o.err = Stream::kInherit;
   o.env = {{"RANK", std::to_string(rank)},        {"LOCAL_RANK", std::to_string(rank)},
            {"WORLD_SIZE", std::to_string(nproc)}, {"LOCAL_WORLD_SIZE", std::to_string(nproc)},

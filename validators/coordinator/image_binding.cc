@@ -81,19 +81,4 @@ ImageBinding BindImage(const fs::path& etc_dir, const Project& project, const fs
   return binding;
 }
 
-fs::path CustomOpLibraryPath(const Project& project, const CustomOpLibrary& lib) {
-  if (fs::path(lib.library).is_absolute()) return lib.library;
-  const fs::path record = fs::path(kImageEtcDir) / "image.json";
-  std::error_code ec;
-  if (fs::exists(record, ec)) {
-    try {
-      if (ReadImageRecord(record).lock_sha256 == project.lock_sha256)
-        return fs::path(kImageEtcDir) / lib.library;
-    } catch (const std::exception&) {
-      // BindImage refuses a malformed record before any op is loaded.
-    }
-  }
-  return project.dir / lib.library;
-}
-
 }  // namespace trainlock::validate

@@ -17,7 +17,6 @@
 
 namespace trainlock::validate {
 
-inline constexpr const char* kImageEtcDir = "/etc/trainlock";
 
 struct ImageBinding {
   bool in_image = false;  // an image record was found and agrees with the project
@@ -25,16 +24,12 @@ struct ImageBinding {
   std::string digest_source;                                 // "job" when image is set
 };
 
-// `etc_dir` is where an image keeps its lock and record (kImageEtcDir); `self` the running
-// validator binary. Throws InputError (exit 2) naming both sides when the image's lock, config
+// `etc_dir` is where an image keeps its lock and record (kProjectInImage, image/in_image_paths.h); `self`
+// the running validator binary. Throws InputError (exit 2) naming both sides when the image's lock, config
 // or validator is not the project's (or the record disagrees with the image's own lock), and
 // for a malformed TRAINLOCK_IMAGE_DIGEST.
 ImageBinding BindImage(const std::filesystem::path& etc_dir, const Project& project,
                        const std::filesystem::path& self, const char* env_ref,
                        const char* env_digest);
-
-// Where a custom-op library of the lock is loaded from: an absolute path as it is; a relative
-// one under kImageEtcDir inside an image built from this lock, else under the project.
-std::filesystem::path CustomOpLibraryPath(const Project& project, const CustomOpLibrary& lib);
 
 }  // namespace trainlock::validate

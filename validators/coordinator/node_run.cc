@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "base/program_path.h"
 #include "base/json_file.h"
 #include "support/check_selection.h"
 #include "checks/data_checks.h"
@@ -13,6 +14,7 @@
 #include "compat/gpu_binary.h"
 #include "coordinator/image_binding.h"
 #include "probes/nvml_probe.h"
+#include "ops/op_library_path.h"
 #include "ops/ops_check.h"
 #include "probes/perf_checks.h"
 #include "coordinator/roundtrip.h"
@@ -33,7 +35,7 @@ DeviceRuns MeasureDevices(const fs::path& work, int timeout_s,
                           const std::vector<fs::path>& custom_op_libraries) {
   DeviceRuns runs;
   fs::path result = work / "node.json";
-  Child child({SelfExecutable().string(), "worker", "--role", "node", "--result", result.string()},
+  Child child({RunningExecutable().string(), "worker", "--role", "node", "--result", result.string()},
               work / "node.stderr");
   child.Wait(std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s));
   nlohmann::json j = TryReadJsonFile(result, nullptr).value_or(nlohmann::json());
@@ -103,7 +105,7 @@ std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& pr
   r.negative_control = o.negative_control;
   progress.Begin("train.step, train.roundtrip on " + ShownDevice(device) +
                  ": train -> checkpoint -> SIGKILL -> restore -> resume");
-  std::vector<CheckResult> checks = RunRoundtrip(r);
+  std::vector<CheckResult> checks = RunRoundtrip(r, project);
   progress.End();
   return checks;
 }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "base/program_path.h"
 #include "base/json_file.h"
 #include "base/sha256.h"
 #include "compat/catalog.h"
@@ -43,7 +44,7 @@ double Seconds(Clock::time_point start) {
 
 class Coordinator {
  public:
-  explicit Coordinator(const RoundtripOptions& o) : o_(o) {}
+  Coordinator(const RoundtripOptions& o, const Project& project) : o_(o), project_(project) {}
 
   std::vector<CheckResult> Run();
 
@@ -76,11 +77,12 @@ class Coordinator {
   CheckResult PortableCheck(const WorkerRun& b, const WorkerRun& d) const;
 
   const RoundtripOptions& o_;
+  const Project& project_;
 };
 
 std::vector<std::string> Coordinator::Args(const std::string& name,
                                            const std::vector<std::string>& extra) const {
-  std::vector<std::string> args = {SelfExecutable().string(),
+  std::vector<std::string> args = {RunningExecutable().string(),
                                    "worker",
                                    "--project",
                                    o_.project.string(),
@@ -146,8 +148,7 @@ bool Coordinator::PortableFitsBesideResume(const WorkerRun& a) const {
   const auto total = m.value("device_total_bytes", int64_t{-1});
   const auto used = m.value("device_used_bytes", int64_t{-1});
   if (total <= 0 || used < 0) return false;  // CPU, or nothing measured: keep them apart
-  Project project = LoadProject(o_.project, ManifestRequirement::kOptional);
-  MemoryEstimate estimate = EstimateTrainingMemory(project.config);
+  MemoryEstimate estimate = EstimateTrainingMemory(project_.config);
   const double need = estimate.weights_bytes + estimate.logits_bytes + 2.0 * (1 << 30);
   return static_cast<double>(total - used) > need;
 }
@@ -215,6 +216,14 @@ bool RestoredFlag(const nlohmann::json& result, const char* flag) {
   return value.is_boolean() && value.get<bool>();
 }
 
+// The step the resumed process found in the checkpoint it restored, as it reported it; null
+// when it reported none.
+nlohmann::json RestoredStep(const nlohmann::json& result) {
+  if (!result.contains("restore") || !result["restore"].is_object()) return nullptr;
+  const nlohmann::json& step = result["restore"].value("step", nlohmann::json());
+  return step.is_number_integer() ? step : nlohmann::json();
+}
+
 CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
   CheckResult c{"train.step", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
   std::string failure = Failure(a);
@@ -236,7 +245,7 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
   c.metrics["data"] = a.result.value("data", "");
   c.metrics["model"] = a.result.value("model", nlohmann::json::object());
   c.metrics["shape"] =
-      TrainShapeJson(LoadProject(o_.project, ManifestRequirement::kOptional).config);
+      TrainShapeJson(project_.config);
   c.duration_s = m.value("step_time_s", 0.0);
   std::ostringstream s;
   s.precision(3);
@@ -258,8 +267,7 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
   const Catalog catalog = Catalog::Embedded();  // FindGpu points into it: keep it alive
   const GpuModel* gpu = catalog.FindGpu(a.result.value("device_name", ""));
   if (gpu && m.value("step_time_s", 0.0) > 0) {
-    Project project = LoadProject(o_.project, ManifestRequirement::kOptional);
-    const std::string& precision = project.config.training.precision;
+    const std::string& precision = project_.config.training.precision;
     double peak = (precision == "fp16" ? gpu->fp16_dense_tflops : gpu->bf16_dense_tflops) * 1e12;
     if (peak > 0 && precision != "fp32") {
       double mfu = m.value("flops", 0.0) / m["step_time_s"].get<double>() / peak;
@@ -278,8 +286,7 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
 CheckResult Coordinator::OutOfMemoryCheck(const WorkerRun& a) const {
   CheckResult c{"train.step", CheckStatus::kFail, 0, "", "", nlohmann::json::object()};
   const nlohmann::json& memory = a.result["error"].value("memory", nlohmann::json::object());
-  Project project = LoadProject(o_.project, ManifestRequirement::kOptional);
-  const TrainConfig& config = project.config;
+  const TrainConfig& config = project_.config;
   double total = static_cast<double>(memory.value("device_total_bytes", int64_t{-1}));
   MemoryEstimate estimate = EstimateTrainingMemory(config);
   std::vector<std::string> remedies = OutOfMemoryRemedies(
@@ -328,7 +335,8 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
                {"losses_uninterrupted", la},
                {"losses_resumed", resumed},
                {"rng_restored", RestoredFlag(c.result, "rng_restored")},
-               {"data_restored", RestoredFlag(c.result, "data_restored")}};
+               {"data_restored", RestoredFlag(c.result, "data_restored")},
+               {"restored_step", RestoredStep(c.result)}};
   if (b.result.contains("save")) {
     const auto& save = b.result["save"];
     r.metrics["checkpoint_bytes"] = save["bytes"];
@@ -359,6 +367,16 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
   if (!b.killed_by_us) {
     r.status = CheckStatus::kError;
     r.summary = "the preempted process never announced its checkpoint";
+    r.metrics["bitwise_equal"] = false;
+    return r;
+  }
+  // The resume must start from the checkpoint the preempted process committed, not an older
+  // or newer one left in the storage.
+  if (r.metrics["restored_step"] != nlohmann::json(o_.checkpoint_at)) {
+    r.status = CheckStatus::kFail;
+    r.summary = "the resumed process restored step " + r.metrics["restored_step"].dump() +
+                ", not the checkpoint committed at step " + std::to_string(o_.checkpoint_at);
+    r.remedy = "another checkpoint shares the checkpoint directory; give the run its own";
     r.metrics["bitwise_equal"] = false;
     return r;
   }
@@ -542,8 +560,8 @@ std::vector<CheckResult> Coordinator::Run() {
 
 }  // namespace
 
-std::vector<CheckResult> RunRoundtrip(const RoundtripOptions& options) {
-  return Coordinator(options).Run();
+std::vector<CheckResult> RunRoundtrip(const RoundtripOptions& options, const Project& project) {
+  return Coordinator(options, project).Run();
 }
 
 }  // namespace trainlock::validate

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "project/project.h"
 #include "project/validate_defaults.h"
 #include "report/report.h"
 #include "support/validate_options.h"
@@ -29,7 +30,9 @@ struct RoundtripOptions {
   NegativeControl negative_control = NegativeControl::kNone;
 };
 
-// Runs the processes and returns the four checks, in report order.
-std::vector<CheckResult> RunRoundtrip(const RoundtripOptions& options);
+// Runs the processes and returns the four checks, in report order. `project` is the project
+// the validation loaded (at options.project): the coordinator reads its config from here and
+// never loads it again; the workers load and verify it themselves.
+std::vector<CheckResult> RunRoundtrip(const RoundtripOptions& options, const Project& project);
 
 }  // namespace trainlock::validate

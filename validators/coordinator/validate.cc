@@ -12,6 +12,7 @@
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
 #include "base/file_io.h"
+#include "base/program_path.h"
 #include "base/progress.h"
 #include "base/rank_env.h"
 #include "base/time_text.h"
@@ -19,6 +20,7 @@
 #include "support/check_selection.h"
 #include "checks/host_info.h"
 #include "compat/lock_drift.h"
+#include "image/in_image_paths.h"
 #include "coordinator/image_binding.h"
 #include "comm/launch.h"
 #include "coordinator/node_run.h"
@@ -278,7 +280,7 @@ int RunValidate(const ValidateOptions& o) {
   const std::string sign_pem = ReadSigningKey(o.sign_key);
   Progress progress(ProgressStyleFor(o, rank), ProgressSource(rank));
   const ImageBinding image =
-      BindImage(kImageEtcDir, project, fs::read_symlink("/proc/self/exe"),
+      BindImage(kProjectInImage, project, RunningExecutable(),
                 std::getenv("TRAINLOCK_IMAGE_REF"), std::getenv("TRAINLOCK_IMAGE_DIGEST"));
   Report report = NewReport(o, project, drift, lead, image);
   NodeProbe node;

@@ -1,6 +1,8 @@
 // The ops worker: load, inspect and smoke-test custom-op libraries; see custom_ops.h.
 #include "ops/custom_ops.h"
 
+#include "ops/op_library_path.h"
+
 #include <dlfcn.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>

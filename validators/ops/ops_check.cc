@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/program_path.h"
 #include "base/json_file.h"
 #include "support/worker_process.h"
 
@@ -117,7 +118,7 @@ CheckResult RunOpsCheck(const OpsCheckOptions& o) {
   OpsRun run;
   run.timeout_s = o.timeout_s;
   {
-    const fs::path validator = o.validator.empty() ? SelfExecutable() : o.validator;
+    const fs::path validator = o.validator.empty() ? RunningExecutable() : o.validator;
     Child child({validator.string(), "worker", "--role", "ops", "--project", o.project.string(),
                  "--device", o.device, "--result", result_file.string()},
                 stderr_file);

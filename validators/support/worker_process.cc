@@ -47,8 +47,4 @@ std::string TailOfFile(const std::filesystem::path& file, int lines) {
   return out;
 }
 
-std::filesystem::path SelfExecutable() {
-  return std::filesystem::read_symlink("/proc/self/exe");
-}
-
 }  // namespace trainlock::validate

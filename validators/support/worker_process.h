@@ -39,7 +39,4 @@ class Child {
 // The last `lines` lines of a text file ("" when unreadable), for error summaries.
 std::string TailOfFile(const std::filesystem::path& file, int lines);
 
-// The running executable's path (/proc/self/exe).
-std::filesystem::path SelfExecutable();
-
 }  // namespace trainlock::validate

@@ -1,0 +1,23 @@
+// Where things live inside an image that trainlock builds, and where `trainlock validate
+// --image` mounts the project and the report directory: the one place these paths are spelled.
+// The Containerfile templates (images/*.in) take them as @PROJECT_IN_IMAGE@ and
+// @VALIDATOR_IN_IMAGE@; the generator, the fleet jobs, `validate --image` and the validator's
+// image binding read them from here.
+#pragma once
+
+namespace trainlock {
+
+// The project as baked into the image: trainlock.lock, trainlock.toml, the training config,
+// image.json and relative custom-op libraries.
+inline constexpr const char* kProjectInImage = "/etc/trainlock";
+// The image's record of its own build (image_record.h).
+inline constexpr const char* kImageRecordInImage = "/etc/trainlock/image.json";
+// The validator binary, also the image's entrypoint.
+inline constexpr const char* kValidatorInImage = "/usr/local/bin/trainlock-validate";
+
+// `trainlock validate --image`: the host's project directory (read-only) and the directory the
+// validator writes its report into, as the container sees them.
+inline constexpr const char* kProjectMountInContainer = "/trainlock/project";
+inline constexpr const char* kReportMountInContainer = "/trainlock/out";
+
+}  // namespace trainlock
