@@ -83,6 +83,28 @@ TEST(MemoryRemedies, The8bShapeOnOneH200ListsTheFixesThatFitThenTheAccelerators)
       }));
 }
 
+// The pilot's shape fits an H200 by the estimate; a step that ran out of memory there anyway
+// still gets fixes, and the same ones from both sides.
+TEST(MemoryRemedies, AnOutOfMemoryWhoseEstimateFitsStillGetsThePlansFixes) {
+  const Project project =
+      LoadProject(testing::SourceDir() / "examples/h200-pilot", ManifestRequirement::kOptional);
+  PlanInput input;
+  input.config = project.config;
+  input.device_name = "NVIDIA H200";
+  input.device_total_bytes = 150109880320;
+  input.out_of_memory = true;
+  const Plan plan = MakePlan(input, {}, Catalog::Embedded());
+  EXPECT_TRUE(plan.memory.fits());
+  ASSERT_TRUE(plan.best_fix.has_value());
+  EXPECT_EQ(plan.fixes[*plan.best_fix].name, "micro_batch 2 with grad_accum 2");
+  const std::vector<std::string> remedies =
+      MemoryRemedies(project.config, "NVIDIA H200", 150109880320, Catalog::Embedded());
+  // Every fix fits; a larger accelerator is not offered, since the estimate that fits the
+  // H200 cannot say how much larger would do.
+  ASSERT_EQ(remedies.size(), plan.fixes.size());
+  EXPECT_EQ(remedies.front(), plan.fixes[*plan.best_fix].line);
+}
+
 TEST(MemoryRemedies, AnUnmeasuredCapacityJudgesNoFix) {
   const Project project =
       LoadProject(testing::SourceDir() / "examples/h200-8b-oom", ManifestRequirement::kOptional);

@@ -8,8 +8,10 @@ namespace trainlock {
 namespace {
 
 // A larger accelerator that holds the step with DDP: the plan's recommendation, else the other
-// vendor's one it names; that none of the catalog's does when none fits.
+// vendor's one it names; that none of the catalog's does when none fits. None when the
+// estimate fits the device that ran out of memory: it cannot say how much larger would do.
 std::string LargerAcceleratorRemedy(const Plan& plan, double device_total_bytes) {
+  if (plan.memory.fits()) return "";
   std::string names;
   bool any_fits = false;
   for (size_t i = 0; i < plan.accelerators.size(); ++i) {

@@ -17,7 +17,7 @@ namespace trainlock {
 // `device_total_bytes` (as it reported its capacity; <= 0: not measured) named `device_name`
 // ("" when unknown), each with its arithmetic, first choice first: the fixes that fit, ranked
 // as `plan` ranks them (every fix tried when none fits), then a larger catalog accelerator
-// that holds the step with DDP (or that none does).
+// that holds the step with DDP (or that none does; neither when the estimate fits the device).
 //
 // Both sides rank with plan's defaults, the common input they share: the validator does not
 // know how many GPUs the run will have, and `plan` without --gpus does not assume it either,
