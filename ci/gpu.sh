@@ -200,9 +200,19 @@ oom() {
 }
 [ -n "${SKIP_REFERENCE:-}" ] || stage "h200-8b-oom (must fail train.step, exit 1)" oom
 
-# plan reads that failed report and recommends a layout that fits, with the arithmetic.
+# plan reads that failed report and recommends a layout that fits, with the arithmetic; one
+# remedy engine: train.step's first remedy is plan's first choice.
 plan_oom() {
-  build-gpu/bin/trainlock plan "$OUT/h200-8b-oom-report.json" | tee "$OUT/h200-8b-oom-plan.txt"
+  build-gpu/bin/trainlock plan "$OUT/h200-8b-oom-report.json" | tee "$OUT/h200-8b-oom-plan.txt" &&
+    build-gpu/bin/trainlock plan "$OUT/h200-8b-oom-report.json" --json >"$OUT/h200-8b-oom-plan.json" &&
+    python3 - "$OUT/h200-8b-oom-report.json" "$OUT/h200-8b-oom-plan.json" <<'PY'
+import json, sys
+report, plan = (json.load(open(path)) for path in sys.argv[1:3])
+step = next(c for c in report["checks"] if c["id"] == "train.step")
+first = step["metrics"]["remedies"][0]
+assert plan["best_fix"] and first.startswith(plan["best_fix"] + ": "), (first, plan["best_fix"])
+print("train.step's first remedy is plan's first choice:", plan["best_fix"])
+PY
 }
 [ -n "${SKIP_REFERENCE:-}" ] || stage "plan on the 8B out-of-memory report" plan_oom
 

@@ -1,4 +1,4 @@
-// The training-memory arithmetic behind out-of-memory remedies, on the example shapes.
+// The training-memory estimate behind plan's fixes, on the example shapes.
 #include <gtest/gtest.h>
 
 #include "plan/memory_model.h"
@@ -31,16 +31,6 @@ TEST(MemoryModel, CheckpointingAndShardingShrinkWhatTheyShould) {
   EXPECT_LT(ckpt.activation_bytes, base.activation_bytes / 5);
   EXPECT_EQ(fsdp.optimizer_bytes * 8, base.optimizer_bytes);
   EXPECT_EQ(fsdp.activation_bytes, base.activation_bytes);
-}
-
-TEST(MemoryModel, The8bShapeOnOneH200GetsRankedRemedies) {
-  TrainConfig c = Config("h200-8b-oom", "llama-8b.yaml");
-  auto remedies = OutOfMemoryRemedies(c, 141e9, Catalog::Embedded());
-  ASSERT_EQ(remedies.size(), 4u);
-  EXPECT_EQ(remedies[0].rfind("activation checkpointing:", 0), 0u);
-  EXPECT_EQ(remedies[1].rfind("micro_batch ", 0), 0u);
-  EXPECT_EQ(remedies[2].rfind("FSDP over ", 0), 0u);
-  EXPECT_NE(remedies[3].find("no single catalog accelerator"), std::string::npos) << remedies[3];
 }
 
 }  // namespace

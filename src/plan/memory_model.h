@@ -1,13 +1,11 @@
 // An estimate of a training step's device memory from the config alone: parameters,
 // gradients, AdamW moments, activations and logits. It does not replace the validator's
-// measurement; it ranks the remedies when a measurement fails with out-of-memory, and shows
-// the arithmetic behind them.
+// measurement; `plan` scales the measured activations by it for each fix, and uses it in place
+// of a measurement after an out-of-memory (plan.h decides and ranks the remedies).
 #pragma once
 
 #include <string>
-#include <vector>
 
-#include "compat/catalog.h"
 #include "project/train_config.h"
 
 namespace trainlock {
@@ -36,12 +34,6 @@ struct MemoryOptions {
 // V x (2 + 4 + 4 + 2) bytes per token (low-precision logits, fp32 upcast, its gradient, the
 // logits' gradient), V x (4 + 4) in fp32.
 MemoryEstimate EstimateTrainingMemory(const TrainConfig& config, const MemoryOptions& options = {});
-
-// Ranked remedies for a step that does not fit in `device_bytes`, each with its arithmetic:
-// activation checkpointing, a smaller micro-batch with more accumulation, FSDP over N GPUs,
-// a larger accelerator from the catalog.
-std::vector<std::string> OutOfMemoryRemedies(const TrainConfig& config, double device_bytes,
-                                             const Catalog& catalog);
 
 std::string GiB(double bytes);
 

@@ -188,7 +188,11 @@ PlanFix SearchFix(const Context& ctx, bool checkpointing, bool micro_batch, bool
   return BuildFix(ctx, checkpointing, batches.back(), sizes.back(), usable);
 }
 
-void AddFixes(const Context& ctx, double usable, Plan& plan) {
+// The one place that decides and ranks memory remedies (plan.h): single changes first, pairs
+// when no single one fits, all three when no pair does. Ranked: those that fit first, by the
+// fewest GPUs, then the least slowdown, then the order tried; those that do not fit after them,
+// in the order tried.
+void RankMemoryFixes(const Context& ctx, double usable, Plan& plan) {
   const TrainingConfig& t = ctx.input.config.training;
   const bool checkpointing = !t.activation_checkpointing;
   const bool micro_batch = t.micro_batch > 1;
@@ -207,19 +211,17 @@ void AddFixes(const Context& ctx, double usable, Plan& plan) {
     if (checkpointing && micro_batch && !pair_fits)
       plan.fixes.push_back(SearchFix(ctx, true, true, true, usable));
   }
-  // First choice: the fewest GPUs, then the least slowdown, then the order above.
-  for (size_t i = 0; i < plan.fixes.size(); ++i) {
-    const PlanFix& f = plan.fixes[i];
-    if (!f.memory.fits()) continue;
-    if (!plan.best_fix) {
-      plan.best_fix = i;
-      continue;
-    }
-    const PlanFix& best = plan.fixes[*plan.best_fix];
-    if (std::make_pair(f.fsdp_gpus, f.step_time_factor) <
-        std::make_pair(best.fsdp_gpus, best.step_time_factor))
-      plan.best_fix = i;
-  }
+  std::vector<size_t> fitting, rest;
+  for (size_t i = 0; i < plan.fixes.size(); ++i)
+    (plan.fixes[i].memory.fits() ? fitting : rest).push_back(i);
+  std::stable_sort(fitting.begin(), fitting.end(), [&](size_t x, size_t y) {
+    const PlanFix &a = plan.fixes[x], &b = plan.fixes[y];
+    return std::make_pair(a.fsdp_gpus, a.step_time_factor) <
+           std::make_pair(b.fsdp_gpus, b.step_time_factor);
+  });
+  if (!fitting.empty()) plan.best_fix = fitting.front();
+  plan.fix_ranking = std::move(fitting);
+  plan.fix_ranking.insert(plan.fix_ranking.end(), rest.begin(), rest.end());
 }
 
 double RelativeCost(const Context& ctx, const GpuModel& gpu) {
@@ -606,7 +608,8 @@ Plan MakePlan(const PlanInput& input, const PlanOptions& options, const Catalog&
         "need train.step measured on a GPU (trainlock validate on the GPU the run will use); "
         "the memory above is the estimate from the shape");
   } else {
-    if (!plan.memory.fits()) AddFixes(ctx, usable, plan);
+    // After an out-of-memory the step does not fit whatever the estimate says.
+    if (!plan.memory.fits() || input.out_of_memory) RankMemoryFixes(ctx, usable, plan);
     for (const char* name : kPlanAccelerators) {
       if (const GpuModel* gpu = catalog.FindGpu(name))
         plan.accelerators.push_back(Accelerator(ctx, *gpu));

@@ -123,8 +123,9 @@ struct Plan {
   bool gpu_report = false;
   MemoryArithmetic memory;  // with DDP on the measured device (estimate only on a CPU report)
   bool activations_measured = false;
-  std::vector<PlanFix> fixes;                   // when the run does not fit the measured device
-  std::optional<size_t> best_fix;               // index into fixes
+  std::vector<PlanFix> fixes;  // when the run does not fit the measured device, in the order tried
+  std::vector<size_t> fix_ranking;  // indices into fixes, first choice first (RankMemoryFixes)
+  std::optional<size_t> best_fix;   // fix_ranking's first when it fits
   std::vector<AcceleratorOption> accelerators;  // kPlanAccelerators order
   std::string measured_vendor;  // the measured device's vendor in the catalog; "": unknown
   std::string recommended;      // the cheapest fitting one of measured_vendor; "" when none fits
@@ -135,6 +136,10 @@ struct Plan {
   std::vector<std::string> assumptions;
 };
 
+// The fixes and their ranking come from one function in plan.cc, RankMemoryFixes: the only
+// place that decides memory remedies, for `plan` and for train.step's out-of-memory finding
+// (plan/memory_remedies.h, which reads them from MakePlan) alike. A fix is tried when the step
+// does not fit with DDP, or when it ran out of memory even though the estimate fits.
 Plan MakePlan(const PlanInput& input, const PlanOptions& options, const Catalog& catalog);
 
 // The plan input from a trainlock.report/v1 document (already schema-checked); throws

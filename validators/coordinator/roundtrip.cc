@@ -16,6 +16,7 @@
 #include "engines/native/checkpoint.h"
 #include "probes/host_memory.h"
 #include "plan/memory_model.h"
+#include "plan/memory_remedies.h"
 #include "project/project.h"
 #include "project/train_shape.h"
 #include "support/worker_process.h"
@@ -282,16 +283,18 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
   return c;
 }
 
-// Out of memory at the intended shape is a finding with numbers and ranked remedies.
+// Out of memory at the intended shape is a finding with numbers and ranked remedies: the
+// fixes `trainlock plan` gives for this report, from the same engine (plan/memory_remedies.h).
 CheckResult Coordinator::OutOfMemoryCheck(const WorkerRun& a) const {
   CheckResult c{"train.step", CheckStatus::kFail, 0, "", "", nlohmann::json::object()};
   const nlohmann::json& memory = a.result["error"].value("memory", nlohmann::json::object());
   const TrainConfig& config = project_.config;
   double total = static_cast<double>(memory.value("device_total_bytes", int64_t{-1}));
   MemoryEstimate estimate = EstimateTrainingMemory(config);
-  std::vector<std::string> remedies = OutOfMemoryRemedies(
-      config, total > 0 ? total : estimate.total_bytes() / 2, Catalog::Embedded());
+  std::vector<std::string> remedies =
+      MemoryRemedies(config, a.result.value("device_name", ""), total, Catalog::Embedded());
   c.metrics = memory;
+  if (a.result.contains("device_name")) c.metrics["device_name"] = a.result["device_name"];
   c.metrics["out_of_memory"] = true;
   c.metrics["error"] = a.result["error"]["message"];
   c.metrics["seq_len"] = config.training.seq_len;
