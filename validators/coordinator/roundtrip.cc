@@ -17,6 +17,7 @@
 #include "plan/memory_model.h"
 #include "project/project.h"
 #include "project/train_shape.h"
+#include "report/check_metrics.h"
 #include "support/worker_process.h"
 #include "worker/worker.h"
 
@@ -142,9 +143,10 @@ WorkerRun Coordinator::Finish(Launched l, bool preempt_after_commit, double* sec
 // (C) when the memory left beside a training step, as process A measured it, holds D's
 // weights and eval logits with a margin; otherwise D runs after C.
 bool Coordinator::PortableFitsBesideResume(const WorkerRun& a) const {
-  const nlohmann::json m = a.result.value("measurement", nlohmann::json::object());
-  const auto total = m.value("device_total_bytes", int64_t{-1});
-  const auto used = m.value("device_used_bytes", int64_t{-1});
+  const auto m = ReadMetrics<TrainStepMetrics>(
+      a.result.value("measurement", nlohmann::json::object()));
+  const int64_t total = m.device_total_bytes.value_or(-1);
+  const int64_t used = m.device_used_bytes.value_or(-1);
   if (total <= 0 || used < 0) return false;  // CPU, or nothing measured: keep them apart
   Project project = LoadProject(o_.project, ManifestRequirement::kOptional);
   MemoryEstimate estimate = EstimateTrainingMemory(project.config);
@@ -229,47 +231,52 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
         "see the process output in the work directory; an out-of-memory is reported with remedies";
     return c;
   }
-  const nlohmann::json& m = a.result["measurement"];
-  c.metrics = m;
-  c.metrics["device"] = a.result.value("device", "");
-  if (a.result.contains("device_name")) c.metrics["device_name"] = a.result["device_name"];
-  c.metrics["data"] = a.result.value("data", "");
-  c.metrics["model"] = a.result.value("model", nlohmann::json::object());
-  c.metrics["shape"] =
-      TrainShapeJson(LoadProject(o_.project, ManifestRequirement::kOptional).config);
-  c.duration_s = m.value("step_time_s", 0.0);
+  TrainStepMetrics m = ReadMetrics<TrainStepMetrics>(a.result["measurement"]);
+  // The worker names its device, data and model with train.step's members (worker.cc).
+  const auto worker = ReadMetrics<TrainStepMetrics>(a.result);
+  m.device = worker.device.value_or("");
+  m.device_name = worker.device_name;
+  m.data = worker.data.value_or("");
+  m.model = worker.model.value_or(nlohmann::json::object());
+  m.shape = TrainShapeJson(LoadProject(o_.project, ManifestRequirement::kOptional).config);
+  const double step_time_s = m.step_time_s.value_or(0.0);
+  c.duration_s = step_time_s;
   std::ostringstream s;
   s.precision(3);
-  s << "step " << m.value("step_time_s", 0.0) << " s";
-  if (m.value("mode", "") == "default") {
-    s << " (the run's default kernels, median of " << m["step_times_s"].size() << "; deterministic "
-      << m["deterministic"].value("step_time_s", 0.0) << " s)";
+  s << "step " << step_time_s << " s";
+  if (m.mode.value_or("") == "default") {
+    const auto deterministic =
+        ReadMetrics<TrainStepMetrics>(m.deterministic.value_or(nlohmann::json()));
+    s << " (the run's default kernels, median of "
+      << (m.step_times_s ? m.step_times_s->size() : 0) << "; deterministic "
+      << deterministic.step_time_s.value_or(0.0) << " s)";
   } else {
     s << " (deterministic kernels, as the run's config asks)";
   }
-  s << ", " << static_cast<int64_t>(m.value("tokens_per_s", 0.0)) << " tokens/s at "
-    << m.value("tokens", 0) << " tokens per step";
-  if (m.value("peak_allocated_bytes", int64_t{-1}) >= 0) {
-    s << ", peak allocated " << m["peak_allocated_bytes"].get<int64_t>() / (1 << 20) << " MiB";
+  s << ", " << static_cast<int64_t>(m.tokens_per_s.value_or(0.0)) << " tokens/s at "
+    << m.tokens.value_or(0) << " tokens per step";
+  if (m.peak_allocated_bytes.value_or(-1) >= 0) {
+    s << ", peak allocated " << *m.peak_allocated_bytes / (1 << 20) << " MiB";
   } else {
-    s << ", peak RSS " << m.value("peak_rss_bytes", int64_t{0}) / (1 << 20) << " MiB";
+    s << ", peak RSS " << m.peak_rss_bytes.value_or(0) / (1 << 20) << " MiB";
   }
   // MFU against the catalog's dense peak for this device and precision.
   const Catalog catalog = Catalog::Embedded();  // FindGpu points into it: keep it alive
-  const GpuModel* gpu = catalog.FindGpu(a.result.value("device_name", ""));
-  if (gpu && m.value("step_time_s", 0.0) > 0) {
+  const GpuModel* gpu = catalog.FindGpu(m.device_name.value_or(""));
+  if (gpu && step_time_s > 0) {
     Project project = LoadProject(o_.project, ManifestRequirement::kOptional);
     const std::string& precision = project.config.training.precision;
     double peak = (precision == "fp16" ? gpu->fp16_dense_tflops : gpu->bf16_dense_tflops) * 1e12;
     if (peak > 0 && precision != "fp32") {
-      double mfu = m.value("flops", 0.0) / m["step_time_s"].get<double>() / peak;
-      c.metrics["mfu"] = mfu;
-      c.metrics["peak_tflops"] = peak / 1e12;
+      double mfu = m.flops.value_or(0.0) / step_time_s / peak;
+      m.mfu = mfu;
+      m.peak_tflops = peak / 1e12;
       s << ", MFU " << static_cast<int>(mfu * 100 + 0.5) << "% of " << gpu->name << " dense "
         << precision;
     }
   }
-  if (!c.metrics.contains("mfu")) c.metrics["mfu"] = nullptr;
+  if (!m.mfu) m.mfu = std::optional<double>();  // written as null: unknown
+  c.metrics = ToJson(m);
   c.summary = s.str();
   return c;
 }
@@ -277,27 +284,25 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
 // Out of memory at the intended shape is a finding with numbers and ranked remedies.
 CheckResult Coordinator::OutOfMemoryCheck(const WorkerRun& a) const {
   CheckResult c{"train.step", CheckStatus::kFail, 0, "", "", nlohmann::json::object()};
-  const nlohmann::json& memory = a.result["error"].value("memory", nlohmann::json::object());
+  TrainStepMetrics m =
+      ReadMetrics<TrainStepMetrics>(a.result["error"].value("memory", nlohmann::json::object()));
   Project project = LoadProject(o_.project, ManifestRequirement::kOptional);
   const TrainConfig& config = project.config;
-  double total = static_cast<double>(memory.value("device_total_bytes", int64_t{-1}));
+  double total = static_cast<double>(m.device_total_bytes.value_or(-1));
   MemoryEstimate estimate = EstimateTrainingMemory(config);
   std::vector<std::string> remedies = OutOfMemoryRemedies(
       config, total > 0 ? total : estimate.total_bytes() / 2, Catalog::Embedded());
-  c.metrics = memory;
-  c.metrics["out_of_memory"] = true;
-  c.metrics["error"] = a.result["error"]["message"];
-  c.metrics["seq_len"] = config.training.seq_len;
-  c.metrics["micro_batch"] = config.training.micro_batch;
-  c.metrics["shape"] = TrainShapeJson(config);
-  c.metrics["estimate"] = {{"parameters", estimate.parameters},
-                           {"weights_bytes", estimate.weights_bytes},
-                           {"grads_bytes", estimate.grads_bytes},
-                           {"optimizer_bytes", estimate.optimizer_bytes},
-                           {"activation_bytes", estimate.activation_bytes},
-                           {"logits_bytes", estimate.logits_bytes},
-                           {"total_bytes", estimate.total_bytes()}};
-  c.metrics["remedies"] = remedies;
+  m.out_of_memory = true;
+  m.error = a.result["error"].value("message", "");
+  m.seq_len = config.training.seq_len;
+  m.micro_batch = config.training.micro_batch;
+  m.shape = TrainShapeJson(config);
+  m.estimate = ToJson(MemoryEstimateMetrics{estimate.parameters, estimate.weights_bytes,
+                                            estimate.grads_bytes, estimate.optimizer_bytes,
+                                            estimate.activation_bytes, estimate.logits_bytes,
+                                            estimate.total_bytes()});
+  m.remedies = remedies;
+  c.metrics = ToJson(m);
   c.summary =
       "out of memory at seq_len " + std::to_string(config.training.seq_len) + ", micro_batch " +
       std::to_string(config.training.micro_batch) + ": the step needs about " +
@@ -305,7 +310,7 @@ CheckResult Coordinator::OutOfMemoryCheck(const WorkerRun& a) const {
       GiB(estimate.grads_bytes) + ", AdamW " + GiB(estimate.optimizer_bytes) + ", activations " +
       GiB(estimate.activation_bytes) + ", logits " + GiB(estimate.logits_bytes) + ")" +
       (total > 0 ? "; the device has " + GiB(total) + ", peak reserved " +
-                       GiB(static_cast<double>(memory.value("peak_reserved_bytes", int64_t{0})))
+                       GiB(static_cast<double>(m.peak_reserved_bytes.value_or(0)))
                  : "");
   for (size_t i = 0; i < remedies.size(); ++i) {
     c.remedy += (i ? "; " : "") + std::to_string(i + 1) + ") " + remedies[i];
@@ -317,31 +322,37 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
                                         const WorkerRun& c) const {
   CheckResult r{"train.roundtrip", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
   std::vector<double> la = Losses(a.result), lb = Losses(b.result), lc = Losses(c.result);
-  nlohmann::json resumed = nlohmann::json::array();
+  std::vector<double> resumed;
   for (int64_t i = 0; i < static_cast<int64_t>(lb.size()) && i < o_.checkpoint_at; ++i)
     resumed.push_back(lb[i]);
   for (double l : lc) resumed.push_back(l);
-  r.metrics = {{"steps", o_.steps},
-               {"checkpoint_at", o_.checkpoint_at},
-               {"pids", {{"uninterrupted", a.pid}, {"preempted", b.pid}, {"resumed", c.pid}}},
-               {"preempted_with", "SIGKILL"},
-               {"losses_uninterrupted", la},
-               {"losses_resumed", resumed},
-               {"rng_restored", RestoredFlag(c.result, "rng_restored")},
-               {"data_restored", RestoredFlag(c.result, "data_restored")}};
+  RoundtripMetrics m;
+  m.steps = o_.steps;
+  m.checkpoint_at = o_.checkpoint_at;
+  m.pids = {{"uninterrupted", a.pid}, {"preempted", b.pid}, {"resumed", c.pid}};
+  m.preempted_with = "SIGKILL";
+  m.losses_uninterrupted = la;
+  m.losses_resumed = resumed;
+  m.rng_restored = RestoredFlag(c.result, "rng_restored");
+  m.data_restored = RestoredFlag(c.result, "data_restored");
   if (b.result.contains("save")) {
     const auto& save = b.result["save"];
-    r.metrics["checkpoint_bytes"] = save["bytes"];
-    r.metrics["save_s"] = save["seconds"];  // to durable storage
-    r.metrics["save_gbps"] = save["gbps"];
+    m.checkpoint_bytes = save["bytes"];
+    m.save_s = save["seconds"];  // to durable storage
+    m.save_gbps = save["gbps"];
     // What training was held up for (the copy into staging memory); the write went on beside it.
-    for (const char* key : {"blocking_s", "staging_wait_s", "staging_alloc_s", "write_s"}) {
-      if (save.contains(key)) r.metrics[std::string("save_") + key] = save[key];
-    }
+    auto seconds = [&](const char* key) {
+      return save.contains(key) && save[key].is_number() ? Number(save[key].get<double>())
+                                                         : std::nullopt;
+    };
+    m.save_blocking_s = seconds("blocking_s");
+    m.save_staging_wait_s = seconds("staging_wait_s");
+    m.save_staging_alloc_s = seconds("staging_alloc_s");
+    m.save_write_s = seconds("write_s");
   }
   if (c.result.contains("restore")) {
-    r.metrics["restore_s"] = c.result["restore"]["seconds"];
-    r.metrics["restore_gbps"] = c.result["restore"]["gbps"];
+    m.restore_s = c.result["restore"]["seconds"];
+    m.restore_gbps = c.result["restore"]["gbps"];
   }
   for (const WorkerRun* run : {&a, &b, &c}) {
     std::string failure = Failure(*run);
@@ -352,32 +363,34 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
           run->result.contains("error") && run->result["error"]["kind"] == "checkpoint"
               ? "the checkpoint did not verify: check the storage (checkpoint-dir) for corruption"
               : "see the worker's stderr in " + o_.work_dir.string();
-      r.metrics["bitwise_equal"] = false;
+      m.bitwise_equal = false;
+      r.metrics = ToJson(m);
       return r;
     }
   }
   if (!b.killed_by_us) {
     r.status = CheckStatus::kError;
     r.summary = "the preempted process never announced its checkpoint";
-    r.metrics["bitwise_equal"] = false;
+    m.bitwise_equal = false;
+    r.metrics = ToJson(m);
     return r;
   }
   double max_diff = 0;
   int64_t first_divergent = 0;
   bool losses_equal = la.size() == static_cast<size_t>(o_.steps) && resumed.size() == la.size();
   for (size_t i = 0; i < la.size() && i < resumed.size(); ++i) {
-    double d = std::fabs(la[i] - resumed[i].get<double>());
+    double d = std::fabs(la[i] - resumed[i]);
     if (d != 0 && first_divergent == 0) first_divergent = static_cast<int64_t>(i) + 1;
     max_diff = std::max(max_diff, d);
-    losses_equal = losses_equal && la[i] == resumed[i].get<double>();
+    losses_equal = losses_equal && la[i] == resumed[i];
   }
   const nlohmann::json& fa = a.result["final_state"]["fingerprints"];
   const nlohmann::json& fc = c.result["final_state"]["fingerprints"];
   bool states_equal = fa == fc && !fa.empty();
   // What the uninterrupted run computed, to the bit: ranks on GPUs of one model must agree.
-  r.metrics["reference_digest"] = Sha256Hex(nlohmann::json(la).dump() + fa.dump());
+  m.reference_digest = Sha256Hex(nlohmann::json(la).dump() + fa.dump());
   std::string first_tensor;
-  nlohmann::json state_diff = 0.0;
+  std::optional<double> state_diff = 0.0;
   if (!states_equal) {
     for (auto& [name, fingerprint] : fa.items()) {
       if (!fc.contains(name) || fc[name] != fingerprint) {
@@ -385,7 +398,7 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
         break;
       }
     }
-    state_diff = nullptr;  // unknown unless both states were written out
+    state_diff = std::nullopt;  // unknown unless both states were written out
     if (a.result["final_state"].contains("file") && c.result["final_state"].contains("file")) {
       std::string ignored;
       state_diff =
@@ -394,12 +407,13 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
     }
   }
   bool bitwise = losses_equal && states_equal;
-  r.metrics["bitwise_equal"] = bitwise;
-  r.metrics["max_abs_loss_diff"] = max_diff;
-  r.metrics["final_state_equal"] = states_equal;
-  r.metrics["max_abs_state_diff"] = state_diff;
-  r.metrics["loss_tolerance"] = o_.loss_tolerance;
-  r.metrics["mode"] = "deterministic";  // every process of the round trip, for the bitwise check
+  m.bitwise_equal = bitwise;
+  m.max_abs_loss_diff = max_diff;
+  m.final_state_equal = states_equal;
+  m.max_abs_state_diff = state_diff;
+  m.loss_tolerance = o_.loss_tolerance;
+  m.mode = "deterministic";  // every process of the round trip, for the bitwise check
+  r.metrics = ToJson(m);
   if (bitwise) {
     r.summary =
         "resumed run is bitwise equal to the uninterrupted one (losses, parameters, AdamW moments) "
@@ -410,7 +424,7 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
   // A tolerance forgives loss noise only: never a final state that differs, nor a resume that
   // did not restore every source of state.
   const bool restored_everything =
-      r.metrics["rng_restored"] == true && r.metrics["data_restored"] == true;
+      m.rng_restored.value_or(false) && m.data_restored.value_or(false);
   if (o_.loss_tolerance > 0 && max_diff <= o_.loss_tolerance && la.size() == resumed.size() &&
       states_equal && restored_everything) {
     r.summary = "resumed run within the documented tolerance " + std::to_string(o_.loss_tolerance) +
@@ -418,8 +432,9 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
     return r;
   }
   r.status = CheckStatus::kFail;
-  r.metrics["first_divergent_step"] = first_divergent;
-  if (!first_tensor.empty()) r.metrics["first_divergent_tensor"] = first_tensor;
+  m.first_divergent_step = first_divergent;
+  if (!first_tensor.empty()) m.first_divergent_tensor = first_tensor;
+  r.metrics = ToJson(m);
   std::ostringstream s;
   s << "resumed run diverges from the uninterrupted one";
   if (first_divergent)
@@ -444,10 +459,7 @@ CheckResult Coordinator::EvalCheck(const WorkerRun& b, const WorkerRun& c) const
   }
   double before = b.result["eval_after_save"], after = c.result["eval_after_restore"];
   double diff = std::fabs(before - after);
-  r.metrics = {{"eval_loss_before_save", before},
-               {"eval_loss_after_restore", after},
-               {"abs_diff", diff},
-               {"tolerance", o_.eval_tolerance}};
+  r.metrics = ToJson(EvalMetrics{before, after, diff, o_.eval_tolerance});
   if (diff > o_.eval_tolerance) {
     r.status = CheckStatus::kFail;
     r.summary = "eval loss changed across save/restore: " + std::to_string(before) + " -> " +
@@ -474,11 +486,8 @@ CheckResult Coordinator::PortableCheck(const WorkerRun& b, const WorkerRun& d) c
     return r;
   }
   double want = b.result["eval_after_save"], got = d.result["eval"];
-  r.metrics = {{"pid", d.pid},
-               {"eval_loss", got},
-               {"eval_loss_reference", want},
-               {"abs_diff", std::fabs(got - want)},
-               {"checkpoint", d.result.value("checkpoint", nlohmann::json::object())}};
+  r.metrics = ToJson(PortableMetrics{d.pid, got, want, std::fabs(got - want),
+                                     d.result.value("checkpoint", nlohmann::json::object())});
   if (std::fabs(got - want) > o_.eval_tolerance) {
     r.status = CheckStatus::kFail;
     r.summary = "a process with only the checkpoint computes eval loss " + std::to_string(got) +
@@ -534,7 +543,9 @@ std::vector<CheckResult> Coordinator::Run() {
   std::vector<CheckResult> checks = {StepCheck(a), RoundtripCheck(a, b, c), EvalCheck(b, c),
                                      PortableCheck(b, d)};
   checks[1].duration_s = a_s + b_s + c_s;
-  checks[1].metrics["portable_beside_resume"] = beside;
+  RoundtripMetrics placement;
+  placement.portable_beside_resume = beside;
+  AddMetrics(&checks[1].metrics, ToJson(placement));
   checks[2].duration_s = c_s;
   checks[3].duration_s = d_s;
   return checks;
