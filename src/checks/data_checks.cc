@@ -8,6 +8,7 @@
 #include "base/file_stream.h"
 #include "base/sha256.h"
 #include "project/artifact_paths.h"
+#include "report/check_metrics.h"
 
 namespace trainlock {
 namespace fs = std::filesystem;
@@ -96,7 +97,8 @@ FileProblem CheckPinnedFile(const fs::path& path, const PinnedFile& pinned,
   }
   total += size;
   if (!scanner) return {};
-  tokens[pinned.path] = {{"tokens", scanner->tokens()}, {"max_token_id", scanner->max_id()}};
+  tokens[pinned.path] = ToJson(TokenShardMetrics{static_cast<int64_t>(scanner->tokens()),
+                                                 static_cast<int64_t>(scanner->max_id())});
   if (scanner->ragged())
     return {path.string() + ": ends inside a token", "the shard is truncated or not of this dtype"};
   if (auto bad = scanner->first_bad()) {
@@ -149,11 +151,13 @@ CheckResult VerifyArtifact(const Project& project, const std::optional<ArtifactS
     r.remedy = std::move(problem.remedy);
     break;
   }
-  r.metrics["bytes"] = total;
+  DataMetrics m;
+  m.bytes = static_cast<int64_t>(total);
   if (width > 0) {
-    r.metrics["vocab_size"] = vocab;
-    r.metrics["token_shards"] = tokens;
+    m.vocab_size = static_cast<int64_t>(vocab);
+    m.token_shards = tokens;
   }
+  r.metrics = ToJson(m);
   r.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (r.status == CheckStatus::kPass) {
     r.summary = std::to_string(artifact->files.size()) + " pinned files verified (" +

@@ -8,6 +8,7 @@
 #include "base/redact.h"
 #include "base/subprocess.h"
 #include "base/terminal_text.h"
+#include "report/check_metrics.h"
 
 namespace trainlock {
 namespace {
@@ -62,16 +63,10 @@ CheckResult SmokeCommandCheck(const ExtCommand& command, const SmokeRun& run) {
     argv.push_back(RedactCredentials(a));
     line += (line.empty() ? "" : " ") + argv.back();
   }
-  c.metrics = {{"argv", argv},
-               {"cwd", command.cwd.empty() ? "." : command.cwd},
-               {"exit_code", run.exit_code},
-               {"timed_out", run.timed_out},
-               {"timeout_s", command.timeout_s},
-               {"duration_s", run.duration_s},
-               {"output_lines", run.output_lines},
-               {"output_tail", run.output_tail},
-               {"left_processes_killed", run.left_processes},
-               {"containment", run.containment}};
+  c.metrics = ToJson(CommandMetrics{argv, command.cwd.empty() ? "." : command.cwd,
+                                    run.exit_code, run.timed_out, command.timeout_s,
+                                    run.duration_s, run.output_lines, run.output_tail,
+                                    run.left_processes, run.containment});
   std::ostringstream s;
   s.precision(3);
   if (!run.started) {

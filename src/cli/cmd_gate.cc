@@ -21,6 +21,7 @@
 #include "project/project.h"
 #include "report/gate.h"
 #include "report/report_signing.h"
+#include "report/report_view.h"
 
 namespace trainlock::cli {
 namespace {
@@ -80,14 +81,13 @@ GateRequest BuildRequest(const GateOptions& options, const Project& project) {
 void PrintReportChecks(const GateRequest& request, const std::vector<std::string>& require) {
   std::string problem;
   std::optional<nlohmann::json> report = TryParseJsonText(request.report_text, &problem);
-  if (!report || !report->is_object() || !report->contains("checks") ||
-      !(*report)["checks"].is_array())
-    return;
+  if (!report) return;
+  const ReportView view = ViewOfReport(*report);
+  if (view.checks.empty()) return;
   std::cout << "checks in " << TerminalLine(request.report_path) << ":\n";
-  for (const nlohmann::json& c : (*report)["checks"]) {
-    if (!c.is_object()) continue;
-    const std::string id = c.value("id", std::string("?"));
-    const std::string status = c.value("status", std::string("?"));
+  for (const CheckView& c : view.checks) {
+    const std::string id = c.id.empty() ? "?" : c.id;
+    const std::string status = c.status.empty() ? "?" : c.status;
     const bool required = std::find(require.begin(), require.end(), id) != require.end();
     std::cout << "  " << TerminalLine(status) << " " << TerminalLine(id)
               << (required ? " (required)" : "") << "\n";

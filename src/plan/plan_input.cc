@@ -8,6 +8,7 @@
 #include "base/diagnostic.h"
 #include "plan/plan.h"
 #include "project/train_shape.h"
+#include "report/check_metrics.h"
 #include "report/report_view.h"
 
 namespace trainlock {
@@ -62,38 +63,42 @@ PlanInput PlanInputFromReport(const nlohmann::json& report, const std::string& s
   const ReportView view = ViewOfReport(report);
   const CheckView* step = view.FindCheck("train.step");
   if (!step) RefusePlanInput(source, "the report has no train.step check");
-  const nlohmann::json& metrics = step->metrics;
-  if (!metrics.contains("shape")) {
+  const auto metrics = ReadMetrics<TrainStepMetrics>(step->metrics);
+  if (!metrics.shape) {
     RefusePlanInput(
         source,
         "train.step carries no training shape (" + step->status + ": " + step->summary + ")",
         "validate with a trainlock-validate that reports it, at the intended shape");
   }
-  const nlohmann::json& shape = metrics["shape"];
+  const nlohmann::json& shape = *metrics.shape;
   PlanInput in;
   in.source = source;
   CheckIntegers(shape, source);
   in.config = TrainConfigFromShape(shape, source);
   CheckShape(in.config, source);
   in.parameters = std::max(0.0, NumberMember(shape, "parameters", 0));
-  in.out_of_memory = metrics.contains("out_of_memory") && metrics["out_of_memory"] == true;
-  in.device_total_bytes = NumberMember(metrics, "device_total_bytes", -1);
-  in.peak_allocated_bytes = NumberMember(metrics, "peak_allocated_bytes", -1);
-  in.peak_reserved_bytes = NumberMember(metrics, "peak_reserved_bytes", -1);
-  in.device_used_bytes = NumberMember(metrics, "device_used_bytes", -1);
-  in.step_time_s = std::max(0.0, NumberMember(metrics, "step_time_s", 0));
-  in.tokens_per_step = std::max(0.0, NumberMember(metrics, "tokens", 0));
-  in.tokens_per_s = std::max(0.0, NumberMember(metrics, "tokens_per_s", 0));
+  auto bytes = [](const Integer& value) {
+    return value ? static_cast<double>(*value) : -1.0;
+  };
+  auto positive = [](const Number& value) { return std::max(0.0, value.value_or(0)); };
+  in.out_of_memory = metrics.out_of_memory.value_or(false);
+  in.device_total_bytes = bytes(metrics.device_total_bytes);
+  in.peak_allocated_bytes = bytes(metrics.peak_allocated_bytes);
+  in.peak_reserved_bytes = bytes(metrics.peak_reserved_bytes);
+  in.device_used_bytes = bytes(metrics.device_used_bytes);
+  in.step_time_s = positive(metrics.step_time_s);
+  in.tokens_per_step = std::max(0.0, metrics.tokens ? static_cast<double>(*metrics.tokens) : 0.0);
+  in.tokens_per_s = positive(metrics.tokens_per_s);
   if (in.tokens_per_s == 0 && in.step_time_s > 0)
     in.tokens_per_s = in.tokens_per_step / in.step_time_s;
-  in.mfu = std::max(0.0, NumberMember(metrics, "mfu", 0));
-  in.device_peak_tflops = std::max(0.0, NumberMember(metrics, "peak_tflops", 0));
-  in.device_name = StringMember(metrics, "device_name");
+  in.mfu = positive(metrics.mfu.value_or(std::nullopt));
+  in.device_peak_tflops = positive(metrics.peak_tflops);
+  in.device_name = metrics.device_name.value_or("");
   if (!view.devices.empty()) {
     const DeviceView& first = view.devices.front();
     in.device_count = static_cast<int64_t>(view.devices.size());
     if (in.device_name.empty()) in.device_name = first.name;
-    if (in.device_total_bytes <= 0 && StringMember(metrics, "device") != "cpu")
+    if (in.device_total_bytes <= 0 && metrics.device.value_or("") != "cpu")
       in.device_total_bytes = first.memory_bytes.value_or(-1);
   }
   if (in.device_total_bytes > 0 && in.device_name.empty()) in.device_name = "GPU";

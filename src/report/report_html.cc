@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "base/text_format.h"
+#include "report/check_metrics.h"
 #include "report/report.h"
 #include "report/report_render.h"
 
@@ -81,15 +82,12 @@ std::string Text(double x, double y, const std::string& escaped, const std::stri
 
 // ---- Chart 1: per-step loss, uninterrupted vs resumed ----
 
-// The finite values of a JSON array of numbers by index (non-numbers and NaN left out).
-std::vector<std::optional<double>> Series(const nlohmann::json& metrics, const char* key) {
+// The finite values of a series of losses by index (non-numbers and NaN left out).
+std::vector<std::optional<double>> Series(const Numbers& values) {
   std::vector<std::optional<double>> out;
-  auto it = metrics.find(key);
-  if (it == metrics.end() || !it->is_array()) return out;
-  for (const nlohmann::json& value : *it) {
-    bool finite = value.is_number() && std::isfinite(value.get<double>());
-    out.push_back(finite ? std::optional<double>(value.get<double>()) : std::nullopt);
-  }
+  if (!values) return out;
+  for (double value : *values)
+    out.push_back(std::isfinite(value) ? std::optional<double>(value) : std::nullopt);
   return out;
 }
 
@@ -186,8 +184,9 @@ std::string LossChart(const ReportView& v) {
   if (std::string why = MissingCheckReason(check, "train.roundtrip"); !why.empty()) {
     return NoData("chart-loss", why);
   }
-  auto a = Series(check->metrics, "losses_uninterrupted");
-  auto b = Series(check->metrics, "losses_resumed");
+  const auto m = ReadMetrics<RoundtripMetrics>(check->metrics);
+  auto a = Series(m.losses_uninterrupted);
+  auto b = Series(m.losses_resumed);
   LossPlot plot;
   plot.steps = std::max(a.size(), b.size());
   bool any = false;
@@ -217,9 +216,9 @@ std::string LossChart(const ReportView& v) {
       "<figure>\n" + SvgOpen("chart-loss", plot.kWidth, plot.kHeight,
                              "Per-step training loss: uninterrupted run vs resumed run");
   out += LossAxes(plot) + LossLegend();
-  if (auto at = FiniteNumber(check->metrics, "checkpoint_at");
-      at && *at >= 1 && *at <= static_cast<double>(plot.steps)) {
-    double x = plot.X(*at);
+  if (const Integer at = m.checkpoint_at;
+      at && *at >= 1 && static_cast<double>(*at) <= static_cast<double>(plot.steps)) {
+    double x = plot.X(static_cast<double>(*at));
     out += "<line class=\"checkpoint\" x1=\"" + N(x) + "\" x2=\"" + N(x) + "\" y1=\"" +
            N(plot.kTop) + "\" y2=\"" + N(plot.kBottom) + "\"/>\n";
     out += Text(x + 4, plot.kTop + 14,
@@ -227,7 +226,7 @@ std::string LossChart(const ReportView& v) {
   }
   out += Polyline(plot, a, "uninterrupted") + Polyline(plot, b, "resumed");
   out += "</svg>\n<figcaption>" +
-         E(LossCaption(a, b, check->metrics.value("bitwise_equal", nlohmann::json()) == true)) +
+         E(LossCaption(a, b, m.bitwise_equal.value_or(false))) +
          "</figcaption>\n</figure>\n";
   return out;
 }
@@ -251,30 +250,30 @@ struct MemoryFigures {
 // The device's figures from train.step, or, on a CPU report (where they are -1), the training
 // process's peak RSS against the host's memory.
 std::optional<MemoryFigures> MemoryFiguresOf(const CheckView& step, const HostView& host) {
-  const nlohmann::json& m = step.metrics;
+  const auto m = ReadMetrics<TrainStepMetrics>(step.metrics);
   MemoryFigures f;
-  auto total = FiniteNumber(m, "device_total_bytes");
+  auto bytes_of = [](const Integer& bytes) {
+    return bytes ? std::optional<double>(static_cast<double>(*bytes)) : std::nullopt;
+  };
+  auto total = bytes_of(m.device_total_bytes);
   if (total && *total > 0) {
-    const std::pair<const char*, const char*> kBars[] = {
-        {"peak_allocated_bytes", "peak allocated (tensors)"},
-        {"peak_reserved_bytes", "peak reserved (caching allocator)"},
-        {"device_used_bytes", "device used (driver view)"}};
-    for (const auto& [key, label] : kBars) {
-      if (auto bytes = FiniteNumber(m, key); bytes && *bytes >= 0)
-        f.bars.push_back({label, *bytes});
+    const std::pair<const Integer*, const char*> kBars[] = {
+        {&m.peak_allocated_bytes, "peak allocated (tensors)"},
+        {&m.peak_reserved_bytes, "peak reserved (caching allocator)"},
+        {&m.device_used_bytes, "device used (driver view)"}};
+    for (const auto& [member, label] : kBars) {
+      if (auto bytes = bytes_of(*member); bytes && *bytes >= 0) f.bars.push_back({label, *bytes});
     }
-    std::string device = m.contains("device_name") && m["device_name"].is_string()
-                             ? m["device_name"].get<std::string>()
-                             : std::string("the device");
+    std::string device = m.device_name.value_or("the device");
     f.title = "Memory: peak device memory of one training step against the device's capacity";
     f.capacity = *total;
     f.capacity_label = "device capacity " + FormatBytes(*total) + " (" + device + ")";
     f.caption = "Device memory of one training step at the intended shape, against " +
                 FormatBytes(*total) + " of " + device + ".";
     // An out-of-memory's peaks stop at the capacity; what the step needed is the estimate.
-    if (m.contains("out_of_memory") && m["out_of_memory"] == true && m.contains("estimate") &&
-        m["estimate"].is_object()) {
-      if (auto needed = FiniteNumber(m["estimate"], "total_bytes"); needed && *needed > 0) {
+    if (m.out_of_memory.value_or(false) && m.estimate) {
+      if (auto needed = ReadMetrics<MemoryEstimateMetrics>(*m.estimate).total_bytes;
+          needed && *needed > 0) {
         f.needed = *needed;
         f.bars.insert(f.bars.begin(), {"needed (out of memory)", *needed});
         f.caption = "Out of memory: the step needs about " + FormatBytes(*needed) + " of " +
@@ -284,7 +283,7 @@ std::optional<MemoryFigures> MemoryFiguresOf(const CheckView& step, const HostVi
     }
     if (!f.bars.empty()) return f;
   }
-  auto rss = FiniteNumber(m, "peak_rss_bytes");
+  auto rss = bytes_of(m.peak_rss_bytes);
   // A plain double, not an optional: GCC 12 at -O2 misreads the optional as maybe-uninitialized.
   const double host_bytes = host.memory_bytes.value_or(-1);
   if (!rss || *rss < 0 || host_bytes <= 0) return std::nullopt;
@@ -355,14 +354,12 @@ struct BandwidthPoint {
 };
 
 // comm.allreduce's metrics.sizes, the entries with a positive size and a finite bandwidth.
-std::vector<BandwidthPoint> BandwidthPoints(const nlohmann::json& metrics) {
+std::vector<BandwidthPoint> BandwidthPoints(const AllreduceMetrics& metrics) {
   std::vector<BandwidthPoint> points;
-  if (!metrics.contains("sizes") || !metrics["sizes"].is_array()) return points;
-  for (const nlohmann::json& size : metrics["sizes"]) {
-    if (!size.is_object()) continue;
-    auto bytes = FiniteNumber(size, "bytes");
-    auto busbw = FiniteNumber(size, "busbw_gbps");
-    if (bytes && busbw && *bytes > 0 && *busbw >= 0) points.push_back({*bytes, *busbw});
+  if (!metrics.sizes) return points;
+  for (const AllreduceSize& size : *metrics.sizes) {
+    if (size.bytes && size.busbw_gbps && *size.bytes > 0 && *size.busbw_gbps >= 0)
+      points.push_back({static_cast<double>(*size.bytes), *size.busbw_gbps});
   }
   std::sort(points.begin(), points.end(),
             [](const BandwidthPoint& a, const BandwidthPoint& b) { return a.bytes < b.bytes; });
@@ -374,12 +371,13 @@ std::string AllReduceChart(const ReportView& v) {
   if (std::string why = MissingCheckReason(check, "comm.allreduce"); !why.empty()) {
     return NoData("chart-allreduce", why);
   }
-  const std::vector<BandwidthPoint> points = BandwidthPoints(check->metrics);
+  const auto metrics = ReadMetrics<AllreduceMetrics>(check->metrics);
+  const std::vector<BandwidthPoint> points = BandwidthPoints(metrics);
   if (points.empty()) {
     return NoData("chart-allreduce", "comm.allreduce measured no message sizes (" +
                                          Truncated(check->summary, 200) + ")");
   }
-  const std::optional<double> threshold = FiniteNumber(check->metrics, "threshold_gbps");
+  const std::optional<double> threshold = metrics.threshold_gbps;
   double top = threshold.value_or(0);
   for (const BandwidthPoint& p : points) top = std::max(top, p.busbw_gbps);
   top = top > 0 ? top * 1.1 : 1;

@@ -1,6 +1,8 @@
 // Reading a report tolerantly; see report_view.h.
 #include "report/report_view.h"
 
+#include "report/check_metrics.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -75,10 +77,12 @@ RankView ViewOfRank(const nlohmann::json& entry) {
   r.host = StringMember(entry, "host");
   r.error = StringMember(entry, "error");
   const nlohmann::json& train = Member(entry, "train");
-  r.tokens_per_s = FiniteNumber(train, "tokens_per_s");
-  r.peak_reserved_bytes = FiniteNumber(train, "peak_reserved_bytes");
+  const auto figures = ReadMetrics<RankTrainMetrics>(train);
+  r.tokens_per_s = figures.tokens_per_s;
+  if (figures.peak_reserved_bytes)
+    r.peak_reserved_bytes = static_cast<double>(*figures.peak_reserved_bytes);
   if (r.peak_reserved_bytes && *r.peak_reserved_bytes < 0) r.peak_reserved_bytes.reset();
-  r.digest = StringMember(train, "reference_digest").substr(0, 12);
+  r.digest = figures.reference_digest.value_or("").substr(0, 12);
   const nlohmann::json& checks = Member(entry, "checks");
   if (!checks.is_object()) return r;
   for (const auto& [id, check] : checks.items()) {

@@ -30,6 +30,7 @@
 #include <thread>
 
 #include "comm/rank_store_native.h"
+#include "report/check_metrics.h"
 
 namespace trainlock::validate {
 namespace {
@@ -156,7 +157,7 @@ CheckResult AllReduceCheck(GroupBase& group, const CommOptions& o, const torch::
   CheckResult c{"comm.allreduce", CheckStatus::kPass, 0, "", "", Json::object()};
   const auto start = Clock::now();
   const int world = o.rank.world_size;
-  Json table = Json::array();
+  std::vector<AllreduceSize> table;
   bool exact = true;
   double peak_busbw = 0;
   for (int64_t bytes = int64_t{1} << 20; bytes <= o.max_bytes; bytes *= 2) {
@@ -181,34 +182,33 @@ CheckResult AllReduceCheck(GroupBase& group, const CommOptions& o, const torch::
     SizeResult r{bytes, iterations, seconds, bytes / seconds / 1e9,
                  BusBandwidth(static_cast<double>(bytes), seconds, world)};
     peak_busbw = std::max(peak_busbw, r.busbw_gbps);
-    table.push_back({{"bytes", r.bytes},
-                     {"iterations", r.iterations},
-                     {"time_us", r.seconds * 1e6},
-                     {"algbw_gbps", r.algbw_gbps},
-                     {"busbw_gbps", r.busbw_gbps}});
+    table.push_back({static_cast<int64_t>(r.bytes), static_cast<int64_t>(r.iterations),
+                     r.seconds * 1e6, r.algbw_gbps, r.busbw_gbps});
   }
   c.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
-  c.metrics = {{"world_size", world},
-               {"backend", device.is_cuda() ? "nccl" : "gloo"},
-               {"dtype", "float32"},
-               {"sums_exact", exact},
-               {"sizes", table},
-               {"peak_busbw_gbps", peak_busbw},
-               {"busbw_formula", "algbw x 2(n-1)/n (nccl-tests)"}};
+  AllreduceMetrics m;
+  m.world_size = world;
+  m.backend = device.is_cuda() ? "nccl" : "gloo";
+  m.dtype = "float32";
+  m.sums_exact = exact;
+  m.sizes = table;
+  m.peak_busbw_gbps = peak_busbw;
+  m.busbw_formula = "algbw x 2(n-1)/n (nccl-tests)";
   std::ostringstream s;
   s.precision(3);
   s << world << " ranks over " << (device.is_cuda() ? "NCCL" : "Gloo") << ": sums "
     << (exact ? "exact" : "WRONG") << " from 1 MiB to " << (o.max_bytes >> 20)
     << " MiB, peak busbw " << peak_busbw << " GB/s";
   if (o.busbw_threshold_gbps > 0) {
-    c.metrics["threshold_gbps"] = o.busbw_threshold_gbps;
-    c.metrics["threshold_source"] = o.threshold_source;
+    m.threshold_gbps = o.busbw_threshold_gbps;
+    m.threshold_source = o.threshold_source;
     s << " (threshold " << o.busbw_threshold_gbps << " for " << world << " x " << o.accelerator
       << ")";
   } else {
     s << " (no bandwidth threshold for " << (o.accelerator.empty() ? "CPU" : o.accelerator)
       << " at " << world << " ranks)";
   }
+  c.metrics = ToJson(m);
   c.summary = s.str();
   if (!exact) {
     c.status = CheckStatus::kFail;
@@ -291,14 +291,15 @@ CheckResult DdpCheck(GroupBase& group, const StorePtr& store, const CommOptions&
   std::sort(times.begin(), times.end());
   const double median = times[times.size() / 2];
   store->set(RankStoreKey("ddp-step", rank), StoreValue(std::to_string(median)));
-  c.metrics = {{"world_size", world},
-               {"batch_per_rank", kBatch},
-               {"model", "fp32 MLP 64-256-64, MSE loss"},
-               {"max_abs_grad_diff", max_abs},
-               {"rtol", kRtol},
-               {"atol", kAtol},
-               {"gradients_equal_within_tolerance", close},
-               {"median_step_s", median}};
+  DdpMetrics m;
+  m.world_size = world;
+  m.batch_per_rank = kBatch;
+  m.model = "fp32 MLP 64-256-64, MSE loss";
+  m.max_abs_grad_diff = max_abs;
+  m.rtol = kRtol;
+  m.atol = kAtol;
+  m.gradients_equal_within_tolerance = close;
+  m.median_step_s = median;
   std::ostringstream s;
   s.precision(3);
   s << "averaged gradients of " << world << " ranks " << (close ? "equal" : "DIFFER FROM")
@@ -318,21 +319,24 @@ CheckResult DdpCheck(GroupBase& group, const StorePtr& store, const CommOptions&
                   std::chrono::duration_cast<std::chrono::milliseconds>(o.collective_timeout));
       double t = std::stod(StoreText(store->get(RankStoreKey("ddp-step", r))));
       medians.push_back(t);
-      per_rank.push_back({{"rank", r}, {"median_step_s", t}});
+      DdpMetrics row;  // one rank's median step, under comm.ddp's names
+      row.rank = r;
+      row.median_step_s = t;
+      per_rank.push_back(ToJson(row));
     }
     std::vector<double> sorted = medians;
     std::sort(sorted.begin(), sorted.end());
     const double mid = sorted[sorted.size() / 2];
     const auto slowest = std::max_element(medians.begin(), medians.end());
     const double spread = mid > 0 ? *slowest / mid : 1.0;
-    c.metrics["step_s_per_rank"] = per_rank;
-    c.metrics["spread"] = spread;
-    c.metrics["straggler_margin"] = o.straggler_margin;
+    m.step_s_per_rank = per_rank;
+    m.spread = spread;
+    m.straggler_margin = o.straggler_margin;
     s << "; slowest rank's step " << std::fixed << std::setprecision(2) << spread << "x the median"
       << std::defaultfloat << std::setprecision(3);
     if (spread > 1.0 + o.straggler_margin) {
       const int straggler = static_cast<int>(slowest - medians.begin());
-      c.metrics["straggler_rank"] = straggler;
+      m.straggler_rank = straggler;
       s << ": rank " << straggler << " is a straggler";
       if (device.is_cuda()) {
         c.status = CheckStatus::kFail;
@@ -344,6 +348,7 @@ CheckResult DdpCheck(GroupBase& group, const StorePtr& store, const CommOptions&
       }
     }
   }
+  c.metrics = ToJson(m);
   c.summary = s.str();
   c.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
   return c;
@@ -351,7 +356,11 @@ CheckResult DdpCheck(GroupBase& group, const StorePtr& store, const CommOptions&
 
 CheckResult Failed(const std::string& id, const std::string& why, const CommOptions& o) {
   CheckResult c{id, CheckStatus::kFail, 0, why, "", Json::object()};
-  c.metrics = {{"world_size", o.rank.world_size}, {"rank", o.rank.rank}};
+  // The members comm.allreduce and comm.ddp share.
+  AllreduceMetrics m;
+  m.world_size = o.rank.world_size;
+  m.rank = o.rank.rank;
+  c.metrics = ToJson(m);
   c.remedy = "check that every rank started, can reach " + o.rank.master_addr + ":" +
              std::to_string(o.rank.master_port) +
              ", and did not crash (see its stderr); a slow start needs a longer --join-timeout";
@@ -401,7 +410,9 @@ CommOutcome RunCommChecks(const CommOptions& o, RankStore& rank_store) {
       CheckResult c =
           Failed(std::string(phase) == "all-reduce" ? "comm.allreduce" : "comm.ddp",
                  lost.empty() ? std::string(phase) + " failed: " + first_line : lost, o);
-      c.metrics["error"] = first_line;
+      AllreduceMetrics error;  // comm.ddp's error member has the same name
+      error.error = first_line;
+      AddMetrics(&c.metrics, ToJson(error));
       out.checks.push_back(c);
       if (out.checks.size() == 1) {
         out.checks.push_back(Failed("comm.ddp", "not run: " + c.summary, o));

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "base/text_format.h"
+#include "report/check_metrics.h"
 #include "report/report_view.h"
 
 namespace trainlock::validate {
@@ -31,9 +32,9 @@ std::string RankName(const Json& entry) {
   return device.empty() ? name : name + " (" + device + ")";
 }
 
-const Json& TrainOf(const Json& entry) {
-  static const Json kEmpty = Json::object();
-  return entry.contains("train") && entry["train"].is_object() ? entry["train"] : kEmpty;
+RankTrainMetrics TrainOf(const Json& entry) {
+  return entry.contains("train") ? ReadMetrics<RankTrainMetrics>(entry["train"])
+                                 : RankTrainMetrics{};
 }
 
 // Appends one rank's failure to the merged check, failing it if it passed.
@@ -79,7 +80,7 @@ void MergeNodeCheck(Report& report, const std::string& id, const Json& entries) 
     const std::string remedy = StringMember(checks[id], "remedy");
     if (!remedy.empty()) c->remedy += (c->remedy.empty() ? "" : "; ") + ("node " + node + ": " + remedy);
   }
-  if (nodes.size() > 1) c->metrics["nodes"] = nodes;
+  if (nodes.size() > 1) AddMetrics(&c->metrics, ToJson(NodeMergeMetrics{nodes}));
 }
 
 void NameFailingRanks(Report& report, const Json& entries) {
@@ -109,19 +110,16 @@ void NameFailingRanks(Report& report, const Json& entries) {
 void CompareStepTimes(Report& report, const Json& entries, const MergeOptions& o) {
   CheckResult* c = FindCheck(report, "train.step");
   if (!c || c->status == CheckStatus::kSkip) return;
-  Json per_rank = Json::array();
+  std::vector<RankStepRow> per_rank;
   std::vector<std::pair<double, const Json*>> rates;
   for (const Json& entry : entries) {
-    const Json& train = TrainOf(entry);
-    const double rate = train.value("tokens_per_s", 0.0);
+    const RankTrainMetrics train = TrainOf(entry);
+    const double rate = train.tokens_per_s.value_or(0.0);
     if (rate <= 0) continue;
     rates.emplace_back(rate, &entry);
-    Json row = {{"rank", entry.value("rank", -1)}, {"device", StringMember(entry, "device")}};
-    for (const char* key : {"device_name", "tokens_per_s", "step_time_s", "peak_allocated_bytes",
-                            "peak_reserved_bytes"}) {
-      if (train.contains(key)) row[key] = train[key];
-    }
-    per_rank.push_back(row);
+    per_rank.push_back({entry.value("rank", -1), StringMember(entry, "device"), train.device_name,
+                        train.tokens_per_s, train.step_time_s, train.peak_allocated_bytes,
+                        train.peak_reserved_bytes});
   }
   if (rates.size() < 2) return;
   std::vector<double> sorted;
@@ -130,9 +128,11 @@ void CompareStepTimes(Report& report, const Json& entries, const MergeOptions& o
   const double median = sorted[sorted.size() / 2];
   const auto slowest = *std::min_element(rates.begin(), rates.end());
   const double ratio = slowest.first / median;
-  c->metrics["ranks"] = per_rank;
-  c->metrics["slowest_rank"] = slowest.second->value("rank", -1);
-  c->metrics["slowest_to_median"] = ratio;
+  TrainStepMetrics compared;
+  compared.ranks = per_rank;
+  compared.slowest_rank = slowest.second->value("rank", -1);
+  compared.slowest_to_median = ratio;
+  AddMetrics(&c->metrics, ToJson(compared));
   c->summary += "; " + std::to_string(rates.size()) + " ranks trained, slowest " +
                 RankName(*slowest.second) + " at " + Fixed(ratio, 2) + "x the median tokens/s";
   if (ratio < 1.0 - o.straggler_margin) {
@@ -152,7 +152,7 @@ void CompareStepTimes(Report& report, const Json& entries, const MergeOptions& o
 // majority.
 std::vector<const Json*> Deviants(const std::vector<const Json*>& group) {
   std::map<std::string, int> counts;
-  for (const Json* e : group) ++counts[StringMember(TrainOf(*e), "reference_digest")];
+  for (const Json* e : group) ++counts[TrainOf(*e).reference_digest.value_or("")];
   if (counts.size() == 1) return {};
   auto majority = std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) {
     return a.second < b.second;
@@ -160,7 +160,7 @@ std::vector<const Json*> Deviants(const std::vector<const Json*>& group) {
   const bool has_majority = majority->second * 2 > static_cast<int>(group.size());
   std::vector<const Json*> out;
   for (const Json* e : group) {
-    if (!has_majority || StringMember(TrainOf(*e), "reference_digest") != majority->first)
+    if (!has_majority || TrainOf(*e).reference_digest.value_or("") != majority->first)
       out.push_back(e);
   }
   return out;
@@ -174,9 +174,9 @@ void CompareBits(Report& report, const Json& entries) {
   if (!c || c->status == CheckStatus::kSkip) return;
   std::map<std::string, std::vector<const Json*>> by_model;
   for (const Json& entry : entries) {
-    const Json& train = TrainOf(entry);
-    if (train.value("bitwise_equal", false) && !StringMember(train, "reference_digest").empty())
-      by_model[StringMember(train, "device_name")].push_back(&entry);
+    const RankTrainMetrics train = TrainOf(entry);
+    if (train.bitwise_equal.value_or(false) && !train.reference_digest.value_or("").empty())
+      by_model[train.device_name.value_or("")].push_back(&entry);
   }
   size_t compared = 0;
   std::vector<const Json*> deviants;
@@ -185,11 +185,14 @@ void CompareBits(Report& report, const Json& entries) {
     compared += group.size();
     for (const Json* e : Deviants(group)) deviants.push_back(e);
   }
+  RoundtripMetrics bits;
   if (compared == 0) {
-    c->metrics["ranks_bitwise_identical"] = nullptr;
+    bits.ranks_bitwise_identical = std::optional<bool>();  // null: no two ranks to compare
+    AddMetrics(&c->metrics, ToJson(bits));
     return;
   }
-  c->metrics["ranks_bitwise_identical"] = deviants.empty();
+  bits.ranks_bitwise_identical = deviants.empty();
+  AddMetrics(&c->metrics, ToJson(bits));
   if (deviants.empty()) {
     c->summary += "; identical bits on all " + std::to_string(compared) + " ranks";
     return;
@@ -200,7 +203,9 @@ void CompareBits(Report& report, const Json& entries) {
     names += (names.empty() ? "" : ", ") + RankName(*e);
     ranks.push_back(e->value("rank", -1));
   }
-  c->metrics["ranks_computing_differently"] = ranks;
+  RoundtripMetrics differing;
+  differing.ranks_computing_differently = ranks;
+  AddMetrics(&c->metrics, ToJson(differing));
   c->summary += "; " + names + " computed different bits from the other GPUs of the same model " +
                 "on identical inputs";
   if (c->status == CheckStatus::kPass) c->status = CheckStatus::kFail;
@@ -228,7 +233,7 @@ const std::vector<std::string>& NodeCheckIds() {
 Json RankEntry(const RankEnv& rank, const std::string& host, const std::string& device,
                const std::vector<CheckResult>& checks, const Json& devices) {
   Json own = Json::object();
-  Json train = Json::object();
+  RankTrainMetrics train;
   auto listed = [](const std::vector<std::string>& ids, const std::string& id) {
     return std::find(ids.begin(), ids.end(), id) != ids.end();
   };
@@ -238,21 +243,24 @@ Json RankEntry(const RankEnv& rank, const std::string& host, const std::string& 
     if (!listed(PerRankCheckIds(), c.id) && !node_check) continue;
     own[c.id] = {{"status", CheckStatusName(c.status)}, {"summary", c.summary}};
     if (node_check && !c.remedy.empty()) own[c.id]["remedy"] = c.remedy;
-    const char* const* keys = nullptr;
-    static const char* const kStepKeys[] = {"device_name",         "tokens_per_s",
-                                            "step_time_s",         "peak_allocated_bytes",
-                                            "peak_reserved_bytes", nullptr};
-    static const char* const kRoundtripKeys[] = {"reference_digest", "bitwise_equal", nullptr};
-    if (c.id == "train.step") keys = kStepKeys;
-    if (c.id == "train.roundtrip") keys = kRoundtripKeys;
-    for (; keys && *keys; ++keys) {
-      if (c.metrics.is_object() && c.metrics.contains(*keys)) train[*keys] = c.metrics[*keys];
+    if (c.id == "train.step") {
+      const auto step = ReadMetrics<TrainStepMetrics>(c.metrics);
+      train.device_name = step.device_name;
+      train.tokens_per_s = step.tokens_per_s;
+      train.step_time_s = step.step_time_s;
+      train.peak_allocated_bytes = step.peak_allocated_bytes;
+      train.peak_reserved_bytes = step.peak_reserved_bytes;
+    }
+    if (c.id == "train.roundtrip") {
+      const auto roundtrip = ReadMetrics<RoundtripMetrics>(c.metrics);
+      train.reference_digest = roundtrip.reference_digest;
+      train.bitwise_equal = roundtrip.bitwise_equal;
     }
   }
   Json entry = {{"rank", rank.rank},   {"local_rank", rank.local_rank},
                 {"node_rank", rank.node_rank}, {"host", host},
                 {"device", device},        {"checks", own},
-                {"train", train}};
+                {"train", ToJson(train)}};
   if (node_lead && rank.rank != 0) entry["devices"] = devices;
   return entry;
 }

@@ -19,6 +19,7 @@
 #include "plan/memory_remedies.h"
 #include "project/project.h"
 #include "project/train_shape.h"
+#include "report/check_metrics.h"
 #include "support/worker_process.h"
 #include "worker/worker.h"
 
@@ -145,9 +146,10 @@ WorkerRun Coordinator::Finish(Launched l, bool preempt_after_commit, double* sec
 // (C) when the memory left beside a training step, as process A measured it, holds D's
 // weights and eval logits with a margin; otherwise D runs after C.
 bool Coordinator::PortableFitsBesideResume(const WorkerRun& a) const {
-  const nlohmann::json m = a.result.value("measurement", nlohmann::json::object());
-  const auto total = m.value("device_total_bytes", int64_t{-1});
-  const auto used = m.value("device_used_bytes", int64_t{-1});
+  const auto m = ReadMetrics<TrainStepMetrics>(
+      a.result.value("measurement", nlohmann::json::object()));
+  const int64_t total = m.device_total_bytes.value_or(-1);
+  const int64_t used = m.device_used_bytes.value_or(-1);
   if (total <= 0 || used < 0) return false;  // CPU, or nothing measured: keep them apart
   MemoryEstimate estimate = EstimateTrainingMemory(project_.config);
   const double need = estimate.weights_bytes + estimate.logits_bytes + 2.0 * (1 << 30);
@@ -217,12 +219,12 @@ bool RestoredFlag(const nlohmann::json& result, const char* flag) {
   return value.is_boolean() && value.get<bool>();
 }
 
-// The step the resumed process found in the checkpoint it restored, as it reported it; null
-// when it reported none.
-nlohmann::json RestoredStep(const nlohmann::json& result) {
-  if (!result.contains("restore") || !result["restore"].is_object()) return nullptr;
+// The step the resumed process found in the checkpoint it restored, as it reported it
+// (worker.cc's restore object); nullopt when it reported none.
+std::optional<int64_t> RestoredStep(const nlohmann::json& result) {
+  if (!result.contains("restore") || !result["restore"].is_object()) return std::nullopt;
   const nlohmann::json& step = result["restore"].value("step", nlohmann::json());
-  return step.is_number_integer() ? step : nlohmann::json();
+  return step.is_number_integer() ? std::optional<int64_t>(step.get<int64_t>()) : std::nullopt;
 }
 
 CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
@@ -239,46 +241,51 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
         "see the process output in the work directory; an out-of-memory is reported with remedies";
     return c;
   }
-  const nlohmann::json& m = a.result["measurement"];
-  c.metrics = m;
-  c.metrics["device"] = a.result.value("device", "");
-  if (a.result.contains("device_name")) c.metrics["device_name"] = a.result["device_name"];
-  c.metrics["data"] = a.result.value("data", "");
-  c.metrics["model"] = a.result.value("model", nlohmann::json::object());
-  c.metrics["shape"] =
-      TrainShapeJson(project_.config);
-  c.duration_s = m.value("step_time_s", 0.0);
+  TrainStepMetrics m = ReadMetrics<TrainStepMetrics>(a.result["measurement"]);
+  // The worker names its device, data and model with train.step's members (worker.cc).
+  const auto worker = ReadMetrics<TrainStepMetrics>(a.result);
+  m.device = worker.device.value_or("");
+  m.device_name = worker.device_name;
+  m.data = worker.data.value_or("");
+  m.model = worker.model.value_or(nlohmann::json::object());
+  m.shape = TrainShapeJson(project_.config);
+  const double step_time_s = m.step_time_s.value_or(0.0);
+  c.duration_s = step_time_s;
   std::ostringstream s;
   s.precision(3);
-  s << "step " << m.value("step_time_s", 0.0) << " s";
-  if (m.value("mode", "") == "default") {
-    s << " (the run's default kernels, median of " << m["step_times_s"].size() << "; deterministic "
-      << m["deterministic"].value("step_time_s", 0.0) << " s)";
+  s << "step " << step_time_s << " s";
+  if (m.mode.value_or("") == "default") {
+    const auto deterministic =
+        ReadMetrics<TrainStepMetrics>(m.deterministic.value_or(nlohmann::json()));
+    s << " (the run's default kernels, median of "
+      << (m.step_times_s ? m.step_times_s->size() : 0) << "; deterministic "
+      << deterministic.step_time_s.value_or(0.0) << " s)";
   } else {
     s << " (deterministic kernels, as the run's config asks)";
   }
-  s << ", " << static_cast<int64_t>(m.value("tokens_per_s", 0.0)) << " tokens/s at "
-    << m.value("tokens", 0) << " tokens per step";
-  if (m.value("peak_allocated_bytes", int64_t{-1}) >= 0) {
-    s << ", peak allocated " << m["peak_allocated_bytes"].get<int64_t>() / (1 << 20) << " MiB";
+  s << ", " << static_cast<int64_t>(m.tokens_per_s.value_or(0.0)) << " tokens/s at "
+    << m.tokens.value_or(0) << " tokens per step";
+  if (m.peak_allocated_bytes.value_or(-1) >= 0) {
+    s << ", peak allocated " << *m.peak_allocated_bytes / (1 << 20) << " MiB";
   } else {
-    s << ", peak RSS " << m.value("peak_rss_bytes", int64_t{0}) / (1 << 20) << " MiB";
+    s << ", peak RSS " << m.peak_rss_bytes.value_or(0) / (1 << 20) << " MiB";
   }
   // MFU against the catalog's dense peak for this device and precision.
   const Catalog catalog = Catalog::Embedded();  // FindGpu points into it: keep it alive
-  const GpuModel* gpu = catalog.FindGpu(a.result.value("device_name", ""));
-  if (gpu && m.value("step_time_s", 0.0) > 0) {
+  const GpuModel* gpu = catalog.FindGpu(m.device_name.value_or(""));
+  if (gpu && step_time_s > 0) {
     const std::string& precision = project_.config.training.precision;
     double peak = (precision == "fp16" ? gpu->fp16_dense_tflops : gpu->bf16_dense_tflops) * 1e12;
     if (peak > 0 && precision != "fp32") {
-      double mfu = m.value("flops", 0.0) / m["step_time_s"].get<double>() / peak;
-      c.metrics["mfu"] = mfu;
-      c.metrics["peak_tflops"] = peak / 1e12;
+      double mfu = m.flops.value_or(0.0) / step_time_s / peak;
+      m.mfu = mfu;
+      m.peak_tflops = peak / 1e12;
       s << ", MFU " << static_cast<int>(mfu * 100 + 0.5) << "% of " << gpu->name << " dense "
         << precision;
     }
   }
-  if (!c.metrics.contains("mfu")) c.metrics["mfu"] = nullptr;
+  if (!m.mfu) m.mfu = std::optional<double>();  // written as null: unknown
+  c.metrics = ToJson(m);
   c.summary = s.str();
   return c;
 }
@@ -287,27 +294,26 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
 // fixes `trainlock plan` gives for this report, from the same engine (plan/memory_remedies.h).
 CheckResult Coordinator::OutOfMemoryCheck(const WorkerRun& a) const {
   CheckResult c{"train.step", CheckStatus::kFail, 0, "", "", nlohmann::json::object()};
-  const nlohmann::json& memory = a.result["error"].value("memory", nlohmann::json::object());
+  TrainStepMetrics m =
+      ReadMetrics<TrainStepMetrics>(a.result["error"].value("memory", nlohmann::json::object()));
   const TrainConfig& config = project_.config;
-  double total = static_cast<double>(memory.value("device_total_bytes", int64_t{-1}));
+  double total = static_cast<double>(m.device_total_bytes.value_or(-1));
   MemoryEstimate estimate = EstimateTrainingMemory(config);
+  const auto worker = ReadMetrics<TrainStepMetrics>(a.result);
   std::vector<std::string> remedies =
-      MemoryRemedies(config, a.result.value("device_name", ""), total, Catalog::Embedded());
-  c.metrics = memory;
-  if (a.result.contains("device_name")) c.metrics["device_name"] = a.result["device_name"];
-  c.metrics["out_of_memory"] = true;
-  c.metrics["error"] = a.result["error"]["message"];
-  c.metrics["seq_len"] = config.training.seq_len;
-  c.metrics["micro_batch"] = config.training.micro_batch;
-  c.metrics["shape"] = TrainShapeJson(config);
-  c.metrics["estimate"] = {{"parameters", estimate.parameters},
-                           {"weights_bytes", estimate.weights_bytes},
-                           {"grads_bytes", estimate.grads_bytes},
-                           {"optimizer_bytes", estimate.optimizer_bytes},
-                           {"activation_bytes", estimate.activation_bytes},
-                           {"logits_bytes", estimate.logits_bytes},
-                           {"total_bytes", estimate.total_bytes()}};
-  c.metrics["remedies"] = remedies;
+      MemoryRemedies(config, worker.device_name.value_or(""), total, Catalog::Embedded());
+  m.device_name = worker.device_name;
+  m.out_of_memory = true;
+  m.error = a.result["error"].value("message", "");
+  m.seq_len = config.training.seq_len;
+  m.micro_batch = config.training.micro_batch;
+  m.shape = TrainShapeJson(config);
+  m.estimate = ToJson(MemoryEstimateMetrics{estimate.parameters, estimate.weights_bytes,
+                                            estimate.grads_bytes, estimate.optimizer_bytes,
+                                            estimate.activation_bytes, estimate.logits_bytes,
+                                            estimate.total_bytes()});
+  m.remedies = remedies;
+  c.metrics = ToJson(m);
   c.summary =
       "out of memory at seq_len " + std::to_string(config.training.seq_len) + ", micro_batch " +
       std::to_string(config.training.micro_batch) + ": the step needs about " +
@@ -315,7 +321,7 @@ CheckResult Coordinator::OutOfMemoryCheck(const WorkerRun& a) const {
       GiB(estimate.grads_bytes) + ", AdamW " + GiB(estimate.optimizer_bytes) + ", activations " +
       GiB(estimate.activation_bytes) + ", logits " + GiB(estimate.logits_bytes) + ")" +
       (total > 0 ? "; the device has " + GiB(total) + ", peak reserved " +
-                       GiB(static_cast<double>(memory.value("peak_reserved_bytes", int64_t{0})))
+                       GiB(static_cast<double>(m.peak_reserved_bytes.value_or(0)))
                  : "");
   for (size_t i = 0; i < remedies.size(); ++i) {
     c.remedy += (i ? "; " : "") + std::to_string(i + 1) + ") " + remedies[i];
@@ -327,32 +333,38 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
                                         const WorkerRun& c) const {
   CheckResult r{"train.roundtrip", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
   std::vector<double> la = Losses(a.result), lb = Losses(b.result), lc = Losses(c.result);
-  nlohmann::json resumed = nlohmann::json::array();
+  std::vector<double> resumed;
   for (int64_t i = 0; i < static_cast<int64_t>(lb.size()) && i < o_.checkpoint_at; ++i)
     resumed.push_back(lb[i]);
   for (double l : lc) resumed.push_back(l);
-  r.metrics = {{"steps", o_.steps},
-               {"checkpoint_at", o_.checkpoint_at},
-               {"pids", {{"uninterrupted", a.pid}, {"preempted", b.pid}, {"resumed", c.pid}}},
-               {"preempted_with", "SIGKILL"},
-               {"losses_uninterrupted", la},
-               {"losses_resumed", resumed},
-               {"rng_restored", RestoredFlag(c.result, "rng_restored")},
-               {"data_restored", RestoredFlag(c.result, "data_restored")},
-               {"restored_step", RestoredStep(c.result)}};
+  RoundtripMetrics m;
+  m.steps = o_.steps;
+  m.checkpoint_at = o_.checkpoint_at;
+  m.pids = {{"uninterrupted", a.pid}, {"preempted", b.pid}, {"resumed", c.pid}};
+  m.preempted_with = "SIGKILL";
+  m.losses_uninterrupted = la;
+  m.losses_resumed = resumed;
+  m.rng_restored = RestoredFlag(c.result, "rng_restored");
+  m.data_restored = RestoredFlag(c.result, "data_restored");
+  m.restored_step = RestoredStep(c.result);
   if (b.result.contains("save")) {
     const auto& save = b.result["save"];
-    r.metrics["checkpoint_bytes"] = save["bytes"];
-    r.metrics["save_s"] = save["seconds"];  // to durable storage
-    r.metrics["save_gbps"] = save["gbps"];
+    m.checkpoint_bytes = save["bytes"];
+    m.save_s = save["seconds"];  // to durable storage
+    m.save_gbps = save["gbps"];
     // What training was held up for (the copy into staging memory); the write went on beside it.
-    for (const char* key : {"blocking_s", "staging_wait_s", "staging_alloc_s", "write_s"}) {
-      if (save.contains(key)) r.metrics[std::string("save_") + key] = save[key];
-    }
+    auto seconds = [&](const char* key) {
+      return save.contains(key) && save[key].is_number() ? Number(save[key].get<double>())
+                                                         : std::nullopt;
+    };
+    m.save_blocking_s = seconds("blocking_s");
+    m.save_staging_wait_s = seconds("staging_wait_s");
+    m.save_staging_alloc_s = seconds("staging_alloc_s");
+    m.save_write_s = seconds("write_s");
   }
   if (c.result.contains("restore")) {
-    r.metrics["restore_s"] = c.result["restore"]["seconds"];
-    r.metrics["restore_gbps"] = c.result["restore"]["gbps"];
+    m.restore_s = c.result["restore"]["seconds"];
+    m.restore_gbps = c.result["restore"]["gbps"];
   }
   for (const WorkerRun* run : {&a, &b, &c}) {
     std::string failure = Failure(*run);
@@ -363,42 +375,47 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
           run->result.contains("error") && run->result["error"]["kind"] == "checkpoint"
               ? "the checkpoint did not verify: check the storage (checkpoint-dir) for corruption"
               : "see the worker's stderr in " + o_.work_dir.string();
-      r.metrics["bitwise_equal"] = false;
+      m.bitwise_equal = false;
+      r.metrics = ToJson(m);
       return r;
     }
   }
   if (!b.killed_by_us) {
     r.status = CheckStatus::kError;
     r.summary = "the preempted process never announced its checkpoint";
-    r.metrics["bitwise_equal"] = false;
+    m.bitwise_equal = false;
+    r.metrics = ToJson(m);
     return r;
   }
   // The resume must start from the checkpoint the preempted process committed, not an older
   // or newer one left in the storage.
-  if (r.metrics["restored_step"] != nlohmann::json(o_.checkpoint_at)) {
+  if (*m.restored_step != o_.checkpoint_at) {
     r.status = CheckStatus::kFail;
-    r.summary = "the resumed process restored step " + r.metrics["restored_step"].dump() +
+    r.summary = "the resumed process restored " +
+                (*m.restored_step ? "step " + std::to_string(**m.restored_step)
+                                  : std::string("no step it reported")) +
                 ", not the checkpoint committed at step " + std::to_string(o_.checkpoint_at);
     r.remedy = "another checkpoint shares the checkpoint directory; give the run its own";
-    r.metrics["bitwise_equal"] = false;
+    m.bitwise_equal = false;
+    r.metrics = ToJson(m);
     return r;
   }
   double max_diff = 0;
   int64_t first_divergent = 0;
   bool losses_equal = la.size() == static_cast<size_t>(o_.steps) && resumed.size() == la.size();
   for (size_t i = 0; i < la.size() && i < resumed.size(); ++i) {
-    double d = std::fabs(la[i] - resumed[i].get<double>());
+    double d = std::fabs(la[i] - resumed[i]);
     if (d != 0 && first_divergent == 0) first_divergent = static_cast<int64_t>(i) + 1;
     max_diff = std::max(max_diff, d);
-    losses_equal = losses_equal && la[i] == resumed[i].get<double>();
+    losses_equal = losses_equal && la[i] == resumed[i];
   }
   const nlohmann::json& fa = a.result["final_state"]["fingerprints"];
   const nlohmann::json& fc = c.result["final_state"]["fingerprints"];
   bool states_equal = fa == fc && !fa.empty();
   // What the uninterrupted run computed, to the bit: ranks on GPUs of one model must agree.
-  r.metrics["reference_digest"] = Sha256Hex(nlohmann::json(la).dump() + fa.dump());
+  m.reference_digest = Sha256Hex(nlohmann::json(la).dump() + fa.dump());
   std::string first_tensor;
-  nlohmann::json state_diff = 0.0;
+  std::optional<double> state_diff = 0.0;
   if (!states_equal) {
     for (auto& [name, fingerprint] : fa.items()) {
       if (!fc.contains(name) || fc[name] != fingerprint) {
@@ -406,7 +423,7 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
         break;
       }
     }
-    state_diff = nullptr;  // unknown unless both states were written out
+    state_diff = std::nullopt;  // unknown unless both states were written out
     if (a.result["final_state"].contains("file") && c.result["final_state"].contains("file")) {
       std::string ignored;
       state_diff =
@@ -415,12 +432,13 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
     }
   }
   bool bitwise = losses_equal && states_equal;
-  r.metrics["bitwise_equal"] = bitwise;
-  r.metrics["max_abs_loss_diff"] = max_diff;
-  r.metrics["final_state_equal"] = states_equal;
-  r.metrics["max_abs_state_diff"] = state_diff;
-  r.metrics["loss_tolerance"] = o_.loss_tolerance;
-  r.metrics["mode"] = "deterministic";  // every process of the round trip, for the bitwise check
+  m.bitwise_equal = bitwise;
+  m.max_abs_loss_diff = max_diff;
+  m.final_state_equal = states_equal;
+  m.max_abs_state_diff = state_diff;
+  m.loss_tolerance = o_.loss_tolerance;
+  m.mode = "deterministic";  // every process of the round trip, for the bitwise check
+  r.metrics = ToJson(m);
   if (bitwise) {
     r.summary =
         "resumed run is bitwise equal to the uninterrupted one (losses, parameters, AdamW moments) "
@@ -431,7 +449,7 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
   // A tolerance forgives loss noise only: never a final state that differs, nor a resume that
   // did not restore every source of state.
   const bool restored_everything =
-      r.metrics["rng_restored"] == true && r.metrics["data_restored"] == true;
+      m.rng_restored.value_or(false) && m.data_restored.value_or(false);
   if (o_.loss_tolerance > 0 && max_diff <= o_.loss_tolerance && la.size() == resumed.size() &&
       states_equal && restored_everything) {
     r.summary = "resumed run within the documented tolerance " + std::to_string(o_.loss_tolerance) +
@@ -439,8 +457,9 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
     return r;
   }
   r.status = CheckStatus::kFail;
-  r.metrics["first_divergent_step"] = first_divergent;
-  if (!first_tensor.empty()) r.metrics["first_divergent_tensor"] = first_tensor;
+  m.first_divergent_step = first_divergent;
+  if (!first_tensor.empty()) m.first_divergent_tensor = first_tensor;
+  r.metrics = ToJson(m);
   std::ostringstream s;
   s << "resumed run diverges from the uninterrupted one";
   if (first_divergent)
@@ -465,10 +484,7 @@ CheckResult Coordinator::EvalCheck(const WorkerRun& b, const WorkerRun& c) const
   }
   double before = b.result["eval_after_save"], after = c.result["eval_after_restore"];
   double diff = std::fabs(before - after);
-  r.metrics = {{"eval_loss_before_save", before},
-               {"eval_loss_after_restore", after},
-               {"abs_diff", diff},
-               {"tolerance", o_.eval_tolerance}};
+  r.metrics = ToJson(EvalMetrics{before, after, diff, o_.eval_tolerance});
   if (diff > o_.eval_tolerance) {
     r.status = CheckStatus::kFail;
     r.summary = "eval loss changed across save/restore: " + std::to_string(before) + " -> " +
@@ -495,11 +511,8 @@ CheckResult Coordinator::PortableCheck(const WorkerRun& b, const WorkerRun& d) c
     return r;
   }
   double want = b.result["eval_after_save"], got = d.result["eval"];
-  r.metrics = {{"pid", d.pid},
-               {"eval_loss", got},
-               {"eval_loss_reference", want},
-               {"abs_diff", std::fabs(got - want)},
-               {"checkpoint", d.result.value("checkpoint", nlohmann::json::object())}};
+  r.metrics = ToJson(PortableMetrics{d.pid, got, want, std::fabs(got - want),
+                                     d.result.value("checkpoint", nlohmann::json::object())});
   if (std::fabs(got - want) > o_.eval_tolerance) {
     r.status = CheckStatus::kFail;
     r.summary = "a process with only the checkpoint computes eval loss " + std::to_string(got) +
@@ -555,7 +568,9 @@ std::vector<CheckResult> Coordinator::Run() {
   std::vector<CheckResult> checks = {StepCheck(a), RoundtripCheck(a, b, c), EvalCheck(b, c),
                                      PortableCheck(b, d)};
   checks[1].duration_s = a_s + b_s + c_s;
-  checks[1].metrics["portable_beside_resume"] = beside;
+  RoundtripMetrics placement;
+  placement.portable_beside_resume = beside;
+  AddMetrics(&checks[1].metrics, ToJson(placement));
   checks[2].duration_s = c_s;
   checks[3].duration_s = d_s;
   return checks;

@@ -7,6 +7,7 @@
 
 #include "base/program_path.h"
 #include "base/json_file.h"
+#include "report/check_metrics.h"
 #include "support/worker_process.h"
 
 namespace trainlock::validate {
@@ -74,6 +75,7 @@ std::string PassSummary(const json& result) {
 CheckResult OpsCheckFromRun(const OpsRun& run) {
   CheckResult c{"ops.custom", CheckStatus::kPass, 0, "", "", json::object()};
   json failures = json::array();
+  OpsMetrics m;
   if (!run.exit_code || *run.exit_code != 0 || !run.result.contains("libraries")) {
     std::string how =
         !run.exit_code         ? "did not finish within " + std::to_string(run.timeout_s) + " s"
@@ -90,13 +92,14 @@ CheckResult OpsCheckFromRun(const OpsRun& run) {
                          "a custom op crashed or hung while loading or running: run "
                          "its smoke test alone under a debugger"}});
   } else {
-    c.metrics["device"] = run.result["device"];
-    c.metrics["libraries"] = run.result["libraries"];
+    // The ops worker names its device and libraries with ops.custom's members.
+    ReadInto(run.result, &m);
     for (const auto& lib : run.result["libraries"]) {
       for (const auto& f : lib.value("failures", json::array())) failures.push_back(f);
     }
   }
-  c.metrics["failures"] = failures;
+  m.failures = failures;
+  c.metrics = ToJson(m);
   if (failures.empty()) {
     c.summary = PassSummary(run.result);
     return c;

@@ -1,6 +1,7 @@
 // env.health; see env_health.h.
 #include "probes/env_health.h"
 #include "base/strings.h"
+#include "report/check_metrics.h"
 
 #include <algorithm>
 #include <string>
@@ -149,7 +150,7 @@ CheckResult HealthCheck(const NodeProbe& node) {
       unknown.push_back("GPU " + std::to_string(g.index) + " " + field);
     per_device.push_back(DeviceMetrics(g, health.unknown()));
   }
-  nlohmann::json m = {{"devices", per_device}, {"unknown", unknown}};
+  const nlohmann::json m = ToJson(HealthMetrics{per_device, unknown});
   if (node.gpus.empty())
     return Result(CheckStatus::kSkip, "no GPU to judge", "check env.devices", m);
   if (!problems.empty()) {

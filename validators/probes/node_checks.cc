@@ -1,6 +1,7 @@
 // The env.* checks; see node_checks.h.
 #include "probes/node_checks.h"
 #include "base/strings.h"
+#include "report/check_metrics.h"
 
 #include <link.h>
 
@@ -19,13 +20,16 @@ CheckResult Make(const char* id, CheckStatus status, std::string summary, std::s
 }
 
 CheckResult Driver(const Target* target, const NodeProbe& node) {
-  nlohmann::json m = {{"driver_version", node.driver_version},
-                      {"cuda_driver_version", CudaVersionString(node.cuda_driver_version)}};
+  EnvVersionMetrics v;
+  v.driver_version = node.driver_version;
+  v.cuda_driver_version = CudaVersionString(node.cuda_driver_version);
+  nlohmann::json m = ToJson(v);
   if (!target || target->driver_min.empty()) {
     return Make("env.driver", CheckStatus::kPass,
                 "driver " + node.driver_version + " (the lock sets no driver-min)", {}, m);
   }
-  m["driver_min"] = target->driver_min;
+  v.driver_min = target->driver_min;
+  m = ToJson(v);
   auto have = ParseVersion(node.driver_version), want = ParseVersion(target->driver_min);
   if (!have)
     return Make("env.driver", CheckStatus::kError,
@@ -41,8 +45,10 @@ CheckResult Driver(const Target* target, const NodeProbe& node) {
 }
 
 CheckResult Runtime(const NodeProbe& node, const BuildInfo& build, const Catalog& catalog) {
-  nlohmann::json m = {{"cuda_runtime", CudaVersionString(build.cuda_runtime)},
-                      {"cuda_driver_supports", CudaVersionString(node.cuda_driver_version)}};
+  EnvVersionMetrics versions;
+  versions.cuda_runtime = CudaVersionString(build.cuda_runtime);
+  versions.cuda_driver_supports = CudaVersionString(node.cuda_driver_version);
+  const nlohmann::json m = ToJson(versions);
   if (build.cuda_runtime == 0)
     return Make("env.runtime", CheckStatus::kSkip, "not a CUDA build of the validator", {}, m);
   if (node.cuda_driver_version < build.cuda_runtime) {
@@ -67,23 +73,24 @@ CheckResult Runtime(const NodeProbe& node, const BuildInfo& build, const Catalog
 }
 
 CheckResult Versions(const Target* target, const BuildInfo& build) {
-  nlohmann::json m = {{"torch", build.torch},
-                      {"cuda_runtime", CudaVersionString(build.cuda_runtime)}};
+  EnvVersionMetrics m;
+  m.torch = build.torch;
+  m.cuda_runtime = CudaVersionString(build.cuda_runtime);
   if (build.nccl) {
-    m["nccl"] = std::to_string(build.nccl / 10000) + "." + std::to_string(build.nccl / 100 % 100) +
+    m.nccl = std::to_string(build.nccl / 10000) + "." + std::to_string(build.nccl / 100 % 100) +
                 "." + std::to_string(build.nccl % 100);
   }
   if (!target)
     return Make("env.versions", CheckStatus::kSkip, "the lock has no " + build.flavour + " target",
-                {}, m);
+                {}, ToJson(m));
   std::vector<std::string> problems;
   auto torch_want = ParseVersion(target->torch), torch_have = ParseVersion(build.torch);
-  m["torch_locked"] = target->torch;
+  m.torch_locked = target->torch;
   if (!torch_want || !torch_have || !(*torch_want == *torch_have)) {
     problems.push_back("torch " + build.torch + " but the lock pins " + target->torch);
   }
   if (!target->cuda.empty() && build.cuda_runtime) {
-    m["cuda_locked"] = target->cuda;
+    m.cuda_locked = target->cuda;
     auto want = ParseVersion(target->cuda);
     if (!want || want->major() * 1000 + want->minor() * 10 != build.cuda_runtime) {
       problems.push_back("CUDA runtime " + CudaVersionString(build.cuda_runtime) +
@@ -91,11 +98,11 @@ CheckResult Versions(const Target* target, const BuildInfo& build) {
     }
   }
   if (!target->nccl.empty()) {
-    m["nccl_locked"] = target->nccl;
+    m.nccl_locked = target->nccl;
     if (!build.nccl) {
       problems.push_back("the lock pins NCCL " + target->nccl + " but no NCCL is loaded");
-    } else if (m["nccl"] != target->nccl) {
-      problems.push_back("NCCL " + m["nccl"].get<std::string>() + " but the lock pins " +
+    } else if (m.nccl != target->nccl) {
+      problems.push_back("NCCL " + m.nccl.value_or("") + " but the lock pins " +
                          target->nccl);
     }
   }
@@ -104,17 +111,17 @@ CheckResult Versions(const Target* target, const BuildInfo& build) {
     return Make(
         "env.versions", CheckStatus::kFail, summary,
         "run the validator from the image built from this lock, or re-lock to what the image holds",
-        m);
+        ToJson(m));
   }
   return Make("env.versions", CheckStatus::kPass,
               "torch " + build.torch +
                   (build.cuda_runtime ? ", CUDA " + CudaVersionString(build.cuda_runtime) : "") +
                   (build.cuda_runtime ? " match" : " matches") + std::string(" the lock"),
-              {}, m);
+              {}, ToJson(m));
 }
 
 // "; GPU 0 and GPU 1 of the node not visible to this process (CUDA_VISIBLE_DEVICES)", or "".
-std::string HiddenNote(const NodeProbe& node, nlohmann::json& m) {
+std::string HiddenNote(const NodeProbe& node, EnvDeviceMetrics& m) {
   if (node.hidden.empty()) return "";
   std::vector<std::string> names;
   nlohmann::json indices = nlohmann::json::array();
@@ -122,25 +129,26 @@ std::string HiddenNote(const NodeProbe& node, nlohmann::json& m) {
     names.push_back("GPU " + std::to_string(g.index));
     indices.push_back(g.index);
   }
-  m["not_visible"] = indices;
+  m.not_visible = indices;
   return "; " + JoinStrings(names, ", ") + " of the node not visible to this process " +
          "(CUDA_VISIBLE_DEVICES) and not judged";
 }
 
 CheckResult Devices(const Target* target, const NodeProbe& node, const Catalog& catalog) {
-  nlohmann::json m = {{"count", node.gpus.size()}};
+  EnvDeviceMetrics m;
+  m.count = static_cast<int64_t>(node.gpus.size());
   const std::string hidden = HiddenNote(node, m);
   if (node.gpus.empty()) {
     return Make("env.devices", CheckStatus::kFail, "NVML sees no GPU",
-                "check that the container was given the GPUs", m);
+                "check that the container was given the GPUs", ToJson(m));
   }
   if (!target || target->accelerators.empty()) {
     return Make(
         "env.devices", CheckStatus::kPass,
         std::to_string(node.gpus.size()) + " GPU(s); the lock names no accelerators" + hidden, {},
-        m);
+        ToJson(m));
   }
-  m["accelerators"] = target->accelerators;
+  m.accelerators = target->accelerators;
   std::vector<std::string> wrong;
   for (const GpuProbe& g : node.gpus) {
     const GpuModel* model = catalog.FindGpu(g.name);
@@ -158,12 +166,12 @@ CheckResult Devices(const Target* target, const NodeProbe& node, const Catalog& 
         "env.devices", CheckStatus::kFail,
         list + " not among the target's accelerators (" + names + ")",
         "run on a node with the locked accelerators, or add this model to the target and re-lock",
-        m);
+        ToJson(m));
   }
   return Make("env.devices", CheckStatus::kPass,
               std::to_string(node.gpus.size()) + " x " + node.gpus[0].name +
                   ", among the target's accelerators (" + names + ")" + hidden,
-              {}, m);
+              {}, ToJson(m));
 }
 
 CheckResult Arch(const NodeProbe& node, const DeviceRuns& runs) {
@@ -190,7 +198,10 @@ CheckResult Arch(const NodeProbe& node, const DeviceRuns& runs) {
                          (d.contains("error") ? ": " + d["error"].get<std::string>() : ""));
     }
   }
-  nlohmann::json m = {{"libraries", libs}, {"launches", runs.devices}};
+  EnvDeviceMetrics arch;
+  arch.libraries = libs;
+  arch.launches = runs.devices;
+  const nlohmann::json m = ToJson(arch);
   if (runs.libraries.empty())
     problems.push_back("no LibTorch CUDA library found in this process to inspect");
   if (runs.devices.size() != node.gpus.size()) {

@@ -1,6 +1,7 @@
 // perf.matmul and perf.hbm; see perf_checks.h.
 #include "probes/perf_checks.h"
 #include "base/strings.h"
+#include "report/check_metrics.h"
 
 #include <cmath>
 #include <cstdio>
@@ -28,7 +29,7 @@ struct Findings {
   std::vector<std::string> unmeasured, implausible, slow, no_threshold;
   double slowest = -1;
   std::string slowest_text;
-  nlohmann::json devices = nlohmann::json::array();
+  std::vector<PerfDevice> devices;
 };
 
 // The worker's entry for GPU `index`, or nullptr when it measured none.
@@ -42,7 +43,9 @@ const nlohmann::json* EntryOf(const DeviceRuns& runs, unsigned index) {
 void JudgeDevice(const Measure& measure, const GpuProbe& gpu, const nlohmann::json* entry,
                  const Catalog& catalog, Findings& f) {
   const std::string who = "GPU " + std::to_string(gpu.index) + " (" + gpu.name + ")";
-  nlohmann::json row = {{"index", gpu.index}, {"name", gpu.name}};
+  PerfDevice row;
+  row.index = gpu.index;
+  row.name = gpu.name;
   const nlohmann::json* value =
       entry && entry->contains(measure.key) ? &(*entry)[measure.key] : nullptr;
   if (!value || !value->is_number() || !std::isfinite(value->get<double>())) {
@@ -50,7 +53,7 @@ void JudgeDevice(const Measure& measure, const GpuProbe& gpu, const nlohmann::js
                                 ? (*entry)["error"].get<std::string>()
                                 : "no measurement";
     f.unmeasured.push_back(who + ": " + why);
-    row["error"] = why;
+    row.error = why;
     f.devices.push_back(row);
     return;
   }
@@ -58,10 +61,10 @@ void JudgeDevice(const Measure& measure, const GpuProbe& gpu, const nlohmann::js
   // How the worker measured it (e.g. matmul_method: every size and burst length it timed).
   const std::string key = measure.key;
   const std::string method_key = key.substr(0, key.find('_')) + "_method";
-  if (entry->contains(method_key)) row["method"] = (*entry)[method_key];
+  if (entry->contains(method_key)) row.method = (*entry)[method_key];
   char text[160];
   std::snprintf(text, sizeof text, "%s %.0f %s", who.c_str(), v * measure.scale, measure.unit);
-  row["value"] = v;
+  row.value = v;
   if (f.slowest < 0 || v < f.slowest) {
     f.slowest = v;
     f.slowest_text = text;
@@ -78,13 +81,13 @@ void JudgeDevice(const Measure& measure, const GpuProbe& gpu, const nlohmann::js
   } else if (v < peak * measure.fraction) {
     f.slow.push_back(text);
   }
-  row["threshold"] = model && peak > 0 ? nlohmann::json(peak * measure.fraction) : nullptr;
+  row.threshold = model && peak > 0 ? std::optional<double>(peak * measure.fraction)
+                                    : std::nullopt;  // written as null: no datasheet figure
   f.devices.push_back(row);
 }
 
 CheckResult Verdict(const Measure& measure, const Findings& f) {
-  nlohmann::json m = {{"devices", f.devices},
-                      {"threshold_fraction_of_datasheet", measure.fraction}};
+  const nlohmann::json m = ToJson(PerfMetrics{f.devices, measure.fraction});
   auto make = [&](CheckStatus status, std::string summary, std::string remedy) {
     return CheckResult{measure.id, status, 0, std::move(summary), std::move(remedy), m};
   };

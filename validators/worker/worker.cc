@@ -19,6 +19,7 @@
 #include "engines/native/model_loader.h"
 #include "project/artifact_paths.h"
 #include "project/project.h"
+#include "report/check_metrics.h"
 #include "support/torch_compat.h"
 #include "engines/native/trainer.h"
 
@@ -180,14 +181,17 @@ std::unique_ptr<Trainer> MakeTrainer(const RunSetup& s, torch::Device device,
   TrainerOptions options{device, s.seed, s.eval_batches, s.identity};
   auto trainer =
       std::make_unique<Trainer>(s.config, options, MakeData(s.data, s.config.model.vocab_size));
-  (*result)["data"] = trainer->data().Describe();
+  // train.step's data and model, under its members' names (coordinator/roundtrip.cc).
+  TrainStepMetrics made;
+  made.data = trainer->data().Describe();
   if (!s.model_dir.empty()) {
     LoadedWeights w = LoadHfWeights(trainer->model(), s.model_dir, s.model_files);
     trainer->model()->to(device);
-    (*result)["model"] = {{"source", "weights"}, {"files", w.files}, {"dtypes", w.dtypes}};
+    made.model = {{"source", "weights"}, {"files", w.files}, {"dtypes", w.dtypes}};
   } else {
-    (*result)["model"] = {{"source", "seeded initialisation"}};
+    made.model = {{"source", "seeded initialisation"}};
   }
+  AddMetrics(result, ToJson(made));
   return trainer;
 }
 
@@ -207,17 +211,19 @@ double SecondsSinceWorkerStart() {
 }
 
 // The measurement as train.step reports it.
-nlohmann::json MeasurementJson(int64_t step, const StepMeasurement& m) {
-  return {{"step", step},
-          {"step_time_s", m.step_time_s},
-          {"tokens", m.tokens},
-          {"tokens_per_s", m.tokens_per_s},
-          {"flops", m.flops},
-          {"peak_rss_bytes", m.peak_rss_bytes},
-          {"peak_allocated_bytes", m.peak_allocated_bytes},
-          {"peak_reserved_bytes", m.peak_reserved_bytes},
-          {"device_used_bytes", m.device_used_bytes},
-          {"device_total_bytes", m.device_total_bytes}};
+TrainStepMetrics MeasurementMetrics(int64_t step, const StepMeasurement& m) {
+  TrainStepMetrics out;
+  out.step = step;
+  out.step_time_s = m.step_time_s;
+  out.tokens = m.tokens;
+  out.tokens_per_s = m.tokens_per_s;
+  out.flops = m.flops;
+  out.peak_rss_bytes = m.peak_rss_bytes;
+  out.peak_allocated_bytes = m.peak_allocated_bytes;
+  out.peak_reserved_bytes = m.peak_reserved_bytes;
+  out.device_used_bytes = m.device_used_bytes;
+  out.device_total_bytes = m.device_total_bytes;
+  return out;
 }
 
 // train.step in the mode the long run trains in. The reference steps above ran with
@@ -225,9 +231,10 @@ nlohmann::json MeasurementJson(int64_t step, const StepMeasurement& m) {
 // gets torch's default, faster kernels, so its step is measured again that way, after the
 // reference is recorded: a warm-up step in the new mode, then the median of measured steps.
 void MeasureInRunMode(Trainer& trainer, bool deterministic, nlohmann::json& result) {
-  nlohmann::json& reference = result["measurement"];
+  auto reference = ReadMetrics<TrainStepMetrics>(result["measurement"]);
+  reference.mode = "deterministic";
   if (deterministic) {
-    reference["mode"] = "deterministic";
+    result["measurement"] = ToJson(reference);
     return;
   }
   at::globalContext().setDeterministicAlgorithms(false, false);
@@ -252,12 +259,11 @@ void MeasureInRunMode(Trainer& trainer, bool deterministic, nlohmann::json& resu
   std::sort(times.begin(), times.end());
   peak.step_time_s = times[times.size() / 2];
   peak.tokens_per_s = static_cast<double>(peak.tokens) / peak.step_time_s;
-  nlohmann::json run_mode = MeasurementJson(trainer.step(), peak);
-  run_mode["mode"] = "default";
-  run_mode["step_times_s"] = times;
-  reference["mode"] = "deterministic";
-  run_mode["deterministic"] = reference;
-  result["measurement"] = run_mode;
+  TrainStepMetrics run_mode = MeasurementMetrics(trainer.step(), peak);
+  run_mode.mode = "default";
+  run_mode.step_times_s = times;
+  run_mode.deterministic = ToJson(reference);
+  result["measurement"] = ToJson(run_mode);
 }
 
 // Waits for the checkpoint write in flight, records it and tells the coordinator (which may
@@ -285,10 +291,12 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
   RunSetup setup = SetupFromProject(o.project, o.steps);
   std::unique_ptr<Trainer> trainer = MakeTrainer(setup, device, &result);
   result["setup_s"] = SecondsSinceWorkerStart();
-  result["device"] = device.str();
+  TrainStepMetrics where;  // train.step's device members (coordinator/roundtrip.cc)
+  where.device = device.str();
 #if defined(TRAINLOCK_WITH_CUDA)
-  if (device.is_cuda()) result["device_name"] = at::cuda::getDeviceProperties(device.index())->name;
+  if (device.is_cuda()) where.device_name = at::cuda::getDeviceProperties(device.index())->name;
 #endif
+  AddMetrics(&result, ToJson(where));
   if (o.restore) {
     auto latest = LatestCheckpoint(o.checkpoint_root);
     if (!latest)
@@ -321,7 +329,7 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
     if (trainer->step() + 1 == o.measure_step) {
       StepMeasurement m;
       loss = trainer->MeasuredStep(&m);
-      result["measurement"] = MeasurementJson(trainer->step(), m);
+      result["measurement"] = ToJson(MeasurementMetrics(trainer->step(), m));
     } else {
       loss = trainer->Step();
     }
@@ -556,10 +564,12 @@ int RunWorker(const WorkerOptions& o) {
                        {"message", message.substr(0, message.find('\n'))}};
     if (IsOutOfMemory(e)) {
       DeviceMemory m = ReadDeviceMemory(PickDevice(o.device));
-      result["error"]["memory"] = {{"peak_allocated_bytes", m.peak_allocated_bytes},
-                                   {"peak_reserved_bytes", m.peak_reserved_bytes},
-                                   {"device_used_bytes", m.device_used_bytes},
-                                   {"device_total_bytes", m.device_total_bytes}};
+      TrainStepMetrics memory;
+      memory.peak_allocated_bytes = m.peak_allocated_bytes;
+      memory.peak_reserved_bytes = m.peak_reserved_bytes;
+      memory.device_used_bytes = m.device_used_bytes;
+      memory.device_total_bytes = m.device_total_bytes;
+      result["error"]["memory"] = ToJson(memory);
     }
     code = kWorkerTrainingFailed;
   }

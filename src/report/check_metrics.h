@@ -1,0 +1,365 @@
+// The typed metrics of each check: what a CheckResult's `metrics` object (report.h) holds, one
+// struct per check with its fields and units. A struct has one writer, ToJson, that the validator
+// and the torch-free checks use to fill `metrics`, and one tolerant reader, ReadMetrics<T>, that
+// the report view, the renderers, the gate and plan use. Nothing else spells a metric key:
+// tests/check_metrics_test.cc fails on a key's string literal anywhere else in src/ or
+// validators/.
+//
+// Each field list below is an X-macro X(type, name): the member's name is its JSON key, so a key
+// is written once. The types and what a reader gets:
+//   std::optional<double | int64_t | bool | std::string>  absent when nullopt; a member that is
+//        missing or ill-typed reads as nullopt (a non-finite number too);
+//   OrNull<T>    written as null when the inner value is nullopt (a value the validator could not
+//        know); absent, null or ill-typed reads as nullopt outside / nullopt inside;
+//   Free         free-form JSON (nested tables, arrays of names), any value as it is;
+//   Numbers      an array of numbers; an entry that is not a finite number reads as NaN;
+//   Rows<T>      an array of objects of struct T; a non-object entry reads as an empty T.
+// Reading never throws: a report is untrusted input (report_view.h).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trainlock {
+
+template <class T>
+using OrNull = std::optional<std::optional<T>>;
+using Free = std::optional<nlohmann::json>;
+using Numbers = std::optional<std::vector<double>>;
+template <class T>
+using Rows = std::optional<std::vector<T>>;
+using Number = std::optional<double>;
+using Integer = std::optional<int64_t>;
+using Flag = std::optional<bool>;
+using Text = std::optional<std::string>;
+
+// train.step, and the worker's measurement it is made of. Seconds, bytes, tokens, FLOPs.
+#define TRAINLOCK_TRAIN_STEP_METRICS(X)                                                         \
+  X(Integer, step)                /* the measured step's number */                              \
+  X(Number, step_time_s)          /* seconds of one optimizer step */                           \
+  X(Integer, tokens)              /* tokens per step */                                         \
+  X(Number, tokens_per_s)                                                                       \
+  X(Number, flops)                /* model FLOPs of the step */                                 \
+  X(Integer, peak_rss_bytes)      /* the training process's peak resident set */                \
+  X(Integer, peak_allocated_bytes) /* -1 off CUDA */                                            \
+  X(Integer, peak_reserved_bytes)                                                               \
+  X(Integer, device_used_bytes)                                                                 \
+  X(Integer, device_total_bytes)                                                                \
+  X(Text, mode)                   /* "deterministic" | "default" (the run's kernels) */         \
+  X(Free, step_times_s)           /* seconds of each timed step, mode "default" */              \
+  X(Free, deterministic)          /* the deterministic measurement (TrainStepMetrics) */        \
+  X(Text, device)                 /* "cuda:0", "cpu" */                                         \
+  X(Text, device_name)                                                                          \
+  X(Free, data)                   /* the data source's description */                           \
+  X(Free, model)                  /* where the weights came from */                             \
+  X(Free, shape)                  /* train_shape.h */                                           \
+  X(OrNull<double>, mfu)          /* fraction of the catalog's dense peak; null unknown */      \
+  X(Number, peak_tflops)                                                                        \
+  X(Flag, out_of_memory)                                                                        \
+  X(Text, error)                  /* the out-of-memory message */                               \
+  X(Integer, seq_len)                                                                           \
+  X(Integer, micro_batch)                                                                       \
+  X(Free, estimate)               /* MemoryEstimateMetrics */                                   \
+  X(Free, remedies)               /* ranked remedies, strings */                                \
+  X(Rows<RankStepRow>, ranks)     /* merged report: every rank's step */                        \
+  X(Integer, slowest_rank)                                                                      \
+  X(Number, slowest_to_median)    /* slowest rank's tokens/s over the median */
+
+// train.step's memory estimate at an out-of-memory (plan/memory_model.h), bytes.
+#define TRAINLOCK_MEMORY_ESTIMATE_METRICS(X) \
+  X(Number, parameters)                      \
+  X(Number, weights_bytes)                   \
+  X(Number, grads_bytes)                     \
+  X(Number, optimizer_bytes)                 \
+  X(Number, activation_bytes)                \
+  X(Number, logits_bytes)                    \
+  X(Number, total_bytes)
+
+// One rank's row of train.step's `ranks` (merged report); the same units as train.step.
+#define TRAINLOCK_RANK_STEP_ROW(X) \
+  X(Integer, rank)                 \
+  X(Text, device)                  \
+  X(Text, device_name)             \
+  X(Number, tokens_per_s)          \
+  X(Number, step_time_s)           \
+  X(Integer, peak_allocated_bytes) \
+  X(Integer, peak_reserved_bytes)
+
+// A rank's `train` object in the merged report's `ranks` entries: its train.step and
+// train.roundtrip figures.
+#define TRAINLOCK_RANK_TRAIN_METRICS(X) \
+  X(Text, device_name)                  \
+  X(Number, tokens_per_s)               \
+  X(Number, step_time_s)                \
+  X(Integer, peak_allocated_bytes)      \
+  X(Integer, peak_reserved_bytes)       \
+  X(Text, reference_digest)             \
+  X(Flag, bitwise_equal)
+
+// train.roundtrip: seconds, bytes, GB/s; losses per step.
+#define TRAINLOCK_ROUNDTRIP_METRICS(X)                                                    \
+  X(Integer, steps)                                                                       \
+  X(Integer, checkpoint_at)       /* the step the preempted process saved at */           \
+  X(Free, pids)                   /* uninterrupted, preempted, resumed */                 \
+  X(Text, preempted_with)         /* "SIGKILL" */                                         \
+  X(Numbers, losses_uninterrupted)                                                        \
+  X(Numbers, losses_resumed)                                                              \
+  X(Flag, rng_restored)                                                                   \
+  X(Flag, data_restored)                                                                  \
+  X(OrNull<int64_t>, restored_step) /* the step the resumed process restored; null: none */ \
+  X(Free, checkpoint_bytes)                                                               \
+  X(Free, save_s)                 /* to durable storage */                                \
+  X(Free, save_gbps)                                                                      \
+  X(Number, save_blocking_s)      /* what training was held up for */                     \
+  X(Number, save_staging_wait_s)                                                          \
+  X(Number, save_staging_alloc_s)                                                         \
+  X(Number, save_write_s)                                                                 \
+  X(Free, restore_s)                                                                      \
+  X(Free, restore_gbps)                                                                   \
+  X(Flag, bitwise_equal)                                                                  \
+  X(Text, reference_digest)       /* sha256 of the uninterrupted run's losses and state */ \
+  X(Number, max_abs_loss_diff)                                                            \
+  X(Flag, final_state_equal)                                                              \
+  X(OrNull<double>, max_abs_state_diff) /* null: the states were not both written */      \
+  X(Number, loss_tolerance)                                                               \
+  X(Text, mode)                   /* "deterministic" */                                   \
+  X(Integer, first_divergent_step)                                                        \
+  X(Text, first_divergent_tensor)                                                         \
+  X(Flag, portable_beside_resume)                                                         \
+  X(OrNull<bool>, ranks_bitwise_identical) /* null: no two ranks of one GPU model */      \
+  X(Free, ranks_computing_differently)
+
+// train.eval: losses (nats) before the save and after the restore.
+#define TRAINLOCK_EVAL_METRICS(X)    \
+  X(Number, eval_loss_before_save)   \
+  X(Number, eval_loss_after_restore) \
+  X(Number, abs_diff)                \
+  X(Number, tolerance)
+
+// ckpt.portable: a fresh process's eval loss from the checkpoint alone.
+#define TRAINLOCK_PORTABLE_METRICS(X) \
+  X(Integer, pid)                     \
+  X(Number, eval_loss)                \
+  X(Number, eval_loss_reference)      \
+  X(Number, abs_diff)                 \
+  X(Free, checkpoint)                 /* dir, step, bytes, verified_files */
+
+// comm.allreduce: bandwidths in GB/s (10^9 bytes/s), sizes in bytes.
+#define TRAINLOCK_ALLREDUCE_METRICS(X)          \
+  X(Integer, world_size)                        \
+  X(Integer, rank)                              \
+  X(Text, backend)                              \
+  X(Text, dtype)                                \
+  X(Flag, sums_exact)                           \
+  X(Rows<AllreduceSize>, sizes)                 \
+  X(Number, peak_busbw_gbps)                    \
+  X(Text, busbw_formula)                        \
+  X(Number, threshold_gbps)                     \
+  X(Text, threshold_source)                     \
+  X(Text, error)
+
+#define TRAINLOCK_ALLREDUCE_SIZE(X) \
+  X(Integer, bytes)                 \
+  X(Integer, iterations)            \
+  X(Number, time_us)                \
+  X(Number, algbw_gbps)             \
+  X(Number, busbw_gbps)
+
+// comm.ddp: gradients of ranks against one process; seconds.
+#define TRAINLOCK_DDP_METRICS(X)                    \
+  X(Integer, world_size)                            \
+  X(Integer, rank)                                  \
+  X(Integer, batch_per_rank)                        \
+  X(Text, model)                                    \
+  X(Number, max_abs_grad_diff)                      \
+  X(Number, rtol)                                   \
+  X(Number, atol)                                   \
+  X(Flag, gradients_equal_within_tolerance)         \
+  X(Number, median_step_s)                          \
+  X(Free, step_s_per_rank)                          \
+  X(Number, spread)           /* slowest over median */ \
+  X(Number, straggler_margin)                       \
+  X(Integer, straggler_rank)                        \
+  X(Text, error)
+
+// env.driver, env.runtime and env.versions: version strings.
+#define TRAINLOCK_ENV_VERSION_METRICS(X) \
+  X(Text, driver_version)                \
+  X(Text, cuda_driver_version)           \
+  X(Text, driver_min)                    \
+  X(Text, cuda_runtime)                  \
+  X(Text, cuda_driver_supports)          \
+  X(Text, torch)                         \
+  X(Text, nccl)                          \
+  X(Text, torch_locked)                  \
+  X(Text, cuda_locked)                   \
+  X(Text, nccl_locked)
+
+// env.devices and env.arch.
+#define TRAINLOCK_ENV_DEVICE_METRICS(X)                          \
+  X(Integer, count)                                              \
+  X(Free, not_visible)   /* NVML indices hidden from this process */ \
+  X(Free, accelerators)                                          \
+  X(Free, libraries)     /* env.arch: code per library; ops.custom too */ \
+  X(Free, launches)      /* env.arch: the known-answer kernel per GPU */
+
+// env.health: NVML's fields per device.
+#define TRAINLOCK_HEALTH_METRICS(X) \
+  X(Free, devices)                  \
+  X(Free, unknown)  /* "GPU 0 <field>" NVML could not report */
+
+// perf.matmul and perf.hbm: TFLOP/s and TB/s per device against a fraction of the datasheet.
+#define TRAINLOCK_PERF_METRICS(X) \
+  X(Rows<PerfDevice>, devices)    \
+  X(Number, threshold_fraction_of_datasheet)
+
+#define TRAINLOCK_PERF_DEVICE(X) \
+  X(Integer, index)              \
+  X(Text, name)                  \
+  X(Number, value)               \
+  X(OrNull<double>, threshold)   /* null: no datasheet figure */ \
+  X(Free, method)                \
+  X(Text, error)
+
+// ops.custom.
+#define TRAINLOCK_OPS_METRICS(X) \
+  X(Text, device)                \
+  X(Free, libraries)             \
+  X(Free, failures)              /* kind, op, message, remedy */
+
+// data.model and data.dataset.
+#define TRAINLOCK_DATA_METRICS(X) \
+  X(Integer, bytes)               \
+  X(Integer, vocab_size)          \
+  X(Free, token_shards)           /* path -> TokenShardMetrics */
+
+// One token shard of data.dataset: its token count and largest token id.
+#define TRAINLOCK_TOKEN_SHARD_METRICS(X) \
+  X(Integer, tokens)                     \
+  X(Integer, max_token_id)
+
+// ext.command.
+#define TRAINLOCK_COMMAND_METRICS(X) \
+  X(Free, argv)                      \
+  X(Text, cwd)                       \
+  X(Integer, exit_code)              \
+  X(Flag, timed_out)                 \
+  X(Number, timeout_s)               \
+  X(Number, duration_s)              \
+  X(Integer, output_lines)           \
+  X(Text, output_tail)               \
+  X(Flag, left_processes_killed)     \
+  X(Text, containment)
+
+// A node check in a distributed validation's merged report (rank_merge.h): every node's status.
+#define TRAINLOCK_NODE_MERGE_METRICS(X) X(Free, nodes)
+
+#define TRAINLOCK_METRICS_MEMBER(type, name) type name;
+
+struct RankStepRow {
+  TRAINLOCK_RANK_STEP_ROW(TRAINLOCK_METRICS_MEMBER)
+};
+struct AllreduceSize {
+  TRAINLOCK_ALLREDUCE_SIZE(TRAINLOCK_METRICS_MEMBER)
+};
+struct PerfDevice {
+  TRAINLOCK_PERF_DEVICE(TRAINLOCK_METRICS_MEMBER)
+};
+struct TrainStepMetrics {
+  TRAINLOCK_TRAIN_STEP_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
+struct MemoryEstimateMetrics {
+  TRAINLOCK_MEMORY_ESTIMATE_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
+struct RankTrainMetrics {
+  TRAINLOCK_RANK_TRAIN_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
+struct RoundtripMetrics {
+  TRAINLOCK_ROUNDTRIP_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
+struct EvalMetrics {
+  TRAINLOCK_EVAL_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
+struct PortableMetrics {
+  TRAINLOCK_PORTABLE_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
+struct AllreduceMetrics {
+  TRAINLOCK_ALLREDUCE_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
+struct DdpMetrics {
+  TRAINLOCK_DDP_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
+struct EnvVersionMetrics {
+  TRAINLOCK_ENV_VERSION_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
+struct EnvDeviceMetrics {
+  TRAINLOCK_ENV_DEVICE_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
+struct HealthMetrics {
+  TRAINLOCK_HEALTH_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
+struct PerfMetrics {
+  TRAINLOCK_PERF_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
+struct OpsMetrics {
+  TRAINLOCK_OPS_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
+struct DataMetrics {
+  TRAINLOCK_DATA_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
+struct TokenShardMetrics {
+  TRAINLOCK_TOKEN_SHARD_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
+struct CommandMetrics {
+  TRAINLOCK_COMMAND_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
+struct NodeMergeMetrics {
+  TRAINLOCK_NODE_MERGE_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
+
+// The one writer and the one reader of each struct. ReadInto leaves the members the JSON lacks
+// as they are; ReadMetrics<T> starts from an empty T.
+#define TRAINLOCK_DECLARE_METRICS(Type)  \
+  nlohmann::json ToJson(const Type& m); \
+  void ReadInto(const nlohmann::json& j, Type* m);
+TRAINLOCK_DECLARE_METRICS(RankStepRow)
+TRAINLOCK_DECLARE_METRICS(AllreduceSize)
+TRAINLOCK_DECLARE_METRICS(PerfDevice)
+TRAINLOCK_DECLARE_METRICS(TrainStepMetrics)
+TRAINLOCK_DECLARE_METRICS(MemoryEstimateMetrics)
+TRAINLOCK_DECLARE_METRICS(RankTrainMetrics)
+TRAINLOCK_DECLARE_METRICS(RoundtripMetrics)
+TRAINLOCK_DECLARE_METRICS(EvalMetrics)
+TRAINLOCK_DECLARE_METRICS(PortableMetrics)
+TRAINLOCK_DECLARE_METRICS(AllreduceMetrics)
+TRAINLOCK_DECLARE_METRICS(DdpMetrics)
+TRAINLOCK_DECLARE_METRICS(EnvVersionMetrics)
+TRAINLOCK_DECLARE_METRICS(EnvDeviceMetrics)
+TRAINLOCK_DECLARE_METRICS(HealthMetrics)
+TRAINLOCK_DECLARE_METRICS(PerfMetrics)
+TRAINLOCK_DECLARE_METRICS(OpsMetrics)
+TRAINLOCK_DECLARE_METRICS(DataMetrics)
+TRAINLOCK_DECLARE_METRICS(TokenShardMetrics)
+TRAINLOCK_DECLARE_METRICS(CommandMetrics)
+TRAINLOCK_DECLARE_METRICS(NodeMergeMetrics)
+#undef TRAINLOCK_DECLARE_METRICS
+
+template <class T>
+T ReadMetrics(const nlohmann::json& j) {
+  T m;
+  ReadInto(j, &m);
+  return m;
+}
+
+// `metrics` with the members `more` sets written over it (the others kept): for a writer that
+// adds to a check another part of the validator made (rank_merge.h).
+void AddMetrics(nlohmann::json* metrics, const nlohmann::json& more);
+
+// Every key of every struct above, for tests/check_metrics_test.cc.
+std::vector<std::string> AllMetricKeys();
+
+}  // namespace trainlock
