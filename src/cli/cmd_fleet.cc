@@ -100,7 +100,9 @@ Command RegisterFleet(CLI::App& app, const GlobalOptions& global) {
       "(required pod anti-affinity on kubernetes.io/hostname) on nodes of the lock's\n"
       "accelerators (nvidia.com/gpu.product), all --gpus-per-node GPUs (nvidia.com/gpu or\n"
       "amd.com/gpu) and CPU and memory requests, the lock's image by digest running\n"
-      "`trainlock-validate /etc/trainlock --nproc auto --out /reports/<node>.json` and printing\n"
+      "`trainlock-validate " +
+          std::string(kProjectInImage) +
+          " --nproc auto --out /reports/<node>.json` and printing\n"
       "the report to the log, TRAINLOCK_NODE_NAME from the downward API, /dev/shm in memory,\n"
       "no retries, restartPolicy Never.");
   AddGenerateOptions(k8s_cmd, *k8s);

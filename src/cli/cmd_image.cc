@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "image/image_build.h"
 #include "image/image_generate.h"
+#include "image/in_image_paths.h"
 #include "project/project.h"
 
 namespace trainlock::cli {
@@ -120,7 +121,9 @@ Command RegisterImage(CLI::App& app, const GlobalOptions& global) {
       "dated snapshot archive of SOURCE_DATE_EPOCH, the lock's whole Python closure with\n"
       "pip --require-hashes --no-deps, the validator (compiled against the image's torch for\n"
       "cuda/rocm, copied for cpu), the custom ops built for the target's architectures, lock,\n"
-      "config and image.json in /etc/trainlock/, OCI labels, the validator as entrypoint. The\n"
+      "config and image.json in " +
+          std::string(kProjectInImage) +
+          "/, OCI labels, the validator as entrypoint. The\n"
       "same inputs give byte-identical files. A target whose lock has no resolved Python\n"
       "closure is refused (exit 2) with the command that resolves it.");
   generate

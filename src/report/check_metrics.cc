@@ -69,18 +69,12 @@ void GetMetric(const Json& j, const char* key, Free* out) {
   if (it != j.end()) *out = *it;
 }
 
-void GetMetric(const Json& j, const char* key, OrNull<double>* out) {
+// A member that may be null on purpose: present (as nullopt inside when null or ill-typed).
+template <class T>
+void GetMetric(const Json& j, const char* key, OrNull<T>* out) {
   auto it = j.find(key);
   if (it == j.end()) return;
-  Number inner;
-  GetMetric(j, key, &inner);
-  *out = inner;
-}
-
-void GetMetric(const Json& j, const char* key, OrNull<bool>* out) {
-  auto it = j.find(key);
-  if (it == j.end()) return;
-  Flag inner;
+  std::optional<T> inner;
   GetMetric(j, key, &inner);
   *out = inner;
 }

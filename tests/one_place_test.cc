@@ -1,0 +1,86 @@
+// The "written once" claims of docs/DESIGN.md that a scan of the tree can hold: each spelling
+// below may appear, outside comments, in its one owning file of src/, validators/ and images/
+// only. (The other claims have tests of their own: metric keys check_metrics_test.cc, the
+// layering layering_test.cc, throw sites throw_sites_test.cc, the remedies
+// memory_remedies_test.cc, the validator's options validator_options_test.cc.)
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "test_support.h"
+
+namespace trainlock {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct OnePlace {
+  std::string spelling;
+  std::string owner;  // relative to the source tree
+};
+
+// What each path means is in its owner's comments.
+const std::vector<OnePlace> kOnePlace = {
+    {"/etc/trainlock", "src/image/in_image_paths.h"},
+    {"/usr/local/bin/trainlock-validate", "src/image/in_image_paths.h"},
+    {"/trainlock/project", "src/image/in_image_paths.h"},
+    {"/trainlock/out", "src/image/in_image_paths.h"},
+    {"/proc/self/exe", "src/base/program_path.cc"},
+};
+
+bool IsSource(const fs::path& file) {
+  const std::string ext = file.extension().string();
+  return ext == ".h" || ext == ".cc" || ext == ".in";
+}
+
+// "file:line: spelling" for each use of a spelling outside its owner under `root`'s folders.
+std::vector<std::string> SpelledElsewhere(const fs::path& root,
+                                          const std::vector<OnePlace>& places) {
+  std::vector<std::string> found;
+  for (const char* folder : {"src", "validators", "images"}) {
+    if (!fs::exists(root / folder)) continue;
+    for (const auto& entry : fs::recursive_directory_iterator(root / folder)) {
+      if (!entry.is_regular_file() || !IsSource(entry.path())) continue;
+      const std::string rel = fs::relative(entry.path(), root).generic_string();
+      std::ifstream in(entry.path());
+      int line_no = 0;
+      for (std::string line; std::getline(in, line);) {
+        ++line_no;
+        const size_t code = line.find_first_not_of(" \t");
+        if (code != std::string::npos && line.compare(code, 2, "//") == 0) continue;
+        for (const OnePlace& place : places) {
+          if (rel != place.owner && line.find(place.spelling) != std::string::npos)
+            found.push_back(rel + ":" + std::to_string(line_no) + ": " + place.spelling);
+        }
+      }
+    }
+  }
+  return found;
+}
+
+TEST(OnePlace, InImagePathsAndTheProcessPathAreSpelledOnlyByTheirOwners) {
+  const std::vector<std::string> found = SpelledElsewhere(testing::SourceDir(), kOnePlace);
+  std::string all;
+  for (const std::string& f : found) all += f + "\n";
+  EXPECT_EQ(all, "");
+}
+
+TEST(OnePlace, ASpellingOutsideItsOwnerIsFound) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.path() / "src/cli/cmd_x.cc",
+                     "// /etc/trainlock in a comment is fine\nauto p = \"/etc/trainlock/x\";\n");
+  testing::WriteFile(dir.path() / "images/cpu.Containerfile.in", "COPY a /etc/trainlock/\n");
+  const std::vector<std::string> found = SpelledElsewhere(dir.path(), kOnePlace);
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_NE(std::find(found.begin(), found.end(), "src/cli/cmd_x.cc:2: /etc/trainlock"),
+            found.end());
+  EXPECT_NE(std::find(found.begin(), found.end(), "images/cpu.Containerfile.in:1: /etc/trainlock"),
+            found.end());
+}
+
+}  // namespace
+}  // namespace trainlock
