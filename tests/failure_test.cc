@@ -32,6 +32,13 @@ TEST(RunWithExitCodes, FailureReturnsItsOwnExitCode) {
             kExitVerdict);
 }
 
+TEST(RunWithExitCodes, EachFailureCodeIsTheProcessExitCode) {
+  CapturedStderr err;
+  for (ExitCode code : {kExitVerdict, kExitBadInput, kExitEnvironment}) {
+    EXPECT_EQ(RunWithExitCodes("prog", [code]() -> int { throw Failure("why", code); }), code);
+  }
+}
+
 TEST(RunWithExitCodes, FailureIsPrintedUnderTheCommandThenEachNote) {
   CapturedStderr err;
   RunWithExitCodes(

@@ -2,6 +2,7 @@
 // (SASS and PTX) and hipcc's offload bundles (gfx targets), and what can run where.
 #include <gtest/gtest.h>
 
+#include "base/failure.h"
 #include "compat/gpu_binary.h"
 #include "test_support.h"
 
@@ -85,7 +86,7 @@ TEST(GpuBinary, ATruncatedElfIsRefused) {
   testing::TempDir dir;
   std::string bytes = testing::ReadFile(testing::BinDir() / "trainlock").substr(0, 200);
   testing::WriteFile(dir.path() / "cut.so", bytes);
-  EXPECT_THROW(InspectGpuBinary(dir.path() / "cut.so"), std::runtime_error);
+  EXPECT_THROW(InspectGpuBinary(dir.path() / "cut.so"), Failure);
 }
 
 TEST(GpuBinary, PtxIsaVersionsMapToTheirCudaRelease) {

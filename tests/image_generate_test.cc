@@ -11,6 +11,7 @@
 
 #include <memory>
 
+#include "base/failure.h"
 #include "base/sha256.h"
 #include "base/tree_hash.h"
 #include "image/image_generate.h"
@@ -184,7 +185,7 @@ TEST(FillTemplate, ReplacesEveryPlaceholderAndLeavesOtherAtSignsAlone) {
 }
 
 TEST(FillTemplate, APlaceholderWithoutAValueIsAnError) {
-  EXPECT_THROW(FillTemplate("FROM @BASE@", {}), std::invalid_argument);
+  EXPECT_THROW(FillTemplate("FROM @BASE@", {}), Failure);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // pieces the Python closure resolver decides with, on the cases pip's own tests pin down.
 #include <gtest/gtest.h>
 
+#include "base/failure.h"
 #include "lock/pep440.h"
 #include "lock/pep508.h"
 #include "lock/wheel_tags.h"
@@ -96,8 +97,8 @@ TEST(Pep508, MarkersEvaluateForTheImagesPythonAndPlatform) {
   EXPECT_FALSE(eval("extra == \"optree\""));
   EXPECT_TRUE(eval("extra == \"Opt_Tree\"", {"opt-tree"}));
   EXPECT_TRUE(eval("'linux' in sys_platform"));
-  EXPECT_THROW(eval("python_version >= "), std::invalid_argument);
-  EXPECT_THROW(eval("no_such_variable == '1'"), std::invalid_argument);
+  EXPECT_THROW(eval("python_version >= "), Failure);
+  EXPECT_THROW(eval("no_such_variable == '1'"), Failure);
 }
 
 TEST(WheelTags, ThePlatformsWheelsRankAndOthersAreRefused) {

@@ -4,6 +4,13 @@
 // request found late (an engine name), 3 when the environment failed (a registry, the Hub or
 // an engine could not be reached or run). RunWithExitCodes (exit_code.h) prints it and exits
 // with its code; bad input with file positions is an InputError (diagnostic.h) instead.
+//
+// The rule: Failure and InputError (always exit 2) are the only exceptions that cross a module
+// boundary, and our code throws no bare std exception (tests/throw_sites_test.cc enumerates
+// every throw site under src/ and validators/). A module may keep an exception class of its own
+// (e.g. CheckpointError) when the place meant to handle it catches it by name; that test lists
+// each one with where. What still reaches RunWithExitCodes' catch-all as exit 3 is a library's
+// exception (std::bad_alloc, nlohmann::json, std::filesystem).
 #pragma once
 
 #include <stdexcept>

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "base/diagnostic.h"
+#include "base/failure.h"
 #include "base/safe_paths.h"
 #include "base/scoped_fd.h"
 
@@ -65,11 +66,11 @@ std::string ReadInputFile(const std::filesystem::path& file, const std::string& 
 
 static void FsyncPath(const std::filesystem::path& path, int flags) {
   int fd = ::open(path.c_str(), flags);
-  if (fd < 0) throw std::runtime_error(path.string() + ": open: " + std::strerror(errno));
+  if (fd < 0) throw Failure(path.string() + ": open: " + std::strerror(errno), kExitEnvironment);
   int rc = ::fsync(fd);
   int saved = errno;
   ::close(fd);
-  if (rc != 0) throw std::runtime_error(path.string() + ": fsync: " + std::strerror(saved));
+  if (rc != 0) throw Failure(path.string() + ": fsync: " + std::strerror(saved), kExitEnvironment);
 }
 
 void WriteFileAtomically(const std::filesystem::path& file, std::string_view data) {
@@ -87,19 +88,19 @@ void WriteFileAtomically(const std::filesystem::path& file, std::string_view dat
       int saved = errno;
       ::close(fd);
       ::unlink(tmp.c_str());
-      throw std::runtime_error(tmp.string() + ": write: " + std::strerror(saved));
+      throw Failure(tmp.string() + ": write: " + std::strerror(saved), kExitEnvironment);
     }
     written += static_cast<size_t>(n);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int saved = errno;
     ::unlink(tmp.c_str());
-    throw std::runtime_error(tmp.string() + ": fsync: " + std::strerror(saved));
+    throw Failure(tmp.string() + ": fsync: " + std::strerror(saved), kExitEnvironment);
   }
   if (::rename(tmp.c_str(), file.c_str()) != 0) {
     int saved = errno;
     ::unlink(tmp.c_str());
-    throw std::runtime_error(file.string() + ": rename: " + std::strerror(saved));
+    throw Failure(file.string() + ": rename: " + std::strerror(saved), kExitEnvironment);
   }
   FsyncPath(dir, O_RDONLY | O_DIRECTORY);
 }

@@ -14,6 +14,7 @@
 #include <filesystem>
 
 #include "base/diagnostic.h"
+#include "base/failure.h"
 
 namespace trainlock {
 namespace {
@@ -99,7 +100,7 @@ int FreeLoopbackPort() {
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     const std::string why = std::strerror(errno);
     if (fd >= 0) ::close(fd);
-    throw std::runtime_error("no free loopback port: " + why);
+    throw Failure("no free loopback port: " + why, kExitEnvironment);
   }
   ::close(fd);
   return ntohs(addr.sin_port);

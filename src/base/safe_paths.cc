@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "base/diagnostic.h"
+#include "base/failure.h"
 
 namespace trainlock {
 namespace fs = std::filesystem;
@@ -66,9 +67,9 @@ fs::path CreateUniqueDirectory(const fs::path& parent, std::string_view prefix) 
     const fs::path dir = parent / (std::string(prefix) + RandomSuffix());
     if (::mkdir(dir.c_str(), 0700) == 0) return dir;
     if (errno != EEXIST)
-      throw std::runtime_error(dir.string() + ": cannot create: " + std::strerror(errno));
+      throw Failure(dir.string() + ": cannot create: " + std::strerror(errno), kExitEnvironment);
   }
-  throw std::runtime_error(parent.string() + ": no unused name for a directory");
+  throw Failure(parent.string() + ": no unused name for a directory", kExitEnvironment);
 }
 
 UniqueFile CreateUniqueFile(const fs::path& dir, std::string_view prefix, mode_t mode) {
@@ -77,9 +78,9 @@ UniqueFile CreateUniqueFile(const fs::path& dir, std::string_view prefix, mode_t
     ScopedFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
     if (fd.valid()) return {std::move(fd), path};
     if (errno != EEXIST)
-      throw std::runtime_error(path.string() + ": create: " + std::strerror(errno));
+      throw Failure(path.string() + ": create: " + std::strerror(errno), kExitEnvironment);
   }
-  throw std::runtime_error(dir.string() + ": no unused name for a file");
+  throw Failure(dir.string() + ": no unused name for a file", kExitEnvironment);
 }
 
 ScopedFd OpenDirectoryBelow(const fs::path& root, const fs::path& below, bool create) {

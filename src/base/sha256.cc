@@ -6,6 +6,7 @@
 #include <array>
 #include <stdexcept>
 
+#include "base/failure.h"
 #include "base/file_stream.h"
 
 namespace trainlock {
@@ -17,7 +18,7 @@ struct Sha256::Impl {
 Sha256::Sha256() : impl_(std::make_unique<Impl>()) {
   impl_->ctx = EVP_MD_CTX_new();
   if (!impl_->ctx || EVP_DigestInit_ex(impl_->ctx, EVP_sha256(), nullptr) != 1) {
-    throw std::runtime_error("OpenSSL: cannot initialise SHA-256");
+    throw Failure("OpenSSL: cannot initialise SHA-256", kExitEnvironment);
   }
 }
 
@@ -27,7 +28,7 @@ Sha256::~Sha256() {
 
 void Sha256::Update(const void* data, size_t size) {
   if (size > 0 && EVP_DigestUpdate(impl_->ctx, data, size) != 1) {
-    throw std::runtime_error("OpenSSL: SHA-256 update failed");
+    throw Failure("OpenSSL: SHA-256 update failed", kExitEnvironment);
   }
 }
 
@@ -35,7 +36,7 @@ std::string Sha256::HexDigest() {
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int length = 0;
   if (EVP_DigestFinal_ex(impl_->ctx, digest.data(), &length) != 1) {
-    throw std::runtime_error("OpenSSL: SHA-256 final failed");
+    throw Failure("OpenSSL: SHA-256 final failed", kExitEnvironment);
   }
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;

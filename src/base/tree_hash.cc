@@ -4,13 +4,14 @@
 #include <map>
 #include <stdexcept>
 
+#include "base/failure.h"
 #include "base/sha256.h"
 
 namespace trainlock {
 namespace fs = std::filesystem;
 
 std::string TreeSha256(const fs::path& root) {
-  if (!fs::is_directory(root)) throw std::runtime_error(root.string() + ": not a directory");
+  if (!fs::is_directory(root)) throw Failure(root.string() + ": not a directory", kExitBadInput);
   std::map<std::string, std::string> entries;  // relative path -> "kind digest"
   for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator();
        ++it) {
@@ -27,7 +28,7 @@ std::string TreeSha256(const fs::path& root) {
       entries[rel.generic_string()] =
           std::string(exec ? "exec " : "file ") + Sha256FileHex(it->path());
     } else if (!fs::is_directory(status)) {
-      throw std::runtime_error(it->path().string() + ": neither a file, a link nor a directory");
+      throw Failure(it->path().string() + ": neither a file, a link nor a directory", kExitBadInput);
     }
   }
   Sha256 tree;

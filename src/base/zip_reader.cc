@@ -9,6 +9,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "base/failure.h"
+
 namespace trainlock {
 namespace fs = std::filesystem;
 namespace {
@@ -58,7 +60,7 @@ class Archive {
   }
 
   [[noreturn]] void Fail(const std::string& why) const {
-    throw std::runtime_error(path_.string() + ": not a readable ZIP archive: " + why);
+    throw Failure(path_.string() + ": not a readable ZIP archive: " + why, kExitVerdict);
   }
 
  private:

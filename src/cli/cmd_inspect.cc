@@ -6,6 +6,7 @@
 
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
+#include "base/failure.h"
 #include "cli/commands.h"
 #include "compat/gpu_binary.h"
 
@@ -97,7 +98,7 @@ int RunInspect(const InspectOptions& o) {
     GpuBinaryInfo info;
     try {
       info = InspectGpuBinary(lib);
-    } catch (const std::runtime_error& e) {
+    } catch (const Failure& e) {
       throw InputError(Diagnostic{lib, {}, std::string(e.what()).substr(lib.size() + 2), {}});
     }
     nlohmann::json j = {{"path", lib},

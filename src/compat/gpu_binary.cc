@@ -22,6 +22,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "base/failure.h"
+
 namespace trainlock {
 namespace {
 
@@ -70,16 +72,16 @@ std::vector<Section> ElfSections(std::string_view data, const std::string& where
   if (data.size() < 64 || data.substr(0, 4) !=
                               "\x7f"
                               "ELF") {
-    throw std::runtime_error(where + ": not an ELF file");
+    throw Failure(where + ": not an ELF file", kExitBadInput);
   }
   if (data[4] != 2 || data[5] != 1)
-    throw std::runtime_error(where + ": not a 64-bit little-endian ELF file");
+    throw Failure(where + ": not a 64-bit little-endian ELF file", kExitBadInput);
   const uint64_t shoff = Read<uint64_t>(data, 0x28);
   const uint16_t shentsize = Read<uint16_t>(data, 0x3A), shnum = Read<uint16_t>(data, 0x3C),
                  shstrndx = Read<uint16_t>(data, 0x3E);
   if (shentsize < 64 || !Within(shoff, uint64_t{shnum} * shentsize, data.size()) ||
       shstrndx >= shnum) {
-    throw std::runtime_error(where + ": truncated or malformed ELF section table");
+    throw Failure(where + ": truncated or malformed ELF section table", kExitBadInput);
   }
   auto header = [&](uint16_t i) { return shoff + uint64_t{i} * shentsize; };
   // The section-name string table; names outside it stay empty.
@@ -172,14 +174,15 @@ class MappedFile {
 
   explicit MappedFile(const std::filesystem::path& file) {
     int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) throw std::runtime_error(file.string() + ": cannot read: " + std::strerror(errno));
+    if (fd < 0)
+      throw Failure(file.string() + ": cannot read: " + std::strerror(errno), kExitEnvironment);
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
         static_cast<uint64_t>(st.st_size) > kMaxBytes) {
       ::close(fd);
-      throw std::runtime_error(file.string() + (S_ISREG(st.st_mode)
-                                                    ? ": larger than 16 GiB; not a library"
-                                                    : ": not a regular file"));
+      throw Failure(file.string() + (S_ISREG(st.st_mode) ? ": larger than 16 GiB; not a library"
+                                                         : ": not a regular file"),
+                    kExitBadInput);
     }
     size_ = static_cast<size_t>(st.st_size);
     if (size_ > 0) {
@@ -187,7 +190,7 @@ class MappedFile {
       if (data_ == MAP_FAILED) data_ = nullptr;
     }
     ::close(fd);
-    if (size_ > 0 && !data_) throw std::runtime_error(file.string() + ": cannot map");
+    if (size_ > 0 && !data_) throw Failure(file.string() + ": cannot map", kExitEnvironment);
   }
   ~MappedFile() {
     if (data_) ::munmap(data_, size_);

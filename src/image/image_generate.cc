@@ -8,6 +8,7 @@
 
 #include "base/catalog_embedded.h"
 #include "base/diagnostic.h"
+#include "base/failure.h"
 #include "base/program_path.h"
 #include "base/refs.h"
 #include "base/sha256.h"
@@ -38,7 +39,7 @@ std::string Template(const std::string& target) {
   for (const EmbeddedFile& f : EmbeddedImageTemplates()) {
     if (f.name == name) return std::string(f.contents);
   }
-  throw std::logic_error("no embedded template " + name);
+  throw Failure("this trainlock was built without its image template " + name, kExitEnvironment);
 }
 
 // The cpu image's builder stage (Debian's compilers and LibTorch headers), when it compiles
@@ -102,7 +103,7 @@ std::string FillTemplate(const std::string& text,
     }
     auto it = values.find(key);
     if (it == values.end())
-      throw std::invalid_argument("template placeholder @" + key + "@ has no value");
+      throw Failure("template placeholder @" + key + "@ has no value", kExitEnvironment);
     out += text.substr(pos, open - pos) + it->second;
     pos = close + 1;
   }

@@ -3,6 +3,7 @@
 // version operators compare as PEP 440 versions when both sides are versions, else as
 // strings (where an ordering, unlike packaging's error, is simply false).
 #include "lock/pep508.h"
+#include "base/failure.h"
 #include "base/strings.h"
 
 #include <cctype>
@@ -45,7 +46,7 @@ class MarkerParser {
 
  private:
   [[noreturn]] void Fail(const std::string& why) {
-    throw std::invalid_argument("marker '" + std::string(text_) + "': " + why);
+    throw Failure("marker '" + std::string(text_) + "': " + why, kExitBadInput);
   }
 
   void Advance() {
@@ -241,7 +242,7 @@ std::optional<PyRequirement> ParsePyRequirement(std::string_view text, std::stri
   if (!r.marker.empty()) {
     try {
       EvaluateMarker(r.marker, {}, {});
-    } catch (const std::invalid_argument& e) {
+    } catch (const Failure& e) {
       return fail(e.what());
     }
   }

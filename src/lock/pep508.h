@@ -33,7 +33,7 @@ struct PyRequirement {
 std::optional<PyRequirement> ParsePyRequirement(std::string_view text, std::string* error);
 
 // Evaluates `marker` ("" is true) in `env`; `extra == "x"` holds when x is among `extras`.
-// Throws std::invalid_argument naming the problem for a marker that does not parse.
+// Throws a Failure (exit 2) naming the problem for a marker that does not parse.
 bool EvaluateMarker(std::string_view marker, const MarkerEnvironment& env,
                     const std::set<std::string>& extras);
 

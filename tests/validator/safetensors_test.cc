@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/failure.h"
 #include "base/sha256.h"
 #include "engines/native/safetensors.h"
 #include "test_support.h"
@@ -385,7 +386,7 @@ TEST(SafetensorsDtypeTest, NamesEachSupportedTypeAndRefusesOthers) {
   EXPECT_EQ(SafetensorsDtype(at::kLong), "I64");
   EXPECT_EQ(SafetensorsDtype(at::kByte), "U8");
   EXPECT_EQ(SafetensorsDtype(at::kBool), "BOOL");
-  EXPECT_THROW(SafetensorsDtype(at::kComplexFloat), std::runtime_error);
+  EXPECT_THROW(SafetensorsDtype(at::kComplexFloat), Failure);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/failure.h"
 #include "test_support.h"
 #include "engines/native/token_data.h"
 
@@ -360,7 +361,7 @@ TEST(WindowLoaderTest, RefusesStateFromALoaderWithOtherShuffling) {
   WindowLoader shuffled(source, 8, 4, 9, /*shuffle=*/true, 8);
   shuffled.Next();
   WindowLoader ordered(source, 8, 4, 9, /*shuffle=*/false, 8);
-  EXPECT_THROW(ordered.Restore(shuffled.State()), std::runtime_error);
+  EXPECT_THROW(ordered.Restore(shuffled.State()), Failure);
 }
 
 TEST(WindowLoaderTest, RefusesStateWithACursorPastTheEpoch) {
@@ -368,7 +369,7 @@ TEST(WindowLoaderTest, RefusesStateWithACursorPastTheEpoch) {
   WindowLoader loader(source, 8, 4, 9, true, 8);
   nlohmann::json state = loader.State();
   state["cursor"] = loader.train_windows() + 1;
-  EXPECT_THROW(loader.Restore(state), std::runtime_error);
+  EXPECT_THROW(loader.Restore(state), Failure);
 }
 
 TEST(WindowLoaderTest, RefusesASourceTooSmallForAMicroBatchAndTheEvalWindows) {

@@ -26,12 +26,6 @@ namespace {
 
 using nlohmann::json;
 
-// A smoke test that could not run as specified; becomes a smoke_error failure.
-class SmokeProblem : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 json Failure(const char* kind, const std::string& op, const std::string& message,
              const std::string& remedy) {
   return {{"kind", kind}, {"op", op}, {"message", message}, {"remedy", remedy}};
@@ -293,6 +287,11 @@ json Smoke(const c10::OperatorHandle& op, const SmokeSpec& spec, const torch::De
     out["time_per_call_s"] = MedianSecondsPerCall([&] { (void)CallOp(op, op_args); }, device);
     out["reference_time_per_call_s"] =
         MedianSecondsPerCall([&] { (void)(*reference)(ref_args); }, device);
+  } catch (const SmokeProblem& e) {
+    failures.push_back(Failure(op_failure::kSmokeError, spec.op,
+                               Describe(spec) + " cannot run as specified: " + FirstLine(e.what()),
+                               "make the smoke spec's inputs match the op's schema and its "
+                               "reference's arguments"));
   } catch (const std::exception& e) {
     failures.push_back(Failure(op_failure::kSmokeError, spec.op,
                                Describe(spec) + " failed: " + FirstLine(e.what()),

@@ -9,8 +9,8 @@ namespace {
 
 const torch::Tensor& TensorArg(const std::vector<c10::IValue>& args, size_t i, const char* ref) {
   if (i >= args.size() || !args[i].isTensor()) {
-    throw std::invalid_argument(std::string("reference ") + ref + ": argument " +
-                                std::to_string(i) + " must be a tensor");
+    throw SmokeProblem(std::string("reference ") + ref + ": argument " + std::to_string(i) +
+                       " must be a tensor");
   }
   return args[i].toTensor();
 }

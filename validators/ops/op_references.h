@@ -8,10 +8,19 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace trainlock::validate {
+
+// A smoke test that could not run as specified (a dtype, argument or input the op or its
+// reference cannot take). It never leaves ops/: the smoke test catches it by name and makes it
+// an ops.custom smoke_error failure that blames the smoke spec, not the op.
+class SmokeProblem : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 using OpReference = std::function<std::vector<torch::Tensor>(const std::vector<c10::IValue>&)>;
 

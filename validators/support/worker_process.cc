@@ -5,6 +5,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "base/failure.h"
+
 namespace trainlock::validate {
 namespace {
 
@@ -25,7 +27,7 @@ SpawnOptions WorkerSpawnOptions(const std::vector<std::string>& argv,
 
 Child::Child(const std::vector<std::string>& argv, const std::filesystem::path& stderr_file)
     : process_(WorkerSpawnOptions(argv, stderr_file)) {
-  if (process_.pid() < 0) throw std::runtime_error(process_.start_error());
+  if (process_.pid() < 0) throw Failure(process_.start_error(), kExitEnvironment);
 }
 
 std::optional<int> Child::Wait(std::chrono::steady_clock::time_point deadline) {

@@ -14,6 +14,7 @@
 
 #include "engines/native/async_checkpoint.h"
 #include "base/diagnostic.h"
+#include "base/failure.h"
 #include "base/file_io.h"
 #include "ops/custom_ops.h"
 #include "engines/native/model_loader.h"
@@ -67,12 +68,13 @@ torch::Device PickDevice(const std::string& requested) {
   const bool indexed = requested.rfind("cuda:", 0) == 0;
   if (requested == "cuda" || indexed || (requested == "auto" && torch::cuda::is_available())) {
     if (!torch::cuda::is_available())
-      throw std::runtime_error("--device " + requested + ": no CUDA device");
+      throw Failure("--device " + requested + ": no CUDA device", kExitEnvironment);
     torch::Device device(torch::kCUDA, 0);
     if (indexed) device = torch::Device(requested);
     if (device.index() >= static_cast<int>(torch::cuda::device_count()))
-      throw std::runtime_error("--device " + requested + ": only " +
-                               std::to_string(torch::cuda::device_count()) + " CUDA devices");
+      throw Failure("--device " + requested + ": only " +
+                        std::to_string(torch::cuda::device_count()) + " CUDA devices",
+                    kExitBadInput);
 #if defined(TRAINLOCK_WITH_CUDA)
     c10::cuda::set_device(device.index());
 #endif
@@ -552,6 +554,11 @@ int RunWorker(const WorkerOptions& o) {
   } catch (const CheckpointError& e) {
     result["error"] = {{"kind", "checkpoint"}, {"message", e.what()}};
     code = kWorkerCheckpointRefused;
+  } catch (const ModelLoadError& e) {
+    // The model directory's config or weights do not fit the training config: the model's
+    // fault, named as such, not a training failure.
+    result["error"] = {{"kind", "model"}, {"message", e.what()}};
+    code = kWorkerTrainingFailed;
   } catch (const NonFiniteLoss& e) {
     result["error"] = {{"kind", "non_finite_loss"}, {"message", e.what()}, {"step", e.step()}};
     code = kWorkerTrainingFailed;

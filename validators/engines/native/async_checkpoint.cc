@@ -2,6 +2,7 @@
 #include "engines/native/async_checkpoint.h"
 
 #include "base/elapsed.h"
+#include "base/failure.h"
 #include "engines/native/host_staging.h"
 
 #include <torch/cuda.h>
@@ -85,7 +86,8 @@ std::vector<torch::Tensor> AsyncCheckpointer::TakeStaging(const CheckpointConten
 
 void AsyncCheckpointer::Start(const std::filesystem::path& root, const CheckpointContents& contents,
                               int64_t keep_last) {
-  if (writer_.valid()) throw std::logic_error("a checkpoint write is still in flight");
+  if (writer_.valid())
+    throw Failure("internal: a checkpoint write is still in flight", kExitEnvironment);
   started_ = Clock::now();
   std::vector<torch::Tensor> buffers = TakeStaging(contents);
   const std::vector<const torch::Tensor*> tensors = TensorsOf(contents);

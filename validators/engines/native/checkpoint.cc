@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "base/elapsed.h"
+#include "base/failure.h"
 #include "base/file_io.h"
 #include "base/safe_paths.h"
 #include "base/sha256.h"
@@ -38,7 +39,7 @@ void FsyncDir(const fs::path& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0 || ::fsync(fd) != 0) {
     if (fd >= 0) ::close(fd);
-    throw std::runtime_error(dir.string() + ": cannot fsync directory");
+    throw Failure(dir.string() + ": cannot fsync directory", kExitEnvironment);
   }
   ::close(fd);
 }

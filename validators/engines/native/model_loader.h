@@ -14,6 +14,8 @@
 
 namespace trainlock::validate {
 
+// A model directory that does not fit the training config (a shape, dtype or name). RunWorker
+// (worker/worker.cc) catches it by name: the worker's error kind "model".
 class ModelLoadError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

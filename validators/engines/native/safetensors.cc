@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "base/failure.h"
 #include "base/sha256.h"
 
 namespace trainlock::validate {
@@ -35,7 +36,7 @@ class File {
  public:
   File(const std::filesystem::path& path, int flags) : path_(path) {
     fd_ = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw std::runtime_error(Errno(path.string() + ": open"));
+    if (fd_ < 0) throw Failure(Errno(path.string() + ": open"), kExitEnvironment);
   }
   ~File() {
     if (fd_ >= 0) ::close(fd_);
@@ -48,7 +49,7 @@ class File {
     while (size > 0) {
       ssize_t n = ::write(fd_, p, size);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw std::runtime_error(Errno(path_.string() + ": write"));
+      if (n <= 0) throw Failure(Errno(path_.string() + ": write"), kExitEnvironment);
       p += n;
       size -= static_cast<size_t>(n);
     }
@@ -68,7 +69,7 @@ class File {
     return true;
   }
   void Sync() {
-    if (::fsync(fd_) != 0) throw std::runtime_error(Errno(path_.string() + ": fsync"));
+    if (::fsync(fd_) != 0) throw Failure(Errno(path_.string() + ": fsync"), kExitEnvironment);
   }
   // Asks the kernel to start writing [offset, offset + size) to disk now; a hint (errors
   // surface at the fsync), so a file system without it loses nothing.
@@ -104,7 +105,8 @@ std::string SafetensorsDtype(at::ScalarType type) {
   for (const DtypeName& d : kDtypes) {
     if (type == d.type) return d.name;
   }
-  throw std::runtime_error(std::string("safetensors cannot store dtype ") + c10::toString(type));
+  throw Failure(std::string("safetensors cannot store dtype ") + c10::toString(type),
+                kExitEnvironment);
 }
 
 WrittenFile WriteSafetensors(const std::filesystem::path& file,
@@ -170,7 +172,7 @@ torch::Tensor ReadWholeFile(const std::filesystem::path& path, Sha256* hash) {
   try {
     // O_NONBLOCK: a FIFO in place of a file must not block the open; it is refused below.
     opened.emplace(path, O_RDONLY | O_NONBLOCK);
-  } catch (const std::runtime_error& e) {
+  } catch (const Failure& e) {
     throw SafetensorsError(e.what());
   }
   if (!opened->IsRegular()) throw SafetensorsError(path.string() + ": not a regular file");

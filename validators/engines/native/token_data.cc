@@ -10,6 +10,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "base/failure.h"
+
 namespace trainlock::validate {
 
 uint64_t SplitMix64(uint64_t x) {
@@ -61,9 +63,10 @@ class Shards : public TokenSource {
       uint64_t token = 0;
       for (int b = width_ - 1; b >= 0; --b) token = (token << 8) | at[b];
       if (token >= static_cast<uint64_t>(vocab_)) {
-        throw std::runtime_error(maps_[m].path + ": token " + std::to_string(token) + " at index " +
-                                 std::to_string(p - maps_[m].first) +
-                                 " is outside the vocabulary (" + std::to_string(vocab_) + ")");
+        throw Failure(maps_[m].path + ": token " + std::to_string(token) + " at index " +
+                          std::to_string(p - maps_[m].first) + " is outside the vocabulary (" +
+                          std::to_string(vocab_) + ")",
+                      kExitVerdict);
       }
       out[i] = static_cast<int64_t>(token);
     }
@@ -82,22 +85,23 @@ class Shards : public TokenSource {
   void Map(const std::filesystem::path& file) {
     // Without blocking: a FIFO in place of a shard is refused, not waited on.
     int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) throw std::runtime_error(file.string() + ": " + std::strerror(errno));
+    if (fd < 0) throw Failure(file.string() + ": " + std::strerror(errno), kExitEnvironment);
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
       ::close(fd);
-      throw std::runtime_error(file.string() + ": not a regular file");
+      throw Failure(file.string() + ": not a regular file", kExitBadInput);
     }
     size_t bytes = static_cast<size_t>(st.st_size);
     if (bytes == 0 || bytes % static_cast<size_t>(width_) != 0) {
       ::close(fd);
-      throw std::runtime_error(file.string() + ": " + std::to_string(bytes) +
-                               " bytes is not a whole number of " + std::to_string(width_) +
-                               "-byte tokens");
+      throw Failure(file.string() + ": " + std::to_string(bytes) +
+                        " bytes is not a whole number of " + std::to_string(width_) +
+                        "-byte tokens",
+                    kExitVerdict);
     }
     void* data = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
     ::close(fd);
-    if (data == MAP_FAILED) throw std::runtime_error(file.string() + ": mmap failed");
+    if (data == MAP_FAILED) throw Failure(file.string() + ": mmap failed", kExitEnvironment);
     uint64_t tokens = bytes / static_cast<size_t>(width_);
     maps_.push_back({file.string(), data, bytes, total_, tokens});
     total_ += tokens;
@@ -127,14 +131,14 @@ WindowLoader::WindowLoader(const TokenSource& source, int64_t seq_len, int64_t m
       seed_(seed),
       shuffle_(shuffle),
       eval_windows_(eval_windows) {
-  if (eval_windows < 1) throw std::runtime_error("the loader needs at least one eval window");
+  if (eval_windows < 1) throw Failure("the loader needs at least one eval window", kExitBadInput);
   int64_t windows = source.size() > 1 ? static_cast<int64_t>((source.size() - 1) / seq_len) : 0;
   train_windows_ = windows - eval_windows;
   if (train_windows_ < micro_batch) {
-    throw std::runtime_error(source.Describe() + " holds " + std::to_string(windows) +
-                             " windows of " + std::to_string(seq_len + 1) + " tokens; need " +
-                             std::to_string(micro_batch + eval_windows) +
-                             " (micro_batch + eval windows)");
+    throw Failure(source.Describe() + " holds " + std::to_string(windows) + " windows of " +
+                      std::to_string(seq_len + 1) + " tokens; need " +
+                      std::to_string(micro_batch + eval_windows) + " (micro_batch + eval windows)",
+                  kExitBadInput);
   }
   Reshuffle();
 }
@@ -200,12 +204,13 @@ void WindowLoader::Restore(const nlohmann::json& state) {
   if (state.value("train_windows", int64_t{-1}) != train_windows_ ||
       state.value("seq_len", int64_t{-1}) != seq_len_ ||
       state.value("seed", uint64_t{0}) != seed_ || state.value("shuffle", !shuffle_) != shuffle_) {
-    throw std::runtime_error("data-loader state was saved for different data (" + state.dump() +
-                             ")");
+    throw Failure("data-loader state was saved for different data (" + state.dump() + ")",
+                  kExitVerdict);
   }
   if (state.at("cursor").get<uint64_t>() > static_cast<uint64_t>(train_windows_)) {
-    throw std::runtime_error("data-loader state has cursor " + state["cursor"].dump() +
-                             " past the epoch's " + std::to_string(train_windows_) + " windows");
+    throw Failure("data-loader state has cursor " + state["cursor"].dump() + " past the epoch's " +
+                      std::to_string(train_windows_) + " windows",
+                  kExitVerdict);
   }
   epoch_ = state.at("epoch").get<uint64_t>();
   cursor_ = state.at("cursor").get<uint64_t>();

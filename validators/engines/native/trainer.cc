@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "base/failure.h"
 #include "support/torch_compat.h"
 
 #if defined(TRAINLOCK_WITH_CUDA)
@@ -35,13 +36,13 @@ std::string ToHex(const torch::Tensor& bytes) {
 }
 
 torch::Tensor FromHex(const std::string& hex) {
-  if (hex.size() % 2) throw std::runtime_error("RNG state: odd-length hex");
+  if (hex.size() % 2) throw Failure("RNG state: odd-length hex", kExitVerdict);
   torch::Tensor t = torch::empty({static_cast<int64_t>(hex.size() / 2)}, torch::kUInt8);
   uint8_t* p = t.data_ptr<uint8_t>();
   auto nibble = [](char c) -> uint8_t {
     if (c >= '0' && c <= '9') return static_cast<uint8_t>(c - '0');
     if (c >= 'a' && c <= 'f') return static_cast<uint8_t>(c - 'a' + 10);
-    throw std::runtime_error("RNG state: not hex");
+    throw Failure("RNG state: not hex", kExitVerdict);
   };
   for (size_t i = 0; i < hex.size() / 2; ++i) {
     p[i] = static_cast<uint8_t>(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
