@@ -101,8 +101,8 @@ TEST(LockHash, OneChangedDigestCharacterChangesTheHash) {
 }
 
 TEST(LockHash, ReorderedArrayChangesTheHash) {
-  EXPECT_NE(LockHash(ExampleLock()), LockHash(Replace(ExampleLock(), "[ 'H200', 'H100-80GB' ]",
-                                                      "[ 'H100-80GB', 'H200' ]")));
+  EXPECT_NE(LockHash(ExampleLock()),
+            LockHash(Replace(ExampleLock(), "[ 'H200', 'H100-80GB' ]", "[ 'H100-80GB', 'H200' ]")));
 }
 
 TEST(LockHash, BuiltImagesDoNotChangeTheHash) {

@@ -50,20 +50,23 @@ TEST(CheckMetrics, RoundTripsEachStruct) {
   const nlohmann::json p = ToJson(perf);
   EXPECT_TRUE(p.at("devices")[0].at("threshold").is_null());
   EXPECT_EQ(ToJson(ReadMetrics<PerfMetrics>(p)), p);
-  const nlohmann::json command =
-      ToJson(CommandMetrics{nlohmann::json::array({"true"}), ".", 0, false, 60.0, 0.1, 0, "",
-                            false, "pid-namespace"});
+  const nlohmann::json command = ToJson(CommandMetrics{
+      nlohmann::json::array({"true"}), ".", 0, false, 60.0, 0.1, 0, "", false, "pid-namespace"});
   EXPECT_EQ(command.size(), 10u);
   EXPECT_EQ(ToJson(ReadMetrics<CommandMetrics>(command)), command);
 }
 
 TEST(CheckMetrics, HostileDocumentsReadWithoutThrowing) {
-  const nlohmann::json ill = {{"step_time_s", "fast"},        {"peak_reserved_bytes", 1e300},
-                              {"mfu", "high"},                {"ranks", {1, "two", {{"rank", "x"}}}},
-                              {"losses_uninterrupted", "no"}, {"sizes", {{{"bytes", -1}}, 7}},
-                              {"devices", 3},                 {"bitwise_equal", "yes"}};
-  for (const nlohmann::json& doc : {ill, nlohmann::json(), nlohmann::json::array({1}),
-                                    nlohmann::json("metrics")}) {
+  const nlohmann::json ill = {{"step_time_s", "fast"},
+                              {"peak_reserved_bytes", 1e300},
+                              {"mfu", "high"},
+                              {"ranks", {1, "two", {{"rank", "x"}}}},
+                              {"losses_uninterrupted", "no"},
+                              {"sizes", {{{"bytes", -1}}, 7}},
+                              {"devices", 3},
+                              {"bitwise_equal", "yes"}};
+  for (const nlohmann::json& doc :
+       {ill, nlohmann::json(), nlohmann::json::array({1}), nlohmann::json("metrics")}) {
     const auto step = ReadMetrics<TrainStepMetrics>(doc);
     EXPECT_FALSE(step.step_time_s);
     EXPECT_FALSE(step.peak_reserved_bytes);
@@ -141,8 +144,7 @@ const Exemption kExemptions[] = {
     {"rng_restored", "validators/worker/worker.cc", "the worker's restore object"},
     {"data_restored", "validators/worker/worker.cc", "the worker's restore object"},
     {"rng_restored", "validators/coordinator/roundtrip.cc", "reads the worker's restore object"},
-    {"data_restored", "validators/coordinator/roundtrip.cc",
-     "reads the worker's restore object"},
+    {"data_restored", "validators/coordinator/roundtrip.cc", "reads the worker's restore object"},
     {"step_time_s", "src/plan/plan_render.cc", "plan's own JSON output"},
     {"total_bytes", "src/plan/plan_render.cc", "plan's own JSON output"},
     {"weights_bytes", "src/plan/plan_render.cc", "plan's own JSON output"},

@@ -19,7 +19,9 @@ using testing::SourceDir;
 
 const fs::path kWorkflow = "examples/ci/github-actions.yml";
 
-YAML::Node Workflow() { return YAML::LoadFile((SourceDir() / kWorkflow).string()); }
+YAML::Node Workflow() {
+  return YAML::LoadFile((SourceDir() / kWorkflow).string());
+}
 
 // The step of `job` named `name`; a null node when there is none.
 YAML::Node Step(const YAML::Node& workflow, const std::string& job, const std::string& name) {
@@ -30,7 +32,9 @@ YAML::Node Step(const YAML::Node& workflow, const std::string& job, const std::s
   return YAML::Node();
 }
 
-std::string StepScript(const YAML::Node& step) { return step["run"] ? step["run"].as<std::string>() : ""; }
+std::string StepScript(const YAML::Node& step) {
+  return step["run"] ? step["run"].as<std::string>() : "";
+}
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -68,7 +72,8 @@ TEST(CiWorkflow, ValidatesOnASelfHostedGpuRunner) {
       workflow["jobs"]["validate"]["runs-on"].as<std::vector<std::string>>();
   EXPECT_NE(std::find(labels.begin(), labels.end(), "self-hosted"), labels.end());
   EXPECT_NE(std::find(labels.begin(), labels.end(), "gpu"), labels.end());
-  const std::string run = StepScript(Step(workflow, "validate", "Validate this runner's GPUs in the image"));
+  const std::string run =
+      StepScript(Step(workflow, "validate", "Validate this runner's GPUs in the image"));
   EXPECT_TRUE(Contains(run, "--gpus all")) << run;
   EXPECT_TRUE(Contains(run, "--nproc auto")) << run;
   EXPECT_TRUE(Contains(run, "TRAINLOCK_IMAGE_DIGEST")) << "the gate compares the image";
@@ -76,7 +81,8 @@ TEST(CiWorkflow, ValidatesOnASelfHostedGpuRunner) {
 
 TEST(CiWorkflow, PutsTheMarkdownReportOnTheStepSummary) {
   YAML::Node step = Step(Workflow(), "validate", "Report on the summary page");
-  EXPECT_TRUE(Contains(StepScript(step), "--format markdown >> \"$GITHUB_STEP_SUMMARY\"")) << StepScript(step);
+  EXPECT_TRUE(Contains(StepScript(step), "--format markdown >> \"$GITHUB_STEP_SUMMARY\""))
+      << StepScript(step);
   EXPECT_EQ(step["if"].as<std::string>(), "always()") << "a failed validation needs it most";
 }
 

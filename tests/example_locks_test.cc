@@ -1,7 +1,8 @@
 // The example locks are exactly what `trainlock lock` writes: each example is re-locked from
 // its own pins (--offline reuses the lock's digests and commits, --skip-python its Python
-// closure, so no registry, Hub or package index answer is needed) through the one lock writer, and the bytes must not change. A hand edit, or a
-// writer change that would rewrite users' locks, fails here.
+// closure, so no registry, Hub or package index answer is needed) through the one lock writer, and
+// the bytes must not change. A hand edit, or a writer change that would rewrite users' locks, fails
+// here.
 #include <gtest/gtest.h>
 
 #include "test_support.h"
@@ -29,7 +30,8 @@ TEST(ExampleLocks, EachIsByteIdenticalToWhatTrainlockLockWrites) {
     ASSERT_EQ(r.exit_code, 0) << entry.path() << ": " << r.err;
     EXPECT_EQ(testing::ReadFile(copy / "trainlock.lock"), testing::ReadFile(lock))
         << lock << " is not what `trainlock lock` writes; run `trainlock lock "
-        << entry.path().lexically_relative(testing::SourceDir()).string() << " --offline --skip-python`";
+        << entry.path().lexically_relative(testing::SourceDir()).string()
+        << " --offline --skip-python`";
     auto check = testing::RunTrainlock({"lock", copy.string(), "--check"});
     EXPECT_EQ(check.exit_code, 0) << check.err;
   }

@@ -207,8 +207,7 @@ TEST_F(FleetK8s, ReportsPvcReplacesTheEmptyDir) {
 TEST_F(FleetK8s, RequestsCpuAndMemoryForTheRunWithoutLimitingThem) {
   YAML::Node resources = Container(Job())["resources"];
   EXPECT_EQ(resources["requests"]["cpu"].as<std::string>(), "32") << "4 per GPU";
-  const double parameters =
-      EstimateTrainingMemory(LoadProject(project_).config).parameters;
+  const double parameters = EstimateTrainingMemory(LoadProject(project_).config).parameters;
   EXPECT_EQ(resources["requests"]["memory"].as<std::string>(),
             std::to_string(KubernetesMemoryGiB(parameters, 8)) + "Gi");
   EXPECT_EQ(resources["requests"]["nvidia.com/gpu"].as<int>(), 8);
@@ -229,9 +228,9 @@ TEST_F(FleetK8s, SelectsNodesOfEveryAcceleratorOfTheLock) {
   // h200-pilot allows H200 and H100-80GB: either label value, so a node affinity.
   YAML::Node job = Job();
   EXPECT_FALSE(PodSpec(job)["nodeSelector"]);
-  YAML::Node expression = PodSpec(job)["affinity"]["nodeAffinity"]
-                                     ["requiredDuringSchedulingIgnoredDuringExecution"]
-                                     ["nodeSelectorTerms"][0]["matchExpressions"][0];
+  YAML::Node expression =
+      PodSpec(job)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                  ["nodeSelectorTerms"][0]["matchExpressions"][0];
   EXPECT_EQ(expression["key"].as<std::string>(), "nvidia.com/gpu.product");
   EXPECT_EQ(expression["operator"].as<std::string>(), "In");
   EXPECT_EQ(expression["values"].as<std::vector<std::string>>(),
@@ -240,11 +239,11 @@ TEST_F(FleetK8s, SelectsNodesOfEveryAcceleratorOfTheLock) {
 
 TEST_F(FleetK8s, OneAcceleratorIsANodeSelector) {
   const std::string lock = ReadFile(project_ / kLockFile);
-  const std::string both = "accelerators = [ 'H200', 'H100-80GB' ]";  // as `trainlock lock` writes it
+  const std::string both =
+      "accelerators = [ 'H200', 'H100-80GB' ]";  // as `trainlock lock` writes it
   ASSERT_NE(lock.find(both), std::string::npos);
-  WriteFile(project_ / kLockFile,
-            lock.substr(0, lock.find(both)) + "accelerators = [ 'H200' ]" +
-                lock.substr(lock.find(both) + both.size()));
+  WriteFile(project_ / kLockFile, lock.substr(0, lock.find(both)) + "accelerators = [ 'H200' ]" +
+                                      lock.substr(lock.find(both) + both.size()));
   YAML::Node job = Job();
   EXPECT_EQ(PodSpec(job)["nodeSelector"]["nvidia.com/gpu.product"].as<std::string>(),
             "NVIDIA-H200");
@@ -382,8 +381,8 @@ TEST_F(FleetSlurm, PartitionAndAccountBecomeSbatchLines) {
 }
 
 TEST_F(FleetSlurm, APartitionThatIsNotASlurmNameIsBadInput) {
-  RunResult r = RunTrainlock({"fleet", "slurm", project_.string(), "--nodes", "4",
-                              "--partition", "h200\n#SBATCH --uid=0"});
+  RunResult r = RunTrainlock({"fleet", "slurm", project_.string(), "--nodes", "4", "--partition",
+                              "h200\n#SBATCH --uid=0"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--partition: error: not a Slurm name"), std::string::npos) << r.err;
 }

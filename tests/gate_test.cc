@@ -440,7 +440,9 @@ TEST_F(CliGate, ControlCharactersInTheReportAreShownEscaped) {
   for (json& c : report["checks"]) {
     if (c["id"] == "train.step") {
       c["status"] = "fail";
-      c["summary"] = "boom\x1b]0;owned\x07\r\xe2\x80\xae" "evil";
+      c["summary"] =
+          "boom\x1b]0;owned\x07\r\xe2\x80\xae"
+          "evil";
     }
   }
   report["verdict"] = "fail";
@@ -467,8 +469,8 @@ class GateCli : public ::testing::Test {
   void SetUp() override {
     project_ = testing::CopyExample("tiny", dir_.path());
     Project p = LoadProject(project_);
-    nlohmann::json report =
-        nlohmann::json::parse(testing::ReadFile(SourceDir() / "tests/fixtures/reports/tiny-report.json"));
+    nlohmann::json report = nlohmann::json::parse(
+        testing::ReadFile(SourceDir() / "tests/fixtures/reports/tiny-report.json"));
     report["lock_sha256"] = p.lock_sha256;
     report["config_sha256"] = p.config_sha256;
     testing::WriteFile(project_ / ".trainlock/reports/report.json", report.dump(2));
@@ -505,8 +507,8 @@ TEST_F(GateCli, LockTakesTheLockFileOrItsDirectory) {
 
 TEST_F(GateCli, RequireTakesACommaListOrRepeatedIds) {
   auto listed = Gate({"--lock", project_.string(), "--require", "comm.ddp,comm.allreduce"});
-  auto repeated = Gate(
-      {"--lock", project_.string(), "--require", "comm.ddp", "--require", "comm.allreduce"});
+  auto repeated =
+      Gate({"--lock", project_.string(), "--require", "comm.ddp", "--require", "comm.allreduce"});
   EXPECT_EQ(listed.exit_code, 1);
   EXPECT_EQ(listed.out, repeated.out);
   EXPECT_NE(listed.out.find("required check comm.allreduce was skipped"), std::string::npos)

@@ -112,7 +112,8 @@ TEST(CliInspect, SmIsAcceptedAsNinePointZeroSmNinetyOrNinety) {
     EXPECT_EQ(r.exit_code, 1) << sm;
     EXPECT_NE(r.out.find("does NOT run on sm_90"), std::string::npos) << sm << r.out;
   }
-  auto bad = testing::RunTrainlock({"inspect", Lib("libcuda_sm80_only.so").string(), "--sm", "nine"});
+  auto bad =
+      testing::RunTrainlock({"inspect", Lib("libcuda_sm80_only.so").string(), "--sm", "nine"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--sm: error: not a compute capability: 'nine'"), std::string::npos);
 }

@@ -76,8 +76,7 @@ TEST(HubModelConfig, LinearRopeScalingIsCarriedOverWithItsLegacyTypeKey) {
 }
 
 TEST(HubModelConfig, RopeScalingTheValidatorDoesNotComputeIsRefusedByName) {
-  std::string why =
-      RefusalOf(Llama32With("rope_scaling", R"({"rope_type": "yarn", "factor": 4})"));
+  std::string why = RefusalOf(Llama32With("rope_scaling", R"({"rope_type": "yarn", "factor": 4})"));
   EXPECT_NE(why.find("config.json: error: rope_scaling type 'yarn' is not supported"),
             std::string::npos)
       << why;
@@ -175,8 +174,8 @@ TEST(RopeFrequencies, Llama3KeepsShortWavelengthsAndStretchesLongOnes) {
   plain.rope_scaling = {};
   std::vector<double> scaled = RopeInverseFrequencies(m), base = RopeInverseFrequencies(plain);
   ASSERT_EQ(scaled.size(), 32u);
-  EXPECT_DOUBLE_EQ(scaled[0], base[0]);            // wavelength 2*pi < 8192/4: kept
-  EXPECT_DOUBLE_EQ(scaled[31], base[31] / 32.0);   // wavelength > 8192: divided by factor
+  EXPECT_DOUBLE_EQ(scaled[0], base[0]);           // wavelength 2*pi < 8192/4: kept
+  EXPECT_DOUBLE_EQ(scaled[31], base[31] / 32.0);  // wavelength > 8192: divided by factor
   // transformers' _compute_llama3_parameters gives, for index 16 (wavelength ~4443, in the
   // smoothed band), (1 - s) * f / 32 + s * f with s = (8192 / wavelength - 1) / 3.
   const double wavelen = 2 * M_PI / base[16];

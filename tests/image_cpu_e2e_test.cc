@@ -51,8 +51,8 @@ class CpuImage : public ::testing::Test {
       skip_ = "needs root (buildah's vfs storage and mmdebstrap's root mode)";
       return;
     }
-    for (const char* tool : {"buildah", "docker-registry", "skopeo", "python3", "mmdebstrap",
-                             "dpkg", "flock"}) {
+    for (const char* tool :
+         {"buildah", "docker-registry", "skopeo", "python3", "mmdebstrap", "dpkg", "flock"}) {
       if (!testing::HaveProgram(tool)) {
         skip_ = std::string(tool) + " is not installed (ci/deps.sh installs it)";
         return;
@@ -64,9 +64,9 @@ class CpuImage : public ::testing::Test {
     }
     dir_ = std::make_unique<testing::TempDir>();
     const auto start = std::chrono::steady_clock::now();
-    RunResult base =
-        RunCommand({"bash", (testing::SourceDir() / "tests/images/cpu_base.sh").string(),
-                    Validator().string(), (testing::BinDir().parent_path() / "test-images").string()});
+    RunResult base = RunCommand(
+        {"bash", (testing::SourceDir() / "tests/images/cpu_base.sh").string(), Validator().string(),
+         (testing::BinDir().parent_path() / "test-images").string()});
     if (base.exit_code != 0) {
       // The tools are here, so this is a failure, not a reason to skip.
       error_ = "tests/images/cpu_base.sh could not make the base image: " + base.err;
@@ -114,7 +114,9 @@ class CpuImage : public ::testing::Test {
   static std::string Ref(const std::string& name) {
     return "127.0.0.1:" + std::to_string(port_) + "/" + name;
   }
-  static std::string Index() { return "http://127.0.0.1:" + std::to_string(index_port_) + "/simple"; }
+  static std::string Index() {
+    return "http://127.0.0.1:" + std::to_string(index_port_) + "/simple";
+  }
   static void Timing(const std::string& what, std::chrono::steady_clock::time_point start) {
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -123,8 +125,8 @@ class CpuImage : public ::testing::Test {
 
   // examples/tiny on the test base, its [python] from `index`, with the sample op required.
   fs::path Project(const std::string& name, const std::string& index) {
-    const fs::path p = testing::UnlockedTiny(dir_->path() / name,
-                                             Ref("trainlock/bookworm-validator:1"), kCustomOps, index);
+    const fs::path p = testing::UnlockedTiny(
+        dir_->path() / name, Ref("trainlock/bookworm-validator:1"), kCustomOps, index);
     fs::create_directories(p / "ops");
     fs::copy_file(OpsLibrary(), p / "ops/libtrainlock_ops.so");
     std::string manifest = testing::ReadFile(p / "trainlock.toml");
@@ -138,9 +140,20 @@ class CpuImage : public ::testing::Test {
   }
 
   static std::vector<std::string> BuildArgs(const fs::path& project, const std::string& push) {
-    return {"image", "build", project.string(), "--target", "cpu", "--engine", "buildah",
-            "--push", Ref(push), "--no-tls-verify", "--source-date-epoch", kEpoch,
-            "--storage-root", (dir_->path() / "storage").string()};
+    return {"image",
+            "build",
+            project.string(),
+            "--target",
+            "cpu",
+            "--engine",
+            "buildah",
+            "--push",
+            Ref(push),
+            "--no-tls-verify",
+            "--source-date-epoch",
+            kEpoch,
+            "--storage-root",
+            (dir_->path() / "storage").string()};
   }
 
   static inline std::string skip_;
@@ -159,8 +172,9 @@ TEST_F(CpuImage, TheTinyExampleIsLockedBuiltReproduciblyValidatedInsideAndGated)
   ASSERT_EQ(lock.exit_code, 0) << lock.err;
   const Spec locked = Lock(project);
   const Target& cpu = locked.targets.at("cpu");
-  RunResult skopeo = RunCommand({"skopeo", "inspect", "--tls-verify=false", "--format",
-                                 "{{.Digest}}", "docker://" + Ref("trainlock/bookworm-validator:1")});
+  RunResult skopeo =
+      RunCommand({"skopeo", "inspect", "--tls-verify=false", "--format", "{{.Digest}}",
+                  "docker://" + Ref("trainlock/bookworm-validator:1")});
   EXPECT_EQ(cpu.base, Ref("trainlock/bookworm-validator:1") + "@" +
                           skopeo.out.substr(0, skopeo.out.find('\n')));
   // The closure is the one examples/tiny/trainlock.lock pins: the demo wheels are reproducible.
@@ -221,8 +235,7 @@ TEST_F(CpuImage, TheTinyExampleIsLockedBuiltReproduciblyValidatedInsideAndGated)
   for (const auto& check : report["checks"]) {
     if (check["id"] == "ops.custom") {
       EXPECT_EQ(check["status"], "pass") << check.dump(2);
-      EXPECT_EQ(check["metrics"]["libraries"][0]["path"],
-                "/etc/trainlock/ops/libtrainlock_ops.so")
+      EXPECT_EQ(check["metrics"]["libraries"][0]["path"], "/etc/trainlock/ops/libtrainlock_ops.so")
           << check.dump(2);
     }
   }
@@ -248,8 +261,9 @@ TEST_F(CpuImage, TheTinyExampleIsLockedBuiltReproduciblyValidatedInsideAndGated)
                              image_lock.substr(0, 64) + ")"),
             std::string::npos)
       << refused.err;
-  EXPECT_NE(refused.err.find("is not the project's (/trainlock/project/trainlock.lock, lock-sha256"),
-            std::string::npos)
+  EXPECT_NE(
+      refused.err.find("is not the project's (/trainlock/project/trainlock.lock, lock-sha256"),
+      std::string::npos)
       << refused.err;
 }
 
@@ -283,8 +297,9 @@ TEST_F(CpuImage, ATamperedOrIncompleteClosureFailsTheBuild) {
   start = std::chrono::steady_clock::now();
   r = testing::RunTrainlock(BuildArgs(incomplete, "trainlock/incomplete:1"));
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
-  EXPECT_NE(r.err.find("trainlock-demo-app 1.0.0 requires trainlock-demo-util, which is not installed"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find("trainlock-demo-app 1.0.0 requires trainlock-demo-util, which is not installed"),
+      std::string::npos)
       << r.err;
   Timing("a build refusing an incomplete closure", start);
 }

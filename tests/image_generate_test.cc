@@ -84,7 +84,8 @@ class PilotImage : public ::testing::Test {
     for (const char* file : {"Containerfile", "requirements.txt", "image.json"}) {
       const std::string one = testing::ReadFile(dir_.path() / "one" / file);
       EXPECT_EQ(one, testing::ReadFile(dir_.path() / "two" / file)) << file;
-      const std::string normal = Replace(Replace(one, lock_sha256, "<lock-sha256>"), Index(), "<index>");
+      const std::string normal =
+          Replace(Replace(one, lock_sha256, "<lock-sha256>"), Index(), "<index>");
       const fs::path golden = GoldenDir(example + "-" + target) / file;
       if (std::getenv("TRAINLOCK_REGENERATE_GOLDEN")) testing::WriteFile(golden, normal);
       EXPECT_EQ(normal, testing::ReadFile(golden)) << file;
@@ -152,9 +153,9 @@ TEST(ImageGenerate, ThePilotLockPinsTheOpSourcesAsTheyAre) {
 
 TEST(ImageGenerate, WithoutSourceDateEpochItIsBadInput) {
   testing::TempDir dir;
-  auto r = testing::RunTrainlock({"image", "generate",
-                                  (testing::SourceDir() / "examples/tiny").string(), "--target",
-                                  "cpu", "--out", dir.path().string()});
+  auto r =
+      testing::RunTrainlock({"image", "generate", (testing::SourceDir() / "examples/tiny").string(),
+                             "--target", "cpu", "--out", dir.path().string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("SOURCE_DATE_EPOCH"), std::string::npos) << r.err;
 }
@@ -176,8 +177,7 @@ TEST(ImageGenerate, TheCpuImageCopiesTheValidatorAndRecordsItsHash) {
   EXPECT_NE(text.find("COPY trainlock-validate /usr/local/bin/trainlock-validate"),
             std::string::npos);
   const std::string record = testing::ReadFile(dir.path() / "image.json");
-  EXPECT_NE(record.find("\"validator_sha256\": \"" + Sha256FileHex(validator)),
-            std::string::npos);
+  EXPECT_NE(record.find("\"validator_sha256\": \"" + Sha256FileHex(validator)), std::string::npos);
 }
 
 TEST(FillTemplate, ReplacesEveryPlaceholderAndLeavesOtherAtSignsAlone) {

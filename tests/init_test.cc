@@ -115,7 +115,8 @@ TEST_F(Init, CheckNamesAConfigFieldThatDisagreesWithThePinnedConfigJsonAtItsLine
   for (size_t i = 0; i < text.find("num_kv_heads: 4"); ++i) line += text[i] == '\n';
   testing::RunResult r = Run({"check", project_.string()});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_NE(r.out.find(config.string() + ":" + std::to_string(line) + ":17: finding [model.config]"
+  EXPECT_NE(r.out.find(config.string() + ":" + std::to_string(line) +
+                       ":17: finding [model.config]"
                        ": model.num_kv_heads is 4 but "),
             std::string::npos)
       << r.out;

@@ -135,7 +135,8 @@ std::vector<std::string> ValidatorLayeringViolations(const fs::path& validators)
   for (const Scanned& file : SourceFiles(validators, "validators")) {
     const bool is_main = file.rel == "main.cc";
     const std::string part = ValidatorPartOf(file.rel);
-    const int rank = is_main ? static_cast<int>(kValidatorParts.size()) : RankIn(kValidatorParts, part);
+    const int rank =
+        is_main ? static_cast<int>(kValidatorParts.size()) : RankIn(kValidatorParts, part);
     if (rank < 0) {
       problems.push_back(file.where + ": '" + part +
                          "' is not a part of the validator in the architecture map");
@@ -143,19 +144,19 @@ std::vector<std::string> ValidatorLayeringViolations(const fs::path& validators)
     }
     ForEachQuotedInclude(validators / file.rel, file.where,
                          [&](const std::string& at, const fs::path& header) {
-      if (std::distance(header.begin(), header.end()) == 2 &&
-          RankIn(kStages, header.begin()->string()) >= 0)
-        return;  // the library: below every part
-      const std::string target_part = IncludedValidatorPart(header);
-      const int target = RankIn(kValidatorParts, target_part);
-      if (target < 0) {
-        problems.push_back(at + "'" + header.string() +
-                           "' is in no part; include it as \"part/file.h\"");
-      } else if (target > rank) {
-        problems.push_back(at + part + " may not include the later part's '" + header.string() +
-                           "'");
-      }
-    });
+                           if (std::distance(header.begin(), header.end()) == 2 &&
+                               RankIn(kStages, header.begin()->string()) >= 0)
+                             return;  // the library: below every part
+                           const std::string target_part = IncludedValidatorPart(header);
+                           const int target = RankIn(kValidatorParts, target_part);
+                           if (target < 0) {
+                             problems.push_back(at + "'" + header.string() +
+                                                "' is in no part; include it as \"part/file.h\"");
+                           } else if (target > rank) {
+                             problems.push_back(at + part + " may not include the later part's '" +
+                                                header.string() + "'");
+                           }
+                         });
   }
   std::sort(problems.begin(), problems.end());
   return problems;

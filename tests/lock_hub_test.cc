@@ -378,9 +378,9 @@ class OfflineLockCheck : public HubLock {
   testing::RunResult Check(const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args = {"lock", project_.string(), "--check"};
     args.insert(args.end(), extra.begin(), extra.end());
-    return testing::RunProgram("trainlock", args,
-                               {"HF_ENDPOINT=" + Tripwire(), "HTTPS_PROXY=" + Tripwire(),
-                                "HTTP_PROXY=" + Tripwire()});
+    return testing::RunProgram(
+        "trainlock", args,
+        {"HF_ENDPOINT=" + Tripwire(), "HTTPS_PROXY=" + Tripwire(), "HTTP_PROXY=" + Tripwire()});
   }
 
   fs::path tripwire_log_ = dir_.path() / "tripwire.log";

@@ -25,13 +25,17 @@ class PythonIndex : public ::testing::Test {
     if (!testing::HaveProgram("python3")) GTEST_SKIP() << "python3 is not installed";
     testing::WriteFile(dir_.path() / "spec.json", spec.dump());
     port_ = testing::FreeLoopbackPort();
-    std::vector<std::string> argv = {"python3",
-                                     (testing::SourceDir() / "tests/servers/pypi_server.py").string(),
-                                     std::to_string(port_), "--demo", "--spec",
-                                     (dir_.path() / "spec.json").string()};
+    std::vector<std::string> argv = {
+        "python3",
+        (testing::SourceDir() / "tests/servers/pypi_server.py").string(),
+        std::to_string(port_),
+        "--demo",
+        "--spec",
+        (dir_.path() / "spec.json").string()};
     argv.insert(argv.end(), flags.begin(), flags.end());
     server_ = std::make_unique<testing::BackgroundProcess>(argv, dir_.path() / "server.log");
-    ASSERT_TRUE(testing::WaitForHttp(Index() + "/", 30)) << testing::ReadFile(dir_.path() / "server.log");
+    ASSERT_TRUE(testing::WaitForHttp(Index() + "/", 30))
+        << testing::ReadFile(dir_.path() / "server.log");
   }
   std::string Index() const { return "http://127.0.0.1:" + std::to_string(port_) + "/simple"; }
 
@@ -82,7 +86,7 @@ TEST_F(PythonIndex, TheClosureFollowsRequiresDistToTheNewestAllowedVersionWithIt
   const auto pins = Resolve({{"trainlock-demo-app", "1.0.0"}});
   // util 2.0.0 exists but app requires <2; the Windows-only dependency's marker is false.
   EXPECT_EQ(Versions(pins), (std::map<std::string, std::string>{{"trainlock-demo-app", "1.0.0"},
-                                                                  {"trainlock-demo-util", "1.2.0"}}));
+                                                                {"trainlock-demo-util", "1.2.0"}}));
   for (const PythonPin& p : pins) {
     EXPECT_EQ(p.sha256, ServedSha256(p.file)) << p.file;
     EXPECT_EQ(p.index, Index());
@@ -115,7 +119,9 @@ TEST_F(PythonIndex, ALaterConstraintRepicksAnEarlierChoice) {
 
 TEST_F(PythonIndex, ExtrasMarkersRequiresPythonPreReleasesAndYankedFilesAreHonoured) {
   Serve(nlohmann::json::array({
-      {{"name", "top"}, {"version", "1.0"}, {"requires", {"lib[fast]>=1", "old; python_version < '3.8'"}}},
+      {{"name", "top"},
+       {"version", "1.0"},
+       {"requires", {"lib[fast]>=1", "old; python_version < '3.8'"}}},
       {{"name", "lib"}, {"version", "1.0"}, {"requires", {"speed; extra == 'fast'"}}},
       {{"name", "lib"}, {"version", "3.0"}, {"requires_python", ">=3.13"}},
       {{"name", "lib"}, {"version", "2.0rc1"}},
@@ -128,7 +134,8 @@ TEST_F(PythonIndex, ExtrasMarkersRequiresPythonPreReleasesAndYankedFilesAreHonou
 
 TEST_F(PythonIndex, AConflictNamesEveryConstraintAndWhoMadeIt) {
   Serve(nlohmann::json::array());
-  auto [code, message] = Refusal({{"trainlock-demo-app", "1.0.0"}, {"trainlock-demo-util", "2.0.0"}});
+  auto [code, message] =
+      Refusal({{"trainlock-demo-app", "1.0.0"}, {"trainlock-demo-util", "2.0.0"}});
   EXPECT_EQ(code, 1);
   EXPECT_NE(message.find("no version of trainlock-demo-util satisfies ==2.0.0 (from the manifest), "
                          ">=1.1,<2 (from trainlock-demo-app 1.0.0)"),
@@ -137,10 +144,12 @@ TEST_F(PythonIndex, AConflictNamesEveryConstraintAndWhoMadeIt) {
 }
 
 TEST_F(PythonIndex, AMissingDependencyIsRefusedNamingWhoNeedsIt) {
-  Serve(nlohmann::json::array({{{"name", "needy"}, {"version", "1.0"}, {"requires", {"ghost>=1"}}}}));
+  Serve(
+      nlohmann::json::array({{{"name", "needy"}, {"version", "1.0"}, {"requires", {"ghost>=1"}}}}));
   auto [code, message] = Refusal({{"needy", "1.0"}});
   EXPECT_EQ(code, 1);
-  EXPECT_NE(message.find("no index has ghost (required by needy 1.0"), std::string::npos) << message;
+  EXPECT_NE(message.find("no index has ghost (required by needy 1.0"), std::string::npos)
+      << message;
 }
 
 TEST_F(PythonIndex, AWheelWhoseBytesAreNotTheIndexsHashIsRefused) {

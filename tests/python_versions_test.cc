@@ -25,10 +25,11 @@ bool In(const std::string& version, const std::string& specifier) {
 
 TEST(Pep440, VersionsSortInTheSpecificationsOrder) {
   const std::vector<std::string> ordered = {
-      "1.0.dev456", "1.0a1",  "1.0a2.dev456", "1.0a12.dev456", "1.0a12",      "1.0b1.dev456",
-      "1.0b2",      "1.0b2.post345.dev456",   "1.0b2.post345", "1.0rc1.dev456", "1.0rc1",
-      "1.0",        "1.0+abc.5",              "1.0+abc.7",     "1.0+5",       "1.0.post456.dev34",
-      "1.0.post456", "1.0.15", "1.1.dev1", "2!0.1"};
+      "1.0.dev456",    "1.0a1",         "1.0a2.dev456", "1.0a12.dev456",
+      "1.0a12",        "1.0b1.dev456",  "1.0b2",        "1.0b2.post345.dev456",
+      "1.0b2.post345", "1.0rc1.dev456", "1.0rc1",       "1.0",
+      "1.0+abc.5",     "1.0+abc.7",     "1.0+5",        "1.0.post456.dev34",
+      "1.0.post456",   "1.0.15",        "1.1.dev1",     "2!0.1"};
   for (size_t i = 0; i + 1 < ordered.size(); ++i) {
     EXPECT_LT(ComparePyVersions(V(ordered[i]), V(ordered[i + 1])), 0)
         << ordered[i] << " < " << ordered[i + 1];
@@ -93,7 +94,8 @@ TEST(Pep508, MarkersEvaluateForTheImagesPythonAndPlatform) {
   EXPECT_FALSE(eval("sys_platform == \"win32\""));
   EXPECT_TRUE(eval("python_version >= \"3.9\""));
   EXPECT_FALSE(eval("python_version < \"3.10\""));
-  EXPECT_TRUE(eval("python_version >= \"3.12\" and (sys_platform == \"darwin\" or os_name == 'posix')"));
+  EXPECT_TRUE(
+      eval("python_version >= \"3.12\" and (sys_platform == \"darwin\" or os_name == 'posix')"));
   EXPECT_FALSE(eval("extra == \"optree\""));
   EXPECT_TRUE(eval("extra == \"Opt_Tree\"", {"opt-tree"}));
   EXPECT_TRUE(eval("'linux' in sys_platform"));

@@ -52,7 +52,8 @@ TEST(RedactCredentials, AQuotedValueIsRedactedBeforeItIsCutShort) {
 TEST(RedactCredentials, TextShownOnATerminalOrInMarkupIsRedacted) {
   EXPECT_EQ(TerminalLine("cloning https://bot:hunter2@git.example/x"),
             "cloning https://***@git.example/x");
-  EXPECT_EQ(TerminalText("a\nhttps://bot:hunter2@git.example/x\n"), "a\nhttps://***@git.example/x\n");
+  EXPECT_EQ(TerminalText("a\nhttps://bot:hunter2@git.example/x\n"),
+            "a\nhttps://***@git.example/x\n");
   EXPECT_EQ(CleanText("<https://bot:hunter2@git.example/x>"), "<https://***@git.example/x>");
 }
 
@@ -72,8 +73,9 @@ TEST(HttpHeaders, AValueWithALineBreakIsRefusedWithoutShowingIt) {
 
 TEST(HttpErrors, LibcurlsTextAndTheUrlAreRedacted) {
   HttpRequest request;
-  request.url = "http://user:hunter2-secret@127.0.0.1:" +
-                std::to_string(testing::FreeLoopbackPort()) + "/v2/x";
+  request.url =
+      "http://user:hunter2-secret@127.0.0.1:" + std::to_string(testing::FreeLoopbackPort()) +
+      "/v2/x";
   request.timeout_s = 5;
   try {
     HttpFetch(request);

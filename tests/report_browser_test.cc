@@ -117,16 +117,16 @@ TEST(ReportBrowser, TinyReportRendersInHeadlessChromiumWithBothCharts) {
 std::string RenderedDom(const fs::path& dir, const std::string& name, const fs::path& png,
                         uintmax_t min_png_bytes) {
   const fs::path html = dir / (name + ".html");
-  auto render =
-      RunTrainlock({"report", FixturePath(name).string(), "--format", "html", "--out", html.string()});
+  auto render = RunTrainlock(
+      {"report", FixturePath(name).string(), "--format", "html", "--out", html.string()});
   EXPECT_EQ(render.exit_code, 0) << render.err;
   const std::vector<std::string> env = {"HOME=" + dir.string()};
   const std::string url = "file://" + html.string();
-  auto shot = RunCommand(
-      Chromium(dir / "profile", {"--window-size=" + std::to_string(kWindowWidth) + "," +
-                                     std::to_string(kWindowHeight),
-                                 "--screenshot=" + png.string(), url}),
-      env);
+  auto shot =
+      RunCommand(Chromium(dir / "profile", {"--window-size=" + std::to_string(kWindowWidth) + "," +
+                                                std::to_string(kWindowHeight),
+                                            "--screenshot=" + png.string(), url}),
+                 env);
   EXPECT_EQ(shot.exit_code, 0) << shot.err;
   const std::string image = fs::exists(png) ? testing::ReadFile(png) : "";
   EXPECT_GE(image.size(), 24u) << "no screenshot: " << shot.err;

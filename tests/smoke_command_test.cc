@@ -86,8 +86,8 @@ TEST(SmokeCommand, NonZeroExitFailsWithTheCodeAndTheOutput) {
 TEST(SmokeCommand, TimeoutKillsTheCommandAndEveryProcessItStarted) {
   testing::TempDir dir;
   const std::string sh = UniqueMarker(), background = UniqueMarker();
-  ExtCommand command = Command(
-      {"sh", "-c", "sleep " + background + " & echo started; sleep 300", sh}, 1);
+  ExtCommand command =
+      Command({"sh", "-c", "sleep " + background + " & echo started; sleep 300", sh}, 1);
   auto start = std::chrono::steady_clock::now();
   SmokeRun run = RunSmokeCommand(command, dir.path());
   double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -53,7 +53,8 @@ TEST(ValidatorOptions, TheValidatorParsesEveryOptionOfTheTable) {
 
 TEST(ValidatorOptions, AnOptionNeitherCommandKnowsIsRefusedWithASuggestion) {
   testing::TempDir dir;
-  testing::RunResult r = testing::RunTrainlock({"validate", dir.path().string(), "--checkpointdir", "x"});
+  testing::RunResult r =
+      testing::RunTrainlock({"validate", dir.path().string(), "--checkpointdir", "x"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--checkpointdir"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("did you mean '--checkpoint-dir'"), std::string::npos) << r.err;

@@ -13,11 +13,11 @@
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
 #include "base/version_info.h"
+#include "coordinator/validate.h"
 #include "project/artifact_paths.h"
 #include "project/check_ids.h"
 #include "project/project.h"
 #include "project/validator_options.h"
-#include "coordinator/validate.h"
 #include "worker/worker.h"
 
 namespace {

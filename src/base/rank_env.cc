@@ -68,7 +68,8 @@ std::optional<RankEnv> DetectRankEnv(const Getenv& getenv) {
     env.rank = IntVar(getenv, "RANK", 0, env.world_size - 1);
     env.local_rank =
         Var(getenv, "LOCAL_RANK") ? IntVar(getenv, "LOCAL_RANK", 0, env.world_size - 1) : 0;
-    env.node_rank = Var(getenv, "GROUP_RANK") ? IntVar(getenv, "GROUP_RANK", 0, env.world_size - 1) : 0;
+    env.node_rank =
+        Var(getenv, "GROUP_RANK") ? IntVar(getenv, "GROUP_RANK", 0, env.world_size - 1) : 0;
     env.master_addr = Var(getenv, "MASTER_ADDR").value_or("");
     if (env.master_addr.empty()) Bad("MASTER_ADDR", "not set, but RANK and WORLD_SIZE are");
     env.master_port = IntVar(getenv, "MASTER_PORT", 1, 65535);

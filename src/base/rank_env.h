@@ -14,7 +14,7 @@ struct RankEnv {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
-  int node_rank = 0;  // which node of the job (torchrun GROUP_RANK, Slurm SLURM_NODEID)
+  int node_rank = 0;        // which node of the job (torchrun GROUP_RANK, Slurm SLURM_NODEID)
   std::string master_addr;  // where rank 0's rendezvous store listens
   int master_port = 0;
   std::string launcher;  // "torchrun" | "slurm" | "standalone" (trainlock-validate --nproc)

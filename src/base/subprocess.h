@@ -40,8 +40,8 @@ struct SpawnOptions {
   // Added to this process's environment, replacing a variable of the same name. A PATH here
   // is also where argv[0] is looked up.
   std::map<std::string, std::string> env;
-  std::filesystem::path cwd;     // empty: this process's
-  bool own_group = false;        // a process group of its own: stopping it stops all it started
+  std::filesystem::path cwd;  // empty: this process's
+  bool own_group = false;     // a process group of its own: stopping it stops all it started
   // Also a PID namespace of its own where the kernel permits one (CLONE_NEWPID, else with
   // CLONE_NEWUSER): its first process is a small init of ours that runs the program, and when
   // it ends the kernel ends every process left in the namespace, including one that left the
@@ -108,7 +108,7 @@ class Subprocess {
   pid_t pid_ = -1;
   bool own_group_ = false;
   std::string containment_ = "none";
-  int out_fd_ = -1;  // the read end of the pipe, -1 without one or once it ended
+  int out_fd_ = -1;          // the read end of the pipe, -1 without one or once it ended
   int init_report_fd_ = -1;  // with a PID namespace: our init's word on leftovers
   std::string start_error_;
   int start_errno_ = 0;

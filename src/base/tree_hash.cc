@@ -28,7 +28,8 @@ std::string TreeSha256(const fs::path& root) {
       entries[rel.generic_string()] =
           std::string(exec ? "exec " : "file ") + Sha256FileHex(it->path());
     } else if (!fs::is_directory(status)) {
-      throw Failure(it->path().string() + ": neither a file, a link nor a directory", kExitBadInput);
+      throw Failure(it->path().string() + ": neither a file, a link nor a directory",
+                    kExitBadInput);
     }
   }
   Sha256 tree;

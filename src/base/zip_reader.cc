@@ -23,7 +23,9 @@ uint32_t U16(const std::string& b, size_t at) {
   return static_cast<uint32_t>(static_cast<unsigned char>(b[at])) |
          static_cast<uint32_t>(static_cast<unsigned char>(b[at + 1])) << 8;
 }
-uint32_t U32(const std::string& b, size_t at) { return U16(b, at) | U16(b, at + 2) << 16; }
+uint32_t U32(const std::string& b, size_t at) {
+  return U16(b, at) | U16(b, at + 2) << 16;
+}
 
 struct ZipEntry {
   std::string name;

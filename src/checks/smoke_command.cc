@@ -63,10 +63,10 @@ CheckResult SmokeCommandCheck(const ExtCommand& command, const SmokeRun& run) {
     argv.push_back(RedactCredentials(a));
     line += (line.empty() ? "" : " ") + argv.back();
   }
-  c.metrics = ToJson(CommandMetrics{argv, command.cwd.empty() ? "." : command.cwd,
-                                    run.exit_code, run.timed_out, command.timeout_s,
-                                    run.duration_s, run.output_lines, run.output_tail,
-                                    run.left_processes, run.containment});
+  c.metrics =
+      ToJson(CommandMetrics{argv, command.cwd.empty() ? "." : command.cwd, run.exit_code,
+                            run.timed_out, command.timeout_s, run.duration_s, run.output_lines,
+                            run.output_tail, run.left_processes, run.containment});
   std::ostringstream s;
   s.precision(3);
   if (!run.started) {

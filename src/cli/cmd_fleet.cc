@@ -103,8 +103,8 @@ Command RegisterFleet(CLI::App& app, const GlobalOptions& global) {
       "`trainlock-validate " +
           std::string(kProjectInImage) +
           " --nproc auto --out /reports/<node>.json` and printing\n"
-      "the report to the log, TRAINLOCK_NODE_NAME from the downward API, /dev/shm in memory,\n"
-      "no retries, restartPolicy Never.");
+          "the report to the log, TRAINLOCK_NODE_NAME from the downward API, /dev/shm in memory,\n"
+          "no retries, restartPolicy Never.");
   AddGenerateOptions(k8s_cmd, *k8s);
   k8s_cmd->add_option("--reports-pvc", k8s->fleet.reports_pvc,
                       "PersistentVolumeClaim (ReadWriteMany) for the reports (default: an "

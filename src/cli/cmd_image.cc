@@ -124,8 +124,8 @@ Command RegisterImage(CLI::App& app, const GlobalOptions& global) {
       "config and image.json in " +
           std::string(kProjectInImage) +
           "/, OCI labels, the validator as entrypoint. The\n"
-      "same inputs give byte-identical files. A target whose lock has no resolved Python\n"
-      "closure is refused (exit 2) with the command that resolves it.");
+          "same inputs give byte-identical files. A target whose lock has no resolved Python\n"
+          "closure is refused (exit 2) with the command that resolves it.");
   generate
       ->add_option("DIR", options->dir,
                    "Project directory (or its trainlock.lock or trainlock.toml)")

@@ -42,10 +42,13 @@ struct HubModel {
 };
 
 HubModelRef ParseHubRef(const std::string& text) {
-  static const std::regex kRef(R"(^([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)(@(.+))?$)");
+  static const std::regex kRef(
+      R"(^([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)(@(.+))?$)");
   std::smatch m;
   if (!std::regex_match(text, m, kRef)) {
-    throw InputError(Diagnostic{"--from-hub", {}, "not a Hub model: " + Quoted(text),
+    throw InputError(Diagnostic{"--from-hub",
+                                {},
+                                "not a Hub model: " + Quoted(text),
                                 "write ORG/NAME or ORG/NAME@REVISION, e.g. "
                                 "meta-llama/Llama-3.2-1B@main"});
   }
@@ -76,38 +79,48 @@ std::string TargetToml(const std::string& target) {
 }
 
 std::string RequiredChecks(const std::string& target) {
-  const std::string train = "\"train.step\", \"train.roundtrip\", \"train.eval\", \"ckpt.portable\"";
+  const std::string train =
+      "\"train.step\", \"train.roundtrip\", \"train.eval\", \"ckpt.portable\"";
   if (target == "cpu") return "[" + train + "]";
   return "[\"env.driver\", \"env.runtime\", \"env.arch\", \"env.versions\",\n            " + train +
          "]";
 }
 
-std::string ManifestToml(const std::string& name, const std::string& config,
-                         const HubModelRef& ref, const std::string& commit,
-                         const std::string& target) {
+std::string ManifestToml(const std::string& name, const std::string& config, const HubModelRef& ref,
+                         const std::string& commit, const std::string& target) {
   return "# Written by `trainlock init --from-hub " + ref.repo + "@" + ref.revision +
          "`: the intent of the run.\n"
          "# Edit it, then `trainlock check`, `trainlock lock` and `trainlock validate`.\n"
          "[project]\n"
-         "name = \"" + name + "\"\n"
-         "config = \"" + config + "\"\n"
+         "name = \"" +
+         name +
+         "\"\n"
+         "config = \"" +
+         config +
+         "\"\n"
          "seed = 1234\n\n"
          "[model]\n"
          "source = \"hf\"\n"
-         "repo = \"" + ref.repo + "\"\n"
-         "revision = \"" + commit + "\"  # " + ref.revision + " when initialised\n"
+         "repo = \"" +
+         ref.repo +
+         "\"\n"
+         "revision = \"" +
+         commit + "\"  # " + ref.revision +
+         " when initialised\n"
          "files = [\"config.json\"]\n\n" +
          TargetToml(target) +
          "\n[validate]\n"
          "steps = 8\n"
          "checkpoint-at = 4\n"
          "eval-batches = 2\n"
-         "required = " + RequiredChecks(target) + "\n";
+         "required = " +
+         RequiredChecks(target) + "\n";
 }
 
 std::string RopeScalingYaml(const RopeScaling& r) {
   if (r.type.empty()) return "";
-  std::string out = "  rope_scaling:\n    type: " + r.type + "\n    factor: " + NumberText(r.factor) + "\n";
+  std::string out =
+      "  rope_scaling:\n    type: " + r.type + "\n    factor: " + NumberText(r.factor) + "\n";
   if (r.type == "llama3") {
     out += "    low_freq_factor: " + NumberText(r.low_freq_factor) + "\n" +
            "    high_freq_factor: " + NumberText(r.high_freq_factor) + "\n" +
@@ -124,13 +137,14 @@ std::string TrainConfigYaml(const HubModel& hub_model, const std::string& target
   const bool gpu = target != "cpu";
   const int64_t seq_len =
       std::min<int64_t>(hub_model.config.max_position_embeddings, gpu ? 4096 : 256);
-  return "# Model shape from " + hub_model.source + " (config.json); `trainlock check` compares\n"
+  return "# Model shape from " + hub_model.source +
+         " (config.json); `trainlock check` compares\n"
          "# the two. The training section is a start: set the run's real seq_len and micro_batch.\n"
          "model:\n"
          "  architecture: llama\n"
-         "  hidden_size: " + std::to_string(m.hidden_size) + "\n" +
-         "  num_layers: " + std::to_string(m.num_layers) + "\n" +
-         "  num_heads: " + std::to_string(m.num_heads) + "\n" +
+         "  hidden_size: " +
+         std::to_string(m.hidden_size) + "\n" + "  num_layers: " + std::to_string(m.num_layers) +
+         "\n" + "  num_heads: " + std::to_string(m.num_heads) + "\n" +
          "  num_kv_heads: " + std::to_string(m.num_kv_heads) + "\n" +
          "  intermediate_size: " + std::to_string(m.intermediate_size) + "\n" +
          "  vocab_size: " + std::to_string(m.vocab_size) + "\n" +
@@ -139,10 +153,12 @@ std::string TrainConfigYaml(const HubModel& hub_model, const std::string& target
          "  norm_eps: " + NumberText(m.norm_eps) + "\n" +
          "  dropout: 0.0\n"
          "training:\n"
-         "  seq_len: " + std::to_string(seq_len) + "\n" +
+         "  seq_len: " +
+         std::to_string(seq_len) + "\n" +
          "  micro_batch: 1\n"
          "  grad_accum: 1\n"
-         "  precision: " + (gpu ? "bf16" : "fp32") + "\n" +
+         "  precision: " +
+         (gpu ? "bf16" : "fp32") + "\n" +
          "  optimizer:\n"
          "    name: adamw\n"
          "    lr: 3.0e-4\n"
@@ -166,8 +182,8 @@ std::string StemOf(const std::string& repo) {
 void RefuseToOverwrite(const fs::path& file, bool force) {
   std::error_code ec;
   if (!force && fs::exists(file, ec)) {
-    throw InputError(Diagnostic{file.string(), {}, "already exists",
-                                "keep it, or pass --force to write over it"});
+    throw InputError(Diagnostic{
+        file.string(), {}, "already exists", "keep it, or pass --force to write over it"});
   }
 }
 
@@ -181,7 +197,8 @@ int RunInit(const InitOptions& o, const GlobalOptions& global) {
 
   HubOptions hub;
   hub.timeout_s = o.timeout_s;
-  const HubRevision revision = ResolveHubRevision("model", ref.repo, ref.revision, {"config.json"}, hub);
+  const HubRevision revision =
+      ResolveHubRevision("model", ref.repo, ref.revision, {"config.json"}, hub);
   ArtifactSource model{"hf", ref.repo, revision.commit, "", revision.files};
   // Into the cache fetch fills, without following a symlink below the project.
   const ArtifactLocation where = LocateArtifact(dir, model, "model");

@@ -59,8 +59,9 @@ int ExecLocalValidator(const ValidateOptions& options) {
   if (!validator.empty()) ::execv(validator.c_str(), argv.data());
   const std::string why = validator.empty() ? "not found beside trainlock or on PATH"
                                             : validator.string() + ": " + std::strerror(errno);
-  std::cerr << "trainlock: error: cannot run trainlock-validate (" << why
-            << "); it is built beside trainlock when LibTorch is found, or run it inside the image\n";
+  std::cerr
+      << "trainlock: error: cannot run trainlock-validate (" << why
+      << "); it is built beside trainlock when LibTorch is found, or run it inside the image\n";
   return kExitEnvironment;
 }
 
@@ -73,10 +74,11 @@ void RequireKnownOption(const std::string& arg) {
   std::vector<std::string_view> names = kHostOnlyOptions;
   for (const ValidatorOption& row : ValidatorOptions()) names.push_back(row.long_name());
   const std::string hint = DidYouMean(arg.substr(0, arg.find('=')), names);
-  throw InputError(Diagnostic{
-      arg, {}, "is not an option of trainlock validate or of the validator" +
-                   (hint.empty() ? "" : "; " + hint),
-      "see trainlock validate --help"});
+  throw InputError(Diagnostic{arg,
+                              {},
+                              "is not an option of trainlock validate or of the validator" +
+                                  (hint.empty() ? "" : "; " + hint),
+                              "see trainlock validate --help"});
 }
 
 // Moves this command's own options out of the validator's (CLI11 stops at the first option it
@@ -188,10 +190,10 @@ int ValidateInImage(ValidateOptions& o) {
   std::vector<std::string> argv = {kValidatorInImage, kProjectMountInContainer, "--out",
                                    std::string(kReportMountInContainer) + "/report.json"};
   argv.insert(argv.end(), o.passthrough.begin(), o.passthrough.end());
-  const int code = RunInImage(
-      image, o.run, {{fs::absolute(o.dir), kProjectMountInContainer, true},
-       {out.path(), kReportMountInContainer, false}},
-      {}, argv);
+  const int code = RunInImage(image, o.run,
+                              {{fs::absolute(o.dir), kProjectMountInContainer, true},
+                               {out.path(), kReportMountInContainer, false}},
+                              {}, argv);
   if (!fs::exists(out.path() / "report.json")) {
     std::cerr << "trainlock: error: the validator in " << image.ref << " wrote no report (exit "
               << code << ")\n";
@@ -276,9 +278,8 @@ Command RegisterValidate(CLI::App& app, const GlobalOptions& global) {
     std::vector<std::string>& p = options->passthrough;
     auto given = [&p](const char* option) {
       const ValidatorOption* row = FindValidatorOption(option);
-      return std::any_of(p.begin(), p.end(), [row](const std::string& a) {
-        return FindValidatorOption(a) == row;
-      });
+      return std::any_of(p.begin(), p.end(),
+                         [row](const std::string& a) { return FindValidatorOption(a) == row; });
     };
     if (global.quiet() && !given("--progress") && !given("-q")) p.push_back("-q");
     if (global.verbosity > 0 && !given("-v")) p.push_back("-v");

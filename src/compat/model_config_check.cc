@@ -45,10 +45,12 @@ std::vector<Finding> CheckModelConfig(const Project& project) {
   const std::string display = file.string();
   const std::string text = ReadInputFile(file, display);
   if (!pinned->sha256.empty() && Sha256Hex(text) != pinned->sha256) {
-    findings.push_back({"model.config-hash", display, {},
-                        "is not the config.json the lock pins (sha256 " +
-                            pinned->sha256.substr(0, 12) + "...)",
-                        "run `trainlock fetch` to replace it with the pinned file"});
+    findings.push_back(
+        {"model.config-hash",
+         display,
+         {},
+         "is not the config.json the lock pins (sha256 " + pinned->sha256.substr(0, 12) + "...)",
+         "run `trainlock fetch` to replace it with the pinned file"});
     return findings;
   }
   HubModelConfig hub;
@@ -62,11 +64,9 @@ std::vector<Finding> CheckModelConfig(const Project& project) {
   }
   // The config file LoadProject read: the manifest names it, or inside an image the lock.
   const Spec& named_by = project.manifest ? *project.manifest : *project.lock;
-  const std::string config_text =
-      ReadInputFile(project.dir / named_by.config, project.config_path);
-  for (const Diagnostic& d :
-       ModelConfigMismatches(hub.model, display, project.config.model, config_text,
-                             project.config_path)) {
+  const std::string config_text = ReadInputFile(project.dir / named_by.config, project.config_path);
+  for (const Diagnostic& d : ModelConfigMismatches(hub.model, display, project.config.model,
+                                                   config_text, project.config_path)) {
     findings.push_back({"model.config", d.path, d.pos, d.message, d.hint});
   }
   return findings;

@@ -151,10 +151,8 @@ void CheckCounts(const FleetOptions& options) {
 void CheckSlurmName(const char* option, const std::string& value) {
   static const std::regex kName(R"(^[A-Za-z0-9._-]{1,128}$)");
   if (!value.empty() && !std::regex_match(value, kName)) {
-    throw InputError(Diagnostic{option,
-                                {},
-                                "not a Slurm name: " + Quoted(value),
-                                "letters, digits, '.', '_' and '-'"});
+    throw InputError(Diagnostic{
+        option, {}, "not a Slurm name: " + Quoted(value), "letters, digits, '.', '_' and '-'"});
   }
 }
 
@@ -208,9 +206,9 @@ int64_t KubernetesMemoryGiB(double parameters, int gpus_per_node) {
 
 FleetOptions ResolveFleetOptions(const Project& project, const Catalog& catalog,
                                  const FleetOptions& requested) {
-  const Spec& lock = RequireLock(project, "cannot read: no such file: the fleet runs the lock's image",
-                                 "run `trainlock lock " + project.dir.string() +
-                                     "` and `trainlock image build` first");
+  const Spec& lock = RequireLock(
+      project, "cannot read: no such file: the fleet runs the lock's image",
+      "run `trainlock lock " + project.dir.string() + "` and `trainlock image build` first");
   FleetOptions options = requested;
   CheckCounts(options);
   CheckKubernetesNames(options);

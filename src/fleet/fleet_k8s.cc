@@ -290,19 +290,19 @@ std::string HowToUse(const FleetOptions& o) {
     text += ".\n";
   } else {
     text += ", on nodes\nlabelled " + std::string(kGpuProductLabel) + "=";
-    for (size_t i = 0; i < o.gpu_products.size(); ++i)
-      text += (i ? "|" : "") + o.gpu_products[i];
+    for (size_t i = 0; i < o.gpu_products.size(); ++i) text += (i ? "|" : "") + o.gpu_products[i];
     text += " (NVIDIA GPU Feature Discovery).\n";
   }
-  text += "Needs Kubernetes >= 1.29 (backoffLimitPerIndex: no retries, and a failing node does "
-          "not stop the\nothers) and " +
-          nodes +
-          " schedulable GPU nodes; a pod that finds no free node stays Pending until\n"
-          "activeDeadlineSeconds.\n"
-          "  kubectl apply" +
-          ns + " -f FILE\n  kubectl wait" + ns + " --for=condition=complete --timeout=" +
-          std::to_string(o.timeout_s) + "s job/" + o.name +
-          "\n(a failing node fails the Job instead: condition=failed). ";
+  text +=
+      "Needs Kubernetes >= 1.29 (backoffLimitPerIndex: no retries, and a failing node does "
+      "not stop the\nothers) and " +
+      nodes +
+      " schedulable GPU nodes; a pod that finds no free node stays Pending until\n"
+      "activeDeadlineSeconds.\n"
+      "  kubectl apply" +
+      ns + " -f FILE\n  kubectl wait" + ns +
+      " --for=condition=complete --timeout=" + std::to_string(o.timeout_s) + "s job/" + o.name +
+      "\n(a failing node fails the Job instead: condition=failed). ";
   if (o.reports_pvc.empty()) {
     text += "Each pod prints its report to its log\nbetween \"" + std::string(kReportLogBegin) +
             "<node> ---\" and \"" + kReportLogEnd +

@@ -28,8 +28,9 @@ std::string ArchOptions(const std::string& target, const std::vector<std::string
 }  // namespace
 
 std::string CustomOpImagePath(const CustomOpLibrary& lib) {
-  return std::filesystem::path(lib.library).is_absolute() ? lib.library
-                                                          : std::string(kProjectInImage) + "/" + lib.library;
+  return std::filesystem::path(lib.library).is_absolute()
+             ? lib.library
+             : std::string(kProjectInImage) + "/" + lib.library;
 }
 
 CustomOpSteps CustomOpStepsFor(const Spec& lock, const std::string& lock_path,
@@ -44,19 +45,20 @@ CustomOpSteps CustomOpStepsFor(const Spec& lock, const std::string& lock_path,
       steps.build += "# " + lib.library + " from its pinned sources (" + lib.source + ", sha256 " +
                      lib.source_sha256.substr(0, 12) + "...).\n";
       steps.build += "COPY " + dir + "/ /src/" + dir + "/\n";
-      steps.build +=
-          "RUN cmake -S /src/" + dir + " -B /build/" + dir +
-          " -G Ninja -DCMAKE_BUILD_TYPE=Release \\\n"
-          "        -DCMAKE_PREFIX_PATH=\"$(python3 -c 'import torch; "
-          "print(torch.utils.cmake_prefix_path)' 2>/dev/null)\"" +
-          ArchOptions(target, archs) + " && \\\n    cmake --build /build/" + dir +
-          " && \\\n    built=\"$(find /build/" + dir + " -name " + file +
-          " -type f -print -quit)\" && \\\n    { [ -n \"$built\" ] || { echo \"" + dir +
-          " built no " + file + "\" >&2; exit 1; }; } && \\\n    install -D -m 0755 \"$built\" /out" +
-          dest + "\n";
+      steps.build += "RUN cmake -S /src/" + dir + " -B /build/" + dir +
+                     " -G Ninja -DCMAKE_BUILD_TYPE=Release \\\n"
+                     "        -DCMAKE_PREFIX_PATH=\"$(python3 -c 'import torch; "
+                     "print(torch.utils.cmake_prefix_path)' 2>/dev/null)\"" +
+                     ArchOptions(target, archs) + " && \\\n    cmake --build /build/" + dir +
+                     " && \\\n    built=\"$(find /build/" + dir + " -name " + file +
+                     " -type f -print -quit)\" && \\\n    { [ -n \"$built\" ] || { echo \"" + dir +
+                     " built no " + file +
+                     "\" >&2; exit 1; }; } && \\\n    install -D -m 0755 \"$built\" /out" + dest +
+                     "\n";
     } else if (!lib.sha256.empty()) {
       steps.copy += "# " + lib.library + ", the prebuilt library the lock pins (sha256 " +
-                    lib.sha256.substr(0, 12) + "...).\nCOPY " + dir + "/" + file + " " + dest + "\n";
+                    lib.sha256.substr(0, 12) + "...).\nCOPY " + dir + "/" + file + " " + dest +
+                    "\n";
     } else {
       throw InputError(Diagnostic{
           lock_path, lock.Pos("custom-ops"),

@@ -137,8 +137,8 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
     fail("[targets." + o.target + "] has no resolved Python closure (" +
              (gpu ? "torch " + t.torch + ", " : std::string()) +
              "the [python] packages and every dependency, with hashes)",
-         "run `trainlock lock` where " + (indexes.empty() ? std::string("its package index") : indexes) +
-             " can be reached");
+         "run `trainlock lock` where " +
+             (indexes.empty() ? std::string("its package index") : indexes) + " can be reached");
   }
   if (o.source_date_epoch < 0) {
     fail(
@@ -164,7 +164,8 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
     const fs::path validator = o.validator.empty() ? DefaultValidatorBinary() : o.validator;
     if (validator.empty() || !fs::is_regular_file(validator)) {
       throw InputError(Diagnostic{
-          validator.empty() ? "trainlock-validate" : validator.string(), {},
+          validator.empty() ? "trainlock-validate" : validator.string(),
+          {},
           "the cpu image copies a trainlock-validate binary, and there is none here",
           "build it (it is built beside trainlock when LibTorch is found), name one with "
           "--validator, or compile it in the image with --build-validator"});
@@ -193,15 +194,17 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
       {"OPS_COPY", ops.copy},
       {"ARCHS_NOTE", ArchsNote(o.target, archs)},
       {"VALIDATOR_SHA256", record.validator_sha256},
-      {"VALIDATOR_CONTEXT",
-       copy_validator ? "trainlock-validate (sha256 " + record.validator_sha256.substr(0, 12) + "...)"
-                      : "trainlock-src/ (trainlock's sources)"},
+      {"VALIDATOR_CONTEXT", copy_validator ? "trainlock-validate (sha256 " +
+                                                 record.validator_sha256.substr(0, 12) + "...)"
+                                           : "trainlock-src/ (trainlock's sources)"},
       {"VALIDATOR_COPY",
        copy_validator
            ? "# The validator binary from the build context (sha256 in the label and image.json).\n"
-             "COPY trainlock-validate " + std::string(kValidatorInImage)
+             "COPY trainlock-validate " +
+                 std::string(kValidatorInImage)
            : "# The validator, compiled in the builder stage.\n"
-             "COPY --from=builder /build/bin/trainlock-validate " + std::string(kValidatorInImage)},
+             "COPY --from=builder /build/bin/trainlock-validate " +
+                 std::string(kValidatorInImage)},
   };
   if (!gpu) {
     values["BUILDER"] = FillTemplate(CpuBuilder(snapshot, !copy_validator, ops.build), values);

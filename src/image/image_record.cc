@@ -14,14 +14,16 @@ nlohmann::json ImageRecord::ToJson() const {
           {"config_sha256", config_sha256},
           {"source_date_epoch", source_date_epoch},
           {"base", base},
-          {"validator_sha256", validator_sha256.empty() ? nlohmann::json(nullptr)
-                                                        : nlohmann::json(validator_sha256)},
+          {"validator_sha256",
+           validator_sha256.empty() ? nlohmann::json(nullptr) : nlohmann::json(validator_sha256)},
           {"ref", ref}};
 }
 
 ImageRecord ImageRecord::FromJson(const nlohmann::json& j, const std::string& display) {
   auto fail = [&](const std::string& why) {
-    throw InputError(Diagnostic{display, {}, "not an image record: " + why,
+    throw InputError(Diagnostic{display,
+                                {},
+                                "not an image record: " + why,
                                 "the image was not built by this trainlock's `image build`"});
   };
   if (!j.is_object() || j.value("schema", "") != kImageRecordSchema)

@@ -34,8 +34,8 @@ std::string MustRun(const std::string& engine, const ImageRunOptions& o,
                     const std::vector<std::string>& args, const std::string& what) {
   ProcessRun r = Engine(engine, o, args);
   if (r.exit_code != 0) {
-    throw Failure(what + " failed (" + engine + " exit " + std::to_string(r.exit_code) + "): " +
-                      Trimmed(r.output),
+    throw Failure(what + " failed (" + engine + " exit " + std::to_string(r.exit_code) +
+                      "): " + Trimmed(r.output),
                   kExitEnvironment);
   }
   return Trimmed(r.output);
@@ -45,8 +45,12 @@ std::string MustRun(const std::string& engine, const ImageRunOptions& o,
 std::vector<std::string> InspectArgs(const std::string& engine, const std::string& ref) {
   const std::string label = "{{index .Labels \"io.trainlock.target\"}}";
   if (engine == "buildah") {
-    return {"inspect", "--type", "image", "--format",
-            "{{.FromImageDigest}} {{index .OCIv1.Config.Labels \"io.trainlock.target\"}}", ref};
+    return {"inspect",
+            "--type",
+            "image",
+            "--format",
+            "{{.FromImageDigest}} {{index .OCIv1.Config.Labels \"io.trainlock.target\"}}",
+            ref};
   }
   if (engine == "podman") return {"image", "inspect", "--format", "{{.Digest}} " + label, ref};
   return {"image", "inspect", "--format",
@@ -137,7 +141,8 @@ int RunInImage(const EngineImage& image, const ImageRunOptions& o, const std::ve
     options.push_back("--volume");
     options.push_back(m.host.string() + ":" + m.container + (m.read_only ? ":ro" : ""));
   }
-  for (const auto& [name, value] : env) options.insert(options.end(), {"--env", name + "=" + value});
+  for (const auto& [name, value] : env)
+    options.insert(options.end(), {"--env", name + "=" + value});
   const std::vector<std::string> gpus = GpuPassthrough(image.engine, image.target);
   options.insert(options.end(), gpus.begin(), gpus.end());
   std::string container;

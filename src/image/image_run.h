@@ -17,9 +17,9 @@
 namespace trainlock {
 
 struct ImageRunOptions {
-  std::string engine;                 // "" = the first found
-  EngineStorage storage;              // buildah/podman storage; no root = the engine's default
-  bool tls_verify = true;             // false: plain HTTP to a loopback test registry
+  std::string engine;      // "" = the first found
+  EngineStorage storage;   // buildah/podman storage; no root = the engine's default
+  bool tls_verify = true;  // false: plain HTTP to a loopback test registry
 };
 
 struct EngineImage {

@@ -13,10 +13,10 @@
 #include "base/refs.h"
 #include "base/sha256.h"
 #include "base/toml_document.h"
-#include "project/artifact_paths.h"
 #include "base/tree_hash.h"
 #include "lock/pep508.h"
 #include "lock/python_resolver.h"
+#include "project/artifact_paths.h"
 #include "project/project.h"
 #include "project/spec_loader.h"
 
@@ -88,7 +88,8 @@ HubRevision PinHub(const std::string& kind, const ArtifactSource& a, const std::
       for (const PinnedFile& f : locked->files) have.push_back(f.path);
       if (have == wanted || wanted.empty()) return {locked->revision, locked->files};
     }
-    throw Failure(kind + " " + a.repo + "@" + a.revision + " is not pinned in the existing lock and " +
+    throw Failure(kind + " " + a.repo + "@" + a.revision +
+                      " is not pinned in the existing lock and " +
                       (o.offline ? "--offline" : "--python-only") + " does not ask the Hub",
                   kExitVerdict);
   }
@@ -157,7 +158,8 @@ std::optional<std::vector<PythonPin>> ReusableClosure(const std::string& target,
   for (const auto& [name, version] : old->python) roots[NormalizePackageName(name)] = version;
   if (roots != want.roots) return std::nullopt;
   std::vector<PythonPin> pins;
-  for (const PythonWheel& w : *t.wheels) pins.push_back({w.name, w.version, w.file, w.sha256, w.index});
+  for (const PythonWheel& w : *t.wheels)
+    pins.push_back({w.name, w.version, w.file, w.sha256, w.index});
   return pins;
 }
 
@@ -169,8 +171,9 @@ std::optional<std::vector<PythonPin>> PinClosure(const std::string& target, cons
   if (o.offline || o.skip_python) {
     if (auto reused = ReusableClosure(target, p, old)) return reused;
     if (o.skip_python) return std::nullopt;
-    throw Failure("targets." + target + ": the Python closure is not pinned in the existing lock "
-                  "and --offline does not ask the package index",
+    throw Failure("targets." + target +
+                      ": the Python closure is not pinned in the existing lock "
+                      "and --offline does not ask the package index",
                   kExitVerdict);
   }
   ClosureRequest request;
@@ -318,8 +321,8 @@ ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& options) {
       t->insert_or_assign("python-index", indexes);
       if (pins) {
         t->insert_or_assign("wheels", WheelsArray(*pins));
-        out.pinned.push_back("targets." + name + " Python closure: " + std::to_string(pins->size()) +
-                             " wheels");
+        out.pinned.push_back("targets." + name +
+                             " Python closure: " + std::to_string(pins->size()) + " wheels");
       } else {
         out.pinned.push_back("targets." + name +
                              " Python closure left unresolved (--skip-python): `image generate` "

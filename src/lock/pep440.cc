@@ -17,7 +17,9 @@ std::optional<int64_t> Number(const std::string& digits) {
   return std::stoll(digits);
 }
 
-int Sign(int64_t a, int64_t b) { return a < b ? -1 : a > b ? 1 : 0; }
+int Sign(int64_t a, int64_t b) {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
 
 // Release segments compare as if padded with zeros.
 int CompareRelease(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
@@ -61,7 +63,8 @@ int CompareLocal(const std::string& a, const std::string& b) {
 // The pre-release key: a dev release of a final version sorts before its pre-releases, a
 // final version after them.
 std::pair<int, int64_t> PreKey(const PyVersion& v) {
-  if (v.pre_kind == 0) return v.post || !v.dev ? std::pair{3, int64_t{0}} : std::pair{-1, int64_t{0}};
+  if (v.pre_kind == 0)
+    return v.post || !v.dev ? std::pair{3, int64_t{0}} : std::pair{-1, int64_t{0}};
   return {v.pre_kind == 'a' ? 0 : v.pre_kind == 'b' ? 1 : 2, v.pre};
 }
 
@@ -92,7 +95,8 @@ PyVersion PyVersion::Base() const {
 std::string PyVersion::ToString() const {
   std::string out = epoch ? std::to_string(epoch) + "!" : "";
   for (size_t i = 0; i < release.size(); ++i) out += (i ? "." : "") + std::to_string(release[i]);
-  if (pre_kind) out += (pre_kind == 'c' ? std::string("rc") : std::string(1, pre_kind)) + std::to_string(pre);
+  if (pre_kind)
+    out += (pre_kind == 'c' ? std::string("rc") : std::string(1, pre_kind)) + std::to_string(pre);
   if (post) out += ".post" + std::to_string(*post);
   if (dev) out += ".dev" + std::to_string(*dev);
   if (!local.empty()) out += "+" + local;
@@ -141,7 +145,8 @@ std::optional<PyVersion> ParsePyVersion(std::string_view text) {
     v.dev = *n;
   }
   v.local = m[10].str();
-  std::replace_if(v.local.begin(), v.local.end(), [](char c) { return c == '-' || c == '_'; }, '.');
+  std::replace_if(
+      v.local.begin(), v.local.end(), [](char c) { return c == '-' || c == '_'; }, '.');
   return v;
 }
 
@@ -180,7 +185,8 @@ std::optional<PySpecifierSet> PySpecifierSet::Parse(std::string_view text, std::
       const bool prefix = spec.version.size() > 2 && spec.version.ends_with(".*");
       const std::string v = prefix ? spec.version.substr(0, spec.version.size() - 2) : spec.version;
       auto parsed = ParsePyVersion(v);
-      valid = parsed && (!prefix || ((spec.op == "==" || spec.op == "!=") && parsed->local.empty()));
+      valid =
+          parsed && (!prefix || ((spec.op == "==" || spec.op == "!=") && parsed->local.empty()));
       if (valid && spec.op == "~=") valid = parsed->release.size() >= 2 && parsed->local.empty();
     }
     if (!valid) {
@@ -199,7 +205,8 @@ bool PySpecifierSet::Contains(const PyVersion& v) const {
       continue;
     }
     const bool prefix = s.version.ends_with(".*");
-    const PyVersion spec = *ParsePyVersion(prefix ? s.version.substr(0, s.version.size() - 2) : s.version);
+    const PyVersion spec =
+        *ParsePyVersion(prefix ? s.version.substr(0, s.version.size() - 2) : s.version);
     bool ok = true;
     if (s.op == "==" || s.op == "!=") {
       bool equal = prefix ? PrefixMatches(v.Public(), spec)
@@ -210,9 +217,8 @@ bool PySpecifierSet::Contains(const PyVersion& v) const {
     } else if (s.op == ">=") {
       ok = ComparePyVersions(v.Public(), spec) >= 0;
     } else if (s.op == "<") {
-      ok = ComparePyVersions(v, spec) < 0 &&
-           !(!spec.IsPreRelease() && v.IsPreRelease() &&
-             ComparePyVersions(v.Base(), spec.Base()) == 0);
+      ok = ComparePyVersions(v, spec) < 0 && !(!spec.IsPreRelease() && v.IsPreRelease() &&
+                                               ComparePyVersions(v.Base(), spec.Base()) == 0);
     } else if (s.op == ">") {
       const bool same_base = ComparePyVersions(v.Base(), spec.Base()) == 0;
       ok = ComparePyVersions(v, spec) > 0 && !(!spec.post && v.post && same_base) &&

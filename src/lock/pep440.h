@@ -22,8 +22,8 @@ struct PyVersion {
   std::string local;  // normalised: lower case, '.'-separated; "" = none
 
   bool IsPreRelease() const { return pre_kind != 0 || dev.has_value(); }
-  PyVersion Public() const;  // without the local part
-  PyVersion Base() const;    // epoch and release only
+  PyVersion Public() const;      // without the local part
+  PyVersion Base() const;        // epoch and release only
   std::string ToString() const;  // the normalised spelling ("1.0rc1.post2+cu130")
 };
 

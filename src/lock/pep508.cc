@@ -64,15 +64,15 @@ class MarkerParser {
       pos_ = end + 1;
     } else if (std::string_view("<>=!~").find(c) != std::string_view::npos) {
       size_t end = pos_;
-      while (end < text_.size() && std::string_view("<>=!~").find(text_[end]) != std::string_view::npos)
+      while (end < text_.size() &&
+             std::string_view("<>=!~").find(text_[end]) != std::string_view::npos)
         ++end;
       token_ = {Token::kOp, std::string(text_.substr(pos_, end - pos_))};
       pos_ = end;
     } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t end = pos_;
-      while (end < text_.size() &&
-             (std::isalnum(static_cast<unsigned char>(text_[end])) || text_[end] == '_' ||
-              text_[end] == '.'))
+      while (end < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[end])) ||
+                                    text_[end] == '_' || text_[end] == '.'))
         ++end;
       token_ = {Token::kName, std::string(text_.substr(pos_, end - pos_))};
       pos_ = end;
@@ -138,7 +138,8 @@ class MarkerParser {
       Advance();
       return t;
     }
-    Fail(token_.kind == Token::kEnd ? "unexpected end" : "unknown marker variable '" + token_.text + "'");
+    Fail(token_.kind == Token::kEnd ? "unexpected end"
+                                    : "unknown marker variable '" + token_.text + "'");
   }
 
   std::string Resolve(const Token& t) {
@@ -211,7 +212,8 @@ std::optional<PyRequirement> ParsePyRequirement(std::string_view text, std::stri
     body = TrimBlanks(std::string_view(body).substr(0, semi));
     if (r.marker.empty()) return fail("an empty marker");
   }
-  static const std::regex kHead(R"(^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(\[[^\]]*\])?\s*(.*)$)");
+  static const std::regex kHead(
+      R"(^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(\[[^\]]*\])?\s*(.*)$)");
   std::smatch m;
   if (!std::regex_match(body, m, kHead)) return fail("no package name");
   r.name = NormalizePackageName(m[1].str());

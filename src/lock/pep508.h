@@ -21,7 +21,7 @@ std::string NormalizePackageName(std::string_view name);
 using MarkerEnvironment = std::map<std::string, std::string>;
 
 struct PyRequirement {
-  std::string name;  // normalised
+  std::string name;              // normalised
   std::set<std::string> extras;  // normalised
   PySpecifierSet specifier;
   std::string url;     // "name @ url" (not resolvable from an index)

@@ -47,8 +47,9 @@ HttpResponse Get(const std::string& url, const IndexOptions& o, const std::strin
 }
 
 std::string Unescape(std::string text) {
-  static const std::pair<const char*, const char*> kEntities[] = {
-      {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&#39;", "'"}, {"&#x27;", "'"}, {"&amp;", "&"}};
+  static const std::pair<const char*, const char*> kEntities[] = {{"&lt;", "<"},    {"&gt;", ">"},
+                                                                  {"&quot;", "\""}, {"&#39;", "'"},
+                                                                  {"&#x27;", "'"},  {"&amp;", "&"}};
   for (const auto& [entity, plain] : kEntities) {
     for (size_t at; (at = text.find(entity)) != std::string::npos;)
       text.replace(at, std::string(entity).size(), plain);
@@ -111,7 +112,8 @@ std::vector<IndexFile> ParseHtml(const std::string& page, const std::string& bas
     f.url = ResolveUrl(base, href->second);
     const size_t hash = href->second.find('#');
     if (hash != std::string::npos) f.sha256 = Sha256From(href->second.substr(hash + 1));
-    if (auto it = attrs.find("data-requires-python"); it != attrs.end()) f.requires_python = it->second;
+    if (auto it = attrs.find("data-requires-python"); it != attrs.end())
+      f.requires_python = it->second;
     for (const char* key : {"data-core-metadata", "data-dist-info-metadata"}) {
       if (auto it = attrs.find(key); it != attrs.end() && it->second != "false") {
         f.metadata = true;
@@ -139,7 +141,8 @@ std::vector<IndexFile> ParseJson(const std::string& page, const std::string& bas
     f.url = ResolveUrl(base, entry["url"].get<std::string>());
     if (entry.contains("hashes") && entry["hashes"].is_object()) {
       const auto& h = entry["hashes"];
-      if (h.contains("sha256") && h["sha256"].is_string() && IsSha256Hex(h["sha256"].get<std::string>()))
+      if (h.contains("sha256") && h["sha256"].is_string() &&
+          IsSha256Hex(h["sha256"].get<std::string>()))
         f.sha256 = h["sha256"].get<std::string>();
     }
     if (entry.contains("requires-python") && entry["requires-python"].is_string())

@@ -5,8 +5,8 @@
 #include <deque>
 #include <set>
 
-#include "lock/pep508.h"
 #include "base/strings.h"
+#include "lock/pep508.h"
 
 namespace trainlock {
 namespace {
@@ -119,8 +119,8 @@ class ClosureResolver {
   Candidate Choose(const std::string& name) {
     const std::vector<Candidate>& all = Candidates(name);
     const std::vector<Constraint>& cs = constraints_[name];
-    const bool pre = std::any_of(cs.begin(), cs.end(),
-                                 [](const Constraint& k) { return k.specifier.AllowsPreReleases(); });
+    const bool pre = std::any_of(
+        cs.begin(), cs.end(), [](const Constraint& k) { return k.specifier.AllowsPreReleases(); });
     const bool root = r_.roots.count(name) > 0;
     for (bool yanked : {false, true}) {
       if (yanked && !root) break;  // PEP 592: a yanked file only for an exact pin
@@ -148,8 +148,8 @@ class ClosureResolver {
       return candidates_[name] = Compatible(name, *files);
     }
     const std::string asked = JoinStrings(r_.indexes, ", ");
-    Fail(r_.what + ": no index has " + name + " (required by " +
-         constraints_[name].front().from + "; asked " + asked + ")");
+    Fail(r_.what + ": no index has " + name + " (required by " + constraints_[name].front().from +
+         "; asked " + asked + ")");
   }
 
   std::vector<Candidate> Compatible(const std::string& name, std::vector<IndexFile>& files) {

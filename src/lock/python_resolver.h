@@ -27,7 +27,7 @@ struct PythonPin {
   std::string version;  // as the wheel's file name spells it
   std::string file;     // the wheel
   std::string sha256;
-  std::string index;    // the index it came from
+  std::string index;  // the index it came from
 };
 
 struct ClosureRequest {

@@ -13,8 +13,8 @@
 namespace trainlock {
 
 struct WheelName {
-  std::string name;     // normalised
-  std::string version;  // as in the file name
+  std::string name;                                // normalised
+  std::string version;                             // as in the file name
   std::vector<std::string> python, abi, platform;  // compressed tag sets expanded
 };
 

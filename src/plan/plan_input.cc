@@ -77,9 +77,7 @@ PlanInput PlanInputFromReport(const nlohmann::json& report, const std::string& s
   in.config = TrainConfigFromShape(shape, source);
   CheckShape(in.config, source);
   in.parameters = std::max(0.0, NumberMember(shape, "parameters", 0));
-  auto bytes = [](const Integer& value) {
-    return value ? static_cast<double>(*value) : -1.0;
-  };
+  auto bytes = [](const Integer& value) { return value ? static_cast<double>(*value) : -1.0; };
   auto positive = [](const Number& value) { return std::max(0.0, value.value_or(0)); };
   in.out_of_memory = metrics.out_of_memory.value_or(false);
   in.device_total_bytes = bytes(metrics.device_total_bytes);

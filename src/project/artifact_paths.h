@@ -1,6 +1,7 @@
-// Where a project's generated files live on this machine. The files a lock pins for [model] and [dataset] live on this machine: the project's
-// own directory for `source = "local"`, else a cache keyed by repository and commit
-// (TRAINLOCK_CACHE, default DIR/.trainlock/cache) that `trainlock fetch` fills.
+// Where a project's generated files live on this machine. The files a lock pins for [model] and
+// [dataset] live on this machine: the project's own directory for `source = "local"`, else a cache
+// keyed by repository and commit (TRAINLOCK_CACHE, default DIR/.trainlock/cache) that `trainlock
+// fetch` fills.
 #pragma once
 
 #include <filesystem>

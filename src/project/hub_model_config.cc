@@ -87,7 +87,8 @@ class HubFields {
 };
 
 constexpr const char* kLlamaComputes =
-    "the validator's Llama (validators/engines/native/llama.cc) computes RMSNorm, SwiGLU (silu), no biases, "
+    "the validator's Llama (validators/engines/native/llama.cc) computes RMSNorm, SwiGLU (silu), "
+    "no biases, "
     "head_dim = hidden_size / num_attention_heads and RoPE with rope_scaling none, linear or "
     "llama3";
 
@@ -120,8 +121,9 @@ void ReadRopeScaling(HubFields& f, const json& object, RopeScaling& r) {
   if (!type) type = rf.String("type");
   if (!type || *type == "default") return;
   if (*type != "linear" && *type != "llama3") {
-    f.Error("rope_scaling type " + Quoted(*type) + " is not supported",
-            std::string(kLlamaComputes) + "; training with plain RoPE would validate another model");
+    f.Error(
+        "rope_scaling type " + Quoted(*type) + " is not supported",
+        std::string(kLlamaComputes) + "; training with plain RoPE would validate another model");
     return;
   }
   r.type = *type;
@@ -152,8 +154,8 @@ void RefuseUncomputed(HubFields& f, const ModelConfig& m) {
   }
   if (auto head_dim = f.Integer("head_dim", false, 1, 1 << 16);
       head_dim && m.num_heads && *head_dim != m.head_dim()) {
-    f.Error("head_dim " + std::to_string(*head_dim) + " is not hidden_size / num_attention_heads (" +
-                std::to_string(m.head_dim()) + ")",
+    f.Error("head_dim " + std::to_string(*head_dim) +
+                " is not hidden_size / num_attention_heads (" + std::to_string(m.head_dim()) + ")",
             kLlamaComputes);
   }
 }

@@ -2,8 +2,8 @@
 // ModelConfig, and the fields where a training config disagrees with it.
 //
 // Every field of config.json that changes what a Llama computes is carried over or refused,
-// never ignored: the validator's Llama (validators/engines/native/llama.cc) is RMSNorm, SwiGLU (silu), no
-// biases, head_dim = hidden_size / num_attention_heads, RoPE with rope_theta and, of the
+// never ignored: the validator's Llama (validators/engines/native/llama.cc) is RMSNorm, SwiGLU
+// (silu), no biases, head_dim = hidden_size / num_attention_heads, RoPE with rope_theta and, of the
 // `rope_scaling` types, none, "default", "linear" and "llama3" (rope_frequencies.h).
 #pragma once
 

@@ -386,10 +386,10 @@ void SpecReader::ReadPythonTarget(TomlFields& f, Target& target) {
   if (auto indexes = f.StringArray("python-index", Need::kOptional)) {
     for (const std::string& url : *indexes) {
       if (url.rfind("https://", 0) != 0 && url.rfind("http://", 0) != 0) {
-        f.Error(f.Pos("python-index"),
-                "'" + f.Qualified("python-index") + "' entry " + Quoted(url) +
-                    " is not an http(s) URL",
-                "name simple API roots, e.g. \"https://pypi.org/simple\"");
+        f.Error(
+            f.Pos("python-index"),
+            "'" + f.Qualified("python-index") + "' entry " + Quoted(url) + " is not an http(s) URL",
+            "name simple API roots, e.g. \"https://pypi.org/simple\"");
       }
     }
     if (indexes->empty()) {
@@ -424,8 +424,8 @@ void SpecReader::ReadWheels(TomlFields& f, Target& target) {
     wheel.sha256 = sha.value_or("");
     wheel.index = w.String("index", Need::kRequired).value_or("");
     if (!wheel.file.ends_with(".whl")) {
-      w.Error(w.Pos("file"), "'" + w.Qualified("file") + "' = " + Quoted(wheel.file) +
-                                 " is not a wheel");
+      w.Error(w.Pos("file"),
+              "'" + w.Qualified("file") + "' = " + Quoted(wheel.file) + " is not a wheel");
     }
     if (!wheel.name.empty() && !names.insert(wheel.name).second) {
       w.Error(w.Pos("name"), "duplicate wheel for " + Quoted(wheel.name),
@@ -490,15 +490,16 @@ void SpecReader::ReadCustomOps(const toml::array& a) {
       // The sources may live beside the project (examples/ops for examples/h200-pilot): '..'
       // is allowed, an absolute path is not (the lock must mean the same on every machine).
       if (source->empty() || source->front() == '/' || source->find('\\') != std::string::npos) {
-        f.Error(f.Pos("source"),
-                "'" + f.Qualified("source") + "' = " + Quoted(*source) +
-                    " is not a relative directory",
-                "name the CMake project that builds the library, relative to the project");
+        f.Error(
+            f.Pos("source"),
+            "'" + f.Qualified("source") + "' = " + Quoted(*source) + " is not a relative directory",
+            "name the CMake project that builds the library, relative to the project");
       }
       lib.source = *source;
     }
     if (lock()) {
-      auto source_sha = f.String("source-sha256", lib.source.empty() ? Need::kOptional : Need::kRequired);
+      auto source_sha =
+          f.String("source-sha256", lib.source.empty() ? Need::kOptional : Need::kRequired);
       CheckSha256(f, "source-sha256", source_sha);
       lib.source_sha256 = source_sha.value_or("");
       auto sha = f.String("sha256", Need::kOptional);

@@ -1,6 +1,6 @@
 // The defaults of [validate] (docs/DESIGN.md, "Formats"), written once: the manifest's spec
-// (spec.h) starts from them and the validator's round trip (validators/coordinator/roundtrip.h) starts
-// from them, so a project without a [validate] table and a round trip run on its own agree.
+// (spec.h) starts from them and the validator's round trip (validators/coordinator/roundtrip.h)
+// starts from them, so a project without a [validate] table and a round trip run on its own agree.
 #pragma once
 
 #include <cstdint>

@@ -41,12 +41,11 @@ const std::array<ValidatorOption, 19> kValidatorOptionTable = {{
      "torchrun or srun the launcher's RANK/WORLD_SIZE or SLURM_* are used",
      ""},
     {"--join-timeout", "S", "Seconds every rank has to join the rendezvous", "", 1, 86400},
-    {"--collective-timeout", "S", "Seconds one collective may take before the ranks give up", "",
-     1, 86400},
+    {"--collective-timeout", "S", "Seconds one collective may take before the ranks give up", "", 1,
+     86400},
     {"--comm-max-mib", "N", "Largest all-reduce in MiB (default 1024 on GPUs, 16 on CPU)", "", 1,
      65536},
-    {"--only", "CHECK,...", "Run only these checks (ids); the others are skipped", "", 0, -1,
-     true},
+    {"--only", "CHECK,...", "Run only these checks (ids); the others are skipped", "", 0, -1, true},
     {"--sign", "KEY",
      "Sign the report with this Ed25519 private key (PEM, from `trainlock keygen`); `trainlock "
      "gate --key` verifies it",
@@ -77,7 +76,9 @@ std::string_view ValidatorOption::long_name() const {
   return NamesOf(names).front();
 }
 
-std::vector<std::string_view> ValidatorOption::all_names() const { return NamesOf(names); }
+std::vector<std::string_view> ValidatorOption::all_names() const {
+  return NamesOf(names);
+}
 
 bool ValidatorOption::Names(std::string_view arg) const {
   const size_t eq = arg.find('=');

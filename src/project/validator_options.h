@@ -18,14 +18,14 @@ struct ValidatorOption {
   const char* choices;  // "auto|cpu|cuda" when the value is one of these; "" otherwise
   long min = 0;         // for a count: the accepted range (min <= max); min > max: not a count
   long max = -1;
-  bool list = false;    // takes a,b and repeats
+  bool list = false;  // takes a,b and repeats
   // `trainlock validate` finishes the report on the host with --image, so it reads these
   // itself (and still forwards them without --image).
   bool host_reads = false;
 
   bool is_flag() const { return value == nullptr; }
   bool is_count() const { return min <= max; }
-  std::string_view long_name() const;             // "--out"
+  std::string_view long_name() const;               // "--out"
   std::vector<std::string_view> all_names() const;  // "--out", "-o"
   // Whether `arg` names this option: its long or short name, alone or as "--name=value".
   bool Names(std::string_view arg) const;

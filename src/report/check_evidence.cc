@@ -12,7 +12,9 @@ namespace {
 
 using Json = nlohmann::json;
 
-bool IsTrue(const Flag& flag) { return flag.value_or(false); }
+bool IsTrue(const Flag& flag) {
+  return flag.value_or(false);
+}
 
 // train.roundtrip: bitwise equal, or within a loss tolerance with the final state equal; and
 // the resumed process restored its RNG and data-loader state either way.

@@ -104,15 +104,15 @@ void GetMetric(const Json& j, const char* key, Rows<T>* out) {
 #define TRAINLOCK_METRICS_PUT(type, name) PutMetric(j, #name, m.name);
 #define TRAINLOCK_METRICS_GET(type, name) GetMetric(j, #name, &m->name);
 #define TRAINLOCK_METRICS_KEY(type, name) keys.push_back(#name);
-#define TRAINLOCK_DEFINE_METRICS(Type, LIST)           \
-  Json ToJson(const Type& m) {                         \
-    Json j = Json::object();                           \
-    LIST(TRAINLOCK_METRICS_PUT)                        \
-    return j;                                          \
-  }                                                    \
-  void ReadInto(const Json& j, Type* m) {              \
-    if (!j.is_object()) return;                        \
-    LIST(TRAINLOCK_METRICS_GET)                        \
+#define TRAINLOCK_DEFINE_METRICS(Type, LIST) \
+  Json ToJson(const Type& m) {               \
+    Json j = Json::object();                 \
+    LIST(TRAINLOCK_METRICS_PUT)              \
+    return j;                                \
+  }                                          \
+  void ReadInto(const Json& j, Type* m) {    \
+    if (!j.is_object()) return;              \
+    LIST(TRAINLOCK_METRICS_GET)              \
   }
 
 TRAINLOCK_DEFINE_METRICS(RankStepRow, TRAINLOCK_RANK_STEP_ROW)

@@ -38,36 +38,36 @@ using Flag = std::optional<bool>;
 using Text = std::optional<std::string>;
 
 // train.step, and the worker's measurement it is made of. Seconds, bytes, tokens, FLOPs.
-#define TRAINLOCK_TRAIN_STEP_METRICS(X)                                                         \
-  X(Integer, step)                /* the measured step's number */                              \
-  X(Number, step_time_s)          /* seconds of one optimizer step */                           \
-  X(Integer, tokens)              /* tokens per step */                                         \
-  X(Number, tokens_per_s)                                                                       \
-  X(Number, flops)                /* model FLOPs of the step */                                 \
-  X(Integer, peak_rss_bytes)      /* the training process's peak resident set */                \
-  X(Integer, peak_allocated_bytes) /* -1 off CUDA */                                            \
-  X(Integer, peak_reserved_bytes)                                                               \
-  X(Integer, device_used_bytes)                                                                 \
-  X(Integer, device_total_bytes)                                                                \
-  X(Text, mode)                   /* "deterministic" | "default" (the run's kernels) */         \
-  X(Free, step_times_s)           /* seconds of each timed step, mode "default" */              \
-  X(Free, deterministic)          /* the deterministic measurement (TrainStepMetrics) */        \
-  X(Text, device)                 /* "cuda:0", "cpu" */                                         \
-  X(Text, device_name)                                                                          \
-  X(Free, data)                   /* the data source's description */                           \
-  X(Free, model)                  /* where the weights came from */                             \
-  X(Free, shape)                  /* train_shape.h */                                           \
-  X(OrNull<double>, mfu)          /* fraction of the catalog's dense peak; null unknown */      \
-  X(Number, peak_tflops)                                                                        \
-  X(Flag, out_of_memory)                                                                        \
-  X(Text, error)                  /* the out-of-memory message */                               \
-  X(Integer, seq_len)                                                                           \
-  X(Integer, micro_batch)                                                                       \
-  X(Free, estimate)               /* MemoryEstimateMetrics */                                   \
-  X(Free, remedies)               /* ranked remedies, strings */                                \
-  X(Rows<RankStepRow>, ranks)     /* merged report: every rank's step */                        \
-  X(Integer, slowest_rank)                                                                      \
-  X(Number, slowest_to_median)    /* slowest rank's tokens/s over the median */
+#define TRAINLOCK_TRAIN_STEP_METRICS(X)                                           \
+  X(Integer, step)       /* the measured step's number */                         \
+  X(Number, step_time_s) /* seconds of one optimizer step */                      \
+  X(Integer, tokens)     /* tokens per step */                                    \
+  X(Number, tokens_per_s)                                                         \
+  X(Number, flops)                 /* model FLOPs of the step */                  \
+  X(Integer, peak_rss_bytes)       /* the training process's peak resident set */ \
+  X(Integer, peak_allocated_bytes) /* -1 off CUDA */                              \
+  X(Integer, peak_reserved_bytes)                                                 \
+  X(Integer, device_used_bytes)                                                   \
+  X(Integer, device_total_bytes)                                                  \
+  X(Text, mode)          /* "deterministic" | "default" (the run's kernels) */    \
+  X(Free, step_times_s)  /* seconds of each timed step, mode "default" */         \
+  X(Free, deterministic) /* the deterministic measurement (TrainStepMetrics) */   \
+  X(Text, device)        /* "cuda:0", "cpu" */                                    \
+  X(Text, device_name)                                                            \
+  X(Free, data)          /* the data source's description */                      \
+  X(Free, model)         /* where the weights came from */                        \
+  X(Free, shape)         /* train_shape.h */                                      \
+  X(OrNull<double>, mfu) /* fraction of the catalog's dense peak; null unknown */ \
+  X(Number, peak_tflops)                                                          \
+  X(Flag, out_of_memory)                                                          \
+  X(Text, error) /* the out-of-memory message */                                  \
+  X(Integer, seq_len)                                                             \
+  X(Integer, micro_batch)                                                         \
+  X(Free, estimate)           /* MemoryEstimateMetrics */                         \
+  X(Free, remedies)           /* ranked remedies, strings */                      \
+  X(Rows<RankStepRow>, ranks) /* merged report: every rank's step */              \
+  X(Integer, slowest_rank)                                                        \
+  X(Number, slowest_to_median) /* slowest rank's tokens/s over the median */
 
 // train.step's memory estimate at an out-of-memory (plan/memory_model.h), bytes.
 #define TRAINLOCK_MEMORY_ESTIMATE_METRICS(X) \
@@ -101,36 +101,36 @@ using Text = std::optional<std::string>;
   X(Flag, bitwise_equal)
 
 // train.roundtrip: seconds, bytes, GB/s; losses per step.
-#define TRAINLOCK_ROUNDTRIP_METRICS(X)                                                    \
-  X(Integer, steps)                                                                       \
-  X(Integer, checkpoint_at)       /* the step the preempted process saved at */           \
-  X(Free, pids)                   /* uninterrupted, preempted, resumed */                 \
-  X(Text, preempted_with)         /* "SIGKILL" */                                         \
-  X(Numbers, losses_uninterrupted)                                                        \
-  X(Numbers, losses_resumed)                                                              \
-  X(Flag, rng_restored)                                                                   \
-  X(Flag, data_restored)                                                                  \
+#define TRAINLOCK_ROUNDTRIP_METRICS(X)                                                      \
+  X(Integer, steps)                                                                         \
+  X(Integer, checkpoint_at) /* the step the preempted process saved at */                   \
+  X(Free, pids)             /* uninterrupted, preempted, resumed */                         \
+  X(Text, preempted_with)   /* "SIGKILL" */                                                 \
+  X(Numbers, losses_uninterrupted)                                                          \
+  X(Numbers, losses_resumed)                                                                \
+  X(Flag, rng_restored)                                                                     \
+  X(Flag, data_restored)                                                                    \
   X(OrNull<int64_t>, restored_step) /* the step the resumed process restored; null: none */ \
-  X(Free, checkpoint_bytes)                                                               \
-  X(Free, save_s)                 /* to durable storage */                                \
-  X(Free, save_gbps)                                                                      \
-  X(Number, save_blocking_s)      /* what training was held up for */                     \
-  X(Number, save_staging_wait_s)                                                          \
-  X(Number, save_staging_alloc_s)                                                         \
-  X(Number, save_write_s)                                                                 \
-  X(Free, restore_s)                                                                      \
-  X(Free, restore_gbps)                                                                   \
-  X(Flag, bitwise_equal)                                                                  \
-  X(Text, reference_digest)       /* sha256 of the uninterrupted run's losses and state */ \
-  X(Number, max_abs_loss_diff)                                                            \
-  X(Flag, final_state_equal)                                                              \
-  X(OrNull<double>, max_abs_state_diff) /* null: the states were not both written */      \
-  X(Number, loss_tolerance)                                                               \
-  X(Text, mode)                   /* "deterministic" */                                   \
-  X(Integer, first_divergent_step)                                                        \
-  X(Text, first_divergent_tensor)                                                         \
-  X(Flag, portable_beside_resume)                                                         \
-  X(OrNull<bool>, ranks_bitwise_identical) /* null: no two ranks of one GPU model */      \
+  X(Free, checkpoint_bytes)                                                                 \
+  X(Free, save_s) /* to durable storage */                                                  \
+  X(Free, save_gbps)                                                                        \
+  X(Number, save_blocking_s) /* what training was held up for */                            \
+  X(Number, save_staging_wait_s)                                                            \
+  X(Number, save_staging_alloc_s)                                                           \
+  X(Number, save_write_s)                                                                   \
+  X(Free, restore_s)                                                                        \
+  X(Free, restore_gbps)                                                                     \
+  X(Flag, bitwise_equal)                                                                    \
+  X(Text, reference_digest) /* sha256 of the uninterrupted run's losses and state */        \
+  X(Number, max_abs_loss_diff)                                                              \
+  X(Flag, final_state_equal)                                                                \
+  X(OrNull<double>, max_abs_state_diff) /* null: the states were not both written */        \
+  X(Number, loss_tolerance)                                                                 \
+  X(Text, mode) /* "deterministic" */                                                       \
+  X(Integer, first_divergent_step)                                                          \
+  X(Text, first_divergent_tensor)                                                           \
+  X(Flag, portable_beside_resume)                                                           \
+  X(OrNull<bool>, ranks_bitwise_identical) /* null: no two ranks of one GPU model */        \
   X(Free, ranks_computing_differently)
 
 // train.eval: losses (nats) before the save and after the restore.
@@ -146,20 +146,20 @@ using Text = std::optional<std::string>;
   X(Number, eval_loss)                \
   X(Number, eval_loss_reference)      \
   X(Number, abs_diff)                 \
-  X(Free, checkpoint)                 /* dir, step, bytes, verified_files */
+  X(Free, checkpoint) /* dir, step, bytes, verified_files */
 
 // comm.allreduce: bandwidths in GB/s (10^9 bytes/s), sizes in bytes.
-#define TRAINLOCK_ALLREDUCE_METRICS(X)          \
-  X(Integer, world_size)                        \
-  X(Integer, rank)                              \
-  X(Text, backend)                              \
-  X(Text, dtype)                                \
-  X(Flag, sums_exact)                           \
-  X(Rows<AllreduceSize>, sizes)                 \
-  X(Number, peak_busbw_gbps)                    \
-  X(Text, busbw_formula)                        \
-  X(Number, threshold_gbps)                     \
-  X(Text, threshold_source)                     \
+#define TRAINLOCK_ALLREDUCE_METRICS(X) \
+  X(Integer, world_size)               \
+  X(Integer, rank)                     \
+  X(Text, backend)                     \
+  X(Text, dtype)                       \
+  X(Flag, sums_exact)                  \
+  X(Rows<AllreduceSize>, sizes)        \
+  X(Number, peak_busbw_gbps)           \
+  X(Text, busbw_formula)               \
+  X(Number, threshold_gbps)            \
+  X(Text, threshold_source)            \
   X(Text, error)
 
 #define TRAINLOCK_ALLREDUCE_SIZE(X) \
@@ -170,20 +170,20 @@ using Text = std::optional<std::string>;
   X(Number, busbw_gbps)
 
 // comm.ddp: gradients of ranks against one process; seconds.
-#define TRAINLOCK_DDP_METRICS(X)                    \
-  X(Integer, world_size)                            \
-  X(Integer, rank)                                  \
-  X(Integer, batch_per_rank)                        \
-  X(Text, model)                                    \
-  X(Number, max_abs_grad_diff)                      \
-  X(Number, rtol)                                   \
-  X(Number, atol)                                   \
-  X(Flag, gradients_equal_within_tolerance)         \
-  X(Number, median_step_s)                          \
-  X(Free, step_s_per_rank)                          \
-  X(Number, spread)           /* slowest over median */ \
-  X(Number, straggler_margin)                       \
-  X(Integer, straggler_rank)                        \
+#define TRAINLOCK_DDP_METRICS(X)              \
+  X(Integer, world_size)                      \
+  X(Integer, rank)                            \
+  X(Integer, batch_per_rank)                  \
+  X(Text, model)                              \
+  X(Number, max_abs_grad_diff)                \
+  X(Number, rtol)                             \
+  X(Number, atol)                             \
+  X(Flag, gradients_equal_within_tolerance)   \
+  X(Number, median_step_s)                    \
+  X(Free, step_s_per_rank)                    \
+  X(Number, spread) /* slowest over median */ \
+  X(Number, straggler_margin)                 \
+  X(Integer, straggler_rank)                  \
   X(Text, error)
 
 // env.driver, env.runtime and env.versions: version strings.
@@ -200,42 +200,42 @@ using Text = std::optional<std::string>;
   X(Text, nccl_locked)
 
 // env.devices and env.arch.
-#define TRAINLOCK_ENV_DEVICE_METRICS(X)                          \
-  X(Integer, count)                                              \
-  X(Free, not_visible)   /* NVML indices hidden from this process */ \
-  X(Free, accelerators)                                          \
-  X(Free, libraries)     /* env.arch: code per library; ops.custom too */ \
-  X(Free, launches)      /* env.arch: the known-answer kernel per GPU */
+#define TRAINLOCK_ENV_DEVICE_METRICS(X)                               \
+  X(Integer, count)                                                   \
+  X(Free, not_visible) /* NVML indices hidden from this process */    \
+  X(Free, accelerators)                                               \
+  X(Free, libraries) /* env.arch: code per library; ops.custom too */ \
+  X(Free, launches)  /* env.arch: the known-answer kernel per GPU */
 
 // env.health: NVML's fields per device.
 #define TRAINLOCK_HEALTH_METRICS(X) \
   X(Free, devices)                  \
-  X(Free, unknown)  /* "GPU 0 <field>" NVML could not report */
+  X(Free, unknown) /* "GPU 0 <field>" NVML could not report */
 
 // perf.matmul and perf.hbm: TFLOP/s and TB/s per device against a fraction of the datasheet.
 #define TRAINLOCK_PERF_METRICS(X) \
   X(Rows<PerfDevice>, devices)    \
   X(Number, threshold_fraction_of_datasheet)
 
-#define TRAINLOCK_PERF_DEVICE(X) \
-  X(Integer, index)              \
-  X(Text, name)                  \
-  X(Number, value)               \
-  X(OrNull<double>, threshold)   /* null: no datasheet figure */ \
-  X(Free, method)                \
+#define TRAINLOCK_PERF_DEVICE(X)                               \
+  X(Integer, index)                                            \
+  X(Text, name)                                                \
+  X(Number, value)                                             \
+  X(OrNull<double>, threshold) /* null: no datasheet figure */ \
+  X(Free, method)                                              \
   X(Text, error)
 
 // ops.custom.
 #define TRAINLOCK_OPS_METRICS(X) \
   X(Text, device)                \
   X(Free, libraries)             \
-  X(Free, failures)              /* kind, op, message, remedy */
+  X(Free, failures) /* kind, op, message, remedy */
 
 // data.model and data.dataset.
 #define TRAINLOCK_DATA_METRICS(X) \
   X(Integer, bytes)               \
   X(Integer, vocab_size)          \
-  X(Free, token_shards)           /* path -> TokenShardMetrics */
+  X(Free, token_shards) /* path -> TokenShardMetrics */
 
 // One token shard of data.dataset: its token count and largest token id.
 #define TRAINLOCK_TOKEN_SHARD_METRICS(X) \
@@ -323,7 +323,7 @@ struct NodeMergeMetrics {
 
 // The one writer and the one reader of each struct. ReadInto leaves the members the JSON lacks
 // as they are; ReadMetrics<T> starts from an empty T.
-#define TRAINLOCK_DECLARE_METRICS(Type)  \
+#define TRAINLOCK_DECLARE_METRICS(Type) \
   nlohmann::json ToJson(const Type& m); \
   void ReadInto(const nlohmann::json& j, Type* m);
 TRAINLOCK_DECLARE_METRICS(RankStepRow)

@@ -225,8 +225,7 @@ std::string LossChart(const ReportView& v) {
                 "checkpoint after step " + std::to_string(static_cast<long long>(*at)));
   }
   out += Polyline(plot, a, "uninterrupted") + Polyline(plot, b, "resumed");
-  out += "</svg>\n<figcaption>" +
-         E(LossCaption(a, b, m.bitwise_equal.value_or(false))) +
+  out += "</svg>\n<figcaption>" + E(LossCaption(a, b, m.bitwise_equal.value_or(false))) +
          "</figcaption>\n</figure>\n";
   return out;
 }
@@ -328,8 +327,8 @@ std::string MemoryChart(const ReportView& v) {
     out += "<rect class=\"bar\" x=\"" + N(kTrack) + "\" y=\"" + N(y) + "\" width=\"" +
            N(std::min(width, capacity_x - kTrack)) + "\" height=\"20\"/>\n";
     if (kTrack + width > capacity_x) {
-      out += "<rect class=\"overshoot\" x=\"" + N(capacity_x) + "\" y=\"" + N(y) +
-             "\" width=\"" + N(kTrack + width - capacity_x) + "\" height=\"20\"><title>" +
+      out += "<rect class=\"overshoot\" x=\"" + N(capacity_x) + "\" y=\"" + N(y) + "\" width=\"" +
+             N(kTrack + width - capacity_x) + "\" height=\"20\"><title>" +
              E(FormatBytes(bar.bytes - f->capacity)) + " over the capacity</title></rect>\n";
     }
     char percent[32];
@@ -340,8 +339,8 @@ std::string MemoryChart(const ReportView& v) {
     out += Text(kTrack + kTrackWidth + 10, y + 15, E(label),
                 f->needed && i == 0 ? " class=\"needed\"" : "");
   }
-  out += "<line class=\"capacity\" x1=\"" + N(capacity_x) + "\" y1=\"26\" x2=\"" +
-         N(capacity_x) + "\" y2=\"" + N(height - 8) + "\"/>\n";
+  out += "<line class=\"capacity\" x1=\"" + N(capacity_x) + "\" y1=\"26\" x2=\"" + N(capacity_x) +
+         "\" y2=\"" + N(height - 8) + "\"/>\n";
   out += "</svg>\n<figcaption>" + E(f->caption) + "</figcaption>\n</figure>\n";
   return out;
 }
@@ -391,8 +390,8 @@ std::string AllReduceChart(const ReportView& v) {
   auto y = [&](double gbps) { return kTop + kHeight * (1 - gbps / top); };
   std::string out = "<figure>\n" + SvgOpen("chart-allreduce", 780, 290,
                                            "All-reduce bus bandwidth (GB/s) by message size");
-  out += "<rect class=\"plot\" x=\"" + N(kLeft) + "\" y=\"" + N(kTop) + "\" width=\"" +
-         N(kWidth) + "\" height=\"" + N(kHeight) + "\"/>\n";
+  out += "<rect class=\"plot\" x=\"" + N(kLeft) + "\" y=\"" + N(kTop) + "\" width=\"" + N(kWidth) +
+         "\" height=\"" + N(kHeight) + "\"/>\n";
   for (int i = 0; i <= 4; ++i) {
     const double gbps = top * i / 4;
     out += "<line class=\"grid\" x1=\"" + N(kLeft) + "\" y1=\"" + N(y(gbps)) + "\" x2=\"" +
@@ -412,8 +411,7 @@ std::string AllReduceChart(const ReportView& v) {
     char value[48];
     std::snprintf(value, sizeof value, "%.1f GB/s", p.busbw_gbps);
     out += "<circle class=\"busbw\" cx=\"" + N(x(p.bytes)) + "\" cy=\"" + N(y(p.busbw_gbps)) +
-           "\" r=\"3.5\"><title>" + E(FormatBytes(p.bytes)) + ": " + value +
-           "</title></circle>\n";
+           "\" r=\"3.5\"><title>" + E(FormatBytes(p.bytes)) + ": " + value + "</title></circle>\n";
   }
   if (threshold) {
     out += "<line class=\"threshold\" x1=\"" + N(kLeft) + "\" y1=\"" + N(y(*threshold)) +
@@ -426,11 +424,11 @@ std::string AllReduceChart(const ReportView& v) {
               " text-anchor=\"middle\"");
   char peak[48];
   std::snprintf(peak, sizeof peak, "%.1f GB/s", points.back().busbw_gbps);
-  out += "</svg>\n<figcaption>Bus bandwidth (algbw x 2(n-1)/n, as nccl-tests) of each all-reduce "
-         "size, " +
-         E(FormatBytes(points.back().bytes)) + ": " + peak +
-         (threshold ? "; the line is the check's threshold" : "") +
-         ".</figcaption>\n</figure>\n";
+  out +=
+      "</svg>\n<figcaption>Bus bandwidth (algbw x 2(n-1)/n, as nccl-tests) of each all-reduce "
+      "size, " +
+      E(FormatBytes(points.back().bytes)) + ": " + peak +
+      (threshold ? "; the line is the check's threshold" : "") + ".</figcaption>\n</figure>\n";
   return out;
 }
 
@@ -558,7 +556,8 @@ std::string Failures(const ReportView& v) {
                                : "";
   }
   return "<section id=\"failures\" class=\"failures\">\n<h2>What failed, and what to do</h2>\n"
-         "<ol>\n" + items + "</ol>\n</section>\n";
+         "<ol>\n" +
+         items + "</ol>\n</section>\n";
 }
 
 // One row per rank of a merged report; "" for a single process.
@@ -575,8 +574,8 @@ std::string RanksTable(const ReportView& v) {
     char tokens[48] = "";
     if (r.tokens_per_s) std::snprintf(tokens, sizeof tokens, "%.0f", *r.tokens_per_s);
     out += "<tr" + std::string(r.error.empty() && r.not_passed.empty() ? "" : " class=\"fail\"") +
-           "><td>" + E(r.rank) + "</td><td>" + E(r.device) + "</td><td>" + E(r.host) +
-           "</td><td>" + tokens + "</td><td>" +
+           "><td>" + E(r.rank) + "</td><td>" + E(r.device) + "</td><td>" + E(r.host) + "</td><td>" +
+           tokens + "</td><td>" +
            (r.peak_reserved_bytes ? E(FormatBytes(*r.peak_reserved_bytes)) : "") +
            "</td><td><code>" + E(r.digest) + "</code></td><td>" + E(checks) + "</td></tr>\n";
   }

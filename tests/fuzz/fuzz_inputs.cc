@@ -11,8 +11,9 @@
 #include "base/json_limits.h"
 #include "base/refs.h"
 #include "base/sha256.h"
-#include "engines/native/checkpoint_manifest.h"
 #include "compat/gpu_binary.h"
+#include "engines/native/checkpoint_manifest.h"
+#include "engines/native/safetensors_header.h"
 #include "lock/hub_json.h"
 #include "lock/registry_json.h"
 #include "project/project_path.h"
@@ -20,7 +21,6 @@
 #include "project/train_config.h"
 #include "report/report.h"
 #include "report/report_render.h"
-#include "engines/native/safetensors_header.h"
 
 namespace trainlock::fuzz {
 namespace {

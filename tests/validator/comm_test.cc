@@ -173,8 +173,8 @@ TEST(CommTwoNodes, EachNodeMeasuresItselfAndTheMergedReportNamesTheFailingNode) 
                              "\"\nsize = " + std::to_string(size) + "\n";
   std::vector<fs::path> projects;
   for (const char* node : {"node-a", "node-b"}) {
-    projects.push_back(testing::TinyWith(dir.path() / node, model + "files = [\"config.json\"]\n",
-                                         "", pinned));
+    projects.push_back(
+        testing::TinyWith(dir.path() / node, model + "files = [\"config.json\"]\n", "", pinned));
     fs::create_directories(projects.back() / "model");
   }
   testing::WriteFile(projects[0] / "model/config.json", config);
@@ -184,13 +184,16 @@ TEST(CommTwoNodes, EachNodeMeasuresItselfAndTheMergedReportNamesTheFailingNode) 
     std::vector<std::string> args = CommArgs(projects[r].parent_path() / "report.json");
     args[1] = projects[r].string();
     args[7] = "data.model,comm.allreduce";
-    const std::vector<std::string> env = {"RANK=" + std::to_string(r), "LOCAL_RANK=0",
-                                          "GROUP_RANK=" + std::to_string(r), "WORLD_SIZE=2",
-                                          "LOCAL_WORLD_SIZE=1", "MASTER_ADDR=127.0.0.1",
+    const std::vector<std::string> env = {"RANK=" + std::to_string(r),
+                                          "LOCAL_RANK=0",
+                                          "GROUP_RANK=" + std::to_string(r),
+                                          "WORLD_SIZE=2",
+                                          "LOCAL_WORLD_SIZE=1",
+                                          "MASTER_ADDR=127.0.0.1",
                                           "MASTER_PORT=" + std::to_string(port),
                                           std::string("TRAINLOCK_NODE_NAME=node-") + "ab"[r]};
-    ranks.push_back(std::async(std::launch::async,
-                               [args, env] { return testing::RunProgram("trainlock", args, env); }));
+    ranks.push_back(std::async(
+        std::launch::async, [args, env] { return testing::RunProgram("trainlock", args, env); }));
   }
   std::vector<RunResult> results;
   for (auto& f : ranks) results.push_back(f.get());

@@ -1,13 +1,13 @@
-// How a report comes to name an image (validators/coordinator/image_binding.h): never from the environment
-// alone. Outside an image built by trainlock TRAINLOCK_IMAGE_DIGEST is ignored; inside one the
-// image's own record, lock, config and validator must be the project's before the job's digest
-// is taken. The image's /etc/trainlock is a directory of the test here.
+// How a report comes to name an image (validators/coordinator/image_binding.h): never from the
+// environment alone. Outside an image built by trainlock TRAINLOCK_IMAGE_DIGEST is ignored; inside
+// one the image's own record, lock, config and validator must be the project's before the job's
+// digest is taken. The image's /etc/trainlock is a directory of the test here.
 #include <gtest/gtest.h>
 
 #include "base/diagnostic.h"
 #include "base/sha256.h"
-#include "image/image_record.h"
 #include "coordinator/image_binding.h"
+#include "image/image_record.h"
 #include "project/project.h"
 #include "test_support.h"
 

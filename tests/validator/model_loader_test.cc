@@ -471,8 +471,10 @@ TEST_F(ModelLoaderTest, RefusesAConfigJsonWhoseRopeTheTrainingConfigDoesNotState
   config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 32.0}};
   WriteFile(dir() / "config.json", config.dump(2));
   std::string error = LoadError();
-  EXPECT_TRUE(Contains(error, "rope_scaling is llama3 but the training config's "
-                              "model.rope_scaling is none")) << error;
+  EXPECT_TRUE(Contains(error,
+                       "rope_scaling is llama3 but the training config's "
+                       "model.rope_scaling is none"))
+      << error;
   config.erase("rope_scaling");
   config["rope_theta"] = config_.rope_theta * 2;
   WriteFile(dir() / "config.json", config.dump(2));

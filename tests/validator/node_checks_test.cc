@@ -4,9 +4,9 @@
 
 #include "probes/node_checks.h"
 #include "probes/perf_checks.h"
+#include "probes/visible_gpus.h"
 #include "project/spec_loader.h"
 #include "test_support.h"
-#include "probes/visible_gpus.h"
 
 namespace trainlock::validate {
 namespace {

@@ -194,8 +194,13 @@ TEST(RankMerge, ManyFailingRanksAreNamedUpToThreeThenCounted) {
 }
 
 TEST(RankEntry, CarriesThePerRankChecksAndTheTrainingNumbersTheMergeCompares) {
-  RankEnv rank{.rank = 3, .world_size = 8, .local_rank = 3, .node_rank = 0,
-               .master_addr = "127.0.0.1", .master_port = 29500, .launcher = "torchrun"};
+  RankEnv rank{.rank = 3,
+               .world_size = 8,
+               .local_rank = 3,
+               .node_rank = 0,
+               .master_addr = "127.0.0.1",
+               .master_port = 29500,
+               .launcher = "torchrun"};
   CheckResult step = Passed("train.step", "step 0.1 s");
   step.metrics = {{"device_name", "NVIDIA H200"}, {"tokens_per_s", 1234.5}, {"flops", 1.0}};
   CheckResult roundtrip = Passed("train.roundtrip");
@@ -212,8 +217,13 @@ TEST(RankEntry, CarriesThePerRankChecksAndTheTrainingNumbersTheMergeCompares) {
 }
 
 TEST(RankEntry, ANodesLocalRankZeroCarriesItsNodeChecksAndDevices) {
-  RankEnv rank{.rank = 8, .world_size = 16, .local_rank = 0, .node_rank = 1,
-               .master_addr = "10.0.0.1", .master_port = 29500, .launcher = "torchrun"};
+  RankEnv rank{.rank = 8,
+               .world_size = 16,
+               .local_rank = 0,
+               .node_rank = 1,
+               .master_addr = "10.0.0.1",
+               .master_port = 29500,
+               .launcher = "torchrun"};
   CheckResult health = Passed("env.health");
   health.status = CheckStatus::kFail;
   health.remedy = "reseat the GPU";
@@ -232,7 +242,8 @@ json NodeLead(int rank, const std::string& host, const std::string& status) {
   e["local_rank"] = 0;
   e["node_rank"] = rank;
   e["host"] = host;
-  e["checks"]["data.model"] = {{"status", status}, {"summary", status == "pass" ? "ok" : "config.json missing"}};
+  e["checks"]["data.model"] = {{"status", status},
+                               {"summary", status == "pass" ? "ok" : "config.json missing"}};
   e["checks"]["data.model"]["remedy"] = "run trainlock fetch";
   if (rank != 0) e["devices"] = json::array({{{"index", 0}, {"name", "NVIDIA H200"}}});
   return e;
@@ -241,7 +252,8 @@ json NodeLead(int rank, const std::string& host, const std::string& status) {
 TEST(RankMerge, ANodeCheckFailingOnAnotherNodeFailsTheMergedCheckNamingThatNode) {
   Report report = LeadReport();
   report.checks.push_back(Passed("data.model"));
-  MergeRankResults(report, json::array({NodeLead(0, "node-a", "pass"), NodeLead(1, "node-b", "fail")}), kGpu);
+  MergeRankResults(
+      report, json::array({NodeLead(0, "node-a", "pass"), NodeLead(1, "node-b", "fail")}), kGpu);
   const CheckResult& c = Check(report, "data.model");
   EXPECT_EQ(c.status, CheckStatus::kFail);
   EXPECT_NE(c.summary.find("node node-b (rank 1): config.json missing"), std::string::npos);
@@ -254,7 +266,8 @@ TEST(RankMerge, ANodeCheckFailingOnAnotherNodeFailsTheMergedCheckNamingThatNode)
 TEST(RankMerge, NodeChecksPassingOnEveryNodeStayPassingAndListEachNode) {
   Report report = LeadReport();
   report.checks.push_back(Passed("data.model"));
-  MergeRankResults(report, json::array({NodeLead(0, "node-a", "pass"), NodeLead(1, "node-b", "pass")}), kGpu);
+  MergeRankResults(
+      report, json::array({NodeLead(0, "node-a", "pass"), NodeLead(1, "node-b", "pass")}), kGpu);
   const CheckResult& c = Check(report, "data.model");
   EXPECT_EQ(c.status, CheckStatus::kPass);
   EXPECT_EQ(c.metrics["nodes"][0]["node"], "node-a");
@@ -263,7 +276,8 @@ TEST(RankMerge, NodeChecksPassingOnEveryNodeStayPassingAndListEachNode) {
 
 TEST(RankMerge, TheMergedReportListsTheDevicesOfEveryOtherNodeNamedByNode) {
   Report report = LeadReport();
-  MergeRankResults(report, json::array({NodeLead(0, "node-a", "pass"), NodeLead(1, "node-b", "pass")}), kGpu);
+  MergeRankResults(
+      report, json::array({NodeLead(0, "node-a", "pass"), NodeLead(1, "node-b", "pass")}), kGpu);
   // Rank 0's own devices are already the report's; the other node's are added with their node.
   int from_b = 0;
   for (const json& d : report.devices) from_b += d.value("node", "") == "node-b";

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "base/failure.h"
-#include "test_support.h"
 #include "engines/native/token_data.h"
+#include "test_support.h"
 
 namespace trainlock::validate {
 namespace {

@@ -11,10 +11,10 @@
 
 #include "base/sha256.h"
 #include "engines/native/llama.h"
+#include "engines/native/safetensors.h"
 #include "project/check_ids.h"
 #include "project/project.h"
 #include "report/report.h"
-#include "engines/native/safetensors.h"
 #include "test_support.h"
 
 namespace trainlock {

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <string>
 
-#include "test_support.h"
 #include "coordinator/work_dirs.h"
+#include "test_support.h"
 
 namespace trainlock {
 namespace {

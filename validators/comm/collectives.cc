@@ -46,7 +46,6 @@ using GroupBase = c10d::Backend;
 using GroupBase = c10d::ProcessGroup;
 #endif
 
-
 // A failure of the distributed run as a whole, with the sentence both checks report.
 struct CommFailure : std::runtime_error {
   using std::runtime_error::runtime_error;

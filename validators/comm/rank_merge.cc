@@ -61,7 +61,8 @@ void MergeNodeCheck(Report& report, const std::string& id, const Json& entries) 
     const Json checks = entry.value("checks", Json::object());
     if (!checks.is_object() || !checks.contains(id)) continue;
     const bool own = entry.value("rank", -1) == 0;
-    const std::string status = own ? CheckStatusName(c->status) : StringMember(checks[id], "status");
+    const std::string status =
+        own ? CheckStatusName(c->status) : StringMember(checks[id], "status");
     const std::string summary = own ? c->summary : StringMember(checks[id], "summary");
     const std::string node = StringMember(entry, "host");
     nodes.push_back({{"node", node},
@@ -75,10 +76,11 @@ void MergeNodeCheck(Report& report, const std::string& id, const Json& entries) 
     if (status == "error" || c->status != CheckStatus::kError)
       c->status = status == "error" ? CheckStatus::kError : CheckStatus::kFail;
     if (++named > kNamedRanksPerCheck) continue;
-    c->summary += "; node " + node + " (rank " + std::to_string(entry.value("rank", -1)) +
-                  "): " + summary;
+    c->summary +=
+        "; node " + node + " (rank " + std::to_string(entry.value("rank", -1)) + "): " + summary;
     const std::string remedy = StringMember(checks[id], "remedy");
-    if (!remedy.empty()) c->remedy += (c->remedy.empty() ? "" : "; ") + ("node " + node + ": " + remedy);
+    if (!remedy.empty())
+      c->remedy += (c->remedy.empty() ? "" : "; ") + ("node " + node + ": " + remedy);
   }
   if (nodes.size() > 1) AddMetrics(&c->metrics, ToJson(NodeMergeMetrics{nodes}));
 }
@@ -225,7 +227,7 @@ const std::vector<std::string>& PerRankCheckIds() {
 
 const std::vector<std::string>& NodeCheckIds() {
   static const std::vector<std::string> kIds = {
-      "env.driver", "env.runtime",  "env.arch",   "env.versions", "env.health",  "env.devices",
+      "env.driver", "env.runtime",  "env.arch",   "env.versions", "env.health", "env.devices",
       "data.model", "data.dataset", "ops.custom", "perf.matmul",  "perf.hbm"};
   return kIds;
 }
@@ -257,9 +259,12 @@ Json RankEntry(const RankEnv& rank, const std::string& host, const std::string& 
       train.bitwise_equal = roundtrip.bitwise_equal;
     }
   }
-  Json entry = {{"rank", rank.rank},   {"local_rank", rank.local_rank},
-                {"node_rank", rank.node_rank}, {"host", host},
-                {"device", device},        {"checks", own},
+  Json entry = {{"rank", rank.rank},
+                {"local_rank", rank.local_rank},
+                {"node_rank", rank.node_rank},
+                {"host", host},
+                {"device", device},
+                {"checks", own},
                 {"train", ToJson(train)}};
   if (node_lead && rank.rank != 0) entry["devices"] = devices;
   return entry;

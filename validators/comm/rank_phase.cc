@@ -6,10 +6,10 @@
 #include <string>
 
 #include "base/json_file.h"
-#include "support/check_selection.h"
+#include "comm/rank_merge.h"
 #include "compat/catalog.h"
 #include "project/check_ids.h"
-#include "comm/rank_merge.h"
+#include "support/check_selection.h"
 
 namespace trainlock::validate {
 

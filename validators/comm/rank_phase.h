@@ -10,8 +10,8 @@
 
 #include "base/rank_env.h"
 #include "comm/collectives.h"
-#include "probes/node_checks.h"
 #include "comm/rank_store.h"
+#include "probes/node_checks.h"
 #include "report/report.h"
 #include "support/validate_options.h"
 

@@ -12,12 +12,16 @@ namespace trainlock::validate {
 namespace fs = std::filesystem;
 namespace {
 
-std::string Short(const std::string& sha256) { return sha256.substr(0, 12) + "..."; }
+std::string Short(const std::string& sha256) {
+  return sha256.substr(0, 12) + "...";
+}
 
 [[noreturn]] void Mismatch(const std::string& what, const std::string& image_side,
                            const std::string& project_side) {
   throw InputError(Diagnostic{
-      "image", {}, "the image's " + what + " (" + image_side + ") is not the project's (" + project_side + ")",
+      "image",
+      {},
+      "the image's " + what + " (" + image_side + ") is not the project's (" + project_side + ")",
       "validate a project in the image built from its lock (`trainlock image build`), or the "
       "project the image was built from"});
 }
@@ -43,13 +47,15 @@ ImageBinding BindImage(const fs::path& etc_dir, const Project& project, const fs
     return binding;
   }
   const ImageRecord record = ReadImageRecord(record_path);
-  const Project baked =
-      SameDir(etc_dir, project.dir) ? project : LoadProject(etc_dir, ManifestRequirement::kOptional);
+  const Project baked = SameDir(etc_dir, project.dir)
+                            ? project
+                            : LoadProject(etc_dir, ManifestRequirement::kOptional);
   if (record.lock_sha256 != baked.lock_sha256 || record.config_sha256 != baked.config_sha256) {
-    throw InputError(Diagnostic{record_path.string(), {},
+    throw InputError(Diagnostic{record_path.string(),
+                                {},
                                 "the record's lock-sha256 " + Short(record.lock_sha256) +
-                                    " or config sha256 is not the image's own (" +
-                                    baked.lock_path + ", lock-sha256 " + Short(baked.lock_sha256) + ")",
+                                    " or config sha256 is not the image's own (" + baked.lock_path +
+                                    ", lock-sha256 " + Short(baked.lock_sha256) + ")",
                                 "the image was changed after it was built: rebuild it"});
   }
   if (baked.lock_sha256 != project.lock_sha256) {
@@ -71,7 +77,8 @@ ImageBinding BindImage(const fs::path& etc_dir, const Project& project, const fs
   if (env_named) {
     const std::string digest = env_digest;
     if (!DigestProblem(digest).empty()) {
-      throw InputError(Diagnostic{"TRAINLOCK_IMAGE_DIGEST", {},
+      throw InputError(Diagnostic{"TRAINLOCK_IMAGE_DIGEST",
+                                  {},
                                   "'" + digest + "' is not sha256:<64 hex>",
                                   "the job names the digest it pinned the image by"});
     }

@@ -17,17 +17,16 @@
 
 namespace trainlock::validate {
 
-
 struct ImageBinding {
   bool in_image = false;  // an image record was found and agrees with the project
   std::optional<std::pair<std::string, std::string>> image;  // ref, digest
   std::string digest_source;                                 // "job" when image is set
 };
 
-// `etc_dir` is where an image keeps its lock and record (kProjectInImage, image/in_image_paths.h); `self`
-// the running validator binary. Throws InputError (exit 2) naming both sides when the image's lock, config
-// or validator is not the project's (or the record disagrees with the image's own lock), and
-// for a malformed TRAINLOCK_IMAGE_DIGEST.
+// `etc_dir` is where an image keeps its lock and record (kProjectInImage, image/in_image_paths.h);
+// `self` the running validator binary. Throws InputError (exit 2) naming both sides when the
+// image's lock, config or validator is not the project's (or the record disagrees with the image's
+// own lock), and for a malformed TRAINLOCK_IMAGE_DIGEST.
 ImageBinding BindImage(const std::filesystem::path& etc_dir, const Project& project,
                        const std::filesystem::path& self, const char* env_ref,
                        const char* env_digest);

@@ -4,24 +4,24 @@
 
 #include <chrono>
 
-#include "base/program_path.h"
 #include "base/json_file.h"
-#include "support/check_selection.h"
+#include "base/program_path.h"
 #include "checks/data_checks.h"
 #include "checks/smoke_command.h"
 #include "comm/collectives.h"
 #include "compat/catalog.h"
 #include "compat/gpu_binary.h"
 #include "coordinator/image_binding.h"
-#include "probes/nvml_probe.h"
+#include "coordinator/roundtrip.h"
+#include "coordinator/validate_summary.h"
+#include "coordinator/work_dirs.h"
 #include "ops/op_library_path.h"
 #include "ops/ops_check.h"
+#include "probes/nvml_probe.h"
 #include "probes/perf_checks.h"
-#include "coordinator/roundtrip.h"
-#include "support/worker_process.h"
-#include "coordinator/validate_summary.h"
 #include "probes/visible_gpus.h"
-#include "coordinator/work_dirs.h"
+#include "support/check_selection.h"
+#include "support/worker_process.h"
 #include "worker/worker.h"
 
 namespace trainlock::validate {
@@ -35,8 +35,9 @@ DeviceRuns MeasureDevices(const fs::path& work, int timeout_s,
                           const std::vector<fs::path>& custom_op_libraries) {
   DeviceRuns runs;
   fs::path result = work / "node.json";
-  Child child({RunningExecutable().string(), "worker", "--role", "node", "--result", result.string()},
-              work / "node.stderr");
+  Child child(
+      {RunningExecutable().string(), "worker", "--role", "node", "--result", result.string()},
+      work / "node.stderr");
   child.Wait(std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s));
   nlohmann::json j = TryReadJsonFile(result, nullptr).value_or(nlohmann::json());
   if (j.is_object() && j.contains("devices")) runs.devices = j["devices"];

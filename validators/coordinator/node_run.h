@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "base/progress.h"
+#include "coordinator/validate.h"
 #include "probes/node_checks.h"
 #include "project/project.h"
 #include "report/report.h"
-#include "coordinator/validate.h"
 
 namespace trainlock::validate {
 

@@ -9,14 +9,14 @@
 #include <optional>
 #include <sstream>
 
-#include "base/program_path.h"
 #include "base/json_file.h"
+#include "base/program_path.h"
 #include "base/sha256.h"
 #include "compat/catalog.h"
 #include "engines/native/checkpoint.h"
-#include "probes/host_memory.h"
 #include "plan/memory_model.h"
 #include "plan/memory_remedies.h"
+#include "probes/host_memory.h"
 #include "project/project.h"
 #include "project/train_shape.h"
 #include "report/check_metrics.h"
@@ -146,8 +146,8 @@ WorkerRun Coordinator::Finish(Launched l, bool preempt_after_commit, double* sec
 // (C) when the memory left beside a training step, as process A measured it, holds D's
 // weights and eval logits with a margin; otherwise D runs after C.
 bool Coordinator::PortableFitsBesideResume(const WorkerRun& a) const {
-  const auto m = ReadMetrics<TrainStepMetrics>(
-      a.result.value("measurement", nlohmann::json::object()));
+  const auto m =
+      ReadMetrics<TrainStepMetrics>(a.result.value("measurement", nlohmann::json::object()));
   const int64_t total = m.device_total_bytes.value_or(-1);
   const int64_t used = m.device_used_bytes.value_or(-1);
   if (total <= 0 || used < 0) return false;  // CPU, or nothing measured: keep them apart
@@ -257,9 +257,8 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
   if (m.mode.value_or("") == "default") {
     const auto deterministic =
         ReadMetrics<TrainStepMetrics>(m.deterministic.value_or(nlohmann::json()));
-    s << " (the run's default kernels, median of "
-      << (m.step_times_s ? m.step_times_s->size() : 0) << "; deterministic "
-      << deterministic.step_time_s.value_or(0.0) << " s)";
+    s << " (the run's default kernels, median of " << (m.step_times_s ? m.step_times_s->size() : 0)
+      << "; deterministic " << deterministic.step_time_s.value_or(0.0) << " s)";
   } else {
     s << " (deterministic kernels, as the run's config asks)";
   }
@@ -308,21 +307,20 @@ CheckResult Coordinator::OutOfMemoryCheck(const WorkerRun& a) const {
   m.seq_len = config.training.seq_len;
   m.micro_batch = config.training.micro_batch;
   m.shape = TrainShapeJson(config);
-  m.estimate = ToJson(MemoryEstimateMetrics{estimate.parameters, estimate.weights_bytes,
-                                            estimate.grads_bytes, estimate.optimizer_bytes,
-                                            estimate.activation_bytes, estimate.logits_bytes,
-                                            estimate.total_bytes()});
+  m.estimate = ToJson(MemoryEstimateMetrics{
+      estimate.parameters, estimate.weights_bytes, estimate.grads_bytes, estimate.optimizer_bytes,
+      estimate.activation_bytes, estimate.logits_bytes, estimate.total_bytes()});
   m.remedies = remedies;
   c.metrics = ToJson(m);
-  c.summary =
-      "out of memory at seq_len " + std::to_string(config.training.seq_len) + ", micro_batch " +
-      std::to_string(config.training.micro_batch) + ": the step needs about " +
-      GiB(estimate.total_bytes()) + " (weights " + GiB(estimate.weights_bytes) + ", grads " +
-      GiB(estimate.grads_bytes) + ", AdamW " + GiB(estimate.optimizer_bytes) + ", activations " +
-      GiB(estimate.activation_bytes) + ", logits " + GiB(estimate.logits_bytes) + ")" +
-      (total > 0 ? "; the device has " + GiB(total) + ", peak reserved " +
-                       GiB(static_cast<double>(m.peak_reserved_bytes.value_or(0)))
-                 : "");
+  c.summary = "out of memory at seq_len " + std::to_string(config.training.seq_len) +
+              ", micro_batch " + std::to_string(config.training.micro_batch) +
+              ": the step needs about " + GiB(estimate.total_bytes()) + " (weights " +
+              GiB(estimate.weights_bytes) + ", grads " + GiB(estimate.grads_bytes) + ", AdamW " +
+              GiB(estimate.optimizer_bytes) + ", activations " + GiB(estimate.activation_bytes) +
+              ", logits " + GiB(estimate.logits_bytes) + ")" +
+              (total > 0 ? "; the device has " + GiB(total) + ", peak reserved " +
+                               GiB(static_cast<double>(m.peak_reserved_bytes.value_or(0)))
+                         : "");
   for (size_t i = 0; i < remedies.size(); ++i) {
     c.remedy += (i ? "; " : "") + std::to_string(i + 1) + ") " + remedies[i];
   }

@@ -17,21 +17,21 @@
 #include "base/rank_env.h"
 #include "base/time_text.h"
 #include "base/version_info.h"
-#include "support/check_selection.h"
 #include "checks/host_info.h"
-#include "compat/lock_drift.h"
-#include "image/in_image_paths.h"
-#include "coordinator/image_binding.h"
 #include "comm/launch.h"
-#include "coordinator/node_run.h"
-#include "probes/nvml_probe.h"
-#include "project/project.h"
 #include "comm/rank_merge.h"
 #include "comm/rank_phase.h"
-#include "report/report.h"
-#include "report/report_signing.h"
+#include "compat/lock_drift.h"
+#include "coordinator/image_binding.h"
+#include "coordinator/node_run.h"
 #include "coordinator/validate_summary.h"
 #include "coordinator/work_dirs.h"
+#include "image/in_image_paths.h"
+#include "probes/nvml_probe.h"
+#include "project/project.h"
+#include "report/report.h"
+#include "report/report_signing.h"
+#include "support/check_selection.h"
 #include "worker/worker.h"
 
 namespace trainlock::validate {
@@ -280,8 +280,8 @@ int RunValidate(const ValidateOptions& o) {
   const std::string sign_pem = ReadSigningKey(o.sign_key);
   Progress progress(ProgressStyleFor(o, rank), ProgressSource(rank));
   const ImageBinding image =
-      BindImage(kProjectInImage, project, RunningExecutable(),
-                std::getenv("TRAINLOCK_IMAGE_REF"), std::getenv("TRAINLOCK_IMAGE_DIGEST"));
+      BindImage(kProjectInImage, project, RunningExecutable(), std::getenv("TRAINLOCK_IMAGE_REF"),
+                std::getenv("TRAINLOCK_IMAGE_DIGEST"));
   Report report = NewReport(o, project, drift, lead, image);
   NodeProbe node;
   if (report.build != "cpu") node = ProbeNode();

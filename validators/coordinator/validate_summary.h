@@ -8,8 +8,8 @@
 
 #include "base/progress.h"
 #include "base/rank_env.h"
-#include "report/report.h"
 #include "coordinator/validate.h"
+#include "report/report.h"
 
 namespace trainlock::validate {
 

@@ -5,8 +5,8 @@
 #include <set>
 #include <sstream>
 
-#include "base/program_path.h"
 #include "base/json_file.h"
+#include "base/program_path.h"
 #include "report/check_metrics.h"
 #include "support/worker_process.h"
 

@@ -78,7 +78,7 @@ CheckResult Versions(const Target* target, const BuildInfo& build) {
   m.cuda_runtime = CudaVersionString(build.cuda_runtime);
   if (build.nccl) {
     m.nccl = std::to_string(build.nccl / 10000) + "." + std::to_string(build.nccl / 100 % 100) +
-                "." + std::to_string(build.nccl % 100);
+             "." + std::to_string(build.nccl % 100);
   }
   if (!target)
     return Make("env.versions", CheckStatus::kSkip, "the lock has no " + build.flavour + " target",
@@ -102,8 +102,7 @@ CheckResult Versions(const Target* target, const BuildInfo& build) {
     if (!build.nccl) {
       problems.push_back("the lock pins NCCL " + target->nccl + " but no NCCL is loaded");
     } else if (m.nccl != target->nccl) {
-      problems.push_back("NCCL " + m.nccl.value_or("") + " but the lock pins " +
-                         target->nccl);
+      problems.push_back("NCCL " + m.nccl.value_or("") + " but the lock pins " + target->nccl);
     }
   }
   if (!problems.empty()) {

@@ -12,17 +12,17 @@
 #include <set>
 #include <thread>
 
-#include "engines/native/async_checkpoint.h"
 #include "base/diagnostic.h"
 #include "base/failure.h"
 #include "base/file_io.h"
-#include "ops/custom_ops.h"
+#include "engines/native/async_checkpoint.h"
 #include "engines/native/model_loader.h"
+#include "engines/native/trainer.h"
+#include "ops/custom_ops.h"
 #include "project/artifact_paths.h"
 #include "project/project.h"
 #include "report/check_metrics.h"
 #include "support/torch_compat.h"
-#include "engines/native/trainer.h"
 
 #if defined(TRAINLOCK_WITH_CUDA)
 #include <ATen/cuda/CUDAContext.h>

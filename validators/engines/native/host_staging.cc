@@ -41,7 +41,8 @@ void MakeResident(char* base, size_t bytes) {
   const size_t slice = AlignUp((bytes + threads - 1) / threads);
   std::vector<std::thread> workers;
   for (size_t at = 0; at < bytes; at += slice) {
-    workers.emplace_back([base, at, n = std::min(slice, bytes - at)] { std::memset(base + at, 0, n); });
+    workers.emplace_back(
+        [base, at, n = std::min(slice, bytes - at)] { std::memset(base + at, 0, n); });
   }
   for (std::thread& t : workers) t.join();
 }
@@ -49,7 +50,8 @@ void MakeResident(char* base, size_t bytes) {
 std::vector<torch::Tensor> FromTorchAllocator(const std::vector<torch::Tensor>& like, bool pin) {
   std::vector<torch::Tensor> out;
   for (const torch::Tensor& t : like)
-    out.push_back(torch::empty(t.sizes(), torch::TensorOptions().dtype(t.scalar_type()).pinned_memory(pin)));
+    out.push_back(
+        torch::empty(t.sizes(), torch::TensorOptions().dtype(t.scalar_type()).pinned_memory(pin)));
   return out;
 }
 

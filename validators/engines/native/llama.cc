@@ -29,7 +29,8 @@ torch::Tensor CausalAttention(const torch::Tensor& q, const torch::Tensor& k,
   return at::scaled_dot_product_attention(q, keys, values, {}, 0.0, /*is_causal=*/true);
 #else
   const int64_t seq = q.size(-2);
-  auto scores = torch::matmul(q, keys.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
+  auto scores =
+      torch::matmul(q, keys.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
   auto mask = torch::ones({seq, seq}, torch::TensorOptions().dtype(torch::kBool).device(q.device()))
                   .triu(1);
   scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
@@ -177,8 +178,8 @@ std::pair<torch::Tensor, torch::Tensor> LlamaImpl::Rotary(int64_t seq_len,
   // rope_theta and rope_scaling (linear, llama3) as transformers computes them: the config
   // loader refuses any scaling this does not implement.
   const std::vector<double> frequencies = RopeInverseFrequencies(config_);
-  auto inv_freq = torch::tensor(frequencies, torch::TensorOptions().dtype(torch::kFloat64))
-                      .to(options);
+  auto inv_freq =
+      torch::tensor(frequencies, torch::TensorOptions().dtype(torch::kFloat64)).to(options);
   auto positions = torch::arange(seq_len, options);
   auto freqs = torch::outer(positions, inv_freq);
   auto emb = torch::cat({freqs, freqs}, -1);

@@ -9,8 +9,8 @@
 #include "base/diagnostic.h"
 #include "base/json_file.h"
 #include "base/safe_paths.h"
-#include "project/hub_model_config.h"
 #include "engines/native/safetensors.h"
+#include "project/hub_model_config.h"
 
 namespace trainlock::validate {
 namespace fs = std::filesystem;
@@ -76,13 +76,15 @@ void CheckConfigJson(const fs::path& file, const ModelConfig& c) {
   std::string scaling;
   if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
     const nlohmann::json& r = j["rope_scaling"];
-    scaling = r.contains("rope_type") && r["rope_type"].is_string() ? r["rope_type"].get<std::string>()
-              : r.contains("type") && r["type"].is_string()         ? r["type"].get<std::string>()
-                                                                    : "";
+    scaling = r.contains("rope_type") && r["rope_type"].is_string()
+                  ? r["rope_type"].get<std::string>()
+              : r.contains("type") && r["type"].is_string() ? r["type"].get<std::string>()
+                                                            : "";
     if (scaling == "default") scaling.clear();
   }
   if (scaling != c.rope_scaling.type) {
-    throw ModelLoadError(file.string() + ": rope_scaling is " + (scaling.empty() ? "none" : scaling) +
+    throw ModelLoadError(file.string() + ": rope_scaling is " +
+                         (scaling.empty() ? "none" : scaling) +
                          " but the training config's model.rope_scaling is " +
                          (c.rope_scaling.type.empty() ? "none" : c.rope_scaling.type));
   }

@@ -11,8 +11,8 @@
 
 #include "engines/native/checkpoint.h"
 #include "engines/native/llama.h"
-#include "project/train_config.h"
 #include "engines/native/token_data.h"
+#include "project/train_config.h"
 
 namespace trainlock::validate {
 
