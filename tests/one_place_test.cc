@@ -82,5 +82,62 @@ TEST(OnePlace, ASpellingOutsideItsOwnerIsFound) {
             found.end());
 }
 
+// The report's members (report.h) as the stages after report/ might read them by hand.
+const std::vector<std::string> kReportMembers = {
+    "schema",    "verdict", "lock_sha256", "config_sha256", "manifest_sha256", "negative_control",
+    "drift",     "image",   "validator",   "host",          "devices",         "started_at",
+    "duration_s", "checks", "required",    "project",       "work_dir",        "only",
+    "rank",      "ranks",   "signature",
+};
+
+// "file:line: member" for each read of a report member by subscript, value(), at() or
+// contains() in the stages that come after report/ (they read through report_view.h). An
+// assignment (`x["image"] = ...`) writes and is not a read.
+std::vector<std::string> ReportMembersReadByHand(const fs::path& root) {
+  std::vector<std::string> found;
+  for (const char* folder : {"src/checks", "src/plan", "src/fleet", "src/cli"}) {
+    if (!fs::exists(root / folder)) continue;
+    for (const auto& entry : fs::recursive_directory_iterator(root / folder)) {
+      if (!entry.is_regular_file() || !IsSource(entry.path())) continue;
+      const std::string rel = fs::relative(entry.path(), root).generic_string();
+      std::ifstream in(entry.path());
+      int line_no = 0;
+      for (std::string line; std::getline(in, line);) {
+        ++line_no;
+        for (const std::string& member : kReportMembers) {
+          const std::string quoted = "\"" + member + "\"";
+          for (const std::string& read : {"[" + quoted + "]", ".value(" + quoted,
+                                          ".at(" + quoted + ")", "contains(" + quoted + ")"}) {
+            const size_t at = line.find(read);
+            if (at == std::string::npos) continue;
+            const size_t after = line.find_first_not_of(' ', at + read.size());
+            if (read.front() == '[' && after != std::string::npos && line[after] == '=' &&
+                line.compare(after, 2, "==") != 0)
+              continue;
+            found.push_back(rel + ":" + std::to_string(line_no) + ": " + member);
+          }
+        }
+      }
+    }
+  }
+  return found;
+}
+
+TEST(OnePlace, CommandsAndLaterStagesReadReportsOnlyThroughTheView) {
+  std::string all;
+  for (const std::string& f : ReportMembersReadByHand(testing::SourceDir())) all += f + "\n";
+  EXPECT_EQ(all, "");
+}
+
+TEST(OnePlace, AReportMemberReadByHandIsFound) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.path() / "src/cli/cmd_x.cc",
+                     "row[\"verdict\"] = v;\nif (r.value(\"verdict\", \"\") == \"pass\") {}\n"
+                     "bool b = r[\"checks\"] == x;\n");
+  const std::vector<std::string> found = ReportMembersReadByHand(dir.path());
+  EXPECT_EQ(found, (std::vector<std::string>{"src/cli/cmd_x.cc:2: verdict",
+                                             "src/cli/cmd_x.cc:3: checks"}));
+}
+
 }  // namespace
 }  // namespace trainlock
