@@ -153,7 +153,8 @@ class SchemaChecker {
       Field(*v, "torch", "validator", nlohmann::json::value_t::string);
       Enum(*v, "build", "validator", {"cpu", "cuda", "rocm"});
     }
-    Enum(r, "target", "$", {"cpu", "cuda", "rocm"});
+    // Optional for the readers of older reports (report, plan); the gate refuses its absence.
+    if (r.contains("target")) Enum(r, "target", "$", {"cpu", "cuda", "rocm"});
     if (r.contains("target") && r.contains("validator") && r["validator"].is_object() &&
         StringMember(r, "target") != StringMember(r["validator"], "build"))
       Problem("target", "must be the validator's build (the target whose image carries it)");
