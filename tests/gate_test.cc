@@ -7,7 +7,9 @@
 
 #include "base/time_text.h"
 #include "compat/catalog.h"
+#include "project/check_ids.h"
 #include "project/project.h"
+#include "report/check_evidence.h"
 #include "report/gate.h"
 #include "report/report_signing.h"
 #include "test_support.h"
@@ -422,6 +424,80 @@ TEST_F(Gate, AStepPassThatRanOutOfMemoryIsRefused) {
   EXPECT_TRUE(HasReason(Decide(), "evidence", "train.step: pass, but it ran out of memory"));
 }
 
+TEST_F(Gate, ARankOwnReportIsRefusedNamingTheMergedReport) {
+  report_["rank"] = {{"rank", 1}, {"world_size", 2}, {"local_rank", 1}, {"launcher", "torchrun"}};
+  report_["partial"] = true;
+  GateRequest r = Request(report_.dump(2));
+  r.report_path = "out/report.rank-1.json";
+  GateDecision d = Decide(r);
+  EXPECT_TRUE(HasReason(d, "partial",
+                        "out/report.rank-1.json is rank 1's own report of a 2-rank run, a part of "
+                        "the run; gate the merged report rank 0 wrote (out/report.json)"))
+      << ::testing::PrintToString(d.reasons);
+}
+
+TEST_F(Gate, ARankReportThatDropsItsPartialMarkerIsStillPartial) {
+  report_["rank"] = {{"rank", 0}, {"world_size", 2}, {"local_rank", 0}, {"launcher", "torchrun"}};
+  GateDecision d = Decide();
+  EXPECT_TRUE(HasReason(d, "partial", "rank 0's own report of a 2-rank run"))
+      << ::testing::PrintToString(d.reasons);
+}
+
+TEST_F(Gate, AReportOfAnotherTargetThanTargetIsRefused) {
+  lock_.targets["cuda"] = lock_.targets["cpu"];
+  lock_.targets["cuda"].name = "cuda";
+  GateRequest r = Request(report_.dump(2));
+  r.target = "cuda";
+  GateDecision d = Decide(r);
+  EXPECT_TRUE(HasReason(d, "target", "the report validated target cpu, not --target cuda"))
+      << ::testing::PrintToString(d.reasons);
+}
+
+TEST_F(Gate, AReportThatNamesATargetItsValidatorWasNotBuiltForIsRefused) {
+  report_["target"] = "cuda";
+  GateDecision d = Decide();
+  EXPECT_TRUE(HasReason(d, "target", "names target cuda but ran a cpu validator"))
+      << ::testing::PrintToString(d.reasons);
+}
+
+TEST_F(Gate, AReportWithoutTargetIsRefused) {
+  report_.erase("target");
+  GateDecision d = Decide();
+  EXPECT_TRUE(HasReason(d, "target", "does not say which lock target it validated"))
+      << ::testing::PrintToString(d.reasons);
+}
+
+TEST(Evidence, EveryCheckIdHasAnEvidenceRule) {
+  for (std::string_view id : kCheckIds) EXPECT_TRUE(HasEvidenceRule(id)) << id;
+  EXPECT_FALSE(HasEvidenceRule("env.nonesuch"));  // the test can fail
+}
+
+TEST_F(Gate, AReportLackingACheckIdIsRefused) {
+  json& checks = report_["checks"];
+  checks.erase(std::remove_if(checks.begin(), checks.end(),
+                              [](const json& c) { return c["id"] == "ext.command"; }),
+               checks.end());
+  GateDecision d = Decide();
+  EXPECT_TRUE(HasReason(d, "schema", "checks: missing check \"ext.command\""))
+      << ::testing::PrintToString(d.reasons);
+}
+
+TEST_F(Gate, AnUnsignedPortablePassOutsideItsToleranceIsRefused) {
+  json& metrics = (*Check(report_, "ckpt.portable"))["metrics"];
+  metrics["eval_loss"] = metrics["eval_loss_reference"].get<double>() + 1.0;  // abs_diff kept 0
+  GateDecision d = Decide();
+  EXPECT_TRUE(HasReason(d, "evidence",
+                        "ckpt.portable: pass, but eval_loss differs from eval_loss_reference by "
+                        "more than its tolerance"))
+      << ::testing::PrintToString(d.reasons);
+}
+
+TEST_F(Gate, FileDriftTheCallerFoundRefuses) {
+  GateRequest r = Request(report_.dump(2));
+  r.file_drift = {"lock.config: the training config configs/tiny.yaml changed"};
+  EXPECT_TRUE(HasReason(Decide(r), "files", "configs/tiny.yaml changed"));
+}
+
 TEST_F(CliGate, AnEmptyMaxAgeIsBadInput) {
   auto r = testing::RunTrainlock({"gate", Fixture(), "--lock", Tiny(), "--max-age", ""});
   EXPECT_EQ(r.exit_code, 2);
@@ -513,6 +589,67 @@ TEST_F(GateCli, RequireTakesACommaListOrRepeatedIds) {
   EXPECT_EQ(listed.out, repeated.out);
   EXPECT_NE(listed.out.find("required check comm.allreduce was skipped"), std::string::npos)
       << listed.out;
+}
+
+TEST_F(GateCli, AConfigChangedSinceTheLockIsRefusedNamingIt) {
+  testing::WriteFile(project_ / "configs/tiny.yaml",
+                     testing::ReadFile(project_ / "configs/tiny.yaml") + "\n# edited\n");
+  auto r = Gate({"--lock", project_.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("files: lock.config: the training config"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("run `trainlock lock"), std::string::npos) << r.out;
+}
+
+TEST_F(GateCli, ALocalDataFileChangedSinceTheLockIsRefusedNamingIt) {
+  const auto project = testing::UnlockedTiny(
+      dir_.path() / "data", "",
+      "[dataset]\nsource = \"local\"\npath = \"data\"\nfiles = [\"a.bin\"]\n");
+  testing::WriteFile(project / "data/a.bin", "token bytes");
+  auto locked = testing::RunTrainlock({"lock", project.string(), "--offline"});
+  ASSERT_EQ(locked.exit_code, 0) << locked.err;
+  Project p = LoadProject(project);
+  nlohmann::json report = nlohmann::json::parse(
+      testing::ReadFile(SourceDir() / "tests/fixtures/reports/tiny-report.json"));
+  report["lock_sha256"] = p.lock_sha256;
+  report["config_sha256"] = p.config_sha256;
+  testing::WriteFile(project / ".trainlock/reports/report.json", report.dump(2));
+  ASSERT_EQ(Gate({"--lock", project.string()}).exit_code, 0);
+  testing::WriteFile(project / "data/a.bin", "other bytes");  // after the validation
+  auto r = Gate({"--lock", project.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("files: " + (project / "trainlock.lock").string() + ": stale"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("a.bin"), std::string::npos) << r.out;
+}
+
+TEST_F(GateCli, FilesNotPresentAreSaidToRelyOnTheReport) {
+  std::filesystem::remove(project_ / "trainlock.toml");
+  auto r = Gate({"--lock", project_.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("files not present: relying on the report"), std::string::npos) << r.out;
+}
+
+TEST_F(GateCli, UnchangedFilesAreSaidToMatchTheLock) {
+  auto r = Gate({"--lock", project_.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("project files match the lock"), std::string::npos) << r.out;
+}
+
+TEST_F(GateCli, AMultiTargetLockWithoutTargetIsAmbiguous) {
+  const auto lock = project_ / "trainlock.lock";
+  std::string text = testing::ReadFile(lock);
+  Project p = LoadProject(project_);
+  text += "\n[targets.cuda]\nbase = \"" + p.lock->targets.at("cpu").base + "\"\n";
+  testing::WriteFile(lock, text);
+  auto r = Gate({"--lock", lock.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("the lock has targets cpu, cuda: which one the long run uses is ambiguous"),
+            std::string::npos)
+      << r.err;
+  auto cuda = Gate({"--lock", lock.string(), "--target", "cuda"});
+  EXPECT_EQ(cuda.exit_code, 1) << cuda.out << cuda.err;
+  EXPECT_NE(cuda.out.find("not --target cuda"), std::string::npos) << cuda.out;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The report contract (trainlock.report/v1): what conforms and what a tampered report breaks.
 #include <gtest/gtest.h>
 
+#include "project/check_ids.h"
 #include "report/report.h"
 
 namespace trainlock {
@@ -16,6 +17,12 @@ Report MinimalReport() {
   r.duration_s = 1.5;
   r.checks.push_back({"train.step", CheckStatus::kPass, 0.1, "ok", "", {{"step_time_s", 0.1}}});
   r.checks.push_back({"env.driver", CheckStatus::kSkip, 0, "no GPU", "", nlohmann::json::object()});
+  r.target = "cpu";
+  for (std::string_view id : kCheckIds) {  // the validator writes every id
+    if (id != "train.step" && id != "env.driver")
+      r.checks.push_back(
+          {std::string(id), CheckStatus::kSkip, 0, "not run", "", nlohmann::json::object()});
+  }
   return r;
 }
 
@@ -28,6 +35,29 @@ bool Mentions(const std::vector<std::string>& problems, const std::string& what)
 
 TEST(ReportSchema, AReportBuiltByTheLibraryConforms) {
   EXPECT_EQ(ReportSchemaViolations(MinimalReport().ToJson()), std::vector<std::string>{});
+}
+
+TEST(ReportSchema, AReportLackingACheckIdIsAViolation) {
+  Report r = MinimalReport();
+  r.checks.pop_back();
+  EXPECT_TRUE(Mentions(ReportSchemaViolations(r.ToJson()), "checks: missing check"));
+}
+
+TEST(ReportSchema, ATargetOtherThanTheBuildIsAViolation) {
+  Report r = MinimalReport();
+  r.target = "cuda";
+  EXPECT_TRUE(
+      Mentions(ReportSchemaViolations(r.ToJson()), "target: must be the validator's build"));
+}
+
+TEST(ReportSchema, ARankOwnReportIsPartialEvenWithoutItsMarker) {
+  Report r = MinimalReport();
+  r.rank = ReportRank{1, 2, 1, "torchrun"};
+  EXPECT_TRUE(IsPartialReport(r.ToJson()));
+  r.ranks = nlohmann::json::array();
+  EXPECT_FALSE(IsPartialReport(r.ToJson()));  // the merged report
+  r.partial = true;
+  EXPECT_TRUE(Mentions(ReportSchemaViolations(r.ToJson()), "partial: the merged report"));
 }
 
 TEST(ReportSchema, VerdictIsFailWhenACheckFails) {

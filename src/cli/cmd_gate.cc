@@ -9,6 +9,7 @@
 
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
+#include "base/failure.h"
 #include "base/file_io.h"
 #include "base/json_file.h"
 #include "base/refs.h"
@@ -16,6 +17,8 @@
 #include "base/terminal_text.h"
 #include "base/time_text.h"
 #include "cli/commands.h"
+#include "compat/lock_drift.h"
+#include "lock/lock_check.h"
 #include "project/artifact_paths.h"
 #include "project/check_ids.h"
 #include "project/project.h"
@@ -34,8 +37,63 @@ struct GateOptions {
   std::vector<std::string> require;
   bool allow_unsigned = false;
   std::string image;
+  std::string target;
   bool json = false;
 };
+
+// --target: the lock target the long run uses. A lock of one target names it; with several,
+// the gate cannot tell which one the run will use, and a pass for another would be a pass
+// for the wrong image and accelerators: exit 2 until --target says.
+std::optional<std::string> TargetOf(const GateOptions& options, const Project& project) {
+  const auto& targets = project.lock->targets;
+  std::string names;
+  for (const auto& [name, target] : targets) names += (names.empty() ? "" : ", ") + name;
+  if (!options.target.empty()) {
+    if (targets.contains(options.target)) return options.target;
+    throw InputError(Diagnostic{"--target",
+                                {},
+                                "the lock has no target " + Quoted(options.target),
+                                "give one of its targets: " + names});
+  }
+  if (targets.size() <= 1) return std::nullopt;
+  throw InputError(
+      Diagnostic{project.lock_path,
+                 {},
+                 "the lock has targets " + names + ": which one the long run uses is ambiguous",
+                 "give --target with the one the run uses"});
+}
+
+// The project's files against the lock, with `lock --check`'s own offline check
+// (lock_check.h) and the validator's drift findings (lock_drift.h, naming the config). Where
+// the files are not here, the gate can only rely on the hashes the report states.
+void CheckFiles(const std::string& dir, const Project& project, GateRequest& request) {
+  const std::string relock = "; run `trainlock lock " + dir + "`, then validate again";
+  if (!project.manifest) {
+    request.files_fact = "files not present: relying on the report (no manifest beside the lock)";
+    return;
+  }
+  for (const Finding& f : LockDrift(project))
+    request.file_drift.push_back(f.id + ": " + f.message + relock);
+  LockOptions o;
+  o.offline = true;
+  o.skip_python = true;
+  try {
+    const LockCheckResult check = CheckLockAgainstFiles(dir, o);
+    if (!check.up_to_date) {
+      std::string changed;
+      for (const std::string& line : check.would_change) changed += "; would change: " + line;
+      request.file_drift.push_back(project.lock_path + ": " + check.problem + changed + relock);
+    } else {
+      request.files_fact = "project files match the lock";
+    }
+  } catch (const InputError& e) {
+    request.files_fact =
+        std::string("files not present: relying on the report (") + std::string(e.what()) + ")";
+  } catch (const Failure& e) {
+    request.files_fact =
+        std::string("files not present: relying on the report (") + std::string(e.what()) + ")";
+  }
+}
 
 GateRequest BuildRequest(const GateOptions& options, const Project& project) {
   GateRequest request;
@@ -67,6 +125,7 @@ GateRequest BuildRequest(const GateOptions& options, const Project& project) {
     }
     request.image_digest = options.image;
   }
+  request.target = TargetOf(options, project);
   request.allow_unsigned = options.allow_unsigned;
   if (!options.key.empty()) request.public_key_pem = ReadInputFile(options.key, options.key);
   request.now_s = std::chrono::duration_cast<std::chrono::seconds>(
@@ -102,6 +161,7 @@ int RunGate(const GateOptions& options, const GlobalOptions& global) {
   GateOptions resolved = options;
   resolved.report = ReportPathOf(resolved.report.empty() ? dir : resolved.report);
   GateRequest request = BuildRequest(resolved, project);
+  CheckFiles(dir, project, request);
   GateDecision decision;
   try {
     decision = EvaluateGate(request, catalog);
@@ -139,7 +199,10 @@ Command RegisterGate(CLI::App& app, const GlobalOptions& global) {
       "accelerators, with every required check passed (a skip is a refusal), within --max-age,\n"
       "carries a valid Ed25519 signature over exactly these bytes (--key; an unsigned report\n"
       "only with --allow-unsigned), trained the lock's config, is no negative control, and\n"
-      "whose every passing check's metrics support the pass. A refusal prints every reason.\n"
+      "whose every passing check's metrics support the pass; that is no rank's partial report,\n"
+      "validated --target (required with a multi-target lock), and whose project files (with\n"
+      "--lock DIR) still match the lock, as `lock --check` sees them. A refusal prints every\n"
+      "reason.\n"
       "Exit 0 pass, 1 refused, 2 bad input.");
   cmd->add_option("REPORT", options->report,
                   "report.json written by trainlock-validate (default: the --lock project's "
@@ -159,6 +222,9 @@ Command RegisterGate(CLI::App& app, const GlobalOptions& global) {
                   "repeated)")
       ->delimiter(',')
       ->expected(1, -1);
+  cmd->add_option("--target", options->target,
+                  "The lock target the long run uses (cpu, cuda, rocm); required when the lock "
+                  "has several: the report must have validated it");
   cmd->add_flag("--json", options->json, "Print the decision as JSON");
   return [options, &global] { return RunGate(*options, global); };
 }

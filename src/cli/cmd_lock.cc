@@ -1,8 +1,6 @@
 // `trainlock lock DIR [--check] [--offline]`: resolve the manifest into trainlock.lock, or
 // (--check) say offline whether the lock is still the manifest's.
 #include <iostream>
-#include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -10,6 +8,7 @@
 #include "base/failure.h"
 #include "base/file_io.h"
 #include "cli/commands.h"
+#include "lock/lock_check.h"
 #include "lock/lock_resolver.h"
 #include "project/project.h"
 
@@ -27,19 +26,6 @@ struct LockCommandOptions {
   long timeout_s = 30;
 };
 
-// The lines of `now` that `before` lacks: what re-locking would change, for the message.
-std::vector<std::string> ChangedLines(const std::string& before, const std::string& now) {
-  std::set<std::string> old_lines;
-  std::istringstream in(before);
-  for (std::string line; std::getline(in, line);) old_lines.insert(line);
-  std::vector<std::string> changed;
-  std::istringstream out(now);
-  for (std::string line; std::getline(out, line);) {
-    if (!old_lines.count(line)) changed.push_back(line);
-  }
-  return changed;
-}
-
 // --check: the CI drift gate. Offline by design: it asks whether the lock still pins what the
 // manifest and config say, from the lock's own pins, so it gives the same answer on a runner
 // without network and never depends on what a registry or the Hub serves today. --upstream
@@ -53,27 +39,12 @@ int CheckLock(const std::filesystem::path& dir, const LockCommandOptions& option
   o.index.timeout_s = options.timeout_s;
   o.registry.timeout_s = options.timeout_s;
   o.hub.timeout_s = options.timeout_s;
-  ResolvedLock lock;
-  try {
-    lock = ResolveLock(dir, o);
-  } catch (const Failure& e) {
-    if (e.exit_code() != kExitVerdict || options.upstream) throw;
-    // Offline resolution names what the lock does not pin: the manifest asks for something new.
-    std::cerr << path.string() << ": error: stale: " << e.what() << relock << "\n";
-    return kExitVerdict;
-  }
-  const std::string& current = lock.existing_lock_sha256;
-  if (current.empty()) {
-    std::cerr << path.string() << ": error: missing or invalid" << relock << "\n";
-    return kExitVerdict;
-  }
-  if (current != lock.lock_sha256) {
-    std::cerr << path.string() << ": error: stale: the manifest and config now lock to lock-sha256 "
-              << lock.lock_sha256.substr(0, 12) << "..., the lock has " << current.substr(0, 12)
-              << "..." << relock << "\n";
-    for (const std::string& line : ChangedLines(ReadInputFile(path, path.string()), lock.text)) {
+  const LockCheckResult check = CheckLockAgainstFiles(dir, o);
+  const std::string& current = check.lock_sha256;
+  if (!check.up_to_date) {
+    std::cerr << path.string() << ": error: " << check.problem << relock << "\n";
+    for (const std::string& line : check.would_change)
       std::cerr << "  would change: " << line << "\n";
-    }
     return kExitVerdict;
   }
   if (options.json) {

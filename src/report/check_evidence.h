@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "report/report_view.h"
@@ -12,8 +13,10 @@
 namespace trainlock {
 
 // One line per contradiction, "<check id>: pass, but <what its metrics say>"; empty when every
-// passing check's metrics support it. Checks that did not pass, and metrics a check does not
-// have to carry, are not judged.
+// passing check's metrics support it. Checks that did not pass are not judged.
 std::vector<std::string> EvidenceContradictions(const ReportView& report);
+
+// Whether check `id` has an evidence rule; every id of check_ids.h has one.
+bool HasEvidenceRule(std::string_view id);
 
 }  // namespace trainlock

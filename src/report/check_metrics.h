@@ -141,12 +141,13 @@ using Text = std::optional<std::string>;
   X(Number, tolerance)
 
 // ckpt.portable: a fresh process's eval loss from the checkpoint alone.
-#define TRAINLOCK_PORTABLE_METRICS(X) \
-  X(Integer, pid)                     \
-  X(Number, eval_loss)                \
-  X(Number, eval_loss_reference)      \
-  X(Number, abs_diff)                 \
-  X(Free, checkpoint) /* dir, step, bytes, verified_files */
+#define TRAINLOCK_PORTABLE_METRICS(X)                         \
+  X(Integer, pid)                                             \
+  X(Number, eval_loss)                                        \
+  X(Number, eval_loss_reference)                              \
+  X(Number, abs_diff)                                         \
+  X(Free, checkpoint)  /* dir, step, bytes, verified_files */ \
+  X(Number, tolerance) /* the largest abs_diff that passes */
 
 // comm.allreduce: bandwidths in GB/s (10^9 bytes/s), sizes in bytes.
 #define TRAINLOCK_ALLREDUCE_METRICS(X) \

@@ -26,7 +26,9 @@ class GateRules {
 
   GateDecision Decide() {
     Schema();
+    Partial();
     Lock();
+    Files();
     Config();
     const Target* target = TargetOfReport();
     if (target) {
@@ -51,6 +53,33 @@ class GateRules {
     for (size_t i = 0; i < violations.size() && i < 5; ++i) list += (i ? "; " : "") + violations[i];
     if (violations.size() > 5) list += "; and " + std::to_string(violations.size() - 5) + " more";
     Refuse("schema: the report does not conform to trainlock.report/v1: " + list);
+  }
+
+  // One rank's own report (report.rank-N.json) shows that rank's checks only: the run passed
+  // only if the merged report, which rank 0 writes with every rank's entry, says so.
+  void Partial() {
+    if (!view_.partial) return;
+    std::string which = view_.rank ? "rank " + std::to_string(*view_.rank) + "'s own report"
+                                   : std::string("a rank's own report");
+    if (view_.world_size) which += " of a " + std::to_string(*view_.world_size) + "-rank run";
+    Refuse("partial: " + request_.report_path + " is " + which +
+           ", a part of the run; gate the merged report rank 0 wrote (" +
+           MergedReportPath(request_.report_path) + ")");
+  }
+
+  // report.rank-3.json -> report.json: where rank 0 wrote the merged report beside it.
+  static std::string MergedReportPath(const std::string& path) {
+    const size_t at = path.rfind(".rank-");
+    if (at == std::string::npos) return "report.json";
+    const size_t dot = path.find('.', at + 6);
+    return path.substr(0, at) + (dot == std::string::npos ? "" : path.substr(dot));
+  }
+
+  // The project's files (config, manifest, local model and dataset files) against the lock.
+  void Files() {
+    for (const std::string& drift : request_.file_drift) Refuse("files: " + drift);
+    if (request_.file_drift.empty() && !request_.files_fact.empty())
+      decision_.facts.push_back(request_.files_fact);
   }
 
   void Lock() {
@@ -101,16 +130,35 @@ class GateRules {
     for (const std::string& c : EvidenceContradictions(view_)) Refuse("evidence: " + c);
   }
 
-  // The lock target the report ran under: the validator's build flavour names it.
+  // The lock target the report validated: the one it names, which must be its validator's
+  // build, a target of the lock, and --target when given.
   const Target* TargetOfReport() {
-    const std::string& build = view_.build;
-    auto it = request_.lock->targets.find(build);
-    if (it != request_.lock->targets.end()) return &it->second;
+    const std::string& name = view_.target;
+    if (name.empty()) {
+      Refuse(
+          "target: the report does not say which lock target it validated (no target); "
+          "validate again with this trainlock");
+      return nullptr;
+    }
+    if (!view_.build.empty() && name != view_.build) {
+      Refuse("target: the report names target " + name + " but ran a " + view_.build +
+             " validator");
+      return nullptr;
+    }
+    if (request_.target && *request_.target != name) {
+      Refuse("target: the report validated target " + name + ", not --target " + *request_.target +
+             "; validate on a " + *request_.target + " node in its image");
+      return nullptr;
+    }
+    auto it = request_.lock->targets.find(name);
+    if (it != request_.lock->targets.end()) {
+      decision_.facts.push_back("target " + name);
+      return &it->second;
+    }
     std::string names;
-    for (const auto& [name, target] : request_.lock->targets)
-      names += (names.empty() ? "" : ", ") + name;
-    Refuse("image: the report ran a " + (build.empty() ? std::string("(unknown)") : build) +
-           " validator, and the lock has no such target (targets: " + names + ")");
+    for (const auto& [n, target] : request_.lock->targets) names += (names.empty() ? "" : ", ") + n;
+    Refuse("target: the report validated target " + name +
+           ", and the lock has no such target (targets: " + names + ")");
     return nullptr;
   }
 

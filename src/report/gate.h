@@ -26,12 +26,20 @@ struct GateRequest {
   std::optional<std::string> public_key_pem;  // --key
   bool allow_unsigned = false;                // --allow-unsigned: no --key is not a refusal
   std::optional<std::string> image_digest;    // --image: the report must have run in it
-  int64_t now_s = 0;                          // seconds since the epoch
+  // --target: the lock target the long run uses; the report must have validated it. Without
+  // it the lock must have one target (the CLI refuses an ambiguous lock, exit 2).
+  std::optional<std::string> target;
+  // The project's files against the lock (lock_check.h, what `lock --check` runs), checked by
+  // the caller: each a drift that refuses ("files" topic), and the fact a pass states.
+  std::vector<std::string> file_drift;
+  std::string files_fact;
+  int64_t now_s = 0;  // seconds since the epoch
 };
 
 struct GateDecision {
   // Why the gate refuses, each "<topic>: <sentence>" with topic one of signature, schema,
-  // lock, config, image, devices, checks, evidence, age. Empty when the report clears the gate.
+  // partial, lock, files, config, target, image, devices, checks, evidence, age. Empty when the
+  // report clears the gate.
   std::vector<std::string> reasons;
   // What was established when it clears: the facts the pass line prints.
   std::vector<std::string> facts;

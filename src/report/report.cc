@@ -78,6 +78,7 @@ nlohmann::json Report::ToJson() const {
                      : nlohmann::json(nullptr);
   if (image && !image_digest_source.empty()) j["image"]["digest_source"] = image_digest_source;
   j["validator"] = {{"version", validator_version}, {"torch", torch_version}, {"build", build}};
+  j["target"] = target;
   j["host"] = host;
   j["devices"] = devices;
   j["started_at"] = started_at;
@@ -102,8 +103,20 @@ nlohmann::json Report::ToJson() const {
                  {"launcher", rank->launcher}};
   }
   if (ranks) j["ranks"] = *ranks;
+  if (partial) j["partial"] = true;
   ShareableStrings(j);
   return j;
+}
+
+bool IsPartialReport(const nlohmann::json& report) {
+  if (!report.is_object()) return false;
+  auto partial = report.find("partial");
+  if (partial != report.end() && partial->is_boolean() && partial->get<bool>()) return true;
+  auto rank = report.find("rank");
+  if (rank == report.end() || !rank->is_object()) return false;
+  std::optional<double> world = FiniteNumber(*rank, "world_size");
+  auto ranks = report.find("ranks");
+  return world && *world > 1 && (ranks == report.end() || !ranks->is_array());
 }
 
 namespace {
@@ -140,6 +153,11 @@ class SchemaChecker {
       Field(*v, "torch", "validator", nlohmann::json::value_t::string);
       Enum(*v, "build", "validator", {"cpu", "cuda", "rocm"});
     }
+    // Optional for the readers of older reports (report, plan); the gate refuses its absence.
+    if (r.contains("target")) Enum(r, "target", "$", {"cpu", "cuda", "rocm"});
+    if (r.contains("target") && r.contains("validator") && r["validator"].is_object() &&
+        StringMember(r, "target") != StringMember(r["validator"], "build"))
+      Problem("target", "must be the validator's build (the target whose image carries it)");
     Field(r, "host", "$", nlohmann::json::value_t::object);
     if (auto* devices = Field(r, "devices", "$", nlohmann::json::value_t::array)) {
       for (size_t i = 0; i < devices->size(); ++i)
@@ -156,6 +174,12 @@ class SchemaChecker {
       std::set<std::string> seen;
       for (size_t i = 0; i < checks->size(); ++i) {
         Check((*checks)[i], "checks[" + std::to_string(i) + "]", seen);
+      }
+      // The validator writes every check, a skipped one as skip: a missing id was removed.
+      for (std::string_view id : kCheckIds) {
+        if (!seen.contains(std::string(id)))
+          Problem("checks",
+                  "missing check \"" + std::string(id) + "\" (a check that did not run is a skip)");
       }
     }
     RunFacts(r);
@@ -255,6 +279,9 @@ class SchemaChecker {
         Field(*rank, key, "rank", Type::number_unsigned);
       Field(*rank, "launcher", "rank", Type::string);
     }
+    if (auto* partial = Optional(r, "partial", "$", Type::boolean);
+        partial && partial->get<bool>() && r.contains("ranks"))
+      Problem("partial", "the merged report (with ranks) is not partial");
     // A rank's entry is what that rank sent (rank_merge.h); the view reads it tolerantly.
     if (auto* ranks = Optional(r, "ranks", "$", Type::array)) {
       for (size_t i = 0; i < ranks->size(); ++i) {

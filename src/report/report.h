@@ -57,6 +57,9 @@ struct Report {
   std::string validator_version;
   std::string torch_version;
   std::string build;  // "cpu" | "cuda" | "rocm"
+  // The lock target the run validated ("cpu" | "cuda" | "rocm"): the one whose image carries
+  // this build of the validator, so it equals `build`. The gate matches it with --target.
+  std::string target;
   nlohmann::json host = nlohmann::json::object();
   nlohmann::json devices = nlohmann::json::array();
   std::string started_at;  // RFC 3339, UTC
@@ -72,6 +75,10 @@ struct Report {
   // The entries of every rank (rank_merge.h), in the merged report of a distributed validation
   // only: each rank's own report leaves them out.
   std::optional<nlohmann::json> ranks;
+  // A rank's own report of a distributed validation (report.rank-N.json): one part of the run,
+  // written as "partial": true. Only the merged report clears the gate; a report whose rank
+  // has world_size > 1 and that has no `ranks` is partial whatever it says (IsPartialReport).
+  bool partial = false;
 
   // "pass" when no check is failing (IsFailingCheck) and the run was no negative control.
   std::string Verdict() const;
@@ -83,6 +90,10 @@ struct Report {
 // skipped, is absent from the report (status ""), or has a status the schema does not know
 // fails: a check that did not run proves nothing.
 bool IsFailingCheck(std::string_view status, bool required);
+
+// Whether a report document is one rank's part of a distributed run: it says "partial": true,
+// or its rank has world_size > 1 and it carries no `ranks` (the merged report's alone).
+bool IsPartialReport(const nlohmann::json& report);
 
 // Schema violations of a report document, each "json.path: problem"; empty when it conforms
 // to trainlock.report/v1.

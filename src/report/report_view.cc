@@ -2,6 +2,7 @@
 #include "report/report_view.h"
 
 #include "report/check_metrics.h"
+#include "report/report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -165,6 +166,7 @@ ReportView ViewOfReport(const nlohmann::json& report) {
   v.validator_version = StringMember(validator, "version");
   v.torch = StringMember(validator, "torch");
   v.build = StringMember(validator, "build");
+  v.target = StringMember(report, "target");
   v.started_at = StringMember(report, "started_at");
   v.duration_s = NumberMember(report, "duration_s");
   v.host = ViewOfHost(Member(report, "host"));
@@ -172,6 +174,11 @@ ReportView ViewOfReport(const nlohmann::json& report) {
   v.checks = ViewsOf(report, "checks", &ViewOfCheck);
   v.required = RequiredIds(report);
   v.ranks = ViewsOf(report, "ranks", &ViewOfRank);
+  v.partial = IsPartialReport(report);
+  const nlohmann::json& rank = Member(report, "rank");
+  if (std::optional<double> r = FiniteNumber(rank, "rank")) v.rank = static_cast<int64_t>(*r);
+  if (std::optional<double> w = FiniteNumber(rank, "world_size"))
+    v.world_size = static_cast<int64_t>(*w);
   return v;
 }
 

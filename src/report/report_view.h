@@ -67,6 +67,7 @@ struct ReportView {
   std::string validator_version;
   std::string torch;
   std::string build;
+  std::string target;  // the lock target it validated; "" when the report does not say
   std::string started_at;
   double duration_s = std::numeric_limits<double>::quiet_NaN();  // NaN when absent
   HostView host;
@@ -74,6 +75,9 @@ struct ReportView {
   std::vector<CheckView> checks;      // one per entry of `checks`, whatever its type
   std::vector<std::string> required;  // the string entries of `required`
   std::vector<RankView> ranks;        // empty for a single process
+  bool partial = false;               // one rank's part of a distributed run (IsPartialReport)
+  std::optional<int64_t> rank;        // `rank.rank`, when the report has a rank
+  std::optional<int64_t> world_size;  // `rank.world_size`
 
   // The first check with this id; nullptr when the report has none.
   const CheckView* FindCheck(std::string_view id) const;

@@ -119,6 +119,10 @@ TEST(CommStandaloneTraining, EveryRankRunsTheRoundTripItselfAndTheRanksAgreeToTh
   json own = json::parse(testing::ReadFile(dir.path() / "report.rank-1.json"));
   EXPECT_EQ(CheckOf(own, "train.roundtrip")["status"], "pass");
   EXPECT_EQ(CheckOf(own, "env.driver")["status"], "skip");
+  // Each rank's own report is marked partial and names its target; the merged one is whole.
+  EXPECT_EQ(own["partial"], true) << own.dump();
+  EXPECT_FALSE(merged.contains("partial"));
+  EXPECT_EQ(merged["target"], merged["validator"]["build"]);
 }
 
 // Starts one trainlock-validate per rank at once with `env_of(rank)` and waits for all.

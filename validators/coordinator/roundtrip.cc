@@ -510,7 +510,8 @@ CheckResult Coordinator::PortableCheck(const WorkerRun& b, const WorkerRun& d) c
   }
   double want = b.result["eval_after_save"], got = d.result["eval"];
   r.metrics = ToJson(PortableMetrics{d.pid, got, want, std::fabs(got - want),
-                                     d.result.value("checkpoint", nlohmann::json::object())});
+                                     d.result.value("checkpoint", nlohmann::json::object()),
+                                     o_.eval_tolerance});
   if (std::fabs(got - want) > o_.eval_tolerance) {
     r.status = CheckStatus::kFail;
     r.summary = "a process with only the checkpoint computes eval loss " + std::to_string(got) +

@@ -49,9 +49,8 @@ Project LoadLockedProject(const ValidateOptions& o) {
 // A validator built for one kind of device refuses a lock or a --device it cannot serve at
 // once, instead of training a GPU-sized model on the CPU until the kernel kills it.
 void RefuseWrongBuild(const ValidateOptions& o, const Project& project, const std::string& build) {
-  if (build != "cpu") return;
   const Spec& lock = *project.lock;
-  if (o.device != "auto" && o.device != "cpu") {
+  if (build == "cpu" && o.device != "auto" && o.device != "cpu") {
     throw InputError(Diagnostic{"--device",
                                 {},
                                 "'" + o.device + "' on a CPU build of the validator (LibTorch " +
@@ -59,16 +58,20 @@ void RefuseWrongBuild(const ValidateOptions& o, const Project& project, const st
                                 "run the validator built for the GPU target (the image from "
                                 "`trainlock image build`), or give --device cpu"});
   }
-  if (lock.targets.contains("cpu")) return;
+  // The lock target this run validates is the one whose image carries this build: the report
+  // names it (`target`), and a lock without it leaves nothing to name.
+  if (lock.targets.contains(build)) return;
   std::string targets;
   for (const auto& [name, target] : lock.targets) targets += (targets.empty() ? "" : ", ") + name;
   throw InputError(Diagnostic{
       project.lock_path,
       {},
-      "this validator is a CPU build, but the lock's targets are " +
-          (targets.empty() ? std::string("none") : targets) + " (no cpu target)",
+      "this validator is a " + (build == "cpu" ? std::string("CPU") : build) +
+          " build, but the lock's targets are " +
+          (targets.empty() ? std::string("none") : targets) + " (no " + build + " target)",
       "run the validator inside the image built for the lock's target (`trainlock validate DIR "
-      "--image REF`), or add [targets.cpu] to trainlock.toml and re-lock"});
+      "--image REF`), or add [targets." +
+          build + "] to trainlock.toml and re-lock"});
 }
 
 // The lock must describe the files the run trains from: a stale lock or a changed config is
@@ -125,6 +128,7 @@ Report NewReport(const ValidateOptions& o, const Project& project,
   report.validator_version = std::string(kTrainlockVersion);
   report.torch_version = BuiltTorchVersion();
   report.build = BuiltTorchFlavour();
+  report.target = report.build;  // RefuseWrongBuild: the lock has this target
   report.host = HostInfo();
   report.required = lead ? project.lock->validate.required : std::vector<std::string>{};
   report.image = image.image;
@@ -216,7 +220,9 @@ nlohmann::json WriteReports(const ValidateOptions& o, const Project& project,
   if (o.out.has_parent_path()) fs::create_directories(o.out.parent_path());
   const bool lead = !rank || rank->rank == 0;
   if (rank && rank->world_size > 1) {
-    nlohmann::json own = report.ToJson();
+    Report part = report;
+    part.partial = true;  // a rank's own report never clears the gate
+    nlohmann::json own = part.ToJson();
     if (!sign_pem.empty()) SignReport(own, sign_pem);
     WriteFileAtomically(RankReportPath(o.out.string(), rank->rank), SignedReportText(own));
     if (lead) report.ranks = rank_entries;

@@ -1,0 +1,56 @@
+// The lock against its project's files; see lock_check.h.
+#include "lock/lock_check.h"
+
+#include <set>
+#include <sstream>
+
+#include "base/exit_code.h"
+#include "base/failure.h"
+#include "base/file_io.h"
+#include "project/project.h"
+
+namespace trainlock {
+namespace {
+
+// The lines of `now` that `before` lacks: what re-locking would change, for the message.
+std::vector<std::string> ChangedLines(const std::string& before, const std::string& now) {
+  std::set<std::string> old_lines;
+  std::istringstream in(before);
+  for (std::string line; std::getline(in, line);) old_lines.insert(line);
+  std::vector<std::string> changed;
+  std::istringstream out(now);
+  for (std::string line; std::getline(out, line);) {
+    if (!old_lines.count(line)) changed.push_back(line);
+  }
+  return changed;
+}
+
+}  // namespace
+
+LockCheckResult CheckLockAgainstFiles(const std::filesystem::path& dir, const LockOptions& o) {
+  LockCheckResult result;
+  ResolvedLock lock;
+  try {
+    lock = ResolveLock(dir, o);
+  } catch (const Failure& e) {
+    if (e.exit_code() != kExitVerdict || !o.offline) throw;
+    // Offline resolution names what the lock does not pin: the manifest asks for something new.
+    result.problem = std::string("stale: ") + e.what();
+    return result;
+  }
+  result.lock_sha256 = lock.existing_lock_sha256;
+  if (lock.existing_lock_sha256.empty()) {
+    result.problem = "missing or invalid";
+  } else if (lock.existing_lock_sha256 != lock.lock_sha256) {
+    result.problem = "stale: the manifest and config now lock to lock-sha256 " +
+                     lock.lock_sha256.substr(0, 12) + "..., the lock has " +
+                     lock.existing_lock_sha256.substr(0, 12) + "...";
+    const std::filesystem::path path = dir / kLockFile;
+    result.would_change = ChangedLines(ReadInputFile(path, path.string()), lock.text);
+  } else {
+    result.up_to_date = true;
+  }
+  return result;
+}
+
+}  // namespace trainlock

@@ -1,0 +1,27 @@
+// The offline drift check of a lock against its project's files: `trainlock lock --check`
+// runs it, and so does `trainlock gate --lock DIR` before it trusts a report of that lock.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "lock/lock_resolver.h"
+
+namespace trainlock {
+
+struct LockCheckResult {
+  bool up_to_date = false;
+  // When not up to date: "missing or invalid", or "stale: <why>".
+  std::string problem;
+  std::vector<std::string> would_change;  // the lock lines re-locking would write
+  std::string lock_sha256;                // of DIR/trainlock.lock as it is
+};
+
+// Re-resolves DIR's manifest from the lock's own pins (offline unless `o` asks otherwise),
+// hashing the config and the local model and dataset files, and compares the result with
+// DIR/trainlock.lock. A manifest asking for something the lock does not pin is stale. Throws
+// what ResolveLock throws otherwise (InputError for a missing local file).
+LockCheckResult CheckLockAgainstFiles(const std::filesystem::path& dir, const LockOptions& o);
+
+}  // namespace trainlock
