@@ -109,6 +109,8 @@ const Exemption kExemptions[] = {
     {"atol", "", "a custom op's manifest tolerance"},
     {"rtol", "", "a custom op's manifest tolerance"},
     {"bytes", "", "the worker's save/restore/checkpoint objects"},
+    {"path", "", "file paths in locks, manifests, checkpoints and results"},
+    {"sha256", "", "hashes in locks, checkpoints, image records and the worker's data"},
     {"checkpoint", "", "a worker error kind and the portable worker's result"},
     {"count", "", "the fleet summary's gpus object"},
     {"cwd", "", "ext.command's manifest member"},

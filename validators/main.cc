@@ -144,6 +144,7 @@ int Main(int argc, char** argv) {
   worker->add_flag("!--no-restore-data", w.restore_data);
   worker->add_option("--device", w.device);
   worker->add_option("--threads", w.threads);
+  worker->add_option("--config-sha256", w.config_sha256);
 
   try {
     app.parse(argc, argv);

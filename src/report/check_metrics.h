@@ -37,6 +37,14 @@ using Integer = std::optional<int64_t>;
 using Flag = std::optional<bool>;
 using Text = std::optional<std::string>;
 
+// One file the lock pins, as the worker that read it measured it while reading it
+// (validators/support/pinned_files.h): train.step's and ops.custom's `artifacts`.
+#define TRAINLOCK_ARTIFACT_ROW(X)                    \
+  X(Text, path)                                      \
+  X(Text, sha256) /* of the bytes the worker read */ \
+  X(Integer, bytes)                                  \
+  X(Text, verified_by) /* "worker": the process that used the file hashed it */
+
 // train.step, and the worker's measurement it is made of. Seconds, bytes, tokens, FLOPs.
 #define TRAINLOCK_TRAIN_STEP_METRICS(X)                                           \
   X(Integer, step)       /* the measured step's number */                         \
@@ -67,7 +75,8 @@ using Text = std::optional<std::string>;
   X(Free, remedies)           /* ranked remedies, strings */                      \
   X(Rows<RankStepRow>, ranks) /* merged report: every rank's step */              \
   X(Integer, slowest_rank)                                                        \
-  X(Number, slowest_to_median) /* slowest rank's tokens/s over the median */
+  X(Number, slowest_to_median)    /* slowest rank's tokens/s over the median */   \
+  X(Rows<ArtifactRow>, artifacts) /* pinned files the training worker read */
 
 // train.step's memory estimate at an out-of-memory (plan/memory_model.h), bytes.
 #define TRAINLOCK_MEMORY_ESTIMATE_METRICS(X) \
@@ -227,10 +236,11 @@ using Text = std::optional<std::string>;
   X(Text, error)
 
 // ops.custom.
-#define TRAINLOCK_OPS_METRICS(X) \
-  X(Text, device)                \
-  X(Free, libraries)             \
-  X(Free, failures) /* kind, op, message, remedy */
+#define TRAINLOCK_OPS_METRICS(X)                                  \
+  X(Text, device)                                                 \
+  X(Free, libraries)                                              \
+  X(Free, failures)               /* kind, op, message, remedy */ \
+  X(Rows<ArtifactRow>, artifacts) /* the op libraries the ops worker loaded */
 
 // data.model and data.dataset.
 #define TRAINLOCK_DATA_METRICS(X) \
@@ -261,6 +271,9 @@ using Text = std::optional<std::string>;
 
 #define TRAINLOCK_METRICS_MEMBER(type, name) type name;
 
+struct ArtifactRow {
+  TRAINLOCK_ARTIFACT_ROW(TRAINLOCK_METRICS_MEMBER)
+};
 struct RankStepRow {
   TRAINLOCK_RANK_STEP_ROW(TRAINLOCK_METRICS_MEMBER)
 };
@@ -327,6 +340,7 @@ struct NodeMergeMetrics {
 #define TRAINLOCK_DECLARE_METRICS(Type) \
   nlohmann::json ToJson(const Type& m); \
   void ReadInto(const nlohmann::json& j, Type* m);
+TRAINLOCK_DECLARE_METRICS(ArtifactRow)
 TRAINLOCK_DECLARE_METRICS(RankStepRow)
 TRAINLOCK_DECLARE_METRICS(AllreduceSize)
 TRAINLOCK_DECLARE_METRICS(PerfDevice)

@@ -194,8 +194,8 @@ TEST_F(ModelLoaderTest, AnUnpinnedSafetensorsFileBesideThePinnedOneIsNeverRead) 
   WriteTensors(SingleFile(), tensors_);
   WriteFile(dir() / "extra.safetensors", "not even safetensors: reading it would throw");
   Llama dst = Destination();
-  LoadedWeights info =
-      LoadHfWeights(dst, dir(), std::set<std::string>{"config.json", "model.safetensors"});
+  LoadedWeights info = LoadHfWeights(
+      dst, dir(), PinnedNames::value_type{{"config.json", ""}, {"model.safetensors", ""}});
   EXPECT_EQ(info.files, std::vector<std::string>{"model.safetensors"});
   ExpectParametersEqual(dst, tensors_);
 }
@@ -204,7 +204,7 @@ TEST_F(ModelLoaderTest, APinnedConfigAloneLoadsNoUnpinnedWeights) {
   WriteTensors(SingleFile(), tensors_);
   Llama dst = Destination();
   try {
-    LoadHfWeights(dst, dir(), std::set<std::string>{"config.json"});
+    LoadHfWeights(dst, dir(), PinnedNames::value_type{{"config.json", ""}});
     ADD_FAILURE() << "loaded weights the lock does not pin";
   } catch (const ModelLoadError& e) {
     EXPECT_TRUE(Contains(e.what(), "the lock pins no *.safetensors file")) << e.what();
@@ -216,7 +216,8 @@ TEST_F(ModelLoaderTest, AnIndexNamingAShardTheLockDoesNotPinIsRefused) {
   Llama dst = Destination();
   try {
     LoadHfWeights(dst, dir(),
-                  std::set<std::string>{"config.json", "model.safetensors.index.json", kShard1});
+                  PinnedNames::value_type{
+                      {"config.json", ""}, {"model.safetensors.index.json", ""}, {kShard1, ""}});
     ADD_FAILURE() << "loaded a shard the lock does not pin";
   } catch (const ModelLoadError& e) {
     EXPECT_TRUE(

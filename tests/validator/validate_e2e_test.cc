@@ -591,5 +591,167 @@ TEST(ValidateSigned, AKeyThatIsNotAPrivateKeyIsBadInputBeforeTheRun) {
   EXPECT_FALSE(fs::exists(dir.path() / "r.json"));
 }
 
+// Verification at the point of use (support/pinned_files.h): a pinned file changed after
+// locking fails the check whose worker read it, naming the file and both hashes, whether or
+// not --only selects the data checks that would have hashed it too.
+
+// The runs each case makes: the full set of checks, and only the training checks.
+const std::vector<std::vector<std::string>> kWithAndWithoutOnly = {
+    {}, {"--only", "train.step,train.roundtrip"}};
+
+// `file` with its byte at `at` replaced by `byte`; returns the new SHA-256.
+std::string Plant(const fs::path& file, size_t at, char byte) {
+  std::string bytes = testing::ReadFile(file);
+  bytes[at] = byte;
+  testing::WriteFile(file, bytes);
+  return Sha256Hex(bytes);
+}
+
+// Validates `project` with `extra`; the report, after asserting that one was written.
+nlohmann::json ValidateProject(const fs::path& project, const std::vector<std::string>& extra,
+                               int* exit_code) {
+  const fs::path out = project.parent_path() / "report.json";
+  fs::remove(out);
+  std::vector<std::string> args = {"validate",   project.string(), "--out",
+                                   out.string(), "--threads",      "2"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto r = RunTrainlock(args);
+  *exit_code = r.exit_code;
+  EXPECT_TRUE(fs::exists(out)) << r.err;
+  return fs::exists(out) ? nlohmann::json::parse(testing::ReadFile(out)) : nlohmann::json();
+}
+
+// train.step fails naming the file (ending in `file`) and both hashes, train.roundtrip fails too,
+// exit 1.
+void ExpectTrainingRefuses(const fs::path& project, const std::string& file,
+                           const std::string& pinned, const std::string& planted) {
+  for (const auto& extra : kWithAndWithoutOnly) {
+    int exit_code = 0;
+    const nlohmann::json report = ValidateProject(project, extra, &exit_code);
+    EXPECT_EQ(exit_code, 1) << extra.size();
+    for (const char* id : {"train.step", "train.roundtrip"}) {
+      const auto& check = Check(report, id);
+      EXPECT_EQ(check["status"], "fail") << id << " " << extra.size();
+      const std::string summary = check.value("summary", "");
+      EXPECT_NE(summary.find(file + ": sha256 " + planted), std::string::npos) << id << summary;
+      EXPECT_NE(summary.find("the lock's sha256 " + pinned), std::string::npos) << id << summary;
+    }
+    bool measured = false;
+    for (const auto& row :
+         Check(report, "train.step")["metrics"].value("artifacts", nlohmann::json::array()))
+      measured |= row.value("sha256", "") == planted && row.value("verified_by", "") == "worker";
+    EXPECT_TRUE(measured) << "train.step's artifacts record the measured sha256";
+    EXPECT_EQ(ReportSchemaViolations(report), std::vector<std::string>{});
+  }
+}
+
+TEST_F(ValidateTiny, TrainStepRecordsTheConfigItsWorkerVerified) {
+  const auto& rows = Check(pass().report, "train.step")["metrics"]["artifacts"];
+  ASSERT_TRUE(rows.is_array()) << Check(pass().report, "train.step");
+  ASSERT_EQ(rows.size(), 1u) << rows;
+  EXPECT_TRUE(rows[0]["path"].get<std::string>().ends_with("configs/tiny.yaml")) << rows;
+  EXPECT_EQ(rows[0]["sha256"], pass().report["config_sha256"]);
+  EXPECT_EQ(rows[0]["verified_by"], "worker");
+  EXPECT_GT(rows[0]["bytes"].get<int64_t>(), 0);
+}
+
+TEST(VerifyAtPointOfUse, ADatasetShardChangedAfterLockingFailsTraining) {
+  testing::TempDir dir;
+  const fs::path project = dir.path() / "tiny";
+  fs::create_directories(project);
+  testing::CopyExample("tiny", project);
+  std::string shard;
+  for (int i = 0; i < 4096; ++i) shard += std::string{static_cast<char>(i % 256), '\0'};
+  testing::WriteFile(project / "data/a.bin", shard);
+  testing::WriteFile(project / "trainlock.toml",
+                     testing::ReadFile(project / "trainlock.toml") +
+                         "\n[dataset]\nsource = \"local\"\npath = \"data\"\n"
+                         "token-dtype = \"uint16\"\nfiles = [\"a.bin\"]\n");
+  auto locked = RunTrainlock({"lock", project.string(), "--offline"});
+  ASSERT_EQ(locked.exit_code, 0) << locked.err;
+  const std::string pinned = Sha256Hex(shard);
+  const std::string planted = Plant(project / "data/a.bin", 6, 0);  // still a token in vocab
+  ExpectTrainingRefuses(project, "/a.bin", pinned, planted);
+}
+
+// A model's weights changed after locking (a byte of tensor data: still a valid file).
+TEST(VerifyAtPointOfUse, AModelWeightFileChangedAfterLockingFailsTraining) {
+  testing::TempDir dir;
+  fs::path staging = dir.path() / "staging";
+  testing::CopyExample("tiny", (fs::create_directories(staging), staging));
+  const ModelConfig c = LoadProject(staging, ManifestRequirement::kOptional).config.model;
+  validate::Llama model(c);
+  std::vector<validate::NamedTensor> tensors;
+  for (auto& item : model->named_parameters())
+    tensors.push_back({item.key(), item.value().detach().clone()});
+  const fs::path model_dir = dir.path() / "model";
+  fs::create_directories(model_dir);
+  validate::WriteSafetensors(model_dir / "model.safetensors", tensors);
+  uint64_t size = 0;
+  const std::string pinned = Sha256FileHex(model_dir / "model.safetensors", &size);
+  const std::string model_table = "\n[model]\nsource = \"local\"\npath = \"model\"\n";
+  const fs::path project =
+      TinyWith(dir.path(), model_table + "files = [\"model.safetensors\"]\n", "",
+               model_table + "[[model.files]]\npath = \"model.safetensors\"\nsha256 = \"" + pinned +
+                   "\"\nsize = " + std::to_string(size) + "\n");
+  fs::copy(model_dir, project / "model", fs::copy_options::recursive);
+  const fs::path weights = project / "model/model.safetensors";
+  const std::string planted = Plant(weights, static_cast<size_t>(size) - 2, 0x11);
+  ExpectTrainingRefuses(project, "/model.safetensors", pinned, planted);
+}
+
+// The training config changed between the coordinator's drift check and the worker's read:
+// the worker, run as the coordinator runs it, refuses it naming both hashes.
+TEST(VerifyAtPointOfUse, ATrainingConfigChangedAfterLockingFailsTheTrainingWorker) {
+  testing::TempDir dir;
+  const fs::path project = dir.path() / "tiny";
+  fs::create_directories(project);
+  testing::CopyExample("tiny", project);
+  const fs::path config = project / "configs/tiny.yaml";
+  const std::string pinned = Sha256Hex(testing::ReadFile(config));
+  testing::WriteFile(config, testing::ReadFile(config) + "# edited after locking\n");
+  const std::string planted = Sha256Hex(testing::ReadFile(config));
+  const fs::path result = dir.path() / "a.json";
+  auto r = testing::RunProgram(
+      "trainlock-validate",
+      {"worker", "--project", project.string(), "--checkpoint-root", (dir.path() / "ckpt").string(),
+       "--result", result.string(), "--steps", "1", "--threads", "2", "--device", "cpu"});
+  EXPECT_EQ(r.exit_code, 5) << r.err;  // kWorkerTrainingFailed: train.step fails
+  const nlohmann::json j = nlohmann::json::parse(testing::ReadFile(result));
+  EXPECT_EQ(j["error"]["kind"], "integrity") << j;
+  const std::string message = j["error"]["message"];
+  EXPECT_NE(message.find("configs/tiny.yaml: sha256 " + planted), std::string::npos) << message;
+  EXPECT_NE(message.find("the lock's sha256 " + pinned), std::string::npos) << message;
+  EXPECT_EQ(j["artifacts"][0]["sha256"], planted) << j;
+}
+
+// A prebuilt op library replaced after locking: ops.custom fails before loading it.
+TEST(VerifyAtPointOfUse, ACustomOpLibraryChangedAfterLockingFailsOpsCustom) {
+  testing::TempDir dir;
+  const fs::path built = fs::path(TRAINLOCK_OPS_DIR) / "libtrainlock_ops.so";
+  const std::string pinned = Sha256FileHex(built);
+  const std::string ops =
+      "\n[[custom-ops]]\nlibrary = \"ops/libtrainlock_ops.so\"\n"
+      "ops = [\"trainlock_ops::fused_rmsnorm\"]\n";
+  const std::string lock_ops = ops + "sha256 = \"" + pinned + "\"\n";
+  const fs::path project = TinyWith(dir.path(), ops, "", lock_ops);
+  fs::create_directories(project / "ops");
+  testing::WriteFile(project / "ops/libtrainlock_ops.so", testing::ReadFile(built) + "x");
+  const std::string planted = Sha256FileHex(project / "ops/libtrainlock_ops.so");
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--only", "ops.custom"}, std::vector<std::string>{}}) {
+    int exit_code = 0;
+    const nlohmann::json report = ValidateProject(project, extra, &exit_code);
+    EXPECT_EQ(exit_code, 1);
+    const auto& check = Check(report, "ops.custom");
+    EXPECT_EQ(check["status"], "fail") << check;
+    const std::string summary = check.value("summary", "");
+    EXPECT_NE(summary.find("library_changed: "), std::string::npos) << summary;
+    EXPECT_NE(summary.find("sha256 " + planted), std::string::npos) << summary;
+    EXPECT_NE(summary.find("the lock's sha256 " + pinned), std::string::npos) << summary;
+    EXPECT_EQ(check["metrics"]["artifacts"][0]["sha256"], planted) << check;
+  }
+}
+
 }  // namespace
 }  // namespace trainlock

@@ -98,6 +98,12 @@ std::vector<std::string> Coordinator::Args(const std::string& name,
                                    std::to_string(o_.threads),
                                    "--keep-last",
                                    std::to_string(o_.keep_last)};
+  // The config this run records differs from the lock's only under --allow-drift (validate.cc
+  // refuses it otherwise): the workers then verify the bytes they read against the recorded one.
+  if (project_.lock && project_.lock->config_sha256 != project_.config_sha256) {
+    args.push_back("--config-sha256");
+    args.push_back(project_.config_sha256);
+  }
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -233,6 +239,17 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
   if (a.result.contains("error") && a.result["error"].value("kind", "") == "out_of_memory") {
     return OutOfMemoryCheck(a);
   }
+  if (a.result.contains("error") && a.result["error"].value("kind", "") == "integrity") {
+    c.status = CheckStatus::kFail;
+    c.summary = "a pinned file is not the one the lock pins: " + failure;
+    c.remedy =
+        "restore the file the lock pins, or re-lock (`trainlock lock`) if the change is "
+        "intended";
+    TrainStepMetrics m;
+    m.artifacts = ReadMetrics<TrainStepMetrics>(a.result).artifacts;
+    c.metrics = ToJson(m);
+    return c;
+  }
   if (!failure.empty() || !a.result.contains("measurement")) {
     c.status = CheckStatus::kFail;
     c.summary = "the training step failed at the intended shape: " +
@@ -248,6 +265,7 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
   m.device_name = worker.device_name;
   m.data = worker.data.value_or("");
   m.model = worker.model.value_or(nlohmann::json::object());
+  m.artifacts = worker.artifacts;
   m.shape = TrainShapeJson(project_.config);
   const double step_time_s = m.step_time_s.value_or(0.0);
   c.duration_s = step_time_s;

@@ -4,6 +4,8 @@
 #include "ops/op_library_path.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
@@ -11,9 +13,12 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "base/file_stream.h"
+#include "base/sha256.h"
 #include "compat/gpu_binary.h"
 #include "ops/op_references.h"
 #include "ops/ops_check.h"
+#include "support/pinned_files.h"
 
 #if defined(TRAINLOCK_WITH_CUDA)
 #include <ATen/cuda/CUDAContext.h>
@@ -322,7 +327,39 @@ json CheckLibrary(const Project& project, const CustomOpLibrary& lib, const OpsD
                                "[[custom-ops]].library"));
     return finish();
   }
-  if (!::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+  // The library is opened once; the bytes hashed and the bytes loaded are those of that one
+  // open file: dlopen goes through /proc/self/fd/N, not the path, so a file swapped in at the
+  // path between hashing and loading is never loaded. O_NONBLOCK: a FIFO is refused, not
+  // waited on (StreamDescriptor takes only a regular file).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    failures.push_back(Failure(op_failure::kLibraryLoadFailed, "",
+                               lib.library + ": cannot be opened (" + path.string() + ")",
+                               "make the library readable by the validator"));
+    return finish();
+  }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  const fs::path opened = "/proc/self/fd/" + std::to_string(fd);
+  try {
+    Sha256 hash;
+    const uint64_t bytes = StreamDescriptor(fd, path, [&](std::string_view c) { hash.Update(c); });
+    // A library built from source in the image has no pinned hash (lib.sha256 ""): measured
+    // and recorded, not compared.
+    VerifyPinned(path.string(), hash.HexDigest(), bytes, lib.sha256);
+  } catch (const ArtifactMismatch& e) {
+    failures.push_back(Failure(op_failure::kLibraryChanged, "", e.what(),
+                               "install the library the lock pins, or re-lock (`trainlock lock`) "
+                               "if the change is intended"));
+    return finish();
+  } catch (const std::exception& e) {
+    failures.push_back(Failure(op_failure::kLibraryLoadFailed, "", lib.library + ": " + e.what(),
+                               "make the library a readable regular file"));
+    return finish();
+  }
+  if (!::dlopen(opened.c_str(), RTLD_NOW | RTLD_LOCAL)) {
     const char* error = ::dlerror();
     failures.push_back(Failure(
         op_failure::kLibraryLoadFailed, "", lib.library + ": " + (error ? error : "dlopen failed"),
@@ -333,7 +370,7 @@ json CheckLibrary(const Project& project, const CustomOpLibrary& lib, const OpsD
   // The device must be able to run the library's GPU code before any op is called.
   bool code_runs = true;
   try {
-    GpuBinaryInfo code = InspectGpuBinary(path);
+    GpuBinaryInfo code = InspectGpuBinary(opened);  // the verified file, not the path again
     out["code"] = CodeJson(code);
     if (device.device.is_cuda() && device.sm > 0) {
       if (auto problem = CudaCodeProblem(code, device.sm, device.driver_cuda)) {

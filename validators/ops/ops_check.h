@@ -18,6 +18,7 @@ namespace trainlock::validate {
 namespace op_failure {
 inline constexpr const char* kLibraryMissing = "library_missing";
 inline constexpr const char* kLibraryLoadFailed = "library_load_failed";
+inline constexpr const char* kLibraryChanged = "library_changed";  // not the lock's sha256
 inline constexpr const char* kOpNotRegistered = "op_not_registered";
 inline constexpr const char* kNoKernelForDevice = "no_kernel_for_device";
 inline constexpr const char* kNoCodeForDevice = "no_code_for_device";

@@ -15,6 +15,7 @@
 #include "base/diagnostic.h"
 #include "base/failure.h"
 #include "base/file_io.h"
+#include "base/sha256.h"
 #include "engines/native/async_checkpoint.h"
 #include "engines/native/model_loader.h"
 #include "engines/native/trainer.h"
@@ -22,6 +23,7 @@
 #include "project/artifact_paths.h"
 #include "project/project.h"
 #include "report/check_metrics.h"
+#include "support/pinned_files.h"
 #include "support/torch_compat.h"
 
 #if defined(TRAINLOCK_WITH_CUDA)
@@ -55,9 +57,9 @@ struct RunSetup {
   std::string config_yaml;
   uint64_t seed = 0;
   int64_t eval_batches = 1;
-  nlohmann::json data;                // {"kind": "synthetic", "length"} or {"kind": "shards", ...}
-  fs::path model_dir;                 // "" = seeded initialisation
-  std::set<std::string> model_files;  // the files of model_dir the lock pins
+  nlohmann::json data;  // {"kind": "synthetic", "length"} or {"kind": "shards", ...}
+  fs::path model_dir;   // "" = seeded initialisation
+  std::map<std::string, std::string> model_files;  // model_dir's pinned files -> lock sha256
   nlohmann::json identity;
 };
 
@@ -87,7 +89,10 @@ std::unique_ptr<TokenSource> MakeData(const nlohmann::json& data, int64_t vocab)
   if (data.at("kind") == "shards") {
     std::vector<fs::path> files;
     for (const auto& f : data.at("files")) files.push_back(f.get<std::string>());
-    return ShardTokens(files, data.at("bytes_per_token").get<int>(), vocab);
+    std::vector<std::string> sha256;  // the lock's, verified on the mapped bytes
+    for (const auto& h : data.value("sha256", nlohmann::json::array()))
+      sha256.push_back(h.get<std::string>());
+    return ShardTokens(files, data.at("bytes_per_token").get<int>(), vocab, sha256);
   }
   return SyntheticTokens(data.at("seed").get<uint64_t>(), vocab, data.at("length").get<uint64_t>());
 }
@@ -107,15 +112,21 @@ bool AllPresent(const std::vector<fs::path>& files) {
          std::all_of(files.begin(), files.end(), [](const fs::path& f) { return fs::exists(f); });
 }
 
-RunSetup SetupFromProject(const fs::path& dir, int64_t steps) {
+RunSetup SetupFromProject(const fs::path& dir, int64_t steps, const std::string& config_sha256) {
   Project project = LoadProject(dir, ManifestRequirement::kOptional);
   if (!project.lock) {
     throw InputError(Diagnostic{project.lock_path, {}, "no lock", "run `trainlock lock` first"});
   }
   const Spec& lock = *project.lock;
   RunSetup s;
-  s.config = project.config;
   s.config_yaml = ReadInputFile(dir / lock.config, project.config_path);
+  // The training config this process trains with, verified on the bytes it read and parsed
+  // from those same bytes (not from LoadProject's earlier read). Under
+  // --allow-drift the coordinator records the drifted config's hash in the report and hands
+  // it down as `want`; otherwise `want` is empty and the lock's hash is the reference.
+  const std::string want = config_sha256.empty() ? lock.config_sha256 : config_sha256;
+  VerifyPinned(DisplayPath(dir, lock.config), Sha256Hex(s.config_yaml), s.config_yaml.size(), want);
+  s.config = LoadTrainConfig(s.config_yaml, project.config_path);
   s.seed = static_cast<uint64_t>(lock.seed);
   s.eval_batches = std::max<int64_t>(1, lock.validate.eval_batches);
   s.identity = {{"lock_sha256", project.lock_sha256},
@@ -129,9 +140,12 @@ RunSetup SetupFromProject(const fs::path& dir, int64_t steps) {
     const std::vector<fs::path> shards = PinnedFiles(dir, *lock.dataset, "dataset");
     if (AllPresent(shards)) {
       nlohmann::json files = nlohmann::json::array();
+      nlohmann::json sha256 = nlohmann::json::array();
       for (const fs::path& shard : shards) files.push_back(fs::absolute(shard).string());
+      for (const PinnedFile& f : lock.dataset->files) sha256.push_back(f.sha256);
       s.data = {{"kind", "shards"},
                 {"files", files},
+                {"sha256", sha256},
                 {"bytes_per_token", lock.dataset->token_dtype == "uint16" ? 2 : 4}};
     }
   }
@@ -144,11 +158,11 @@ RunSetup SetupFromProject(const fs::path& dir, int64_t steps) {
   }
   if (lock.model) {
     fs::path model_dir = ArtifactDir(dir, *lock.model, "model");
-    for (const PinnedFile& f : lock.model->files) s.model_files.insert(f.path);
+    for (const PinnedFile& f : lock.model->files) s.model_files[f.path] = f.sha256;
     // Weights only when the lock pins some: a pinned config.json alone is not a model.
     const bool pins_weights =
         std::any_of(s.model_files.begin(), s.model_files.end(),
-                    [](const std::string& name) { return name.ends_with(".safetensors"); });
+                    [](const auto& file) { return file.first.ends_with(".safetensors"); });
     if (pins_weights && AllPresent(PinnedFiles(dir, *lock.model, "model"))) s.model_dir = model_dir;
   }
   s.identity["data"] = s.data;
@@ -290,7 +304,7 @@ void AnnounceCommitted(const WorkerOptions& o, AsyncCheckpointer& checkpointer,
 
 int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
   torch::Device device = PickDevice(o.device);
-  RunSetup setup = SetupFromProject(o.project, o.steps);
+  RunSetup setup = SetupFromProject(o.project, o.steps, o.config_sha256);
   std::unique_ptr<Trainer> trainer = MakeTrainer(setup, device, &result);
   result["setup_s"] = SecondsSinceWorkerStart();
   TrainStepMetrics where;  // train.step's device members (coordinator/roundtrip.cc)
@@ -551,6 +565,10 @@ int RunWorker(const WorkerOptions& o) {
            : o.role == "node"   ? RunNodeProbe(result)
            : o.role == "ops"    ? RunOps(o, result)
                                 : RunTrain(o, result);
+  } catch (const ArtifactMismatch& e) {
+    // A pinned file is not what the lock pins: the using check fails naming it (roundtrip.cc).
+    result["error"] = {{"kind", "integrity"}, {"message", e.what()}};
+    code = kWorkerTrainingFailed;
   } catch (const CheckpointError& e) {
     result["error"] = {{"kind", "checkpoint"}, {"message", e.what()}};
     code = kWorkerCheckpointRefused;
@@ -579,6 +597,12 @@ int RunWorker(const WorkerOptions& o) {
       result["error"]["memory"] = ToJson(memory);
     }
     code = kWorkerTrainingFailed;
+  }
+  // What this process read of the pinned files and measured, pass or fail.
+  if (const std::vector<ArtifactRow> rows = VerifiedArtifacts(); !rows.empty()) {
+    TrainStepMetrics artifacts;
+    artifacts.artifacts = rows;
+    AddMetrics(&result, ToJson(artifacts));
   }
   WriteResult(o, result);
   if (code != 0)

@@ -40,6 +40,9 @@ struct WorkerOptions {
   bool restore_data = true;
   std::string device = "auto";
   int threads = 0;  // 0: LibTorch's default
+  // The training config's sha256 to verify against instead of the lock's: given by the
+  // coordinator only under --allow-drift (the drifted config the report records).
+  std::string config_sha256;
 };
 
 int RunWorker(const WorkerOptions& options);

@@ -7,10 +7,13 @@
 #include <set>
 
 #include "base/diagnostic.h"
+#include "base/file_stream.h"
 #include "base/json_file.h"
 #include "base/safe_paths.h"
+#include "base/sha256.h"
 #include "engines/native/safetensors.h"
 #include "project/hub_model_config.h"
+#include "support/pinned_files.h"
 
 namespace trainlock::validate {
 namespace fs = std::filesystem;
@@ -22,10 +25,25 @@ std::string ShapeString(at::IntArrayRef shape) {
   return s + "]";
 }
 
-// A JSON object from the model directory, parsed within base/json_limits.h's limits.
-nlohmann::json ReadJson(const fs::path& file) {
+// The lock's sha256 of `file` ("" when unpinned or not pinned with a hash).
+std::string PinnedSha(const PinnedNames& pinned, const fs::path& file) {
+  if (!pinned) return "";
+  auto it = pinned->find(file.filename().string());
+  return it == pinned->end() ? "" : it->second;
+}
+
+// A JSON object from the model directory, parsed within base/json_limits.h's limits from the
+// bytes that were hashed and verified against the lock (one read).
+nlohmann::json ReadJson(const fs::path& file, const PinnedNames& pinned) {
+  std::string text;
+  Sha256 hash;
+  const uint64_t bytes = StreamRegularFile(file, [&](std::string_view chunk) {
+    hash.Update(chunk);
+    text.append(chunk);
+  });
+  if (pinned) VerifyPinned(file.string(), hash.HexDigest(), bytes, PinnedSha(pinned, file));
   std::string problem;
-  std::optional<nlohmann::json> j = TryReadJsonFile(file, &problem);
+  std::optional<nlohmann::json> j = TryParseJsonText(text, &problem);
   if (!j) throw ModelLoadError(file.string() + ": not a JSON object: " + problem);
   if (!j->is_object()) throw ModelLoadError(file.string() + ": not a JSON object");
   return std::move(*j);
@@ -37,8 +55,8 @@ std::string Shown(const nlohmann::json& value) {
 }
 
 // config.json must describe the shape the training config builds.
-void CheckConfigJson(const fs::path& file, const ModelConfig& c) {
-  nlohmann::json j = ReadJson(file);
+void CheckConfigJson(const fs::path& file, const ModelConfig& c, const PinnedNames& pinned) {
+  nlohmann::json j = ReadJson(file, pinned);
   auto is_int64 = [](const nlohmann::json& v) {
     return v.is_number_integer() &&
            !(v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX});
@@ -103,7 +121,7 @@ std::vector<fs::path> ShardFiles(const fs::path& dir, const PinnedNames& pinned,
   fs::path index_file = dir / "model.safetensors.index.json";
   std::vector<fs::path> files;
   if (fs::exists(index_file) && is_pinned(index_file.filename().string())) {
-    nlohmann::json j = ReadJson(index_file);
+    nlohmann::json j = ReadJson(index_file, pinned);
     if (!j["weight_map"].is_object()) throw ModelLoadError(index_file.string() + ": no weight_map");
     std::set<std::string> names;
     for (auto& [tensor, file] : j["weight_map"].items()) {
@@ -147,7 +165,7 @@ bool Ignorable(const std::string& name, bool tied) {
 LoadedWeights LoadHfWeights(Llama& model, const fs::path& dir, const PinnedNames& pinned) {
   const ModelConfig& c = model->config();
   if (fs::exists(dir / "config.json") && (!pinned || pinned->contains("config.json")))
-    CheckConfigJson(dir / "config.json", c);
+    CheckConfigJson(dir / "config.json", c, pinned);
   std::map<std::string, std::string> index;
   std::vector<fs::path> files = ShardFiles(dir, pinned, &index);
 
@@ -157,7 +175,9 @@ LoadedWeights LoadHfWeights(Llama& model, const fs::path& dir, const PinnedNames
   for (const fs::path& file : files) {
     std::map<std::string, torch::Tensor> tensors;
     try {
-      tensors = ReadSafetensors(file);
+      tensors = ReadHashedSafetensors(file, [&](const std::string& sha256, uint64_t bytes) {
+        if (pinned) VerifyPinned(file.string(), sha256, bytes, PinnedSha(pinned, file));
+      });
     } catch (const SafetensorsError& e) {
       throw ModelLoadError(e.what());
     }

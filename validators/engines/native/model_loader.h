@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -27,11 +28,15 @@ struct LoadedWeights {
   std::string dtypes;  // e.g. "BF16"
 };
 
-// The files of `dir` a load may read: the lock's pinned ones. nullopt reads every file of
-// the directory (a model directory given directly, without a lock).
-using PinnedNames = std::optional<std::set<std::string>>;
+// The files of `dir` a load may read: the lock's pinned ones, each with the lock's sha256,
+// which the load verifies on the bytes it reads (support/pinned_files.h; "" = no hash to
+// compare). nullopt reads every file of the directory (a model directory given directly,
+// without a lock) and verifies nothing.
+using PinnedNames = std::optional<std::map<std::string, std::string>>;
 
-// Loads config.json (checked against the model's config) and the weights. Only pinned files
+// Loads config.json (checked against the model's config) and the weights; every pinned file
+// read is hashed in the same pass and a mismatch with the lock throws ArtifactMismatch before
+// its bytes are used. Only pinned files
 // are read: a *.safetensors file the lock does not pin is ignored, and an index (itself
 // pinned) naming a shard the lock does not pin is refused.
 LoadedWeights LoadHfWeights(Llama& model, const std::filesystem::path& dir,

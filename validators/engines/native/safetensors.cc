@@ -238,4 +238,13 @@ std::map<std::string, torch::Tensor> ReadVerifiedSafetensors(const std::filesyst
   return ParseSafetensors(file, path.string());
 }
 
+std::map<std::string, torch::Tensor> ReadHashedSafetensors(
+    const std::filesystem::path& path,
+    const std::function<void(const std::string& sha256, uint64_t bytes)>& verify) {
+  Sha256 hash;
+  torch::Tensor file = ReadWholeFile(path, &hash);
+  verify(hash.HexDigest(), static_cast<uint64_t>(file.numel()));
+  return ParseSafetensors(file, path.string());
+}
+
 }  // namespace trainlock::validate

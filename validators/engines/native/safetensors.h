@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -43,6 +44,13 @@ std::map<std::string, torch::Tensor> ReadSafetensors(const std::filesystem::path
 std::map<std::string, torch::Tensor> ReadVerifiedSafetensors(const std::filesystem::path& file,
                                                              const std::string& want_sha256,
                                                              const std::string& listed_in);
+
+// ReadSafetensors in one pass that also hashes the bytes: `verify(sha256, bytes)` is called
+// with the file's digest after the read and before anything is parsed (it throws to refuse
+// them), so a pinned file is checked on the very bytes that become the tensors.
+std::map<std::string, torch::Tensor> ReadHashedSafetensors(
+    const std::filesystem::path& file,
+    const std::function<void(const std::string& sha256, uint64_t bytes)>& verify);
 
 // "F32", "BF16", ... for a scalar type; throws for types safetensors cannot hold.
 std::string SafetensorsDtype(at::ScalarType type);

@@ -11,6 +11,8 @@
 #include <stdexcept>
 
 #include "base/failure.h"
+#include "base/sha256.h"
+#include "support/pinned_files.h"
 
 namespace trainlock::validate {
 
@@ -45,9 +47,13 @@ class Synthetic : public TokenSource {
 
 class Shards : public TokenSource {
  public:
-  Shards(const std::vector<std::filesystem::path>& files, int bytes_per_token, int64_t vocab)
+  Shards(const std::vector<std::filesystem::path>& files, int bytes_per_token, int64_t vocab,
+         const std::vector<std::string>& sha256)
       : width_(bytes_per_token), vocab_(vocab) {
-    for (const auto& file : files) Map(file);
+    for (size_t i = 0; i < files.size(); ++i) {
+      Map(files[i]);
+      if (i < sha256.size()) Verify(maps_.back(), sha256[i]);
+    }
   }
   ~Shards() override {
     for (const Mapping& m : maps_) ::munmap(m.data, m.bytes);
@@ -82,6 +88,15 @@ class Shards : public TokenSource {
     size_t bytes;
     uint64_t first, tokens;
   };
+  // The shard's mapped bytes, hashed once before training reads any of them. The mapping is
+  // MAP_PRIVATE of a file opened once, so what is hashed is what training reads (a rewrite in
+  // place after this point would show through; replacing the file by rename would not). One
+  // pass at disk speed; it also pulls the shard into the page cache the training reads from.
+  static void Verify(const Mapping& m, const std::string& pinned) {
+    Sha256 hash;
+    hash.Update(m.data, m.bytes);
+    VerifyPinned(m.path, hash.HexDigest(), m.bytes, pinned);
+  }
   void Map(const std::filesystem::path& file) {
     // Without blocking: a FIFO in place of a shard is refused, not waited on.
     int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -119,8 +134,9 @@ std::unique_ptr<TokenSource> SyntheticTokens(uint64_t seed, int64_t vocab, uint6
 }
 
 std::unique_ptr<TokenSource> ShardTokens(const std::vector<std::filesystem::path>& files,
-                                         int bytes_per_token, int64_t vocab) {
-  return std::make_unique<Shards>(files, bytes_per_token, vocab);
+                                         int bytes_per_token, int64_t vocab,
+                                         const std::vector<std::string>& sha256) {
+  return std::make_unique<Shards>(files, bytes_per_token, vocab, sha256);
 }
 
 WindowLoader::WindowLoader(const TokenSource& source, int64_t seq_len, int64_t micro_batch,

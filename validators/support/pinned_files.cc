@@ -1,0 +1,46 @@
+// The worker's record of the pinned files it verified; see pinned_files.h.
+#include "support/pinned_files.h"
+
+#include <mutex>
+
+namespace trainlock::validate {
+namespace {
+
+std::mutex& LogMutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::vector<ArtifactRow>& Log() {
+  static std::vector<ArtifactRow> rows;
+  return rows;
+}
+
+}  // namespace
+
+ArtifactMismatch::ArtifactMismatch(const std::string& path, const std::string& measured,
+                                   const std::string& pinned)
+    : Failure(path + ": sha256 " + measured + " (measured by the worker reading it) is not the " +
+                  "lock's sha256 " + pinned + ": the file changed after `trainlock lock`",
+              kExitVerdict) {}
+
+void VerifyPinned(const std::string& path, const std::string& measured, uint64_t bytes,
+                  const std::string& pinned) {
+  ArtifactRow row;
+  row.path = path;
+  row.sha256 = measured;
+  row.bytes = static_cast<int64_t>(bytes);
+  row.verified_by = "worker";
+  {
+    std::lock_guard<std::mutex> lock(LogMutex());
+    Log().push_back(row);
+  }
+  if (!pinned.empty() && measured != pinned) throw ArtifactMismatch(path, measured, pinned);
+}
+
+std::vector<ArtifactRow> VerifiedArtifacts() {
+  std::lock_guard<std::mutex> lock(LogMutex());
+  return Log();
+}
+
+}  // namespace trainlock::validate
