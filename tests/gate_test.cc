@@ -640,7 +640,8 @@ TEST_F(GateCli, AMultiTargetLockWithoutTargetIsAmbiguous) {
   const auto lock = project_ / "trainlock.lock";
   std::string text = testing::ReadFile(lock);
   Project p = LoadProject(project_);
-  text += "\n[targets.cuda]\nbase = \"" + p.lock->targets.at("cpu").base + "\"\n";
+  text += "\n[targets.cuda]\naccelerators = ['H200']\nbase = \"" + p.lock->targets.at("cpu").base +
+          "\"\ncuda = '13.0'\ndriver-min = '580.65.06'\ntorch = '2.11.0+cu130'\n";
   testing::WriteFile(lock, text);
   auto r = Gate({"--lock", lock.string()});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;

@@ -411,7 +411,7 @@ TEST_F(OfflineLockCheck, AChangedManifestIsStaleNamingTheChange) {
   auto r = Check();
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("trainlock.lock: error: stale: "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("would change: seed = 4321"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("would change: [project]: seed = 4321"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("run `trainlock lock " + project_.string() + "`"), std::string::npos);
   EXPECT_EQ(Requests(), requests_before_);
 }

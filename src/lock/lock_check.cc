@@ -12,15 +12,35 @@
 namespace trainlock {
 namespace {
 
-// The lines of `now` that `before` lacks: what re-locking would change, for the message.
+// A line without its indentation.
+std::string Trimmed(const std::string& line) {
+  const size_t start = line.find_first_not_of(" \t");
+  return start == std::string::npos ? "" : line.substr(start);
+}
+
+// The lines of `now` that `before` lacks, what re-locking would change, for the message; each
+// under the table it stands in and the entry's name (its path, file, name or library), so that
+// "sha256 = ..." says which file: "[[dataset.files]] path = 'a.bin': sha256 = '...'".
 std::vector<std::string> ChangedLines(const std::string& before, const std::string& now) {
   std::set<std::string> old_lines;
   std::istringstream in(before);
   for (std::string line; std::getline(in, line);) old_lines.insert(line);
   std::vector<std::string> changed;
   std::istringstream out(now);
+  std::string table, entry;
   for (std::string line; std::getline(out, line);) {
-    if (!old_lines.count(line)) changed.push_back(line);
+    const std::string text = Trimmed(line);
+    if (text.starts_with("[")) {
+      table = text;
+      entry.clear();
+    } else {
+      for (const char* key : {"path =", "file =", "name =", "library ="})
+        if (text.starts_with(key)) entry = text;
+    }
+    if (old_lines.count(line) || text.empty()) continue;
+    std::string where = table;
+    if (!entry.empty() && entry != text) where += (where.empty() ? "" : " ") + entry;
+    changed.push_back(where.empty() ? text : where + ": " + text);
   }
   return changed;
 }

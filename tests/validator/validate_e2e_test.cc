@@ -103,6 +103,12 @@ TEST_F(ValidateTiny, ResumeIsBitwiseEqualAcrossThreeProcesses) {
   EXPECT_EQ(roundtrip["metrics"]["losses_uninterrupted"], roundtrip["metrics"]["losses_resumed"]);
 }
 
+TEST_F(ValidateTiny, TheRestoredStepIsTheOneTheResumedWorkerReported) {
+  const auto& roundtrip = Check(pass().report, "train.roundtrip");
+  ASSERT_TRUE(roundtrip["metrics"].contains("restored_step")) << roundtrip["metrics"].dump();
+  EXPECT_EQ(roundtrip["metrics"]["restored_step"], roundtrip["metrics"]["checkpoint_at"]);
+}
+
 TEST_F(ValidateTiny, LossFallsOverTheRun) {
   const auto& losses = Check(pass().report, "train.roundtrip")["metrics"]["losses_uninterrupted"];
   ASSERT_GE(losses.size(), 2u);
