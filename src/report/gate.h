@@ -27,11 +27,15 @@ struct GateRequest {
   bool allow_unsigned = false;                // --allow-unsigned: no --key is not a refusal
   std::optional<std::string> image_digest;    // --image: the report must have run in it
   int64_t now_s = 0;                          // seconds since the epoch
+  // --require-lock-checkpoint-dir: the round trip must have checkpointed to the lock's storage
+  // (the report's checkpoint_dir.source "lock"), not to a --checkpoint-dir override.
+  bool require_lock_checkpoint_dir = false;
 };
 
 struct GateDecision {
   // Why the gate refuses, each "<topic>: <sentence>" with topic one of signature, schema,
-  // lock, config, image, devices, checks, evidence, age. Empty when the report clears the gate.
+  // lock, config, image, devices, checks, checkpoint, evidence, age. Empty when the report clears
+  // the gate.
   std::vector<std::string> reasons;
   // What was established when it clears: the facts the pass line prints.
   std::vector<std::string> facts;

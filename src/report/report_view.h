@@ -67,6 +67,8 @@ struct ReportView {
   std::string validator_version;
   std::string torch;
   std::string build;
+  // checkpoint_dir.source: "lock" | "option" | "work-dir"; "" when the report does not say.
+  std::string checkpoint_dir_source;
   std::string started_at;
   double duration_s = std::numeric_limits<double>::quiet_NaN();  // NaN when absent
   HostView host;
