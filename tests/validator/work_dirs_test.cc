@@ -23,6 +23,7 @@ TEST(CheckpointRoot, EachRunUnderSharedStorageGetsAFreshDirectoryNotNamedAfterIt
   project.lock.emplace();
   validate::ValidateOptions options;
   options.checkpoint_dir = dir.path() / "shared";
+  fs::create_directories(options.checkpoint_dir);  // the storage exists: it is never created
   const fs::path first = validate::CheckpointRoot(options, project, dir.path() / "work");
   const fs::path second = validate::CheckpointRoot(options, project, dir.path() / "work");
   EXPECT_NE(first, second);
