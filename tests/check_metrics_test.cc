@@ -105,6 +105,7 @@ struct Exemption {
 
 const Exemption kExemptions[] = {
     {"accelerators", "", "a manifest and catalog member"},
+    {"activation_checkpointing", "", "a training config member (train_shape.h) and plan's fixes"},
     {"argv", "", "ext.command's manifest member"},
     {"atol", "", "a custom op's manifest tolerance"},
     {"rtol", "", "a custom op's manifest tolerance"},
@@ -119,6 +120,7 @@ const Exemption kExemptions[] = {
     {"device", "", "a rank entry's member and the ops worker's result"},
     {"devices", "", "the report's member and the node worker's result"},
     {"dtype", "", "safetensors headers and op smoke specs"},
+    {"engine", "", "a value of the report's image digest_source"},
     {"duration_s", "", "a report and check member"},
     {"error", "", "the worker's error object, the report view, everywhere"},
     {"failures", "", "the ops worker's per-library failures"},

@@ -397,6 +397,30 @@ TEST_F(Gate, ANegativeControlIsRefused) {
   EXPECT_TRUE(HasReason(Decide(), "checks", "is a negative control (rng)"));
 }
 
+// --require-lock-checkpoint-dir: checkpoints proven on a --checkpoint-dir override (or on
+// storage the report does not name) are not the lock's storage.
+TEST_F(Gate, ACheckpointDirOverrideIsRefusedWhenTheLocksIsRequired) {
+  report_["checkpoint_dir"] = {{"path", "/scratch/elsewhere"}, {"source", "option"}};
+  GateRequest request = Request(report_.dump(2));
+  EXPECT_TRUE(Decide(request).allowed());  // only on request
+  request.require_lock_checkpoint_dir = true;
+  EXPECT_TRUE(HasReason(Decide(request), "checkpoint", "went to a --checkpoint-dir override"));
+}
+
+TEST_F(Gate, AReportNamingNoCheckpointDirIsRefusedWhenTheLocksIsRequired) {
+  report_.erase("checkpoint_dir");
+  GateRequest request = Request(report_.dump(2));
+  request.require_lock_checkpoint_dir = true;
+  EXPECT_TRUE(HasReason(Decide(request), "checkpoint", "storage the report does not name"));
+}
+
+TEST_F(Gate, TheLocksCheckpointDirClearsWhenRequired) {
+  report_["checkpoint_dir"] = {{"path", "/mnt/ckpt"}, {"source", "lock"}};
+  GateRequest request = Request(report_.dump(2));
+  request.require_lock_checkpoint_dir = true;
+  EXPECT_TRUE(Decide(request).allowed()) << ::testing::PrintToString(Decide(request).reasons);
+}
+
 TEST_F(Gate, AReportFromAnotherImageThanImageIsRefused) {
   GateRequest request = Request(report_.dump(2));
   request.image_digest = "sha256:" + std::string(64, 'd');

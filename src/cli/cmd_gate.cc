@@ -36,6 +36,7 @@ struct GateOptions {
   std::optional<std::string> max_age;  // given (perhaps empty) or not
   std::vector<std::string> require;
   bool allow_unsigned = false;
+  bool require_lock_checkpoint_dir = false;
   std::string image;
   std::string target;
   bool json = false;
@@ -127,6 +128,7 @@ GateRequest BuildRequest(const GateOptions& options, const Project& project) {
   }
   request.target = TargetOf(options, project);
   request.allow_unsigned = options.allow_unsigned;
+  request.require_lock_checkpoint_dir = options.require_lock_checkpoint_dir;
   if (!options.key.empty()) request.public_key_pem = ReadInputFile(options.key, options.key);
   request.now_s = std::chrono::duration_cast<std::chrono::seconds>(
                       std::chrono::system_clock::now().time_since_epoch())
@@ -225,6 +227,9 @@ Command RegisterGate(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--target", options->target,
                   "The lock target the long run uses (cpu, cuda, rocm); required when the lock "
                   "has several: the report must have validated it");
+  cmd->add_flag("--require-lock-checkpoint-dir", options->require_lock_checkpoint_dir,
+                "Refuse a report whose checkpoints did not go to the lock's "
+                "validate.checkpoint-dir (a --checkpoint-dir override, or a lock naming none)");
   cmd->add_flag("--json", options->json, "Print the decision as JSON");
   return [options, &global] { return RunGate(*options, global); };
 }

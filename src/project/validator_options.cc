@@ -16,9 +16,13 @@ const std::array<ValidatorOption, 19> kValidatorOptionTable = {{
      "gate` looks)",
      "", 0, -1, false, true},
     {"--checkpoint-dir", "DIR",
-     "Checkpoint storage to test (default: the lock's validate.checkpoint-dir, else the work dir)",
+     "Checkpoint storage to test, an existing writable directory (default: the lock's "
+     "validate.checkpoint-dir, else the work dir)",
      ""},
-    {"--work-dir", "DIR", "Directory for worker results (default: a fresh temporary one)", ""},
+    {"--work-dir", "DIR",
+     "Directory under which each run makes a fresh one for its worker results "
+     "(default: the temporary directory)",
+     ""},
     {"--keep-work", nullptr, "Keep the work directory and checkpoints afterwards", ""},
     {"--device", "auto|cpu|cuda", "auto, cpu or cuda", "auto|cpu|cuda"},
     {"--threads", "N", "CPU threads per process (0: LibTorch's default)", "", 0, 1024},

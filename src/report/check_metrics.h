@@ -67,6 +67,7 @@ using Text = std::optional<std::string>;
   X(Free, shape)         /* train_shape.h */                                      \
   X(OrNull<double>, mfu) /* fraction of the catalog's dense peak; null unknown */ \
   X(Number, peak_tflops)                                                          \
+  X(Free, measured_shape) /* MeasuredShapeMetrics */                              \
   X(Flag, out_of_memory)                                                          \
   X(Text, error) /* the out-of-memory message */                                  \
   X(Integer, seq_len)                                                             \
@@ -87,6 +88,18 @@ using Text = std::optional<std::string>;
   X(Number, activation_bytes)                \
   X(Number, logits_bytes)                    \
   X(Number, total_bytes)
+
+// train.step's measured_shape: what the training worker observed in its measured step, read
+// from the tensors and the trainer, never copied from the config (`shape` is the config's).
+// engine "native"; param_dtype a parameter's dtype and activation_dtype the logits' (autocast's)
+// in the config's words (fp32, bf16, fp16); world_size the processes the step's gradients were
+// reduced across; activation_checkpointing whether the trainer recomputed activations.
+#define TRAINLOCK_MEASURED_SHAPE_METRICS(X) \
+  X(Text, engine)                           \
+  X(Text, param_dtype)                      \
+  X(Text, activation_dtype)                 \
+  X(Integer, world_size)                    \
+  X(Flag, activation_checkpointing)
 
 // One rank's row of train.step's `ranks` (merged report); the same units as train.step.
 #define TRAINLOCK_RANK_STEP_ROW(X) \
@@ -286,6 +299,9 @@ struct PerfDevice {
 struct TrainStepMetrics {
   TRAINLOCK_TRAIN_STEP_METRICS(TRAINLOCK_METRICS_MEMBER)
 };
+struct MeasuredShapeMetrics {
+  TRAINLOCK_MEASURED_SHAPE_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
 struct MemoryEstimateMetrics {
   TRAINLOCK_MEMORY_ESTIMATE_METRICS(TRAINLOCK_METRICS_MEMBER)
 };
@@ -345,6 +361,7 @@ TRAINLOCK_DECLARE_METRICS(RankStepRow)
 TRAINLOCK_DECLARE_METRICS(AllreduceSize)
 TRAINLOCK_DECLARE_METRICS(PerfDevice)
 TRAINLOCK_DECLARE_METRICS(TrainStepMetrics)
+TRAINLOCK_DECLARE_METRICS(MeasuredShapeMetrics)
 TRAINLOCK_DECLARE_METRICS(MemoryEstimateMetrics)
 TRAINLOCK_DECLARE_METRICS(RankTrainMetrics)
 TRAINLOCK_DECLARE_METRICS(RoundtripMetrics)

@@ -37,6 +37,7 @@ class GateRules {
     }
     if (request_.image_digest) RequestedImage(*request_.image_digest);
     NegativeControl();
+    if (request_.require_lock_checkpoint_dir) LockCheckpointDir();
     Checks();
     Evidence();
     Age();
@@ -123,6 +124,18 @@ class GateRules {
     if (view_.negative_control.empty()) return;
     Refuse("checks: the report is a negative control (" + view_.negative_control +
            "): it broke the resume on purpose and never clears a gate");
+  }
+
+  // --require-lock-checkpoint-dir: a resume proven on other storage than the long run's proves
+  // nothing about the long run's storage.
+  void LockCheckpointDir() {
+    const std::string& source = view_.checkpoint_dir_source;
+    if (source == "lock") return;
+    std::string where = "storage the report does not name";
+    if (source == "option") where = "a --checkpoint-dir override";
+    if (source == "work-dir") where = "the work directory (the lock names no checkpoint-dir)";
+    Refuse("checkpoint: the report's checkpoints went to " + where +
+           ", not the lock's validate.checkpoint-dir; validate again without --checkpoint-dir");
   }
 
   // Every passing check's metrics support its pass (check_evidence.h).

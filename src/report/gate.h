@@ -33,13 +33,16 @@ struct GateRequest {
   // the caller: each a drift that refuses ("files" topic), and the fact a pass states.
   std::vector<std::string> file_drift;
   std::string files_fact;
-  int64_t now_s = 0;  // seconds since the epoch
+  int64_t now_s = 0;                          // seconds since the epoch
+  // --require-lock-checkpoint-dir: the round trip must have checkpointed to the lock's storage
+  // (the report's checkpoint_dir.source "lock"), not to a --checkpoint-dir override.
+  bool require_lock_checkpoint_dir = false;
 };
 
 struct GateDecision {
   // Why the gate refuses, each "<topic>: <sentence>" with topic one of signature, schema,
-  // partial, lock, files, config, target, image, devices, checks, evidence, age. Empty when the
-  // report clears the gate.
+  // partial, lock, files, config, target, image, devices, checks, checkpoint, evidence, age.
+  // Empty when the report clears the gate.
   std::vector<std::string> reasons;
   // What was established when it clears: the facts the pass line prints.
   std::vector<std::string> facts;

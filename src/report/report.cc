@@ -96,6 +96,8 @@ nlohmann::json Report::ToJson() const {
   j["project"] = project;
   j["work_dir"] = work_dir ? nlohmann::json(*work_dir) : nlohmann::json(nullptr);
   if (!only.empty()) j["only"] = only;
+  if (checkpoint_dir)
+    j["checkpoint_dir"] = {{"path", checkpoint_dir->path}, {"source", checkpoint_dir->source}};
   if (rank) {
     j["rank"] = {{"rank", rank->rank},
                  {"world_size", rank->world_size},
@@ -244,7 +246,8 @@ class SchemaChecker {
     }
   }
 
-  // How the validator ran (Report's project, work_dir, only, rank and ranks): each optional.
+  // How the validator ran (Report's project, work_dir, checkpoint_dir, only, rank and ranks): each
+  // optional.
   void RunFacts(const nlohmann::json& r) {
     using Type = nlohmann::json::value_t;
     Optional(r, "project", "$", Type::string);
@@ -267,6 +270,10 @@ class SchemaChecker {
       }
     }
     if (r.contains("work_dir") && !r["work_dir"].is_null()) Field(r, "work_dir", "$", Type::string);
+    if (auto* dir = Optional(r, "checkpoint_dir", "$", Type::object)) {
+      Field(*dir, "path", "checkpoint_dir", Type::string);
+      Enum(*dir, "source", "checkpoint_dir", {"lock", "option", "work-dir"});
+    }
     if (auto* only = Optional(r, "only", "$", Type::array)) {
       for (size_t i = 0; i < only->size(); ++i) {
         const nlohmann::json& id = (*only)[i];

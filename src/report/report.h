@@ -41,6 +41,14 @@ struct ReportDrift {
   std::string message;
 };
 
+// Where the round trip wrote its checkpoints: "lock" the lock's validate.checkpoint-dir (the
+// storage the long run uses), "option" --checkpoint-dir overriding it, "work-dir" neither (the
+// lock names none). `path` is the storage, not this run's own directory under it.
+struct ReportCheckpointDir {
+  std::string path;
+  std::string source;
+};
+
 struct Report {
   std::string lock_sha256;
   // What the run trained from: the training config's bytes and the manifest's canonical form
@@ -71,7 +79,8 @@ struct Report {
   std::string project;                  // the manifest's project name
   std::optional<std::string> work_dir;  // kept with --keep-work; null when it was removed
   std::vector<std::string> only;        // --only; the member is absent when empty
-  std::optional<ReportRank> rank;       // absent from a single process's report
+  std::optional<ReportCheckpointDir> checkpoint_dir;  // absent before any training was set up
+  std::optional<ReportRank> rank;                     // absent from a single process's report
   // The entries of every rank (rank_merge.h), in the merged report of a distributed validation
   // only: each rank's own report leaves them out.
   std::optional<nlohmann::json> ranks;

@@ -155,6 +155,7 @@ ReportView ViewOfReport(const nlohmann::json& report) {
   v.config_sha256 = StringMember(report, "config_sha256");
   v.manifest_sha256 = StringMember(report, "manifest_sha256");
   v.negative_control = StringMember(report, "negative_control");
+  v.checkpoint_dir_source = StringMember(Member(report, "checkpoint_dir"), "source");
   if (const nlohmann::json& drift = Member(report, "drift"); drift.is_array()) {
     for (const nlohmann::json& d : drift)
       v.drift.push_back(StringMember(d, "id") + ": " + StringMember(d, "message"));

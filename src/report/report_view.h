@@ -68,6 +68,8 @@ struct ReportView {
   std::string torch;
   std::string build;
   std::string target;  // the lock target it validated; "" when the report does not say
+  // checkpoint_dir.source: "lock" | "option" | "work-dir"; "" when the report does not say.
+  std::string checkpoint_dir_source;
   std::string started_at;
   double duration_s = std::numeric_limits<double>::quiet_NaN();  // NaN when absent
   HostView host;

@@ -136,6 +136,25 @@ TEST_F(ValidateTiny, StepIsMeasuredAtTheConfigShape) {
   EXPECT_GT(step["metrics"]["tokens_per_s"].get<double>(), 0);
 }
 
+// The shape train.step reports is what the worker observed in the step, not the config's
+// words: on the CPU, fp32 parameters and activations, one process, no recomputation.
+TEST_F(ValidateTiny, StepReportsTheShapeItRanMeasuredNotCopied) {
+  const auto& shape = Check(pass().report, "train.step")["metrics"]["measured_shape"];
+  EXPECT_EQ(shape["engine"], "native");
+  EXPECT_EQ(shape["param_dtype"], "fp32");
+  EXPECT_EQ(shape["activation_dtype"], "fp32");
+  EXPECT_EQ(shape["world_size"], 1);
+  EXPECT_EQ(shape["activation_checkpointing"], false);
+}
+
+// Without --checkpoint-dir and a lock naming none, the checkpoints went to the work directory,
+// and the report says so.
+TEST_F(ValidateTiny, TheReportNamesItsCheckpointStorageAndWhereItCameFrom) {
+  EXPECT_EQ(pass().report["checkpoint_dir"]["source"], "work-dir");
+  EXPECT_NE(pass().report["checkpoint_dir"]["path"].get<std::string>().find("checkpoints"),
+            std::string::npos);
+}
+
 TEST_F(ValidateTiny, EveryCheckIdAppearsOnceAndSkipsSayWhy) {
   EXPECT_EQ(pass().report["checks"].size(), 18u);
   for (const auto& c : pass().report["checks"]) {
@@ -379,6 +398,47 @@ TEST(ValidateInput, AnEditedConfigWithTheOldLockIsRefusedBeforeTraining) {
   EXPECT_NE(r.err.find("trainlock.lock:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("error: lock.config: the training config"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("run `trainlock lock` to record the new config hash"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir.path() / "r.json"));
+}
+
+// The CPU trains fp32 whatever the config says: a bf16 config is refused before any training
+// (no report), naming the config file and the field, not validated as fp32 and reported bf16.
+TEST(ValidateInput, Bf16OnTheCpuIsRefusedBeforeTraining) {
+  testing::TempDir dir;
+  testing::CopyExample("tiny", dir.path());
+  const fs::path config = dir.path() / "configs/tiny.yaml";
+  std::string text = testing::ReadFile(config);
+  text.replace(text.find("precision: fp32"), 15, "precision: bf16");
+  testing::WriteFile(config, text);
+  auto r = RunTrainlock({"validate", dir.path().string(), "--out", (dir.path() / "r.json").string(),
+                         "--allow-drift"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("tiny.yaml: error: training.precision: bf16 is not supported by the "
+                       "native engine on the CPU"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir.path() / "r.json"));
+}
+
+// The lock's checkpoint storage is the long run's: when it is missing the validation is
+// refused before any work, naming it, and nothing is created there.
+TEST(ValidateInput, AMissingLockCheckpointDirIsRefusedBeforeAnyWork) {
+  testing::TempDir dir;
+  testing::CopyExample("tiny", dir.path());
+  fs::remove(dir.path() / "trainlock.toml");  // the lock alone, as inside an image
+  const fs::path lock = dir.path() / "trainlock.lock";
+  std::string text = testing::ReadFile(lock);
+  const fs::path missing = dir.path() / "no-such-storage";
+  text.replace(text.find("checkpoint-at = 3"), 17,
+               "checkpoint-at = 3\ncheckpoint-dir = '" + missing.string() + "'");
+  testing::WriteFile(lock, text);
+  auto r =
+      RunTrainlock({"validate", dir.path().string(), "--out", (dir.path() / "r.json").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("validate.checkpoint-dir: '" + missing.string() + "' does not exist"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(missing));
   EXPECT_FALSE(fs::exists(dir.path() / "r.json"));
 }
 

@@ -233,6 +233,23 @@ std::optional<int64_t> RestoredStep(const nlohmann::json& result) {
   return step.is_number_integer() ? std::optional<int64_t>(step.get<int64_t>()) : std::nullopt;
 }
 
+// What of the config's shape the worker's observed shape (measured_shape) contradicts, "" when
+// nothing: a step measured at another precision or without the recomputation the config asks
+// for is not the config's step. A worker that reported no observed shape contradicts it too.
+std::string ShapeMismatch(const TrainStepMetrics& m, const TrainConfig& config) {
+  if (!m.measured_shape || !m.measured_shape->is_object()) return "the worker reported no shape";
+  const auto seen = ReadMetrics<MeasuredShapeMetrics>(*m.measured_shape);
+  const TrainingConfig& t = config.training;
+  const std::string dtype = seen.activation_dtype.value_or("none");
+  if (dtype != t.precision)
+    return "activations in " + dtype + ", the config's precision is " + t.precision;
+  if (seen.activation_checkpointing.value_or(!t.activation_checkpointing) !=
+      t.activation_checkpointing)
+    return std::string("activation checkpointing ") + (t.activation_checkpointing ? "off" : "on") +
+           ", the config asks for it " + (t.activation_checkpointing ? "on" : "off");
+  return "";
+}
+
 CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
   CheckResult c{"train.step", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
   std::string failure = Failure(a);
@@ -267,6 +284,15 @@ CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
   m.model = worker.model.value_or(nlohmann::json::object());
   m.artifacts = worker.artifacts;
   m.shape = TrainShapeJson(project_.config);
+  if (const std::string off = ShapeMismatch(m, project_.config); !off.empty()) {
+    c.status = CheckStatus::kFail;
+    c.metrics = ToJson(m);
+    c.summary = "the step did not run at the config's shape: " + off;
+    c.remedy =
+        "the engine trained another shape than the config states; a validation only "
+        "passes at the shape the long run trains";
+    return c;
+  }
   const double step_time_s = m.step_time_s.value_or(0.0);
   c.duration_s = step_time_s;
   std::ostringstream s;

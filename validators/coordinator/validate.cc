@@ -22,6 +22,7 @@
 #include "comm/rank_merge.h"
 #include "comm/rank_phase.h"
 #include "compat/lock_drift.h"
+#include "coordinator/engine_support.h"
 #include "coordinator/image_binding.h"
 #include "coordinator/node_run.h"
 #include "coordinator/validate_summary.h"
@@ -72,6 +73,13 @@ void RefuseWrongBuild(const ValidateOptions& o, const Project& project, const st
       "run the validator inside the image built for the lock's target (`trainlock validate DIR "
       "--image REF`), or add [targets." +
           build + "] to trainlock.toml and re-lock"});
+}
+
+// Whether the training workers will train on the CPU (worker.cc's PickDevice): a CPU build,
+// --device cpu, or "auto" with no accelerator to use.
+bool TrainsOnCpu(const ValidateOptions& o, const std::optional<RankEnv>& rank) {
+  if (BuiltTorchFlavour() == "cpu" || o.device == "cpu") return true;
+  return !rank && o.device == "auto" && VisibleAcceleratorCount() == 0;
 }
 
 // The lock must describe the files the run trains from: a stale lock or a changed config is
@@ -213,7 +221,8 @@ nlohmann::json WriteReports(const ValidateOptions& o, const Project& project,
                             const nlohmann::json& rank_entries, const std::string& sign_pem,
                             Report& report) {
   report.project = project.effective().name;
-  if (o.keep_work) report.work_dir = work.string();
+  // The work directory stays with --keep-work, and always under --work-dir (CleanUp).
+  if (o.keep_work || !o.work_dir.empty()) report.work_dir = work.string();
   report.only = o.only;
   if (rank)
     report.rank = ReportRank{rank->rank, rank->world_size, rank->local_rank, rank->launcher};
@@ -283,6 +292,9 @@ int RunValidate(const ValidateOptions& o) {
   const Project project = LoadLockedProject(o);
   RefuseWrongBuild(o, project, BuiltTorchFlavour());
   const std::vector<Finding> drift = CheckDrift(o, project);
+  RefuseUnhonouredFields(project.config, project.config_path, TrainsOnCpu(o, rank));
+  const CheckpointStorage storage = ChooseCheckpointStorage(o, project);
+  RequireCheckpointStorage(storage, project);
   const std::string sign_pem = ReadSigningKey(o.sign_key);
   Progress progress(ProgressStyleFor(o, rank), ProgressSource(rank));
   const ImageBinding image =
@@ -294,6 +306,9 @@ int RunValidate(const ValidateOptions& o) {
 
   Distribution d = JoinRanks(o, rank, node, progress);
   const fs::path work = MakeWorkDir(o, rank);
+  report.checkpoint_dir = ReportCheckpointDir{
+      (storage.source == "work-dir" ? work / "checkpoints" : storage.path).string(),
+      storage.source};
   const fs::path checkpoint_root = RunChecks(o, project, node, rank, work, d, progress, report);
   const nlohmann::json rank_entries = ExchangeAndMerge(o, rank, d, report);
   SortChecks(report);

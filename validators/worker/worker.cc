@@ -239,6 +239,8 @@ TrainStepMetrics MeasurementMetrics(int64_t step, const StepMeasurement& m) {
   out.peak_reserved_bytes = m.peak_reserved_bytes;
   out.device_used_bytes = m.device_used_bytes;
   out.device_total_bytes = m.device_total_bytes;
+  out.measured_shape = ToJson(MeasuredShapeMetrics{"native", m.param_dtype, m.activation_dtype,
+                                                   m.world_size, m.activation_checkpointing});
   return out;
 }
 

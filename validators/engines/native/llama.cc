@@ -199,8 +199,10 @@ torch::Tensor LlamaImpl::forward(const torch::Tensor& tokens) {
   return torch::matmul(h, model->embed_tokens->weight.t().to(h.scalar_type()));
 }
 
-torch::Tensor LlamaImpl::Loss(const torch::Tensor& tokens, const torch::Tensor& targets) {
+torch::Tensor LlamaImpl::Loss(const torch::Tensor& tokens, const torch::Tensor& targets,
+                              at::ScalarType* logits_dtype) {
   auto logits = forward(tokens);
+  if (logits_dtype) *logits_dtype = logits.scalar_type();
   return torch::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}).to(torch::kFloat32),
                                    targets.reshape({-1}));
 }

@@ -90,8 +90,11 @@ class LlamaImpl : public torch::nn::Module {
   explicit LlamaImpl(const ModelConfig& c, torch::Device device = torch::kCPU, bool init = true);
   // Logits [batch, seq, vocab] for tokens [batch, seq].
   torch::Tensor forward(const torch::Tensor& tokens);
-  // Mean next-token cross-entropy of `tokens` against `targets`, in fp32.
-  torch::Tensor Loss(const torch::Tensor& tokens, const torch::Tensor& targets);
+  // Mean next-token cross-entropy of `tokens` against `targets`, in fp32. `logits_dtype`, when
+  // given, receives the dtype the logits were computed in (the activations' dtype under
+  // autocast), so that the report states what ran rather than what the config asked for.
+  torch::Tensor Loss(const torch::Tensor& tokens, const torch::Tensor& targets,
+                     at::ScalarType* logits_dtype = nullptr);
   // Deterministic initialisation from the global generator: N(0, 0.02) for matrices, 1 for norms.
   void InitWeights();
   const ModelConfig& config() const { return config_; }

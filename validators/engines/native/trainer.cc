@@ -133,7 +133,7 @@ double Trainer::ForwardBackward() {
     torch::Tensor inputs = ToDevice(batch.inputs, batch.rows, batch.cols);
     torch::Tensor targets = ToDevice(batch.targets, batch.rows, batch.cols);
     if (autocast_) SetCudaAutocast(true, autocast_dtype_);
-    torch::Tensor loss = model_->Loss(inputs, targets);
+    torch::Tensor loss = model_->Loss(inputs, targets, &logits_dtype_);
     if (autocast_) SetCudaAutocast(false, autocast_dtype_);
     losses.push_back(loss.detach());
     torch::Tensor scaled = loss / static_cast<double>(accum);
@@ -243,6 +243,21 @@ DeviceMemory ReadDeviceMemory(const torch::Device& device) {
   return d;
 }
 
+// A dtype in the config's words (fp32, bf16, fp16), so the observed shape compares with the
+// config's `precision`; any other dtype by LibTorch's name.
+std::string PrecisionName(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat:
+      return "fp32";
+    case at::kBFloat16:
+      return "bf16";
+    case at::kHalf:
+      return "fp16";
+    default:
+      return c10::toString(type);
+  }
+}
+
 double Trainer::MeasuredStep(StepMeasurement* m) {
   const bool cuda = options_.device.is_cuda();
   if (cuda) torch::cuda::synchronize();
@@ -271,6 +286,8 @@ double Trainer::MeasuredStep(StepMeasurement* m) {
   double attention = 6.0 * static_cast<double>(c.num_layers * t.seq_len * c.hidden_size);
   m->flops = (dense + attention) * static_cast<double>(m->tokens);
   m->peak_rss_bytes = PeakRssBytes();
+  m->param_dtype = PrecisionName(params_.front().second.scalar_type());
+  m->activation_dtype = PrecisionName(logits_dtype_);
   return loss;
 }
 

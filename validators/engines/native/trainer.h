@@ -35,6 +35,14 @@ struct StepMeasurement {
   int64_t device_used_bytes = -1;
   int64_t device_total_bytes = -1;
   int64_t peak_rss_bytes = -1;  // the process's peak resident set (all builds)
+  // The shape the step ran at, observed: a parameter's dtype, the dtype the logits came out
+  // in (autocast's), the processes its gradients were reduced across (the native trainer has
+  // no process group: 1) and whether activations were recomputed (the native trainer never
+  // does; validate refuses a config asking for it, coordinator/engine_support.h).
+  std::string param_dtype;
+  std::string activation_dtype;
+  int64_t world_size = 1;
+  bool activation_checkpointing = false;
 };
 
 // The caching allocator's peaks and the device's own view (cudaMemGetInfo); -1 off CUDA.
@@ -50,6 +58,9 @@ DeviceMemory ReadDeviceMemory(const torch::Device& device);
 // lives: equal tensors always agree, and any changed bit changes it (barring a 2^-64
 // coincidence). Integer sums are deterministic on every device, unlike float reductions.
 std::string TensorFingerprint(const torch::Tensor& t);
+
+// `type` in the config's words: "fp32", "bf16", "fp16" (else LibTorch's name).
+std::string PrecisionName(at::ScalarType type);
 
 // True when `e` is LibTorch's out-of-memory error (CUDA or host allocator).
 bool IsOutOfMemory(const std::exception& e);
@@ -97,6 +108,7 @@ class Trainer {
   std::vector<std::pair<std::string, torch::Tensor>> params_;
   std::vector<torch::Tensor> exp_avg_, exp_avg_sq_;
   int64_t step_ = 0;
+  at::ScalarType logits_dtype_ = at::kFloat;  // of the last forward pass, as observed
   bool autocast_ = false;
   at::ScalarType autocast_dtype_ = at::kFloat;
   // Dynamic loss scaling (fp16 only), as torch.cuda.amp.GradScaler does it.
