@@ -84,10 +84,10 @@ TEST(OnePlace, ASpellingOutsideItsOwnerIsFound) {
 
 // The report's members (report.h) as the stages after report/ might read them by hand.
 const std::vector<std::string> kReportMembers = {
-    "schema",    "verdict", "lock_sha256", "config_sha256", "manifest_sha256", "negative_control",
-    "drift",     "image",   "validator",   "host",          "devices",         "started_at",
-    "duration_s", "checks", "required",    "project",       "work_dir",        "only",
-    "rank",      "ranks",   "signature",
+    "schema",     "verdict", "lock_sha256", "config_sha256", "manifest_sha256", "negative_control",
+    "drift",      "image",   "validator",   "host",          "devices",         "started_at",
+    "duration_s", "checks",  "required",    "project",       "work_dir",        "only",
+    "rank",       "ranks",   "signature",
 };
 
 // "file:line: member" for each read of a report member by subscript, value(), at() or

@@ -33,7 +33,7 @@ struct GateRequest {
   // the caller: each a drift that refuses ("files" topic), and the fact a pass states.
   std::vector<std::string> file_drift;
   std::string files_fact;
-  int64_t now_s = 0;                          // seconds since the epoch
+  int64_t now_s = 0;  // seconds since the epoch
   // --require-lock-checkpoint-dir: the round trip must have checkpointed to the lock's storage
   // (the report's checkpoint_dir.source "lock"), not to a --checkpoint-dir override.
   bool require_lock_checkpoint_dir = false;
