@@ -3,6 +3,7 @@
 // processes of its own resume test.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -40,6 +41,14 @@ std::vector<std::string> Choices(const std::string& choices) {
   std::stringstream in(choices);
   for (std::string choice; std::getline(in, choice, '|');) out.push_back(choice);
   return out;
+}
+
+// "a, b or c", as the messages name the choices.
+std::string ChoiceList(const std::vector<std::string>& choices) {
+  std::string list;
+  for (size_t i = 0; i < choices.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
+  return list;
 }
 
 // The parsed options into `v`; a message when one is out of its range.
@@ -120,7 +129,14 @@ int Main(int argc, char** argv) {
           ->check(CLI::IsMember(std::vector<std::string>(kCheckIds.begin(), kCheckIds.end())));
     } else {
       CLI::Option* option = app.add_option(row.names, values[name], row.help);
-      if (*row.choices) option->check(CLI::IsMember(Choices(row.choices)));
+      if (*row.choices) {
+        const std::vector<std::string> choices = Choices(row.choices);
+        option->check([choices](const std::string& value) {
+          return std::find(choices.begin(), choices.end(), value) != choices.end()
+                     ? std::string()
+                     : "must be " + ChoiceList(choices);
+        });
+      }
       if (row.is_count()) option->check(CLI::Range(row.min, row.max));
       if (values[name] != "") option->capture_default_str();
     }
