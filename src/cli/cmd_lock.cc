@@ -9,7 +9,9 @@
 #include "base/exit_code.h"
 #include "base/failure.h"
 #include "base/file_io.h"
+#include "base/toml_document.h"
 #include "cli/commands.h"
+#include "lock/lock_rederive.h"
 #include "lock/lock_resolver.h"
 #include "project/project.h"
 
@@ -71,7 +73,13 @@ int CheckLock(const std::filesystem::path& dir, const LockCommandOptions& option
     std::cerr << path.string() << ": error: stale: the manifest and config now lock to lock-sha256 "
               << lock.lock_sha256.substr(0, 12) << "..., the lock has " << current.substr(0, 12)
               << "..." << relock << "\n";
-    for (const std::string& line : ChangedLines(ReadInputFile(path, path.string()), lock.text)) {
+    const std::string text = ReadInputFile(path, path.string());
+    // Each field by name (a hand edit of validate.required shows as that field), then the lines.
+    for (const LockFieldDifference& d : LockFieldDifferences(
+             ParseTomlDocument(text, path.string()), ParseTomlDocument(lock.text, path.string()))) {
+      std::cerr << path.string() << ": " << d.Describe() << "\n";
+    }
+    for (const std::string& line : ChangedLines(text, lock.text)) {
       std::cerr << "  would change: " << line << "\n";
     }
     return kExitVerdict;
@@ -143,7 +151,9 @@ Command RegisterLock(CLI::App& app, const GlobalOptions& global) {
       ->capture_default_str();
   cmd->add_flag("--check", options->check,
                 "The CI drift gate, offline (no network at all): write nothing; exit 1 when the "
-                "lock is missing, or stale against the manifest or config, naming what changed");
+                "lock is missing, or stale against the manifest or config, or hand-edited (a field "
+                "differing from what the manifest and the lock's own pins derive), naming each "
+                "field");
   cmd->add_flag("--upstream", options->upstream,
                 "With --check: also ask the registries and the Hub whether a tag or branch the "
                 "manifest floats on now resolves elsewhere (network; exit 3 when they cannot "
