@@ -105,12 +105,14 @@ TEST(LockHash, ReorderedArrayChangesTheHash) {
             LockHash(Replace(ExampleLock(), "[ 'H200', 'H100-80GB' ]", "[ 'H100-80GB', 'H200' ]")));
 }
 
-TEST(LockHash, BuiltImagesDoNotChangeTheHash) {
+TEST(LockHash, BuiltImagesChangeTheHashButNotTheBuildIdentity) {
   std::string with_image = ExampleLock() +
                            "\n[images.cuda]\nref = \"registry.example/pilot\"\n"
                            "digest = \"sha256:" +
                            std::string(64, 'a') + "\"\n";
-  EXPECT_EQ(LockHash(ExampleLock()), LockHash(with_image));
+  EXPECT_NE(LockHash(ExampleLock()), LockHash(with_image));
+  EXPECT_EQ(LockBuildSha256(ParseTomlDocument(ExampleLock(), "a")),
+            LockBuildSha256(ParseTomlDocument(with_image, "b")));
 }
 
 TEST(CanonicalJson, FloatAndIntegerAreDifferentValues) {

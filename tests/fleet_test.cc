@@ -71,10 +71,11 @@ class FleetK8s : public ::testing::Test {
   std::string text_;
 };
 
-TEST_F(FleetK8s, ImagesTableLeavesTheLockIdentityUnchanged) {
+TEST_F(FleetK8s, ImagesTableChangesTheLockIdNotTheBuildIdentity) {
   const std::string original = LoadProject(SourceDir() / "examples/h200-pilot").lock_sha256;
   Project project = LoadProject(project_);
-  EXPECT_EQ(project.lock_sha256, original);
+  EXPECT_NE(project.lock_sha256, original);
+  EXPECT_EQ(project.lock->lock_build_sha256, original);  // what the job's label carries
   EXPECT_EQ(project.lock->images.at("cuda").digest, kDigest);
 }
 

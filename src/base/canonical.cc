@@ -162,6 +162,10 @@ std::string ManifestSha256(const toml::table& manifest) {
 }
 
 std::string LockSha256(const toml::table& lock) {
+  return Sha256Hex(CanonicalJson(lock));
+}
+
+std::string LockBuildSha256(const toml::table& lock) {
   return Sha256Hex(CanonicalJson(lock, {"images"}));
 }
 

@@ -21,9 +21,14 @@ std::string CanonicalJson(const toml::table& table,
 // manifest-sha256: SHA-256 of the manifest's canonical form.
 std::string ManifestSha256(const toml::table& manifest);
 
-// lock-sha256: SHA-256 of the lock's canonical form without [images], the table of images
-// built *from* this lock (an output: including it would make every build change the identity
-// that the image itself carries).
+// lock-sha256, the lock's identity: SHA-256 of the lock's whole canonical form, [images]
+// included, so that no field of the lock (a required check, a tolerance, a built image's
+// table) can change without changing it. `image build --push` therefore changes it.
 std::string LockSha256(const toml::table& lock);
+
+// The lock's build identity: lock-sha256 of the lock without [images], the table of images
+// built *from* it. Images, their labels and the reports validated in them carry this one: an
+// image cannot contain its own digest. For a lock without [images] it equals lock-sha256.
+std::string LockBuildSha256(const toml::table& lock);
 
 }  // namespace trainlock

@@ -9,6 +9,7 @@
 #include "compat/catalog.h"
 #include "compat/compat.h"
 #include "compat/model_config_check.h"
+#include "lock/lock_rederive.h"
 #include "project/project.h"
 
 namespace trainlock::cli {
@@ -36,6 +37,8 @@ int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
   Project project = LoadProject(options.dir);
   std::vector<Finding> findings = CheckCompatibility(project, catalog);
   for (Finding& f : CheckModelConfig(project)) findings.push_back(std::move(f));
+  // Offline: the lock must be what the manifest and the lock's own pins derive.
+  for (Finding& f : RederivedLockFindings(project)) findings.push_back(std::move(f));
   if (options.json) {
     nlohmann::json out = {{"project", options.dir},
                           {"manifest_sha256", project.manifest_sha256},
@@ -68,7 +71,9 @@ Command RegisterCheck(CLI::App& app, const GlobalOptions& global) {
       "check",
       "Validate a project's trainlock.toml, trainlock.lock (if present) and training config\n"
       "against their schemas, then report compatibility findings (driver vs CUDA, GPU\n"
-      "architectures, vendors, torch build tags, stale lock) and, when the model's pinned\n"
+      "architectures, vendors, torch build tags, stale or hand-edited lock: re-derived offline\n"
+      "from the manifest and the lock's pins, each differing field named) and, when the model's "
+      "pinned\n"
       "config.json is on this machine, every model field the training config disagrees with\n"
       "(at the field's line). Exit 0 clean, 1 findings,\n"
       "2 bad input (each error as path:line:column: error: message).");

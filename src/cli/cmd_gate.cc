@@ -102,7 +102,7 @@ GateRequest BuildRequest(const GateOptions& options, const Project& project) {
   request.report_text = ReadInputFile(options.report, options.report);
   request.lock = &*project.lock;
   request.lock_path = project.lock_path;
-  request.lock_sha256 = project.lock_sha256;
+  request.lock_sha256 = project.lock->lock_build_sha256;
   request.require = options.require;
   for (const std::string& id : options.require) {
     if (!IsCheckId(id))

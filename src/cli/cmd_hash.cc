@@ -16,6 +16,7 @@ namespace {
 struct HashOptions {
   std::string dir = ".";
   bool manifest = false;
+  bool build = false;  // the build identity: lock-sha256 without [images]
   bool json = false;
 };
 
@@ -24,9 +25,15 @@ int RunHash(const HashOptions& options) {
   std::string display = DisplayPath(options.dir, file);
   std::string text = ReadInputFile(std::filesystem::path(options.dir) / file, display);
   std::string sha;
-  LoadSpec(text, display, options.manifest ? SpecKind::kManifest : SpecKind::kLock, &sha);
+  const Spec spec =
+      LoadSpec(text, display, options.manifest ? SpecKind::kManifest : SpecKind::kLock, &sha);
+  const bool build = options.build && !options.manifest;
+  if (build) sha = spec.lock_build_sha256;
   if (options.json) {
-    std::cout << nlohmann::json{{options.manifest ? "manifest_sha256" : "lock_sha256", sha},
+    std::cout << nlohmann::json{{options.manifest ? "manifest_sha256"
+                                 : build          ? "lock_build_sha256"
+                                                  : "lock_sha256",
+                                 sha},
                                 {"file", display}}
                      .dump()
               << "\n";
@@ -43,14 +50,19 @@ Command RegisterHash(CLI::App& app, const GlobalOptions&) {
   CLI::App* cmd = app.add_subcommand(
       "hash",
       "Print lock-sha256, the identity of DIR/trainlock.lock: the SHA-256 of its canonical\n"
-      "serialization (sorted keys; comments, formatting and key order do not change it; the\n"
-      "[images] table of built images is excluded). Reports carry it; `gate` compares it.");
+      "serialization (sorted keys; comments, formatting and key order do not change it; every\n"
+      "field counts, the [images] table of built images too, so `image build --push` changes\n"
+      "it). --build prints the build identity, lock-sha256 without [images]: what an image,\n"
+      "its labels and the reports validated in it carry, and what `gate` compares.");
   cmd->add_option("DIR", options->dir,
                   "Project directory (or its trainlock.lock or trainlock.toml)")
       ->transform(ProjectDirArgument())
       ->capture_default_str();
   cmd->add_flag("--manifest", options->manifest,
                 "Print manifest-sha256 of DIR/trainlock.toml instead");
+  cmd->add_flag("--build", options->build,
+                "Print the build identity (lock-sha256 without [images]) that images and reports "
+                "carry");
   cmd->add_flag("--json", options->json, "Print as JSON");
   return [options] { return RunHash(*options); };
 }

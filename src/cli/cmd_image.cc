@@ -147,7 +147,8 @@ Command RegisterImage(CLI::App& app, const GlobalOptions& global) {
       "podman or docker under reproducibility settings: timestamps from SOURCE_DATE_EPOCH, no\n"
       "cache, OCI format, no provenance attestations. --verify-reproducible builds twice and\n"
       "fails (exit 1) when the digests differ; --push REF pushes and records ref and digest in\n"
-      "the lock's [images.<target>] (lock-sha256 does not include it).");
+      "the lock's [images.<target>]: lock-sha256 changes, the build identity the image and its\n"
+      "reports carry (`trainlock hash --build`) does not.");
   b->add_option("DIR", build->dir, "Project directory (or its trainlock.lock or trainlock.toml)")
       ->transform(ProjectDirArgument())
       ->capture_default_str();

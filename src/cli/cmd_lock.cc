@@ -7,6 +7,7 @@
 #include "base/exit_code.h"
 #include "base/failure.h"
 #include "base/file_io.h"
+#include "base/toml_document.h"
 #include "cli/commands.h"
 #include "lock/lock_check.h"
 #include "lock/lock_resolver.h"
@@ -43,6 +44,8 @@ int CheckLock(const std::filesystem::path& dir, const LockCommandOptions& option
   const std::string& current = check.lock_sha256;
   if (!check.up_to_date) {
     std::cerr << path.string() << ": error: " << check.problem << relock << "\n";
+    // Each field by name (a hand edit of validate.required shows as that field), then the lines.
+    for (const std::string& field : check.fields) std::cerr << path.string() << ": " << field << "\n";
     for (const std::string& line : check.would_change)
       std::cerr << "  would change: " << line << "\n";
     return kExitVerdict;
@@ -114,7 +117,9 @@ Command RegisterLock(CLI::App& app, const GlobalOptions& global) {
       ->capture_default_str();
   cmd->add_flag("--check", options->check,
                 "The CI drift gate, offline (no network at all): write nothing; exit 1 when the "
-                "lock is missing, or stale against the manifest or config, naming what changed");
+                "lock is missing, or stale against the manifest or config, or hand-edited (a field "
+                "differing from what the manifest and the lock's own pins derive), naming each "
+                "field");
   cmd->add_flag("--upstream", options->upstream,
                 "With --check: also ask the registries and the Hub whether a tag or branch the "
                 "manifest floats on now resolves elsewhere (network; exit 3 when they cannot "

@@ -129,7 +129,7 @@ void TakeHostOptions(ValidateOptions& o) {
 // The report the validator wrote in the image, bound to the image the engine resolved.
 nlohmann::json BindReport(const fs::path& file, const Project& project, const EngineImage& image) {
   nlohmann::json report = ReadJsonFile(file, file.string());
-  if (ViewOfReport(report).lock_sha256 != project.lock_sha256) {
+  if (ViewOfReport(report).lock_sha256 != project.lock->lock_build_sha256) {
     throw Failure(file.string() + ": the report's lock_sha256 is not " + project.lock_path + "'s",
                   kExitVerdict);
   }

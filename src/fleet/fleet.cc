@@ -224,7 +224,7 @@ FleetOptions ResolveFleetOptions(const Project& project, const Catalog& catalog,
   }
   options.image = ResolveImage(project, options.target, requested.image);
   options.project_name = lock.name;
-  options.lock_sha256 = project.lock_sha256;
+  options.lock_sha256 = project.lock->lock_build_sha256;
   options.name = ResolveName(requested, options.project_name);
   return options;
 }

@@ -41,7 +41,8 @@ struct BuiltImageResult {
 BuiltImageResult BuildImage(const std::filesystem::path& project_dir,
                             const ImageBuildOptions& options);
 
-// Sets [images.<target>] in DIR/trainlock.lock to ref and digest (lock-sha256 unchanged).
+// Sets [images.<target>] in DIR/trainlock.lock to ref and digest (lock-sha256 changes; its
+// build identity, which the image carries, does not).
 void RecordBuiltImage(const std::filesystem::path& project_dir, const std::string& target,
                       const std::string& ref, const std::string& digest);
 

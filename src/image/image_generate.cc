@@ -154,7 +154,7 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
 
   ImageRecord record;
   record.target = o.target;
-  record.lock_sha256 = project.lock_sha256;
+  record.lock_sha256 = lock.lock_build_sha256;
   record.config_sha256 = project.config_sha256;
   record.source_date_epoch = o.source_date_epoch;
   record.base = t.base;
@@ -177,7 +177,7 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
   base_name.digest.clear();
   const std::string snapshot = UtcTime(o.source_date_epoch, "%Y%m%dT%H%M%SZ");
   std::map<std::string, std::string> values = {
-      {"LOCK_SHA256", project.lock_sha256},
+      {"LOCK_SHA256", lock.lock_build_sha256},
       {"TARGET", o.target},
       {"PROJECT_IN_IMAGE", kProjectInImage},
       {"VALIDATOR_IN_IMAGE", kValidatorInImage},
@@ -210,7 +210,7 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
     values["BUILDER"] = FillTemplate(CpuBuilder(snapshot, !copy_validator, ops.build), values);
   }
   return {{"Containerfile", FillTemplate(Template(o.target), values)},
-          {"requirements.txt", RequirementsFile(t, project.lock_sha256)},
+          {"requirements.txt", RequirementsFile(t, lock.lock_build_sha256)},
           {"image.json", record.ToJson().dump(2) + "\n"}};
 }
 

@@ -15,6 +15,10 @@ inline constexpr const char* kImageRecordInImage = "/etc/trainlock/image.json";
 // The validator binary, also the image's entrypoint.
 inline constexpr const char* kValidatorInImage = "/usr/local/bin/trainlock-validate";
 
+// The image's Python: the venv the lock's closure is installed into (the Containerfile
+// templates create it there); env.packages asks it where its packages are.
+inline constexpr const char* kPythonInImage = "/opt/venv/bin/python3";
+
 // `trainlock validate --image`: the host's project directory (read-only) and the directory the
 // validator writes its report into, as the container sees them.
 inline constexpr const char* kProjectMountInContainer = "/trainlock/project";

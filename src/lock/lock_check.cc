@@ -6,7 +6,9 @@
 
 #include "base/exit_code.h"
 #include "base/failure.h"
+#include "base/toml_document.h"
 #include "base/file_io.h"
+#include "lock/lock_rederive.h"
 #include "project/project.h"
 
 namespace trainlock {
@@ -66,7 +68,12 @@ LockCheckResult CheckLockAgainstFiles(const std::filesystem::path& dir, const Lo
                      lock.lock_sha256.substr(0, 12) + "..., the lock has " +
                      lock.existing_lock_sha256.substr(0, 12) + "...";
     const std::filesystem::path path = dir / kLockFile;
-    result.would_change = ChangedLines(ReadInputFile(path, path.string()), lock.text);
+    const std::string text = ReadInputFile(path, path.string());
+    for (const LockFieldDifference& d :
+         LockFieldDifferences(ParseTomlDocument(text, path.string()),
+                              ParseTomlDocument(lock.text, path.string())))
+      result.fields.push_back(d.Describe());
+    result.would_change = ChangedLines(text, lock.text);
   } else {
     result.up_to_date = true;
   }

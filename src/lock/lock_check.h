@@ -14,7 +14,10 @@ struct LockCheckResult {
   bool up_to_date = false;
   // When not up to date: "missing or invalid", or "stale: <why>".
   std::string problem;
-  std::vector<std::string> would_change;  // the lock lines re-locking would write
+  // When stale: each field that differs, by name ("validate.required: [] but trainlock.toml
+  // says [...]"), so that a hand edit is named; then the lock lines re-locking would write.
+  std::vector<std::string> fields;
+  std::vector<std::string> would_change;
   std::string lock_sha256;                // of DIR/trainlock.lock as it is
 };
 

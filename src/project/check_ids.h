@@ -6,11 +6,11 @@
 
 namespace trainlock {
 
-inline constexpr std::array<std::string_view, 18> kCheckIds = {
-    "env.driver",      "env.runtime", "env.arch",      "env.versions",   "env.health",
-    "env.devices",     "data.model",  "data.dataset",  "ops.custom",     "train.step",
-    "train.roundtrip", "train.eval",  "ckpt.portable", "comm.allreduce", "comm.ddp",
-    "perf.matmul",     "perf.hbm",    "ext.command",
+inline constexpr std::array<std::string_view, 19> kCheckIds = {
+    "env.driver",  "env.runtime",     "env.arch",   "env.versions",  "env.health",
+    "env.devices", "env.packages",    "data.model", "data.dataset",  "ops.custom",
+    "train.step",  "train.roundtrip", "train.eval", "ckpt.portable", "comm.allreduce",
+    "comm.ddp",    "perf.matmul",     "perf.hbm",   "ext.command",
 };
 
 inline bool IsCheckId(std::string_view id) {

@@ -116,7 +116,8 @@ struct ExtCommand {
   int64_t tail_lines = 40;                 // how much of the output the report keeps
 };
 
-// [images.<target>] in the lock: the image built from it (an output, not part of lock-sha256).
+// [images.<target>] in the lock: the image built from it (an output: part of lock-sha256, not of
+// the build identity the image itself carries).
 struct BuiltImage {
   std::string ref;
   std::string digest;
@@ -143,6 +144,8 @@ struct Spec {
   int64_t lock_version = 0;
   std::string manifest_sha256;
   std::map<std::string, BuiltImage> images;
+  // lock-sha256 without [images] (base/canonical.h): what images and reports are bound to.
+  std::string lock_build_sha256;
 
   // Where each field was read ("targets.cuda.driver-min" -> 12:15), for findings.
   PositionMap positions;

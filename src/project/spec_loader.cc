@@ -706,6 +706,7 @@ Spec LoadSpec(std::string_view text, const std::string& path, SpecKind kind,
   SpecReader reader(path, kind, spec);
   reader.Read(root);
   if (!reader.diags().empty()) throw InputError(reader.diags());
+  if (kind == SpecKind::kLock) spec.lock_build_sha256 = LockBuildSha256(root);
   if (identity_sha256) {
     *identity_sha256 = kind == SpecKind::kLock ? LockSha256(root) : ManifestSha256(root);
   }

@@ -261,6 +261,17 @@ using Text = std::optional<std::string>;
   X(Integer, vocab_size)          \
   X(Free, token_shards) /* path -> TokenShardMetrics */
 
+// env.packages (checks/python_packages.h): the image Python's distributions against the lock.
+#define TRAINLOCK_PACKAGES_METRICS(X)                                          \
+  X(Integer, packages_locked)    /* wheels the lock pins for the target */     \
+  X(Integer, packages_installed) /* distributions found installed */           \
+  X(Free, site_packages)         /* the directories read, strings */           \
+  X(Free, packages_missing)      /* locked, not installed: "name version" */   \
+  X(Free, packages_changed)      /* installed at another version */            \
+  X(Free, packages_added)        /* installed, not locked (bootstrap aside) */ \
+  X(Free, packages_bootstrap)    /* pip, setuptools, wheel present unlocked */ \
+  X(Free, packages_malformed)    /* "<dist-info>: why" for each unreadable one */
+
 // One token shard of data.dataset: its token count and largest token id.
 #define TRAINLOCK_TOKEN_SHARD_METRICS(X) \
   X(Integer, tokens)                     \
@@ -341,6 +352,9 @@ struct OpsMetrics {
 struct DataMetrics {
   TRAINLOCK_DATA_METRICS(TRAINLOCK_METRICS_MEMBER)
 };
+struct PackagesMetrics {
+  TRAINLOCK_PACKAGES_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
 struct TokenShardMetrics {
   TRAINLOCK_TOKEN_SHARD_METRICS(TRAINLOCK_METRICS_MEMBER)
 };
@@ -375,6 +389,7 @@ TRAINLOCK_DECLARE_METRICS(HealthMetrics)
 TRAINLOCK_DECLARE_METRICS(PerfMetrics)
 TRAINLOCK_DECLARE_METRICS(OpsMetrics)
 TRAINLOCK_DECLARE_METRICS(DataMetrics)
+TRAINLOCK_DECLARE_METRICS(PackagesMetrics)
 TRAINLOCK_DECLARE_METRICS(TokenShardMetrics)
 TRAINLOCK_DECLARE_METRICS(CommandMetrics)
 TRAINLOCK_DECLARE_METRICS(NodeMergeMetrics)

@@ -94,6 +94,19 @@ TEST_F(ImageBindingTest, AProjectOfAnotherLockIsRefusedNamingBothLocks) {
   EXPECT_NE(error.find(TheProject().lock_sha256), std::string::npos) << error;
 }
 
+TEST_F(ImageBindingTest, AHostLockThatRecordsThePushedImageStillBindsIt) {
+  // `image build --push` adds [images.cpu] to the host's lock: lock-sha256 changes, the build
+  // identity the image carries does not.
+  WriteRecord(Sha256FileHex(validator_));
+  const std::string lock = testing::ReadFile(project_dir_ / "trainlock.lock");
+  testing::WriteFile(
+      project_dir_ / "trainlock.lock",
+      lock + "\n[images.cpu]\nref = 'registry/tiny:1'\ndigest = '" + std::string(kDigest) + "'\n");
+  EXPECT_NE(TheProject().lock_sha256, LoadProject(etc_).lock_sha256);
+  const ImageBinding b = BindImage(etc_, TheProject(), validator_, "registry/tiny:1", kDigest);
+  EXPECT_TRUE(b.in_image);
+}
+
 TEST_F(ImageBindingTest, ARecordThatIsNotTheImagesOwnLockIsRefused) {
   WriteRecord(Sha256FileHex(validator_));
   // The lock inside the image changed after the build (its seed), the record did not.

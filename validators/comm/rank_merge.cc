@@ -227,8 +227,8 @@ const std::vector<std::string>& PerRankCheckIds() {
 
 const std::vector<std::string>& NodeCheckIds() {
   static const std::vector<std::string> kIds = {
-      "env.driver", "env.runtime",  "env.arch",   "env.versions", "env.health", "env.devices",
-      "data.model", "data.dataset", "ops.custom", "perf.matmul",  "perf.hbm"};
+      "env.driver",   "env.runtime", "env.arch",     "env.versions", "env.health",  "env.devices",
+      "env.packages", "data.model",  "data.dataset", "ops.custom",   "perf.matmul", "perf.hbm"};
   return kIds;
 }
 

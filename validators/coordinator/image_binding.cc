@@ -50,17 +50,21 @@ ImageBinding BindImage(const fs::path& etc_dir, const Project& project, const fs
   const Project baked = SameDir(etc_dir, project.dir)
                             ? project
                             : LoadProject(etc_dir, ManifestRequirement::kOptional);
-  if (record.lock_sha256 != baked.lock_sha256 || record.config_sha256 != baked.config_sha256) {
+  // The build identity (lock-sha256 without [images], base/canonical.h): pushing an image
+  // records it in the host's lock, which an image cannot contain.
+  const std::string baked_id = baked.lock ? baked.lock->lock_build_sha256 : "";
+  const std::string project_id = project.lock ? project.lock->lock_build_sha256 : "";
+  if (record.lock_sha256 != baked_id || record.config_sha256 != baked.config_sha256) {
     throw InputError(Diagnostic{record_path.string(),
                                 {},
                                 "the record's lock-sha256 " + Short(record.lock_sha256) +
                                     " or config sha256 is not the image's own (" + baked.lock_path +
-                                    ", lock-sha256 " + Short(baked.lock_sha256) + ")",
+                                    ", lock-sha256 " + Short(baked_id) + ")",
                                 "the image was changed after it was built: rebuild it"});
   }
-  if (baked.lock_sha256 != project.lock_sha256) {
-    Mismatch("lock", baked.lock_path + ", lock-sha256 " + baked.lock_sha256,
-             project.lock_path + ", lock-sha256 " + project.lock_sha256);
+  if (baked_id != project_id) {
+    Mismatch("lock", baked.lock_path + ", lock-sha256 " + baked_id,
+             project.lock_path + ", lock-sha256 " + project_id);
   }
   if (baked.config_sha256 != project.config_sha256) {
     Mismatch("training config", baked.config_path + ", sha256 " + baked.config_sha256,

@@ -7,6 +7,7 @@
 #include "base/json_file.h"
 #include "base/program_path.h"
 #include "checks/data_checks.h"
+#include "checks/python_packages.h"
 #include "checks/smoke_command.h"
 #include "comm/collectives.h"
 #include "compat/catalog.h"
@@ -15,6 +16,7 @@
 #include "coordinator/roundtrip.h"
 #include "coordinator/validate_summary.h"
 #include "coordinator/work_dirs.h"
+#include "image/in_image_paths.h"
 #include "ops/op_library_path.h"
 #include "ops/ops_check.h"
 #include "probes/nvml_probe.h"
@@ -139,6 +141,10 @@ NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project, const No
   };
   report.checks.push_back(VerifyArtifact(project, lock.model, "model", deadline()));
   report.checks.push_back(VerifyArtifact(project, lock.dataset, "dataset", deadline()));
+  // BindImage has checked an image record against the project before any check ran.
+  std::error_code ec;
+  report.checks.push_back(CheckInstalledPackages(
+      lock, report.build, fs::exists(kImageRecordInImage, ec), kPythonInImage, o.timeout_s));
   AnnounceChecks(progress, report);
   if (lock.custom_ops.empty()) {
     report.checks.push_back(Skip("ops.custom", "the lock declares no custom ops"));

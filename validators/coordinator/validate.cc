@@ -128,7 +128,7 @@ Report NewReport(const ValidateOptions& o, const Project& project,
                  const std::vector<Finding>& drift, bool lead, const ImageBinding& image) {
   Report report;
   report.started_at = NowRfc3339();
-  report.lock_sha256 = project.lock_sha256;
+  report.lock_sha256 = project.lock->lock_build_sha256;
   report.config_sha256 = project.config_sha256;
   if (project.manifest) report.manifest_sha256 = project.manifest_sha256;
   for (const Finding& f : drift) report.drift.push_back({f.id, f.message});
@@ -320,7 +320,7 @@ int RunValidate(const ValidateOptions& o) {
   if (o.json) {
     std::cout << j.dump(2) << "\n";
   } else {
-    PrintSummary(report, o, project.lock_sha256, rank);
+    PrintSummary(report, o, project.lock->lock_build_sha256, rank);
   }
   CleanUp(o, work, checkpoint_root, report);
   return report.Verdict() == "pass" ? kExitOk : kExitVerdict;

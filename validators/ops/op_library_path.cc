@@ -15,7 +15,7 @@ fs::path CustomOpLibraryPath(const Project& project, const CustomOpLibrary& lib)
   std::error_code ec;
   if (fs::exists(record, ec)) {
     try {
-      if (ReadImageRecord(record).lock_sha256 == project.lock_sha256)
+      if (ReadImageRecord(record).lock_sha256 == project.lock->lock_build_sha256)
         return fs::path(kProjectInImage) / lib.library;
     } catch (const std::exception&) {
       // BindImage refuses a malformed record before any op is loaded.

@@ -1,0 +1,271 @@
+// env.packages; see python_packages.h.
+#include "checks/python_packages.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "base/strings.h"
+#include "base/subprocess.h"
+#include "lock/pep440.h"
+#include "report/check_metrics.h"
+
+namespace trainlock {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr size_t kMaxSitePackagesEntries = 20000;  // a site-packages larger than this is refused
+constexpr std::streamsize kMaxMetadataBytes = 1 << 20;  // METADATA's headers come first
+constexpr size_t kShownPackageNames = 10;               // names listed in a summary
+
+// Bootstrap distributions the venv brings (ensurepip): allowed when the lock does not pin them.
+const std::set<std::string>& BootstrapPackages() {
+  static const std::set<std::string> kNames = {"pip", "setuptools", "wheel"};
+  return kNames;
+}
+
+bool DistNameEndsWith(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Name and Version from METADATA's header block (RFC 822 style, ends at the first blank line).
+std::string ReadDistMetadata(const fs::path& dist_info, InstalledDistribution* out) {
+  const fs::path file = dist_info / "METADATA";
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(file, ec);
+  if (ec || !fs::is_regular_file(st)) return "no METADATA file (a regular file, not a link)";
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return "METADATA cannot be read";
+  std::string text(static_cast<size_t>(kMaxMetadataBytes), '\0');
+  in.read(text.data(), kMaxMetadataBytes);
+  text.resize(static_cast<size_t>(in.gcount()));
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) break;
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos || line[0] == ' ' || line[0] == '\t') continue;
+    const std::string key = AsciiLower(TrimBlanks(line.substr(0, colon)));
+    const std::string value = TrimBlanks(line.substr(colon + 1));
+    if (key == "name" && out->name.empty()) out->name = NormalizedDistributionName(value);
+    if (key == "version" && out->version.empty()) out->version = value;
+  }
+  if (out->name.empty()) return "METADATA has no Name";
+  if (out->version.empty()) return "METADATA has no Version";
+  return "";
+}
+
+void ScanSiteDir(const fs::path& dir, SitePackagesScan& scan) {
+  std::error_code ec;
+  size_t entries = 0;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (++entries > kMaxSitePackagesEntries) {
+      scan.malformed.push_back(dir.string() + ": more than " +
+                               std::to_string(kMaxSitePackagesEntries) +
+                               " entries; not read further");
+      return;
+    }
+    const fs::path path = it->path();
+    const std::string name = path.filename().string();
+    if (DistNameEndsWith(name, ".egg-info")) {
+      scan.malformed.push_back(path.string() +
+                               ": an egg-info distribution, not installed from a "
+                               "locked wheel");
+      continue;
+    }
+    if (!DistNameEndsWith(name, ".dist-info")) continue;
+    std::error_code st_ec;
+    if (!fs::is_directory(fs::symlink_status(path, st_ec))) {
+      scan.malformed.push_back(path.string() + ": not a directory (a link is not followed)");
+      continue;
+    }
+    InstalledDistribution d;
+    d.where = path.string();
+    const std::string problem = ReadDistMetadata(path, &d);
+    if (!problem.empty()) {
+      scan.malformed.push_back(path.string() + ": " + problem);
+      continue;
+    }
+    scan.distributions.push_back(std::move(d));
+  }
+  if (ec) scan.malformed.push_back(dir.string() + ": cannot be listed: " + ec.message());
+}
+
+// Versions compare by PEP 440 value (1.0 and 1.0.0 differ in spelling only); text otherwise.
+bool SameInstalledVersion(const std::string& a, const std::string& b) {
+  const std::optional<PyVersion> va = ParsePyVersion(a);
+  const std::optional<PyVersion> vb = ParsePyVersion(b);
+  if (va && vb) return ComparePyVersions(*va, *vb) == 0 && va->local == vb->local;
+  return a == b;
+}
+
+std::string ListedPackages(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < kShownPackageNames; ++i)
+    out += (i ? ", " : "") + names[i];
+  if (names.size() > kShownPackageNames)
+    out += " and " + std::to_string(names.size() - kShownPackageNames) + " more";
+  return out;
+}
+
+nlohmann::json PackageNames(const std::vector<std::string>& v) {
+  return nlohmann::json(v);
+}
+
+}  // namespace
+
+std::string NormalizedDistributionName(std::string_view name) {
+  std::string out;
+  bool run = false;
+  for (char c : name) {
+    if (c == '-' || c == '_' || c == '.') {
+      run = true;
+      continue;
+    }
+    if (run && !out.empty()) out += '-';
+    run = false;
+    out += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  }
+  return out;
+}
+
+SitePackagesScan ScanSitePackages(const std::vector<fs::path>& dirs) {
+  SitePackagesScan scan;
+  std::vector<fs::path> seen;
+  for (const fs::path& dir : dirs) {
+    std::error_code ec;
+    bool again = false;
+    for (const fs::path& s : seen) again = again || fs::equivalent(s, dir, ec);
+    if (again) continue;
+    seen.push_back(dir);
+    if (!fs::is_directory(dir, ec)) continue;  // a platlib the Python has not made
+    ScanSiteDir(dir, scan);
+  }
+  return scan;
+}
+
+CheckResult CompareInstalledPackages(const std::vector<PythonWheel>& wheels,
+                                     const SitePackagesScan& scan,
+                                     const std::vector<fs::path>& dirs) {
+  std::map<std::string, std::vector<const InstalledDistribution*>> installed;
+  for (const InstalledDistribution& d : scan.distributions) installed[d.name].push_back(&d);
+  std::vector<std::string> missing, changed, added, bootstrap, twice;
+  std::set<std::string> locked;
+  for (const PythonWheel& w : wheels) {
+    const std::string name = NormalizedDistributionName(w.name);
+    locked.insert(name);
+    auto it = installed.find(name);
+    if (it == installed.end()) {
+      missing.push_back(name + " " + w.version);
+    } else if (!SameInstalledVersion(it->second.front()->version, w.version)) {
+      changed.push_back(name + " " + it->second.front()->version + " (locked " + w.version + ")");
+    }
+  }
+  for (const auto& [name, found] : installed) {
+    if (found.size() > 1) twice.push_back(name);
+    if (locked.count(name)) continue;
+    (BootstrapPackages().count(name) ? bootstrap : added)
+        .push_back(name + " " + found.front()->version);
+  }
+  PackagesMetrics m;
+  m.packages_locked = static_cast<int64_t>(wheels.size());
+  m.packages_installed = static_cast<int64_t>(scan.distributions.size());
+  std::vector<std::string> where;
+  for (const fs::path& d : dirs) where.push_back(d.string());
+  m.site_packages = PackageNames(where);
+  m.packages_missing = PackageNames(missing);
+  m.packages_changed = PackageNames(changed);
+  m.packages_added = PackageNames(added);
+  m.packages_bootstrap = PackageNames(bootstrap);
+  m.packages_malformed = PackageNames(scan.malformed);
+  CheckResult r{"env.packages", CheckStatus::kFail, 0, "", "", ToJson(m)};
+  const std::string rebuild =
+      "rebuild the image from the lock (`trainlock image build`); "
+      "never install into a built image";
+  if (!scan.malformed.empty()) {
+    r.summary = "unreadable installed distribution: " + scan.malformed.front();
+    r.remedy = rebuild;
+  } else if (!changed.empty()) {
+    r.summary = "installed at another version than the lock's: " + ListedPackages(changed);
+    r.remedy = rebuild;
+  } else if (!missing.empty()) {
+    r.summary = "locked but not installed: " + ListedPackages(missing);
+    r.remedy = rebuild;
+  } else if (!added.empty()) {
+    r.summary = "installed but not in the lock: " + ListedPackages(added);
+    r.remedy = rebuild + ", or add them to trainlock.toml's [python] and re-lock";
+  } else if (!twice.empty()) {
+    r.summary = "installed more than once: " + ListedPackages(twice);
+    r.remedy = rebuild;
+  } else {
+    r.status = CheckStatus::kPass;
+    r.summary = std::to_string(wheels.size()) + " locked distributions installed at their " +
+                "locked versions, nothing else" +
+                (bootstrap.empty() ? "" : " (bootstrap " + ListedPackages(bootstrap) + ")");
+  }
+  return r;
+}
+
+std::vector<fs::path> PythonSitePackages(const fs::path& python, double timeout_s,
+                                         std::string* error) {
+  SpawnOptions spawn;
+  spawn.argv = {python.string(), "-I", "-c",
+                "import sysconfig; p = sysconfig.get_paths(); print(p['purelib']); "
+                "print(p['platlib'])"};
+  spawn.program = python.string();
+  spawn.null_stdin = true;
+  spawn.err = Stream::kFile;
+  spawn.err_file = "/dev/null";
+  RunLimits limits;
+  limits.timeout_s = timeout_s;
+  const ProcessRun run = RunProcess(spawn, limits);
+  if (!run.started || run.timed_out || run.exit_code != 0) {
+    *error = python.string() +
+             (!run.started ? " cannot be started: " + run.start_error
+              : run.timed_out
+                  ? " did not answer within " + std::to_string(static_cast<int>(timeout_s)) + " s"
+                  : " exited " + std::to_string(run.exit_code));
+    return {};
+  }
+  std::vector<fs::path> dirs;
+  std::istringstream lines(run.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.front() == '/') dirs.emplace_back(line);
+  }
+  if (dirs.empty()) *error = python.string() + " named no site-packages directory";
+  return dirs;
+}
+
+CheckResult CheckInstalledPackages(const Spec& lock, const std::string& target, bool in_image,
+                                   const fs::path& python, double timeout_s) {
+  CheckResult r{"env.packages", CheckStatus::kSkip, 0, "", "", nlohmann::json::object()};
+  if (!in_image) {
+    r.summary = "not inside an image built by trainlock: the host's Python is not locked";
+    r.remedy = "validate in the lock's image (`trainlock validate --image`)";
+    return r;
+  }
+  auto t = lock.targets.find(target);
+  if (t == lock.targets.end() || !t->second.wheels) {
+    r.summary = "the lock has no resolved Python closure for target " + target;
+    r.remedy = "run `trainlock lock` without --skip-python and rebuild the image";
+    return r;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::string error;
+  const std::vector<fs::path> dirs = PythonSitePackages(python, timeout_s, &error);
+  if (dirs.empty()) {
+    r.status = CheckStatus::kError;
+    r.summary = "cannot ask the image's Python where its packages are: " + error;
+    r.remedy = "the image is not the one trainlock built: rebuild it";
+    return r;
+  }
+  r = CompareInstalledPackages(*t->second.wheels, ScanSitePackages(dirs), dirs);
+  r.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+}  // namespace trainlock

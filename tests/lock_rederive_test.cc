@@ -1,0 +1,129 @@
+// A hand-edited lock is refused: `check` and `lock --check` re-derive the lock offline from the
+// manifest and the lock's own pins and name each field that differs; lock-sha256 covers every
+// field, [images] included, while the build identity images and reports carry leaves it out.
+#include <gtest/gtest.h>
+
+#include "base/canonical.h"
+#include "base/toml_document.h"
+#include "lock/lock_rederive.h"
+#include "test_support.h"
+
+namespace trainlock {
+namespace {
+
+namespace fs = std::filesystem;
+
+toml::table Doc(const std::string& text) {
+  return ParseTomlDocument(text, "t.lock");
+}
+
+std::vector<std::string> Fields(const std::string& lock, const std::string& derived) {
+  std::vector<std::string> out;
+  for (const LockFieldDifference& d : LockFieldDifferences(Doc(lock), Doc(derived)))
+    out.push_back(d.field);
+  return out;
+}
+
+TEST(LockFieldDifferences, NameTheNestedFieldThatDiffers) {
+  EXPECT_EQ(Fields("[validate]\nrequired = []\nsteps = 4\n",
+                   "[validate]\nrequired = ['train.step']\nsteps = 4\n"),
+            std::vector<std::string>{"validate.required"});
+}
+
+TEST(LockFieldDifferences, NameTheElementOfAnArrayOfTables) {
+  EXPECT_EQ(Fields("[[custom-ops]]\nlibrary = 'a'\ntolerance = 0.5\n",
+                   "[[custom-ops]]\nlibrary = 'a'\ntolerance = 0.001\n"),
+            std::vector<std::string>{"custom-ops[0].tolerance"});
+}
+
+TEST(LockFieldDifferences, NameATableOnlyOneSideHas) {
+  auto d = LockFieldDifferences(Doc("[a]\nx = 1\n[b]\ny = 2\n"), Doc("[a]\nx = 1\n"));
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].field, "b");
+  EXPECT_EQ(d[0].derived, "(absent)");
+}
+
+TEST(LockFieldDifferences, SpellingIsNotADifference) {
+  EXPECT_TRUE(Fields("a = 0x10\n[t]\nb = 'x'\n", "t = { b = \"x\" }\na = 16\n").empty());
+}
+
+TEST(LockFieldDifferences, ImagesAreNotDerivedSoNotCompared) {
+  EXPECT_TRUE(Fields("[images.cpu]\nref = 'r'\ndigest = 'd'\n", "").empty());
+}
+
+TEST(LockIdentity, AnImagesTableChangesLockSha256ButNotTheBuildIdentity) {
+  const toml::table plain = Doc("lock-version = 1\n");
+  const toml::table built = Doc("lock-version = 1\n[images.cpu]\nref = 'r'\ndigest = 'd'\n");
+  EXPECT_NE(LockSha256(plain), LockSha256(built));
+  EXPECT_EQ(LockBuildSha256(plain), LockBuildSha256(built));
+  EXPECT_EQ(LockSha256(plain), LockBuildSha256(plain));  // no [images]: one identity
+}
+
+// A copy of examples/tiny whose lock has `from` replaced by `to`.
+fs::path EditedTiny(const testing::TempDir& dir, const std::string& from, const std::string& to) {
+  const fs::path project = testing::CopyExample("tiny", dir.path());
+  std::string lock = testing::ReadFile(project / "trainlock.lock");
+  const size_t at = lock.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) lock.replace(at, from.size(), to);
+  testing::WriteFile(project / "trainlock.lock", lock);
+  return project;
+}
+
+const char* kRequired =
+    "required = [ 'train.step', 'train.roundtrip', 'train.eval', 'ckpt.portable' ]";
+
+TEST(HandEditedLock, CheckRefusesAnEmptiedRequiredListNamingTheField) {
+  testing::TempDir dir;
+  const fs::path project = EditedTiny(dir, kRequired, "required = [ ]");
+  auto r = testing::RunTrainlock({"check", project.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("finding [lock.edited]: validate.required: [] but trainlock.toml"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(HandEditedLock, LockCheckRefusesAnEmptiedRequiredListNamingTheField) {
+  testing::TempDir dir;
+  const fs::path project = EditedTiny(dir, kRequired, "required = [ ]");
+  auto r = testing::RunTrainlock({"lock", project.string(), "--check"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("trainlock.lock: validate.required: [] but trainlock.toml"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(HandEditedLock, CheckRefusesAnAddedTolerance) {
+  testing::TempDir dir;
+  const fs::path project = EditedTiny(dir, "[validate]\n", "[validate]\nloss-tolerance = 0.5\n");
+  auto r = testing::RunTrainlock({"check", project.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("[lock.edited]: validate.loss-tolerance: 0.5 but"), std::string::npos)
+      << r.out;
+}
+
+TEST(HandEditedLock, AnUneditedExampleLockIsClean) {
+  testing::TempDir dir;
+  const fs::path project = testing::CopyExample("tiny", dir.path());
+  auto r = testing::RunTrainlock({"check", project.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = testing::RunTrainlock({"lock", project.string(), "--check"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST(HandEditedLock, AnAddedImagesTableChangesTheLockId) {
+  testing::TempDir dir;
+  const fs::path project = testing::CopyExample("tiny", dir.path());
+  auto before = testing::RunTrainlock({"hash", project.string()});
+  std::string lock = testing::ReadFile(project / "trainlock.lock");
+  testing::WriteFile(project / "trainlock.lock",
+                     lock + "\n[images.cpu]\nref = 'registry.example/tiny:1'\ndigest = 'sha256:" +
+                         std::string(64, 'a') + "'\n");
+  auto after = testing::RunTrainlock({"hash", project.string()});
+  ASSERT_EQ(before.exit_code, 0) << before.err;
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_NE(before.out, after.out);
+}
+
+}  // namespace
+}  // namespace trainlock
