@@ -45,7 +45,8 @@ int CheckLock(const std::filesystem::path& dir, const LockCommandOptions& option
   if (!check.up_to_date) {
     std::cerr << path.string() << ": error: " << check.problem << relock << "\n";
     // Each field by name (a hand edit of validate.required shows as that field), then the lines.
-    for (const std::string& field : check.fields) std::cerr << path.string() << ": " << field << "\n";
+    for (const std::string& field : check.fields)
+      std::cerr << path.string() << ": " << field << "\n";
     for (const std::string& line : check.would_change)
       std::cerr << "  would change: " << line << "\n";
     return kExitVerdict;

@@ -6,8 +6,8 @@
 
 #include "base/exit_code.h"
 #include "base/failure.h"
-#include "base/toml_document.h"
 #include "base/file_io.h"
+#include "base/toml_document.h"
 #include "lock/lock_rederive.h"
 #include "project/project.h"
 
@@ -69,9 +69,8 @@ LockCheckResult CheckLockAgainstFiles(const std::filesystem::path& dir, const Lo
                      lock.existing_lock_sha256.substr(0, 12) + "...";
     const std::filesystem::path path = dir / kLockFile;
     const std::string text = ReadInputFile(path, path.string());
-    for (const LockFieldDifference& d :
-         LockFieldDifferences(ParseTomlDocument(text, path.string()),
-                              ParseTomlDocument(lock.text, path.string())))
+    for (const LockFieldDifference& d : LockFieldDifferences(
+             ParseTomlDocument(text, path.string()), ParseTomlDocument(lock.text, path.string())))
       result.fields.push_back(d.Describe());
     result.would_change = ChangedLines(text, lock.text);
   } else {

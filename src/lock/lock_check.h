@@ -18,7 +18,7 @@ struct LockCheckResult {
   // says [...]"), so that a hand edit is named; then the lock lines re-locking would write.
   std::vector<std::string> fields;
   std::vector<std::string> would_change;
-  std::string lock_sha256;                // of DIR/trainlock.lock as it is
+  std::string lock_sha256;  // of DIR/trainlock.lock as it is
 };
 
 // Re-resolves DIR's manifest from the lock's own pins (offline unless `o` asks otherwise),
