@@ -18,8 +18,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr size_t kMaxSitePackagesEntries = 20000;  // a site-packages larger than this is refused
-constexpr std::streamsize kMaxMetadataBytes = 1 << 20;  // METADATA's headers come first
-constexpr size_t kShownPackageNames = 10;               // names listed in a summary
+constexpr std::streamsize kMaxInstalledMetadataBytes = 1 << 20;  // METADATA's headers come first
+constexpr size_t kShownPackageNames = 10;                        // names listed in a summary
 
 // Bootstrap distributions the venv brings (ensurepip): allowed when the lock does not pin them.
 const std::set<std::string>& BootstrapPackages() {
@@ -40,8 +40,8 @@ std::string ReadDistMetadata(const fs::path& dist_info, InstalledDistribution* o
   if (ec || !fs::is_regular_file(st)) return "no METADATA file (a regular file, not a link)";
   std::ifstream in(file, std::ios::binary);
   if (!in) return "METADATA cannot be read";
-  std::string text(static_cast<size_t>(kMaxMetadataBytes), '\0');
-  in.read(text.data(), kMaxMetadataBytes);
+  std::string text(static_cast<size_t>(kMaxInstalledMetadataBytes), '\0');
+  in.read(text.data(), kMaxInstalledMetadataBytes);
   text.resize(static_cast<size_t>(in.gcount()));
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {

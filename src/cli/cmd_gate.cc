@@ -45,7 +45,7 @@ struct GateOptions {
 // --target: the lock target the long run uses. A lock of one target names it; with several,
 // the gate cannot tell which one the run will use, and a pass for another would be a pass
 // for the wrong image and accelerators: exit 2 until --target says.
-std::optional<std::string> TargetOf(const GateOptions& options, const Project& project) {
+std::optional<std::string> GateTargetOf(const GateOptions& options, const Project& project) {
   const auto& targets = project.lock->targets;
   std::string names;
   for (const auto& [name, target] : targets) names += (names.empty() ? "" : ", ") + name;
@@ -126,7 +126,7 @@ GateRequest BuildRequest(const GateOptions& options, const Project& project) {
     }
     request.image_digest = options.image;
   }
-  request.target = TargetOf(options, project);
+  request.target = GateTargetOf(options, project);
   request.allow_unsigned = options.allow_unsigned;
   request.require_lock_checkpoint_dir = options.require_lock_checkpoint_dir;
   if (!options.key.empty()) request.public_key_pem = ReadInputFile(options.key, options.key);

@@ -7,18 +7,13 @@
 #include "base/exit_code.h"
 #include "base/failure.h"
 #include "base/file_io.h"
+#include "base/strings.h"
 #include "base/toml_document.h"
 #include "lock/lock_rederive.h"
 #include "project/project.h"
 
 namespace trainlock {
 namespace {
-
-// A line without its indentation.
-std::string Trimmed(const std::string& line) {
-  const size_t start = line.find_first_not_of(" \t");
-  return start == std::string::npos ? "" : line.substr(start);
-}
 
 // The lines of `now` that `before` lacks, what re-locking would change, for the message; each
 // under the table it stands in and the entry's name (its path, file, name or library), so that
@@ -31,7 +26,7 @@ std::vector<std::string> ChangedLines(const std::string& before, const std::stri
   std::istringstream out(now);
   std::string table, entry;
   for (std::string line; std::getline(out, line);) {
-    const std::string text = Trimmed(line);
+    const std::string text = TrimBlanks(line);
     if (text.starts_with("[")) {
       table = text;
       entry.clear();

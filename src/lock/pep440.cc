@@ -11,7 +11,7 @@ namespace trainlock {
 namespace {
 
 // At most 18 digits, so that every number fits an int64_t.
-std::optional<int64_t> Number(const std::string& digits) {
+std::optional<int64_t> ReleaseNumber(const std::string& digits) {
   if (digits.empty()) return 0;
   if (digits.size() > 18) return std::nullopt;
   return std::stoll(digits);
@@ -114,14 +114,14 @@ std::optional<PyVersion> ParsePyVersion(std::string_view text) {
   std::smatch m;
   if (!std::regex_match(lower, m, kVersion)) return std::nullopt;
   PyVersion v;
-  auto epoch = Number(m[1].str());
+  auto epoch = ReleaseNumber(m[1].str());
   if (!epoch) return std::nullopt;
   v.epoch = *epoch;
   const std::string release = m[2].str();
   size_t start = 0;
   while (true) {
     const size_t dot = release.find('.', start);
-    auto n = Number(release.substr(start, dot - start));
+    auto n = ReleaseNumber(release.substr(start, dot - start));
     if (!n) return std::nullopt;
     v.release.push_back(*n);
     if (dot == std::string::npos) break;
@@ -130,17 +130,17 @@ std::optional<PyVersion> ParsePyVersion(std::string_view text) {
   if (m[3].matched) {
     const std::string kind = m[3].str();
     v.pre_kind = kind == "a" || kind == "alpha" ? 'a' : kind == "b" || kind == "beta" ? 'b' : 'c';
-    auto n = Number(m[4].str());
+    auto n = ReleaseNumber(m[4].str());
     if (!n) return std::nullopt;
     v.pre = *n;
   }
   if (m[5].matched || m[6].matched) {
-    auto n = Number(m[5].matched ? m[5].str() : m[7].str());
+    auto n = ReleaseNumber(m[5].matched ? m[5].str() : m[7].str());
     if (!n) return std::nullopt;
     v.post = *n;
   }
   if (m[8].matched) {
-    auto n = Number(m[9].str());
+    auto n = ReleaseNumber(m[9].str());
     if (!n) return std::nullopt;
     v.dev = *n;
   }

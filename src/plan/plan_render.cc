@@ -39,7 +39,7 @@ nlohmann::json MemoryJson(const MemoryArithmetic& m) {
           {"line", m.line}};
 }
 
-nlohmann::json OrNull(const std::string& text) {
+nlohmann::json TextOrNull(const std::string& text) {
   return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text);
 }
 
@@ -107,9 +107,9 @@ nlohmann::json PlanJson(const Plan& plan) {
                       {"fixes", nlohmann::json::array()},
                       {"best_fix", nullptr},
                       {"accelerators", nlohmann::json::array()},
-                      {"recommended", OrNull(plan.recommended)},
-                      {"measured_vendor", OrNull(plan.measured_vendor)},
-                      {"alternative", OrNull(plan.alternative)},
+                      {"recommended", TextOrNull(plan.recommended)},
+                      {"measured_vendor", TextOrNull(plan.measured_vendor)},
+                      {"alternative", TextOrNull(plan.alternative)},
                       {"recommendation", plan.recommendation},
                       {"wall_clock", WallClockJson(plan.wall_clock)},
                       {"notes", plan.notes},

@@ -31,8 +31,8 @@ namespace {
 
 using nlohmann::json;
 
-json Failure(const char* kind, const std::string& op, const std::string& message,
-             const std::string& remedy) {
+json OpFailure(const char* kind, const std::string& op, const std::string& message,
+               const std::string& remedy) {
   return {{"kind", kind}, {"op", op}, {"message", message}, {"remedy", remedy}};
 }
 
@@ -225,9 +225,10 @@ json Smoke(const c10::OperatorHandle& op, const SmokeSpec& spec, const torch::De
   if (!reference) {
     std::string known;
     for (const std::string& n : OpReferenceNames()) known += (known.empty() ? "" : ", ") + n;
-    failures.push_back(Failure(op_failure::kUnknownReference, spec.op,
-                               "no reference named '" + spec.reference + "' (known: " + known + ")",
-                               "name one of the validator's references in the smoke spec"));
+    failures.push_back(
+        OpFailure(op_failure::kUnknownReference, spec.op,
+                  "no reference named '" + spec.reference + "' (known: " + known + ")",
+                  "name one of the validator's references in the smoke spec"));
     return out;
   }
   try {
@@ -243,19 +244,19 @@ json Smoke(const c10::OperatorHandle& op, const SmokeSpec& spec, const torch::De
     out["forward"] = ComparisonJson(forward, spec.rtol, spec.atol);
     if (!forward.within) {
       failures.push_back(
-          Failure(op_failure::kForwardExceedsTolerance, spec.op,
-                  Describe(spec) + " forward differs from reference " + spec.reference +
-                      ": max abs error " + std::to_string(forward.max_abs) + ", max rel error " +
-                      std::to_string(forward.max_rel) + " (rtol " + std::to_string(spec.rtol) +
-                      ", atol " + std::to_string(spec.atol) + ")",
-                  "the kernel computes something else than the reference: fix the kernel, or the "
-                  "smoke spec's reference and tolerance if they are wrong"));
+          OpFailure(op_failure::kForwardExceedsTolerance, spec.op,
+                    Describe(spec) + " forward differs from reference " + spec.reference +
+                        ": max abs error " + std::to_string(forward.max_abs) + ", max rel error " +
+                        std::to_string(forward.max_rel) + " (rtol " + std::to_string(spec.rtol) +
+                        ", atol " + std::to_string(spec.atol) + ")",
+                    "the kernel computes something else than the reference: fix the kernel, or the "
+                    "smoke spec's reference and tolerance if they are wrong"));
     }
     if (!got.requires_grad()) {
-      failures.push_back(Failure(op_failure::kNoBackward, spec.op,
-                                 Describe(spec) + " returns a tensor without a gradient function",
-                                 "register an Autograd kernel (torch::autograd::Function) for "
-                                 "the op"));
+      failures.push_back(OpFailure(op_failure::kNoBackward, spec.op,
+                                   Describe(spec) + " returns a tensor without a gradient function",
+                                   "register an Autograd kernel (torch::autograd::Function) for "
+                                   "the op"));
     } else {
       torch::Tensor grad_out = torch::randn(got.sizes()).to(got.scalar_type()).to(device);
       std::vector<torch::Tensor> op_in, ref_in;
@@ -278,13 +279,13 @@ json Smoke(const c10::OperatorHandle& op, const SmokeSpec& spec, const torch::De
         entry["input"] = i;
         backward.push_back(entry);
         if (!g.within) {
-          failures.push_back(Failure(op_failure::kBackwardExceedsTolerance, spec.op,
-                                     Describe(spec) + " gradient of input " + std::to_string(i) +
-                                         " differs from reference " + spec.reference +
-                                         ": max abs error " + std::to_string(g.max_abs) +
-                                         " (grad-rtol " + std::to_string(spec.grad_rtol) +
-                                         ", grad-atol " + std::to_string(spec.grad_atol) + ")",
-                                     "the backward kernel is wrong or missing for this input"));
+          failures.push_back(OpFailure(op_failure::kBackwardExceedsTolerance, spec.op,
+                                       Describe(spec) + " gradient of input " + std::to_string(i) +
+                                           " differs from reference " + spec.reference +
+                                           ": max abs error " + std::to_string(g.max_abs) +
+                                           " (grad-rtol " + std::to_string(spec.grad_rtol) +
+                                           ", grad-atol " + std::to_string(spec.grad_atol) + ")",
+                                       "the backward kernel is wrong or missing for this input"));
         }
       }
       out["backward"] = backward;
@@ -293,14 +294,15 @@ json Smoke(const c10::OperatorHandle& op, const SmokeSpec& spec, const torch::De
     out["reference_time_per_call_s"] =
         MedianSecondsPerCall([&] { (void)(*reference)(ref_args); }, device);
   } catch (const SmokeProblem& e) {
-    failures.push_back(Failure(op_failure::kSmokeError, spec.op,
-                               Describe(spec) + " cannot run as specified: " + FirstLine(e.what()),
-                               "make the smoke spec's inputs match the op's schema and its "
-                               "reference's arguments"));
+    failures.push_back(
+        OpFailure(op_failure::kSmokeError, spec.op,
+                  Describe(spec) + " cannot run as specified: " + FirstLine(e.what()),
+                  "make the smoke spec's inputs match the op's schema and its "
+                  "reference's arguments"));
   } catch (const std::exception& e) {
-    failures.push_back(Failure(op_failure::kSmokeError, spec.op,
-                               Describe(spec) + " failed: " + FirstLine(e.what()),
-                               "the op must run on this device with the smoke spec's inputs"));
+    failures.push_back(OpFailure(op_failure::kSmokeError, spec.op,
+                                 Describe(spec) + " failed: " + FirstLine(e.what()),
+                                 "the op must run on this device with the smoke spec's inputs"));
   }
   return out;
 }
@@ -321,10 +323,10 @@ json CheckLibrary(const Project& project, const CustomOpLibrary& lib, const OpsD
   };
   std::error_code ec;
   if (!fs::exists(path, ec)) {
-    failures.push_back(Failure(op_failure::kLibraryMissing, "",
-                               lib.library + ": not found (looked for " + path.string() + ")",
-                               "build the library into the image at that path, or correct "
-                               "[[custom-ops]].library"));
+    failures.push_back(OpFailure(op_failure::kLibraryMissing, "",
+                                 lib.library + ": not found (looked for " + path.string() + ")",
+                                 "build the library into the image at that path, or correct "
+                                 "[[custom-ops]].library"));
     return finish();
   }
   // The library is opened once; the bytes hashed and the bytes loaded are those of that one
@@ -333,9 +335,9 @@ json CheckLibrary(const Project& project, const CustomOpLibrary& lib, const OpsD
   // waited on (StreamDescriptor takes only a regular file).
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
-    failures.push_back(Failure(op_failure::kLibraryLoadFailed, "",
-                               lib.library + ": cannot be opened (" + path.string() + ")",
-                               "make the library readable by the validator"));
+    failures.push_back(OpFailure(op_failure::kLibraryLoadFailed, "",
+                                 lib.library + ": cannot be opened (" + path.string() + ")",
+                                 "make the library readable by the validator"));
     return finish();
   }
   struct FdCloser {
@@ -350,18 +352,18 @@ json CheckLibrary(const Project& project, const CustomOpLibrary& lib, const OpsD
     // and recorded, not compared.
     VerifyPinned(path.string(), hash.HexDigest(), bytes, lib.sha256);
   } catch (const ArtifactMismatch& e) {
-    failures.push_back(Failure(op_failure::kLibraryChanged, "", e.what(),
-                               "install the library the lock pins, or re-lock (`trainlock lock`) "
-                               "if the change is intended"));
+    failures.push_back(OpFailure(op_failure::kLibraryChanged, "", e.what(),
+                                 "install the library the lock pins, or re-lock (`trainlock lock`) "
+                                 "if the change is intended"));
     return finish();
   } catch (const std::exception& e) {
-    failures.push_back(Failure(op_failure::kLibraryLoadFailed, "", lib.library + ": " + e.what(),
-                               "make the library a readable regular file"));
+    failures.push_back(OpFailure(op_failure::kLibraryLoadFailed, "", lib.library + ": " + e.what(),
+                                 "make the library a readable regular file"));
     return finish();
   }
   if (!::dlopen(opened.c_str(), RTLD_NOW | RTLD_LOCAL)) {
     const char* error = ::dlerror();
-    failures.push_back(Failure(
+    failures.push_back(OpFailure(
         op_failure::kLibraryLoadFailed, "", lib.library + ": " + (error ? error : "dlopen failed"),
         "the loader names the missing dependency or symbol: build the library against this "
         "image's LibTorch and make its dependencies resolvable (LD_LIBRARY_PATH, rpath)"));
@@ -376,11 +378,11 @@ json CheckLibrary(const Project& project, const CustomOpLibrary& lib, const OpsD
       if (auto problem = CudaCodeProblem(code, device.sm, device.driver_cuda)) {
         code_runs = false;
         failures.push_back(
-            Failure(op_failure::kNoCodeForDevice, "", lib.library + ": " + *problem,
-                    "rebuild it for this GPU (-gencode arch=compute_" + std::to_string(device.sm) +
-                        ",code=sm_" + std::to_string(device.sm) +
-                        ") or embed PTX it can JIT; "
-                        "`trainlock archs DIR --target cuda` prints the lock's architectures"));
+            OpFailure(op_failure::kNoCodeForDevice, "", lib.library + ": " + *problem,
+                      "rebuild it for this GPU (-gencode arch=compute_" +
+                          std::to_string(device.sm) + ",code=sm_" + std::to_string(device.sm) +
+                          ") or embed PTX it can JIT; "
+                          "`trainlock archs DIR --target cuda` prints the lock's architectures"));
       }
     }
   } catch (const std::exception& e) {
@@ -391,18 +393,18 @@ json CheckLibrary(const Project& project, const CustomOpLibrary& lib, const OpsD
     json op_out = {{"op", name}};
     std::optional<c10::OperatorHandle> op = FindOp(name);
     if (!op) {
-      failures.push_back(Failure(op_failure::kOpNotRegistered, name,
-                                 name + " is not registered after loading " + lib.library +
-                                     " (registered: " + OpsInNamespace(name) + ")",
-                                 "register it with TORCH_LIBRARY in the library, or correct the "
-                                 "lock's op name"));
+      failures.push_back(OpFailure(op_failure::kOpNotRegistered, name,
+                                   name + " is not registered after loading " + lib.library +
+                                       " (registered: " + OpsInNamespace(name) + ")",
+                                   "register it with TORCH_LIBRARY in the library, or correct the "
+                                   "lock's op name"));
       ops.push_back(op_out);
       continue;
     }
     op_out["schema"] = c10::toString(op->schema());
     op_out["kernel_keys"] = KernelKeys(*op);
     if (!HasKernelFor(*op, device.device)) {
-      failures.push_back(Failure(
+      failures.push_back(OpFailure(
           op_failure::kNoKernelForDevice, name,
           name + " has no kernel for the " + c10::toString(BackendKey(device.device)) +
               " dispatch key of device " + device.device.str() + " (kernels: " +
