@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -37,28 +38,37 @@ bool IsSource(const fs::path& file) {
   return ext == ".h" || ext == ".cc" || ext == ".in";
 }
 
-// "file:line: spelling" for each use of a spelling outside its owner under `root`'s folders.
-std::vector<std::string> SpelledElsewhere(const fs::path& root,
-                                          const std::vector<OnePlace>& places) {
-  std::vector<std::string> found;
-  for (const char* folder : {"src", "validators", "images"}) {
+// Calls visit(rel, line_no, line) for each line of the source files under root/folder for each
+// of `folders` (rel: the file's path relative to `root`).
+template <typename Visit>
+void ForEachSourceLine(const fs::path& root, std::initializer_list<const char*> folders,
+                       Visit visit) {
+  for (const char* folder : folders) {
     if (!fs::exists(root / folder)) continue;
     for (const auto& entry : fs::recursive_directory_iterator(root / folder)) {
       if (!entry.is_regular_file() || !IsSource(entry.path())) continue;
       const std::string rel = fs::relative(entry.path(), root).generic_string();
       std::ifstream in(entry.path());
       int line_no = 0;
-      for (std::string line; std::getline(in, line);) {
-        ++line_no;
+      for (std::string line; std::getline(in, line);) visit(rel, ++line_no, line);
+    }
+  }
+}
+
+// "file:line: spelling" for each use of a spelling outside its owner under `root`'s folders.
+std::vector<std::string> SpelledElsewhere(const fs::path& root,
+                                          const std::vector<OnePlace>& places) {
+  std::vector<std::string> found;
+  ForEachSourceLine(
+      root, {"src", "validators", "images"},
+      [&](const std::string& rel, int line_no, const std::string& line) {
         const size_t code = line.find_first_not_of(" \t");
-        if (code != std::string::npos && line.compare(code, 2, "//") == 0) continue;
+        if (code != std::string::npos && line.compare(code, 2, "//") == 0) return;
         for (const OnePlace& place : places) {
           if (rel != place.owner && line.find(place.spelling) != std::string::npos)
             found.push_back(rel + ":" + std::to_string(line_no) + ": " + place.spelling);
         }
-      }
-    }
-  }
+      });
   return found;
 }
 
@@ -95,15 +105,9 @@ const std::vector<std::string> kReportMembers = {
 // assignment (`x["image"] = ...`) writes and is not a read.
 std::vector<std::string> ReportMembersReadByHand(const fs::path& root) {
   std::vector<std::string> found;
-  for (const char* folder : {"src/checks", "src/plan", "src/fleet", "src/cli"}) {
-    if (!fs::exists(root / folder)) continue;
-    for (const auto& entry : fs::recursive_directory_iterator(root / folder)) {
-      if (!entry.is_regular_file() || !IsSource(entry.path())) continue;
-      const std::string rel = fs::relative(entry.path(), root).generic_string();
-      std::ifstream in(entry.path());
-      int line_no = 0;
-      for (std::string line; std::getline(in, line);) {
-        ++line_no;
+  ForEachSourceLine(
+      root, {"src/checks", "src/plan", "src/fleet", "src/cli"},
+      [&](const std::string& rel, int line_no, const std::string& line) {
         for (const std::string& member : kReportMembers) {
           const std::string quoted = "\"" + member + "\"";
           for (const std::string& read : {"[" + quoted + "]", ".value(" + quoted,
@@ -117,9 +121,7 @@ std::vector<std::string> ReportMembersReadByHand(const fs::path& root) {
             found.push_back(rel + ":" + std::to_string(line_no) + ": " + member);
           }
         }
-      }
-    }
-  }
+      });
   return found;
 }
 
