@@ -76,7 +76,7 @@ pilot() {
   local rc=$?
   end=$(date +%s.%N)
   echo "time to full verdict: $(python3 -c "print(round($end - $start, 1))") s" | tee "$OUT/pilot-verdict-time.txt"
-  tail -4 build-gpu/work-pilot/*.stderr 2>/dev/null | tail -20
+  tail -4 build-gpu/work-pilot/*/*.stderr 2>/dev/null | tail -20
   return $rc
 }
 [ -n "${SKIP_PILOT:-}" ] || stage "h200-pilot" pilot
