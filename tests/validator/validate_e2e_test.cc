@@ -410,8 +410,9 @@ TEST(ValidateInput, Bf16OnTheCpuIsRefusedBeforeTraining) {
   std::string text = testing::ReadFile(config);
   text.replace(text.find("precision: fp32"), 15, "precision: bf16");
   testing::WriteFile(config, text);
+  // --device cpu: on a GPU machine "auto" would train on the GPU, where bf16 is honoured.
   auto r = RunTrainlock({"validate", dir.path().string(), "--out", (dir.path() / "r.json").string(),
-                         "--allow-drift"});
+                         "--allow-drift", "--device", "cpu"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("tiny.yaml: error: training.precision: bf16 is not supported by the "
                        "native engine on the CPU"),

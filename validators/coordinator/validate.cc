@@ -59,9 +59,11 @@ void RefuseWrongBuild(const ValidateOptions& o, const Project& project, const st
                                 "run the validator built for the GPU target (the image from "
                                 "`trainlock image build`), or give --device cpu"});
   }
-  // The lock target this run validates is the one whose image carries this build: the report
-  // names it (`target`), and a lock without it leaves nothing to name.
-  if (lock.targets.contains(build)) return;
+  // The report names the target whose image carries this build (`target`). A GPU build may
+  // still validate a lock without its target (a cpu project on a GPU host: the validator tests
+  // on the GPU machine do), and `gate` refuses that report for the lock's targets; a CPU build
+  // cannot serve a GPU target at all, so it refuses here.
+  if (build != "cpu" || lock.targets.contains(build)) return;
   std::string targets;
   for (const auto& [name, target] : lock.targets) targets += (targets.empty() ? "" : ", ") + name;
   throw InputError(Diagnostic{
@@ -136,7 +138,7 @@ Report NewReport(const ValidateOptions& o, const Project& project,
   report.validator_version = std::string(kTrainlockVersion);
   report.torch_version = BuiltTorchVersion();
   report.build = BuiltTorchFlavour();
-  report.target = report.build;  // RefuseWrongBuild: the lock has this target
+  report.target = report.build;  // the target whose image carries this build (RefuseWrongBuild)
   report.host = HostInfo();
   report.required = lead ? project.lock->validate.required : std::vector<std::string>{};
   report.image = image.image;
