@@ -516,6 +516,24 @@ TEST_F(Gate, AnUnsignedPortablePassOutsideItsToleranceIsRefused) {
       << ::testing::PrintToString(d.reasons);
 }
 
+TEST_F(Gate, APackagesPassThatListsAChangedPackageIsRefused) {
+  json& check = *Check(report_, "env.packages");
+  check["status"] = "pass";
+  check["metrics"] = {{"packages_locked", 3},
+                      {"packages_installed", 3},
+                      {"packages_missing", json::array()},
+                      {"packages_added", json::array()},
+                      {"packages_changed", {"numpy 1.26.4 (locked 1.26.3)"}},
+                      {"packages_malformed", json::array()}};
+  GateDecision d = Decide();
+  EXPECT_TRUE(HasReason(d, "evidence",
+                        "env.packages: pass, but it lists packages that are not "
+                        "the lock's"))
+      << ::testing::PrintToString(d.reasons);
+  check["metrics"]["packages_changed"] = json::array();
+  EXPECT_FALSE(HasReason(Decide(), "evidence", "env.packages"));
+}
+
 TEST_F(Gate, FileDriftTheCallerFoundRefuses) {
   GateRequest r = Request(report_.dump(2));
   r.file_drift = {"lock.config: the training config configs/tiny.yaml changed"};

@@ -126,7 +126,7 @@ TEST(ReportText, OneLinePerCheckWithStatusIdDurationAndSummary) {
   EXPECT_NE(text.find("\nSKIP   env.driver         0.000 s  CPU build of the validator"),
             std::string::npos);
   EXPECT_EQ(Count(text, "\nPASS "), 5u);
-  EXPECT_EQ(Count(text, "\nSKIP "), 13u);
+  EXPECT_EQ(Count(text, "\nSKIP "), 14u);
 }
 
 TEST(ReportText, RemedyOfAFailedCheckFollowsOnAnIndentedLine) {
@@ -140,7 +140,7 @@ TEST(ReportText, RemedyOfAFailedCheckFollowsOnAnIndentedLine) {
 
 TEST(ReportText, FooterGivesTheVerdictAndTheCounts) {
   std::string text = RenderReportText(TinyWithFailedStep("out of memory", ""), false);
-  EXPECT_NE(text.find("\nverdict: FAIL (4 passed, 1 failed, 0 errors, 13 skipped)\n"),
+  EXPECT_NE(text.find("\nverdict: FAIL (4 passed, 1 failed, 0 errors, 14 skipped)\n"),
             std::string::npos)
       << text;
 }
@@ -373,11 +373,11 @@ TEST(ReportHtml, StatusesAreColouredAndMetricsAreCollapsiblePrettyJson) {
 TEST(ReportJunit, OneSuiteWithCountsTimeAndTimestamp) {
   std::string xml = RenderReportJunit(Tiny());
   EXPECT_EQ(xml.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites ", 0), 0u);
-  EXPECT_NE(xml.find("<testsuite name=\"trainlock\" tests=\"18\" failures=\"0\" errors=\"0\" "
-                     "skipped=\"13\" time=\"4.188\" timestamp=\"2026-11-30T03:43:41Z\""),
+  EXPECT_NE(xml.find("<testsuite name=\"trainlock\" tests=\"19\" failures=\"0\" errors=\"0\" "
+                     "skipped=\"14\" time=\"4.188\" timestamp=\"2026-11-30T03:43:41Z\""),
             std::string::npos)
       << xml;
-  EXPECT_EQ(Count(xml, "<testcase "), 18u);
+  EXPECT_EQ(Count(xml, "<testcase "), 19u);
 }
 
 TEST(ReportJunit, EachCheckIsATestCaseInItsGroup) {
@@ -399,7 +399,7 @@ TEST(ReportJunit, FailErrorAndSkipMapToTheirElementsWithTheRemedyAsBody) {
   eval["remedy"] = "";
   CheckIn(report, "ext.command")["remedy"] = "add [validate] smoke-command";
   std::string xml = RenderReportJunit(report);
-  EXPECT_NE(xml.find("failures=\"1\" errors=\"1\" skipped=\"13\""), std::string::npos);
+  EXPECT_NE(xml.find("failures=\"1\" errors=\"1\" skipped=\"14\""), std::string::npos);
   EXPECT_NE(xml.find("<failure message=\"out of memory\" type=\"failure\">remedy: use "
                      "FSDP</failure>"),
             std::string::npos);

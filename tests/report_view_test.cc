@@ -34,7 +34,7 @@ TEST(ReportView, ReadsTheFactsOfAValidatorReport) {
   EXPECT_EQ(v.project, "tiny");
   EXPECT_EQ(v.verdict, "pass");
   EXPECT_EQ(v.build, "cpu");
-  EXPECT_EQ(v.checks.size(), 18u);
+  EXPECT_EQ(v.checks.size(), 19u);
   EXPECT_EQ(v.required, (std::vector<std::string>{"train.step", "train.roundtrip", "train.eval",
                                                   "ckpt.portable"}));
   EXPECT_EQ(v.Count("pass"), 5);

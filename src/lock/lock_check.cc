@@ -30,7 +30,7 @@ std::vector<std::string> ChangedLines(const std::string& before, const std::stri
     if (text.starts_with("[")) {
       table = text;
       entry.clear();
-    } else {
+    } else if (table.starts_with("[[")) {  // an entry of a list: name it by its identity
       for (const char* key : {"path =", "file =", "name =", "library ="})
         if (text.starts_with(key)) entry = text;
     }

@@ -127,6 +127,20 @@ std::string Ops(const Json& metrics) {
   return m.failures->empty() ? "" : "it lists failures";
 }
 
+// env.packages: the closure was compared (some wheels locked, the installed ones counted) and
+// nothing is missing, changed, added or unreadable.
+std::string Packages(const Json& metrics) {
+  const auto m = ReadMetrics<PackagesMetrics>(metrics);
+  if (!m.packages_locked || *m.packages_locked <= 0) return "it compared no locked wheel";
+  if (!m.packages_installed) return "it counted no installed distribution";
+  for (const Free* list :
+       {&m.packages_missing, &m.packages_changed, &m.packages_added, &m.packages_malformed}) {
+    if (*list && (!(*list)->is_array() || !(*list)->empty()))
+      return "it lists packages that are not the lock's";
+  }
+  return "";
+}
+
 std::string Allreduce(const Json& metrics) {
   return IsTrue(ReadMetrics<AllreduceMetrics>(metrics).sums_exact) ? "" : "sums_exact is not true";
 }
@@ -153,6 +167,7 @@ const std::map<std::string, std::function<std::string(const Json&)>, std::less<>
       {"env.versions", Versions},
       {"env.health", Health},
       {"env.devices", Devices},
+      {"env.packages", Packages},
       {"data.model", Data},
       {"data.dataset", Data},
       {"ops.custom", Ops},
