@@ -317,22 +317,35 @@ TEST(ValidateCheckpointDir, TwoRunsSharingItAtOnceBothPass) {
   EXPECT_EQ(b.exit_code, 0) << b.out << b.err;
 }
 
-// A local dataset shard that is a symlink out of the project (placed after locking) is
-// refused by the data check and never read by the training workers.
-TEST(ValidateLocalData, AShardLinkedOutOfTheProjectIsNotTrainedOn) {
-  testing::TempDir dir;
-  const fs::path project = dir.path() / "tiny";
-  fs::create_directories(project);
-  testing::CopyExample("tiny", project);
+// A token shard of 4096 uint16 tokens, the local dataset of LockedTinyWithShard.
+std::string SampleShard() {
   std::string shard;
   for (int i = 0; i < 4096; ++i) shard += std::string{static_cast<char>(i % 256), '\0'};
-  testing::WriteFile(project / "data/a.bin", shard);
+  return shard;
+}
+
+// examples/tiny in DIR/tiny with SampleShard() as its local dataset data/a.bin, locked offline.
+fs::path LockedTinyWithShard(const fs::path& dir) {
+  const fs::path project = dir / "tiny";
+  fs::create_directories(project);
+  testing::CopyExample("tiny", project);
+  testing::WriteFile(project / "data/a.bin", SampleShard());
   testing::WriteFile(project / "trainlock.toml",
                      testing::ReadFile(project / "trainlock.toml") +
                          "\n[dataset]\nsource = \"local\"\npath = \"data\"\n"
                          "token-dtype = \"uint16\"\nfiles = [\"a.bin\"]\n");
   auto locked = RunTrainlock({"lock", project.string(), "--offline"});
-  ASSERT_EQ(locked.exit_code, 0) << locked.err;
+  EXPECT_EQ(locked.exit_code, 0) << locked.err;
+  return project;
+}
+
+// A local dataset shard that is a symlink out of the project (placed after locking) is
+// refused by the data check and never read by the training workers.
+TEST(ValidateLocalData, AShardLinkedOutOfTheProjectIsNotTrainedOn) {
+  testing::TempDir dir;
+  const fs::path project = LockedTinyWithShard(dir.path());
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const std::string shard = SampleShard();
   testing::WriteFile(dir.path() / "outside/a.bin", shard);
   fs::remove(project / "data/a.bin");
   fs::create_symlink(dir.path() / "outside/a.bin", project / "data/a.bin");
@@ -724,18 +737,9 @@ TEST_F(ValidateTiny, TrainStepRecordsTheConfigItsWorkerVerified) {
 
 TEST(VerifyAtPointOfUse, ADatasetShardChangedAfterLockingFailsTraining) {
   testing::TempDir dir;
-  const fs::path project = dir.path() / "tiny";
-  fs::create_directories(project);
-  testing::CopyExample("tiny", project);
-  std::string shard;
-  for (int i = 0; i < 4096; ++i) shard += std::string{static_cast<char>(i % 256), '\0'};
-  testing::WriteFile(project / "data/a.bin", shard);
-  testing::WriteFile(project / "trainlock.toml",
-                     testing::ReadFile(project / "trainlock.toml") +
-                         "\n[dataset]\nsource = \"local\"\npath = \"data\"\n"
-                         "token-dtype = \"uint16\"\nfiles = [\"a.bin\"]\n");
-  auto locked = RunTrainlock({"lock", project.string(), "--offline"});
-  ASSERT_EQ(locked.exit_code, 0) << locked.err;
+  const fs::path project = LockedTinyWithShard(dir.path());
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const std::string shard = SampleShard();
   const std::string pinned = Sha256Hex(shard);
   const std::string planted = Plant(project / "data/a.bin", 6, 0);  // still a token in vocab
   ExpectTrainingRefuses(project, "/a.bin", pinned, planted);
