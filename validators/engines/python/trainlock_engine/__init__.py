@@ -1,0 +1,1 @@
+"""trainlock's Python engines (placeholder docstring, completed below)."""

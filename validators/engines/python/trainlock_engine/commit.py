@@ -1,0 +1,170 @@
+"""When a checkpoint counts: the commit marker.
+
+A step directory (`<root>/step-00000004`) is committed only once the framework's save has
+returned (every rank) and `trainlock-commit.json` ({step, files: [{path, sha256, size}]},
+every other file of the directory, hashed after the save) was written atomically: temporary
+file, fsync, rename, fsync of the directory. A save killed in flight leaves no marker, and the
+restore skips that directory (reported as `skipped_uncommitted`). A marker whose files do not
+verify (changed, missing, or a file it does not list) is refused: the restore fails with kind
+`checkpoint` rather than fall back to an older one or load the damaged one. Markers are
+hostile input: read bounded, paths relative and inside the directory.
+"""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+
+from .protocol import EngineError
+
+MARKER = "trainlock-commit.json"
+MAX_MARKER_BYTES = 16 << 20
+STEP_DIR = re.compile(r"^step-(\d{8})$")
+
+
+def step_dir(root, step):
+    return os.path.join(root, "step-%08d" % step)
+
+
+def _hash(path):
+    digest, size = hashlib.sha256(), 0
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(8 << 20)
+            if not chunk:
+                break
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def _listing(directory):
+    """Relative paths of the directory's regular files, the marker and temporaries excepted."""
+    out = []
+    for base, dirs, files in os.walk(directory):
+        dirs.sort()
+        for name in sorted(files):
+            rel = os.path.relpath(os.path.join(base, name), directory)
+            if rel != MARKER and not rel.startswith(MARKER + "."):
+                out.append(rel)
+    return out
+
+
+def _fsync_dir(path):
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_marker(directory, step):
+    """Hashes every file, fsyncs it, writes the marker atomically. Returns (files, bytes)."""
+    files = []
+    for rel in _listing(directory):
+        path = os.path.join(directory, rel)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        sha, size = _hash(path)
+        files.append({"path": rel, "sha256": sha, "size": size})
+    for base, _, _ in os.walk(directory):
+        _fsync_dir(base)
+    tmp = os.path.join(directory, MARKER + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump({"step": step, "files": files}, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.rename(tmp, os.path.join(directory, MARKER))
+    _fsync_dir(directory)
+    _fsync_dir(os.path.dirname(os.path.abspath(directory)))
+    return files, sum(f["size"] for f in files)
+
+
+def _read_marker(directory):
+    path = os.path.join(directory, MARKER)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_MARKER_BYTES + 1)
+        if len(raw) > MAX_MARKER_BYTES:
+            raise ValueError("larger than %d bytes" % MAX_MARKER_BYTES)
+        doc = json.loads(raw.decode("utf-8"))
+        files = doc["files"]
+        step = doc["step"]
+        if not isinstance(step, int) or isinstance(step, bool) or not isinstance(files, list):
+            raise ValueError("step or files of the wrong type")
+        for f in files:
+            rel = f["path"]
+            if (not isinstance(rel, str) or os.path.isabs(rel) or os.path.normpath(rel) != rel
+                    or rel.startswith("..") or not isinstance(f["sha256"], str) or not isinstance(f["size"], int)):
+                raise ValueError("bad file entry %r" % (f,))
+        return doc
+    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+        raise EngineError("checkpoint", "%s: unreadable commit marker (%s)" % (path, e))
+
+
+def verify(directory, step):
+    """The marker's files, each re-hashed; raises kind `checkpoint` on any difference.
+    Returns the total bytes."""
+    doc = _read_marker(directory)
+    if doc["step"] != step:
+        raise EngineError("checkpoint", "%s: marker says step %d" % (directory, doc["step"]))
+    listed = {f["path"]: f for f in doc["files"]}
+    extra = sorted(set(_listing(directory)) - set(listed))
+    if extra:
+        raise EngineError("checkpoint", "%s: %s is not in the commit marker" % (directory, extra[0]))
+    for rel, f in listed.items():
+        path = os.path.join(directory, rel)
+        if os.path.islink(path) or not os.path.isfile(path):
+            raise EngineError("checkpoint", "%s: missing or not a regular file" % path)
+        sha, size = _hash(path)
+        if sha != f["sha256"] or size != f["size"]:
+            raise EngineError("checkpoint", "%s: sha256 %s (%d bytes), the commit marker says %s (%d bytes)" % (path, sha, size, f["sha256"], f["size"]))
+    return sum(f["size"] for f in doc["files"])
+
+
+def _step_dirs(root):
+    try:
+        names = os.listdir(root)
+    except FileNotFoundError:
+        return []
+    out = []
+    for name in names:
+        m = STEP_DIR.match(name)
+        if m and os.path.isdir(os.path.join(root, name)) and not os.path.islink(os.path.join(root, name)):
+            out.append((int(m.group(1)), os.path.join(root, name)))
+    return sorted(out, reverse=True)
+
+
+def latest_committed(root):
+    """(step, dir, bytes, skipped_uncommitted) of the newest committed checkpoint, or
+    (None, None, 0, skipped) when there is none. Uncommitted directories newer than it are
+    skipped; a committed one that does not verify is refused."""
+    skipped = []
+    for step, directory in _step_dirs(root):
+        if not os.path.exists(os.path.join(directory, MARKER)):
+            skipped.append(directory)
+            continue
+        return step, directory, verify(directory, step), skipped
+    return None, None, 0, skipped
+
+
+def prepare_dir(root, step):
+    """A fresh, empty step directory (an earlier attempt at the same step is removed)."""
+    directory = step_dir(root, step)
+    if os.path.lexists(directory):
+        shutil.rmtree(directory)
+    os.makedirs(directory)
+    return directory
+
+
+def prune(root, keep_last):
+    """Removes committed step directories beyond the newest keep_last (0 keeps all)."""
+    if keep_last <= 0:
+        return
+    committed = [d for _, d in _step_dirs(root) if os.path.exists(os.path.join(d, MARKER))]
+    for directory in committed[keep_last:]:
+        shutil.rmtree(directory, ignore_errors=True)

@@ -1,0 +1,292 @@
+"""The round-trip driver shared by engines that expose a training step: it owns the data
+loader, the RNG streams, the commit markers and the protocol's events; an Engine subclass
+owns the framework (model, optimizer, scheduler, its checkpoint format).
+
+Role train: [restore the newest committed checkpoint] -> steps up to --steps, saving at each
+--save-at, measuring --measure-step -> the final state's digests (--final-state).
+Role portable: restore in a fresh process and report the eval loss.
+
+What the driver saves beside the framework's files, per checkpoint directory:
+trainlock-driver.pt (rank 0: step, world size, grad_accum, data position) and
+trainlock-rng-rank-NNNNN.pt (each rank's RNG streams). The global batch
+(micro_batch * grad_accum * world_size) is kept when a checkpoint is resumed at another world
+size by scaling grad_accum, so the global data position means the same samples.
+"""
+
+import os
+import random
+import sys
+import threading
+import time
+
+import torch
+
+from . import commit, data, digests, measure, rng, runtime, safe_load
+from .protocol import EngineError
+
+DRIVER_FILE = "trainlock-driver.pt"
+RNG_FILE = "trainlock-rng-rank-%05d.pt"
+
+
+class Engine:
+    """A framework's side of the round trip. All methods run on every rank."""
+
+    name = None
+
+    def __init__(self, ctx):
+        self.ctx, self.spec, self.device = ctx, ctx.spec, ctx.device
+
+    def build(self):
+        """Model, optimizer, scheduler. Returns setup's `model` member ({source, ...})."""
+        raise NotImplementedError
+
+    def train_step(self, micro_batches):
+        """One optimizer step over [(inputs, targets)] (this rank's micro-batches); returns
+        the step's loss averaged over every rank's micro-batches."""
+        raise NotImplementedError
+
+    def eval_loss(self, batches):
+        raise NotImplementedError
+
+    def save(self, directory, step, asynchronous):
+        """Writes the framework's checkpoint into directory. Returns None when it is complete,
+        else a handle with done() and wait() (an asynchronous save)."""
+        raise NotImplementedError
+
+    def load(self, directory):
+        raise NotImplementedError
+
+    def full_state(self):
+        """({param name: tensor}, {param name: {key: tensor}}): full, unsharded, on rank 0."""
+        raise NotImplementedError
+
+    def measured_shape(self):
+        """{param_dtype, activation_dtype, activation_checkpointing} as observed."""
+        raise NotImplementedError
+
+    def matmul_parameters(self):
+        raise NotImplementedError
+
+
+class ThreadedSave:
+    """An asynchronous save's handle for engines that write from a thread."""
+
+    def __init__(self, work):
+        self.error = None
+        self.thread = threading.Thread(target=self._run, args=(work,), daemon=True)
+        self.thread.start()
+
+    def _run(self, work):
+        try:
+            work()
+        except BaseException as e:  # noqa: BLE001 - re-raised by wait()
+            self.error = e
+
+    def done(self):
+        return not self.thread.is_alive()
+
+    def wait(self):
+        self.thread.join()
+        if self.error is not None:
+            raise EngineError("checkpoint", "the asynchronous save failed: %s" % self.error)
+
+
+def seed_everything(seed):
+    """Every stream rng.py captures starts from the spec's seed in every process."""
+    random.seed(seed)
+    torch.manual_seed(seed)  # and every CUDA device's generator
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed % (1 << 32))
+
+
+class Driver:
+    def __init__(self, ctx, engine_class):
+        self.ctx, self.spec, self.opts = ctx, ctx.spec, ctx.opts
+        self.world = ctx.world_size
+        self.step = 0
+        self.grad_accum = self.spec["training"]["grad_accum"]
+        self.pending = None
+        seed_everything(self.spec["seed"])
+        started = time.perf_counter()
+        self.loader = data.loader_for(self.spec, ctx.emit, self.world)
+        self.engine = engine_class(ctx)
+        model = self.engine.build()
+        ctx.emit("setup", data=self.loader.describe(), model=model, seconds=time.perf_counter() - started)
+
+    # -- data --------------------------------------------------------------------------
+    def micro_batches(self):
+        mb = self.spec["training"]["micro_batch"]
+        out = []
+        for _ in range(self.grad_accum):
+            windows = self.loader.next_windows(mb * self.world)
+            out.append(self.loader.batch(windows[self.ctx.rank * mb:(self.ctx.rank + 1) * mb], self.ctx.device))
+        return out
+
+    def eval(self, when):
+        saved = rng.capture()  # evaluation must leave every stream where training left it
+        mb = self.spec["training"]["micro_batch"]
+        batches = [self.loader.eval_batch(i, mb, self.ctx.device) for i in range(self.spec["eval_batches"])]
+        loss = self.engine.eval_loss(batches)
+        rng.restore(saved)
+        self.ctx.emit("eval", when=when, loss=loss, step=self.step)
+
+    # -- checkpoints -------------------------------------------------------------------
+    def save(self, step):
+        if self.pending is not None:
+            self.finish(wait=True)
+        self.ctx.emit("checkpoint", phase="started", step=step, **{"async": self.opts.async_save})
+        started = time.perf_counter()
+        directory = commit.step_dir(self.opts.checkpoint_root, step)
+        if self.ctx.rank == 0:
+            commit.prepare_dir(self.opts.checkpoint_root, step)
+        runtime.barrier(self.world)
+        torch.save(rng.capture(), os.path.join(directory, RNG_FILE % self.ctx.rank))
+        if self.ctx.rank == 0:
+            torch.save({"step": step, "world_size": self.world, "grad_accum": self.grad_accum,
+                        "data": self.loader.state(), "lock_sha256": self.spec["lock_sha256"]},
+                       os.path.join(directory, DRIVER_FILE))
+        handle = self.engine.save(directory, step, self.opts.async_save)
+        self.pending = (step, directory, handle, started, time.perf_counter() - started)
+        self.eval("after_save")
+        if handle is None:
+            self.finish(wait=True)
+
+    def finish(self, wait):
+        """Commits the pending save once every rank's part is complete; with wait=False only
+        when it already is (polled between steps while training goes on)."""
+        step, directory, handle, started, blocking = self.pending
+        if not wait and not runtime.all_ranks_ok(handle is None or handle.done(), self.world, self.ctx.device):
+            return
+        if handle is not None:
+            handle.wait()
+        runtime.barrier(self.world)
+        self.pending = None
+        if self.ctx.rank == 0:
+            files, size = commit.write_marker(directory, step)
+            seconds = time.perf_counter() - started
+            self.ctx.emit("checkpoint", phase="committed", step=step, dir=directory, bytes=size, seconds=seconds,
+                          blocking_s=blocking if handle is not None else seconds, write_s=seconds,
+                          files=len(files), **{"async": handle is not None})
+            commit.prune(self.opts.checkpoint_root, self.opts.keep_last)
+        runtime.barrier(self.world)
+
+    def restore(self, for_training):
+        started = time.perf_counter()
+        found = None
+        if self.ctx.rank == 0:
+            try:
+                found = ("ok",) + commit.latest_committed(self.opts.checkpoint_root)
+            except EngineError as e:
+                found = ("error", e.kind, e.message)
+        found = runtime.broadcast_object(found, self.world)
+        if found[0] == "error":
+            raise EngineError(found[1], found[2])
+        _, step, directory, size, skipped = found
+        if step is None:
+            raise EngineError("checkpoint", "no committed checkpoint under %s%s" % (
+                self.opts.checkpoint_root, " (uncommitted: %s)" % ", ".join(skipped) if skipped else ""))
+        driver = safe_load.load(os.path.join(directory, DRIVER_FILE))
+        if not isinstance(driver, dict) or driver.get("step") != step:
+            raise EngineError("checkpoint", "%s: the driver state is not step %d's" % (directory, step))
+        world_saved, accum_saved = driver.get("world_size"), driver.get("grad_accum")
+        self.rescale_accumulation(world_saved, accum_saved)
+        self.engine.load(directory)
+        rng_restored = self.restore_rng(directory)
+        data_restored = False
+        if not self.opts.no_restore_data:
+            self.loader.restore(driver.get("data"))
+            data_restored = True
+        self.step = step
+        self.ctx.emit("restored", step=step, dir=directory, bytes=size, seconds=time.perf_counter() - started,
+                      rng_restored=rng_restored, data_restored=data_restored, world_size_saved=world_saved,
+                      data_position_carried=data_restored, grad_accum=self.grad_accum,
+                      skipped_uncommitted=skipped)
+
+    def rescale_accumulation(self, world_saved, accum_saved):
+        if not isinstance(world_saved, int) or not isinstance(accum_saved, int) or world_saved < 1 or accum_saved < 1:
+            raise EngineError("checkpoint", "the driver state has no world size / grad_accum")
+        global_micro = world_saved * accum_saved
+        if global_micro % self.world:
+            raise EngineError("unsupported", "a checkpoint saved at world size %d with grad_accum %d cannot keep its global batch at world size %d" % (world_saved, accum_saved, self.world))
+        self.grad_accum = global_micro // self.world
+
+    def restore_rng(self, directory):
+        if self.opts.no_restore_rng:
+            return False
+        path = os.path.join(directory, RNG_FILE % self.ctx.rank)
+        mine = os.path.exists(path)
+        if mine:
+            rng.restore(safe_load.load(path))
+        return runtime.all_ranks_ok(mine, self.world, self.ctx.device)
+
+    # -- training ----------------------------------------------------------------------
+    def train(self):
+        if self.opts.restore:
+            self.restore(for_training=True)
+            self.eval("after_restore")
+        save_at = set(self.opts.save_at)
+        while self.step < self.opts.steps:
+            self.ctx.step = self.step + 1
+            if self.step + 1 == self.opts.measure_step:
+                loss = self.measured_step()
+            else:
+                loss = self.engine.train_step(self.micro_batches())
+            self.step += 1
+            if loss != loss or loss in (float("inf"), float("-inf")):
+                raise EngineError("non_finite_loss", "step %d's loss is %r" % (self.step, loss), step=self.step)
+            self.ctx.emit("step", step=self.step, loss=loss)
+            if self.pending is not None:
+                self.finish(wait=False)
+            if self.step in save_at:
+                self.save(self.step)
+        if self.pending is not None:
+            self.finish(wait=True)
+        self.ctx.step = None
+        if self.opts.final_state:
+            self.final_state()
+
+    def measured_step(self):
+        timer = measure.StepTimer(self.ctx.device)
+        batches = self.micro_batches()
+        timer.start()
+        loss = self.engine.train_step(batches)
+        timer.stop()
+        ranks = measure.gather_rank_peaks(timer.memory, self.world, self.ctx.device)
+        t, m = self.spec["training"], self.spec["model"]
+        tokens = t["micro_batch"] * t["seq_len"] * self.grad_accum * self.world
+        shape = {"engine": self.engine.name, "world_size": _group_world_size()}
+        shape.update(self.engine.measured_shape())
+        flops = measure.step_flops(m, t, tokens, self.engine.matmul_parameters())
+        self.ctx.emit("measurement", **measure.measurement(self.step + 1, timer, tokens, flops, shape, ranks))
+        return loss
+
+    def final_state(self):
+        params, optim = self.engine.full_state()
+        if self.ctx.rank != 0:
+            return
+        flat = digests.flatten_state(params, optim, rng.streams(rng.capture()), self.loader.state())
+        table, total = digests.digest_all(flat)
+        path = digests.write_final_state(flat, self.opts.final_state, total)
+        members = {"step": self.step, "digests": table, "bytes": total}
+        if path:
+            members["file"] = os.path.abspath(path)
+        self.ctx.emit("state", **members)
+
+    def portable(self):
+        self.restore(for_training=False)
+        self.eval("portable")
+
+
+def _group_world_size():
+    import torch.distributed as dist
+
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
+def run(ctx, engine_class):
+    driver = Driver(ctx, engine_class)
+    if ctx.opts.role == "portable":
+        driver.portable()
+    else:
+        driver.train()

@@ -1,0 +1,90 @@
+"""The process's torch runtime: deterministic kernels, the device, the process group.
+
+Determinism is switched on for every engine before CUDA is touched (CUBLAS_WORKSPACE_CONFIG
+must be set before cuBLAS initialises), so an uninterrupted and a resumed run compute the
+same bits. The process group times out (TRAINLOCK_ENGINE_DIST_TIMEOUT seconds, default 300)
+so a rank whose peer died does not wait forever.
+"""
+
+import datetime
+import os
+
+import torch
+
+from .protocol import EngineError
+
+
+def set_deterministic():
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+
+
+def rank_layout():
+    """(rank, world_size, local_rank) from the launcher's environment; (0, 1, 0) alone."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return 0, 1, 0
+    return int(os.environ["RANK"]), world, int(os.environ.get("LOCAL_RANK", os.environ["RANK"]))
+
+
+def pick_device(choice, local_rank, world):
+    cuda = torch.cuda.is_available()
+    if choice == "cpu" or (choice == "auto" and not cuda):
+        return torch.device("cpu")
+    if not cuda:
+        raise EngineError("unsupported", "--device %s: torch %s sees no CUDA device" % (choice, torch.__version__))
+    index = int(choice[5:]) if choice.startswith("cuda:") else (local_rank if world > 1 else 0)
+    if index >= torch.cuda.device_count():
+        raise EngineError("unsupported", "--device: cuda:%d does not exist (%d devices)" % (index, torch.cuda.device_count()))
+    torch.cuda.set_device(index)
+    return torch.device("cuda", index)
+
+
+def device_name(device):
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    import platform
+
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def init_distributed(device, world):
+    if world <= 1:
+        return
+    import torch.distributed as dist
+
+    seconds = int(os.environ.get("TRAINLOCK_ENGINE_DIST_TIMEOUT", "300"))
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=seconds))
+
+
+def barrier(world):
+    if world > 1:
+        import torch.distributed as dist
+
+        dist.barrier()
+
+
+def broadcast_object(value, world):
+    """Rank 0's value on every rank (picklable objects; small)."""
+    if world <= 1:
+        return value
+    import torch.distributed as dist
+
+    box = [value]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def all_ranks_ok(ok, world, device):
+    """True on every rank only when every rank passed True: a failure decided on one rank
+    (an unreadable file) is raised on all, so no rank is left waiting in a collective."""
+    if world <= 1:
+        return ok
+    import torch.distributed as dist
+
+    flag = torch.tensor([1 if ok else 0], dtype=torch.int64, device=device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+    return bool(flag.item())

@@ -1,0 +1,185 @@
+"""The run the coordinator resolved from the lock (schema trainlock.engine-spec/1), read
+bounded and checked member by member: a missing member or one of the wrong type is an
+`input` error naming it (e.g. `spec.training.optimizer.lr`). Returns plain dicts.
+
+Pinned files are listed here but not read here: pinned.py hashes each at its point of use.
+"""
+
+import json
+import os
+
+from .protocol import EngineError
+
+SCHEMA = "trainlock.engine-spec/1"
+MAX_SPEC_BYTES = 16 << 20
+
+
+def _fail(path, what):
+    raise EngineError("input", "spec.%s: %s" % (path, what))
+
+
+def _get(obj, key, path, kinds, optional=False, default=None):
+    where = path + "." + key if path else key
+    if key not in obj or (optional and obj[key] is None):
+        if optional:
+            return default
+        _fail(where, "missing")
+    value = obj[key]
+    if kinds == "int":
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif kinds == "number":
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif kinds == "bool":
+        ok = isinstance(value, bool)
+    elif kinds == "str":
+        ok = isinstance(value, str)
+    elif kinds == "object":
+        ok = isinstance(value, dict)
+    else:  # list
+        ok = isinstance(value, list)
+    if not ok:
+        _fail(where, "expected %s, got %s" % (kinds, json.dumps(value)[:80]))
+    return value
+
+
+def _positive(obj, key, path, allow_zero=False):
+    value = _get(obj, key, path, "int")
+    if value < (0 if allow_zero else 1):
+        _fail(path + "." + key, "must be %s, got %d" % ("non-negative" if allow_zero else "positive", value))
+    return value
+
+
+def _one_of(obj, key, path, choices):
+    value = _get(obj, key, path, "str")
+    if value not in choices:
+        _fail(path + "." + key, "%r is not one of %s" % (value, ", ".join(choices)))
+    return value
+
+
+def _files(obj, key, path, named=False):
+    out = []
+    for i, f in enumerate(_get(obj, key, path, "list")):
+        where = "%s.%s[%d]" % (path, key, i)
+        if not isinstance(f, dict):
+            _fail(where, "expected object")
+        entry = {"path": _get(f, "path", where, "str"), "sha256": _get(f, "sha256", where, "str"),
+                 "size": _positive(f, "size", where, allow_zero=True)}
+        if not os.path.isabs(entry["path"]):
+            _fail(where + ".path", "must be absolute")
+        if len(entry["sha256"]) != 64 or any(c not in "0123456789abcdef" for c in entry["sha256"]):
+            _fail(where + ".sha256", "not a lowercase hex SHA-256")
+        if named:
+            entry["name"] = _get(f, "name", where, "str")
+        out.append(entry)
+    return out
+
+
+def _rope_scaling(model):
+    r = model.get("rope_scaling")
+    if r is None:
+        return None
+    if not isinstance(r, dict):
+        _fail("model.rope_scaling", "expected null or object")
+    p = "model.rope_scaling"
+    kind = _one_of(r, "type", p, ("linear", "llama3"))
+    out = {"type": kind, "factor": float(_get(r, "factor", p, "number"))}
+    if kind == "llama3":
+        for key in ("low_freq_factor", "high_freq_factor"):
+            out[key] = float(_get(r, key, p, "number"))
+        out["original_max_position_embeddings"] = _positive(r, "original_max_position_embeddings", p)
+    return out
+
+
+def _model(spec):
+    m = _get(spec, "model", "", "object")
+    p = "model"
+    _one_of(m, "architecture", p, ("llama",))
+    out = {"architecture": "llama"}
+    for key in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size", "vocab_size"):
+        out[key] = _positive(m, key, p)
+    if out["hidden_size"] % out["num_heads"] or out["num_heads"] % out["num_kv_heads"]:
+        _fail(p + ".num_heads", "hidden_size, num_heads and num_kv_heads do not divide")
+    if (out["hidden_size"] // out["num_heads"]) % 2:
+        _fail(p + ".num_heads", "the head dimension must be even for rotary embeddings")
+    out["tie_embeddings"] = _get(m, "tie_embeddings", p, "bool")
+    out["rope_theta"] = float(_get(m, "rope_theta", p, "number"))
+    out["rope_scaling"] = _rope_scaling(m)
+    out["norm_eps"] = float(_get(m, "norm_eps", p, "number"))
+    out["dropout"] = float(_get(m, "dropout", p, "number"))
+    if not 0.0 <= out["dropout"] < 1.0:
+        _fail(p + ".dropout", "must be in [0, 1)")
+    out["files"] = _files(m, "files", p, named=True) if m.get("files") is not None else []
+    return out
+
+
+def _training(spec):
+    t = _get(spec, "training", "", "object")
+    p = "training"
+    out = {key: _positive(t, key, p) for key in ("seq_len", "micro_batch", "grad_accum")}
+    out["precision"] = _one_of(t, "precision", p, ("fp32", "bf16", "fp16"))
+    o = _get(t, "optimizer", p, "object")
+    po = p + ".optimizer"
+    _one_of(o, "name", po, ("adamw",))
+    out["optimizer"] = {"name": "adamw"}
+    for key in ("lr", "beta1", "beta2", "eps", "weight_decay"):
+        out["optimizer"][key] = float(_get(o, key, po, "number"))
+    s = _get(t, "scheduler", p, "object")
+    ps = p + ".scheduler"
+    out["scheduler"] = {"name": _one_of(s, "name", ps, ("cosine", "constant")),
+                        "warmup_steps": _positive(s, "warmup_steps", ps, allow_zero=True),
+                        "total_steps": _positive(s, "total_steps", ps),
+                        "min_lr": float(_get(s, "min_lr", ps, "number"))}
+    out["grad_clip"] = float(_get(t, "grad_clip", p, "number"))
+    out["activation_checkpointing"] = _get(t, "activation_checkpointing", p, "bool")
+    out["parallelism"] = _get(t, "parallelism", p, "str", optional=True, default="ddp")
+    out["shuffle"] = _get(t, "shuffle", p, "bool")
+    out["deterministic"] = _get(t, "deterministic", p, "bool", optional=True, default=True)
+    return out
+
+
+def _data(spec):
+    d = _get(spec, "data", "", "object")
+    kind = _one_of(d, "kind", "data", ("synthetic", "shards"))
+    if kind == "synthetic":
+        return {"kind": kind, "seed": _positive(d, "seed", "data", allow_zero=True),
+                "length": _positive(d, "length", "data")}
+    width = _get(d, "bytes_per_token", "data", "int")
+    if width not in (2, 4):
+        _fail("data.bytes_per_token", "must be 2 or 4, got %d" % width)
+    files = _files(d, "files", "data")
+    if not files:
+        _fail("data.files", "no shards")
+    return {"kind": kind, "files": files, "bytes_per_token": width}
+
+
+def parse(spec):
+    if not isinstance(spec, dict):
+        _fail("", "the spec is not a JSON object")
+    schema = _get(spec, "schema", "", "str")
+    if schema != SCHEMA:
+        _fail("schema", "%r is not %s" % (schema, SCHEMA))
+    out = {"schema": schema,
+           "engine": _get(spec, "engine", "", "str", optional=True),
+           "lock_sha256": _get(spec, "lock_sha256", "", "str", optional=True, default=""),
+           "config_sha256": _get(spec, "config_sha256", "", "str", optional=True, default=""),
+           "seed": _positive(spec, "seed", "", allow_zero=True),
+           "eval_batches": _positive(spec, "eval_batches", "")}
+    out["model"] = _model(spec)
+    out["training"] = _training(spec)
+    out["data"] = _data(spec)
+    return out
+
+
+def load(path):
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_SPEC_BYTES + 1)
+    except OSError as e:
+        raise EngineError("input", "%s: %s" % (path, e.strerror or e))
+    if len(raw) > MAX_SPEC_BYTES:
+        raise EngineError("input", "%s: larger than %d bytes" % (path, MAX_SPEC_BYTES))
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise EngineError("input", "%s: not JSON (%s)" % (path, e))
+    return parse(doc)
