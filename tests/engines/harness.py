@@ -82,7 +82,7 @@ def run_engine(args, kill_after=None, record=None, timeout=300, env=None):
     full_env["PYTHONPATH"] = PACKAGE_PARENT
     full_env.update(env or {})
     err_file = tempfile.TemporaryFile()  # not a pipe: a chatty stderr must not block the engine
-    proc = subprocess.Popen([PYTHON, "-m", "trainlock_engine"] + list(args), stdout=subprocess.PIPE,
+    proc = subprocess.Popen([PYTHON, "-B", "-m", "trainlock_engine"] + list(args), stdout=subprocess.PIPE,
                             stderr=err_file, env=full_env, start_new_session=True)
     lines, killed = [], False
     try:

@@ -2,24 +2,39 @@
 
 Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1 and a
 free MASTER_PORT, shares this process's stdout (rank 0 writes the protocol) and process group
-(a SIGKILL of the group ends every rank), and dies with this process (PR_SET_PDEATHSIG). When
-a rank exits non-zero the others are killed; when that rank was not rank 0, or rank 0 died
-by a signal, this process reports the failure itself (rank 0 can no longer).
+(a SIGKILL of the group ends every rank), and dies with this process (PR_SET_PDEATHSIG).
+
+Failures are reported here, not by the ranks: a rank that fails writes its error to a file
+and exits; when any rank exits non-zero the others are killed (a peer blocked in a collective
+would otherwise wait for its timeout), and this process emits the one `error` event for the
+root cause: a rank killed by a signal it did not send first, else the first rank's own error.
 """
 
 import ctypes
+import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 CHILD_FLAG = "TRAINLOCK_ENGINE_RANK_PROCESS"
+ERROR_DIR = "TRAINLOCK_ENGINE_ERROR_DIR"
 
 
 def is_rank_process():
     return os.environ.get(CHILD_FLAG) == "1"
+
+
+def write_rank_error(directory, rank, err):
+    record = {"kind": err.kind, "message": err.message, "extra": err.extra, "time": time.time()}
+    tmp = os.path.join(directory, "rank-%d.json.tmp" % rank)
+    with open(tmp, "w") as f:
+        json.dump(record, f)
+    os.rename(tmp, os.path.join(directory, "rank-%d.json" % rank))
 
 
 def free_port():
@@ -35,15 +50,15 @@ def _die_with_parent():
         pass
 
 
-def _spawn(argv, nproc, port):
+def _spawn(argv, nproc, port, error_dir):
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     procs = []
     for rank in range(nproc):
         env = dict(os.environ)
-        env.update({CHILD_FLAG: "1", "RANK": str(rank), "WORLD_SIZE": str(nproc), "LOCAL_RANK": str(rank),
-                    "LOCAL_WORLD_SIZE": str(nproc), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-                    "PYTHONPATH": package_parent + os.pathsep + env.get("PYTHONPATH", "")})
-        procs.append(subprocess.Popen([sys.executable, "-m", "trainlock_engine"] + argv, env=env,
+        env.update({CHILD_FLAG: "1", ERROR_DIR: error_dir, "RANK": str(rank), "WORLD_SIZE": str(nproc),
+                    "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(nproc), "MASTER_ADDR": "127.0.0.1",
+                    "MASTER_PORT": str(port), "PYTHONPATH": package_parent + os.pathsep + env.get("PYTHONPATH", "")})
+        procs.append(subprocess.Popen([sys.executable, "-B", "-m", "trainlock_engine"] + argv, env=env,
                                       preexec_fn=_die_with_parent))
     return procs
 
@@ -57,26 +72,49 @@ def _kill(procs):
 
 
 def run_ranks(opts, argv):
-    procs = _spawn(argv, opts.nproc, free_port())
-    signal.signal(signal.SIGTERM, lambda *_: (_kill(procs), os._exit(143)))
-    while True:
-        codes = [p.poll() for p in procs]
-        failed = [(r, c) for r, c in enumerate(codes) if c not in (None, 0)]
-        if failed:
-            rank, code = failed[0]
-            _kill(procs)
-            if rank != 0 or code < 0:
-                return _report(opts, rank, code)
-            return code
-        if all(c == 0 for c in codes):
-            return 0
-        time.sleep(0.1)
+    error_dir = tempfile.mkdtemp(prefix="trainlock-engine-errors-")
+    try:
+        procs = _spawn(argv, opts.nproc, free_port(), error_dir)
+        signal.signal(signal.SIGTERM, lambda *_: (_kill(procs), os._exit(143)))
+        while True:
+            codes = [p.poll() for p in procs]
+            if any(c not in (None, 0) for c in codes):
+                _kill(procs)
+                return _report(opts, codes, error_dir)
+            if all(c == 0 for c in codes):
+                return 0
+            time.sleep(0.05)
+    finally:
+        shutil.rmtree(error_dir, ignore_errors=True)
 
 
-def _report(opts, rank, code):
+def _rank_errors(error_dir):
+    out = []
+    for name in os.listdir(error_dir):
+        if name.startswith("rank-") and name.endswith(".json"):
+            try:
+                with open(os.path.join(error_dir, name)) as f:
+                    out.append((int(name[5:-5]), json.load(f)))
+            except (OSError, ValueError):
+                pass
+    return sorted(out, key=lambda item: item[1].get("time", 0))
+
+
+def _report(opts, codes, error_dir):
+    """codes: each rank's exit status when the first failure was seen (None: still running,
+    then killed here)."""
     from .protocol import Emitter, EngineError
 
-    how = "was killed by signal %d" % -code if code < 0 else "exited with code %d" % code
-    err = EngineError("training", "rank %d of %d %s" % (rank, opts.nproc, how))
+    signalled = [(r, c) for r, c in enumerate(codes) if c is not None and c < 0]
+    errors = _rank_errors(error_dir)
+    if signalled:
+        rank, code = signalled[0]
+        err = EngineError("training", "rank %d of %d was killed by signal %d" % (rank, opts.nproc, -code))
+    elif errors:
+        rank, record = errors[0]
+        err = EngineError(record["kind"], "rank %d: %s" % (rank, record["message"]), **record.get("extra", {}))
+    else:
+        rank, code = next((r, c) for r, c in enumerate(codes) if c not in (None, 0))
+        err = EngineError("training", "rank %d of %d exited with code %d" % (rank, opts.nproc, code))
     Emitter(enabled=True).error(err)
     return err.exit_code

@@ -1,6 +1,7 @@
 """One engine process from start to exit: runtime, hello, the engine's role, done or error.
 
-Every failure ends as exactly one `error` event (after `hello`, which is always first) and
+Every failure ends as exactly one `error` event (with --nproc, the launcher emits it from
+the failing rank's report: launch.py) (after `hello`, which is always first) and
 the kind's exit code: an EngineError as raised, an out-of-memory as kind `out_of_memory`
 with the device's memory figures, anything else as kind `training` (traceback on stderr).
 """
@@ -11,7 +12,7 @@ import traceback
 
 import torch
 
-from . import engines, measure, runtime
+from . import engines, launch, measure, runtime
 from .protocol import PROTOCOL, EngineError, Emitter
 
 FRAMEWORK_MODULES = ("transformers", "accelerate", "lightning", "pytorch_lightning", "deepspeed", "safetensors", "numpy")
@@ -99,5 +100,9 @@ def _fail(ctx, err):
     ctx.hello()
     if ctx.step is not None and "step" not in err.extra:
         err.extra["step"] = ctx.step
-    ctx.emitter.error(err)
+    error_dir = os.environ.get(launch.ERROR_DIR)
+    if error_dir:  # one of several ranks: the launcher sees every rank and reports the cause
+        launch.write_rank_error(error_dir, ctx.rank, err)
+    else:
+        ctx.emitter.error(err)
     return err.exit_code

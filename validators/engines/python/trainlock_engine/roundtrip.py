@@ -192,7 +192,7 @@ class Driver:
         world_saved, accum_saved = driver.get("world_size"), driver.get("grad_accum")
         self.rescale_accumulation(world_saved, accum_saved)
         self.engine.load(directory)
-        rng_restored = self.restore_rng(directory)
+        rng_restored = self.restore_rng(directory, world_saved)
         data_restored = False
         if not self.opts.no_restore_data:
             self.loader.restore(driver.get("data"))
@@ -211,14 +211,17 @@ class Driver:
             raise EngineError("unsupported", "a checkpoint saved at world size %d with grad_accum %d cannot keep its global batch at world size %d" % (world_saved, accum_saved, self.world))
         self.grad_accum = global_micro // self.world
 
-    def restore_rng(self, directory):
+    def restore_rng(self, directory, world_saved):
         if self.opts.no_restore_rng:
             return False
         path = os.path.join(directory, RNG_FILE % self.ctx.rank)
         mine = os.path.exists(path)
         if mine:
             rng.restore(safe_load.load(path))
-        return runtime.all_ranks_ok(mine, self.world, self.ctx.device)
+        # At another world size some saved streams have no rank to go to (or a rank has no
+        # stream): the job's randomness is not the saved job's, so it does not count.
+        every = runtime.all_ranks_ok(mine, self.world, self.ctx.device)
+        return every and world_saved == self.world
 
     # -- training ----------------------------------------------------------------------
     def train(self):
