@@ -1,11 +1,195 @@
-"""Engine `fsdp2` (placeholder)."""
+"""Engine `fsdp2`: Hugging Face's LlamaForCausalLM (hf_model.py) sharded with FSDP2's
+fully_shard (each decoder layer, then the root), bf16 through MixedPrecisionPolicy (fp32
+reductions), AdamW + the config's schedule, checkpoints with torch.distributed.checkpoint:
+model and optimizer through get_state_dict / set_state_dict (sharded, each rank writes its
+shards), dcp.save, or dcp.async_save under --async-save (the state is staged to host memory,
+training goes on, the checkpoint is committed only once the save's future resolved on every
+rank). The scheduler is saved beside (rank 0); RNG streams and the data position by the
+driver (roundtrip.py). A checkpoint resumes at another --nproc: DCP reshards the tensors and
+the driver keeps the global batch.
+
+Needs torch >= 2.4 (fully_shard) and transformers; otherwise refused as `unsupported` before
+any work. fp16 is refused (FSDP2 would need a sharded gradient scaler).
+"""
+
+import os
+
 import torch
+
+from .. import measure, roundtrip, safe_load
+from ..model import causal_lm_loss, matmul_parameters
 from ..protocol import EngineError
+from ..schedule import lambda_for
+
+DCP_DIR = "dcp"
+SCHEDULER_FILE = "fsdp2-scheduler.pt"
+
+
+def _torch_version():
+    return tuple(int("".join(c for c in x if c.isdigit()) or 0) for x in torch.__version__.split(".")[:2])
+
+
+def _fsdp():
+    try:
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard  # torch >= 2.6
+    except ImportError:
+        from torch.distributed._composable.fsdp import MixedPrecisionPolicy, fully_shard  # 2.4, 2.5
+    return fully_shard, MixedPrecisionPolicy
 
 
 def prepare(ctx):
-    raise EngineError("unsupported", "fsdp2 needs torch >= 2.4 (fully_shard); this is torch %s" % torch.__version__)
+    if _torch_version() < (2, 4):
+        raise EngineError("unsupported", "engine fsdp2 needs torch >= 2.4 (fully_shard); this is torch %s" % torch.__version__)
+    try:
+        _fsdp()
+        import transformers  # noqa: F401 - hello reports its version
+    except ImportError as e:
+        raise EngineError("unsupported", "engine fsdp2 cannot import %s" % e.name)
 
 
 def run(ctx):
-    pass
+    roundtrip.run(ctx, Fsdp2Engine)
+
+
+def _single_process_group(device):
+    """fully_shard and DCP need a process group even for one process."""
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        return
+    from ..launch import free_port
+
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(free_port()))
+    dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=0, world_size=1)
+
+
+class FutureSave:
+    """dcp.async_save's future as a driver handle."""
+
+    def __init__(self, future):
+        self.future = getattr(future, "upload_completion", future)  # newer torch: AsyncSaveResponse
+
+    def done(self):
+        return self.future.done()
+
+    def wait(self):
+        try:
+            self.future.result()
+        except Exception as e:  # noqa: BLE001 - any failure of the save refuses the commit
+            raise EngineError("checkpoint", "the asynchronous DCP save failed: %s" % e)
+
+
+class Fsdp2Engine(roundtrip.Engine):
+    name = "fsdp2"
+
+    def build(self):
+        from ..hf_model import build_hf_llama, watch_logits_dtype
+
+        t = self.spec["training"]
+        if t["precision"] == "fp16":
+            raise EngineError("unsupported", "training.precision fp16: the fsdp2 engine trains fp32 or bf16")
+        if t["precision"] == "bf16" and self.device.type != "cuda":
+            raise EngineError("unsupported", "training.precision bf16 needs a CUDA device; this process runs on %s" % self.device)
+        _single_process_group(self.device)
+        fully_shard, MixedPrecisionPolicy = _fsdp()
+        self.model, info = build_hf_llama(self.spec, self.ctx.emit)
+        self.model.to(self.device)
+        watch_logits_dtype(self.model)
+        policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if t["precision"] == "bf16" else MixedPrecisionPolicy()
+        for layer in self.model.model.layers:
+            fully_shard(layer, mp_policy=policy)
+        fully_shard(self.model, mp_policy=policy)
+        o = t["optimizer"]
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=o["lr"], betas=(o["beta1"], o["beta2"]),
+                                           eps=o["eps"], weight_decay=o["weight_decay"])
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda_for(self.spec))
+        self.async_group = None
+        info["class"] += " sharded with fully_shard"
+        return info
+
+    def train_step(self, micro_batches):
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        losses = []
+        for i, (inputs, targets) in enumerate(micro_batches):
+            if hasattr(self.model, "set_requires_gradient_sync"):  # reduce-scatter on the last only
+                self.model.set_requires_gradient_sync(i == len(micro_batches) - 1)
+            loss = causal_lm_loss(self.model(input_ids=inputs).logits, targets)
+            losses.append(loss.detach())
+            (loss / len(micro_batches)).backward()
+        if self.spec["training"]["grad_clip"] > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.spec["training"]["grad_clip"])
+        self.optimizer.step()
+        self.scheduler.step()
+        return self._global_mean(torch.stack(losses).mean())
+
+    def _global_mean(self, value):
+        if self.ctx.world_size > 1:
+            import torch.distributed as dist
+
+            dist.all_reduce(value)
+            value = value / self.ctx.world_size
+        return float(value.item())
+
+    def eval_loss(self, batches):
+        self.model.eval()
+        with torch.no_grad():
+            total = sum(causal_lm_loss(self.model(input_ids=x).logits, y).float() for x, y in batches) / len(batches)
+        self.model.train()
+        return self._global_mean(total)
+
+    def _sharded_state(self):
+        from torch.distributed.checkpoint.state_dict import get_state_dict
+
+        model_sd, optim_sd = get_state_dict(self.model, self.optimizer)
+        return {"model": model_sd, "optim": optim_sd}
+
+    def save(self, directory, step, asynchronous):
+        import torch.distributed as dist
+        import torch.distributed.checkpoint as dcp
+
+        if self.ctx.rank == 0:
+            torch.save(self.scheduler.state_dict(), os.path.join(directory, SCHEDULER_FILE))
+        target = os.path.join(directory, DCP_DIR)
+        state = self._sharded_state()
+        if not asynchronous:
+            dcp.save(state, checkpoint_id=target)
+            return None
+        if self.async_group is None:  # the save's collectives must not interleave with training's
+            self.async_group = dist.new_group(backend="gloo")
+        return FutureSave(dcp.async_save(state, checkpoint_id=target, process_group=self.async_group))
+
+    def load(self, directory):
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import set_state_dict
+
+        state = self._sharded_state()  # initialises the optimizer's state so DCP has targets
+        try:
+            dcp.load(state, checkpoint_id=os.path.join(directory, DCP_DIR))
+            set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+            self.scheduler.load_state_dict(safe_load.load(os.path.join(directory, SCHEDULER_FILE)))
+        except EngineError:
+            raise
+        except (KeyError, ValueError, RuntimeError, OSError) as e:
+            raise EngineError("checkpoint", "%s: the DCP checkpoint does not load (%s)" % (directory, str(e).splitlines()[0][:300]))
+
+    def full_state(self):
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
+
+        options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+        model_sd, optim_sd = get_state_dict(self.model, self.optimizer, options=options)
+        params = {k: v for k, v in model_sd.items() if torch.is_tensor(v)}
+        optim = {name: dict(state) for name, state in optim_sd.get("state", {}).items()}
+        return params, optim
+
+    def measured_shape(self):
+        seen = self.model.trainlock_logits_dtype[0]
+        return {"param_dtype": measure.dtype_name(next(self.model.parameters()).dtype),
+                "activation_dtype": measure.dtype_name(seen) if seen is not None else None,
+                "activation_checkpointing": self.model.trainlock_recomputed[0] > 0}
+
+    def matmul_parameters(self):
+        return matmul_parameters(self.spec["model"])
+
+
