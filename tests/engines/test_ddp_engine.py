@@ -44,6 +44,7 @@ class DdpRoundTrip(unittest.TestCase):
         self.assertEqual(a.events[0]["event"], "hello")
         self.assertEqual(a.events[0]["protocol"], "trainlock.engine/1")
         self.assertEqual(a.events[-1]["event"], "done")
+        self.assertEqual(len(a.events), len(a.stdout_lines))  # nothing but protocol lines on stdout
         self.assertEqual(sorted(a.losses()), list(range(1, STEPS + 1)))
         m = a.one("measurement")
         self.assertEqual(m["step"], 2)
@@ -94,6 +95,15 @@ class DdpRoundTrip(unittest.TestCase):
         self.assertFalse(run.one("restored")["data_position_carried"])
         self.assertNotEqual(run.one("state")["digests"]["data/position"], self.a.one("state")["digests"]["data/position"])
         self.assertNotEqual(run.losses()[SAVE_AT + 1], self.a.losses()[SAVE_AT + 1])
+
+    def test_activation_checkpointing_is_observed_not_copied(self):
+        spec = harness.write_spec(tempfile.mkdtemp(dir=self.dir), harness.tiny_spec(**{"training.activation_checkpointing": True}))
+        args = ["--engine", "ddp", "--spec", spec, "--checkpoint-root", os.path.join(self.dir, "ac"), "--steps", "2",
+                "--measure-step", "2", "--device", "cpu", "--threads", "1"]
+        run = harness.run_engine(args)
+        self.assertEqual(run.code, 0, run.stderr[-3000:])
+        self.assertTrue(run.one("measurement")["measured_shape"]["activation_checkpointing"])
+        self.assertEqual(run.losses()[1], self.a.losses()[1])  # recomputation replays dropout exactly
 
     def test_portable_role_reads_the_checkpoint_in_a_fresh_process(self):
         args = ["--engine", "ddp", "--role", "portable", "--spec", self.spec, "--checkpoint-root", self.root,

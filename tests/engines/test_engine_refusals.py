@@ -55,6 +55,10 @@ class Refusals(unittest.TestCase):
         run = self.run_spec(harness.tiny_spec(**{"training.optimizer.lr": "fast"}), record="ddp-bad-spec")
         self.assert_refused(run, "input", 2, "spec.training.optimizer.lr")
 
+    def test_a_spec_for_another_engine_is_refused(self):
+        run = self.run_spec(harness.tiny_spec(engine="fsdp2"))
+        self.assert_refused(run, "input", 2, "spec.engine")
+
     def test_bf16_on_cpu_is_refused_naming_the_precision(self):
         run = self.run_spec(harness.tiny_spec(**{"training.precision": "bf16"}), record="ddp-bf16-on-cpu")
         self.assert_refused(run, "unsupported", 2, "training.precision")

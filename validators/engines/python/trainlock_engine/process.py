@@ -83,6 +83,8 @@ def run(opts):
         from . import spec
 
         ctx.spec = spec.load(opts.spec)
+        if ctx.spec["engine"] not in (None, opts.engine):
+            raise EngineError("input", "spec.engine is %s, the process was started as --engine %s" % (ctx.spec["engine"], opts.engine))
         engine.run(ctx)
         ctx.emit("done")
     except EngineError as err:
