@@ -1,0 +1,170 @@
+"""Pieces shared by the engines whose framework owns the training loop (hf-trainer,
+lightning): they cannot use roundtrip's Driver, so they observe the loop from the framework's
+callbacks and report what they saw.
+
+    WindowDataset     data.py's training windows as a map-style torch Dataset (each item
+                      names its window, so the data actually trained on is observable)
+    StepRecorder      the micro-batch losses and windows of the optimizer step in progress;
+                      one `step` event per optimizer step with the exact mean loss
+    eval_loss         the eval windows' loss, leaving every RNG stream as it found it
+    rng_snapshot / rng_matches   did the framework put the saved RNG streams back before the
+                      first resumed forward? (observed, never assumed)
+    Measure           the --measure-step measurement around one optimizer step
+    emit_final_state  the `state` event (and --final-state file) of model, optimizer, RNG and
+                      the observed data position
+"""
+
+import contextlib
+
+import torch
+
+from .. import digests, measure, rng
+from ..model import causal_lm_loss, matmul_parameters
+from ..protocol import EngineError
+
+AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def refuse_without(engine, *modules):
+    """Imports each module; the first missing one refuses the engine (kind unsupported)."""
+    import importlib
+
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as e:
+            raise EngineError("unsupported", "engine %s cannot import %s" % (engine, e.name or name))
+
+
+def check_single_process(ctx, engine):
+    if ctx.world_size > 1:
+        raise EngineError("unsupported", "--nproc %d: engine %s runs the round trip in one process" % (ctx.world_size, engine))
+
+
+def check_precision(spec, device):
+    precision = spec["training"]["precision"]
+    if precision != "fp32" and device.type != "cuda":
+        raise EngineError("unsupported", "training.precision %s needs a CUDA device; this process runs on %s" % (precision, device))
+
+
+def autocast(spec, device):
+    dtype = AUTOCAST.get(spec["training"]["precision"])
+    if dtype is None or device.type != "cuda":
+        return contextlib.nullcontext()
+    return torch.autocast(device_type="cuda", dtype=dtype)
+
+
+class WindowDataset(torch.utils.data.Dataset):
+    def __init__(self, loader):
+        self.loader = loader
+
+    def __len__(self):
+        return self.loader.train_windows
+
+    def __getitem__(self, index):
+        tokens = torch.tensor(self.loader.window(int(index)), dtype=torch.long)
+        return {"input_ids": tokens[:-1], "targets": tokens[1:], "window": torch.tensor(int(index), dtype=torch.long)}
+
+
+class StepRecorder:
+    def __init__(self):
+        self.losses, self.windows, self.last_windows = [], [], []
+
+    def micro(self, loss, windows):
+        self.losses.append(loss.detach().float())
+        self.windows.extend(int(w) for w in windows.reshape(-1).tolist())
+
+    def step_loss(self, step):
+        """The optimizer step's loss: the mean of its micro-batch losses."""
+        if not self.losses:
+            raise EngineError("training", "step %d ended with no micro-batch loss recorded" % step, step=step)
+        loss = float(torch.stack(self.losses).mean().item())
+        self.last_windows, self.losses, self.windows = self.windows, [], []
+        if loss != loss or loss in (float("inf"), float("-inf")):
+            raise EngineError("non_finite_loss", "step %d's loss is %r" % (step, loss), step=step)
+        return loss
+
+    def position(self, step):
+        """The observed data position: the windows the last optimizer step trained on."""
+        return {"step": step, "windows": list(self.last_windows)}
+
+
+def hf_logits(model, inputs):
+    return model(input_ids=inputs).logits
+
+
+def eval_loss(model, loader, spec, device):
+    saved = rng.capture()  # evaluation must leave every stream where training left it
+    was_training = model.training
+    model.eval()
+    mb = spec["training"]["micro_batch"]
+    with torch.no_grad(), autocast(spec, device):
+        batches = [loader.eval_batch(i, mb, device) for i in range(spec["eval_batches"])]
+        total = sum(causal_lm_loss(hf_logits(model, x), y).float() for x, y in batches) / len(batches)
+    model.train(was_training)
+    rng.restore(saved)
+    return float(total.item())
+
+
+def _compared_streams(state, device):
+    streams = rng.streams(state)
+    keep = {"python", "torch_cpu", "numpy"}
+    if device.type == "cuda":
+        keep.add("cuda:%d" % (device.index or 0))
+    return digests.digest_all({k: v for k, v in streams.items() if k in keep})[0]
+
+
+def rng_snapshot():
+    return rng.capture()
+
+
+def rng_matches(saved, device):
+    """True when every stream the process draws from is, now, the saved one."""
+    try:
+        return _compared_streams(rng.capture(), device) == _compared_streams(saved, device)
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+class Measure:
+    """Times optimizer step `step` (0: none) between begin() and end()."""
+
+    def __init__(self, ctx, engine, model, step):
+        self.ctx, self.engine, self.model, self.step = ctx, engine, model, step
+        self.timer = None
+
+    def begin(self, step):
+        if step == self.step and self.timer is None:
+            self.timer = measure.StepTimer(self.ctx.device)
+            self.timer.start()
+
+    def end(self, step, grad_accum):
+        if step != self.step or self.timer is None:
+            return
+        self.timer.stop()
+        spec = self.ctx.spec
+        t, m = spec["training"], spec["model"]
+        tokens = t["micro_batch"] * t["seq_len"] * grad_accum
+        seen = self.model.trainlock_logits_dtype[0]
+        shape = {"engine": self.engine, "world_size": 1,
+                 "param_dtype": measure.dtype_name(next(self.model.parameters()).dtype),
+                 "activation_dtype": measure.dtype_name(seen) if seen is not None else None,
+                 "activation_checkpointing": self.model.trainlock_recomputed[0] > 0}
+        flops = measure.step_flops(m, t, tokens, matmul_parameters(m))
+        ranks = measure.gather_rank_peaks(self.timer.memory, 1, self.ctx.device)
+        self.ctx.emit("measurement", **measure.measurement(step, self.timer, tokens, flops, shape, ranks))
+
+
+def emit_final_state(ctx, step, model, optimizer, position):
+    names = [n for n, _ in model.named_parameters()]
+    params = {n: p.detach().cpu() for n, p in model.named_parameters()}
+    optim = digests.optimizer_by_name(optimizer, names)
+    flat = digests.flatten_state(params, optim, rng.streams(rng.capture()), position)
+    table, total = digests.digest_all(flat)
+    members = {"step": step, "digests": table, "bytes": total}
+    path = digests.write_final_state(flat, ctx.opts.final_state, total)
+    if path:
+        import os
+
+        members["file"] = os.path.abspath(path)
+    ctx.emit("state", **members)

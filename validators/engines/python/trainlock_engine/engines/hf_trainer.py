@@ -1,0 +1,296 @@
+"""Engine `hf-trainer`: Hugging Face's LlamaForCausalLM (hf_model.py) trained by
+transformers.Trainer, which owns the loop, the data order and the checkpoints; trainlock only
+configures it from the spec and watches through a TrainerCallback.
+
+Configured: TrainingArguments from the spec (per-device batch = micro_batch,
+gradient_accumulation_steps, max_grad_norm, bf16/fp16, gradient_checkpointing, seed and
+data_seed, save_strategy "steps", report_to none); torch's AdamW with the spec's
+hyper-parameters and the spec's warmup + cosine schedule as a LambdaLR, handed over through
+`optimizers=(optimizer, scheduler)`; the training windows (data.py) as a map-style Dataset.
+The Trainer's own sampler (accelerate's seeded RandomSampler) is what decides the order, and
+on resume the Trainer's own batch skipping: that is the thing under test.
+
+Checkpoints: the callback asks the Trainer to save at each --save-at step
+(control.should_save); in on_save (after the Trainer wrote the model, optimizer.pt,
+scheduler.pt, rng_state.pth and trainer_state.json) the folder is renamed to trainlock's step
+directory, the eval loss taken, and the commit marker written over everything: only then
+`committed`. Resume: trainer.train(resume_from_checkpoint=<newest committed step directory>);
+the Trainer restores model, optimizer, scheduler, its RNG file and skips the trained batches.
+
+Observed, not assumed: `restored` is emitted at the first resumed forward, and rng_restored
+says whether every RNG stream then equals the one saved with the checkpoint (a Trainer that
+restores its RNG late, or lets something draw after restoring, reports false); the data
+position is the list of windows the last step trained on, read from the batches the model
+received. Negative controls: --no-restore-rng resumes from a copy of the checkpoint without
+rng_state*.pth, --no-restore-data sets ignore_data_skip; both must make the run diverge.
+
+One process only (--nproc 1); refused as `unsupported` without transformers or accelerate.
+"""
+
+import dataclasses
+import json
+import os
+import shutil
+import time
+
+import torch
+
+from .. import commit, rng, weights
+from ..hf_model import _count_recomputation, build_hf_llama, watch_logits_dtype
+from ..model import causal_lm_loss
+from ..protocol import EngineError
+from ..roundtrip import seed_everything
+from ..schedule import lambda_for
+from . import _framework as fw
+
+NAME = "hf-trainer"
+OUTPUT_DIR = "hf-trainer-output"
+RESUME_COPY = "hf-trainer-resume-without-rng"
+RNG_FILE = "trainlock-rng.pt"  # the streams at save time, to observe the Trainer's restore
+
+
+def prepare(ctx):
+    fw.refuse_without(NAME, "transformers", "accelerate")
+    fw.check_single_process(ctx, NAME)
+
+
+def run(ctx):
+    if ctx.opts.role == "portable":
+        portable(ctx)
+    else:
+        HfTrainerRun(ctx).train()
+
+
+def _training_arguments(ctx, resume):
+    from transformers import TrainingArguments
+
+    spec, opts = ctx.spec, ctx.opts
+    t, o = spec["training"], spec["training"]["optimizer"]
+    fields = {f.name for f in dataclasses.fields(TrainingArguments)}
+    wanted = dict(
+        output_dir=os.path.join(opts.checkpoint_root, OUTPUT_DIR), max_steps=opts.steps,
+        per_device_train_batch_size=t["micro_batch"], gradient_accumulation_steps=t["grad_accum"],
+        learning_rate=o["lr"], adam_beta1=o["beta1"], adam_beta2=o["beta2"], adam_epsilon=o["eps"],
+        weight_decay=o["weight_decay"], warmup_steps=t["scheduler"]["warmup_steps"], max_grad_norm=t["grad_clip"],
+        bf16=t["precision"] == "bf16", fp16=t["precision"] == "fp16",
+        gradient_checkpointing=t["activation_checkpointing"], seed=spec["seed"], data_seed=spec["seed"],
+        save_strategy="steps", save_steps=min(opts.save_at) if opts.save_at else opts.steps, save_total_limit=None,
+        report_to=[], logging_strategy="no", disable_tqdm=True, remove_unused_columns=False,
+        dataloader_num_workers=0, dataloader_drop_last=True, dataloader_pin_memory=False,
+        ignore_data_skip=bool(resume and opts.no_restore_data))
+    if t["activation_checkpointing"]:
+        wanted["gradient_checkpointing_kwargs"] = {"use_reentrant": False}
+    missing = sorted(k for k in wanted if k not in fields)
+    if missing:
+        import transformers
+
+        raise EngineError("unsupported", "transformers %s's TrainingArguments has no %s" % (transformers.__version__, ", ".join(missing)))
+    if ctx.device.type == "cpu":
+        wanted["use_cpu" if "use_cpu" in fields else "no_cuda"] = True
+    return TrainingArguments(**wanted)
+
+
+def _trainer_class():
+    from transformers import Trainer
+
+    class WatchedTrainer(Trainer):
+        """Computes the loss over the windows' own targets and records it per micro-batch."""
+
+        def compute_loss(self, model, inputs, return_outputs=False, **kwargs):
+            hooks = self.trainlock
+            hooks.before_forward(model)
+            logits = model(input_ids=inputs["input_ids"]).logits
+            loss = causal_lm_loss(logits, inputs["targets"])
+            hooks.recorder.micro(loss, inputs["window"])
+            return (loss, {"logits": logits}) if return_outputs else loss
+
+        def _get_train_sampler(self, *args, **kwargs):
+            if not self.trainlock.ctx.spec["training"]["shuffle"]:
+                return torch.utils.data.SequentialSampler(self.train_dataset)
+            return super()._get_train_sampler(*args, **kwargs)
+
+    return WatchedTrainer
+
+
+def _callback_class():
+    from transformers import TrainerCallback
+
+    class Events(TrainerCallback):
+        def __init__(self, run):
+            self.run = run
+
+        def on_train_begin(self, args, state, control, model=None, **kwargs):
+            self.run.on_train_begin()
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self.run.ctx.step = state.global_step + 1
+            self.run.measure.begin(state.global_step + 1)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            control.should_save = self.run.on_step_end(state.global_step)  # overrides DefaultFlowCallback
+            return control
+
+        def on_save(self, args, state, control, **kwargs):
+            self.run.on_save(args, state.global_step)
+
+    return Events
+
+
+class HfTrainerRun:
+    def __init__(self, ctx):
+        self.ctx, self.spec, self.opts = ctx, ctx.spec, ctx.opts
+        fw.check_precision(self.spec, ctx.device)
+        started = time.perf_counter()
+        seed_everything(self.spec["seed"])
+        from .. import data
+
+        self.loader = data.loader_for(self.spec, ctx.emit, 1)
+        self.model, info = build_hf_llama(self.spec, ctx.emit)
+        watch_logits_dtype(self.model)
+        self.model.to(ctx.device)
+        o = self.spec["training"]["optimizer"]
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=o["lr"], betas=(o["beta1"], o["beta2"]),
+                                           eps=o["eps"], weight_decay=o["weight_decay"])
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda_for(self.spec))
+        self.recorder = fw.StepRecorder()
+        self.measure = fw.Measure(ctx, NAME, self.model, self.opts.measure_step)
+        self.resume = self._resume_point() if self.opts.restore else None
+        info["class"] += " under transformers.Trainer"
+        ctx.emit("setup", data=self.loader.describe(), model=info, seconds=time.perf_counter() - started)
+        self.trainer = _trainer_class()(model=self.model, args=_training_arguments(ctx, self.resume), train_dataset=fw.WindowDataset(self.loader),
+                                        optimizers=(self.optimizer, self.scheduler), callbacks=[_callback_class()(self)])
+        self.trainer.trainlock = self
+        self._check_device()
+        self.pending_restore = self.resume is not None
+
+    def _check_device(self):
+        used = torch.device(self.trainer.args.device)
+        if used.type != self.ctx.device.type or (used.type == "cuda" and (used.index or 0) != (self.ctx.device.index or 0)):
+            raise EngineError("unsupported", "--device %s: transformers' Trainer trains on %s in a single process" % (self.ctx.device, used))
+        if getattr(self.trainer.args, "n_gpu", 1) > 1:
+            raise EngineError("unsupported", "transformers' Trainer would wrap the model in DataParallel over %d GPUs; expose one GPU" % self.trainer.args.n_gpu)
+
+    # -- resume --------------------------------------------------------------------------
+    def _resume_point(self):
+        step, directory, size, skipped = commit.latest_committed(self.opts.checkpoint_root)
+        if step is None:
+            raise EngineError("checkpoint", "no committed checkpoint under %s%s" % (
+                self.opts.checkpoint_root, " (uncommitted: %s)" % ", ".join(skipped) if skipped else ""))
+        state = _trainer_state(directory)
+        if state.get("global_step") != step:
+            raise EngineError("checkpoint", "%s: trainer_state.json says global_step %r" % (directory, state.get("global_step")))
+        saved_rng = _read_rng(directory)
+        resume_dir = directory
+        if self.opts.no_restore_rng:  # the Trainer restores what it finds: give it no RNG file
+            resume_dir = os.path.join(self.opts.checkpoint_root, RESUME_COPY)
+            shutil.rmtree(resume_dir, ignore_errors=True)
+            shutil.copytree(directory, resume_dir, ignore=shutil.ignore_patterns("rng_state*.pth"))
+        return {"step": step, "dir": directory, "resume_dir": resume_dir, "bytes": size, "skipped": skipped,
+                "saved_rng": saved_rng, "started": time.perf_counter()}
+
+    def before_forward(self, model):
+        """At the first resumed forward: did the Trainer put the saved RNG streams back?"""
+        if not self.pending_restore or not model.training:
+            return
+        self.pending_restore = False
+        r = self.resume
+        rng_restored = r["saved_rng"] is not None and fw.rng_matches(r["saved_rng"], self.ctx.device)
+        data_restored = not self.opts.no_restore_data
+        self.ctx.emit("restored", step=r["step"], dir=r["dir"], bytes=r["bytes"], seconds=time.perf_counter() - r["started"],
+                      rng_restored=rng_restored, data_restored=data_restored, world_size_saved=1,
+                      data_position_carried=data_restored, grad_accum=self.spec["training"]["grad_accum"],
+                      skipped_uncommitted=r["skipped"], resumed_from=r["resume_dir"])
+        self.ctx.emit("eval", when="after_restore", loss=fw.eval_loss(self.model, self.loader, self.spec, self.ctx.device), step=r["step"])
+
+    # -- callbacks -----------------------------------------------------------------------
+    def on_train_begin(self):
+        if self.spec["training"]["activation_checkpointing"]:
+            _count_recomputation(self.model)  # the Trainer re-enabled checkpointing: count again
+
+    def on_step_end(self, step):
+        loss = self.recorder.step_loss(step)
+        self.ctx.emit("step", step=step, loss=loss)
+        self.measure.end(step, self.spec["training"]["grad_accum"])
+        save = step in self.opts.save_at
+        if save:
+            self.save_started = time.perf_counter()
+            self.ctx.emit("checkpoint", phase="started", step=step, **{"async": False})
+        return save
+
+    def on_save(self, args, step):
+        from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+        source = os.path.join(args.output_dir, "%s-%d" % (PREFIX_CHECKPOINT_DIR, step))
+        if not os.path.exists(os.path.join(source, "trainer_state.json")):
+            raise EngineError("checkpoint", "%s: the Trainer's save left no trainer_state.json" % source)
+        target = commit.step_dir(self.opts.checkpoint_root, step)
+        if os.path.lexists(target):
+            shutil.rmtree(target)
+        os.rename(source, target)
+        torch.save(rng.capture(), os.path.join(target, RNG_FILE))  # no stream drew since the Trainer's save
+        blocking = time.perf_counter() - self.save_started
+        self.ctx.emit("eval", when="after_save", loss=fw.eval_loss(self.model, self.loader, self.spec, self.ctx.device), step=step)
+        files, size = commit.write_marker(target, step)
+        seconds = time.perf_counter() - self.save_started
+        self.ctx.emit("checkpoint", phase="committed", step=step, dir=target, bytes=size, seconds=seconds, blocking_s=blocking,
+                      write_s=blocking, files=len(files), **{"async": False})
+        commit.prune(self.opts.checkpoint_root, self.opts.keep_last)
+
+    # -- the run -------------------------------------------------------------------------
+    def train(self):
+        resume_dir = self.resume["resume_dir"] if self.resume else None
+        self.trainer.train(resume_from_checkpoint=resume_dir)
+        if self.pending_restore:
+            raise EngineError("checkpoint", "the Trainer resumed without running a step (restored step %d, --steps %d)" % (self.resume["step"], self.opts.steps))
+        step = self.trainer.state.global_step
+        self.ctx.step = None
+        if step != self.opts.steps:
+            raise EngineError("training", "the Trainer stopped at step %d, not --steps %d" % (step, self.opts.steps))
+        if self.opts.final_state:
+            fw.emit_final_state(self.ctx, step, self.model, self.optimizer, self.recorder.position(step))
+
+
+def _trainer_state(directory):
+    path = os.path.join(directory, "trainer_state.json")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(64 << 20)
+        state = json.loads(raw.decode("utf-8"))
+        if not isinstance(state, dict):
+            raise ValueError("not an object")
+        return state
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise EngineError("checkpoint", "%s: unreadable (%s)" % (path, e))
+
+
+def _read_rng(directory):
+    from .. import safe_load
+
+    path = os.path.join(directory, RNG_FILE)
+    return safe_load.load(path) if os.path.exists(path) else None
+
+
+def portable(ctx):
+    """A fresh process reads the newest committed checkpoint's weights with trainlock's own
+    safetensors reader (not the Trainer's) and reports the eval loss."""
+    from .. import data, safetensors_io
+
+    started = time.perf_counter()
+    seed_everything(ctx.spec["seed"])
+    loader = data.loader_for(ctx.spec, ctx.emit, 1)
+    model, info = build_hf_llama(ctx.spec, ctx.emit)
+    ctx.emit("setup", data=loader.describe(), model=info, seconds=time.perf_counter() - started)
+    step, directory, size, skipped = commit.latest_committed(ctx.opts.checkpoint_root)
+    if step is None:
+        raise EngineError("checkpoint", "no committed checkpoint under %s" % ctx.opts.checkpoint_root)
+    path = os.path.join(directory, "model.safetensors")
+    try:
+        with open(path, "rb") as f:
+            tensors = safetensors_io.read(f.read(), path)
+    except OSError as e:
+        raise EngineError("checkpoint", "%s: %s" % (path, e.strerror or e))
+    weights.load_into(model, tensors, ctx.spec["model"]["tie_embeddings"])
+    model.to(ctx.device)
+    ctx.emit("restored", step=step, dir=directory, bytes=size, seconds=time.perf_counter() - started, rng_restored=False,
+             data_restored=False, world_size_saved=1, data_position_carried=False, weights_only=True, skipped_uncommitted=skipped)
+    ctx.emit("eval", when="portable", loss=fw.eval_loss(model, loader, ctx.spec, ctx.device), step=step)
