@@ -1,0 +1,111 @@
+"""Manual check for the framework engines on a GPU machine (torch >= 2, transformers,
+accelerate, lightning): for each engine, the round trip A (uninterrupted), B (save at K,
+SIGKILLed after `committed`), C (resumed), D (portable), plus the two negative controls
+(--no-restore-rng, --no-restore-data, which must diverge), on a small Llama (hidden 256,
+4 layers, seq 256, micro_batch 4, grad_accum 2, dropout 0.1) in bf16 on cuda. Prints per engine:
+bitwise yes/no, first divergent step, max loss difference, the restored flags. Not part of the
+CPU suite; each process has a timeout.
+
+    PYTHONPATH=tests/engines python3 tests/engines/gpu_engines.py [ENGINE...] [--precision P] [--timeout S]
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+import harness
+
+STEPS, SAVE_AT = 6, 3
+
+
+def spec_for(engine, precision):
+    return harness.tiny_spec(engine=engine, **{
+        "model.hidden_size": 256, "model.num_layers": 4, "model.num_heads": 4, "model.num_kv_heads": 2,
+        "model.intermediate_size": 688, "model.vocab_size": 512, "model.dropout": 0.1,
+        "training.seq_len": 256, "training.micro_batch": 4, "training.grad_accum": 2, "training.precision": precision,
+        "data.length": 200000})
+
+
+def compare(a, c):
+    """(bitwise, first divergent step, max |loss diff|, differing digest names)."""
+    la, lc = a.losses(), c.losses()
+    steps = sorted(s for s in la if s > SAVE_AT)
+    first = next((s for s in steps if la.get(s) != lc.get(s)), None)
+    diffs = [abs(la[s] - lc[s]) for s in steps if s in lc and la[s] is not None and lc[s] is not None]
+    da = a.one("state")["digests"] if a.of("state") else {}
+    dc = c.one("state")["digests"] if c.of("state") else {}
+    differ = sorted(k for k in set(da) | set(dc) if da.get(k) != dc.get(k))
+    bitwise = bool(da) and not differ and first is None and len(lc) == len(steps)
+    return bitwise, first, max(diffs) if diffs else None, differ
+
+
+def restored_flags(run):
+    r = run.of("restored")
+    return {k: r[0].get(k) for k in ("step", "rng_restored", "data_restored", "data_position_offered")} if r else None
+
+
+def show_failure(name, run):
+    if run.code not in (0, None) and not run.killed:
+        err = run.of("error")
+        print("   %s exit %s: %s" % (name, run.code, err[0] if err else run.stderr[-1500:]))
+
+
+def engine_round_trip(engine, precision, timeout, work):
+    spec = harness.write_spec(work, spec_for(engine, precision))
+    base = ["--engine", engine, "--spec", spec, "--device", "cuda", "--steps", str(STEPS)]
+
+    def go(name, args, root, kill_after=None):
+        started = time.time()
+        run = harness.run_engine(base + ["--checkpoint-root", os.path.join(work, root)] + args, kill_after=kill_after,
+                                 timeout=timeout)
+        print("   %-16s exit %-4s %5.1fs %s" % (name, run.code, time.time() - started, "killed" if run.killed else ""))
+        show_failure(name, run)
+        return run
+
+    print("== %s (%s)" % (engine, precision))
+    a = go("A uninterrupted", ["--measure-step", "2", "--final-state", os.path.join(work, "a.pt")], "a")
+    if a.of("hello"):
+        print("   versions", a.events[0].get("versions"))
+    b = go("B preempted", ["--save-at", str(SAVE_AT)], "b", kill_after=harness.committed_at(SAVE_AT))
+    c = go("C resumed", ["--restore", "--final-state", os.path.join(work, "c.pt")], "b")
+    d = go("D portable", ["--role", "portable"], "b")
+    nr = go("no-restore-rng", ["--restore", "--no-restore-rng", "--final-state", os.path.join(work, "r.pt")], "b")
+    nd = go("no-restore-data", ["--restore", "--no-restore-data", "--final-state", os.path.join(work, "d.pt")], "b")
+    bitwise, first, maxdiff, differ = compare(a, c)
+    print("   bitwise: %s  first divergent step: %s  max loss diff: %s" % ("yes" if bitwise else "no", first, maxdiff))
+    if differ:
+        print("   digests that differ (%d): %s" % (len(differ), differ[:10]))
+    print("   restored (C):", restored_flags(c))
+    evals = {e["when"]: e["loss"] for r in (b, c, d) for e in r.of("eval")}
+    print("   eval after_save %s after_restore %s portable %s" % (evals.get("after_save"), evals.get("after_restore"), evals.get("portable")))
+    for name, run in (("no-restore-rng", nr), ("no-restore-data", nd)):
+        diverged = not compare(a, run)[0]
+        print("   %s: restored %s, diverged: %s" % (name, restored_flags(run), "yes" if diverged else "NO (the control failed)"))
+    m = a.of("measurement")
+    if m:
+        print("   measured_shape", m[0]["measured_shape"], "step_time_s %.4f" % m[0]["step_time_s"])
+    return bitwise
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("engines", nargs="*", default=["hf-trainer", "lightning"])
+    p.add_argument("--precision", default="bf16")
+    p.add_argument("--timeout", type=int, default=120)
+    opts = p.parse_args()
+    results = {}
+    for engine in opts.engines:
+        with tempfile.TemporaryDirectory(prefix="trainlock-gpu-%s-" % engine) as work:
+            try:
+                results[engine] = engine_round_trip(engine, opts.precision, opts.timeout, work)
+            except Exception as e:  # noqa: BLE001 - one engine's failure must not hide the other's result
+                print("   %s: the check itself failed: %s: %s" % (engine, type(e).__name__, e))
+                results[engine] = False
+    print("summary:", {k: "bitwise" if v else "NOT bitwise" for k, v in results.items()})
+    return 0 if all(results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
