@@ -24,6 +24,8 @@ test_packages=(
   libgtest-dev libgmock-dev clang libclang-rt-14-dev
   # the formatting test (ci/format.sh): Debian 12's clang-format 14
   clang-format
+  # the Python engines of the round trip (validators/engines/python) run on Debian's torch 1.13
+  python3-torch
   # tests of `trainlock lock`: a real registry on loopback, images built and read back with
   # buildah and skopeo, and Python stand-ins for the Hugging Face Hub and a tampering proxy
   docker-registry buildah skopeo python3 busybox-static

@@ -1,6 +1,7 @@
 # Script mode: writes OUTPUT, a C++ source defining FUNCTION() (default
 # EmbeddedCatalogFiles, declared in catalog_embedded.h) over the files listed in FILES (a
-# |-separated list). Bytes are emitted as hex so any content is safe. The arrays are named after
+# |-separated list), each named by its file name or, with BASE, by its path relative to BASE. Bytes
+# are emitted as hex so any content is safe; an empty list gives an empty span. The arrays are named after
 # FUNCTION so that two embedded sets can share a unity translation unit.
 if(NOT FUNCTION)
   set(FUNCTION EmbeddedCatalogFiles)
@@ -10,7 +11,11 @@ set(entries "")
 set(index 0)
 string(REPLACE "|" ";" FILES "${FILES}")
 foreach(file IN LISTS FILES)
-  get_filename_component(name "${file}" NAME)
+  if(BASE)
+    file(RELATIVE_PATH name "${BASE}" "${file}")
+  else()
+    get_filename_component(name "${file}" NAME)
+  endif()
   file(READ "${file}" hex HEX)
   string(LENGTH "${hex}" hex_length)
   math(EXPR byte_count "${hex_length} / 2")
@@ -19,7 +24,11 @@ foreach(file IN LISTS FILES)
   string(APPEND entries "    {\"${name}\", std::string_view(k${FUNCTION}${index}, ${byte_count})},\n")
   math(EXPR index "${index} + 1")
 endforeach()
-string(APPEND body "const EmbeddedFile k${FUNCTION}[] = {\n${entries}};\n}  // namespace\n\n")
-string(APPEND body "std::span<const EmbeddedFile> ${FUNCTION}() { return k${FUNCTION}; }\n\n}  // namespace trainlock\n")
+if(index EQUAL 0)
+  string(APPEND body "}  // namespace\n\nstd::span<const EmbeddedFile> ${FUNCTION}() { return {}; }\n\n}  // namespace trainlock\n")
+else()
+  string(APPEND body "const EmbeddedFile k${FUNCTION}[] = {\n${entries}};\n}  // namespace\n\n")
+  string(APPEND body "std::span<const EmbeddedFile> ${FUNCTION}() { return k${FUNCTION}; }\n\n}  // namespace trainlock\n")
+endif()
 file(WRITE "${OUTPUT}.tmp" "${body}")
 file(COPY_FILE "${OUTPUT}.tmp" "${OUTPUT}" ONLY_IF_DIFFERENT)

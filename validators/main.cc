@@ -91,6 +91,10 @@ std::optional<std::string> FillOptions(const std::map<std::string, std::string>&
       return "--nproc: '" + nproc + "' is not auto or a count in [1, 1024]";
     v.nproc = static_cast<int>(n);
   }
+  v.engine_nproc = number("--engine-nproc", v.engine_nproc);
+  v.reshard_to = number("--reshard-to", v.reshard_to);
+  v.kill_during_save = flags.at("--kill-during-save");
+  v.python = value("--python");
   const std::string control = value("--negative-control");
   v.negative_control = control == "rng"       ? NegativeControl::kSkipRngRestore
                        : control == "data"    ? NegativeControl::kSkipDataRestore

@@ -474,6 +474,11 @@ std::optional<std::string> Subprocess::ReadLine(ProcessClock::time_point deadlin
       unread_.erase(0, nl + 1);
       return line;
     }
+    if (unread_.size() > kMaxReadLineBytes) {  // no newline in sight: cut, never grow unbounded
+      std::string line = unread_.substr(0, kMaxReadLineBytes);
+      unread_.erase(0, kMaxReadLineBytes);
+      return line;
+    }
     const auto left = deadline - ProcessClock::now();
     if (left <= ProcessClock::duration::zero() || out_fd_ < 0) return std::nullopt;
     unread_.append(buffer, ReadChunk(Slice(left), buffer, sizeof buffer));

@@ -34,6 +34,9 @@ enum class Stream {
   kFile,     // appended to a file (created when missing)
 };
 
+// ReadLine's longest line: a child's stdout cannot make the reader hold more than this.
+inline constexpr size_t kMaxReadLineBytes = (size_t{1} << 20) + 1;
+
 struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0] is looked up on PATH unless it has a slash
   std::string program;            // run this file instead of looking up argv[0]
@@ -80,6 +83,7 @@ class Subprocess {
 
   // The next line on the pipe, without its newline; nullopt at the end of the output or at the
   // deadline. For a child that speaks a line protocol on stdout.
+  // A line longer than kMaxReadLineBytes comes back in pieces of that size.
   std::optional<std::string> ReadLine(ProcessClock::time_point deadline);
   // Waits for the child to exit until `deadline`, reading the pipe into the tail meanwhile so
   // that a chatty child never blocks. Returns its exit code, or nullopt at the deadline (the

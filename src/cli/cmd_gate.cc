@@ -22,6 +22,7 @@
 #include "project/artifact_paths.h"
 #include "project/check_ids.h"
 #include "project/project.h"
+#include "project/round_trip_engines.h"
 #include "report/gate.h"
 #include "report/report_signing.h"
 #include "report/report_view.h"
@@ -37,6 +38,7 @@ struct GateOptions {
   std::vector<std::string> require;
   bool allow_unsigned = false;
   bool require_lock_checkpoint_dir = false;
+  std::string require_engine;
   std::string image;
   std::string target;
   bool json = false;
@@ -129,6 +131,7 @@ GateRequest BuildRequest(const GateOptions& options, const Project& project) {
   request.target = GateTargetOf(options, project);
   request.allow_unsigned = options.allow_unsigned;
   request.require_lock_checkpoint_dir = options.require_lock_checkpoint_dir;
+  if (!options.require_engine.empty()) request.require_engine = options.require_engine;
   if (!options.key.empty()) request.public_key_pem = ReadInputFile(options.key, options.key);
   request.now_s = std::chrono::duration_cast<std::chrono::seconds>(
                       std::chrono::system_clock::now().time_since_epoch())
@@ -230,6 +233,10 @@ Command RegisterGate(CLI::App& app, const GlobalOptions& global) {
   cmd->add_flag("--require-lock-checkpoint-dir", options->require_lock_checkpoint_dir,
                 "Refuse a report whose checkpoints did not go to the lock's "
                 "validate.checkpoint-dir (a --checkpoint-dir override, or a lock naming none)");
+  cmd->add_option("--require-engine", options->require_engine,
+                  "Refuse a report whose round trip another engine trained (native, ddp, fsdp2, "
+                  "hf-trainer, lightning, deepspeed)")
+      ->check(CLI::IsMember(RoundTripEngineNames()));
   cmd->add_flag("--json", options->json, "Print the decision as JSON");
   return [options, &global] { return RunGate(*options, global); };
 }

@@ -45,6 +45,7 @@ int RunGenerate(GenerateOptions options, const GlobalOptions& global) {
           : std::filesystem::path(options.out);
   std::filesystem::create_directories(out);
   for (const auto& [name, text] : files) {
+    std::filesystem::create_directories((out / name).parent_path());  // engine/trainlock_engine/
     WriteFileAtomically(out / name, text);
     std::cout << "wrote " << (out / name).string() << "\n";
   }

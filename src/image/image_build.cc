@@ -121,7 +121,10 @@ fs::path StageContext(const fs::path& project_dir, const Project& project,
   fs::create_directories(context);
   if (o.containerfile.empty()) {
     const auto files = GenerateImage(project, o.image);
-    for (const auto& [name, text] : files) WriteFileAtomically(context / name, text);
+    for (const auto& [name, text] : files) {
+      fs::create_directories((context / name).parent_path());  // engine/trainlock_engine/
+      WriteFileAtomically(context / name, text);
+    }
     if (o.image.target == "cpu" && !o.image.build_validator) {
       StageValidator(o, files.at("image.json"), context);
     } else {

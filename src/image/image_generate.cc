@@ -18,6 +18,7 @@
 #include "image/image_record.h"
 #include "image/in_image_paths.h"
 #include "image/requirements_file.h"
+#include "project/round_trip_engines.h"
 
 namespace trainlock {
 namespace fs = std::filesystem;
@@ -109,6 +110,31 @@ std::string FillTemplate(const std::string& text,
   }
   return out + text.substr(pos);
 }
+
+namespace {
+
+// A Python engine's package as the lock pins it ("engine/trainlock_engine/..." -> bytes), for
+// the image to install; none for the native engine. This trainlock's copy must be the pinned
+// one: an image never carries engine files its lock does not name.
+std::map<std::string, std::string> PinnedEngineFiles(const Spec& lock) {
+  const RoundTripEngine* engine = FindRoundTripEngine(lock.validate.engine);
+  if (!engine || !engine->python) return {};
+  if (PythonEngineSha256() != lock.validate.engine_sha256) {
+    throw InputError(Diagnostic{
+        lock.path,
+        {},
+        "validate.engine-sha256 pins Python engine files this trainlock does not ship (it "
+        "ships " +
+            PythonEngineSha256().substr(0, 12) + "...)",
+        "re-lock with this trainlock (`trainlock lock`)"});
+  }
+  std::map<std::string, std::string> files;
+  for (const EmbeddedFile& f : EmbeddedPythonEngineFiles())
+    files["engine/" + std::string(f.name)] = std::string(f.contents);
+  return files;
+}
+
+}  // namespace
 
 std::map<std::string, std::string> GenerateImage(const Project& project, const ImageOptions& o) {
   auto fail = [&](const std::string& message, const std::string& hint = {}) {
@@ -206,12 +232,23 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
              "COPY --from=builder /build/bin/trainlock-validate " +
                  std::string(kValidatorInImage)},
   };
+  std::map<std::string, std::string> engine_files = PinnedEngineFiles(lock);
+  values["ENGINE_COPY"] =
+      engine_files.empty()
+          ? "# The round trip's engine is " + lock.validate.engine + ": no Python engine files."
+          : "# The round trip's Python engine (" + lock.validate.engine +
+                "), the files the lock pins (validate.engine-sha256 " +
+                lock.validate.engine_sha256.substr(0, 12) + "...).\nCOPY engine/ " +
+                std::string(kEnginesInImage) + "/";
   if (!gpu) {
     values["BUILDER"] = FillTemplate(CpuBuilder(snapshot, !copy_validator, ops.build), values);
   }
-  return {{"Containerfile", FillTemplate(Template(o.target), values)},
-          {"requirements.txt", RequirementsFile(t, lock.lock_build_sha256)},
-          {"image.json", record.ToJson().dump(2) + "\n"}};
+  std::map<std::string, std::string> files = {
+      {"Containerfile", FillTemplate(Template(o.target), values)},
+      {"requirements.txt", RequirementsFile(t, lock.lock_build_sha256)},
+      {"image.json", record.ToJson().dump(2) + "\n"}};
+  files.merge(engine_files);
+  return files;
 }
 
 }  // namespace trainlock

@@ -19,6 +19,10 @@ inline constexpr const char* kValidatorInImage = "/usr/local/bin/trainlock-valid
 // templates create it there); env.packages asks it where its packages are.
 inline constexpr const char* kPythonInImage = "/opt/venv/bin/python3";
 
+// The Python engines of the round trip (project/round_trip_engines.h), installed from the
+// copy compiled into trainlock; the validator verifies them against the lock before running.
+inline constexpr const char* kEnginesInImage = "/opt/trainlock/engines";
+
 // `trainlock validate --image`: the host's project directory (read-only) and the directory the
 // validator writes its report into, as the container sees them.
 inline constexpr const char* kProjectMountInContainer = "/trainlock/project";

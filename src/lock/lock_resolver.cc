@@ -18,6 +18,7 @@
 #include "lock/python_resolver.h"
 #include "project/artifact_paths.h"
 #include "project/project.h"
+#include "project/round_trip_engines.h"
 #include "project/spec_loader.h"
 
 namespace trainlock {
@@ -271,6 +272,22 @@ class ScratchDir {
   fs::path path_;
 };
 
+// A Python engine runs from the files this trainlock ships: the lock pins their bytes
+// (validate.engine-sha256), which the image installs and the validator verifies before running.
+void PinEngine(const Spec& manifest, toml::table& doc, std::vector<std::string>& pinned) {
+  const RoundTripEngine* engine = FindRoundTripEngine(manifest.validate.engine);
+  if (!engine || !engine->python) return;
+  const std::string sha = PythonEngineSha256();
+  if (sha.empty()) {
+    throw Failure("validate.engine = " + Quoted(manifest.validate.engine) +
+                      ": this trainlock was built without the Python engines "
+                      "(validators/engines/python)",
+                  kExitEnvironment);
+  }
+  doc["validate"].as_table()->insert_or_assign("engine-sha256", sha);
+  pinned.push_back("engine " + std::string(engine->name) + " files " + sha.substr(0, 12));
+}
+
 }  // namespace
 
 ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& options) {
@@ -378,6 +395,7 @@ ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& options) {
     }
   }
   if (!problems.empty()) throw AllProblems(problems);
+  PinEngine(manifest, doc, out.pinned);
   doc.insert_or_assign("lock-version", 1);
   doc.insert_or_assign("manifest-sha256", manifest_sha);
   doc["project"].as_table()->insert_or_assign("config-sha256", Sha256Hex(config_text));

@@ -104,6 +104,10 @@ struct ValidateSpec {
   double eval_tolerance = kDefaultEvalTolerance;
   std::string checkpoint_dir;         // "" = a directory under the report's directory
   std::vector<std::string> required;  // check ids that must pass
+  // Which trainer runs the round trip (project/round_trip_engines.h); a lock also pins a
+  // Python engine's shipped files (PythonEngineSha256).
+  std::string engine = "native";
+  std::string engine_sha256;
 };
 
 // [ext.command]: the project's own smoke command (e.g. its training script for two steps),

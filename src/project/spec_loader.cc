@@ -11,11 +11,13 @@
 #include "base/canonical.h"
 #include "base/refs.h"
 #include "base/sha256.h"
+#include "base/strings.h"
 #include "base/suggest.h"
 #include "base/toml_document.h"
 #include "base/version.h"
 #include "project/check_ids.h"
 #include "project/project_path.h"
+#include "project/round_trip_engines.h"
 
 namespace trainlock {
 
@@ -79,6 +81,7 @@ class SpecReader {
   void ReadCustomOps(const toml::array& a);
   void ReadSmoke(const toml::array& a, const std::string& name, CustomOpLibrary& lib);
   void ReadValidate(const toml::table& t);
+  void ReadEngine(TomlFields& f, ValidateSpec& v);
   void ReadExt(const toml::table& t);
   void ReadImages(const toml::table& t);
 
@@ -588,6 +591,27 @@ void SpecReader::ReadSmoke(const toml::array& a, const std::string& name, Custom
   }
 }
 
+// validate.engine, and in a lock the pin of a Python engine's shipped files.
+void SpecReader::ReadEngine(TomlFields& f, ValidateSpec& v) {
+  if (auto engine = f.String("engine", Need::kOptional)) {
+    if (!FindRoundTripEngine(*engine)) {
+      const std::vector<std::string> names = RoundTripEngineNames();
+      const std::vector<std::string_view> views(names.begin(), names.end());
+      std::string hint = DidYouMean(*engine, views);
+      f.Error(f.Pos("engine"), "unknown engine " + Quoted(*engine) + " in 'validate.engine'",
+              (hint.empty() ? "" : hint + "; ") + "engines: " + JoinStrings(names, ", "));
+    } else {
+      v.engine = *engine;
+    }
+  }
+  if (!lock()) return;
+  const RoundTripEngine* engine = FindRoundTripEngine(v.engine);
+  auto sha =
+      f.String("engine-sha256", engine && engine->python ? Need::kRequired : Need::kOptional);
+  CheckSha256(f, "engine-sha256", sha);
+  v.engine_sha256 = sha.value_or("");
+}
+
 void SpecReader::ReadValidate(const toml::table& t) {
   TomlFields f = Fields(t, "validate");
   ValidateSpec& v = spec_.validate;
@@ -612,6 +636,7 @@ void SpecReader::ReadValidate(const toml::table& t) {
     if (dir->front() != '/') CheckRelativePath(f, "checkpoint-dir", *dir, f.Pos("checkpoint-dir"));
     v.checkpoint_dir = *dir;
   }
+  ReadEngine(f, v);
   if (auto required = f.StringArray("required", Need::kOptional)) {
     for (const std::string& id : *required) {
       if (!IsCheckId(id)) {

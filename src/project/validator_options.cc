@@ -10,7 +10,7 @@ namespace trainlock {
 namespace {
 
 // The help texts are the validator's own (`trainlock-validate --help`).
-const std::array<ValidatorOption, 19> kValidatorOptionTable = {{
+const std::array<ValidatorOption, 23> kValidatorOptionTable = {{
     {"--out,-o", "FILE",
      "Where to write the report (default: DIR/.trainlock/reports/report.json, where `trainlock "
      "gate` looks)",
@@ -58,6 +58,21 @@ const std::array<ValidatorOption, 19> kValidatorOptionTable = {{
      "Deliberately break the resume to prove the check fails: rng (skip RNG restore), data (skip "
      "data-loader restore), corrupt (flip a checkpoint byte)",
      "none|rng|data|corrupt"},
+    {"--engine-nproc", "N",
+     "Processes of one run of the lock's engine (its world size; Python engines, default 1)", "", 1,
+     1024},
+    {"--reshard-to", "M",
+     "Also restore the round trip's checkpoint at world size M and train to the end: the resume "
+     "must still equal the uninterrupted run (engines that reshard: fsdp2)",
+     "", 1, 1024},
+    {"--kill-during-save", nullptr,
+     "Save again after the committed checkpoint and SIGKILL the process while that save is being "
+     "written: the resume must use the committed one (engines that save asynchronously)",
+     ""},
+    {"--python", "PATH",
+     "The Python that runs a Python engine (default: the image's /opt/venv/bin/python3, else "
+     "python3 on PATH)",
+     ""},
 }};
 
 // The names of "--out,-o": "--out", "-o".

@@ -123,37 +123,56 @@ using Text = std::optional<std::string>;
   X(Flag, bitwise_equal)
 
 // train.roundtrip: seconds, bytes, GB/s; losses per step.
-#define TRAINLOCK_ROUNDTRIP_METRICS(X)                                                      \
-  X(Integer, steps)                                                                         \
-  X(Integer, checkpoint_at) /* the step the preempted process saved at */                   \
-  X(Free, pids)             /* uninterrupted, preempted, resumed */                         \
-  X(Text, preempted_with)   /* "SIGKILL" */                                                 \
-  X(Numbers, losses_uninterrupted)                                                          \
-  X(Numbers, losses_resumed)                                                                \
-  X(Flag, rng_restored)                                                                     \
-  X(Flag, data_restored)                                                                    \
-  X(OrNull<int64_t>, restored_step) /* the step the resumed process restored; null: none */ \
-  X(Free, checkpoint_bytes)                                                                 \
-  X(Free, save_s) /* to durable storage */                                                  \
-  X(Free, save_gbps)                                                                        \
-  X(Number, save_blocking_s) /* what training was held up for */                            \
-  X(Number, save_staging_wait_s)                                                            \
-  X(Number, save_staging_alloc_s)                                                           \
-  X(Number, save_write_s)                                                                   \
-  X(Free, restore_s)                                                                        \
-  X(Free, restore_gbps)                                                                     \
-  X(Flag, bitwise_equal)                                                                    \
-  X(Text, reference_digest) /* sha256 of the uninterrupted run's losses and state */        \
-  X(Number, max_abs_loss_diff)                                                              \
-  X(Flag, final_state_equal)                                                                \
-  X(OrNull<double>, max_abs_state_diff) /* null: the states were not both written */        \
-  X(Number, loss_tolerance)                                                                 \
-  X(Text, mode) /* "deterministic" */                                                       \
-  X(Integer, first_divergent_step)                                                          \
-  X(Text, first_divergent_tensor)                                                           \
-  X(Flag, portable_beside_resume)                                                           \
-  X(OrNull<bool>, ranks_bitwise_identical) /* null: no two ranks of one GPU model */        \
-  X(Free, ranks_computing_differently)
+#define TRAINLOCK_ROUNDTRIP_METRICS(X)                                                             \
+  X(Integer, steps)                                                                                \
+  X(Integer, checkpoint_at) /* the step the preempted process saved at */                          \
+  X(Free, pids)             /* uninterrupted, preempted, resumed */                                \
+  X(Text, preempted_with)   /* "SIGKILL" */                                                        \
+  X(Numbers, losses_uninterrupted)                                                                 \
+  X(Numbers, losses_resumed)                                                                       \
+  X(Flag, rng_restored)                                                                            \
+  X(Flag, data_restored)                                                                           \
+  X(OrNull<int64_t>, restored_step) /* the step the resumed process restored; null: none */        \
+  X(Free, checkpoint_bytes)                                                                        \
+  X(Free, save_s) /* to durable storage */                                                         \
+  X(Free, save_gbps)                                                                               \
+  X(Number, save_blocking_s) /* what training was held up for */                                   \
+  X(Number, save_staging_wait_s)                                                                   \
+  X(Number, save_staging_alloc_s)                                                                  \
+  X(Number, save_write_s)                                                                          \
+  X(Free, restore_s)                                                                               \
+  X(Free, restore_gbps)                                                                            \
+  X(Flag, bitwise_equal)                                                                           \
+  X(Text, reference_digest) /* sha256 of the uninterrupted run's losses and state */               \
+  X(Number, max_abs_loss_diff)                                                                     \
+  X(Flag, final_state_equal)                                                                       \
+  X(OrNull<double>, max_abs_state_diff) /* null: the states were not both written */               \
+  X(Number, loss_tolerance)                                                                        \
+  X(Text, mode) /* "deterministic" */                                                              \
+  X(Integer, first_divergent_step)                                                                 \
+  X(Text, first_divergent_tensor)                                                                  \
+  X(Flag, portable_beside_resume)                                                                  \
+  X(OrNull<bool>, ranks_bitwise_identical) /* null: no two ranks of one GPU model */               \
+  X(Free, ranks_computing_differently)                                                             \
+  X(Text, engine)              /* the engine that trained, as its processes said (hello) */        \
+  X(Free, engine_versions)     /* {package: version}, read inside the engine's process */          \
+  X(Integer, world_size)       /* the engine's processes per run (--engine-nproc) */               \
+  X(Flag, killed_during_save)  /* B died while a later save was being written */                   \
+  X(Free, skipped_uncommitted) /* torn checkpoints the resumed process passed over */              \
+  X(Free, reshard)             /* ReshardMetrics: B's checkpoint restored at another world size */ \
+  X(Free, protocol_problems)   /* engine output lines ignored, and the first reason */
+
+// train.roundtrip's reshard: process E restored B's checkpoint at another world size and trained
+// to the end; compared with the uninterrupted run A, which trained at the saved world size.
+#define TRAINLOCK_RESHARD_METRICS(X)                                                     \
+  X(Integer, saved_world_size)                                                           \
+  X(Integer, restored_world_size)                                                        \
+  X(Flag, bitwise_equal)                                                                 \
+  X(Number, max_abs_loss_diff)                                                           \
+  X(Flag, final_state_equal)                                                             \
+  X(OrNull<int64_t>, restored_step)                                                      \
+  X(Flag, data_position_carried) /* the engine says its data position survives N -> M */ \
+  X(Numbers, losses_resharded)
 
 // train.eval: losses (nats) before the save and after the restore.
 #define TRAINLOCK_EVAL_METRICS(X)    \
@@ -322,6 +341,9 @@ struct RankTrainMetrics {
 struct RoundtripMetrics {
   TRAINLOCK_ROUNDTRIP_METRICS(TRAINLOCK_METRICS_MEMBER)
 };
+struct ReshardMetrics {
+  TRAINLOCK_RESHARD_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
 struct EvalMetrics {
   TRAINLOCK_EVAL_METRICS(TRAINLOCK_METRICS_MEMBER)
 };
@@ -379,6 +401,7 @@ TRAINLOCK_DECLARE_METRICS(MeasuredShapeMetrics)
 TRAINLOCK_DECLARE_METRICS(MemoryEstimateMetrics)
 TRAINLOCK_DECLARE_METRICS(RankTrainMetrics)
 TRAINLOCK_DECLARE_METRICS(RoundtripMetrics)
+TRAINLOCK_DECLARE_METRICS(ReshardMetrics)
 TRAINLOCK_DECLARE_METRICS(EvalMetrics)
 TRAINLOCK_DECLARE_METRICS(PortableMetrics)
 TRAINLOCK_DECLARE_METRICS(AllreduceMetrics)

@@ -10,6 +10,7 @@
 #include "base/time_text.h"
 #include "project/check_ids.h"
 #include "report/check_evidence.h"
+#include "report/check_metrics.h"
 #include "report/report.h"
 #include "report/report_signing.h"
 #include "report/report_view.h"
@@ -38,6 +39,7 @@ class GateRules {
     if (request_.image_digest) RequestedImage(*request_.image_digest);
     NegativeControl();
     if (request_.require_lock_checkpoint_dir) LockCheckpointDir();
+    Engine();
     Checks();
     Evidence();
     Age();
@@ -136,6 +138,46 @@ class GateRules {
     if (source == "work-dir") where = "the work directory (the lock names no checkpoint-dir)";
     Refuse("checkpoint: the report's checkpoints went to " + where +
            ", not the lock's validate.checkpoint-dir; validate again without --checkpoint-dir");
+  }
+
+  // The engine that trained, as the training process said (train.step's measured_shape, or
+  // train.roundtrip's engine); "" when the report does not say.
+  std::string EngineThatRan() const {
+    if (const CheckView* step = view_.FindCheck("train.step")) {
+      const auto m = ReadMetrics<TrainStepMetrics>(step->metrics);
+      const auto shape = ReadMetrics<MeasuredShapeMetrics>(m.measured_shape.value_or(Json()));
+      if (shape.engine) return *shape.engine;
+    }
+    if (const CheckView* roundtrip = view_.FindCheck("train.roundtrip"))
+      return ReadMetrics<RoundtripMetrics>(roundtrip->metrics).engine.value_or("");
+    return "";
+  }
+
+  // A round trip proves the engine that ran it: the lock's, and --require-engine's.
+  void Engine() {
+    bool trained = false;
+    for (const char* id : {"train.step", "train.roundtrip"}) {
+      const CheckView* c = view_.FindCheck(id);
+      trained = trained || (c && c->status == "pass");
+    }
+    if (!trained && !request_.require_engine) return;
+    const std::string ran = EngineThatRan();
+    const std::string& locked = request_.lock->validate.engine;
+    if (ran.empty()) {
+      Refuse(
+          "engine: the report does not say which engine trained; validate again with this "
+          "trainlock");
+      return;
+    }
+    if (ran != locked) {
+      Refuse("engine: the round trip ran engine " + ran + ", the lock's validate.engine is " +
+             locked + "; validate again with this lock");
+    }
+    if (request_.require_engine && ran != *request_.require_engine) {
+      Refuse("engine: the round trip ran engine " + ran + ", not --require-engine " +
+             *request_.require_engine);
+    }
+    if (ran == locked) decision_.facts.push_back("engine " + ran);
   }
 
   // Every passing check's metrics support its pass (check_evidence.h).

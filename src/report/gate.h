@@ -37,6 +37,9 @@ struct GateRequest {
   // --require-lock-checkpoint-dir: the round trip must have checkpointed to the lock's storage
   // (the report's checkpoint_dir.source "lock"), not to a --checkpoint-dir override.
   bool require_lock_checkpoint_dir = false;
+  // --require-engine: the round trip must have been trained by this engine (the lock's
+  // validate.engine is required whenever a training check passed).
+  std::optional<std::string> require_engine;
 };
 
 struct GateDecision {

@@ -106,6 +106,11 @@ std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& pr
   r.threads = o.threads;
   r.timeout_s = o.timeout_s;
   r.negative_control = o.negative_control;
+  r.engine = lock.validate.engine;
+  r.engine_nproc = o.engine_nproc;
+  r.reshard_to = o.reshard_to;
+  r.kill_during_save = o.kill_during_save;
+  r.python = o.python;
   progress.Begin("train.step, train.roundtrip on " + ShownDevice(device) +
                  ": train -> checkpoint -> SIGKILL -> restore -> resume");
   std::vector<CheckResult> checks = RunRoundtrip(r, project);

@@ -9,10 +9,14 @@
 #include <optional>
 #include <sstream>
 
+#include "base/failure.h"
+#include "base/file_io.h"
 #include "base/json_file.h"
 #include "base/program_path.h"
 #include "base/sha256.h"
 #include "compat/catalog.h"
+#include "coordinator/engine_command.h"
+#include "coordinator/engine_spec.h"
 #include "engines/native/checkpoint.h"
 #include "plan/memory_model.h"
 #include "plan/memory_remedies.h"
@@ -20,6 +24,7 @@
 #include "project/project.h"
 #include "project/train_shape.h"
 #include "report/check_metrics.h"
+#include "support/engine_transcript.h"
 #include "support/worker_process.h"
 #include "worker/worker.h"
 
@@ -28,6 +33,12 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// The Coordinator's member Failure() hides the type's name inside its members.
+using EngineFilesFailure = trainlock::Failure;
+
+// When the coordinator SIGKILLs a process: never, once its checkpoint is committed (the
+// preemption of the round trip), or as soon as a later save begins (a kill during the save).
+enum class Preempt { kNever, kAfterCommit, kDuringSave };
 
 struct WorkerRun {
   std::string name;
@@ -51,24 +62,25 @@ class Coordinator {
   std::vector<CheckResult> Run();
 
  private:
-  std::vector<std::string> Args(const std::string& name,
-                                const std::vector<std::string>& extra) const;
+  std::vector<std::string> CommonArgs(const std::string& name) const;
   struct Launched {
     WorkerRun run;
     std::unique_ptr<Child> child;
     std::unique_ptr<RssSampler> rss;
     Clock::time_point started;
+    EngineTranscript transcript;
   };
   Launched Launch(const std::string& name, const std::vector<std::string>& extra) const;
-  // Waits for the worker (SIGKILLing it as soon as it announces its checkpoint when
-  // `preempt_after_commit`) and collects its result; `*seconds` gets its wall time.
-  WorkerRun Finish(Launched launched, bool preempt_after_commit, double* seconds) const;
-  WorkerRun Start(const std::string& name, const std::vector<std::string>& extra,
-                  bool preempt_after_commit, double* seconds) const {
-    return Finish(Launch(name, extra), preempt_after_commit, seconds);
+  // Reads the process's events until its output ends (SIGKILLing it as `preempt` says), waits
+  // for it and folds what it said into its result; `*seconds` gets its wall time.
+  WorkerRun Finish(Launched launched, Preempt preempt, double* seconds) const;
+  WorkerRun Start(const std::string& name, const std::vector<std::string>& extra, Preempt preempt,
+                  double* seconds) const {
+    return Finish(Launch(name, extra), preempt, seconds);
   }
+  void PrepareEngine();
+  CheckResult ReshardCheck(const WorkerRun& a, const WorkerRun& e, CheckResult roundtrip) const;
   bool PortableFitsBesideResume(const WorkerRun& a) const;
-  static nlohmann::json ReadJson(const fs::path& file);
   std::string Failure(const WorkerRun& run) const;
   void CorruptLatestCheckpoint();
 
@@ -80,37 +92,44 @@ class Coordinator {
 
   const RoundtripOptions& o_;
   const Project& project_;
+  fs::path engine_dir_;  // a Python engine's verified package
+  fs::path python_;
+  fs::path spec_file_;
 };
 
-std::vector<std::string> Coordinator::Args(const std::string& name,
-                                           const std::vector<std::string>& extra) const {
-  std::vector<std::string> args = {RunningExecutable().string(),
-                                   "worker",
-                                   "--project",
-                                   o_.project.string(),
-                                   "--checkpoint-root",
-                                   o_.checkpoint_root.string(),
-                                   "--result",
-                                   (o_.work_dir / (name + ".json")).string(),
-                                   "--device",
-                                   o_.device,
-                                   "--threads",
-                                   std::to_string(o_.threads),
-                                   "--keep-last",
-                                   std::to_string(o_.keep_last)};
+// The protocol's options every process of this run gets (docs/validate.md, "The engine
+// protocol"); the native worker also reads the project itself and writes a result file.
+std::vector<std::string> Coordinator::CommonArgs(const std::string& name) const {
+  std::vector<std::string> args = {"--checkpoint-root", o_.checkpoint_root.string(),
+                                   "--device",          o_.device,
+                                   "--threads",         std::to_string(o_.threads),
+                                   "--keep-last",       std::to_string(o_.keep_last)};
+  if (o_.engine != "native") {
+    // Several processes of one engine run share the node's GPUs: each rank picks its own.
+    if (std::max(o_.engine_nproc, o_.reshard_to) > 1 && o_.device.rfind("cuda:", 0) == 0)
+      args[3] = "cuda";
+    args.insert(args.end(), {"--spec", spec_file_.string()});
+    return args;
+  }
+  args.insert(args.end(), {"--project", o_.project.string(), "--result",
+                           (o_.work_dir / (name + ".json")).string()});
   // The config this run records differs from the lock's only under --allow-drift (validate.cc
   // refuses it otherwise): the workers then verify the bytes they read against the recorded one.
   if (project_.lock && project_.lock->config_sha256 != project_.config_sha256) {
     args.push_back("--config-sha256");
     args.push_back(project_.config_sha256);
   }
-  args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
 
-nlohmann::json Coordinator::ReadJson(const fs::path& file) {
-  std::optional<nlohmann::json> j = TryReadJsonFile(file, nullptr);
-  return j && j->is_object() ? std::move(*j) : nlohmann::json::object();
+// A Python engine runs from the lock's pinned package, copied into this run's directory, and
+// trains the run the spec states.
+void Coordinator::PrepareEngine() {
+  if (o_.engine == "native") return;
+  engine_dir_ = InstallVerifiedEngine(*project_.lock, o_.work_dir);
+  python_ = EnginePython(o_.python);
+  spec_file_ = o_.work_dir / "engine-spec.json";
+  WriteFileAtomically(spec_file_, EngineSpec(project_, o_.steps).dump(2) + "\n");
 }
 
 Coordinator::Launched Coordinator::Launch(const std::string& name,
@@ -119,23 +138,36 @@ Coordinator::Launched Coordinator::Launch(const std::string& name,
   l.run.name = name;
   l.started = Clock::now();
   l.run.oom_kills_before = CgroupOomKills();
-  l.child = std::make_unique<Child>(Args(name, extra), o_.work_dir / (name + ".stderr"));
+  std::vector<std::string> with_world = extra;
+  if (o_.engine != "native" && std::find(extra.begin(), extra.end(), "--nproc") == extra.end())
+    with_world.insert(with_world.end(), {"--nproc", std::to_string(o_.engine_nproc)});
+  EngineLaunch launch =
+      EngineCommand(o_.engine, python_, engine_dir_, CommonArgs(name), with_world);
+  l.child = std::make_unique<Child>(launch.argv, o_.work_dir / (name + ".stderr"), launch.env,
+                                    launch.python);
   l.run.pid = l.child->pid();
   l.rss = std::make_unique<RssSampler>(l.run.pid);
   return l;
 }
 
-WorkerRun Coordinator::Finish(Launched l, bool preempt_after_commit, double* seconds) const {
+WorkerRun Coordinator::Finish(Launched l, Preempt preempt, double* seconds) const {
   WorkerRun run = std::move(l.run);
   auto deadline = l.started + std::chrono::seconds(o_.timeout_s);
-  if (preempt_after_commit) {
-    // Preemption: SIGKILL as soon as the checkpoint is committed, while the next step runs.
-    while (auto line = l.child->ReadLine(deadline)) {
-      if (line->rfind(kCommittedLine, 0) == 0) {
-        l.child->Kill();
-        run.killed_by_us = true;
-        break;
-      }
+  // Every line is read (a process must never block on a full pipe) and kept beside the
+  // results, so what an engine said can be read after the run.
+  std::ofstream log(o_.work_dir / (run.name + ".jsonl"));
+  while (auto line = l.child->ReadLine(deadline)) {
+    if (line->size() <= kMaxEngineLineBytes) log << *line << "\n";
+    const std::string event = l.transcript.Add(*line);
+    if (event != "checkpoint" || run.killed_by_us) continue;
+    const bool committed = l.transcript.LastCheckpoint("committed").has_value();
+    const std::optional<int64_t> started = l.transcript.LastCheckpoint("started");
+    const bool kill =
+        (preempt == Preempt::kAfterCommit && committed) ||
+        (preempt == Preempt::kDuringSave && committed && started && *started > o_.checkpoint_at);
+    if (kill) {
+      l.child->Kill();
+      run.killed_by_us = true;
     }
   }
   run.exit_code = l.child->Wait(deadline);
@@ -143,7 +175,7 @@ WorkerRun Coordinator::Finish(Launched l, bool preempt_after_commit, double* sec
   run.peak_rss_bytes = l.rss->peak_bytes();
   l.rss.reset();
   run.oom_kills_after = CgroupOomKills();
-  run.result = ReadJson(o_.work_dir / (run.name + ".json"));
+  run.result = l.transcript.result();
   run.stderr_tail = TailOfFile(o_.work_dir / (run.name + ".stderr"), 5);
   return run;
 }
@@ -184,26 +216,28 @@ std::string Coordinator::Failure(const WorkerRun& run) const {
 }
 
 void Coordinator::CorruptLatestCheckpoint() {
-  // Flip one byte in the middle of the newest checkpoint's first parameter file.
+  // Flip one byte in the middle of the newest checkpoint's largest file (whatever the engine's
+  // format: the native engine's safetensors, a framework's state files).
   fs::path latest;
   for (const auto& e : fs::directory_iterator(o_.checkpoint_root)) {
     if (e.path().filename().string().rfind("step-", 0) == 0 && e.path() > latest) latest = e.path();
   }
+  if (latest.empty()) return;  // nothing saved: the resume fails on its own
   fs::path file;
-  for (const auto& e : fs::directory_iterator(latest)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("model", 0) == 0 && e.path().extension() == ".safetensors" &&
-        (file.empty() || e.path() < file)) {
-      file = e.path();
-    }
+  uintmax_t largest = 0;
+  for (const auto& e : fs::recursive_directory_iterator(latest)) {
+    if (!e.is_regular_file() || e.is_symlink() || e.file_size() <= largest) continue;
+    largest = e.file_size();
+    file = e.path();
   }
+  if (file.empty()) return;
   std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-  auto size = static_cast<std::streamoff>(fs::file_size(file));
-  f.seekg(size / 2);
+  const auto middle = static_cast<std::streamoff>(largest / 2);
+  f.seekg(middle);
   char byte = 0;
   f.read(&byte, 1);
   byte = static_cast<char>(byte ^ 0x01);
-  f.seekp(size / 2);
+  f.seekp(middle);
   f.write(&byte, 1);
 }
 
@@ -248,6 +282,52 @@ std::string ShapeMismatch(const TrainStepMetrics& m, const TrainConfig& config) 
     return std::string("activation checkpointing ") + (t.activation_checkpointing ? "off" : "on") +
            ", the config asks for it " + (t.activation_checkpointing ? "on" : "off");
   return "";
+}
+
+// The final state's per-tensor digests `run` reported (an empty object when none).
+nlohmann::json Fingerprints(const WorkerRun& run) {
+  const nlohmann::json state = run.result.value("final_state", nlohmann::json::object());
+  return state.value("fingerprints", nlohmann::json::object());
+}
+
+// The file `run` wrote its final state to, "" when none.
+std::string StateFile(const WorkerRun& run) {
+  const nlohmann::json state = run.result.value("final_state", nlohmann::json::object());
+  const nlohmann::json file = state.value("file", nlohmann::json());
+  return file.is_string() ? file.get<std::string>() : "";
+}
+
+// The step of the last checkpoint `run` reported committed; -1 when none.
+int64_t LastCommittedStep(const WorkerRun& run) {
+  const nlohmann::json save = run.result.value("save", nlohmann::json::object());
+  const nlohmann::json step = save.is_object() ? save.value("step", nlohmann::json()) : nullptr;
+  return step.is_number_integer() ? step.get<int64_t>() : -1;
+}
+
+// Which engine trained, as its processes said, and what of the protocol they broke.
+void DescribeEngine(const WorkerRun& a, const WorkerRun& b, const WorkerRun& c,
+                    RoundtripMetrics* m) {
+  const nlohmann::json hello = c.result.value("hello", a.result.value("hello", nlohmann::json()));
+  if (hello.is_object()) {
+    const nlohmann::json engine = hello.value("engine", nlohmann::json());
+    if (engine.is_string()) m->engine = engine.get<std::string>();
+    m->engine_versions = hello.value("versions", nlohmann::json::object());
+    const nlohmann::json world = hello.value("world_size", nlohmann::json());
+    if (world.is_number_integer()) m->world_size = world.get<int64_t>();
+  }
+  m->skipped_uncommitted =
+      ReadMetrics<RoundtripMetrics>(c.result.value("restore", nlohmann::json::object()))
+          .skipped_uncommitted;
+  for (const WorkerRun* run : {&a, &b, &c}) {
+    if (run->result.contains("protocol_problems")) {
+      m->protocol_problems = {{run->name, run->result["protocol_problems"]}};
+      break;
+    }
+  }
+  m->killed_during_save = b.result.contains("save_started") && b.killed_by_us &&
+                          LastCommittedStep(b) >= 0 &&
+                          b.result["save_started"].value("step", nlohmann::json()) !=
+                              b.result["save"].value("step", nlohmann::json());
 }
 
 CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
@@ -389,11 +469,12 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
   m.rng_restored = RestoredFlag(c.result, "rng_restored");
   m.data_restored = RestoredFlag(c.result, "data_restored");
   m.restored_step = RestoredStep(c.result);
+  DescribeEngine(a, b, c, &m);
   if (b.result.contains("save")) {
-    const auto& save = b.result["save"];
-    m.checkpoint_bytes = save["bytes"];
-    m.save_s = save["seconds"];  // to durable storage
-    m.save_gbps = save["gbps"];
+    const nlohmann::json& save = b.result["save"];
+    m.checkpoint_bytes = save.value("bytes", nlohmann::json());
+    m.save_s = save.value("seconds", nlohmann::json());  // to durable storage
+    m.save_gbps = save.value("gbps", nlohmann::json());
     // What training was held up for (the copy into staging memory); the write went on beside it.
     auto seconds = [&](const char* key) {
       return save.contains(key) && save[key].is_number() ? Number(save[key].get<double>())
@@ -405,8 +486,8 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
     m.save_write_s = seconds("write_s");
   }
   if (c.result.contains("restore")) {
-    m.restore_s = c.result["restore"]["seconds"];
-    m.restore_gbps = c.result["restore"]["gbps"];
+    m.restore_s = c.result["restore"].value("seconds", nlohmann::json());
+    m.restore_gbps = c.result["restore"].value("gbps", nlohmann::json());
   }
   for (const WorkerRun* run : {&a, &b, &c}) {
     std::string failure = Failure(*run);
@@ -414,7 +495,7 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
       r.status = CheckStatus::kFail;
       r.summary = "process " + run->name + ": " + failure;
       r.remedy =
-          run->result.contains("error") && run->result["error"]["kind"] == "checkpoint"
+          run->result.contains("error") && run->result["error"].value("kind", "") == "checkpoint"
               ? "the checkpoint did not verify: check the storage (checkpoint-dir) for corruption"
               : "see the worker's stderr in " + o_.work_dir.string();
       m.bitwise_equal = false;
@@ -424,7 +505,20 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
   }
   if (!b.killed_by_us) {
     r.status = CheckStatus::kError;
-    r.summary = "the preempted process never announced its checkpoint";
+    r.summary = o_.kill_during_save
+                    ? "the preempted process never began its second save after the committed one"
+                    : "the preempted process never announced its checkpoint";
+    m.bitwise_equal = false;
+    r.metrics = ToJson(m);
+    return r;
+  }
+  if (o_.kill_during_save && LastCommittedStep(b) != o_.checkpoint_at) {
+    // The second save became durable before the SIGKILL landed: nothing was torn, so the
+    // restore proves nothing about torn checkpoints.
+    r.status = CheckStatus::kError;
+    r.summary = "the save after step " + std::to_string(o_.checkpoint_at) +
+                " was committed before the kill landed: the kill during a save was not exercised";
+    r.remedy = "rerun; a larger model's save takes long enough to be killed while it writes";
     m.bitwise_equal = false;
     r.metrics = ToJson(m);
     return r;
@@ -451,8 +545,8 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
     max_diff = std::max(max_diff, d);
     losses_equal = losses_equal && la[i] == resumed[i];
   }
-  const nlohmann::json& fa = a.result["final_state"]["fingerprints"];
-  const nlohmann::json& fc = c.result["final_state"]["fingerprints"];
+  const nlohmann::json fa = Fingerprints(a);
+  const nlohmann::json fc = Fingerprints(c);
   bool states_equal = fa == fc && !fa.empty();
   // What the uninterrupted run computed, to the bit: ranks on GPUs of one model must agree.
   m.reference_digest = Sha256Hex(nlohmann::json(la).dump() + fa.dump());
@@ -466,11 +560,12 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
       }
     }
     state_diff = std::nullopt;  // unknown unless both states were written out
-    if (a.result["final_state"].contains("file") && c.result["final_state"].contains("file")) {
+    // Only the native engine's state files are safetensors this process reads; a Python
+    // engine's are its own (the digests name the first tensor that differs).
+    const std::string file_a = StateFile(a), file_c = StateFile(c);
+    if (o_.engine == "native" && !file_a.empty() && !file_c.empty()) {
       std::string ignored;
-      state_diff =
-          MaxAbsStateDifference(a.result["final_state"]["file"].get<std::string>(),
-                                c.result["final_state"]["file"].get<std::string>(), &ignored);
+      state_diff = MaxAbsStateDifference(file_a, file_c, &ignored);
     }
   }
   bool bitwise = losses_equal && states_equal;
@@ -486,6 +581,9 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
         "resumed run is bitwise equal to the uninterrupted one (losses, parameters, AdamW moments) "
         "after SIGKILL at step " +
         std::to_string(o_.checkpoint_at) + " of " + std::to_string(o_.steps);
+    if (o_.engine != "native") r.summary += " (engine " + o_.engine + ")";
+    if (m.killed_during_save.value_or(false))
+      r.summary += "; killed while the next save was being written, the torn one skipped";
     return r;
   }
   // A tolerance forgives loss noise only: never a final state that differs, nor a resume that
@@ -516,6 +614,72 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
   return r;
 }
 
+// Process E restored B's checkpoint at another world size and trained to the end. The round
+// trip passes only when E too reproduced A; an engine that cannot carry its data position
+// across world sizes says so, and that is the finding instead of a pass.
+CheckResult Coordinator::ReshardCheck(const WorkerRun& a, const WorkerRun& e,
+                                      CheckResult roundtrip) const {
+  ReshardMetrics m;
+  m.saved_world_size = o_.engine_nproc;
+  m.restored_world_size = o_.reshard_to;
+  m.restored_step = RestoredStep(e.result);
+  const auto said =
+      ReadMetrics<ReshardMetrics>(e.result.value("restore", nlohmann::json::object()));
+  m.data_position_carried = said.data_position_carried.value_or(false);
+  const auto rt = ReadMetrics<RoundtripMetrics>(roundtrip.metrics);
+  std::vector<double> la = Losses(a.result), resharded;
+  const std::vector<double> before = rt.losses_resumed.value_or(std::vector<double>{});
+  for (int64_t i = 0; i < o_.checkpoint_at && i < static_cast<int64_t>(before.size()); ++i)
+    resharded.push_back(before[static_cast<size_t>(i)]);
+  for (double l : Losses(e.result)) resharded.push_back(l);
+  m.losses_resharded = resharded;
+  double max_diff = 0;
+  bool losses_equal = resharded.size() == la.size();
+  for (size_t i = 0; i < la.size() && i < resharded.size(); ++i) {
+    max_diff = std::max(max_diff, std::fabs(la[i] - resharded[i]));
+    losses_equal = losses_equal && la[i] == resharded[i];
+  }
+  const nlohmann::json fa = Fingerprints(a);
+  const nlohmann::json fe = Fingerprints(e);
+  m.final_state_equal = !fa.empty() && fa == fe;
+  m.bitwise_equal = losses_equal && *m.final_state_equal;
+  m.max_abs_loss_diff = max_diff;
+  RoundtripMetrics holder;
+  holder.reshard = ToJson(m);
+  AddMetrics(&roundtrip.metrics, ToJson(holder));
+  const std::string what =
+      "resharding " + std::to_string(o_.engine_nproc) + " -> " + std::to_string(o_.reshard_to);
+  if (roundtrip.status != CheckStatus::kPass) return roundtrip;
+  if (const std::string failure = Failure(e); !failure.empty()) {
+    roundtrip.status = CheckStatus::kFail;
+    roundtrip.summary = what + ": process e-resharded: " + failure;
+  } else if (m.restored_step != std::optional<int64_t>(o_.checkpoint_at)) {
+    roundtrip.status = CheckStatus::kFail;
+    roundtrip.summary = what + ": the resharded process did not restore the committed step " +
+                        std::to_string(o_.checkpoint_at);
+  } else if (!*m.data_position_carried) {
+    roundtrip.status = CheckStatus::kFail;
+    roundtrip.summary = what +
+                        ": the engine cannot carry its data position across world sizes, "
+                        "so a resharded resume does not continue the run's data order";
+    roundtrip.remedy =
+        "resume at the world size the checkpoint was saved at, or use an engine "
+        "whose sampler state is global (fsdp2)";
+  } else if (*m.bitwise_equal) {
+    roundtrip.summary += "; " + what + " also bitwise equal to the uninterrupted run";
+  } else {
+    roundtrip.status = CheckStatus::kFail;
+    std::ostringstream s;
+    s << what << ": the resumed run is not bitwise equal to the uninterrupted one (max loss "
+      << "difference " << max_diff << (*m.final_state_equal ? "" : "; final state differs") << ")";
+    roundtrip.summary = s.str();
+    roundtrip.remedy =
+        "a reduction over another number of ranks sums in another order; "
+        "compare within a tolerance only when the long run will reshard";
+  }
+  return roundtrip;
+}
+
 CheckResult Coordinator::EvalCheck(const WorkerRun& b, const WorkerRun& c) const {
   CheckResult r{"train.eval", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
   if (!b.result.contains("eval_after_save") || !c.result.contains("eval_after_restore")) {
@@ -524,7 +688,8 @@ CheckResult Coordinator::EvalCheck(const WorkerRun& b, const WorkerRun& c) const
         "no eval loss around the checkpoint: " + Failure(c.result.contains("error") ? c : b);
     return r;
   }
-  double before = b.result["eval_after_save"], after = c.result["eval_after_restore"];
+  double before = b.result.value("eval_after_save", 0.0);
+  double after = c.result.value("eval_after_restore", 0.0);
   double diff = std::fabs(before - after);
   r.metrics = ToJson(EvalMetrics{before, after, diff, o_.eval_tolerance});
   if (diff > o_.eval_tolerance) {
@@ -552,9 +717,9 @@ CheckResult Coordinator::PortableCheck(const WorkerRun& b, const WorkerRun& d) c
         "manifest.json";
     return r;
   }
-  double want = b.result["eval_after_save"], got = d.result["eval"];
+  double want = b.result.value("eval_after_save", 0.0), got = d.result.value("eval", 0.0);
   r.metrics = ToJson(PortableMetrics{d.pid, got, want, std::fabs(got - want),
-                                     d.result.value("checkpoint", nlohmann::json::object()),
+                                     d.result.value("restore", nlohmann::json::object()),
                                      o_.eval_tolerance});
   if (std::fabs(got - want) > o_.eval_tolerance) {
     r.status = CheckStatus::kFail;
@@ -573,13 +738,28 @@ CheckResult Coordinator::PortableCheck(const WorkerRun& b, const WorkerRun& d) c
 std::vector<CheckResult> Coordinator::Run() {
   fs::create_directories(o_.work_dir);
   fs::create_directories(o_.checkpoint_root);
+  try {
+    PrepareEngine();
+  } catch (const EngineFilesFailure& refused) {
+    if (refused.exit_code() != kExitVerdict) throw;
+    // The engine's files are not the ones the lock pins: nothing may train with them.
+    std::vector<CheckResult> checks = {{"train.step", CheckStatus::kFail, 0, refused.what(),
+                                        "re-lock with this trainlock, or validate in the image "
+                                        "built from the lock",
+                                        nlohmann::json::object()}};
+    for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"}) {
+      checks.push_back({id, CheckStatus::kSkip, 0, "the engine's files are not the pinned ones",
+                        "see train.step", nlohmann::json::object()});
+    }
+    return checks;
+  }
   const std::string steps = std::to_string(o_.steps), at = std::to_string(o_.checkpoint_at);
   double a_s = 0, b_s = 0, c_s = 0, d_s = 0;
   WorkerRun a =
       Start("a-uninterrupted",
             {"--steps", steps, "--measure-step", std::to_string(std::min<int64_t>(2, o_.steps)),
              "--final-state", (o_.work_dir / "a-final.safetensors").string()},
-            false, &a_s);
+            Preempt::kNever, &a_s);
   if (a.result.contains("error") && a.result["error"].value("kind", "") == "out_of_memory") {
     // Nothing to resume: every later process would fail the same way.
     const std::string why = "the training step does not fit (see train.step); nothing to resume";
@@ -591,7 +771,15 @@ std::vector<CheckResult> Coordinator::Run() {
     checks[0].duration_s = a_s;
     return checks;
   }
-  WorkerRun b = Start("b-preempted", {"--steps", steps, "--save-at", at}, true, &b_s);
+  std::vector<std::string> b_args = {"--steps", steps, "--save-at", at};
+  if (o_.kill_during_save) {
+    // A second save after the committed one, killed while it is being written: C must
+    // restore the committed checkpoint and never the torn one.
+    b_args.insert(b_args.end(),
+                  {"--save-at", std::to_string(o_.checkpoint_at + 1), "--async-save"});
+  }
+  WorkerRun b = Start("b-preempted", b_args,
+                      o_.kill_during_save ? Preempt::kDuringSave : Preempt::kAfterCommit, &b_s);
   if (o_.negative_control == NegativeControl::kCorruptCheckpoint && b.killed_by_us)
     CorruptLatestCheckpoint();
   std::vector<std::string> c_args = {"--steps", steps, "--restore", "--final-state",
@@ -604,13 +792,22 @@ std::vector<CheckResult> Coordinator::Run() {
   Launched c_launched = Launch("c-resumed", c_args);
   std::optional<Launched> d_launched;
   if (beside) d_launched = Launch("d-portable", {"--role", "portable"});
-  WorkerRun d = beside ? Finish(std::move(*d_launched), false, &d_s) : WorkerRun{};
-  WorkerRun c = Finish(std::move(c_launched), false, &c_s);
-  if (!beside) d = Start("d-portable", {"--role", "portable"}, false, &d_s);
+  WorkerRun d = beside ? Finish(std::move(*d_launched), Preempt::kNever, &d_s) : WorkerRun{};
+  WorkerRun c = Finish(std::move(c_launched), Preempt::kNever, &c_s);
+  if (!beside) d = Start("d-portable", {"--role", "portable"}, Preempt::kNever, &d_s);
 
   std::vector<CheckResult> checks = {StepCheck(a), RoundtripCheck(a, b, c), EvalCheck(b, c),
                                      PortableCheck(b, d)};
   checks[1].duration_s = a_s + b_s + c_s;
+  if (o_.reshard_to > 0) {
+    double e_s = 0;
+    WorkerRun e = Start("e-resharded",
+                        {"--steps", steps, "--restore", "--nproc", std::to_string(o_.reshard_to),
+                         "--final-state", (o_.work_dir / "e-final.safetensors").string()},
+                        Preempt::kNever, &e_s);
+    checks[1] = ReshardCheck(a, e, std::move(checks[1]));
+    checks[1].duration_s += e_s;
+  }
   RoundtripMetrics placement;
   placement.portable_beside_resume = beside;
   AddMetrics(&checks[1].metrics, ToJson(placement));

@@ -28,6 +28,12 @@ struct RoundtripOptions {
   int threads = 0;
   int timeout_s = 900;  // per worker process
   NegativeControl negative_control = NegativeControl::kNone;
+  // The engine that trains (the lock's validate.engine) and how (docs/validate.md, "Engines").
+  std::string engine = "native";
+  int engine_nproc = 1;           // processes of one engine run (world size); native: 1
+  int reshard_to = 0;             // > 0: also restore B's checkpoint at this world size (E)
+  bool kill_during_save = false;  // B saves again after its checkpoint and dies mid-save
+  std::string python;             // a Python engine's interpreter ("" = the image's, python3)
 };
 
 // Runs the processes and returns the four checks, in report order. `project` is the project

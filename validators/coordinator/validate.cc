@@ -22,7 +22,7 @@
 #include "comm/rank_merge.h"
 #include "comm/rank_phase.h"
 #include "compat/lock_drift.h"
-#include "coordinator/engine_support.h"
+#include "coordinator/engine_requests.h"
 #include "coordinator/image_binding.h"
 #include "coordinator/node_run.h"
 #include "coordinator/validate_summary.h"
@@ -294,7 +294,7 @@ int RunValidate(const ValidateOptions& o) {
   const Project project = LoadLockedProject(o);
   RefuseWrongBuild(o, project, BuiltTorchFlavour());
   const std::vector<Finding> drift = CheckDrift(o, project);
-  RefuseUnhonouredFields(project.config, project.config_path, TrainsOnCpu(o, rank));
+  RefuseUnsupportedEngineRun(project, o, TrainsOnCpu(o, rank));
   const CheckpointStorage storage = ChooseCheckpointStorage(o, project);
   RequireCheckpointStorage(storage, project);
   const std::string sign_pem = ReadSigningKey(o.sign_key);

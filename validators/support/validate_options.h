@@ -35,6 +35,11 @@ struct ValidateOptions {
   bool allow_drift = false;       // train although the lock does not match the manifest or config
   bool verbose = false;           // -v: the summary shows each check's metrics
   std::string progress = "auto";  // --progress: auto, terminal, log, json or none (base/progress.h)
+  // The round trip's engine runs (docs/validate.md, "Engines").
+  int engine_nproc = 1;           // --engine-nproc: processes of one engine run
+  int reshard_to = 0;             // --reshard-to: 0 none
+  bool kill_during_save = false;  // --kill-during-save
+  std::string python;             // --python: "" the image's, else python3 on PATH
 };
 
 }  // namespace trainlock::validate

@@ -11,8 +11,11 @@ namespace trainlock::validate {
 namespace {
 
 SpawnOptions WorkerSpawnOptions(const std::vector<std::string>& argv,
-                                const std::filesystem::path& stderr_file) {
+                                const std::filesystem::path& stderr_file,
+                                const std::map<std::string, std::string>& env, bool own_group) {
   SpawnOptions o;
+  o.env = env;
+  o.own_group = own_group;
   o.argv = argv;
   o.program = argv.at(0);    // a path: never looked up on PATH
   o.die_with_parent = true;  // never outlive the coordinator
@@ -25,8 +28,9 @@ SpawnOptions WorkerSpawnOptions(const std::vector<std::string>& argv,
 
 }  // namespace
 
-Child::Child(const std::vector<std::string>& argv, const std::filesystem::path& stderr_file)
-    : process_(WorkerSpawnOptions(argv, stderr_file)) {
+Child::Child(const std::vector<std::string>& argv, const std::filesystem::path& stderr_file,
+             const std::map<std::string, std::string>& env, bool own_group)
+    : process_(WorkerSpawnOptions(argv, stderr_file, env, own_group)) {
   if (process_.pid() < 0) throw Failure(process_.start_error(), kExitEnvironment);
 }
 

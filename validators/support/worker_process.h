@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,11 +20,15 @@ class Child {
  public:
   // Starts `argv` with stdout on a pipe (readable with ReadLine) and stderr appended to
   // `stderr_file`. Throws std::runtime_error when no process could be made; a program that
-  // cannot be executed is a child that exits with 127.
-  Child(const std::vector<std::string>& argv, const std::filesystem::path& stderr_file);
+  // cannot be executed is a child that exits with 127. `env` is added to this process's
+  // environment; with `own_group` the child leads a process group that Kill() ends whole (an
+  // engine that starts ranks of its own).
+  Child(const std::vector<std::string>& argv, const std::filesystem::path& stderr_file,
+        const std::map<std::string, std::string>& env = {}, bool own_group = false);
 
   pid_t pid() const { return process_.pid(); }
-  // The next stdout line, or nullopt at end of output or when the deadline passes.
+  // The next stdout line, or nullopt at end of output or when the deadline passes. A line
+  // longer than the subprocess's cap comes back cut (base/subprocess.h).
   std::optional<std::string> ReadLine(std::chrono::steady_clock::time_point deadline) {
     return process_.ReadLine(deadline);
   }

@@ -23,6 +23,7 @@
 #include "project/artifact_paths.h"
 #include "project/project.h"
 #include "report/check_metrics.h"
+#include "support/engine_transcript.h"
 #include "support/pinned_files.h"
 #include "support/torch_compat.h"
 
@@ -219,6 +220,40 @@ void WriteResult(const WorkerOptions& o, const nlohmann::json& result) {
   WriteFileAtomically(o.result, result.dump(2) + "\n");
 }
 
+// One event of the engine protocol (support/engine_transcript.h) on stdout, flushed: what the
+// coordinator reads of the train and portable roles, as it reads any engine's.
+void Emit(const char* event, nlohmann::json body = nlohmann::json::object()) {
+  body["event"] = event;
+  std::cout << body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+}
+
+void EmitHello(const WorkerOptions& o, const torch::Device& device) {
+  TrainStepMetrics where;
+  where.device = device.str();
+#if defined(TRAINLOCK_WITH_CUDA)
+  if (device.is_cuda()) where.device_name = at::cuda::getDeviceProperties(device.index())->name;
+#endif
+  nlohmann::json hello = ToJson(where);
+  hello.update({{"protocol", kEngineProtocol},
+                {"engine", "native"},
+                {"role", o.role},
+                {"pid", ::getpid()},
+                {"world_size", 1},
+                {"versions", {{"torch", TorchVersion()}}}});
+  Emit("hello", std::move(hello));
+}
+
+// The data and model MakeTrainer recorded in `result`, and the setup's seconds.
+void EmitSetup(const nlohmann::json& result) {
+  const auto said = ReadMetrics<TrainStepMetrics>(result);
+  TrainStepMetrics made;
+  made.data = said.data;
+  made.model = said.model;
+  nlohmann::json setup = ToJson(made);
+  setup["seconds"] = result.value("setup_s", 0.0);
+  Emit("setup", std::move(setup));
+}
+
 // Seconds since RunWorker began: the setup a worker pays before its work (reading the
 // project, creating the CUDA context, building the model on the device).
 double SecondsSinceWorkerStart() {
@@ -301,7 +336,9 @@ void AnnounceCommitted(const WorkerOptions& o, AsyncCheckpointer& checkpointer,
                     {"staging_alloc_s", t.staging_alloc_s},
                     {"gbps", Gbps(io.bytes, t.durable_s)}};
   WriteResult(o, result);
-  std::cout << kCommittedLine << " " << o.save_at << std::endl;
+  nlohmann::json committed = result["save"];
+  committed.update({{"phase", "committed"}, {"async", true}});
+  Emit("checkpoint", std::move(committed));
 }
 
 int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
@@ -309,12 +346,8 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
   RunSetup setup = SetupFromProject(o.project, o.steps, o.config_sha256);
   std::unique_ptr<Trainer> trainer = MakeTrainer(setup, device, &result);
   result["setup_s"] = SecondsSinceWorkerStart();
-  TrainStepMetrics where;  // train.step's device members (coordinator/roundtrip.cc)
-  where.device = device.str();
-#if defined(TRAINLOCK_WITH_CUDA)
-  if (device.is_cuda()) where.device_name = at::cuda::getDeviceProperties(device.index())->name;
-#endif
-  AddMetrics(&result, ToJson(where));
+  EmitHello(o, device);
+  EmitSetup(result);
   if (o.restore) {
     auto latest = LatestCheckpoint(o.checkpoint_root);
     if (!latest)
@@ -337,7 +370,11 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
                          {"gbps", Gbps(io.bytes, io.seconds)},
                          {"rng_restored", o.restore_rng},
                          {"data_restored", o.restore_data}};
+    nlohmann::json restored = result["restore"];
+    restored.update({{"world_size_saved", 1}, {"data_position_carried", o.restore_data}});
+    Emit("restored", std::move(restored));
     result["eval_after_restore"] = trainer->EvalLoss();
+    Emit("eval", {{"when", "after_restore"}, {"loss", result["eval_after_restore"]}});
   }
   AsyncCheckpointer checkpointer;
   if (o.save_at > 0) checkpointer.Prepare(trainer->Capture());
@@ -354,11 +391,14 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
     if (!std::isfinite(loss)) throw NonFiniteLoss(trainer->step(), loss);
     losses.push_back({{"step", trainer->step()}, {"loss", loss}});
     result["losses"] = losses;
+    Emit("step", {{"step", trainer->step()}, {"loss", loss}});
     if (trainer->step() == o.save_at) {
       // Training is held up only for the copy into the staging buffers; the write goes on
       // beside the next steps, and the coordinator hears of the checkpoint once it is durable.
       checkpointer.Start(o.checkpoint_root, trainer->Capture(), o.keep_last);
+      Emit("checkpoint", {{"phase", "started"}, {"step", o.save_at}, {"async", true}});
       result["eval_after_save"] = trainer->EvalLoss();
+      Emit("eval", {{"when", "after_save"}, {"loss", result["eval_after_save"]}});
     }
     if (checkpointer.Finished()) AnnounceCommitted(o, checkpointer, result);
   }
@@ -374,13 +414,19 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
       bytes += static_cast<uint64_t>(t.tensor.numel()) * t.tensor.element_size();
     }
     result["final_state"] = {{"fingerprints", fingerprints}, {"bytes", bytes}};
+    nlohmann::json digests = {
+        {"step", trainer->step()}, {"digests", fingerprints}, {"bytes", bytes}};
     if (bytes <= (uint64_t{1} << 30)) {
       WriteSafetensors(o.final_state, state);
       result["final_state"]["file"] = o.final_state.string();
+      digests["file"] = o.final_state.string();
     }
+    Emit("state", std::move(digests));
   }
-  if (result.contains("measurement"))
+  if (result.contains("measurement")) {
     MeasureInRunMode(*trainer, setup.config.training.deterministic, result);
+    Emit("measurement", result["measurement"]);
+  }
   if (o.save_at > 0) {
     // The saving worker is the one the coordinator preempts: wait for its SIGKILL.
     WriteResult(o, result);
@@ -405,12 +451,16 @@ int RunPortable(const WorkerOptions& o, nlohmann::json& result) {
   std::unique_ptr<Trainer> trainer = ReadingCheckpointState(
       *latest, [&] { return MakeTrainer(SetupFromCheckpoint(contents), device, &result); });
   result["setup_s"] = SecondsSinceWorkerStart();
+  EmitHello(o, device);
+  EmitSetup(result);
   ReadingCheckpointState(*latest, [&] { trainer->Restore(contents); });
   result["checkpoint"] = {{"dir", latest->string()},
                           {"step", contents.step},
                           {"bytes", io.bytes},
                           {"verified_files", io.files + 2}};  // + manifest and its hash
+  Emit("restored", result["checkpoint"]);
   result["eval"] = trainer->EvalLoss();
+  Emit("eval", {{"when", "portable"}, {"loss", result["eval"]}});
   return 0;
 }
 
@@ -607,6 +657,13 @@ int RunWorker(const WorkerOptions& o) {
     AddMetrics(&result, ToJson(artifacts));
   }
   WriteResult(o, result);
+  if (o.role == "train" || o.role == "portable") {
+    for (const ArtifactRow& row : VerifiedArtifacts()) Emit("artifact", ToJson(row));
+    if (code != 0)
+      Emit("error", result["error"]);
+    else
+      Emit("done");
+  }
   if (code != 0)
     std::cerr << "worker " << o.role << ": " << result["error"]["message"].get<std::string>()
               << "\n";

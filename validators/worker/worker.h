@@ -6,7 +6,8 @@
 //   train (C): a fresh process that restores the newest checkpoint and runs K+1..N;
 //   portable (D): rebuilds everything from the checkpoint alone and reproduces the eval loss;
 //   node: a known-answer kernel launch, bf16 matmul TFLOP/s and copy TB/s on every device.
-// Each writes its findings to a JSON result file.
+// The train and portable roles speak the engine protocol on stdout (support/engine_transcript.h),
+// as every engine does; each role also writes its findings to a JSON result file.
 #pragma once
 
 #include <cstdint>
@@ -21,9 +22,6 @@ namespace trainlock::validate {
 inline constexpr int kWorkerCheckpointRefused = 4;  // restore verification failed
 inline constexpr int kWorkerTrainingFailed = 5;     // e.g. out of memory at the intended shape
 inline constexpr int kWorkerBadInput = 2;
-
-// The line a saving worker prints once its checkpoint is committed.
-inline constexpr const char* kCommittedLine = "trainlock-checkpoint-committed";
 
 struct WorkerOptions {
   std::string role = "train";  // "train" | "portable" | "node" | "ops"

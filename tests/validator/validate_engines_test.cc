@@ -1,0 +1,172 @@
+// trainlock validate with a Python engine (`[validate] engine`, docs/validate.md "Engines"):
+// the coordinator drives the shipped ddp engine through the engine protocol on examples/tiny's
+// shape (Debian's python3-torch), with the same round trip, comparisons and negative controls
+// as the native engine; the engine's files are verified against the lock's pin first, and what
+// an engine cannot do is refused before any work.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "project/round_trip_engines.h"
+#include "report/report.h"
+#include "test_support.h"
+
+namespace trainlock {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The Python with torch: Debian's, whatever `python3` is first on PATH.
+constexpr const char* kTorchPython = "/usr/bin/python3";
+
+// examples/tiny under `dir` as an image holds it (lock and config, no manifest), its lock
+// naming `engine` with the pin `engine_sha256`.
+fs::path EngineProject(const fs::path& dir, const std::string& engine,
+                       const std::string& engine_sha256) {
+  const fs::path project = dir / "tiny";
+  fs::create_directories(project);
+  testing::CopyExample("tiny", project);
+  fs::remove(project / "trainlock.toml");
+  std::string lock = testing::ReadFile(project / "trainlock.lock");
+  const std::string table = "[validate]\n";
+  const size_t at = lock.find(table);
+  lock.insert(at + table.size(),
+              "engine = \"" + engine + "\"\nengine-sha256 = \"" + engine_sha256 + "\"\n");
+  testing::WriteFile(project / "trainlock.lock", lock);
+  return project;
+}
+
+struct EngineValidation {
+  testing::RunResult run;
+  nlohmann::json report;
+};
+
+EngineValidation ValidateWithEngine(const std::string& engine,
+                                    const std::vector<std::string>& extra,
+                                    const std::string& sha = PythonEngineSha256()) {
+  testing::TempDir dir;
+  const fs::path project = EngineProject(dir.path(), engine, sha);
+  const fs::path out = dir.path() / "report.json";
+  std::vector<std::string> args = {"validate",   project.string(), "--out",
+                                   out.string(), "--threads",      "2"};
+  if (std::find(extra.begin(), extra.end(), "--python") == extra.end())
+    args.insert(args.end(), {"--python", kTorchPython});
+  args.insert(args.end(), extra.begin(), extra.end());
+  EngineValidation v{testing::RunProgram("trainlock", args, {"TMPDIR=" + dir.path().string()}),
+                     nlohmann::json()};
+  if (fs::exists(out)) v.report = nlohmann::json::parse(testing::ReadFile(out));
+  return v;
+}
+
+const nlohmann::json& CheckOf(const nlohmann::json& report, const std::string& id) {
+  for (const auto& c : report["checks"])
+    if (c["id"] == id) return c;
+  static const nlohmann::json kMissing = nlohmann::json::object();
+  ADD_FAILURE() << "no check " << id;
+  return kMissing;
+}
+
+class ValidateDdpEngine : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { pass_ = new EngineValidation(ValidateWithEngine("ddp", {})); }
+  static void TearDownTestSuite() { delete pass_; }
+  static const EngineValidation& pass() { return *pass_; }
+
+ private:
+  static EngineValidation* pass_;
+};
+EngineValidation* ValidateDdpEngine::pass_ = nullptr;
+
+TEST_F(ValidateDdpEngine, TheRoundTripPassesBitwiseThroughTheProtocol) {
+  ASSERT_EQ(pass().run.exit_code, 0) << pass().run.out << pass().run.err;
+  const auto& roundtrip = CheckOf(pass().report, "train.roundtrip");
+  EXPECT_EQ(roundtrip["status"], "pass") << roundtrip.dump();
+  EXPECT_EQ(roundtrip["metrics"]["bitwise_equal"], true);
+  EXPECT_EQ(roundtrip["metrics"]["restored_step"], 3);
+  EXPECT_EQ(roundtrip["metrics"]["losses_resumed"], roundtrip["metrics"]["losses_uninterrupted"]);
+  EXPECT_EQ(CheckOf(pass().report, "train.eval")["status"], "pass");
+  EXPECT_EQ(CheckOf(pass().report, "ckpt.portable")["status"], "pass");
+  EXPECT_EQ(ReportSchemaViolations(pass().report), std::vector<std::string>{});
+}
+
+TEST_F(ValidateDdpEngine, TheReportNamesTheEngineAndTheFrameworkVersionsItMeasured) {
+  const auto& roundtrip = CheckOf(pass().report, "train.roundtrip");
+  EXPECT_EQ(roundtrip["metrics"]["engine"], "ddp");
+  EXPECT_TRUE(roundtrip["metrics"]["engine_versions"].contains("torch"));
+  const auto& step = CheckOf(pass().report, "train.step");
+  EXPECT_EQ(step["status"], "pass") << step.dump();
+  EXPECT_EQ(step["metrics"]["measured_shape"]["engine"], "ddp");
+  EXPECT_EQ(step["metrics"]["measured_shape"]["activation_dtype"], "fp32");
+  EXPECT_GT(step["metrics"]["step_time_s"].get<double>(), 0);
+}
+
+TEST(ValidateEngineNegativeControl, SkippingTheRngRestoreFailsTheDdpRoundTrip) {
+  EngineValidation v = ValidateWithEngine("ddp", {"--negative-control", "rng"});
+  EXPECT_EQ(v.run.exit_code, 1) << v.run.err;
+  const auto& roundtrip = CheckOf(v.report, "train.roundtrip");
+  EXPECT_EQ(roundtrip["status"], "fail");
+  EXPECT_EQ(roundtrip["metrics"]["rng_restored"], false);
+}
+
+TEST(ValidateEngineNegativeControl, SkippingTheDataRestoreFailsTheDdpRoundTrip) {
+  EngineValidation v = ValidateWithEngine("ddp", {"--negative-control", "data"});
+  EXPECT_EQ(v.run.exit_code, 1) << v.run.err;
+  const auto& roundtrip = CheckOf(v.report, "train.roundtrip");
+  EXPECT_EQ(roundtrip["status"], "fail");
+  EXPECT_EQ(roundtrip["metrics"]["data_restored"], false);
+}
+
+TEST(ValidateEngineNegativeControl, ACorruptDdpCheckpointIsRefusedNotLoaded) {
+  EngineValidation v = ValidateWithEngine("ddp", {"--negative-control", "corrupt"});
+  EXPECT_EQ(v.run.exit_code, 1) << v.run.err;
+  const auto& roundtrip = CheckOf(v.report, "train.roundtrip");
+  EXPECT_EQ(roundtrip["status"], "fail");
+  EXPECT_NE(roundtrip["summary"].get<std::string>().find("c-resumed"), std::string::npos)
+      << roundtrip["summary"];
+}
+
+TEST(ValidateEngineFiles, EngineFilesOtherThanThePinnedOnesNeverTrain) {
+  EngineValidation v = ValidateWithEngine("ddp", {}, std::string(64, '0'));
+  EXPECT_EQ(v.run.exit_code, 1) << v.run.err;
+  const auto& step = CheckOf(v.report, "train.step");
+  EXPECT_EQ(step["status"], "fail");
+  EXPECT_NE(step["summary"].get<std::string>().find("are not the ones the lock pins"),
+            std::string::npos)
+      << step["summary"];
+  EXPECT_EQ(CheckOf(v.report, "train.roundtrip")["status"], "skip");
+}
+
+TEST(ValidateEngineRequests, AKillDuringSaveIsRefusedForAnEngineWithoutAsyncSaves) {
+  EngineValidation v = ValidateWithEngine("ddp", {"--kill-during-save"});
+  EXPECT_EQ(v.run.exit_code, 2) << v.run.err;
+  EXPECT_NE(v.run.err.find("--kill-during-save: error: engine ddp does not save asynchronously"),
+            std::string::npos)
+      << v.run.err;
+  EXPECT_TRUE(v.report.is_null());
+}
+
+TEST(ValidateEngineRequests, ReshardingIsRefusedForAnEngineThatCannotReshard) {
+  EngineValidation v = ValidateWithEngine("ddp", {"--reshard-to", "2"});
+  EXPECT_EQ(v.run.exit_code, 2) << v.run.err;
+  EXPECT_NE(v.run.err.find("engine ddp cannot restore at another world size"), std::string::npos)
+      << v.run.err;
+}
+
+TEST(ValidateEngineRequests, AMissingPythonIsAnEnvironmentFailureBeforeAnyWork) {
+  EngineValidation v = ValidateWithEngine("ddp", {"--python", "/nonexistent/python3"});
+  EXPECT_EQ(v.run.exit_code, 3) << v.run.err;
+  EXPECT_NE(v.run.err.find("no Python to run the engine"), std::string::npos) << v.run.err;
+}
+
+TEST(ValidateEngineRequests, TheNativeEngineRefusesSeveralProcessesPerRun) {
+  testing::TempDir dir;
+  testing::CopyExample("tiny", dir.path());
+  auto r = testing::RunTrainlock({"validate", dir.path().string(), "--out",
+                                  (dir.path() / "r.json").string(), "--engine-nproc", "2"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("the native engine trains one process per rank"), std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace trainlock

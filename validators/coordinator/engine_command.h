@@ -1,0 +1,43 @@
+// How the coordinator starts one process of the round trip for the engine the lock names: the
+// native engine is this binary's `worker` role; a Python engine is the shipped package
+// (project/round_trip_engines.h), verified against the lock's pin and copied into the run's
+// own work directory, run by the image's Python with the protocol's options (docs/validate.md,
+// "The engine protocol").
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "project/project.h"
+
+namespace trainlock::validate {
+
+struct EngineLaunch {
+  std::vector<std::string> argv;  // argv[0] a path
+  std::map<std::string, std::string> env;
+  bool python = false;
+};
+
+// The Python package the engines run from: the image's installed copy when there is one (the
+// Containerfile installs it), else the copy compiled into this binary, after its listing
+// hash (PythonEngineSha256) was found equal to the lock's validate.engine-sha256. Writes it to
+// work_dir/engine and returns that directory. Throws Failure (exit 1) naming both hashes when
+// the files are not the pinned ones, and Failure (exit 3) when there are none.
+std::filesystem::path InstallVerifiedEngine(const Spec& lock,
+                                            const std::filesystem::path& work_dir);
+
+// The interpreter a Python engine runs under: `requested` when given (an executable path or
+// a name on PATH), else the image's venv Python when it exists, else python3 on PATH. Throws
+// Failure (exit 3) naming what was tried when there is none.
+std::filesystem::path EnginePython(const std::string& requested);
+
+// The command of one process: `common` are the protocol's options every process of this run
+// gets, `extra` those of this process (--steps, --save-at, --restore, ...).
+EngineLaunch EngineCommand(const std::string& engine, const std::filesystem::path& python,
+                           const std::filesystem::path& package_dir,
+                           const std::vector<std::string>& common,
+                           const std::vector<std::string>& extra);
+
+}  // namespace trainlock::validate
