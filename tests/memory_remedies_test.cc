@@ -45,6 +45,10 @@ TEST(MemoryRemedies, TrainStepAndPlanGiveTheSameFirstChoiceForThe8bOutOfMemoryRe
   ASSERT_FALSE(remedies.empty());
   const PlanFix& first = plan.fixes[*plan.best_fix];
   EXPECT_EQ(first.name, "micro_batch 1 with grad_accum 4 + FSDP over 2 GPUs");
+  // The settings that validate it: the sharding engine, no recomputation, one process per GPU.
+  EXPECT_EQ(first.engine, "fsdp2");
+  EXPECT_FALSE(first.checkpointing);
+  EXPECT_EQ(first.processes_per_node, 2);
   EXPECT_EQ(remedies.front(), first.line);
   // Every remedy the finding lists that fits is the plan's, in the plan's ranking.
   for (size_t i = 0; i < remedies.size() && i < plan.fix_ranking.size(); ++i) {

@@ -376,6 +376,43 @@ TEST(PlanFixes, FixesScaleTheMeasuredActivationsByTheEstimatesRatio) {
   EXPECT_EQ(plan.accelerators[2].step_time_s, 0.6 * 312 / 989);
 }
 
+// Each fix names the settings that validate it: sharding needs the fsdp2 engine, the rest is
+// the native engine's; the 8B out-of-memory report's first choice shards over 2 GPUs.
+TEST(PlanFixes, The8bFirstChoiceIsValidatedByFsdp2WithoutRecomputationOnTwoProcessesPerNode) {
+  Plan plan = MakeTestPlan(OutOfMemoryOnH200());
+  ASSERT_TRUE(plan.best_fix.has_value());
+  const PlanFix& first = plan.fixes[*plan.best_fix];
+  EXPECT_EQ(first.engine, "fsdp2");
+  EXPECT_FALSE(first.checkpointing);
+  EXPECT_EQ(first.processes_per_node, 2);
+  EXPECT_EQ(first.validated_by,
+            "[validate] engine = \"fsdp2\", training.parallelism: fsdp, "
+            "training.activation_checkpointing: false, 2 processes per node (--nproc 2, one per "
+            "GPU)");
+  const PlanFix& sharded_recompute = plan.fixes[4];  // activation checkpointing + FSDP over 4
+  EXPECT_EQ(sharded_recompute.engine, "fsdp2");
+  EXPECT_NE(sharded_recompute.validated_by.find("training.activation_checkpointing: true"),
+            std::string::npos);
+  EXPECT_EQ(sharded_recompute.processes_per_node, 4);
+}
+
+// A fix that does not shard keeps one whole replica per process: the native engine, on every
+// GPU of the run (--gpus), with recomputation when the fix is activation checkpointing.
+TEST(PlanFixes, AFixThatDoesNotShardIsValidatedByTheNativeEngineOnEveryGpuOfTheRun) {
+  Plan plan = MakeTestPlan(
+      Measured(Pilot(4, 1), "NVIDIA A100-SXM4-80GB", 80 * kGiB, 78392698368, 0.6), Budget(0, 8));
+  ASSERT_EQ(plan.fixes[0].name, "activation checkpointing");
+  EXPECT_EQ(plan.fixes[0].engine, "native");
+  EXPECT_EQ(plan.fixes[0].processes_per_node, 8);
+  EXPECT_EQ(plan.fixes[0].validated_by,
+            "[validate] engine = \"native\", training.parallelism: ddp, "
+            "training.activation_checkpointing: true, 8 processes per node (--nproc 8, one per "
+            "GPU)");
+  ASSERT_EQ(plan.fixes[1].name, "micro_batch 2 with grad_accum 2");
+  EXPECT_EQ(plan.fixes[1].engine, "native");
+  EXPECT_FALSE(plan.fixes[1].checkpointing);
+}
+
 // Case B with MI300X priced at 3.0 per GPU-hour, so that H200 has the lowest budget cost.
 Plan LargeOnH200WithBudget(double tokens, int64_t gpus) {
   return MakeTestPlan(LargeOnH200(), Budget(tokens, gpus, {{"MI300X", 3.0}}));
@@ -575,6 +612,12 @@ TEST(PlanCli, AnOutOfMemoryReportGetsALayoutThatFitsWithTheArithmetic) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("first choice: micro_batch 1 with grad_accum 4 + FSDP over 2 GPUs"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("first choice: micro_batch 1 with grad_accum 4 + FSDP over 2 GPUs\n"
+                       "  validate it with: [validate] engine = \"fsdp2\", training.parallelism: "
+                       "fsdp, training.activation_checkpointing: false, 2 processes per node "
+                       "(--nproc 2, one per GPU)\n"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("activation checkpointing + FSDP over 4 GPUs"), std::string::npos);

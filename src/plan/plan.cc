@@ -129,6 +129,18 @@ void MeasureActivations(Context& ctx) {
   ctx.activation_bytes = e.activation_bytes + e.logits_bytes;
 }
 
+// The settings `trainlock validate` runs a fix at: the engine that honours it (the native
+// engine keeps a whole replica per process, so sharding needs fsdp2), the config's
+// parallelism and activation_checkpointing, and one process per GPU.
+std::string ValidatedBy(const PlanFix& fix) {
+  const int64_t n = fix.processes_per_node;
+  return "[validate] engine = \"" + fix.engine +
+         "\", training.parallelism: " + (fix.engine == "fsdp2" ? "fsdp" : "ddp") +
+         ", training.activation_checkpointing: " + (fix.checkpointing ? "true" : "false") + ", " +
+         std::to_string(n) + (n == 1 ? " process" : " processes") + " per node (--nproc " +
+         std::to_string(n) + ", one per GPU)";
+}
+
 PlanFix BuildFix(const Context& ctx, bool checkpointing, int64_t micro_batch, int64_t fsdp_gpus,
                  double usable) {
   const TrainingConfig& t = ctx.input.config.training;
@@ -138,6 +150,9 @@ PlanFix BuildFix(const Context& ctx, bool checkpointing, int64_t micro_batch, in
   fix.grad_accum = t.grad_accum * t.micro_batch / micro_batch;
   fix.fsdp_gpus = fsdp_gpus;
   fix.step_time_factor = checkpointing ? kCheckpointingStepFactor : 1;
+  fix.engine = fsdp_gpus > 1 ? "fsdp2" : "native";
+  fix.processes_per_node = fsdp_gpus > 1 ? fsdp_gpus : ctx.gpus;
+  fix.validated_by = ValidatedBy(fix);
   std::vector<std::string> parts;
   if (checkpointing) parts.push_back("activation checkpointing");
   if (micro_batch != t.micro_batch) {

@@ -80,6 +80,11 @@ struct PlanFix {
   int64_t grad_accum = 0;
   int64_t fsdp_gpus = 1;        // 1: no FSDP
   double step_time_factor = 1;  // on the measured step time
+  // The validate settings that run this layout: the [validate] engine ("native" keeps a whole
+  // replica per process; "fsdp2" shards), and the processes per node, one per GPU (--nproc).
+  std::string engine;
+  int64_t processes_per_node = 1;
+  std::string validated_by;  // those settings with the config's, as printed
   MemoryArithmetic memory;
   std::string line;  // name: arithmetic
 };

@@ -74,6 +74,8 @@ std::string RenderPlanText(const Plan& plan) {
     out << "  first choice: "
         << (plan.best_fix ? plan.fixes[*plan.best_fix].name : std::string("none of these fits"))
         << "\n";
+    if (plan.best_fix)
+      out << "  validate it with: " << plan.fixes[*plan.best_fix].validated_by << "\n";
   }
   if (!plan.accelerators.empty()) {
     out << "\nAccelerators (the same shape and arithmetic):\n";
@@ -121,6 +123,9 @@ nlohmann::json PlanJson(const Plan& plan) {
                           {"grad_accum", f.grad_accum},
                           {"fsdp_gpus", f.fsdp_gpus},
                           {"step_time_factor", f.step_time_factor},
+                          {"engine", f.engine},
+                          {"processes_per_node", f.processes_per_node},
+                          {"validated_by", f.validated_by},
                           {"memory", MemoryJson(f.memory)},
                           {"line", f.line}});
   }

@@ -28,20 +28,18 @@ TEST(EngineSupport, FsdpIsRefusedNamingTheFieldAndTheEnginesThatSupportIt) {
   config.training.parallelism = "fsdp";
   EXPECT_NE(Refusal(config, /*cpu=*/false)
                 .find("configs/train.yaml: error: training.parallelism: fsdp is not supported by "
-                      "the native engine (supported: ddp); engines that support it: fsdp2 (not "
-                      "yet available)"),
+                      "the native engine (supported: ddp); engines that support it: fsdp2 "
+                      "([validate] engine = \"fsdp2\")"),
             std::string::npos)
       << Refusal(config, false);
 }
 
-TEST(EngineSupport, ActivationCheckpointingIsRefusedTheNativeTrainerNeverRecomputes) {
+// The native trainer recomputes each decoder layer in backward (trainer_test.cc).
+TEST(EngineSupport, ActivationCheckpointingIsHonouredOnEveryDevice) {
   TrainConfig config;
   config.training.activation_checkpointing = true;
-  EXPECT_NE(Refusal(config, /*cpu=*/false)
-                .find("configs/train.yaml: error: training.activation_checkpointing: true is not "
-                      "supported by the native engine"),
-            std::string::npos)
-      << Refusal(config, false);
+  EXPECT_EQ(Refusal(config, /*cpu=*/false), "");
+  EXPECT_EQ(Refusal(config, /*cpu=*/true), "");
 }
 
 TEST(EngineSupport, Bf16AndFp16OnTheCpuAreRefusedTheCpuTrainsFp32) {
@@ -60,15 +58,13 @@ TEST(EngineSupport, Bf16AndFp16OnTheCpuAreRefusedTheCpuTrainsFp32) {
 TEST(EngineSupport, EveryUnhonouredFieldIsNamedAtOnce) {
   TrainConfig config;
   config.training.parallelism = "fsdp";
-  config.training.activation_checkpointing = true;
   config.training.precision = "bf16";
   const std::string refusal = Refusal(config, /*cpu=*/true);
-  for (const char* field :
-       {"training.parallelism", "training.activation_checkpointing", "training.precision"})
+  for (const char* field : {"training.parallelism", "training.precision"})
     EXPECT_NE(refusal.find(field), std::string::npos) << refusal;
 }
 
-TEST(EngineSupport, AnFp32DdpConfigWithoutRecomputationIsHonouredOnTheCpu) {
+TEST(EngineSupport, AnFp32DdpConfigIsHonouredOnTheCpu) {
   EXPECT_EQ(Refusal(TrainConfig{}, /*cpu=*/true), "");
 }
 

@@ -13,16 +13,8 @@ void RefuseUnhonouredFields(const TrainConfig& config, const std::string& config
     diags.Error(config_path, {},
                 "training.parallelism: " + t.parallelism +
                     " is not supported by the native engine (supported: ddp); engines that "
-                    "support it: fsdp2 (not yet available)",
+                    "support it: fsdp2 ([validate] engine = \"fsdp2\")",
                 "set parallelism: ddp to validate with the native engine");
-  }
-  // LibTorch's C++ API has no torch.utils.checkpoint, and the native trainer does not
-  // recompute activations: measuring memory without it would not be the config's shape.
-  if (t.activation_checkpointing) {
-    diags.Error(config_path, {},
-                "training.activation_checkpointing: true is not supported by the native engine "
-                "(supported: false); engines that support it: none yet",
-                "set activation_checkpointing: false to validate with the native engine");
   }
   // Autocast runs on CUDA/ROCm devices only (trainer.cc); on the CPU the step would train fp32.
   if (cpu && t.precision != "fp32") {

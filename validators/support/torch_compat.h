@@ -30,6 +30,9 @@ torch::Tensor CausalAttention(const torch::Tensor& q, const torch::Tensor& k,
 
 // Enables or disables autocast for CUDA with the given dtype (the API changed in 2.4).
 void SetCudaAutocast(bool enabled, at::ScalarType dtype);
+// Whether CUDA autocast is on in this thread, and its dtype (what SetCudaAutocast set).
+bool CudaAutocastEnabled();
+at::ScalarType CudaAutocastDtype();
 
 // One AdamW step (decoupled weight decay) through torch's fused CUDA kernel, one launch for
 // every parameter, as torch.optim.AdamW(fused=True) takes it; `step` is the step number after

@@ -4,6 +4,7 @@
 #include "engines/native/llama.h"
 
 #include <cmath>
+#include <optional>
 
 #include <ATen/autocast_mode.h>
 
@@ -49,6 +50,22 @@ void SetCudaAutocast(bool enabled, at::ScalarType dtype) {
   at::autocast::set_autocast_gpu_dtype(dtype);
 #endif
   if (!enabled) at::autocast::clear_cache();
+}
+
+bool CudaAutocastEnabled() {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  return at::autocast::is_autocast_enabled(at::kCUDA);
+#else
+  return at::autocast::is_enabled();
+#endif
+}
+
+at::ScalarType CudaAutocastDtype() {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  return at::autocast::get_autocast_dtype(at::kCUDA);
+#else
+  return at::autocast::get_autocast_gpu_dtype();
+#endif
 }
 
 bool FusedAdamWStep(const std::vector<torch::Tensor>& params,
@@ -144,6 +161,109 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
   return h + F::dropout(mlp_out, F::DropoutFuncOptions().p(dropout_).training(is_training()));
 }
 
+namespace {
+
+// The default generators a layer's forward draws from (dropout): the CPU's, and the device's
+// when the layer runs on one. What torch.utils.checkpoint's preserve_rng_state saves.
+struct RngStreams {
+  torch::Tensor cpu;
+  std::optional<at::Generator> device_generator;
+  torch::Tensor device;
+};
+
+RngStreams CaptureRng(const torch::Device& device) {
+  RngStreams s;
+  s.cpu = at::detail::getDefaultCPUGenerator().get_state();
+  if (!device.is_cpu()) {
+    s.device_generator = at::globalContext().defaultGenerator(device);
+    s.device = s.device_generator->get_state();
+  }
+  return s;
+}
+
+void RestoreRng(const RngStreams& s) {
+  at::Generator cpu = at::detail::getDefaultCPUGenerator();
+  {
+    std::lock_guard<std::mutex> lock(cpu.mutex());
+    cpu.set_state(s.cpu);
+  }
+  if (s.device_generator) {
+    at::Generator generator = *s.device_generator;
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(s.device);
+  }
+}
+
+// What the backward needs to recompute one layer: the layer, the RNG streams and the autocast
+// state its forward ran under, and the model's recompute counter.
+struct RecomputeState : torch::CustomClassHolder {
+  std::shared_ptr<DecoderLayerImpl> layer;
+  RngStreams rng;
+  bool replay_rng = true;
+  bool autocast = false;
+  at::ScalarType autocast_dtype = at::kFloat;
+  std::shared_ptr<std::atomic<int64_t>> recomputed;
+};
+
+// One decoder layer whose activations are not kept: forward runs the layer without grad and
+// saves its inputs; backward runs it again with grad (same RNG draws, same autocast) and
+// backpropagates through that recomputation. The layer's parameters are inputs so that their
+// gradients leave through this node like any other.
+struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
+                               c10::intrusive_ptr<RecomputeState> state, const torch::Tensor& x,
+                               const torch::Tensor& cos, const torch::Tensor& sin,
+                               at::TensorList params) {
+    (void)params;  // the layer holds them; passed only so that they get gradients
+    state->rng = CaptureRng(x.device());
+    state->autocast = CudaAutocastEnabled();
+    state->autocast_dtype = CudaAutocastDtype();
+    ctx->save_for_backward({x, cos, sin});
+    ctx->saved_data["state"] = c10::IValue::make_capsule(state);
+    torch::NoGradGuard no_grad;
+    // A weight cast under no_grad would enter autocast's cache without history and could be
+    // served to the recompute, which then would not reach the weight.
+    const bool cache = at::autocast::is_autocast_cache_enabled();
+    at::autocast::set_autocast_cache_enabled(false);
+    torch::Tensor out = state->layer->forward(x, cos, sin);
+    at::autocast::set_autocast_cache_enabled(cache);
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto holder = ctx->saved_data["state"].toCapsule();
+    auto* state = static_cast<RecomputeState*>(holder.get());
+    const auto saved = ctx->get_saved_variables();
+    torch::Tensor x = saved[0].detach().requires_grad_(true);
+    torch::Tensor out;
+    {
+      // The backward's own RNG position is put back afterwards: the recompute's draws are a
+      // replay, not new ones, so the next step draws what it would have without checkpointing.
+      const RngStreams now = CaptureRng(x.device());
+      if (state->replay_rng) RestoreRng(state->rng);
+      const bool autocast = CudaAutocastEnabled();
+      const at::ScalarType autocast_dtype = CudaAutocastDtype();
+      if (state->autocast) SetCudaAutocast(true, state->autocast_dtype);
+      torch::AutoGradMode grad(true);
+      out = state->layer->forward(x, saved[1], saved[2]);
+      if (state->autocast) SetCudaAutocast(autocast, autocast_dtype);
+      RestoreRng(now);
+    }
+    std::vector<torch::Tensor> inputs = {x};
+    for (const torch::Tensor& p : state->layer->parameters()) inputs.push_back(p);
+    std::vector<torch::Tensor> computed = torch::autograd::grad({out}, inputs, {grads[0]});
+    state->recomputed->fetch_add(1);
+    // One gradient per forward argument: none for the state, cos and sin.
+    torch::autograd::variable_list result = {torch::Tensor(), computed[0], torch::Tensor(),
+                                             torch::Tensor()};
+    result.insert(result.end(), computed.begin() + 1, computed.end());
+    return result;
+  }
+};
+
+}  // namespace
+
 LlamaBodyImpl::LlamaBodyImpl(const ModelConfig& c, const torch::TensorOptions& o) {
   embed_tokens = register_module("embed_tokens", TokenEmbedding(c.vocab_size, c.hidden_size, o));
   layers = register_module("layers", torch::nn::ModuleList());
@@ -170,6 +290,11 @@ void LlamaImpl::InitWeights() {
   }
 }
 
+void LlamaImpl::SetActivationCheckpointing(bool on, bool replay_rng) {
+  checkpointing_ = on;
+  replay_rng_ = replay_rng;
+}
+
 std::pair<torch::Tensor, torch::Tensor> LlamaImpl::Rotary(int64_t seq_len,
                                                           const torch::Device& device,
                                                           at::ScalarType dtype) {
@@ -191,8 +316,18 @@ torch::Tensor LlamaImpl::forward(const torch::Tensor& tokens) {
   auto h = model->embed_tokens(tokens);
   h = F::dropout(h, F::DropoutFuncOptions().p(config_.dropout).training(is_training()));
   auto [cos, sin] = Rotary(tokens.size(1), tokens.device(), h.scalar_type());
+  const bool recompute = checkpointing_ && is_training() && torch::GradMode::is_enabled();
   for (const auto& layer : *model->layers) {
-    h = layer->as<DecoderLayer>()->forward(h, cos, sin);
+    if (!recompute) {
+      h = layer->as<DecoderLayer>()->forward(h, cos, sin);
+      continue;
+    }
+    auto state = c10::make_intrusive<RecomputeState>();
+    state->layer = std::dynamic_pointer_cast<DecoderLayerImpl>(layer);
+    state->replay_rng = replay_rng_;
+    state->recomputed = recomputed_;
+    const std::vector<torch::Tensor> params = state->layer->parameters();
+    h = CheckpointedLayer::apply(state, h, cos, sin, at::TensorList(params));
   }
   h = model->norm(h);
   if (lm_head) return lm_head(h);

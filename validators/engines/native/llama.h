@@ -6,6 +6,9 @@
 
 #include <torch/torch.h>
 
+#include <atomic>
+#include <memory>
+
 #include "project/train_config.h"
 
 namespace trainlock::validate {
@@ -97,6 +100,15 @@ class LlamaImpl : public torch::nn::Module {
                      at::ScalarType* logits_dtype = nullptr);
   // Deterministic initialisation from the global generator: N(0, 0.02) for matrices, 1 for norms.
   void InitWeights();
+  // Activation checkpointing (training.activation_checkpointing): when on, a training forward
+  // with grad keeps only each decoder layer's input and recomputes the layer's activations in
+  // backward, replaying the RNG streams (dropout) and autocast it ran under, so the gradients
+  // equal those of a run that stored them. `replay_rng` = false only for the negative control
+  // that proves the bitwise test can fail.
+  void SetActivationCheckpointing(bool on, bool replay_rng = true);
+  // Decoder layers recomputed in backward so far: the recompute increments it, so a report
+  // can state that recomputation ran rather than that the config asked for it.
+  int64_t recomputed_layers() const { return recomputed_->load(); }
   const ModelConfig& config() const { return config_; }
 
   LlamaBody model{nullptr};
@@ -106,6 +118,8 @@ class LlamaImpl : public torch::nn::Module {
   std::pair<torch::Tensor, torch::Tensor> Rotary(int64_t seq_len, const torch::Device& device,
                                                  at::ScalarType dtype);
   ModelConfig config_;
+  bool checkpointing_ = false, replay_rng_ = true;
+  std::shared_ptr<std::atomic<int64_t>> recomputed_ = std::make_shared<std::atomic<int64_t>>(0);
 };
 TORCH_MODULE(Llama);
 

@@ -100,6 +100,7 @@ Trainer::Trainer(const TrainConfig& config, const TrainerOptions& options,
   torch::manual_seed(options_.seed);  // seeds every device's generator too
   model_->InitWeights();
   model_->train();
+  model_->SetActivationCheckpointing(t.activation_checkpointing, options_.recompute_replays_rng);
   for (auto& item : model_->named_parameters()) {
     params_.emplace_back(item.key(), item.value());
     exp_avg_.push_back(torch::zeros_like(item.value()));
@@ -265,6 +266,7 @@ double Trainer::MeasuredStep(StepMeasurement* m) {
   if (cuda) c10::cuda::CUDACachingAllocator::resetPeakStats(options_.device.index());
 #endif
   auto start = std::chrono::steady_clock::now();
+  const int64_t recomputed_before = model_->recomputed_layers();
   double loss = Step();
   if (cuda) torch::cuda::synchronize();
   DeviceMemory memory = ReadDeviceMemory(options_.device);
@@ -288,6 +290,7 @@ double Trainer::MeasuredStep(StepMeasurement* m) {
   m->peak_rss_bytes = PeakRssBytes();
   m->param_dtype = PrecisionName(params_.front().second.scalar_type());
   m->activation_dtype = PrecisionName(logits_dtype_);
+  m->activation_checkpointing = model_->recomputed_layers() > recomputed_before;
   return loss;
 }
 

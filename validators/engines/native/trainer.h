@@ -21,6 +21,9 @@ struct TrainerOptions {
   uint64_t seed = 0;
   int64_t eval_batches = 1;
   nlohmann::json identity = nlohmann::json::object();  // lock/config hashes, torch version
+  // false only for the negative control that proves the checkpointing test can fail: the
+  // recompute then draws fresh dropout masks instead of replaying the forward's.
+  bool recompute_replays_rng = true;
 };
 
 // What the validator measured around one representative step (docs/DESIGN.md, "Measuring memory").
@@ -37,8 +40,8 @@ struct StepMeasurement {
   int64_t peak_rss_bytes = -1;  // the process's peak resident set (all builds)
   // The shape the step ran at, observed: a parameter's dtype, the dtype the logits came out
   // in (autocast's), the processes its gradients were reduced across (the native trainer has
-  // no process group: 1) and whether activations were recomputed (the native trainer never
-  // does; validate refuses a config asking for it, coordinator/engine_support.h).
+  // no process group: 1) and whether activations were recomputed (decoder layers recomputed
+  // in the step's backward, counted by the recompute itself).
   std::string param_dtype;
   std::string activation_dtype;
   int64_t world_size = 1;
