@@ -448,6 +448,22 @@ TEST_F(Gate, AStepPassThatRanOutOfMemoryIsRefused) {
   EXPECT_TRUE(HasReason(Decide(), "evidence", "train.step: pass, but it ran out of memory"));
 }
 
+TEST_F(Gate, AStepPassBesideAThermalThrottleInTheRoundTripsTelemetryIsRefused) {
+  json& roundtrip = (*Check(report_, "train.roundtrip"))["metrics"];
+  roundtrip["telemetry"] = {
+      {"window_s", 41.0},
+      {"devices",
+       {{{"index", 0},
+         {"samples", 205},
+         {"throttle_reasons_seen",
+          {{{"name", "hw_thermal_slowdown"}, {"samples", 16}, {"held_s", 3.2}}}}}}}};
+  EXPECT_TRUE(HasReason(Decide(), "evidence",
+                        "train.step: pass, but throttled during the round trip (GPU 0: "
+                        "hw_thermal_slowdown for 3.2 s of 41 s)"));
+  roundtrip["telemetry"]["devices"][0]["throttle_reasons_seen"][0]["name"] = "gpu_idle";
+  EXPECT_FALSE(HasReason(Decide(), "evidence", "train.step"));  // idle clocks are no throttle
+}
+
 TEST_F(Gate, ARankOwnReportIsRefusedNamingTheMergedReport) {
   report_["rank"] = {{"rank", 1}, {"world_size", 2}, {"local_rank", 1}, {"launcher", "torchrun"}};
   report_["partial"] = true;

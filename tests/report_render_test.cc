@@ -107,6 +107,30 @@ TEST(ReportText, MatchesTheGoldenForTheTinyReport) {
             testing::ReadFile(testing::SourceDir() / "tests/golden/report/tiny.txt"));
 }
 
+TEST(ReportText, TheRoundTripsGpuTelemetryIsOneLineUnderIt) {
+  json report = H200();
+  CheckIn(report, "train.roundtrip")["metrics"]["telemetry"] = {
+      {"interval_s", 0.2},
+      {"window_s", 41.0},
+      {"devices",
+       {{{"index", 0},
+         {"samples", 205},
+         {"power_w", {{"min", 452.2}, {"mean", 650.0}, {"max", 688.4}}},
+         {"power_limit_w", 700.0},
+         {"temperature_c", {{"max", 71.0}}},
+         {"sm_clock_mhz", {{"min", 1500.0}, {"max", 1980.0}}},
+         {"utilization_pct", {{"mean", 98.2}}},
+         {"throttled_s", 0.0}}}}};
+  EXPECT_NE(RenderReportText(report, false)
+                .find("telemetry: GPU 0: 452-688 W (mean 650, limit 700), max 71 C, SM "
+                      "1500-1980 MHz, util 98%, throttled "),
+            std::string::npos)
+      << RenderReportText(report, false);
+  CheckIn(report, "train.roundtrip")["metrics"]["telemetry"] = {{"unavailable", "CPU run"}};
+  EXPECT_EQ(RenderReportText(report, false).find("telemetry:"), std::string::npos);
+  EXPECT_EQ(TelemetryLine(CheckIn(report, "train.roundtrip")["metrics"]), "none (CPU run)");
+}
+
 TEST(ReportText, HeaderNamesProjectVerdictLockDevicesValidatorAndTimes) {
   std::string text = RenderReportText(H200(), false);
   EXPECT_NE(text.find("trainlock report: h200-pilot\n"), std::string::npos);

@@ -160,7 +160,8 @@ using Text = std::optional<std::string>;
   X(Flag, killed_during_save)  /* B died while a later save was being written */                   \
   X(Free, skipped_uncommitted) /* torn checkpoints the resumed process passed over */              \
   X(Free, reshard)             /* ReshardMetrics: B's checkpoint restored at another world size */ \
-  X(Free, protocol_problems)   /* engine output lines ignored, and the first reason */
+  X(Free, protocol_problems)   /* engine output lines ignored, and the first reason */          \
+  X(Free, telemetry) /* TelemetryMetrics: the GPUs sampled while the round trip trained */
 
 // train.roundtrip's reshard: process E restored B's checkpoint at another world size and trained
 // to the end; compared with the uninterrupted run A, which trained at the saved world size.
@@ -173,6 +174,50 @@ using Text = std::optional<std::string>;
   X(OrNull<int64_t>, restored_step)                                                      \
   X(Flag, data_position_carried) /* the engine says its data position survives N -> M */ \
   X(Numbers, losses_resharded)
+
+// train.roundtrip's telemetry (validators/probes/gpu_telemetry.h): NVML sampled every
+// interval_s while the round trip's processes trained, per GPU they trained on. Absent data is
+// said, never zero: `unavailable` names why there is none ("no NVML: ...", "CPU run").
+#define TRAINLOCK_TELEMETRY_METRICS(X)                                                  \
+  X(Text, unavailable)  /* why nothing was sampled; absent when devices are */          \
+  X(Number, interval_s) /* the sampling period */                                       \
+  X(Number, window_s)   /* seconds from the first process's start to the last sample */ \
+  X(Rows<TelemetryDevice>, devices)
+
+// One GPU's samples, summarised as they came: watts, degrees Celsius, MHz, percent, seconds.
+#define TRAINLOCK_TELEMETRY_DEVICE(X)                                                       \
+  X(Integer, index) /* NVML's index, as nvidia-smi numbers it */                            \
+  X(Text, uuid)                                                                             \
+  X(Integer, samples)                                                                       \
+  X(Free, power_w) /* TelemetryRange: min, mean, max */                                     \
+  X(Number, power_limit_w)                                                                  \
+  X(Free, temperature_c)                          /* TelemetryRange: max */                 \
+  X(Free, sm_clock_mhz)                           /* TelemetryRange: min, max */            \
+  X(Free, utilization_pct)                        /* TelemetryRange: mean */                \
+  X(Rows<TelemetryReason>, throttle_reasons_seen) /* every clocks-event reason, idle too */ \
+  X(Number, throttled_s)           /* seconds a throttle reason (thermal, power) held */    \
+  X(Rows<TelemetrySample>, series) /* capped, evenly thinned (gpu_telemetry.h) */
+
+#define TRAINLOCK_TELEMETRY_RANGE(X) \
+  X(Number, min)                     \
+  X(Number, mean)                    \
+  X(Number, max)
+
+// A clocks-event reason NVML reported: its name (gpu_idle, sw_power_cap, hw_slowdown, ...),
+// the samples it was set in and the seconds those samples stand for.
+#define TRAINLOCK_TELEMETRY_REASON(X) \
+  X(Text, name)                       \
+  X(Integer, samples)                 \
+  X(Number, held_s)
+
+// One sample of the series: seconds since the window opened, and the readings.
+#define TRAINLOCK_TELEMETRY_SAMPLE(X) \
+  X(Number, t_s)                      \
+  X(Number, power_w)                  \
+  X(Number, temperature_c)            \
+  X(Number, sm_clock_mhz)             \
+  X(Number, utilization_pct)          \
+  X(Integer, clocks_event_reasons) /* NVML's reason bits */
 
 // train.eval: losses (nats) before the save and after the restore.
 #define TRAINLOCK_EVAL_METRICS(X)    \
@@ -338,6 +383,21 @@ struct MemoryEstimateMetrics {
 struct RankTrainMetrics {
   TRAINLOCK_RANK_TRAIN_METRICS(TRAINLOCK_METRICS_MEMBER)
 };
+struct TelemetryRange {
+  TRAINLOCK_TELEMETRY_RANGE(TRAINLOCK_METRICS_MEMBER)
+};
+struct TelemetryReason {
+  TRAINLOCK_TELEMETRY_REASON(TRAINLOCK_METRICS_MEMBER)
+};
+struct TelemetrySample {
+  TRAINLOCK_TELEMETRY_SAMPLE(TRAINLOCK_METRICS_MEMBER)
+};
+struct TelemetryDevice {
+  TRAINLOCK_TELEMETRY_DEVICE(TRAINLOCK_METRICS_MEMBER)
+};
+struct TelemetryMetrics {
+  TRAINLOCK_TELEMETRY_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
 struct RoundtripMetrics {
   TRAINLOCK_ROUNDTRIP_METRICS(TRAINLOCK_METRICS_MEMBER)
 };
@@ -400,6 +460,11 @@ TRAINLOCK_DECLARE_METRICS(TrainStepMetrics)
 TRAINLOCK_DECLARE_METRICS(MeasuredShapeMetrics)
 TRAINLOCK_DECLARE_METRICS(MemoryEstimateMetrics)
 TRAINLOCK_DECLARE_METRICS(RankTrainMetrics)
+TRAINLOCK_DECLARE_METRICS(TelemetryRange)
+TRAINLOCK_DECLARE_METRICS(TelemetryReason)
+TRAINLOCK_DECLARE_METRICS(TelemetrySample)
+TRAINLOCK_DECLARE_METRICS(TelemetryDevice)
+TRAINLOCK_DECLARE_METRICS(TelemetryMetrics)
 TRAINLOCK_DECLARE_METRICS(RoundtripMetrics)
 TRAINLOCK_DECLARE_METRICS(ReshardMetrics)
 TRAINLOCK_DECLARE_METRICS(EvalMetrics)

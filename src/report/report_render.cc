@@ -9,6 +9,7 @@
 #include "base/strings.h"
 #include "base/text_format.h"
 #include "project/check_ids.h"
+#include "report/check_metrics.h"
 
 namespace trainlock {
 
@@ -39,6 +40,27 @@ std::string RenderReport(const nlohmann::json& report, ReportFormat format, bool
       return RenderReportJunit(report);
   }
   return RenderReportText(report, color);
+}
+
+std::string TelemetryLine(const nlohmann::json& roundtrip_metrics) {
+  const auto t = ReadMetrics<TelemetryMetrics>(
+      ReadMetrics<RoundtripMetrics>(roundtrip_metrics).telemetry.value_or(nlohmann::json()));
+  if (!t.devices || t.devices->empty()) return t.unavailable ? "none (" + *t.unavailable + ")" : "";
+  auto whole = [](const Number& n) { return n ? std::to_string(std::lround(*n)) : "?"; };
+  std::string out;
+  for (const TelemetryDevice& d : *t.devices) {
+    const auto power = ReadMetrics<TelemetryRange>(d.power_w.value_or(nlohmann::json()));
+    const auto sm = ReadMetrics<TelemetryRange>(d.sm_clock_mhz.value_or(nlohmann::json()));
+    const auto temp = ReadMetrics<TelemetryRange>(d.temperature_c.value_or(nlohmann::json()));
+    const auto util = ReadMetrics<TelemetryRange>(d.utilization_pct.value_or(nlohmann::json()));
+    out += (out.empty() ? "GPU " : "; GPU ") + whole(d.index ? Number(*d.index) : Number()) + ": " +
+           whole(power.min) + "-" + whole(power.max) + " W (mean " + whole(power.mean) +
+           ", limit " + whole(d.power_limit_w) + "), max " + whole(temp.max) + " C, SM " +
+           whole(sm.min) + "-" + whole(sm.max) + " MHz, util " + whole(util.mean) +
+           "%, throttled " + FormatSeconds(d.throttled_s.value_or(0.0)) + " of " +
+           FormatSeconds(t.window_s.value_or(0.0));
+  }
+  return out;
 }
 
 // ---- Facts of the header ----
@@ -250,6 +272,11 @@ std::string RenderReportText(const nlohmann::json& report, bool color) {
         w.Status(c.status, 5) + "  " + id + "  " + duration + "  " + TerminalLine(c.summary) + "\n";
     if (c.status != "pass" && !c.remedy.empty()) {
       out += std::string(7, ' ') + "remedy: " + TerminalLine(c.remedy) + "\n";
+    }
+    // The GPUs watched while the round trip trained; a CPU run has nothing to show.
+    if (const std::string t = c.id == "train.roundtrip" ? TelemetryLine(c.metrics) : "";
+        t.rfind("GPU", 0) == 0) {
+      out += std::string(7, ' ') + "telemetry: " + TerminalLine(t) + "\n";
     }
   }
   if (!v.ranks.empty()) out += "\n" + w.Styled("ranks", kBold) + "\n";

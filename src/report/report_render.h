@@ -66,6 +66,11 @@ std::string DescribeDevice(const DeviceView& device);
 // "vm, Debian GNU/Linux 12 (bookworm), 2 CPUs, 23.5 GiB"; "" when the report says nothing.
 std::string DescribeHost(const HostView& host);
 
+// train.roundtrip's GPU telemetry in one line, from that check's metrics: "GPU 0: 452-688 W
+// (mean 650, limit 700), max 71 C, SM 1500-1980 MHz, util 98%, throttled 0 s of 41 s"; "none
+// (CPU run)" when it is unavailable; "" when the metrics carry no telemetry.
+std::string TelemetryLine(const nlohmann::json& roundtrip_metrics);
+
 // Escapes for HTML/XML text and attribute values (& < > " '), after CleanText.
 std::string EscapeMarkup(std::string_view text);
 

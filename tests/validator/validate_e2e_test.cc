@@ -109,6 +109,13 @@ TEST_F(ValidateTiny, TheRestoredStepIsTheOneTheResumedWorkerReported) {
   EXPECT_EQ(roundtrip["metrics"]["restored_step"], roundtrip["metrics"]["checkpoint_at"]);
 }
 
+TEST_F(ValidateTiny, OnTheCpuTheRoundTripsTelemetryIsUnavailableSayingWhy) {
+  const auto& metrics = Check(pass().report, "train.roundtrip")["metrics"];
+  ASSERT_TRUE(metrics.contains("telemetry")) << metrics.dump();
+  EXPECT_EQ(metrics["telemetry"], nlohmann::json({{"unavailable", "CPU run"}}));
+  EXPECT_EQ(Check(pass().report, "train.step")["status"], "pass");  // nothing decided from it
+}
+
 TEST_F(ValidateTiny, LossFallsOverTheRun) {
   const auto& losses = Check(pass().report, "train.roundtrip")["metrics"]["losses_uninterrupted"];
   ASSERT_GE(losses.size(), 2u);

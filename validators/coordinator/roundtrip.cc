@@ -20,6 +20,7 @@
 #include "engines/native/checkpoint.h"
 #include "plan/memory_model.h"
 #include "plan/memory_remedies.h"
+#include "probes/gpu_telemetry.h"
 #include "probes/host_memory.h"
 #include "project/project.h"
 #include "project/train_shape.h"
@@ -753,6 +754,7 @@ std::vector<CheckResult> Coordinator::Run() {
     }
     return checks;
   }
+  TelemetryWindow telemetry(o_.device);  // NVML samples while the processes train
   const std::string steps = std::to_string(o_.steps), at = std::to_string(o_.checkpoint_at);
   double a_s = 0, b_s = 0, c_s = 0, d_s = 0;
   WorkerRun a =
@@ -810,6 +812,10 @@ std::vector<CheckResult> Coordinator::Run() {
   }
   RoundtripMetrics placement;
   placement.portable_beside_resume = beside;
+  const TelemetryMetrics sampled =
+      telemetry.Finish(ReadMetrics<TrainStepMetrics>(a.result).device.value_or(""));
+  placement.telemetry = ToJson(sampled);
+  ApplyThrottleFinding(sampled, &checks[0]);  // a throttled step time is not the node's
   AddMetrics(&checks[1].metrics, ToJson(placement));
   checks[2].duration_s = c_s;
   checks[3].duration_s = d_s;

@@ -7,6 +7,7 @@
 
 #include "base/terminal_text.h"
 #include "base/version_info.h"
+#include "report/report_render.h"
 
 namespace trainlock::validate {
 
@@ -58,6 +59,9 @@ void PrintSummary(const Report& report, const ValidateOptions& o, const std::str
       if (metrics.size() > kVerboseMetricsChars)
         metrics = metrics.substr(0, kVerboseMetricsChars) + "... (the report has the rest)";
       std::cout << "         metrics: " << TerminalLine(metrics) << "\n";
+      if (const std::string t = c.id == "train.roundtrip" ? TelemetryLine(c.metrics) : "";
+          !t.empty())
+        std::cout << "         telemetry: " << TerminalLine(t) << "\n";
     }
   }
   std::cout << "verdict: " << report.Verdict() << " (" << counts[0] << " passed, " << counts[1]

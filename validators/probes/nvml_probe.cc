@@ -4,13 +4,11 @@
 
 #include <dlfcn.h>
 
-namespace trainlock::validate {
-namespace {
+#include <memory>
 
-using Device = void*;
-struct Memory {
-  unsigned long long total, free, used;
-};
+namespace trainlock::validate {
+// Named, not anonymous: NvmlSession (nvml_probe.h) holds one.
+namespace nvml_dl {
 
 class Nvml {
  public:
@@ -54,6 +52,33 @@ class Nvml {
   void* handle_ = nullptr;
   bool ok_ = false;
 };
+
+}  // namespace nvml_dl
+
+namespace {
+
+using nvml_dl::Nvml;
+using Device = void*;
+struct Memory {
+  unsigned long long total, free, used;
+};
+
+// Why `nvml` cannot be used, "" when it can.
+std::string NvmlUnavailableReason(const Nvml& nvml) {
+  if (!nvml.loaded()) {
+    return "NVML not found (libnvidia-ml.so.1 cannot be loaded): no NVIDIA driver on this node or "
+           "in this container";
+  }
+  if (!nvml.ok()) return "NVML failed to initialise: the NVIDIA driver is not running";
+  return "";
+}
+
+// The clocks-event call replaced the throttle-reasons one; older drivers have only the latter.
+const char* ClocksEventReasonsCall(const Nvml& nvml) {
+  return nvml.Sym<void*>("nvmlDeviceGetCurrentClocksEventReasons")
+             ? "nvmlDeviceGetCurrentClocksEventReasons"
+             : "nvmlDeviceGetCurrentClocksThrottleReasons";
+}
 
 constexpr int kNvmlNotSupported = 3;  // NVML_ERROR_NOT_SUPPORTED
 
@@ -125,10 +150,7 @@ void ProbeClocksAndLink(const Nvml& nvml, GpuProbe& g, Device d) {
   if (nvml.Call("nvmlDeviceGetClockInfo", d, 1, &value)) g.sm_clock_mhz = value;  // 1 = SM
   if (nvml.Call("nvmlDeviceGetMaxClockInfo", d, 1, &value)) g.sm_clock_max_mhz = value;
   if (nvml.Call("nvmlDeviceGetClockInfo", d, 2, &value)) g.mem_clock_mhz = value;  // 2 = memory
-  // The clocks-event call replaced the throttle-reasons one; older drivers have only the latter.
-  const char* reasons = nvml.Sym<void*>("nvmlDeviceGetCurrentClocksEventReasons")
-                            ? "nvmlDeviceGetCurrentClocksEventReasons"
-                            : "nvmlDeviceGetCurrentClocksThrottleReasons";
+  const char* reasons = ClocksEventReasonsCall(nvml);
   ProbeValue<unsigned long long>(nvml, g, "throttle_reasons", g.throttle_reasons, reasons, d);
   ProbeValue<unsigned>(nvml, g, "pcie_gen", g.pcie_gen, "nvmlDeviceGetCurrPcieLinkGeneration", d);
   ProbeValue<unsigned>(nvml, g, "pcie_gen_max", g.pcie_gen_max,
@@ -166,16 +188,8 @@ GpuProbe ProbeGpu(const Nvml& nvml, unsigned index, Device d) {
 NodeProbe ProbeNode() {
   NodeProbe node;
   Nvml nvml;
-  if (!nvml.loaded()) {
-    node.unavailable_reason =
-        "NVML not found (libnvidia-ml.so.1 cannot be loaded): no NVIDIA driver on this node or in "
-        "this container";
-    return node;
-  }
-  if (!nvml.ok()) {
-    node.unavailable_reason = "NVML failed to initialise: the NVIDIA driver is not running";
-    return node;
-  }
+  node.unavailable_reason = NvmlUnavailableReason(nvml);
+  if (!node.unavailable_reason.empty()) return node;
   node.nvml_loaded = true;
   char version[96] = {};
   if (nvml.Call("nvmlSystemGetDriverVersion", version, 96u)) node.driver_version = version;
@@ -190,6 +204,44 @@ NodeProbe ProbeNode() {
       node.gpus.push_back(ProbeGpu(nvml, i, d));
   }
   return node;
+}
+
+NvmlSession::NvmlSession() : nvml_(std::make_unique<Nvml>()) {
+  unavailable_reason_ = NvmlUnavailableReason(*nvml_);
+  if (!unavailable_reason_.empty()) return;
+  unsigned count = 0;
+  nvml_->Call("nvmlDeviceGetCount_v2", &count);
+  for (unsigned i = 0; i < count; ++i) {
+    Device d = nullptr;
+    if (!nvml_->Call("nvmlDeviceGetHandleByIndex_v2", i, &d)) continue;
+    NvmlGpu gpu;
+    gpu.index = i;
+    gpu.handle = d;
+    char text[128] = {};
+    if (nvml_->Call("nvmlDeviceGetUUID", d, text, 128u)) gpu.uuid = text;
+    unsigned limit = 0;
+    if (nvml_->Call("nvmlDeviceGetEnforcedPowerLimit", d, &limit)) gpu.power_limit_mw = limit;
+    gpus_.push_back(gpu);
+  }
+}
+
+NvmlSession::~NvmlSession() = default;
+
+GpuReading NvmlSession::Read(const NvmlGpu& gpu) const {
+  GpuReading r;
+  Device d = gpu.handle;
+  unsigned value = 0;
+  if (nvml_->Call("nvmlDeviceGetPowerUsage", d, &value)) r.power_mw = value;
+  if (nvml_->Call("nvmlDeviceGetTemperature", d, 0, &value)) r.temperature_c = value;  // 0: die
+  if (nvml_->Call("nvmlDeviceGetClockInfo", d, 1, &value)) r.sm_clock_mhz = value;     // 1: SM
+  struct {
+    unsigned gpu, memory;  // nvmlUtilization_t, percent
+  } utilization{};
+  if (nvml_->Call("nvmlDeviceGetUtilizationRates", d, &utilization))
+    r.utilization_pct = utilization.gpu;
+  unsigned long long reasons = 0;
+  if (nvml_->Call(ClocksEventReasonsCall(*nvml_), d, &reasons)) r.clocks_event_reasons = reasons;
+  return r;
 }
 
 int LoadedNcclVersion() {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,45 @@ struct NodeProbe {
 };
 
 NodeProbe ProbeNode();
+
+// A GPU's readings at one instant (gpu_telemetry.h samples them); a reading NVML could not give
+// is empty.
+struct GpuReading {
+  std::optional<unsigned> power_mw, temperature_c, sm_clock_mhz, utilization_pct;
+  std::optional<uint64_t> clocks_event_reasons;  // NVML clocks-event (throttle) reason bits
+};
+
+// One GPU of an NvmlSession.
+struct NvmlGpu {
+  unsigned index = 0;
+  std::string uuid;
+  void* handle = nullptr;  // nvmlDevice_t, valid while its session lives
+  std::optional<unsigned> power_limit_mw;
+};
+
+namespace nvml_dl {
+class Nvml;
+}
+
+// NVML loaded and initialised once for repeated readings, unlike ProbeNode's one-shot probe:
+// the telemetry sampler reads through one session from its own thread (NVML is thread-safe).
+class NvmlSession {
+ public:
+  NvmlSession();
+  ~NvmlSession();
+  NvmlSession(const NvmlSession&) = delete;
+  NvmlSession& operator=(const NvmlSession&) = delete;
+
+  // Why NVML cannot be used ("" when it can): then there are no GPUs.
+  const std::string& unavailable_reason() const { return unavailable_reason_; }
+  const std::vector<NvmlGpu>& gpus() const { return gpus_; }
+  GpuReading Read(const NvmlGpu& gpu) const;
+
+ private:
+  std::unique_ptr<nvml_dl::Nvml> nvml_;
+  std::string unavailable_reason_;
+  std::vector<NvmlGpu> gpus_;
+};
 
 // ncclGetVersion() of the NCCL this process has loaded (LibTorch's), e.g. 22807; 0 if none.
 int LoadedNcclVersion();
