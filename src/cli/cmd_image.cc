@@ -46,7 +46,7 @@ int RunGenerate(GenerateOptions options, const GlobalOptions& global) {
   std::filesystem::create_directories(out);
   for (const auto& [name, text] : files) {
     WriteFileAtomically(out / name, text);
-    std::cout << "wrote " << (out / name).string() << "\n";
+    if (!global.quiet()) std::cout << "wrote " << (out / name).string() << "\n";
   }
   return kExitOk;
 }
