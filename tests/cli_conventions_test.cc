@@ -85,12 +85,13 @@ TEST(CliConventions, GlobalOptionsMayFollowTheSubcommand) {
 }
 
 // Runs the generated bash completion for the words typed so far (the last one being
-// completed) and returns what it offers, one per line.
-std::string BashCompletes(const std::string& script, const std::string& words) {
+// completed) and returns what it offers, one per line; in `cwd` when given.
+std::string BashCompletes(const std::string& script, const std::string& words,
+                          const std::filesystem::path& cwd = {}) {
   testing::TempDir dir;
   testing::WriteFile(dir.path() / "c.bash", script);
-  const std::string program = "source " + (dir.path() / "c.bash").string() + "; COMP_WORDS=(" +
-                              words +
+  const std::string program = (cwd.empty() ? "" : "cd '" + cwd.string() + "'; ") + "source " +
+                              (dir.path() / "c.bash").string() + "; COMP_WORDS=(" + words +
                               "); COMP_CWORD=$((${#COMP_WORDS[@]} - 1));"
                               " _trainlock; printf '%s\\n' \"${COMPREPLY[@]}\"";
   return testing::RunCommand({"bash", "-c", program}).out;
@@ -110,6 +111,32 @@ TEST(CliConventions, BashCompletionOffersTheValidatorsOptionsAfterValidate) {
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_EQ(BashCompletes(r.out, "trainlock validate . --checkp"), "--checkpoint-dir\n");
   EXPECT_EQ(BashCompletes(r.out, "trainlock validate . --negative"), "--negative-control\n");
+}
+
+TEST(CliConventions, BashCompletionOffersTheValuesOfAnOptionThatTakesOneOfASet) {
+  auto r = RunTrainlock({"completion", "bash"});
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_EQ(BashCompletes(r.out, "trainlock report --format ''"), "text\nmarkdown\nhtml\njunit\n");
+  EXPECT_EQ(BashCompletes(r.out, "trainlock report . --color a"), "auto\nalways\n");
+  EXPECT_EQ(BashCompletes(r.out, "trainlock validate . --device c"), "cpu\ncuda\n");
+}
+
+TEST(CliConventions, BashCompletionOffersFilesAfterAnOptionThatTakesAPath) {
+  auto r = RunTrainlock({"completion", "bash"});
+  ASSERT_EQ(r.exit_code, 0);
+  testing::TempDir dir;
+  testing::WriteFile(dir.path() / "lock.json", "");
+  EXPECT_EQ(BashCompletes(r.out, "trainlock gate --lock lo", dir.path()), "lock.json\n");
+  EXPECT_EQ(BashCompletes(r.out, "trainlock gate --json lo", dir.path()), "lock.json\n");
+}
+
+TEST(CliConventions, BashCompletionKeepsAFileNameWithSpacesOneCandidate) {
+  auto r = RunTrainlock({"completion", "bash"});
+  ASSERT_EQ(r.exit_code, 0);
+  testing::TempDir dir;
+  testing::WriteFile(dir.path() / "my report.json", "");
+  EXPECT_EQ(BashCompletes(r.out, "trainlock report my", dir.path()), "my report.json\n");
+  EXPECT_EQ(BashCompletes(r.out, "trainlock report --out my", dir.path()), "my report.json\n");
 }
 
 TEST(CliConventions, ZshAndFishCompletionsAreScriptsTheirShellsAccept) {
@@ -163,6 +190,24 @@ TEST(CliConventions, VerboseCheckNamesEveryFileItCheckedWithItsHash) {
   EXPECT_NE(verbose.out.find("against the catalog built into trainlock"), std::string::npos);
 }
 
+TEST(CliConventions, DoublyVerboseGateShowsTheEvidenceOfEachCheck) {
+  const std::vector<std::string> gate = {
+      "gate", (testing::SourceDir() / "tests/fixtures/reports/tiny-report.json").string(), "--lock",
+      (testing::SourceDir() / "examples/tiny").string(), "--allow-unsigned"};
+  std::vector<std::string> v = gate, vv = gate;
+  v.push_back("-v");
+  vv.push_back("-vv");
+  auto once = RunTrainlock(v);
+  auto twice = RunTrainlock(vv);
+  EXPECT_NE(once.out.find("  pass train.roundtrip\n"), std::string::npos) << once.out;
+  EXPECT_EQ(once.out.find("evidence:"), std::string::npos) << once.out;
+  EXPECT_NE(twice.out.find("  pass train.roundtrip\n      resumed run is bitwise equal"),
+            std::string::npos)
+      << twice.out;
+  EXPECT_NE(twice.out.find("      evidence: {\"bitwise_equal\":true,"), std::string::npos)
+      << twice.out;
+}
+
 TEST(CliConventions, ListOptionsTakeCommaSeparatedValues) {
   auto r = RunTrainlock({"inspect", "/bin/ls", "--sm", "8.0,sm_90", "--json"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -199,6 +244,74 @@ TEST(CliConventions, AMissingDefaultReportNamesWhereItLooked) {
                        "`trainlock validate "),
             std::string::npos)
       << r.err;
+}
+
+TEST(CliConventions, QuietKeygenPrintsTheKeyIdButNoWroteLine) {
+  testing::TempDir dir;
+  auto r = RunTrainlock({"-q", "keygen", (dir.path() / "ci").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::regex_match(r.out, std::regex("key id [^\\n]+\\n"))) << r.out;
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "ci.key"));
+}
+
+TEST(CliConventions, QuietImageGenerateWritesItsFilesSilently) {
+  testing::TempDir dir;
+  auto r = RunTrainlock({"image", "generate", (testing::SourceDir() / "examples/tiny").string(),
+                         "--target", "cpu", "--source-date-epoch", "0", "--build-validator",
+                         "--out", dir.path().string(), "-q"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "");
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "Containerfile"));
+}
+
+TEST(CliConventions, QuietFleetWritesItsScriptSilently) {
+  testing::TempDir dir;
+  auto r =
+      RunTrainlock({"-q", "fleet", "k8s", (testing::SourceDir() / "examples/h200-pilot").string(),
+                    "--nodes", "2", "--image", "registry.example/p@sha256:" + std::string(64, 'a'),
+                    "--out", (dir.path() / "job.yaml").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out + r.err, "");
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "job.yaml"));
+}
+
+TEST(CliConventions, AMistypedOptionSuggestsTheClosestOne) {
+  auto r = RunTrainlock({"gate", "--reqiure", "train.roundtrip", "report.json"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "trainlock gate: error: unknown option --reqiure; did you mean --require?\n"
+            "run `trainlock gate --help` for the options\n");
+}
+
+TEST(CliConventions, AMistypedOptionIsNamedBeforeARequiredOptionItHid) {
+  auto r = RunTrainlock({"fleet", "k8s", ".", "--nodse", "3"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("trainlock fleet k8s: error: unknown option --nodse; did you mean --nodes?"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(CliConventions, AMistypedGlobalOptionSuggestsTheGlobalOne) {
+  auto r = RunTrainlock({"check", ".", "--catalgo", "x"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("trainlock check: error: unknown option --catalgo; did you mean --catalog?"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(CliConventions, AMistypedOptionAfterAFlagIsNamed) {
+  auto r = RunTrainlock({"check", "--json", "--jsno", "."});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("trainlock check: error: unknown option --jsno; did you mean --json?"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(CliConventions, AnUnknownShortOptionIsNamedWithoutASuggestion) {
+  auto r = RunTrainlock({"check", "-x", "."});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("trainlock check: error: unknown option -x\n"), std::string::npos) << r.err;
 }
 
 }  // namespace trainlock

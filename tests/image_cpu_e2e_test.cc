@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "base/sha256.h"
+#include "image/image_run.h"
 #include "project/spec_loader.h"
 #include "test_support.h"
 
@@ -165,6 +166,15 @@ class CpuImage : public ::testing::Test {
   static inline int index_port_ = 0;
 };
 
+TEST(ValidateInImageSummary, NamesTheReportsWhereTheHostWritesThem) {
+  EXPECT_EQ(WithHostReportPaths("verdict: pass (...) in 4 s -> /trainlock/out/report.json\n",
+                                "/home/me/p/r.out"),
+            "verdict: pass (...) in 4 s -> /home/me/p/r.out\n");
+  EXPECT_EQ(WithHostReportPaths("-> /trainlock/out/report.rank-1.json", "runs/report.json"),
+            "-> runs/report.rank-1.json");
+  EXPECT_EQ(WithHostReportPaths("no path here", "r.json"), "no path here");
+}
+
 TEST_F(CpuImage, TheTinyExampleIsLockedBuiltReproduciblyValidatedInsideAndGated) {
   const fs::path project = Project("tiny", Index());
   auto start = std::chrono::steady_clock::now();
@@ -226,6 +236,10 @@ TEST_F(CpuImage, TheTinyExampleIsLockedBuiltReproduciblyValidatedInsideAndGated)
        "--storage-root", (dir_->path() / "storage").string(), "--no-tls-verify", "--out",
        report_path.string(), "--sign", (dir_->path() / "key.key").string()});
   ASSERT_EQ(validated.exit_code, 0) << validated.out << validated.err;
+  // The summary names the report where the host has it, not where the container wrote it.
+  EXPECT_NE(validated.out.find("-> " + report_path.string() + "\n"), std::string::npos)
+      << validated.out;
+  EXPECT_EQ(validated.out.find("/trainlock/out"), std::string::npos) << validated.out;
   const nlohmann::json report = nlohmann::json::parse(testing::ReadFile(report_path));
   EXPECT_EQ(report["image"]["digest"], image.digest);
   EXPECT_EQ(report["image"]["digest_source"], "engine");

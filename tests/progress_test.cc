@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -123,6 +127,68 @@ TEST(Progress, ATerminalShowsEachCheckAsItCompletesAndThePhaseWhenItEnds) {
   EXPECT_NE(all.find("env.arch"), std::string::npos);
   EXPECT_NE(all.find("pass"), std::string::npos);
   EXPECT_NE(all.find("done env.arch, perf.*: measuring each device ("), std::string::npos) << all;
+}
+
+// A pseudo-terminal: `stream` writes to its terminal side, Read() returns what reached it.
+class Pty {
+ public:
+  Pty() {
+    master_ = ::posix_openpt(O_RDWR | O_NOCTTY);
+    if (master_ < 0 || ::grantpt(master_) != 0 || ::unlockpt(master_) != 0) return;
+    terminal_ = ::open(::ptsname(master_), O_RDWR | O_NOCTTY);
+    ::fcntl(master_, F_SETFL, O_NONBLOCK);
+    stream_ = ::fdopen(::dup(terminal_), "w");
+  }
+  ~Pty() {
+    if (stream_) std::fclose(stream_);
+    if (terminal_ >= 0) ::close(terminal_);
+    if (master_ >= 0) ::close(master_);
+  }
+  bool ok() const { return stream_ != nullptr; }
+  std::FILE* stream() { return stream_; }
+  int terminal() const { return terminal_; }
+  std::string Read() {
+    std::fflush(stream_);
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(master_, buf, sizeof buf)) > 0;) text.append(buf, n);
+    return text;
+  }
+
+ private:
+  int master_ = -1;
+  int terminal_ = -1;
+  std::FILE* stream_ = nullptr;
+};
+
+// The terminal progress of a run that announces env.arch while "measuring" runs.
+std::string TerminalProgress(Pty& pty, int results_fd) {
+  {
+    Progress p(ProgressStyle::kTerminal, "trainlock-validate", pty.stream(), results_fd);
+    p.Begin("measuring");
+    p.Checked("env.arch", "pass", 0.0, "sm_90");
+    p.End();
+  }
+  return pty.Read();
+}
+
+TEST(Progress, OnTheTerminalTheSummaryGoesToEachCheckIsLeftToTheSummary) {
+  Pty pty;
+  ASSERT_TRUE(pty.ok()) << "no pseudo-terminal";
+  const std::string shown = TerminalProgress(pty, pty.terminal());
+  EXPECT_EQ(shown.find("env.arch"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("done measuring ("), std::string::npos) << shown;
+}
+
+TEST(Progress, OnATerminalTheSummaryDoesNotGoToEachCheckIsShown) {
+  Pty pty;
+  ASSERT_TRUE(pty.ok()) << "no pseudo-terminal";
+  int results[2];
+  ASSERT_EQ(::pipe(results), 0);
+  const std::string shown = TerminalProgress(pty, results[1]);
+  ::close(results[0]);
+  ::close(results[1]);
+  EXPECT_NE(shown.find("env.arch"), std::string::npos) << shown;
 }
 
 TEST(Progress, AHostileSummaryReachesALogAsTextNotEscapes) {

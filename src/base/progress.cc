@@ -1,6 +1,7 @@
 // Progress lines for terminals, logs and machines; see progress.h.
 #include "base/progress.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <exception>
@@ -21,8 +22,24 @@ std::optional<ProgressStyle> ParseProgressStyle(const std::string& name) {
   return std::nullopt;
 }
 
-Progress::Progress(ProgressStyle style, std::string source, std::FILE* out)
-    : style_(style), source_(std::move(source)), out_(out) {}
+namespace {
+
+// Whether the descriptors are one terminal device (stderr and stdout of an interactive shell).
+bool SameTerminal(int a, int b) {
+  struct stat sa = {};
+  struct stat sb = {};
+  return a >= 0 && b >= 0 && ::isatty(a) == 1 && ::isatty(b) == 1 && ::fstat(a, &sa) == 0 &&
+         ::fstat(b, &sb) == 0 && sa.st_rdev == sb.st_rdev;
+}
+
+}  // namespace
+
+Progress::Progress(ProgressStyle style, std::string source, std::FILE* out, int results_fd)
+    : style_(style),
+      source_(std::move(source)),
+      out_(out),
+      checks_in_results_(style == ProgressStyle::kTerminal &&
+                         SameTerminal(::fileno(out), results_fd)) {}
 
 ProgressStyle Progress::AutoStyle() {
   return ::isatty(STDERR_FILENO) == 1 ? ProgressStyle::kTerminal : ProgressStyle::kLog;
@@ -83,6 +100,8 @@ void Progress::Checked(const std::string& id, const std::string& status, double 
     WriteEvent("check", id, duration_s, status, summary);
     return;
   }
+  // The summary on this terminal lists every check; a second line for each is noise.
+  if (checks_in_results_) return;
   // Above the phase line, which is redrawn below it while it runs.
   std::fprintf(out_, "\r\033[K  %-5s %-16s %7.2fs\n", status.c_str(), TerminalLine(id).c_str(),
                duration_s);

@@ -1,5 +1,6 @@
 // Progress of long commands on stderr, in the form the reader needs: a person at a terminal
-// sees each phase's elapsed seconds tick and each check as it completes; a log (CI, `kubectl
+// sees each phase's elapsed seconds tick and each check as it completes (unless the summary
+// goes to the same terminal: it lists every check, so each is printed once); a log (CI, `kubectl
 // logs`, a Slurm .out file: stderr is not a terminal) gets one timestamped line per phase and
 // per completed check; a machine gets the same events as JSON lines (`--progress json`).
 // Results stay on stdout (the summary) and in the report; progress never replaces them.
@@ -34,8 +35,10 @@ inline constexpr const char* kProgressStyleNames = "auto, terminal, log, json or
 class Progress {
  public:
   // `source` names the writer in log and JSON lines ("trainlock-validate", "... rank 1").
-  // `out` is where the lines go (stderr unless a test says otherwise).
-  Progress(ProgressStyle style, std::string source, std::FILE* out = stderr);
+  // `out` is where the lines go (stderr unless a test says otherwise); `results_fd` is where
+  // the summary goes (stdout): when both are the same terminal, the summary's line per check
+  // is the one a person reads, and a terminal progress shows only the phases.
+  Progress(ProgressStyle style, std::string source, std::FILE* out = stderr, int results_fd = 1);
   // kTerminal when stderr is a TTY, else kLog.
   static ProgressStyle AutoStyle();
   ~Progress();
@@ -73,7 +76,8 @@ class Progress {
   std::atomic<bool> running_{false};
   std::thread ticker_;
   std::set<std::string> announced_;
-  bool stopped_ = false;  // the phase ended by an exception, not by End()
+  bool stopped_ = false;            // the phase ended by an exception, not by End()
+  bool checks_in_results_ = false;  // kTerminal on the terminal the summary is printed to
 };
 
 }  // namespace trainlock

@@ -40,7 +40,7 @@ int WriteFleetScript(const FleetScriptOptions& o, const GlobalOptions& global,
     std::cout << text << std::flush;
   } else {
     WriteFileAtomically(o.out, text);
-    std::cerr << "wrote " << o.out << "\n";
+    if (!global.quiet()) std::cerr << "wrote " << o.out << "\n";
   }
   return kExitOk;
 }

@@ -142,7 +142,9 @@ GateRequest BuildRequest(const GateOptions& options, const Project& project) {
 // -v: every check the report carries with its status, the --require ones marked, so that a
 // decision can be read against the evidence. Nothing when the report is not JSON (the
 // decision above already says so).
-void PrintReportChecks(const GateRequest& request, const std::vector<std::string>& require) {
+// With `evidence` (-vv) each check's summary and the metrics it rests on follow it.
+void PrintReportChecks(const GateRequest& request, const std::vector<std::string>& require,
+                       bool evidence) {
   std::string problem;
   std::optional<nlohmann::json> report = TryParseJsonText(request.report_text, &problem);
   if (!report) return;
@@ -155,6 +157,13 @@ void PrintReportChecks(const GateRequest& request, const std::vector<std::string
     const bool required = std::find(require.begin(), require.end(), id) != require.end();
     std::cout << "  " << TerminalLine(status) << " " << TerminalLine(id)
               << (required ? " (required)" : "") << "\n";
+    if (!evidence) continue;
+    if (!c.summary.empty()) std::cout << "      " << TerminalLine(c.summary) << "\n";
+    if (!c.metrics.empty())
+      std::cout << "      evidence: "
+                << TerminalLine(
+                       c.metrics.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+                << "\n";
   }
 }
 
@@ -189,7 +198,8 @@ int RunGate(const GateOptions& options, const GlobalOptions& global) {
     // Reasons quote the report (summaries, image ref): shown as text, never as escapes.
     for (const std::string& r : decision.reasons) std::cout << "  - " << TerminalLine(r) << "\n";
   }
-  if (!options.json && global.verbosity > 0) PrintReportChecks(request, options.require);
+  if (!options.json && global.verbosity > 0)
+    PrintReportChecks(request, options.require, global.verbosity > 1);
   return decision.allowed() ? kExitOk : kExitVerdict;
 }
 

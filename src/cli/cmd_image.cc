@@ -47,7 +47,7 @@ int RunGenerate(GenerateOptions options, const GlobalOptions& global) {
   for (const auto& [name, text] : files) {
     std::filesystem::create_directories((out / name).parent_path());  // engine/trainlock_engine/
     WriteFileAtomically(out / name, text);
-    std::cout << "wrote " << (out / name).string() << "\n";
+    if (!global.quiet()) std::cout << "wrote " << (out / name).string() << "\n";
   }
   return kExitOk;
 }

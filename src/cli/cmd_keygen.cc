@@ -24,7 +24,7 @@ struct KeygenOptions {
   bool json = false;
 };
 
-int RunKeygen(const KeygenOptions& options) {
+int RunKeygen(const KeygenOptions& options, const GlobalOptions& global) {
   const fs::path private_path = options.prefix + ".key";
   const fs::path public_path = options.prefix + ".pub";
   for (const fs::path& p : {private_path, public_path}) {
@@ -50,15 +50,18 @@ int RunKeygen(const KeygenOptions& options) {
                      .dump(2)
               << "\n";
   } else {
-    std::cout << "wrote " << private_path.string() << " (private, mode 0600) and "
-              << public_path.string() << "\nkey id " << key_id << "\n";
+    // -q: the key id is the result; which files were written is chatter.
+    if (!global.quiet())
+      std::cout << "wrote " << private_path.string() << " (private, mode 0600) and "
+                << public_path.string() << "\n";
+    std::cout << "key id " << key_id << "\n";
   }
   return kExitOk;
 }
 
 }  // namespace
 
-Command RegisterKeygen(CLI::App& app, const GlobalOptions&) {
+Command RegisterKeygen(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<KeygenOptions>();
   CLI::App* cmd = app.add_subcommand(
       "keygen",
@@ -67,7 +70,7 @@ Command RegisterKeygen(CLI::App& app, const GlobalOptions&) {
   cmd->add_option("PREFIX", options->prefix, "Path prefix of the two key files")->required();
   cmd->add_flag("--force", options->force, "Overwrite existing key files");
   cmd->add_flag("--json", options->json, "Print the written paths and key id as JSON");
-  return [options] { return RunKeygen(*options); };
+  return [options, &global] { return RunKeygen(*options, global); };
 }
 
 }  // namespace trainlock::cli

@@ -47,6 +47,7 @@ struct ValidateOptions {
   std::string out;
   std::string sign_key;
   bool json = false;
+  bool quiet = false;  // trainlock -q: no `wrote` line after --image
 };
 
 int ExecLocalValidator(const ValidateOptions& options) {
@@ -186,14 +187,18 @@ int ValidateInImage(ValidateOptions& o) {
   const EngineImage image = ResolveEngineImage(o.image, o.run);
   std::cerr << "trainlock: validating in " << image.ref << " (" << image.digest << ", resolved by "
             << image.engine << ")\n";
-  OutDir out;
+  OutDir out, summary;
   std::vector<std::string> argv = {kValidatorInImage, kProjectMountInContainer, "--out",
                                    std::string(kReportMountInContainer) + "/report.json"};
   argv.insert(argv.end(), o.passthrough.begin(), o.passthrough.end());
   const int code = RunInImage(image, o.run,
                               {{fs::absolute(o.dir), kProjectMountInContainer, true},
                                {out.path(), kReportMountInContainer, false}},
-                              {}, argv);
+                              {}, argv, summary.path() / "stdout");
+  // The summary names the report where the container wrote it; the reader wants the host's.
+  if (fs::exists(summary.path() / "stdout"))
+    std::cout << WithHostReportPaths(ReadInputFile(summary.path() / "stdout", "stdout"), o.out)
+              << std::flush;
   if (!fs::exists(out.path() / "report.json")) {
     std::cerr << "trainlock: error: the validator in " << image.ref << " wrote no report (exit "
               << code << ")\n";
@@ -213,8 +218,9 @@ int ValidateInImage(ValidateOptions& o) {
     WriteFileAtomically(dest, SignedReportText(report));
     if (name == "report.json" && o.json) std::cout << report.dump(2) << "\n";
   }
-  std::cerr << "trainlock: wrote " << o.out << ", bound to " << image.digest
-            << (pem.empty() ? "" : ", signed") << "\n";
+  if (!o.quiet)
+    std::cerr << "trainlock: wrote " << o.out << ", bound to " << image.digest
+              << (pem.empty() ? "" : ", signed") << "\n";
   return code;
 }
 
@@ -281,6 +287,7 @@ Command RegisterValidate(CLI::App& app, const GlobalOptions& global) {
       return std::any_of(p.begin(), p.end(),
                          [row](const std::string& a) { return FindValidatorOption(a) == row; });
     };
+    options->quiet = global.quiet() || given("-q");
     if (global.quiet() && !given("--progress") && !given("-q")) p.push_back("-q");
     if (global.verbosity > 0 && !given("-v")) p.push_back("-v");
     if (global.progress != "auto" && !given("--progress"))

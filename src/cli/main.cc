@@ -3,7 +3,7 @@
 //
 // Conventions every command shares: options before or after positionals; the global options
 // (--catalog, -q, -v) before or after the subcommand; `trainlock help [COMMAND]`; a mistyped
-// subcommand answered with the closest one; -V/--version with the git commit it was built
+// subcommand or option answered with the closest one; -V/--version with the git commit it was built
 // from; `trainlock completion bash|zsh|fish`.
 #include <algorithm>
 #include <cstdlib>
@@ -96,6 +96,70 @@ std::string UnknownSubcommand(const CLI::App& app, const std::vector<std::string
   return "";
 }
 
+// The option `name` ("--require", "-q") as `at` or, through fallthrough, a command above it
+// takes it; nullptr when none does.
+const CLI::Option* FindOption(const CLI::App* at, const std::string& name) {
+  for (; at != nullptr; at = at->get_parent()) {
+    if (const CLI::Option* o = at->get_option_no_throw(name); o && o->nonpositional()) return o;
+  }
+  return nullptr;
+}
+
+// Every long option name `at` and the commands above it take: the candidates for a typo.
+std::vector<std::string> LongOptionNames(const CLI::App* at) {
+  std::vector<std::string> names;
+  for (; at != nullptr; at = at->get_parent()) {
+    for (const CLI::Option* o : at->get_options())
+      for (const std::string& l : o->get_lnames()) names.push_back("--" + l);
+  }
+  return names;
+}
+
+// The first option in `args` that no command on the path takes, as a message ("trainlock
+// gate: error: unknown option --reqiure; did you mean --require?"), else "". CLI11's own
+// message lists leftover words without a suggestion, and may name a missing required option
+// instead when a mistyped one was meant to give it. Commands that forward unknown options
+// (validate, to the validator) check them themselves.
+std::string UnknownOption(CLI::App& app, const std::vector<std::string>& args) {
+  CLI::App* at = &app;
+  std::string path = "trainlock";
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (at->get_allow_extras() || a == "--") return "";
+    if (a.size() < 2 || a[0] != '-' || (a[1] >= '0' && a[1] <= '9')) {
+      for (CLI::App* sub : at->get_subcommands([&a](CLI::App* c) { return c->get_name() == a; })) {
+        at = sub;
+        path += " " + a;
+      }
+      continue;
+    }
+    // "--name=value", "--name", "-x" or grouped short flags "-qv".
+    std::vector<std::string> names;
+    if (a.starts_with("--")) {
+      names.push_back(a.substr(0, a.find('=')));
+    } else {
+      for (size_t k = 1; k < a.size(); ++k) names.push_back(std::string("-") + a[k]);
+    }
+    for (const std::string& name : names) {
+      const CLI::Option* option = FindOption(at, name);
+      if (option == nullptr) {
+        std::vector<std::string> candidates = LongOptionNames(at);
+        std::vector<std::string_view> views(candidates.begin(), candidates.end());
+        const std::string closest = trainlock::ClosestMatch(name, views);
+        return path + ": error: unknown option " + name +
+               (closest.empty() ? "" : "; did you mean " + closest + "?") + "\nrun `" + path +
+               " --help` for the options\n";
+      }
+      // A value in the next word: skip it (a short option's value may follow it directly).
+      if (option->get_expected_min() > 0 && a.find('=') == std::string::npos) {
+        if (names.size() == 1) ++i;
+        break;
+      }
+    }
+  }
+  return "";
+}
+
 // `trainlock help [COMMAND...]`: the help of the app or of the command named.
 int RunHelp(const CLI::App& app, const std::vector<std::string>& words) {
   const CLI::App* at = &app;
@@ -142,7 +206,8 @@ int main(int argc, char** argv) {
       "Print only results and errors (no progress or `wrote` lines)");
   app.add_flag_function(
       "-v,--verbose", [&global](int64_t n) { global.verbosity += static_cast<int>(n); },
-      "Say more about each step (repeat for more)");
+      "Say more: check names the files it read, gate lists the report's checks, validate shows\n"
+      "each check's metrics; -vv: gate also shows each check's summary and evidence");
   AddProgressOption(app, global.progress, "long steps (validate, lock, fetch, image build)");
 
   std::map<CLI::App*, Command> commands;
@@ -179,7 +244,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() != 0) {
-      if (std::string unknown = UnknownSubcommand(app, args); !unknown.empty()) {
+      for (const std::string& unknown : {UnknownSubcommand(app, args), UnknownOption(app, args)}) {
+        if (unknown.empty()) continue;
         std::cerr << unknown;
         return kExitBadInput;
       }

@@ -9,6 +9,7 @@
 #include "base/refs.h"
 #include "base/subprocess.h"
 #include "image/engine.h"
+#include "image/in_image_paths.h"
 
 namespace trainlock {
 namespace fs = std::filesystem;
@@ -134,8 +135,8 @@ std::vector<std::string> GpuPassthrough(const std::string& engine, const std::st
 }
 
 int RunInImage(const EngineImage& image, const ImageRunOptions& o, const std::vector<Mount>& mounts,
-               const std::map<std::string, std::string>& env,
-               const std::vector<std::string>& argv) {
+               const std::map<std::string, std::string>& env, const std::vector<std::string>& argv,
+               const std::filesystem::path& stdout_file) {
   std::vector<std::string> options;
   for (const Mount& m : mounts) {
     options.push_back("--volume");
@@ -165,13 +166,27 @@ int RunInImage(const EngineImage& image, const ImageRunOptions& o, const std::ve
   SpawnOptions spawn;
   spawn.argv = EngineCommand(image.engine, o.storage);
   spawn.argv.insert(spawn.argv.end(), run.begin(), run.end());
-  spawn.out = Stream::kInherit;
+  spawn.out = stdout_file.empty() ? Stream::kInherit : Stream::kFile;
+  spawn.out_file = stdout_file;
   spawn.err = Stream::kInherit;
   spawn.null_stdin = true;
   ProcessRun r = RunProcess(spawn);
   if (!container.empty()) Engine("buildah", o, {"rm", container});
   if (!r.started) throw Failure(image.engine + ": " + r.start_error, kExitEnvironment);
   return r.exit_code;
+}
+
+std::string WithHostReportPaths(std::string text, const std::filesystem::path& host_report) {
+  const std::string in_container = std::string(kReportMountInContainer) + "/report";
+  const std::string host_stem =
+      (host_report.parent_path() / host_report.stem()).string();  // beside it: stem.rank-N.json
+  for (size_t at = 0; (at = text.find(in_container, at)) != std::string::npos;) {
+    const bool merged = text.compare(at + in_container.size(), 5, ".json") == 0;
+    const std::string host = merged ? host_report.string() : host_stem;
+    text.replace(at, in_container.size() + (merged ? 5 : 0), host);
+    at += host.size();
+  }
+  return text;
 }
 
 }  // namespace trainlock

@@ -40,11 +40,17 @@ struct Mount {
 };
 
 // Runs argv (argv[0] a path inside the image) in a fresh container of `image`, its output on
-// this process's stdout and stderr, and returns its exit code. Throws a Failure (exit 3) when
-// the engine cannot start it.
+// this process's stdout and stderr (stdout into `stdout_file` when one is given), and returns
+// its exit code. Throws a Failure (exit 3) when the engine cannot start it.
 int RunInImage(const EngineImage& image, const ImageRunOptions& options,
                const std::vector<Mount>& mounts, const std::map<std::string, std::string>& env,
-               const std::vector<std::string>& argv);
+               const std::vector<std::string>& argv, const std::filesystem::path& stdout_file = {});
+
+// The validator's output in the container with the report paths it names there
+// (kReportMountInContainer/report.json, .../report.rank-N.json) replaced by where `trainlock
+// validate --image` writes them on the host: `host_report` and, beside it, its stem with the
+// rank's suffix.
+std::string WithHostReportPaths(std::string text, const std::filesystem::path& host_report);
 
 // The engine options that pass this node's GPUs of `target` ("cuda" or "rocm") into a
 // container; empty when the node has none (or the target is cpu).

@@ -3,12 +3,22 @@
 
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 
 namespace trainlock {
 
 std::string GiB(double bytes) {
+  // A small model's memory in GiB rounds to "0.0 GiB", which reads as nothing at all: below
+  // 0.05 GiB the unit steps down until the number shows.
+  static constexpr const char* kUnits[] = {"GiB", "MiB", "KiB"};
+  double value = bytes / (1024.0 * 1024.0 * 1024.0);
+  size_t unit = 0;
+  while (value > 0 && value < 0.05 && unit + 1 < std::size(kUnits)) {
+    value *= 1024.0;
+    ++unit;
+  }
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  std::snprintf(buf, sizeof buf, "%.1f %s", value, kUnits[unit]);
   return buf;
 }
 

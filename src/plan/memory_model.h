@@ -35,6 +35,7 @@ struct MemoryOptions {
 // logits' gradient), V x (4 + 4) in fp32.
 MemoryEstimate EstimateTrainingMemory(const TrainConfig& config, const MemoryOptions& options = {});
 
+// "77.6 GiB"; below 0.05 GiB in MiB or KiB ("3.4 MiB"), so that a small size never reads 0.0.
 std::string GiB(double bytes);
 
 }  // namespace trainlock

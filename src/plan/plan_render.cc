@@ -66,8 +66,10 @@ std::string RenderPlanText(const Plan& plan) {
   std::ostringstream out;
   out << "Plan for " << plan.source << "\n  " << plan.shape << "\n\n";
   out << "Memory per GPU with DDP"
-      << (plan.gpu_report ? " on " + plan.device : std::string(" (estimated)")) << ":\n  "
-      << plan.memory.line << "\n";
+      << (plan.gpu_report ? " on " + plan.device
+                          : std::string(" (estimated from the shape: the report trained on the "
+                                        "CPU, which measures no device memory)"))
+      << ":\n  " << plan.memory.line << "\n";
   if (!plan.fixes.empty()) {
     out << "\nFixes on the " << plan.device << " (it does not fit as it is):\n";
     for (const PlanFix& f : plan.fixes) out << "  - " << f.line << "\n";

@@ -9,11 +9,14 @@ command passes when it exits with the code its trailing comment names (`# exit 1
 and its output holds the lines shown below it, in order (`...` in a line matches any text).
 
 A command that cannot run here (it needs a GPU, a cluster, the network) is never dropped
-silently; an HTML comment on the line(s) above the block says what happens instead:
+silently; a marker on the line(s) above the block says what happens instead:
 
   <!-- doc-test: not run: REASON -->                   the whole block is not run
-  <!-- doc-test: instead of `PREFIX` run `CMD`: REASON --> commands starting with PREFIX run
+  > doc-test: instead of `PREFIX` run `CMD`: REASON      commands starting with PREFIX run
                                                          CMD instead (a stand-in)
+
+A stand-in changes what the shown commands do, so a reader must see it: it is a visible
+blockquote line (lines holding only `>` may separate markers), never an HTML comment.
 
 Anything else that looks like a command is refused: `$ ` outside a console block, a
 ```sh/```bash/```shell block, or a command word (trainlock, bash, kubectl, ...) at the start
@@ -31,6 +34,8 @@ import tempfile
 from dataclasses import dataclass, field
 
 MARKER = re.compile(r"^<!--\s*doc-test:\s*(.*?)\s*-->\s*$")
+VISIBLE_MARKER = re.compile(r"^>\s*doc-test:\s*(.*?)\s*$")
+QUOTE_SEPARATOR = re.compile(r"^>\s*$")
 NOT_RUN = re.compile(r"^not run:\s*(.*)$")
 INSTEAD = re.compile(r"^instead of `([^`]+)` run `([^`]+)`:\s*(.*)$")
 FENCE = re.compile(r"^(```|~~~)\s*([A-Za-z0-9_+-]*)\s*$")
@@ -63,7 +68,10 @@ class DocError(Exception):
     pass
 
 
-def _parse_marker(text, path, line, block):
+def _parse_marker(text, path, line, block, visible):
+    if not visible and INSTEAD.match(text):
+        raise DocError(f"{path}:{line}: a stand-in in an HTML comment is invisible on the "
+                       "rendered page; write it as a visible `> doc-test: instead of ...` line")
     m = NOT_RUN.match(text)
     if m:
         if not m.group(1):
@@ -138,11 +146,14 @@ def parse(text, path="<doc>"):
     previous_blank = True
     while i < len(lines):
         line = lines[i]
-        m = MARKER.match(line.strip())
+        m = MARKER.match(line.strip()) or VISIBLE_MARKER.match(line.strip())
         if m:
             if pending is None:
                 pending, pending_line = Block(line=0), i + 1
-            _parse_marker(m.group(1), path, i + 1, pending)
+            _parse_marker(m.group(1), path, i + 1, pending, line.strip().startswith(">"))
+            i += 1
+            continue
+        if pending is not None and QUOTE_SEPARATOR.match(line.strip()):
             i += 1
             continue
         fence = FENCE.match(line.strip()) if not line.startswith("    ") else None

@@ -68,6 +68,17 @@ class Parsing(unittest.TestCase):
         with self.assertRaisesRegex(doc_test.DocError, "unknown doc-test marker"):
             doc_test.parse(doc("<!-- doc-test: skip -->", FENCE + "console", "$ x", FENCE))
 
+    def test_a_stand_in_hidden_in_an_html_comment_is_refused(self):
+        with self.assertRaisesRegex(doc_test.DocError, "invisible on the rendered page"):
+            doc_test.parse(doc("<!-- doc-test: instead of `a` run `b`: no network -->",
+                               FENCE + "console", "$ a", FENCE))
+
+    def test_visible_stand_ins_may_be_separated_by_an_empty_quote_line(self):
+        blocks = doc_test.parse(doc("> doc-test: instead of `a` run `b`: no network", ">",
+                                    "> doc-test: instead of `c` run `d`: no registry",
+                                    FENCE + "console", "$ a", "$ c", FENCE))
+        self.assertEqual([s[:2] for s in blocks[0].stand_ins], [("a", "b"), ("c", "d")])
+
     def test_a_marker_away_from_its_block_is_refused(self):
         with self.assertRaisesRegex(doc_test.DocError, "not directly above"):
             doc_test.parse(doc("<!-- doc-test: not run: GPU -->", "prose", FENCE + "console",
@@ -121,14 +132,14 @@ class Running(unittest.TestCase):
 
     def test_a_stand_in_runs_in_place_of_the_command(self):
         failures, out = self.run_doc(doc(
-            "<!-- doc-test: instead of `fetch-from-hub` run `mkdir p`: no network here -->",
+            "> doc-test: instead of `fetch-from-hub` run `mkdir p`: no network here",
             FENCE + "console", "$ fetch-from-hub p", "$ test -d p", FENCE))
         self.assertEqual(failures, 0, out)
         self.assertIn("(stand-in: mkdir p)", out)
 
     def test_a_stand_in_matching_no_command_is_refused(self):
         with self.assertRaisesRegex(doc_test.DocError, "matches no command"):
-            self.run_doc(doc("<!-- doc-test: instead of `gone` run `true`: stale -->",
+            self.run_doc(doc("> doc-test: instead of `gone` run `true`: stale",
                              FENCE + "console", "$ true", FENCE))
 
 
