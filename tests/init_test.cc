@@ -40,6 +40,16 @@ class Init : public ::testing::Test {
     std::string yarn = kSmallLlama;
     yarn.replace(yarn.find("\"llama3\""), 8, "\"yarn\"");
     testing::WriteFile(hub / "org/yarn-llama/config.json", yarn);
+    // Shapes config.json may state but `trainlock check` refuses in the training config.
+    auto with = [&](const std::string& repo, const std::string& from, const std::string& to) {
+      std::string text = kSmallLlama;
+      text.replace(text.find(from), from.size(), to);
+      testing::WriteFile(hub / repo / "config.json", text);
+    };
+    with("org/odd-heads", "\"hidden_size\": 64", "\"hidden_size\": 66");
+    with("org/odd-kv", "\"num_key_value_heads\": 2", "\"num_key_value_heads\": 3");
+    with("org/zero-theta", "\"rope_theta\": 500000.0", "\"rope_theta\": 0");
+    with("org/zero-eps", "\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": 0");
     port_ = testing::FreeLoopbackPort();
     server_ = std::make_unique<testing::BackgroundProcess>(
         std::vector<std::string>{"python3",
@@ -156,6 +166,68 @@ TEST_F(Init, AMalformedModelNameIsBadInputBeforeAnyRequest) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--from-hub: error: not a Hub model: 'no-slash'"), std::string::npos)
       << r.err;
+}
+
+TEST_F(Init, AShapeCheckWouldRefuseIsRefusedNamingTheFieldAndNothingIsWritten) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"org/odd-heads", "model.hidden_size 66 is not divisible by model.num_heads 4"},
+      {"org/odd-kv", "model.num_heads 4 is not a multiple of model.num_kv_heads 3"},
+      {"org/zero-theta", "model.rope_theta"},
+      {"org/zero-eps", "model.norm_eps"}};
+  for (const auto& [repo, field] : cases) {
+    testing::RunResult r = InitFrom(repo);
+    EXPECT_EQ(r.exit_code, 2) << repo << r.err;
+    EXPECT_NE(r.err.find(":config.json: error: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(field), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(project_ / "trainlock.toml")) << repo;
+    EXPECT_FALSE(fs::exists(project_ / "configs")) << repo;
+  }
+}
+
+TEST_F(Init, AFileWhereTheProjectDirectoryShouldBeIsBadInputInOurWords) {
+  testing::WriteFile(project_, "not a directory\n");
+  testing::RunResult r = InitFrom("org/Small-Llama");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(project_.string() + ": error: "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("filesystem error"), std::string::npos) << r.err;
+}
+
+TEST_F(Init, AnUnusableCacheDirectoryIsBadInputInOurWords) {
+  testing::WriteFile(dir_.path() / "cache-file", "a file, not a directory\n");
+  testing::RunResult r = testing::RunProgram(
+      "trainlock", {"init", project_.string(), "--from-hub", "org/Small-Llama", "--target", "cpu"},
+      {"HF_ENDPOINT=" + Endpoint(), "TRAINLOCK_CACHE=" + (dir_.path() / "cache-file").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("cache-file"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("filesystem error"), std::string::npos) << r.err;
+}
+
+TEST_F(Init, ASymlinkedConfigsDirectoryIsRefusedAndNothingIsWrittenThrough) {
+  const fs::path outside = dir_.path() / "outside";
+  fs::create_directories(outside);
+  fs::create_directories(project_);
+  fs::create_directory_symlink(outside, project_ / "configs");
+  testing::RunResult r = InitFrom("org/Small-Llama");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("configs: error: is a symbolic link"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_empty(outside));
+  EXPECT_FALSE(fs::exists(project_ / "trainlock.toml"));
+}
+
+TEST_F(Init, ARevisionThatWouldChangeTheUrlIsRefusedBeforeAnyRequest) {
+  for (const char* revision : {"main?x=1", "main#frag", "../../etc", "a b", "v1/../main"}) {
+    testing::RunResult r = InitFrom(std::string("org/Small-Llama@") + revision);
+    EXPECT_EQ(r.exit_code, 2) << revision << r.err;
+    EXPECT_NE(r.err.find("is not a Hub revision"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(Init, APasswordWithASlashInTheEndpointIsNeverPrinted) {
+  testing::RunResult r = testing::RunProgram(
+      "trainlock", {"init", project_.string(), "--from-hub", "org/Small-Llama", "--target", "cpu"},
+      {"HF_ENDPOINT=http://user:s3cr/et@127.0.0.1:1"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(r.err.find("s3cr"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -7,9 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+
 #include "base/failure.h"
 #include "base/sha256.h"
 #include "lock/http_client.h"
+#include "lock/python_index.h"
 #include "lock/python_resolver.h"
 #include "test_support.h"
 
@@ -172,6 +175,93 @@ TEST_F(PythonIndex, AnIndexThatCannotBeReachedIsExit3) {
     EXPECT_EQ(e.exit_code(), 3);
     EXPECT_NE(std::string(e.what()).find("index unreachable"), std::string::npos) << e.what();
   }
+}
+
+TEST(IndexPage, CharacterEntitiesAreDecodedOnceNamedAndNumeric) {
+  const auto files = ParseIndexPage(
+      "<a href=\"a-1.0-py3-none-any.whl\" data-requires-python=\"&gt;=3.8,&#60;4&#x2c;!=3.9\">"
+      "a&amp;lt;b</a>",
+      "text/html", "https://x.example/simple/a/", "a");
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].requires_python, ">=3.8,<4,!=3.9");
+  EXPECT_EQ(files[0].file, "a&lt;b");  // decoded once: &amp;lt; is the text &lt;
+}
+
+TEST(IndexPage, AJsonPageBeyondTheJsonLimitsIsExit3WithOurMessage) {
+  try {
+    ParseIndexPage(std::string(100000, '[') + std::string(100000, ']'),
+                   "application/vnd.pypi.simple.v1+json", "https://x.example/simple/a/", "a");
+    ADD_FAILURE() << "parsed";
+  } catch (const Failure& e) {
+    EXPECT_EQ(e.exit_code(), 3);
+    EXPECT_NE(std::string(e.what()).find("JSON nested deeper than 64"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(CoreMetadata, ABlankContinuationLineIsSkippedNotAnError) {
+  const CoreMetadata m =
+      ParseCoreMetadata("Name: a\nVersion: 1.0\nSummary: x\n   \nRequires-Dist: b\n");
+  EXPECT_EQ(m.name, "a");
+  EXPECT_EQ(m.requires_dist, std::vector<std::string>{"b"});
+}
+
+// A hostile index (pypi_server.py --hostile): every answer is bounded in the time and memory it
+// costs, refused with our own message, and leaves nothing behind in the scratch directory.
+TEST_F(PythonIndex, AJsonPageNestedDeeperThanTheJsonLimitIsRefusedAsTheIndexsFault) {
+  Serve(nlohmann::json::array(), {"--hostile", "deep-json"});
+  auto [code, message] = Refusal({{"trainlock-demo-app", "1.0.0"}});
+  EXPECT_EQ(code, 3);
+  EXPECT_NE(message.find("the index's JSON page is refused: JSON nested deeper than 64"),
+            std::string::npos)
+      << message;
+}
+
+TEST_F(PythonIndex, AnHtmlPageOfManyCharacterEntitiesIsReadInLinearTime) {
+  Serve(nlohmann::json::array(), {"--format", "html", "--hostile", "entities"});
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(Versions(Resolve({{"trainlock-demo-app", "1.0.0"}})).size(), 2u);
+  // 200,000 entities: a replace per entity took minutes; one pass takes milliseconds.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST_F(PythonIndex, AWheelTricklingOutIsAbandonedAfterTheTimeoutAndNotKept) {
+  Serve(nlohmann::json::array(), {"--no-metadata", "--hostile", "slow-wheel"});
+  const auto start = std::chrono::steady_clock::now();
+  ClosureRequest request;
+  request.what = "targets.cpu";
+  request.indexes = {Index()};
+  request.platform = *PythonPlatform::Parse("3.11");
+  request.roots = {{"trainlock-demo-util", "1.2.0"}};
+  IndexOptions options;
+  options.timeout_s = 2;
+  options.attempts = 1;
+  options.scratch = dir_.path() / "scratch";
+  try {
+    ResolvePythonClosure(request, options);
+    ADD_FAILURE() << "resolved";
+  } catch (const Failure& e) {
+    EXPECT_EQ(e.exit_code(), 3);
+    EXPECT_NE(std::string(e.what()).find("timed out: no progress"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  EXPECT_TRUE(fs::is_empty(dir_.path() / "scratch")) << "a partial wheel stayed behind";
+}
+
+TEST_F(PythonIndex, AWheelDeclaringMoreThanTheLimitIsRefusedBeforeAnyByteIsWritten) {
+  Serve(nlohmann::json::array(), {"--no-metadata", "--hostile", "huge-declared"});
+  auto [code, message] = Refusal({{"trainlock-demo-util", "1.2.0"}});
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(message.find("sent or declared more than 8589934592 bytes"), std::string::npos)
+      << message;
+  EXPECT_TRUE(fs::is_empty(dir_.path() / "scratch")) << "a partial wheel stayed behind";
+}
+
+TEST_F(PythonIndex, AManifestPinBeyondAnIntegerIsRefusedNotDereferenced) {
+  Serve(nlohmann::json::array());
+  auto [code, message] = Refusal({{"trainlock-demo-util", "99999999999999999999"}});
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(message.find("'99999999999999999999'"), std::string::npos) << message;
 }
 
 }  // namespace

@@ -131,3 +131,22 @@ TEST(NoSecretPrinted, AnImageBaseReferenceWithCredentials) {
 
 }  // namespace
 }  // namespace trainlock
+
+namespace trainlock {
+namespace {
+
+TEST(RedactUrl, APasswordWithASlashQuestionMarkOrHashIsMaskedWhole) {
+  for (const char* url :
+       {"https://user:s3cr/et@hub.example/api", "https://user:s3cr?et@hub.example",
+        "https://user:s3cr#et@hub.example/x"}) {
+    const std::string redacted = RedactUrl(url);
+    EXPECT_EQ(redacted.find("s3cr"), std::string::npos) << redacted;
+    EXPECT_NE(redacted.find("hub.example"), std::string::npos) << redacted;
+  }
+  // A port is not a password: the path's '@' stays.
+  EXPECT_EQ(RedactUrl("https://hub.example:8080/org/model@abc"),
+            "https://hub.example:8080/org/model@abc");
+}
+
+}  // namespace
+}  // namespace trainlock

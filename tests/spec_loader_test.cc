@@ -155,3 +155,63 @@ TEST(ExtCommandArgv, ANulInAnEnvironmentValueIsRefused) {
 
 }  // namespace
 }  // namespace trainlock
+
+namespace trainlock {
+namespace {
+
+// Every value of a lock's wheel goes into requirements.txt and the Containerfile: one outside
+// its grammar is refused where the lock is read, so a crafted lock cannot add a line.
+std::string TinyLockWith(const std::string& from, const std::string& to) {
+  std::string lock = ReadFile(SourceDir() / "examples/tiny/trainlock.lock");
+  const size_t at = lock.find(from);
+  if (at == std::string::npos) ADD_FAILURE() << from;
+  return lock.replace(at, from.size(), to);
+}
+
+TEST(LockLoader, AWheelNameWithANewlineIsRefusedBeforeItReachesAGeneratedFile) {
+  const std::string lock = TinyLockWith("name = 'trainlock-demo-app'",
+                                        "name = \"trainlock-demo-app\\n--index-url http://evil/\"");
+  EXPECT_NE(FirstError(lock, SpecKind::kLock).find("is not a package name (PEP 508)"),
+            std::string::npos)
+      << FirstError(lock, SpecKind::kLock);
+}
+
+TEST(LockLoader, AWheelVersionFileOrIndexOutsideItsGrammarIsRefused) {
+  EXPECT_NE(FirstError(TinyLockWith("version = '1.0.0'", "version = '1.0 --pre'"), SpecKind::kLock)
+                .find("is not a version (PEP 440)"),
+            std::string::npos);
+  EXPECT_NE(FirstError(TinyLockWith("file = 'trainlock_demo_app-1.0.0-py3-none-any.whl'",
+                                    "file = '../x.whl'"),
+                       SpecKind::kLock)
+                .find("is not a wheel"),
+            std::string::npos);
+  EXPECT_NE(FirstError(TinyLockWith("index = 'http://127.0.0.1:8765/simple'",
+                                    "index = \"http://127.0.0.1:8765/simple\\n--trusted-host x\""),
+                       SpecKind::kLock)
+                .find("holds a space, quote, backslash or control character"),
+            std::string::npos);
+}
+
+TEST(ManifestLoader, AnIndexUrlWithCredentialsIsRefusedAndPointsToNetrc) {
+  std::string manifest = ReadFile(SourceDir() / "examples/tiny/trainlock.toml");
+  const std::string index = "python-index = [\"http://127.0.0.1:8765/simple\"]";
+  const size_t at = manifest.find(index);
+  ASSERT_NE(at, std::string::npos);
+  manifest.replace(at, index.size(),
+                   "python-index = [\"https://user:s3cret@index.example/simple\"]");
+  const std::string error = FirstError(manifest, SpecKind::kManifest);
+  EXPECT_NE(error.find("holds user:password (userinfo)"), std::string::npos) << error;
+  EXPECT_NE(error.find("~/.netrc"), std::string::npos) << error;
+  EXPECT_EQ(error.find("s3cret"), std::string::npos) << error;
+}
+
+TEST(ManifestLoader, APythonPinWithANumberBeyondAnInt64IsRefused) {
+  std::string manifest = ReadFile(SourceDir() / "examples/tiny/trainlock.toml");
+  manifest.replace(manifest.find("trainlock-demo-app = \"1.0.0\""), 28,
+                   "trainlock-demo-app = \"99999999999999999999\"");
+  EXPECT_NE(FirstError(manifest, SpecKind::kManifest).find("is not an exact version"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainlock

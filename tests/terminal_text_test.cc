@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "base/json_file.h"
+
 namespace trainlock {
 namespace {
 
@@ -38,6 +42,30 @@ TEST(TerminalLine, PrintableUnicodeIsKept) {
 
 TEST(TerminalText, EscapesEachLineAndKeepsTheNewlinesBetweenThem) {
   EXPECT_EQ(TerminalText("one\x1b[31m\ntwo\n"), "one\\x1b[31m\ntwo\n");
+}
+
+}  // namespace
+}  // namespace trainlock
+
+namespace trainlock {
+namespace {
+
+TEST(EscapeJsonForTerminal, C1ControlsBidiAndLineSeparatorsBecomeJsonEscapes) {
+  const std::string dumped = nlohmann::json{{"name", "a\u0085b\u202Ec\u2028d\u00e9"}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string out = EscapeJsonForTerminal(dumped);
+  EXPECT_EQ(out, "{\"name\":\"a\\u0085b\\u202ec\\u2028d\u00e9\"}");
+  // The same JSON: a reader decodes the same string.
+  EXPECT_EQ(nlohmann::json::parse(out), nlohmann::json::parse(dumped));
+}
+
+TEST(DumpJsonOutput, InvalidUtf8IsReplacedNotThrown) {
+  EXPECT_EQ(DumpJsonOutput(nlohmann::json{{"f", std::string("a\xff")}}, -1),
+            "{\"f\":\"a\xEF\xBF\xBD\"}");
+}
+
+TEST(CleanText, CarriageReturnsBecomeNewlines) {
+  EXPECT_EQ(CleanText("ok\rFAIL\r\nnext"), "ok\nFAIL\nnext");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "base/diagnostic.h"
 
 #include "base/redact.h"
+#include "base/terminal_text.h"
 
 namespace trainlock {
 
@@ -31,7 +32,7 @@ void PrintDiagnostics(const Diagnostics& diags, std::ostream& out, size_t limit)
       out << first.path << ": error: " << diags.size() - limit << " more errors not shown\n";
       break;
     }
-    out << d.Format() << "\n";
+    out << TerminalText(d.Format()) << "\n";  // it may quote what a hostile file holds
     ++shown;
   }
 }

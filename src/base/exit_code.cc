@@ -2,11 +2,12 @@
 #include "base/exit_code.h"
 
 #include <exception>
+#include <filesystem>
 #include <iostream>
 
 #include "base/diagnostic.h"
 #include "base/failure.h"
-#include "base/redact.h"
+#include "base/terminal_text.h"
 
 namespace trainlock {
 
@@ -18,13 +19,21 @@ int RunWithExitCodes(std::string_view program, const std::function<int()>& body,
     PrintDiagnostics(e.diagnostics(), std::cerr);
     return kExitBadInput;
   } catch (const Failure& e) {
+    // Messages quote what outside sources sent (a registry's header, a package's METADATA, a
+    // file name): TerminalText escapes their controls and redacts credentials.
     const std::string_view prefix = command.empty() ? program : command;
-    std::cerr << prefix << ": " << RedactCredentials(e.what()) << "\n";
+    std::cerr << prefix << ": " << TerminalText(e.what()) << "\n";
     for (const std::string& note : e.notes())
-      std::cerr << prefix << ": " << RedactCredentials(note) << "\n";
+      std::cerr << prefix << ": " << TerminalText(note) << "\n";
     return e.exit_code();
+  } catch (const std::filesystem::filesystem_error& e) {
+    // Our own words for a file operation that failed: the path and the system's reason, not
+    // the library's "filesystem error: cannot ...: ..." text.
+    std::cerr << program << ": error: " << TerminalLine(e.path1().string()) << ": "
+              << e.code().message() << "\n";
+    return kExitEnvironment;
   } catch (const std::exception& e) {
-    std::cerr << program << ": error: " << RedactCredentials(e.what()) << "\n";
+    std::cerr << program << ": error: " << TerminalText(e.what()) << "\n";
     return kExitEnvironment;
   }
 }

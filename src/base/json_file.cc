@@ -7,6 +7,7 @@
 
 #include "base/file_io.h"
 #include "base/json_limits.h"
+#include "base/terminal_text.h"
 
 namespace trainlock {
 namespace {
@@ -99,6 +100,11 @@ std::optional<nlohmann::json> TryReadJsonFile(const std::filesystem::path& file,
 
 nlohmann::json ReadJsonFile(const std::filesystem::path& file, const std::string& display) {
   return ParseJsonText(ReadInputFile(file, display), display);
+}
+
+std::string DumpJsonOutput(const nlohmann::json& value, int indent) {
+  return EscapeJsonForTerminal(
+      value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 }  // namespace trainlock

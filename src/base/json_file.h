@@ -35,6 +35,12 @@ std::optional<nlohmann::json> TryParseJsonText(std::string_view text, std::strin
 std::optional<nlohmann::json> TryReadJsonFile(const std::filesystem::path& file,
                                               std::string* problem);
 
+// `value` as trainlock prints it for --json and writes it to a terminal or pipe: indented by
+// `indent` (-1: one line), invalid UTF-8 replaced by U+FFFD (never the JSON library's
+// exception), and C1 controls, bidirectional formatting characters and U+2028/U+2029 escaped
+// as \uNNNN (terminal_text.h: EscapeJsonForTerminal). No newline is appended.
+std::string DumpJsonOutput(const nlohmann::json& value, int indent = 2);
+
 // Reads and parses a JSON file with ParseJsonText; throws InputError (exit 2) naming the file
 // and position when it cannot be read or is refused.
 nlohmann::json ReadJsonFile(const std::filesystem::path& file, const std::string& display);

@@ -62,7 +62,19 @@ std::string RedactCredentials(std::string_view text) {
       // A URL: mask what precedes the last '@' of its authority. The authority ends at the
       // path, not at a quote, so that a password with quotes in it is masked whole.
       const size_t host = i + scheme + 3;
-      const size_t authority_end = AuthorityEnd(text, host);
+      size_t authority_end = AuthorityEnd(text, host);
+      // A password with '/', '?' or '#' in it ("https://u:pa/ss@host") ends the authority
+      // early by RFC 3986, but libcurl and people read it up to the '@': when what follows the
+      // ':' is not a port (digits), the userinfo runs to the last '@' of the word.
+      const std::string_view early = text.substr(host, authority_end - host);
+      const size_t colon = early.find(':');
+      if (early.find('@') == std::string_view::npos && colon != std::string_view::npos &&
+          early.substr(colon + 1).find_first_not_of("0123456789") != std::string_view::npos) {
+        size_t word_end = authority_end;
+        while (word_end < text.size() && !IsSpace(text[word_end])) ++word_end;
+        const size_t last_at = text.substr(host, word_end - host).rfind('@');
+        if (last_at != std::string_view::npos) authority_end = host + last_at + 1;
+      }
       const std::string_view authority = text.substr(host, authority_end - host);
       const size_t at = authority.rfind('@');
       out += text.substr(i, host - i);

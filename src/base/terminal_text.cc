@@ -70,7 +70,12 @@ std::string CleanText(std::string_view raw) {
     std::string_view seq = text.substr(i, n);
     unsigned char b = static_cast<unsigned char>(text[i]);
     bool control = n == 1 && (b < 0x20 || b == 0x7F) && b != '\t' && b != '\n' && b != '\r';
-    if (n == 0 || control || IsForbiddenSequence(seq)) {
+    if (b == '\r') {
+      // A carriage return rewrites a line when the markup's text is shown or copied into a
+      // terminal: CR LF becomes LF, a lone CR a line break.
+      if (i + 1 >= text.size() || text[i + 1] != '\n') out += '\n';
+      i += 1;
+    } else if (n == 0 || control || IsForbiddenSequence(seq)) {
       out += kReplacement;
       i += n == 0 ? 1 : n;
     } else {
@@ -113,6 +118,36 @@ std::string TerminalLine(std::string_view raw) {
     } else if (uint32_t bidi = BidiControl(seq)) {
       std::snprintf(buf, sizeof buf, "\\u%04x", bidi);
       out += buf;
+    } else {
+      out += seq;
+    }
+    i += seq.size();
+  }
+  return out;
+}
+
+std::string EscapeJsonForTerminal(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    const size_t n = Utf8SequenceLength(text.substr(i));
+    const std::string_view seq = text.substr(i, n == 0 ? 1 : n);
+    uint32_t escape = 0;
+    if (n == 2 && IsForbiddenSequence(seq)) {
+      escape = (static_cast<unsigned char>(seq[0]) & 0x1Fu) << 6 |
+               (static_cast<unsigned char>(seq[1]) & 0x3Fu);
+    } else if (seq == "\xE2\x80\xA8" || seq == "\xE2\x80\xA9") {
+      escape = seq[2] == '\xA8' ? 0x2028 : 0x2029;
+    } else {
+      escape = BidiControl(seq);
+    }
+    if (escape) {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "\\u%04x", escape);
+      out += buf;
+    } else if (n == 0) {
+      out += kReplacement;  // not from nlohmann's replace handler; kept valid anyway
     } else {
       out += seq;
     }

@@ -9,9 +9,10 @@
 
 namespace trainlock {
 
-// `text` as valid UTF-8 without control characters other than tab, newline and carriage
-// return: invalid sequences, C0/C1 controls and noncharacters become U+FFFD. XML forbids them,
-// and HTML and terminals misbehave on them.
+// `text` as valid UTF-8 without control characters other than tab and newline: invalid
+// sequences, C0/C1 controls and noncharacters become U+FFFD (XML forbids them, and HTML and
+// terminals misbehave on them); CR LF becomes LF and a lone CR a newline (a CR that rewrites a
+// line of a report's text when it is copied to a terminal).
 std::string CleanText(std::string_view text);
 
 // One line as a terminal may show it: C0 controls and DEL (an escape sequence smuggled into a
@@ -23,5 +24,13 @@ std::string TerminalLine(std::string_view text);
 
 // Several lines for a terminal: TerminalLine on each, the newlines between them kept.
 std::string TerminalText(std::string_view text);
+
+// JSON text (as nlohmann dumps it: valid UTF-8, C0 controls already escaped) with the
+// characters a terminal acts on or reorders escaped as JSON escapes: C1 controls
+// (U+0080-U+009F, \u0085 ...), the bidirectional formatting characters TerminalLine names and
+// the line and paragraph separators U+2028, U+2029. The JSON stays equal (a reader decodes the
+// same strings); only its bytes become safe to print. Outside strings JSON is ASCII, so a
+// pass over the bytes cannot touch its structure.
+std::string EscapeJsonForTerminal(std::string_view json_text);
 
 }  // namespace trainlock

@@ -7,6 +7,7 @@
 
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
+#include "base/json_file.h"
 #include "cli/commands.h"
 #include "compat/catalog.h"
 #include "compat/target_archs.h"
@@ -54,7 +55,8 @@ int RunArchs(const ArchsOptions& options, const GlobalOptions& global) {
     for (std::string& a : archs) a = TorchForm(a);
   }
   if (options.json) {
-    std::cout << nlohmann::json{{"target", target}, {"architectures", archs}}.dump() << "\n";
+    std::cout << DumpJsonOutput(nlohmann::json{{"target", target}, {"architectures", archs}}, -1)
+              << "\n";
     return kExitOk;
   }
   std::string list;

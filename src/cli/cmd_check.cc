@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/exit_code.h"
+#include "base/json_file.h"
 #include "cli/commands.h"
 #include "compat/catalog.h"
 #include "compat/compat.h"
@@ -47,7 +48,7 @@ int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
                           {"config_sha256", project.config_sha256},
                           {"findings", nlohmann::json::array()}};
     for (const Finding& f : findings) out["findings"].push_back(f.ToJson());
-    std::cout << out.dump(2) << "\n";
+    std::cout << DumpJsonOutput(out) << "\n";
   } else {
     if (global.verbosity > 0) PrintInputs(project, global);
     for (const Finding& f : findings) std::cout << f.Format() << "\n";

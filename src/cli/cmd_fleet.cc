@@ -6,6 +6,7 @@
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
 #include "base/file_io.h"
+#include "base/json_file.h"
 #include "base/time_text.h"
 #include "cli/commands.h"
 #include "fleet/fleet.h"
@@ -77,9 +78,7 @@ int RunSummarize(const SummarizeOptions& o) {
   FleetSummary summary = SummarizeReports(o.dir, o.dir, o.expected_nodes);
   if (o.json) {
     // Report strings are valid UTF-8 (the parser checks); file names need not be.
-    std::cout << FleetSummaryJson(summary).dump(2, ' ', false,
-                                                nlohmann::json::error_handler_t::replace)
-              << "\n";
+    std::cout << DumpJsonOutput(FleetSummaryJson(summary)) << "\n";
   } else {
     std::cout << RenderFleetSummaryText(summary);
   }

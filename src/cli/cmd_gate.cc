@@ -186,7 +186,7 @@ int RunGate(const GateOptions& options, const GlobalOptions& global) {
     nlohmann::json out = decision.ToJson();
     out["report"] = resolved.report;
     out["lock"] = project.lock_path;
-    std::cout << out.dump(2) << "\n";
+    std::cout << DumpJsonOutput(out) << "\n";
   } else if (decision.allowed()) {
     const std::string facts = JoinStrings(decision.facts, ", ");
     std::cout << "gate: pass: " << TerminalLine(resolved.report) << " clears "

@@ -6,6 +6,7 @@
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
 #include "base/file_io.h"
+#include "base/json_file.h"
 #include "cli/commands.h"
 #include "project/project.h"
 #include "project/spec_loader.h"
@@ -30,12 +31,12 @@ int RunHash(const HashOptions& options) {
   const bool build = options.build && !options.manifest;
   if (build) sha = spec.lock_build_sha256;
   if (options.json) {
-    std::cout << nlohmann::json{{options.manifest ? "manifest_sha256"
-                                 : build          ? "lock_build_sha256"
-                                                  : "lock_sha256",
-                                 sha},
-                                {"file", display}}
-                     .dump()
+    std::cout << DumpJsonOutput(nlohmann::json{{options.manifest ? "manifest_sha256"
+                                                : build          ? "lock_build_sha256"
+                                                                 : "lock_sha256",
+                                                sha},
+                                               {"file", display}},
+                                -1)
               << "\n";
   } else {
     std::cout << sha << "\n";

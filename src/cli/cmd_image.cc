@@ -8,6 +8,7 @@
 
 #include "base/exit_code.h"
 #include "base/file_io.h"
+#include "base/json_file.h"
 #include "cli/commands.h"
 #include "image/image_build.h"
 #include "image/image_generate.h"
@@ -80,14 +81,14 @@ int RunBuild(BuildCommandOptions options, const GlobalOptions& global) {
   BuiltImageResult r = BuildImage(options.dir, options.build);
   if (!r.ref.empty()) RecordBuiltImage(options.dir, options.build.image.target, r.ref, r.digest);
   if (options.json) {
-    std::cout << nlohmann::json{{"engine", r.engine},
-                                {"digest", r.digest},
-                                {"reproducible", r.second_digest.empty()
-                                                     ? nlohmann::json(nullptr)
-                                                     : nlohmann::json(r.second_digest == r.digest)},
-                                {"pushed", r.ref.empty() ? nlohmann::json(nullptr)
-                                                         : nlohmann::json(r.ref + "@" + r.digest)}}
-                     .dump(2)
+    std::cout << DumpJsonOutput(nlohmann::json{
+                     {"engine", r.engine},
+                     {"digest", r.digest},
+                     {"reproducible", r.second_digest.empty()
+                                          ? nlohmann::json(nullptr)
+                                          : nlohmann::json(r.second_digest == r.digest)},
+                     {"pushed", r.ref.empty() ? nlohmann::json(nullptr)
+                                              : nlohmann::json(r.ref + "@" + r.digest)}})
               << "\n";
     return kExitOk;
   }

@@ -2,6 +2,10 @@
 // project. Resolves the revision to its commit, fetches the model's config.json into the cache
 // `trainlock fetch` fills, and writes trainlock.toml plus a training config whose model shape
 // is config.json's (hub_model_config.h: honoured or refused, never ignored).
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <regex>
 
@@ -16,6 +20,8 @@
 #include "project/artifact_paths.h"
 #include "project/hub_model_config.h"
 #include "project/project.h"
+#include "project/spec_loader.h"
+#include "project/train_config.h"
 
 namespace trainlock::cli {
 namespace {
@@ -52,7 +58,15 @@ HubModelRef ParseHubRef(const std::string& text) {
                                 "write ORG/NAME or ORG/NAME@REVISION, e.g. "
                                 "meta-llama/Llama-3.2-1B@main"});
   }
-  return {m[1], m[3].matched ? std::string(m[3]) : "main"};
+  const std::string revision = m[3].matched ? std::string(m[3]) : "main";
+  // The revision goes into the Hub's URLs and the manifest: only a branch, tag or commit.
+  if (std::string why = HubRevisionProblem(revision); !why.empty()) {
+    throw InputError(Diagnostic{"--from-hub",
+                                {},
+                                "revision " + Quoted(revision) + " is not a Hub revision: " + why,
+                                "name a branch, tag or commit, e.g. main or v1.0"});
+  }
+  return {m[1], revision};
 }
 
 // What each target starts from: the images, versions and checks the shipped examples use
@@ -179,6 +193,51 @@ std::string StemOf(const std::string& repo) {
   return AsciiLower(repo.substr(repo.find('/') + 1));
 }
 
+// Refuses, before anything is written, what `trainlock check` would refuse of the two files
+// init writes: they are read back by the loaders check uses (LoadTrainConfig, LoadSpec), so a
+// config.json whose shape the training config validator refuses (hidden size not divisible by
+// the heads, kv heads not dividing them, a zero rope_theta or rms_norm_eps) is refused here,
+// naming the field, instead of written for check to refuse later.
+void RefuseWhatCheckRefuses(const std::string& yaml, const std::string& toml,
+                            const std::string& config_json) {
+  try {
+    LoadTrainConfig(yaml, config_json);
+    LoadSpec(toml, config_json, SpecKind::kManifest);
+  } catch (const InputError& e) {
+    Diagnostics refused;
+    for (const Diagnostic& d : e.diagnostics().items()) {
+      refused.Error(config_json, {}, d.message + " (in the training config init would write)",
+                    "trainlock trains the model config.json describes; this one `trainlock "
+                    "check` refuses");
+    }
+    throw InputError(refused);
+  }
+}
+
+// Writes `text` as `name` in the directory `dir_fd` through NAME.tmp and a rename: never
+// through a symlink planted at either name (the rename replaces a link, it does not follow it).
+void WriteFileAt(int dir_fd, const std::string& name, const std::string& text,
+                 const fs::path& display) {
+  const std::string tmp = name + ".tmp";
+  ScopedFd out = CreateFileAt(dir_fd, tmp, display.string() + ".tmp");
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(out.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = errno;
+      ::unlinkat(dir_fd, tmp.c_str(), 0);
+      throw Failure(display.string() + ": cannot write: " + std::strerror(error), kExitEnvironment);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(out.get()) != 0 || ::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0) {
+    const int error = errno;
+    ::unlinkat(dir_fd, tmp.c_str(), 0);
+    throw InputError(
+        Diagnostic{display.string(), {}, std::string("cannot write: ") + std::strerror(error), {}});
+  }
+}
+
 void RefuseToOverwrite(const fs::path& file, bool force) {
   std::error_code ec;
   if (!force && fs::exists(file, ec)) {
@@ -192,6 +251,9 @@ int RunInit(const InitOptions& o, const GlobalOptions& global) {
   const fs::path dir = o.dir;
   const std::string stem = StemOf(ref.repo);
   const std::string config = "configs/" + stem + ".yaml";
+  // DIR itself is the user's choice (made when missing; a file there is refused, exit 2);
+  // everything below it is opened without following a symlink (base/safe_paths.h).
+  const ScopedFd project_dir = OpenDirectoryBelow(dir, "", true);
   RefuseToOverwrite(dir / kManifestFile, o.force);
   RefuseToOverwrite(dir / config, o.force);
 
@@ -203,7 +265,6 @@ int RunInit(const InitOptions& o, const GlobalOptions& global) {
   // Into the cache fetch fills, without following a symlink below the project.
   const ArtifactLocation where = LocateArtifact(dir, model, "model");
   const fs::path cached = where.dir() / "config.json";
-  fs::create_directories(where.root);
   ScopedFd cache_dir = OpenDirectoryBelow(where.root, where.below, true);
   DownloadHubFile("model", ref.repo, revision.commit, revision.files.front(), cache_dir.get(),
                   cached, hub);
@@ -211,10 +272,12 @@ int RunInit(const InitOptions& o, const GlobalOptions& global) {
   const std::string source = ref.repo + "@" + revision.commit.substr(0, 12);
   const HubModel hub_model{
       source, ReadHubModelConfig(ReadInputFile(cached, cached.string()), source + ":config.json")};
-  fs::create_directories(dir / "configs");
-  WriteFileAtomically(dir / config, TrainConfigYaml(hub_model, o.target));
-  WriteFileAtomically(dir / kManifestFile,
-                      ManifestToml(stem, config, ref, revision.commit, o.target));
+  const std::string yaml = TrainConfigYaml(hub_model, o.target);
+  const std::string toml = ManifestToml(stem, config, ref, revision.commit, o.target);
+  RefuseWhatCheckRefuses(yaml, toml, source + ":config.json");
+  const ScopedFd configs_dir = OpenDirectoryBelow(dir, "configs", true);
+  WriteFileAt(configs_dir.get(), stem + ".yaml", yaml, dir / config);
+  WriteFileAt(project_dir.get(), kManifestFile, toml, dir / kManifestFile);
   if (global.quiet()) return kExitOk;
   std::cout << "resolved " << ref.repo << "@" << ref.revision << " to " << revision.commit << "\n"
             << "wrote " << DisplayPath(dir, kManifestFile) << " and " << DisplayPath(dir, config)

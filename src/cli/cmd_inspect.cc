@@ -7,6 +7,7 @@
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
 #include "base/failure.h"
+#include "base/json_file.h"
 #include "cli/commands.h"
 #include "compat/gpu_binary.h"
 
@@ -130,7 +131,7 @@ int RunInspect(const InspectOptions& o) {
     out["libraries"].push_back(j);
     if (!o.json) std::cout << line << "\n";
   }
-  if (o.json) std::cout << out.dump(2) << "\n";
+  if (o.json) std::cout << DumpJsonOutput(out) << "\n";
   return all_run ? kExitOk : kExitVerdict;
 }
 

@@ -10,6 +10,7 @@
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
 #include "base/file_io.h"
+#include "base/json_file.h"
 #include "cli/commands.h"
 #include "report/report_signing.h"
 
@@ -44,10 +45,9 @@ int RunKeygen(const KeygenOptions& options, const GlobalOptions& global) {
   WriteFileAtomically(public_path, pair.public_pem);
   const std::string key_id = PublicKeyId(pair.public_pem);
   if (options.json) {
-    std::cout << nlohmann::json{{"private_key", private_path.string()},
-                                {"public_key", public_path.string()},
-                                {"key_id", key_id}}
-                     .dump(2)
+    std::cout << DumpJsonOutput(nlohmann::json{{"private_key", private_path.string()},
+                                               {"public_key", public_path.string()},
+                                               {"key_id", key_id}})
               << "\n";
   } else {
     // -q: the key id is the result; which files were written is chatter.

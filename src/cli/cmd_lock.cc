@@ -7,6 +7,7 @@
 #include "base/exit_code.h"
 #include "base/failure.h"
 #include "base/file_io.h"
+#include "base/json_file.h"
 #include "base/toml_document.h"
 #include "cli/commands.h"
 #include "lock/lock_check.h"
@@ -52,10 +53,8 @@ int CheckLock(const std::filesystem::path& dir, const LockCommandOptions& option
     return kExitVerdict;
   }
   if (options.json) {
-    std::cout << nlohmann::json{{"lock", path.string()},
-                                {"up_to_date", true},
-                                {"lock_sha256", current}}
-                     .dump(2)
+    std::cout << DumpJsonOutput(nlohmann::json{
+                     {"lock", path.string()}, {"up_to_date", true}, {"lock_sha256", current}})
               << "\n";
   } else {
     std::cout << path.string() << ": up to date (lock-sha256 " << current << ")\n";
@@ -82,11 +81,10 @@ int RunLock(const LockCommandOptions& options, const GlobalOptions& global) {
   const std::filesystem::path path = dir / kLockFile;
   WriteFileAtomically(path, lock.text);
   if (options.json) {
-    std::cout << nlohmann::json{{"lock", path.string()},
-                                {"written", true},
-                                {"lock_sha256", lock.lock_sha256},
-                                {"pinned", lock.pinned}}
-                     .dump(2)
+    std::cout << DumpJsonOutput(nlohmann::json{{"lock", path.string()},
+                                               {"written", true},
+                                               {"lock_sha256", lock.lock_sha256},
+                                               {"pinned", lock.pinned}})
               << "\n";
     return kExitOk;
   }

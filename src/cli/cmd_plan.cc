@@ -4,6 +4,7 @@
 
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
+#include "base/json_file.h"
 #include "base/terminal_text.h"
 #include "cli/commands.h"
 #include "plan/plan.h"
@@ -52,7 +53,7 @@ int RunPlan(PlanCliOptions o, const GlobalOptions& global) {
       PlanInputFromReport(ReadReportFile(o.report, o.report, /*max_lines=*/1), o.report);
   Plan plan = MakePlan(input, options, catalog);
   if (o.json) {
-    std::cout << PlanJson(plan).dump(2) << "\n";
+    std::cout << DumpJsonOutput(PlanJson(plan)) << "\n";
   } else {
     // The plan quotes the report (its device name): shown as text, never as escapes.
     std::cout << TerminalText(RenderPlanText(plan));

@@ -216,7 +216,7 @@ int ValidateInImage(ValidateOptions& o) {
             : fs::path(o.out).parent_path() / (fs::path(o.out).stem().string() + name.substr(6));
     if (dest.has_parent_path()) fs::create_directories(dest.parent_path());
     WriteFileAtomically(dest, SignedReportText(report));
-    if (name == "report.json" && o.json) std::cout << report.dump(2) << "\n";
+    if (name == "report.json" && o.json) std::cout << DumpJsonOutput(report) << "\n";
   }
   if (!o.quiet)
     std::cerr << "trainlock: wrote " << o.out << ", bound to " << image.digest

@@ -4,12 +4,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "base/diagnostic.h"
 #include "base/refs.h"
 #include "base/safe_paths.h"
 #include "base/sha256.h"
@@ -58,21 +60,94 @@ std::string HubStatusProblem(long status, const std::string& what) {
   return what + ": the Hub answered " + std::to_string(status);
 }
 
+// `text` with everything but unreserved characters (RFC 3986) and, when `keep_slash`, '/'
+// percent-encoded: a name from a manifest or the Hub names one resource, whatever it holds.
+std::string PercentEncode(std::string_view text, bool keep_slash) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' ||
+        (keep_slash && c == '/')) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
 std::string FileUrl(const HubOptions& o, const std::string& kind, const std::string& repo,
                     const std::string& commit, const std::string& path) {
-  return Endpoint(o) + (kind == "dataset" ? "/datasets/" : "/") + repo + "/resolve/" + commit +
-         "/" + path;
+  return Endpoint(o) + (kind == "dataset" ? "/datasets/" : "/") + repo + "/resolve/" +
+         PercentEncode(commit, false) + "/" + PercentEncode(path, true);
+}
+
+// Refuses (exit 2) a repository or revision that is not one before it goes into a URL.
+void RequireHubNames(const std::string& repo, const std::string& revision) {
+  if (std::string why = HubRepoProblem(repo); !why.empty())
+    throw Failure("Hub repository " + Quoted(repo) + ": " + why, kExitBadInput);
+  if (std::string why = HubRevisionProblem(revision); !why.empty())
+    throw Failure("Hub revision " + Quoted(revision) + ": " + why, kExitBadInput);
+}
+
+bool IsNameChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
 }
 
 }  // namespace
+
+std::string HubRevisionProblem(std::string_view revision) {
+  if (revision.empty()) return "it is empty";
+  if (revision.size() > 255) return "it is longer than 255 characters";
+  size_t start = 0;
+  while (start <= revision.size()) {
+    size_t slash = revision.find('/', start);
+    if (slash == std::string_view::npos) slash = revision.size();
+    const std::string_view part = revision.substr(start, slash - start);
+    if (part.empty() || part.front() == '.')
+      return "a component is empty or starts with '.' (\"..\" is not a revision)";
+    for (char c : part) {
+      if (!IsNameChar(c))
+        return "it holds " + Quoted(std::string(1, c)) +
+               "; a branch, tag or commit has letters, digits and . _ - / only";
+    }
+    start = slash + 1;
+  }
+  if (revision.find("..") != std::string_view::npos) return "it holds \"..\"";
+  return "";
+}
+
+std::string HubRepoProblem(std::string_view repo) {
+  const size_t slash = repo.find('/');
+  if (repo.empty() || repo.size() > 200 ||
+      (slash != std::string_view::npos && repo.find('/', slash + 1) != std::string_view::npos))
+    return "not ORG/NAME";
+  for (std::string_view part :
+       {repo.substr(0, slash),
+        slash == std::string_view::npos ? std::string_view() : repo.substr(slash + 1)}) {
+    if (slash != std::string_view::npos && part.empty()) return "not ORG/NAME";
+    if (!part.empty() && !std::isalnum(static_cast<unsigned char>(part.front())))
+      return "ORG and NAME start with a letter or digit";
+    for (char c : part) {
+      if (!IsNameChar(c))
+        return "it holds " + Quoted(std::string(1, c)) +
+               "; ORG/NAME has letters, digits and . _ - only";
+    }
+  }
+  if (repo.find("..") != std::string_view::npos) return "it holds \"..\"";
+  return "";
+}
 
 HubRevision ResolveHubRevision(const std::string& kind, const std::string& repo,
                                const std::string& revision, const std::vector<std::string>& files,
                                const HubOptions& o) {
   const std::string what = kind + " " + repo + "@" + revision;
+  RequireHubNames(repo, revision);
   HttpRequest request;
   request.url = Endpoint(o) + "/api/" + (kind == "dataset" ? "datasets" : "models") + "/" + repo +
-                "/revision/" + revision + "?blobs=true";
+                "/revision/" + PercentEncode(revision, false) + "?blobs=true";
   request.headers = AuthHeaders(o);
   request.timeout_s = o.timeout_s;
   HttpResponse r;
@@ -107,6 +182,9 @@ HubRevision ResolveHubRevision(const std::string& kind, const std::string& repo,
       get.url = FileUrl(o, kind, repo, out.commit, path);
       get.headers = AuthHeaders(o);
       get.timeout_s = o.timeout_s;
+      // The size the Hub declares bounds what is read: a larger answer (declared or sent) is
+      // refused there, not downloaded whole and compared after.
+      if (s.size) get.max_body_bytes = *s.size;
       HttpResponse body;
       try {
         body = HttpFetchWithRetries(get, {o.attempts, std::chrono::milliseconds(200)});
@@ -132,6 +210,7 @@ void DownloadHubFile(const std::string& kind, const std::string& repo, const std
                      const PinnedFile& file, int dir_fd, const std::filesystem::path& dest,
                      const HubOptions& o) {
   const std::string what = kind + " " + repo + "@" + commit.substr(0, 12) + ": " + file.path;
+  RequireHubNames(repo, commit);
   const std::string name = dest.filename().string();
   const std::string partial = name + ".partial";
   ScopedFd out = CreateFileAt(dir_fd, partial, dest.string() + ".partial");

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/failure.h"
@@ -33,6 +34,14 @@ struct HubRevision {
   std::string commit;             // 40 hex
   std::vector<PinnedFile> files;  // the wanted files, in the order asked for
 };
+
+// Why `revision` is not a Hub revision (a branch, tag or commit: letters, digits and . _ - /,
+// no "..", no empty or dot-led component, at most 255 characters), or "" when it is one. A
+// revision goes into URLs: '?', '#', '%', spaces and ".." would change which resource they name.
+std::string HubRevisionProblem(std::string_view revision);
+
+// Why `repo` is not ORG/NAME (or NAME) as the Hub spells repositories, or "".
+std::string HubRepoProblem(std::string_view repo);
 
 // `kind` is "model" or "dataset"; `files` the paths to pin (all of the revision's files when
 // empty).

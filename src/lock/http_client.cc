@@ -71,6 +71,15 @@ bool WriteAll(int fd, const char* data, size_t n) {
   return true;
 }
 
+// Whether the answer declares (Content-Length) a body larger than the sink takes: then not
+// one byte of it is kept or written.
+bool DeclaredTooLarge(const BodySink& sink) {
+  curl_off_t declared = -1;
+  if (curl_easy_getinfo(sink.curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &declared) != CURLE_OK)
+    return false;
+  return declared > 0 && static_cast<uint64_t>(declared) > sink.limit;
+}
+
 size_t CollectBody(char* data, size_t size, size_t count, void* user) {
   auto* sink = static_cast<BodySink*>(user);
   const size_t n = size * count;
@@ -78,7 +87,7 @@ size_t CollectBody(char* data, size_t size, size_t count, void* user) {
     long status = 0;
     curl_easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status);
     if (status < 200 || status >= 300) return n;  // an error page: not the file
-    if (sink->written + n > sink->limit) {
+    if (sink->written + n > sink->limit || (sink->written == 0 && DeclaredTooLarge(*sink))) {
       sink->too_large = true;  // not one byte past the limit reaches the file
       return 0;                // aborts the transfer
     }
@@ -87,7 +96,7 @@ size_t CollectBody(char* data, size_t size, size_t count, void* user) {
     sink->written += n;
     return n;
   }
-  if (sink->body->size() + n > sink->limit) {
+  if (sink->body->size() + n > sink->limit || (sink->body->empty() && DeclaredTooLarge(*sink))) {
     sink->too_large = true;
     return 0;  // aborts the transfer
   }
@@ -102,7 +111,13 @@ void Configure(CurlHandle& h, const HttpRequest& r, std::map<std::string, std::s
   curl_easy_setopt(h.curl, CURLOPT_ERRORBUFFER, h.error);
   curl_easy_setopt(h.curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h.curl, CURLOPT_CONNECTTIMEOUT, std::min(r.timeout_s, 10L));
-  curl_easy_setopt(h.curl, CURLOPT_TIMEOUT, r.timeout_s);
+  if (r.total_timeout) curl_easy_setopt(h.curl, CURLOPT_TIMEOUT, r.timeout_s);
+  // A server that trickles (a byte a second) never trips a connect timeout, and a download has
+  // no total one: below this speed for timeout_s seconds the transfer is abandoned.
+  curl_easy_setopt(h.curl, CURLOPT_LOW_SPEED_LIMIT, kLowSpeedBytesPerSecond);
+  curl_easy_setopt(h.curl, CURLOPT_LOW_SPEED_TIME, r.timeout_s);
+  // Credentials for an index or registry come from ~/.netrc, never from a URL a lock keeps.
+  curl_easy_setopt(h.curl, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
   curl_easy_setopt(h.curl, CURLOPT_FOLLOWLOCATION, 1L);
   curl_easy_setopt(h.curl, CURLOPT_MAXREDIRS, 5L);
   // Credentials go to the host they were meant for, not to a redirect target.
@@ -127,8 +142,11 @@ void ThrowOnCurlError(CURLcode code, const HttpRequest& r, const BodySink& sink,
   }
   std::string why = h.error[0] ? h.error : curl_easy_strerror(code);
   if (code == CURLE_PARTIAL_FILE) why = "truncated transfer (connection closed before the end)";
-  if (code == CURLE_OPERATION_TIMEDOUT)
-    why = "timed out after " + std::to_string(r.timeout_s) + " s";
+  if (code == CURLE_OPERATION_TIMEDOUT) {
+    why = "timed out: no progress (under " + std::to_string(kLowSpeedBytesPerSecond) +
+          " bytes/s) for " + std::to_string(r.timeout_s) + " s" +
+          (r.total_timeout ? " or over " + std::to_string(r.timeout_s) + " s in all" : "");
+  }
   throw HttpError(RedactUrl(r.url) + ": " + why);
 }
 
@@ -160,6 +178,7 @@ HttpResponse HttpFetch(const HttpRequest& request) {
   BodySink sink;
   sink.body = &response.body;
   sink.limit = request.max_body_bytes;
+  sink.curl = h.curl;
   Configure(h, request, &response.headers, &sink);
   ThrowOnCurlError(curl_easy_perform(h.curl), request, sink, h);
   curl_easy_getinfo(h.curl, CURLINFO_RESPONSE_CODE, &response.status);

@@ -1,8 +1,12 @@
 // HTTP over libcurl for the resolvers (OCI registries, the Hugging Face Hub): one request
 // with a timeout, bounded retries with exponential backoff for transport errors, 429 and
-// 5xx, and streaming downloads that hash as they write. Request headers (credentials) never
-// appear in errors or logs, URLs in errors have their userinfo redacted (base/redact.h), and a
-// header with a line break in it is refused, never sent (no header injection).
+// 5xx, and streaming downloads that hash as they write. Every request honours its timeout as
+// given (a stall limit, and a total one for bodies kept in memory) and refuses a body whose
+// declared Content-Length is over its limit before reading it. Credentials for a host come from
+// ~/.netrc (or $NETRC) when the URL carries none: they are never written into a URL we store.
+// Request headers (credentials) never appear in errors or logs, URLs in errors have their userinfo
+// redacted (base/redact.h), and a header with a line break in it is refused, never sent (no header
+// injection).
 #pragma once
 
 #include <chrono>
@@ -27,9 +31,17 @@ struct HttpRequest {
   std::string method = "GET";  // GET or HEAD
   std::string url;
   std::vector<std::string> headers;  // "Name: value"
+  // Seconds the transfer may go without progress: below kLowSpeedBytesPerSecond for this long
+  // (connecting, waiting for the first byte or trickling) aborts it. With total_timeout it
+  // also bounds the whole request; a download of a large file sets total_timeout = false so
+  // that it may take longer than timeout_s in all while it keeps moving.
   long timeout_s = 30;
+  bool total_timeout = true;
   uint64_t max_body_bytes = uint64_t{64} << 20;  // bodies kept in memory
 };
+
+// The slowest transfer that counts as progress (bytes per second, averaged over timeout_s).
+inline constexpr long kLowSpeedBytesPerSecond = 1024;
 
 struct HttpResponse {
   long status = 0;
@@ -62,8 +74,9 @@ struct DownloadResult {
 };
 
 // Streams a GET into the open file `fd`, hashing it, and stops (over_limit) before writing a
-// byte past `max_bytes`. A non-2xx status writes nothing and is returned; transport errors
-// throw HttpError. The caller removes the file when the result is not what it wanted.
+// byte past `max_bytes`, or before writing any when the answer's Content-Length declares more. A
+// non-2xx status writes nothing and is returned; transport errors throw HttpError. The caller
+// removes the file when the result is not what it wanted.
 DownloadResult HttpDownload(const HttpRequest& request, int fd, uint64_t max_bytes);
 
 }  // namespace trainlock

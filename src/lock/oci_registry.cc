@@ -172,8 +172,9 @@ ResolvedImage DigestResolver::Resolve() {
   image.digest = "sha256:" + Sha256Hex(r.body);
   const std::string announced = r.Header("docker-content-digest");
   if (!announced.empty() && announced != image.digest) {
-    Fail("the manifest's body hashes to " + image.digest + " but the registry says " + announced +
-             ": refusing tampered or corrupt content",
+    // The header is the registry's text: quoted (escaped), never printed as sent.
+    Fail("the manifest's body hashes to " + image.digest + " but the registry says " +
+             Quoted(announced) + ": refusing tampered or corrupt content",
          kExitVerdict);
   }
   if (!ref_.digest.empty() && ref_.digest != image.digest) {

@@ -8,9 +8,14 @@
 
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
+#include <string_view>
 
+#include "base/diagnostic.h"
+#include "base/json_file.h"
 #include "base/redact.h"
+#include "base/safe_paths.h"
 #include "base/scoped_fd.h"
 #include "base/sha256.h"
 #include "base/strings.h"
@@ -34,11 +39,12 @@ std::string IndexStatusProblem(long status, const std::string& what) {
 }
 
 HttpResponse Get(const std::string& url, const IndexOptions& o, const std::string& what,
-                 std::vector<std::string> headers = {}) {
+                 std::vector<std::string> headers = {}, uint64_t max_body_bytes = 0) {
   HttpRequest request;
   request.url = url;
   request.headers = std::move(headers);
   request.timeout_s = o.timeout_s;
+  if (max_body_bytes) request.max_body_bytes = max_body_bytes;
   try {
     return HttpFetchWithRetries(request, {o.attempts, std::chrono::milliseconds(200)});
   } catch (const HttpError& e) {
@@ -46,15 +52,49 @@ HttpResponse Get(const std::string& url, const IndexOptions& o, const std::strin
   }
 }
 
-std::string Unescape(std::string text) {
-  static const std::pair<const char*, const char*> kEntities[] = {{"&lt;", "<"},    {"&gt;", ">"},
-                                                                  {"&quot;", "\""}, {"&#39;", "'"},
-                                                                  {"&#x27;", "'"},  {"&amp;", "&"}};
-  for (const auto& [entity, plain] : kEntities) {
-    for (size_t at; (at = text.find(entity)) != std::string::npos;)
-      text.replace(at, std::string(entity).size(), plain);
+// HTML character references decoded in one pass (linear in the text: a page of a million
+// entities must not take a replace per entity). The named ones an index writes, and numeric
+// ones (&#39; &#x27;) of at most 8 digits; anything else is kept as written.
+std::string Unescape(std::string_view text) {
+  static const std::pair<std::string_view, char> kNamed[] = {
+      {"lt;", '<'}, {"gt;", '>'}, {"quot;", '"'}, {"apos;", '\''}, {"amp;", '&'}};
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    if (text[i] != '&') {
+      out += text[i++];
+      continue;
+    }
+    const std::string_view rest = text.substr(i + 1);
+    bool decoded = false;
+    for (const auto& [name, plain] : kNamed) {
+      if (rest.starts_with(name)) {
+        out += plain;
+        i += 1 + name.size();
+        decoded = true;
+        break;
+      }
+    }
+    if (!decoded && rest.starts_with('#')) {
+      const bool hex = rest.size() > 1 && (rest[1] == 'x' || rest[1] == 'X');
+      const size_t digits_at = hex ? 2 : 1;
+      const size_t semi = rest.substr(0, digits_at + 9).find(';');
+      uint32_t code = 0;
+      if (semi != std::string_view::npos && semi > digits_at) {
+        const auto [end, ec] =
+            std::from_chars(rest.data() + digits_at, rest.data() + semi, code, hex ? 16 : 10);
+        // Only ASCII is decoded: the attributes an index writes (hrefs, hashes, specifiers)
+        // are ASCII, and a decoded control character is refused later as any other.
+        if (ec == std::errc() && end == rest.data() + semi && code > 0 && code < 0x80) {
+          out += static_cast<char>(code);
+          i += 1 + semi + 1;
+          decoded = true;
+        }
+      }
+    }
+    if (!decoded) out += text[i++];
   }
-  return text;
+  return out;
 }
 
 // "sha256=<hex>" (a fragment or a PEP 658 attribute value) -> the hex, else "".
@@ -128,7 +168,13 @@ std::vector<IndexFile> ParseHtml(const std::string& page, const std::string& bas
 
 std::vector<IndexFile> ParseJson(const std::string& page, const std::string& base,
                                  const std::string& what) {
-  nlohmann::json j = nlohmann::json::parse(page, nullptr, false);
+  // Within json_limits.h's bounds, as all JSON from outside: a page nested a million levels
+  // deep would overflow the stack when the tree is destroyed.
+  std::string problem;
+  const std::optional<nlohmann::json> parsed = TryParseJsonText(page, &problem);
+  if (!parsed)
+    throw Failure(what + ": the index's JSON page is refused: " + problem, kExitEnvironment);
+  const nlohmann::json& j = *parsed;
   if (!j.is_object() || !j.contains("files") || !j["files"].is_array())
     throw Failure(what + ": the index's JSON page has no 'files' list", kExitEnvironment);
   std::vector<IndexFile> files;
@@ -171,17 +217,31 @@ std::vector<IndexFile> ParseJson(const std::string& page, const std::string& bas
 constexpr uint64_t kMaxDownloadBytes = uint64_t{8} << 30;
 
 // Downloads the file into the scratch directory and checks the index's hash; returns the path.
+// The file is removed on every way out but success: no partial wheel stays in the scratch
+// directory. --timeout bounds each stall of the transfer (http_client.h), as it does every
+// other request: a wheel is large, but an index that sends nothing for that long is refused.
 fs::path Download(const IndexFile& file, const IndexOptions& o, std::string* sha256) {
   fs::create_directories(o.scratch);
+  if (!IsPlainFileName(file.file))
+    throw Failure(file.url + ": not a plain file name: " + Quoted(file.file), kExitVerdict);
   const fs::path path = o.scratch / file.file;
   HttpRequest request;
   request.url = file.url;
-  request.timeout_s = std::max(o.timeout_s, 300L);
+  request.timeout_s = o.timeout_s;
+  request.total_timeout = false;
   // Our own scratch directory: the file is created fresh, never through a planted link.
   fs::remove(path);
   ScopedFd out(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (out.get() < 0)
     throw Failure(path.string() + ": cannot create: " + std::strerror(errno), kExitEnvironment);
+  struct RemoveUnlessKept {
+    fs::path path;
+    bool keep = false;
+    ~RemoveUnlessKept() {
+      std::error_code ec;
+      if (!keep) fs::remove(path, ec);
+    }
+  } partial{path};
   DownloadResult d;
   try {
     d = HttpDownload(request, out.get(), kMaxDownloadBytes);
@@ -189,20 +249,19 @@ fs::path Download(const IndexFile& file, const IndexOptions& o, std::string* sha
     throw Failure(file.file + ": index unreachable: " + e.what(), kExitEnvironment);
   }
   if (d.over_limit) {
-    fs::remove(path);
-    throw Failure(file.file + ": the index sent more than " + std::to_string(kMaxDownloadBytes) +
-                      " bytes; refusing it",
+    throw Failure(file.file + ": the index sent or declared more than " +
+                      std::to_string(kMaxDownloadBytes) + " bytes; refusing it",
                   kExitVerdict);
   }
   if (d.status < 200 || d.status >= 300)
     throw Failure(IndexStatusProblem(d.status, file.url), kExitEnvironment);
   if (!file.sha256.empty() && d.sha256 != file.sha256) {
-    fs::remove(path);
     throw Failure(file.file + ": sha256 " + d.sha256 + " is not the " + file.sha256 +
                       " the index names; refusing tampered or corrupt content",
                   kExitVerdict);
   }
   *sha256 = d.sha256;
+  partial.keep = true;
   return path;
 }
 
@@ -254,12 +313,19 @@ std::optional<std::vector<IndexFile>> ListIndexFiles(const std::string& index,
   HttpResponse r = Get(url, o, what, {kSimpleIndexAccept});
   if (r.status == 404) return std::nullopt;
   if (r.status != 200) throw Failure(IndexStatusProblem(r.status, what), kExitEnvironment);
-  if (r.Header("content-type").find("application/vnd.pypi.simple.v1+json") == 0)
-    return ParseJson(r.body, url, what);
-  return ParseHtml(r.body, url);
+  return ParseIndexPage(r.body, r.Header("content-type"), url, what);
 }
 
-CoreMetadata ParseCoreMetadata(const std::string& text) {
+std::vector<IndexFile> ParseIndexPage(const std::string& page, const std::string& content_type,
+                                      const std::string& url, const std::string& what) {
+  if (content_type.find("application/vnd.pypi.simple.v1+json") == 0)
+    return ParseJson(page, url, what);
+  return ParseHtml(page, url);
+}
+
+CoreMetadata ParseCoreMetadata(const std::string& full_text) {
+  // Bounded: one pass over at most kMaxMetadataBytes, whatever the index sent.
+  const std::string text = full_text.substr(0, kMaxMetadataBytes);
   CoreMetadata m;
   std::string key, value;
   auto flush = [&] {
@@ -278,7 +344,8 @@ CoreMetadata ParseCoreMetadata(const std::string& text) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) break;  // the headers end; the description follows
     if (line[0] == ' ' || line[0] == '\t') {
-      value += " " + line.substr(line.find_first_not_of(" \t"));
+      const size_t text_at = line.find_first_not_of(" \t");
+      if (text_at != std::string::npos) value += " " + line.substr(text_at);
       continue;
     }
     flush();
@@ -294,7 +361,7 @@ CoreMetadata ParseCoreMetadata(const std::string& text) {
 
 CoreMetadata FetchCoreMetadata(IndexFile& file, const IndexOptions& o) {
   if (file.metadata) {
-    HttpResponse r = Get(file.url + ".metadata", o, file.file + ".metadata");
+    HttpResponse r = Get(file.url + ".metadata", o, file.file + ".metadata", {}, kMaxMetadataBytes);
     if (r.status == 200) {
       if (!file.metadata_sha256.empty() && Sha256Hex(r.body) != file.metadata_sha256) {
         throw Failure(file.file + ".metadata: sha256 does not match the " + file.metadata_sha256 +

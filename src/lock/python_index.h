@@ -37,6 +37,13 @@ std::optional<std::vector<IndexFile>> ListIndexFiles(const std::string& index,
                                                      const std::string& project,
                                                      const IndexOptions& options);
 
+// The files a simple API page lists: PEP 691 JSON when `content_type` names it, else PEP 503
+// HTML. `url` is the page's own address (hrefs resolve against it), `what` names it in errors.
+// Linear in the page's size; JSON is parsed within base/json_limits.h's bounds. Throws a
+// Failure (exit 3) for a JSON page that is refused or has no 'files' list.
+std::vector<IndexFile> ParseIndexPage(const std::string& page, const std::string& content_type,
+                                      const std::string& url, const std::string& what);
+
 // The parts of a METADATA file the resolver reads.
 struct CoreMetadata {
   std::string name;
@@ -44,6 +51,8 @@ struct CoreMetadata {
   std::string requires_python;
   std::vector<std::string> requires_dist;
 };
+// Reads the headers (up to the first blank line) of at most the first 16 MiB of `text`, in
+// one pass; never throws.
 CoreMetadata ParseCoreMetadata(const std::string& text);
 
 // The wheel's METADATA: the .metadata file when the index offers one, else read from the

@@ -5,6 +5,7 @@
 #include <deque>
 #include <set>
 
+#include "base/diagnostic.h"
 #include "base/strings.h"
 #include "lock/pep508.h"
 
@@ -52,7 +53,14 @@ class ClosureResolver {
     for (const auto& [name, version] : r_.roots) {
       const std::string n = NormalizePackageName(name);
       std::string error;
-      constraints_[n].push_back({*PySpecifierSet::Parse("==" + version, &error), "the manifest"});
+      // A pin the manifest loader let through but PEP 440 cannot read (a number beyond an
+      // int64_t) is refused here, never dereferenced.
+      std::optional<PySpecifierSet> pin = PySpecifierSet::Parse("==" + version, &error);
+      if (!pin) {
+        throw Failure(r_.what + ": " + name + " = " + Quoted(version) + ": " + error,
+                      kExitBadInput);
+      }
+      constraints_[n].push_back({*pin, "the manifest"});
       queue.push_back(n);
     }
     bool settled = true;

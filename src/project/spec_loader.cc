@@ -375,6 +375,24 @@ Target SpecReader::ReadTarget(const toml::table& t, const std::string& target_na
   return target;
 }
 
+// Why `url` cannot be a package index root we store, or "": an http(s) URL of printable
+// ASCII without spaces, quotes or backslashes (it is written into requirements.txt and a
+// Containerfile) and without user:password (credentials never go into a lock, a generated
+// file or an image: they come from ~/.netrc when used).
+std::string IndexUrlProblem(std::string_view url) {
+  if (!url.starts_with("https://") && !url.starts_with("http://")) return "is not an http(s) URL";
+  if (url.size() > 2048) return "is longer than 2048 characters";
+  for (unsigned char c : url) {
+    if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\'' || c == '\\' || c == '`')
+      return "holds a space, quote, backslash or control character";
+  }
+  const size_t host = url.find("://") + 3;
+  const size_t authority_end = url.find_first_of("/?#", host);
+  if (url.substr(host, authority_end - host).find('@') != std::string_view::npos)
+    return "holds user:password (userinfo)";
+  return "";
+}
+
 // The image's Python: its version, the indexes its closure comes from and (lock) the closure.
 void SpecReader::ReadPythonTarget(TomlFields& f, Target& target) {
   if (auto python = f.String("python", Need::kOptional)) {
@@ -388,11 +406,14 @@ void SpecReader::ReadPythonTarget(TomlFields& f, Target& target) {
   }
   if (auto indexes = f.StringArray("python-index", Need::kOptional)) {
     for (const std::string& url : *indexes) {
-      if (url.rfind("https://", 0) != 0 && url.rfind("http://", 0) != 0) {
-        f.Error(
-            f.Pos("python-index"),
-            "'" + f.Qualified("python-index") + "' entry " + Quoted(url) + " is not an http(s) URL",
-            "name simple API roots, e.g. \"https://pypi.org/simple\"");
+      if (std::string why = IndexUrlProblem(url); !why.empty()) {
+        f.Error(f.Pos("python-index"),
+                "'" + f.Qualified("python-index") + "' entry " + Quoted(url) + " " + why,
+                why.find("user:password") != std::string::npos
+                    ? "put the credentials in ~/.netrc (machine HOST login USER password PW), "
+                      "which lock and pip read; a URL here is copied into the lock, "
+                      "requirements.txt and the image"
+                    : "name simple API roots, e.g. \"https://pypi.org/simple\"");
       }
     }
     if (indexes->empty()) {
@@ -426,9 +447,26 @@ void SpecReader::ReadWheels(TomlFields& f, Target& target) {
     CheckSha256(w, "sha256", sha);
     wheel.sha256 = sha.value_or("");
     wheel.index = w.String("index", Need::kRequired).value_or("");
-    if (!wheel.file.ends_with(".whl")) {
+    // Each value goes into requirements.txt and the Containerfile: checked against its grammar
+    // here, so that a crafted lock cannot add a line (a newline in a name) or an option.
+    static const std::regex kName(R"(^[A-Za-z0-9]([A-Za-z0-9._-]{0,126}[A-Za-z0-9])?$)");
+    static const std::regex kVersion(R"(^[A-Za-z0-9][A-Za-z0-9.!+_-]{0,127}$)");
+    static const std::regex kWheelFile(R"(^[A-Za-z0-9_.!+-]{1,250}\.whl$)");
+    if (!wheel.name.empty() && !std::regex_match(wheel.name, kName)) {
+      w.Error(w.Pos("name"), "'" + w.Qualified("name") + "' = " + Quoted(wheel.name) +
+                                 " is not a package name (PEP 508)");
+    }
+    if (!wheel.version.empty() && !std::regex_match(wheel.version, kVersion)) {
+      w.Error(w.Pos("version"), "'" + w.Qualified("version") + "' = " + Quoted(wheel.version) +
+                                    " is not a version (PEP 440)");
+    }
+    if (!std::regex_match(wheel.file, kWheelFile) || wheel.file.find("..") != std::string::npos) {
       w.Error(w.Pos("file"),
               "'" + w.Qualified("file") + "' = " + Quoted(wheel.file) + " is not a wheel");
+    }
+    if (std::string why = IndexUrlProblem(wheel.index); !wheel.index.empty() && !why.empty()) {
+      w.Error(w.Pos("index"),
+              "'" + w.Qualified("index") + "' = " + Quoted(wheel.index) + " " + why);
     }
     if (!wheel.name.empty() && !names.insert(wheel.name).second) {
       w.Error(w.Pos("name"), "duplicate wheel for " + Quoted(wheel.name),
@@ -441,8 +479,9 @@ void SpecReader::ReadWheels(TomlFields& f, Target& target) {
 
 void SpecReader::ReadPython(const toml::table& t) {
   static const std::regex kPackage(R"(^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$)");
+  // Each number at most 18 digits (it fits an int64_t; pep440.h reads no longer one).
   static const std::regex kExact(
-      R"(^[0-9]+(\.[0-9]+)*([a-z]+[0-9]*)?(\.post[0-9]+)?(\+[A-Za-z0-9.]+)?$)");
+      R"(^[0-9]{1,18}(\.[0-9]{1,18})*([a-z]+[0-9]{0,18})?(\.post[0-9]{1,18})?(\+[A-Za-z0-9.]+)?$)");
   for (auto&& [key, node] : t) {
     std::string name(key.str());
     SourcePos pos = PosOf(node);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/diagnostic.h"
+#include "base/failure.h"
 #include "base/json_file.h"
 #include "base/json_limits.h"
 #include "base/refs.h"
@@ -15,6 +16,7 @@
 #include "engines/native/checkpoint_manifest.h"
 #include "engines/native/safetensors_header.h"
 #include "lock/hub_json.h"
+#include "lock/python_index.h"
 #include "lock/registry_json.h"
 #include "project/project_path.h"
 #include "project/spec_loader.h"
@@ -185,6 +187,32 @@ void Hub(std::string_view input) {
   }
 }
 
+void Index(std::string_view input) {
+  if (input.empty()) return;
+  const std::string page(input.substr(1));
+  const bool json = static_cast<unsigned char>(input[0]) % 2 == 1;
+  std::vector<IndexFile> files;
+  try {
+    files = ParseIndexPage(page, json ? "application/vnd.pypi.simple.v1+json" : "text/html",
+                           "https://index.example/simple/pkg/", "pkg on the fuzz index");
+  } catch (const Failure& e) {
+    Require(json && e.exit_code() == kExitEnvironment, "an HTML page or another exit refused");
+    return;
+  }
+  for (const IndexFile& f : files) {
+    Require(f.sha256.empty() || IsSha256Hex(f.sha256), "a malformed sha256 was accepted");
+    Require(f.metadata_sha256.empty() || IsSha256Hex(f.metadata_sha256),
+            "a malformed metadata sha256 was accepted");
+    Require(f.url.find('#') == std::string::npos, "a URL kept its fragment");
+  }
+}
+
+void Metadata(std::string_view input) {
+  const CoreMetadata m = ParseCoreMetadata(std::string(input));
+  Require(m.name.size() <= input.size() && m.version.size() <= input.size(),
+          "a field longer than the text");
+}
+
 const std::vector<FuzzTarget>& FuzzTargets() {
   static const std::vector<FuzzTarget> targets = {
       {"loaders", Loaders},
@@ -194,6 +222,8 @@ const std::vector<FuzzTarget>& FuzzTargets() {
       {"checkpoint", Checkpoint},
       {"registry", Registry},
       {"hub", Hub},
+      {"index", Index},
+      {"metadata", Metadata},
   };
   return targets;
 }

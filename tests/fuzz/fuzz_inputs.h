@@ -35,6 +35,11 @@ void Registry(std::string_view input);
 // The Hub's revision answer: ReadHubRevisionAnswer.
 void Hub(std::string_view input);
 
+// A simple API page (the first byte picks PEP 503 HTML or PEP 691 JSON): ParseIndexPage.
+void Index(std::string_view input);
+// A wheel's core metadata: ParseCoreMetadata.
+void Metadata(std::string_view input);
+
 struct FuzzTarget {
   const char* name;  // the target's folder under tests/fuzz/seeds and tests/fuzz/regressions
   void (*run)(std::string_view input);

@@ -167,3 +167,25 @@ write("hub", "revision.json", json.dumps({
                  {"rfilename": "model.safetensors", "size": 4096,
                   "lfs": {"sha256": sha("model"), "size": 4096}},
                  {"rfilename": "tokenizer/vocab.json", "size": 3}]}))
+
+
+# ---- index: a simple API page, PEP 503 HTML (first byte 0) or PEP 691 JSON (first byte 1) ----
+
+WHEEL = "demo_pkg-1.0.0-py3-none-any.whl"
+write("index", "page.html", b"\x00" + (
+    '<!DOCTYPE html><html><body>\n'
+    f'<a href="../../files/{WHEEL}#sha256={sha("wheel")}" data-requires-python="&gt;=3.8"'
+    f' data-core-metadata="sha256={sha("metadata")}" data-yanked="">{WHEEL}</a><br/>\n'
+    '<a href="https://files.example/x-2.0-py3-none-any.whl">x&#45;2.0&amp;</a>\n'
+    '</body></html>\n').encode())
+write("index", "page.json", b"\x01" + json.dumps({
+    "meta": {"api-version": "1.1"}, "name": "demo-pkg",
+    "files": [{"filename": WHEEL, "url": f"/files/{WHEEL}", "hashes": {"sha256": sha("wheel")},
+               "requires-python": ">=3.8", "core-metadata": {"sha256": sha("metadata")},
+               "yanked": "broken"}]}).encode())
+
+# ---- metadata: a wheel's METADATA headers ----
+
+write("metadata", "METADATA", "Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0.0\n"
+      "Requires-Python: >=3.8\nRequires-Dist: util (>=1.1,<2)\n"
+      "Requires-Dist: win; sys_platform == \"win32\"\n  continued\n\nThe description.\n")

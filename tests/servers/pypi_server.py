@@ -16,7 +16,7 @@ stored uncompressed unless --deflate), so their hashes are stable from run to ru
 to machine: examples/tiny/trainlock.lock pins the demo set's.
 
 Usage: pypi_server.py PORT [--demo] [--spec FILE] [--format negotiate|html|json]
-                           [--no-metadata] [--deflate] [--tamper FILE]
+                           [--no-metadata] [--deflate] [--tamper FILE] [--hostile MODE]
   --demo         serve the demo set (examples/tiny's [python]): trainlock-demo-app 1.0.0,
                  which requires trainlock-demo-util>=1.1,<2 (and a Windows-only package the
                  index does not have), and trainlock-demo-util 1.0.0, 1.2.0 and 2.0.0
@@ -29,6 +29,11 @@ Usage: pypi_server.py PORT [--demo] [--spec FILE] [--format negotiate|html|json]
   --no-metadata  offer no .metadata files: clients must read METADATA from the wheel
   --deflate      compress the wheels' members (deflate) instead of storing them
   --tamper FILE  serve different bytes for that wheel than the hash the pages name
+  --hostile MODE misbehave as a hostile index would:
+                 deep-json     every project page is PEP 691 JSON nested 100,000 levels deep
+                 entities      every HTML page carries 200,000 character entities in a link
+                 slow-wheel    wheels trickle out at one byte a second
+                 huge-declared wheels declare a Content-Length of 64 GiB (and send a few bytes)
 """
 import argparse
 import base64
@@ -38,6 +43,7 @@ import io
 import json
 import re
 import sys
+import time
 import zipfile
 
 DEMO = [
@@ -119,10 +125,35 @@ class Index(http.server.BaseHTTPRequestHandler):
             if name.endswith(".metadata") and name[:-9] in self.files and not self.options.no_metadata:
                 return self.reply(200, self.files[name[:-9]]["metadata"])
             if name in self.files:
+                if self.options.hostile == "slow-wheel":
+                    return self.trickle(self.files[name]["served"])
+                if self.options.hostile == "huge-declared":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/octet-stream")
+                    self.send_header("Content-Length", str(64 << 30))
+                    self.end_headers()
+                    self.wfile.write(self.files[name]["served"][:16])
+                    return
                 return self.reply(200, self.files[name]["served"], "application/octet-stream")
         self.reply(404, b"not found\n")
 
+    def trickle(self, body):
+        """One byte a second, until the client gives up."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            for i in range(len(body)):
+                self.wfile.write(body[i:i + 1])
+                self.wfile.flush()
+                time.sleep(1)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
     def project(self, name):
+        if self.options.hostile == "deep-json":
+            return self.reply(200, b"[" * 100000 + b"]" * 100000, "application/vnd.pypi.simple.v1+json")
         entries = [(file, f) for file, f in sorted(self.files.items()) if f["project"] == normalize(name)]
         if not entries:
             return self.reply(404, b"not found\n")
@@ -152,6 +183,8 @@ class Index(http.server.BaseHTTPRequestHandler):
             if f["spec"].get("yanked"):
                 attrs += ' data-yanked=""'
             links += f'<a href="../../files/{file}#sha256={hashlib.sha256(f["wheel"]).hexdigest()}"{attrs}>{file}</a><br/>\n'
+        if self.options.hostile == "entities":
+            links += '<a href="../../files/none.whl">' + "&amp;" * 200000 + "</a>\n"
         body = f"<!DOCTYPE html><html><body>\n{links}</body></html>\n"
         self.reply(200, body.encode(), "text/html")
 
@@ -165,6 +198,7 @@ def main():
     parser.add_argument("--no-metadata", action="store_true")
     parser.add_argument("--deflate", action="store_true")
     parser.add_argument("--tamper", action="append", default=[])
+    parser.add_argument("--hostile", choices=["deep-json", "entities", "slow-wheel", "huge-declared"])
     options = parser.parse_args()
     specs = list(DEMO) if options.demo else []
     if options.spec:

@@ -2,7 +2,10 @@
 #include "engines/native/checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <chrono>
 #include <cstdio>
@@ -12,6 +15,7 @@
 #include "base/failure.h"
 #include "base/file_io.h"
 #include "base/safe_paths.h"
+#include "base/scoped_fd.h"
 #include "base/sha256.h"
 #include "support/parallel.h"
 
@@ -147,17 +151,43 @@ CheckpointIo SaveCheckpoint(const fs::path& root, const CheckpointContents& cont
 
 namespace {
 
+// A manifest larger than this is not one the validator wrote (its state is a few kilobytes).
+constexpr uint64_t kMaxManifestBytes = uint64_t{64} << 20;
+
+// The bytes of DIR/NAME, a checkpoint's own small file: opened without following a symlink or
+// blocking on a FIFO (O_NOFOLLOW | O_NONBLOCK), refused unless it is a regular file of at most
+// kMaxManifestBytes. Every refusal is a CheckpointError naming the file.
+std::string ReadCheckpointFile(const fs::path& dir, const char* name) {
+  const fs::path path = dir / name;
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid()) {
+    throw CheckpointError(path.string() + (errno == ENOENT  ? ": missing"
+                                           : errno == ELOOP ? ": is a symbolic link; refused"
+                                                            : ": cannot open"));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    throw CheckpointError(path.string() + ": not a regular file; refused");
+  if (static_cast<uint64_t>(st.st_size) > kMaxManifestBytes)
+    throw CheckpointError(path.string() + ": " + std::to_string(st.st_size) +
+                          " bytes, over the limit of " + std::to_string(kMaxManifestBytes));
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::read(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw CheckpointError(path.string() + ": cannot read");
+    done += static_cast<size_t>(n);
+  }
+  return text;
+}
+
 std::string ReadManifestVerified(const fs::path& dir) {
   const fs::path manifest_path = dir / kManifest;
-  std::string text;
-  {
-    std::ifstream in(manifest_path, std::ios::binary);
-    if (!in) throw CheckpointError(manifest_path.string() + ": missing");
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  std::ifstream in(dir / kManifestHash);
-  std::string want;
-  if (!(in >> want)) throw CheckpointError((dir / kManifestHash).string() + ": missing");
+  const std::string text = ReadCheckpointFile(dir, kManifest);
+  const std::string hash_text = ReadCheckpointFile(dir, kManifestHash);
+  const std::string want = hash_text.substr(0, hash_text.find_first_of(" \t\r\n"));
+  if (want.empty()) throw CheckpointError((dir / kManifestHash).string() + ": missing");
   if (Sha256Hex(text) != want) {
     throw CheckpointError(manifest_path.string() + ": sha256 " + Sha256Hex(text).substr(0, 16) +
                           "... does not match " + kManifestHash + " (" + want.substr(0, 16) +

@@ -1,0 +1,113 @@
+// A crafted checkpoint handed to the validator's worker: the state it restores from, and the
+// manifest it reads first, are refused as checkpoint errors (exit 4, kind "checkpoint", our
+// own message) before any of it is used: a zero token width (once a division by zero), a
+// synthetic length that would be allocated whole (once std::bad_alloc), a FIFO or a symlink
+// where manifest.json should be (once a read that blocked forever), a tensor name that is not
+// UTF-8 (once the JSON library's exception in the result).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+#include "base/sha256.h"
+#include "test_support.h"
+
+namespace trainlock {
+namespace {
+
+namespace fs = std::filesystem;
+
+class HostileCheckpoint : public ::testing::Test {
+ protected:
+  // One checkpoint of examples/tiny, saved by a training worker at step 1.
+  static void SetUpTestSuite() {
+    root_ = new testing::TempDir();
+    testing::CopyExample("tiny", Project());
+    testing::RunResult r =
+        Worker({"--role", "train", "--project", Project().string(), "--checkpoint-root",
+                (root_->path() / "ckpt").string(), "--result",
+                (root_->path() / "train.json").string(), "--steps", "2", "--save-at", "1"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const auto& e : fs::directory_iterator(root_->path() / "ckpt")) saved_ = e.path();
+  }
+  static void TearDownTestSuite() { delete root_; }
+
+  static fs::path Project() { return root_->path() / "tiny"; }
+  static testing::RunResult Worker(std::vector<std::string> args) {
+    args.insert(args.begin(), "worker");
+    for (const char* a : {"--device", "cpu", "--threads", "2"}) args.push_back(a);
+    return testing::RunProgram("trainlock-validate", args);
+  }
+
+  // A copy of the saved checkpoint with its manifest's state changed by `edit` (and the
+  // manifest's hash rewritten to match: a crafted checkpoint is consistent with itself).
+  fs::path Crafted(const std::function<void(nlohmann::json&)>& edit) {
+    const fs::path root = dir_.path() / "ckpt";
+    const fs::path step = root / saved_.filename();
+    fs::create_directories(root);
+    fs::copy(saved_, step, fs::copy_options::recursive);
+    nlohmann::json manifest = nlohmann::json::parse(testing::ReadFile(step / "manifest.json"));
+    edit(manifest["state"]);
+    const std::string text = manifest.dump(2) + "\n";
+    testing::WriteFile(step / "manifest.json", text);
+    testing::WriteFile(step / "manifest.json.sha256", Sha256Hex(text) + "\n");
+    return root;
+  }
+
+  // Restores `root` in the portable role; the exit code and the result's error.
+  std::pair<int, nlohmann::json> Restore(const fs::path& root) {
+    const fs::path result = dir_.path() / "portable.json";
+    testing::RunResult r = Worker(
+        {"--role", "portable", "--checkpoint-root", root.string(), "--result", result.string()});
+    nlohmann::json error;
+    if (fs::exists(result)) error = nlohmann::json::parse(testing::ReadFile(result))["error"];
+    return {r.exit_code, error};
+  }
+
+  static void ExpectRefused(const std::pair<int, nlohmann::json>& got, const std::string& why) {
+    EXPECT_EQ(got.first, 4) << got.second;
+    EXPECT_EQ(got.second.value("kind", ""), "checkpoint") << got.second;
+    const std::string message = got.second.value("message", "");
+    EXPECT_NE(message.find(why), std::string::npos) << message;
+    EXPECT_EQ(message.find("[json.exception"), std::string::npos) << message;
+  }
+
+  testing::TempDir dir_;
+  static inline testing::TempDir* root_ = nullptr;
+  static inline fs::path saved_;
+};
+
+TEST_F(HostileCheckpoint, AZeroTokenWidthIsRefusedNotDividedBy) {
+  ExpectRefused(
+      Restore(Crafted([](nlohmann::json& state) {
+        state["data"] = {{"kind", "shards"}, {"files", {"/dev/null"}}, {"bytes_per_token", 0}};
+      })),
+      "state.data.bytes_per_token is not 2 or 4");
+}
+
+TEST_F(HostileCheckpoint, AHugeSyntheticLengthIsRefusedNotAllocated) {
+  ExpectRefused(
+      Restore(Crafted([](nlohmann::json& state) { state["data"]["length"] = uint64_t{1} << 62; })),
+      "windows of seq_len");
+}
+
+TEST_F(HostileCheckpoint, AFifoWhereTheManifestShouldBeIsRefusedWithoutBlocking) {
+  const fs::path root = Crafted([](nlohmann::json&) {});
+  const fs::path manifest = root / saved_.filename() / "manifest.json";
+  fs::remove(manifest);
+  ASSERT_EQ(::mkfifo(manifest.c_str(), 0644), 0);
+  ExpectRefused(Restore(root), "manifest.json: not a regular file");
+}
+
+TEST_F(HostileCheckpoint, ASymlinkWhereTheManifestShouldBeIsRefused) {
+  const fs::path root = Crafted([](nlohmann::json&) {});
+  const fs::path manifest = root / saved_.filename() / "manifest.json";
+  fs::rename(manifest, dir_.path() / "elsewhere.json");
+  fs::create_symlink(dir_.path() / "elsewhere.json", manifest);
+  ExpectRefused(Restore(root), "manifest.json: is a symbolic link");
+}
+
+}  // namespace
+}  // namespace trainlock
