@@ -104,6 +104,9 @@ struct ValidateSpec {
   double eval_tolerance = kDefaultEvalTolerance;
   std::string checkpoint_dir;         // "" = a directory under the report's directory
   std::vector<std::string> required;  // check ids that must pass
+  // valid-for: how long a passing report stands (gate's default --max-age, the scheduler
+  // gates' window); 0 = the manifest names none.
+  int64_t valid_for_s = 0;
 };
 
 // [ext.command]: the project's own smoke command (e.g. its training script for two steps),
