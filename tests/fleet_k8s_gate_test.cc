@@ -127,10 +127,11 @@ TEST_F(FleetK8sGate, LabelNodesValidatesSignsAndGatesInTheLockedImageThenLabels)
   const YAML::Node validate = pod["initContainers"][0];
   EXPECT_EQ(validate["image"].as<std::string>(), "registry.example/p:1@" + kDigest);
   const std::string script = validate["args"][0].as<std::string>();
-  EXPECT_NE(script.find("--sign /etc/trainlock-keys/trainlock.key"), std::string::npos) << script;
+  EXPECT_NE(script.find("--sign /var/run/secrets/trainlock/trainlock.key"), std::string::npos)
+      << script;
   EXPECT_NE(
       script.find("trainlock gate \"/reports/$TRAINLOCK_NODE_NAME.json\" --lock "
-                  "/etc/trainlock --key /etc/trainlock-keys/trainlock.pub --image "
+                  "/etc/trainlock --key /var/run/secrets/trainlock/trainlock.pub --image "
                   "\"$TRAINLOCK_IMAGE_DIGEST\" --target cuda --node \"$TRAINLOCK_NODE_NAME\""),
       std::string::npos)
       << script;

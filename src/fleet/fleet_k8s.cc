@@ -20,7 +20,7 @@ namespace {
 
 constexpr const char* kJobLabel = "trainlock.io/job";
 // --label-nodes: the Secret's keys and where the pod mounts them.
-constexpr const char* kKeysInContainer = "/etc/trainlock-keys";
+constexpr const char* kKeysInContainer = "/var/run/secrets/trainlock";
 constexpr const char* kSigningKeyFile = "trainlock.key";
 constexpr const char* kPublicKeyFile = "trainlock.pub";
 

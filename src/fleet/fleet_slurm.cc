@@ -31,7 +31,7 @@ std::string SlurmTime(int64_t seconds) {
 }
 
 // Where --sign-key's file is mounted in the container.
-constexpr const char* kSigningKeyInContainer = "/etc/trainlock-keys/trainlock.key";
+constexpr const char* kSigningKeyInContainer = "/var/run/secrets/trainlock/trainlock.key";
 
 // What runs inside the container on each node. The node's name is expanded there, by the inner
 // bash: Slurm's name for it (SLURMD_NODENAME, what the node gate compares), else the host name;
