@@ -35,9 +35,16 @@ test_packages=(
   # tests of `trainlock report`: the HTML page in headless Chromium (with a font to draw
   # text), the JUnit XML against tests/junit/junit.xsd with xmllint
   chromium fonts-dejavu-core libxml2-utils
+  # the Slurm node gate against a real slurmctld and slurmd with munge (tests/slurm_gate_test.cc)
+  slurm-wlm munge
 )
 packages=("${demo_packages[@]}")
 [ "${1:-}" = "--demo" ] || packages+=("${test_packages[@]}")
+# The Kubernetes schema test's node and npm (tests/k8s): Debian's, unless a node is installed.
+if [ "${1:-}" != "--demo" ]; then
+  command -v node >/dev/null 2>&1 || packages+=(nodejs)
+  command -v npm >/dev/null 2>&1 || packages+=(npm)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -45,4 +52,9 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+# The Kubernetes OpenAPI models the schema test validates generated YAML against, pinned by
+# tests/k8s/package-lock.json (no install scripts run).
+if [ "${1:-}" != "--demo" ]; then
+  (cd "$(dirname "$0")/../tests/k8s" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
 fi

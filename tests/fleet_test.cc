@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "fleet/fleet.h"
 #include "plan/memory_model.h"
@@ -395,7 +396,8 @@ TEST_F(FleetSlurm, RunsTheImageByDigestThroughPyxis) {
       << text_;
   EXPECT_TRUE(Has("--container-image=\"$IMAGE\"")) << text_;
   EXPECT_TRUE(Has("--container-mounts=\"$REPORTS:/reports\"")) << text_;
-  EXPECT_TRUE(Has("--nproc auto --out \"/reports/$(hostname).json\"")) << text_;
+  EXPECT_TRUE(Has("export TRAINLOCK_NODE_NAME=\"${SLURMD_NODENAME:-$(hostname)}\"")) << text_;
+  EXPECT_TRUE(Has("--nproc auto --out \"/reports/$TRAINLOCK_NODE_NAME.json\"")) << text_;
   EXPECT_TRUE(Has("trainlock fleet summarize --nodes 4 \"$REPORTS\"")) << text_;
   EXPECT_TRUE(Has("apptainer exec --nv")) << text_;
 }
@@ -598,11 +600,23 @@ TEST_F(FleetSummarize, ControlCharactersInAHostnameAreEscaped) {
 TEST(FleetExamples, CheckedInExamplesAreWhatTheCommandGenerates) {
   TempDir tmp;
   const fs::path pilot = SourceDir() / "examples/h200-pilot";
-  for (const auto& [kind, file] : {std::pair<std::string, std::string>{"k8s", "validate-job.yaml"},
-                                   {"slurm", "validate.sbatch"}}) {
+  const std::vector<std::string> gate = {"--prolog",
+                                         "--key",
+                                         "/shared/trainlock/fleet.pub",
+                                         "--reports-dir",
+                                         "/shared/trainlock-reports",
+                                         "--node-lock",
+                                         "/shared/h200-pilot/trainlock.lock"};
+  for (const auto& [kind, file, extra] :
+       {std::tuple<std::string, std::string, std::vector<std::string>>{
+            "k8s", "validate-job.yaml", {"--nodes", "4"}},
+        {"slurm", "validate.sbatch", {"--nodes", "4"}},
+        {"slurm", "node-gate.sh", gate}}) {
     const fs::path out = tmp.path() / file;
-    RunResult r = RunTrainlock({"fleet", kind, pilot.string(), "--nodes", "4", "--image",
-                                kExampleImage, "--out", out.string()});
+    std::vector<std::string> args = {"fleet",       kind,    pilot.string(), "--image",
+                                     kExampleImage, "--out", out.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    RunResult r = RunTrainlock(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(ReadFile(out), ReadFile(SourceDir() / "examples/fleet" / file))
         << "regenerate examples/fleet/" << file << " (examples/fleet/README.md)";

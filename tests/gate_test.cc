@@ -164,6 +164,29 @@ TEST_F(Gate, ReportYoungerThanMaxAgeClears) {
   EXPECT_TRUE(Decide(r).allowed());
 }
 
+TEST_F(Gate, AReportFromAnotherNodeIsRefusedNamingBoth) {
+  GateRequest r = Request(report_.dump(2));
+  r.node = "gpu-017";
+  GateDecision d = Decide(r);
+  EXPECT_TRUE(HasReason(d, "node", "made on 'vm', not on this node 'gpu-017'"))
+      << ::testing::PrintToString(d.reasons);
+}
+
+TEST_F(Gate, AReportOfThisNodeClearsAndSaysSo) {
+  GateRequest r = Request(report_.dump(2));
+  r.node = "vm";
+  GateDecision d = Decide(r);
+  EXPECT_TRUE(d.allowed()) << ::testing::PrintToString(d.reasons);
+  EXPECT_NE(std::find(d.facts.begin(), d.facts.end(), "node vm"), d.facts.end());
+}
+
+TEST_F(Gate, AReportNamingNoHostIsRefusedForANamedNode) {
+  report_["host"].erase("hostname");
+  GateRequest r = Request(report_.dump(2));
+  r.node = "";  // an empty name must not match a missing one
+  EXPECT_TRUE(HasReason(Decide(r), "node", "made on an unnamed host"));
+}
+
 TEST_F(Gate, ReportFromTheFutureIsRefused) {
   now_ -= 2 * 3600;
   EXPECT_TRUE(HasReason(Decide(), "age", "in the future"));
@@ -554,6 +577,31 @@ TEST_F(Gate, FileDriftTheCallerFoundRefuses) {
   GateRequest r = Request(report_.dump(2));
   r.file_drift = {"lock.config: the training config configs/tiny.yaml changed"};
   EXPECT_TRUE(HasReason(Decide(r), "files", "configs/tiny.yaml changed"));
+}
+
+// The lock's [validate] valid-for is the window when --max-age is not given.
+TEST_F(CliGate, TheLocksValidForRefusesAnOlderReport) {
+  const std::string tiny = testing::TinyWith(tmp_.path(), "", "valid-for = \"1h\"\n").string();
+  auto r = testing::RunTrainlock({"gate", Fixture(), "--lock", tiny, "--allow-unsigned"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("older than the lock's validate.valid-for 1h 0m"), std::string::npos)
+      << r.out;
+  r = testing::RunTrainlock(
+      {"gate", Fixture(), "--lock", tiny, "--allow-unsigned", "--max-age", "100000d"});
+  EXPECT_EQ(r.out.find("  - age:"), std::string::npos) << "--max-age overrides: " << r.out;
+}
+
+TEST_F(CliGate, ABareNodeIsThisHostAsTheValidatorNamesIt) {
+  auto r = testing::RunProgram("trainlock",
+                               {"gate", Fixture(), "--lock", Tiny(), "--allow-unsigned", "--node"},
+                               {"TRAINLOCK_NODE_NAME=gpu-017"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("  - node: the report was made on 'vm', not on this node 'gpu-017'"),
+            std::string::npos)
+      << r.out;
+  r = testing::RunTrainlock(
+      {"gate", Fixture(), "--lock", Tiny(), "--allow-unsigned", "--node", "vm"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
 TEST_F(CliGate, AnEmptyMaxAgeIsBadInput) {

@@ -76,6 +76,21 @@ TEST(ManifestLoader, ReportsEveryErrorNotOnlyTheFirst) {
   }
 }
 
+TEST(ManifestLoader, ValidForIsTheWindowAPassingReportStands) {
+  std::string text = std::string(kMinimalManifest) + "[validate]\nvalid-for = \"1d12h\"\n";
+  EXPECT_EQ(LoadSpec(text, "f.toml", SpecKind::kManifest).validate.valid_for_s, 36 * 3600);
+  EXPECT_EQ(LoadSpec(kMinimalManifest, "f.toml", SpecKind::kManifest).validate.valid_for_s, 0);
+}
+
+TEST(ManifestLoader, AValidForThatIsNoDurationIsRefusedAtItsPosition) {
+  for (const char* bad : {"\"soon\"", "\"30s\"", "\"400d\"", "24"}) {
+    std::string text = std::string(kMinimalManifest) + "[validate]\nvalid-for = " + bad + "\n";
+    const std::string error = FirstError(text, SpecKind::kManifest);
+    EXPECT_NE(error.find("f.toml:18:13: error:"), std::string::npos) << bad << ": " << error;
+    EXPECT_NE(error.find("valid-for"), std::string::npos) << bad << ": " << error;
+  }
+}
+
 TEST(LockLoader, RefusesAnImageTagWithoutDigest) {
   std::string lock = ReadFile(SourceDir() / "examples/tiny/trainlock.lock");
   size_t at = lock.find("@sha256:");

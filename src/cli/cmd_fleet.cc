@@ -1,6 +1,7 @@
 // `trainlock fleet k8s|slurm DIR --nodes N` writes the Kubernetes Job or sbatch script that
 // validates N nodes in the lock's image; `trainlock fleet summarize DIR` tables the reports
 // they wrote and exits 1 when any node failed (fleet.h).
+#include <chrono>
 #include <iostream>
 
 #include "base/diagnostic.h"
@@ -17,10 +18,20 @@ namespace {
 
 struct FleetScriptOptions {
   std::string dir = ".";
-  std::string out;      // "" = stdout
-  std::string timeout;  // seconds, or a duration ("2h", "90m")
+  std::string out;                 // "" = stdout
+  std::string timeout;             // seconds, or a duration ("2h", "90m")
+  bool prolog = false;             // slurm: the node gate instead of the validation job
+  bool npd_plugin = false;         // k8s: the node-problem-detector plugin instead
+  bool long_run_affinity = false;  // k8s: the long run's nodeAffinity instead
   FleetOptions fleet;
 };
+
+std::string LongRunAffinityNow(const FleetOptions& options) {
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  return KubernetesLongRunAffinityYaml(options, now);
+}
 
 int64_t ParseTimeout(const std::string& text) {
   if (text.empty()) return kDefaultFleetTimeoutS;
@@ -35,8 +46,21 @@ int WriteFleetScript(const FleetScriptOptions& o, const GlobalOptions& global,
                      std::string (*generate)(const FleetOptions&)) {
   FleetOptions requested = o.fleet;
   requested.timeout_s = ParseTimeout(o.timeout);
+  if (requested.nodes == 0 && !requested.node_names.empty())
+    requested.nodes = static_cast<int>(requested.node_names.size());
+  const bool node_gate = o.prolog || o.npd_plugin;
+  if (node_gate || o.long_run_affinity) {
+    requested.nodes = 1;  // these run on, or select, whichever node they are given
+    if (o.prolog) generate = SlurmNodeGateScript;
+    if (o.npd_plugin) generate = NodeProblemDetectorPlugin;
+    if (o.long_run_affinity) generate = LongRunAffinityNow;
+  } else if (requested.nodes == 0) {
+    throw InputError(Diagnostic{"--nodes", {}, "is required: how many nodes to validate", ""});
+  }
   Project project = LoadProject(o.dir, ManifestRequirement::kOptional);
-  const std::string text = generate(ResolveFleetOptions(project, LoadCatalog(global), requested));
+  FleetOptions resolved = ResolveFleetOptions(project, LoadCatalog(global), requested);
+  if (node_gate) ResolveNodeGate(project, resolved);
+  const std::string text = generate(resolved);
   if (o.out.empty()) {
     std::cout << text << std::flush;
   } else {
@@ -51,8 +75,9 @@ void AddGenerateOptions(CLI::App* cmd, FleetScriptOptions& o) {
   cmd->add_option("DIR", o.dir, "Project directory holding trainlock.lock (or the lock file)")
       ->transform(ProjectDirArgument())
       ->capture_default_str();
-  cmd->add_option("--nodes", o.fleet.nodes, "Number of nodes to validate, one run per node")
-      ->required()
+  cmd->add_option("--nodes", o.fleet.nodes,
+                  "Number of nodes to validate, one run per node (required, but by the node gates; "
+                  "with --node, their count)")
       ->check(CLI::Range(1, kMaxFleetNodes));
   cmd->add_option("--target", o.fleet.target, "cuda or rocm (default: the lock's only GPU target)");
   cmd->add_option("--gpus-per-node", o.fleet.gpus_per_node, "GPUs on each node")
@@ -116,6 +141,43 @@ Command RegisterFleet(CLI::App& app, const GlobalOptions& global) {
                    "checkpoint staging + 4 GiB)")
       ->check(CLI::Range(1, 65536));
   k8s_cmd->add_option("--namespace", k8s->fleet.k8s_namespace, "Namespace of the Job");
+  k8s_cmd
+      ->add_option("--node", k8s->fleet.node_names,
+                   "Validate these nodes (kubernetes.io/hostname; repeated or a,b), e.g. the "
+                   "freshly provisioned ones; --nodes defaults to their count")
+      ->delimiter(',');
+  k8s_cmd
+      ->add_option("--image-pull-secret", k8s->fleet.image_pull_secrets,
+                   "imagePullSecrets of the pods, for a private registry (repeated or a,b)")
+      ->delimiter(',');
+  k8s_cmd->add_flag("--label-nodes", k8s->fleet.label_nodes,
+                    "After validating, each pod gates its signed report in the locked image and "
+                    "labels its node (trainlock.io/validated=pass, lock, image, valid-until) or "
+                    "taints it (trainlock.io/gate=<topic>:NoSchedule); adds the ServiceAccount "
+                    "and RBAC. Needs --kubectl-image and --keys-secret");
+  k8s_cmd->add_option("--kubectl-image", k8s->fleet.kubectl_image,
+                      "--label-nodes: an image with kubectl and sh, REF@sha256:<64 hex>");
+  k8s_cmd->add_option("--keys-secret", k8s->fleet.keys_secret,
+                      "--label-nodes: the Secret holding trainlock.key (signs) and trainlock.pub "
+                      "(the gate's key)");
+  k8s_cmd
+      ->add_option("--service-account", k8s->fleet.service_account,
+                   "--label-nodes: the pods' ServiceAccount")
+      ->capture_default_str();
+  k8s_cmd->add_flag("--long-run-affinity", k8s->long_run_affinity,
+                    "Write instead the nodeAffinity a long run's pods need: nodes labelled "
+                    "passing this lock and image, valid until after now");
+  k8s_cmd->add_flag("--npd-plugin", k8s->npd_plugin,
+                    "Write instead a node-problem-detector custom plugin gating the node's "
+                    "report (exit 0 ok, 1 problem, 2 unknown); needs --key and --reports-dir");
+  k8s_cmd->add_option("--key", k8s->fleet.key,
+                      "--npd-plugin: the Ed25519 public key (PEM) on the node, absolute");
+  k8s_cmd->add_option("--reports-dir", k8s->fleet.reports_dir,
+                      "--npd-plugin: the directory of <node>.json reports on the node, absolute");
+  k8s_cmd->add_option("--node-lock", k8s->fleet.node_lock,
+                      "--npd-plugin: trainlock.lock on the node (default: DIR's, absolute)");
+  k8s_cmd->add_option("--trainlock", k8s->fleet.trainlock_bin,
+                      "--npd-plugin: the trainlock program on the node (default: on PATH)");
 
   auto slurm = std::make_shared<FleetScriptOptions>();
   CLI::App* slurm_cmd = fleet->add_subcommand(
@@ -130,6 +192,25 @@ Command RegisterFleet(CLI::App& app, const GlobalOptions& global) {
   slurm_cmd->add_option("--partition", slurm->fleet.partition,
                         "Slurm partition (#SBATCH --partition)");
   slurm_cmd->add_option("--account", slurm->fleet.account, "Slurm account (#SBATCH --account)");
+  slurm_cmd->add_option("--sign-key", slurm->fleet.sign_key,
+                        "The validator signs each report with this Ed25519 private key (an "
+                        "absolute path every node reads; mounted read-only)");
+  slurm_cmd->add_flag(
+      "--prolog", slurm->prolog,
+      "Write the node gate instead: a bash script for slurm.conf's Prolog and\n"
+      "HealthCheckProgram that gates <reports-dir>/<node>.json with `trainlock gate --key\n"
+      "--image --node` (and the lock's valid-for, default 24h); a refusal drains the node\n"
+      "with Reason=\"trainlock: <topic>: <why>\" and exits 1 (the job is requeued held), a\n"
+      "pass resumes a node only trainlock drained. Needs --key and --reports-dir.");
+  slurm_cmd->add_option("--key", slurm->fleet.key,
+                        "--prolog: the Ed25519 public key (PEM) reports must be signed with, as "
+                        "an absolute path every node reads");
+  slurm_cmd->add_option("--node-lock", slurm->fleet.node_lock,
+                        "--prolog: where the nodes read trainlock.lock (default: DIR's, made "
+                        "absolute)");
+  slurm_cmd->add_option("--trainlock", slurm->fleet.trainlock_bin,
+                        "--prolog: the trainlock program on the nodes (default: trainlock on "
+                        "PATH)");
 
   auto summarize = std::make_shared<SummarizeOptions>();
   CLI::App* summarize_cmd = fleet->add_subcommand(

@@ -12,6 +12,7 @@
 #include "base/failure.h"
 #include "base/file_io.h"
 #include "base/json_file.h"
+#include "base/rank_env.h"
 #include "base/refs.h"
 #include "base/strings.h"
 #include "base/terminal_text.h"
@@ -41,6 +42,7 @@ struct GateOptions {
   std::string require_engine;
   std::string image;
   std::string target;
+  std::optional<std::string> node;  // --node NAME; a bare --node: this host's name
   bool json = false;
 };
 
@@ -118,6 +120,13 @@ GateRequest BuildRequest(const GateOptions& options, const Project& project) {
                                   "not a positive duration: " + Quoted(*options.max_age),
                                   "write it as e.g. 36h, 7d, 1h30m (units w d h m s)"});
     }
+  } else if (project.lock->validate.valid_for_s > 0) {
+    request.max_age_s = project.lock->validate.valid_for_s;
+    request.max_age_source = "the lock's validate.valid-for";
+  }
+  if (options.node) {
+    // Named as the validator names the node it runs on (TRAINLOCK_NODE_NAME, else the host).
+    request.node = options.node->empty() ? HostName() : *options.node;
   }
   if (!options.image.empty()) {
     if (!IsDigest(options.image)) {
@@ -211,7 +220,8 @@ Command RegisterGate(CLI::App& app, const GlobalOptions& global) {
       "gate",
       "Decide whether a long run may start: exit 0 only when REPORT validated this lock\n"
       "(lock_sha256), ran in the lock's built image for its target, on the target's\n"
-      "accelerators, with every required check passed (a skip is a refusal), within --max-age,\n"
+      "accelerators, with every required check passed (a skip is a refusal), within --max-age\n"
+      "(default: the lock's [validate] valid-for), made on --node when given,\n"
       "carries a valid Ed25519 signature over exactly these bytes (--key; an unsigned report\n"
       "only with --allow-unsigned), trained the lock's config, is no negative control, and\n"
       "whose every passing check's metrics support the pass; that is no rank's partial report,\n"
@@ -227,7 +237,13 @@ Command RegisterGate(CLI::App& app, const GlobalOptions& global) {
       ->capture_default_str();
   cmd->add_option("--key", options->key, "Ed25519 public key (PEM) the report must be signed with");
   cmd->add_option("--max-age", options->max_age,
-                  "Refuse a report older than this (e.g. 36h, 7d, 1h30m)");
+                  "Refuse a report older than this (e.g. 36h, 7d, 1h30m; default the lock's "
+                  "[validate] valid-for, else no limit)");
+  cmd->add_option("--node", options->node,
+                  "Refuse a report made on another node than NAME (its host.hostname); a bare "
+                  "--node names this host as the validator does (TRAINLOCK_NODE_NAME, else the "
+                  "host name)")
+      ->expected(0, 1);
   cmd->add_flag("--allow-unsigned", options->allow_unsigned,
                 "Accept a report without a signature (without --key the gate refuses otherwise)");
   cmd->add_option("--image", options->image,

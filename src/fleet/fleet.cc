@@ -128,6 +128,56 @@ void CheckKubernetesNames(const FleetOptions& options) {
   }
 }
 
+bool IsSubdomain(const std::string& name) {
+  static const std::regex kSubdomain(
+      R"(^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$)");
+  return name.size() <= 253 && std::regex_match(name, kSubdomain);
+}
+
+// --node, --image-pull-secret and --label-nodes: names Kubernetes accepts, a node count that
+// matches the named nodes, and a labeller image pinned like every image here.
+void CheckKubernetesGate(FleetOptions& options) {
+  for (const std::string& node : options.node_names) {
+    if (!IsSubdomain(node))
+      throw InputError(Diagnostic{"--node", {}, "not a Kubernetes node name: " + Quoted(node), ""});
+  }
+  if (!options.node_names.empty() && options.nodes != static_cast<int>(options.node_names.size())) {
+    throw InputError(Diagnostic{"--nodes",
+                                {},
+                                std::to_string(options.nodes) + " nodes, but " +
+                                    std::to_string(options.node_names.size()) + " --node names",
+                                "leave --nodes out: it defaults to the number of --node names"});
+  }
+  for (const std::string& secret : options.image_pull_secrets) {
+    if (!IsSubdomain(secret)) {
+      throw InputError(
+          Diagnostic{"--image-pull-secret", {}, "not a Secret name: " + Quoted(secret), ""});
+    }
+  }
+  if (!options.label_nodes) return;
+  // The ClusterRoleBinding names the ServiceAccount's namespace: the Job must run in that one.
+  if (options.k8s_namespace.empty()) options.k8s_namespace = "default";
+  if (options.kubectl_image.empty()) {
+    throw InputError(Diagnostic{"--kubectl-image",
+                                {},
+                                "--label-nodes needs an image with kubectl and sh to label nodes",
+                                "give REF@sha256:<64 hex>"});
+  }
+  options.kubectl_image = ParsePinnedImage(options.kubectl_image, "--kubectl-image").ToString();
+  if (!IsSubdomain(options.keys_secret)) {
+    throw InputError(
+        Diagnostic{"--keys-secret",
+                   {},
+                   "--label-nodes needs the Secret holding trainlock.key and "
+                   "trainlock.pub: " +
+                       Quoted(options.keys_secret),
+                   "kubectl create secret generic NAME --from-file=trainlock.key=KEY.key "
+                   "--from-file=trainlock.pub=KEY.pub"});
+  }
+  if (!IsSubdomain(options.service_account))
+    throw InputError(Diagnostic{"--service-account", {}, "not a ServiceAccount name", ""});
+}
+
 void CheckCounts(const FleetOptions& options) {
   if (options.nodes < 1 || options.nodes > kMaxFleetNodes) {
     throw InputError(Diagnostic{"--nodes", {}, "must be 1.." + std::to_string(kMaxFleetNodes), ""});
@@ -170,13 +220,29 @@ std::vector<std::string> GpuProducts(const Spec& lock, const std::string& target
   return products;
 }
 
-void CheckReportsDir(const std::string& dir) {
+void CheckReportsDir(const std::string& dir, const char* option = "--reports-dir") {
   // pyxis splits --container-mounts at ',' and ':'; such a path cannot be mounted.
   if (dir.find_first_of(",:") != std::string::npos) {
-    throw InputError(Diagnostic{"--reports-dir",
+    throw InputError(Diagnostic{option,
                                 {},
                                 "contains ',' or ':': " + Quoted(dir),
                                 "pyxis's --container-mounts cannot mount such a path"});
+  }
+}
+
+// A path every node reads: absolute (a Prolog's working directory is not the submitter's), on
+// one line. It is shell-quoted where it is used.
+void CheckNodePath(const char* option, const std::string& path, const std::string& what) {
+  if (path.empty()) {
+    throw InputError(Diagnostic{option, {}, "a node gate needs it: " + what, ""});
+  }
+  if (path.front() != '/' || path.find_first_of("\n\r") != std::string::npos) {
+    throw InputError(Diagnostic{option,
+                                {},
+                                "not an absolute path on one line: " + Quoted(path),
+                                "give " + what +
+                                    " as every node sees it, e.g. on a shared "
+                                    "filesystem"});
   }
 }
 
@@ -212,7 +278,12 @@ FleetOptions ResolveFleetOptions(const Project& project, const Catalog& catalog,
   FleetOptions options = requested;
   CheckCounts(options);
   CheckKubernetesNames(options);
+  CheckKubernetesGate(options);
   if (!options.reports_dir.empty()) CheckReportsDir(options.reports_dir);
+  if (!options.sign_key.empty()) {
+    CheckNodePath("--sign-key", options.sign_key, "the private key every node reads");
+    CheckReportsDir(options.sign_key, "--sign-key");  // mounted like the reports directory
+  }
   CheckSlurmName("--partition", options.partition);
   CheckSlurmName("--account", options.account);
   options.target = ResolveTarget(project, requested.target);
@@ -226,7 +297,21 @@ FleetOptions ResolveFleetOptions(const Project& project, const Catalog& catalog,
   options.project_name = lock.name;
   options.lock_sha256 = project.lock->lock_build_sha256;
   options.name = ResolveName(requested, options.project_name);
+  options.valid_for_from_lock = lock.validate.valid_for_s > 0;
+  options.valid_for_s = options.valid_for_from_lock ? lock.validate.valid_for_s : kDefaultValidForS;
   return options;
+}
+
+void ResolveNodeGate(const Project& project, FleetOptions& options) {
+  if (options.node_lock.empty())
+    options.node_lock = std::filesystem::absolute(project.lock_path).lexically_normal().string();
+  CheckNodePath("--key", options.key, "the Ed25519 public key (`trainlock keygen`'s .pub)");
+  CheckNodePath("--reports-dir", options.reports_dir,
+                "the directory the validation jobs write <node>.json into");
+  CheckNodePath("--node-lock", options.node_lock, "where every node reads trainlock.lock");
+  if (options.trainlock_bin.empty() || options.trainlock_bin.find('\n') != std::string::npos) {
+    throw InputError(Diagnostic{"--trainlock", {}, "must name the trainlock program", ""});
+  }
 }
 
 }  // namespace trainlock

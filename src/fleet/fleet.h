@@ -34,6 +34,10 @@ inline constexpr const char* kGpuProductLabel = "nvidia.com/gpu.product";
 
 inline constexpr int kMaxFleetNodes = 10000;
 inline constexpr int64_t kDefaultFleetTimeoutS = 2 * 3600;
+// How long a passing report opens a node when the lock's [validate] names no valid-for.
+inline constexpr int64_t kDefaultValidForS = 24 * 3600;
+// Every drain reason and taint a node gate sets starts with this; the gate lifts only these.
+inline constexpr const char* kNodeGateReasonPrefix = "trainlock:";
 
 // What to generate. Fields marked "resolved" may be left empty by the caller;
 // ResolveFleetOptions fills them from the project.
@@ -54,11 +58,41 @@ struct FleetOptions {
   std::string reports_dir;  // Slurm: "" = $SLURM_SUBMIT_DIR/trainlock-reports/<job id>
   std::string partition;    // Slurm: "" = the cluster's default partition
   std::string account;      // Slurm: "" = the user's default account
+  std::string sign_key;     // Slurm: "" = unsigned reports; else the private key, absolute
 
   // Resolved from the project, for labels and comments.
   std::string project_name;
   std::string lock_sha256;
+
+  // Node gates (SlurmNodeGateScript): where every node finds the lock, the public key reports
+  // are signed for, and trainlock; all absolute paths on a filesystem the nodes share.
+  std::string node_lock;  // resolved: default DIR's trainlock.lock, absolute
+  std::string key;        // required by a gate: an Ed25519 public key (PEM)
+  std::string trainlock_bin = "trainlock";
+  int64_t valid_for_s = 0;           // resolved: the lock's valid-for, else kDefaultValidForS
+  bool valid_for_from_lock = false;  // resolved: the lock names valid-for
+
+  // Kubernetes: the nodes to validate by name (kubernetes.io/hostname; --nodes defaults to
+  // their count), the pull secrets of a private registry, and --label-nodes: after the run the
+  // pod gates its own report and labels its node (kNodeLabel*) or taints it (kNodeGateTaint).
+  std::vector<std::string> node_names;
+  std::vector<std::string> image_pull_secrets;
+  bool label_nodes = false;
+  std::string kubectl_image;  // --label-nodes: an image with kubectl and sh, pinned by digest
+  std::string keys_secret;    // --label-nodes: Secret with trainlock.key and trainlock.pub
+  std::string service_account = "trainlock-node-labeler";
 };
+
+// The node labels --label-nodes writes on a pass, which the long run's nodeAffinity requires
+// (KubernetesLongRunAffinityYaml): label values hold 63 characters, so the lock and the image
+// are named by their first 32 hex digits; valid-until is seconds since the epoch.
+inline constexpr const char* kNodeLabelValidated = "trainlock.io/validated";  // pass | fail
+inline constexpr const char* kNodeLabelLock = "trainlock.io/lock";
+inline constexpr const char* kNodeLabelImage = "trainlock.io/image";
+inline constexpr const char* kNodeLabelValidUntil = "trainlock.io/valid-until";
+// The taint a refusal sets (value: the gate's first topic, effect NoSchedule).
+inline constexpr const char* kNodeGateTaint = "trainlock.io/gate";
+inline constexpr size_t kLabelHexDigits = 32;
 
 // Checks `requested` against the project's lock and fills the resolved fields: the target
 // (default: the lock's only GPU target), the image (default: the lock's [images.<target>]),
@@ -82,9 +116,42 @@ std::string Dns1123Label(std::string_view text);
 // README.md, "trainlock fleet"), as YAML with a leading comment on applying it.
 std::string KubernetesJobYaml(const FleetOptions& options);
 
+// --label-nodes: the label container's sh script. Reads /reports/gate.status and gate.txt
+// (left by the validate init container), then on a pass labels $TRAINLOCK_NODE_NAME validated=
+// pass, lock, image and valid-until (now + valid_for_s) and removes the gate taint; on a
+// refusal labels it validated=fail, removes lock, image and valid-until, and taints it
+// trainlock.io/gate=<first topic>:NoSchedule. Exits with the gate's code.
+std::string KubernetesLabelScript(const FleetOptions& options);
+
+// The Job's header lines that wait for it and return at the first failed pod (kubectl wait
+// --for=condition=complete would sit out the whole timeout when a node fails). Exit 0 when all
+// `nodes` pods succeeded, 1 at the first Failed pod, 124 past `timeout_s`.
+std::string KubernetesWaitScript(const FleetOptions& options);
+
+// The nodeAffinity (YAML, to put under a long-run pod's spec.affinity) that admits only nodes
+// --label-nodes labelled as passing this lock and image, valid until after `now_s`.
+std::string KubernetesLongRunAffinityYaml(const FleetOptions& options, int64_t now_s);
+
+// A node-problem-detector custom plugin (sh): gates <reports_dir>/<node>.json on the node like
+// the Slurm gate, exit 0 ok, 1 problem (refused, or no report), 2 unknown (the gate could not
+// decide); its first output line is the reason NPD shows on the node condition.
+std::string NodeProblemDetectorPlugin(const FleetOptions& options);
+
 // An sbatch script running the validator in the image on every node through pyxis/enroot, then
 // `trainlock fleet summarize` on the reports.
 std::string SlurmBatchScript(const FleetOptions& options);
+
+// The node gate for Slurm, one bash script for both hooks: as Prolog it runs on each node
+// before a job, as HealthCheckProgram every HealthCheckInterval. It gates the node's own report
+// (<reports_dir>/<node>.json) with `trainlock gate --key --image --node` against the lock and its
+// validity window; a refusal drains the node with "trainlock: <topic>: <why>" (never replacing
+// a reason it did not set) and exits 1, so a Prolog requeues the job held; a pass resumes a node
+// that only a trainlock reason drained. Requires key, reports_dir and node_lock (absolute).
+std::string SlurmNodeGateScript(const FleetOptions& options);
+
+// Checks what a node gate needs (--key, --reports-dir, --node-lock: absolute, shell-safe paths)
+// and resolves node_lock; throws InputError (exit 2) naming the option.
+void ResolveNodeGate(const Project& project, FleetOptions& options);
 
 // `value` as one word for bash and POSIX sh: single-quoted, with embedded single quotes as '\''.
 // Words made only of safe characters are left bare.

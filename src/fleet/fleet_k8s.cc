@@ -19,6 +19,10 @@ namespace trainlock {
 namespace {
 
 constexpr const char* kJobLabel = "trainlock.io/job";
+// --label-nodes: the Secret's keys and where the pod mounts them.
+constexpr const char* kKeysInContainer = "/var/run/secrets/trainlock";
+constexpr const char* kSigningKeyFile = "trainlock.key";
+constexpr const char* kPublicKeyFile = "trainlock.pub";
 
 // YAML reads some plain scalars as booleans, nulls or numbers ("true", "no", "8", "1e5",
 // "0x1f"); Kubernetes wants strings for names, labels and env values, so those get quoted.
@@ -74,16 +78,34 @@ void JobMetadata(YAML::Emitter& out, const FleetOptions& o) {
   out << YAML::EndMap;
 }
 
-// Pods only on nodes of the lock's accelerators: a nodeSelector for one product, a node
-// affinity for several (a nodeSelector cannot say "either").
+// One requirement of a node affinity term: `key` In `values`.
+void InExpression(YAML::Emitter& out, const char* key, const std::vector<std::string>& values) {
+  out << YAML::BeginMap;
+  StringField(out, "key", key);
+  StringField(out, "operator", "In");
+  Key(out, "values");
+  out << YAML::BeginSeq;
+  for (const std::string& value : values) String(out, value);
+  out << YAML::EndSeq;
+  out << YAML::EndMap;
+}
+
+// A nodeSelector says one value per key, so only a single product without named nodes uses it.
+bool UsesNodeSelector(const FleetOptions& o) {
+  return o.gpu_products.size() == 1 && o.node_names.empty();
+}
+
+// Pods only on nodes of the lock's accelerators (and, with --node, only on those nodes): a
+// nodeSelector for one product, a node affinity otherwise (a nodeSelector cannot say "either").
 void NodeSelection(YAML::Emitter& out, const FleetOptions& o) {
-  if (o.gpu_products.size() == 1) {
+  if (UsesNodeSelector(o)) {
     Key(out, "nodeSelector");
     out << YAML::BeginMap;
     StringField(out, kGpuProductLabel, o.gpu_products.front());
     out << YAML::EndMap;
     return;
   }
+  if (o.gpu_products.empty() && o.node_names.empty()) return;
   Key(out, "nodeAffinity");
   out << YAML::BeginMap;
   Key(out, "requiredDuringSchedulingIgnoredDuringExecution");
@@ -91,23 +113,19 @@ void NodeSelection(YAML::Emitter& out, const FleetOptions& o) {
   Key(out, "nodeSelectorTerms");
   out << YAML::BeginSeq << YAML::BeginMap;
   Key(out, "matchExpressions");
-  out << YAML::BeginSeq << YAML::BeginMap;
-  StringField(out, "key", kGpuProductLabel);
-  StringField(out, "operator", "In");
-  Key(out, "values");
   out << YAML::BeginSeq;
-  for (const std::string& product : o.gpu_products) String(out, product);
+  if (!o.gpu_products.empty()) InExpression(out, kGpuProductLabel, o.gpu_products);
+  if (!o.node_names.empty()) InExpression(out, "kubernetes.io/hostname", o.node_names);
   out << YAML::EndSeq;
-  out << YAML::EndMap << YAML::EndSeq;
   out << YAML::EndMap << YAML::EndSeq;
   out << YAML::EndMap << YAML::EndMap;
 }
 
 void OnePodPerNode(YAML::Emitter& out, const FleetOptions& o) {
-  if (o.gpu_products.size() == 1) NodeSelection(out, o);
+  if (UsesNodeSelector(o)) NodeSelection(out, o);
   Key(out, "affinity");
   out << YAML::BeginMap;
-  if (o.gpu_products.size() > 1) NodeSelection(out, o);
+  if (!UsesNodeSelector(o)) NodeSelection(out, o);
   Key(out, "podAntiAffinity");
   out << YAML::BeginMap;
   Key(out, "requiredDuringSchedulingIgnoredDuringExecution");
@@ -153,12 +171,24 @@ void Env(YAML::Emitter& out, const FleetOptions& o) {
 }
 
 // The validator's run, then its report on stdout between the marker lines, keeping the
-// validator's exit code as the container's (the pod fails when the node fails).
-std::string ValidateScript() {
+// validator's exit code as the container's (the pod fails when the node fails). With
+// --label-nodes the report is signed and gated here, in the locked image (which holds
+// trainlock and the lock), and the label container acts on the decision it leaves in
+// /reports: gate.txt (the gate's output) and gate.status (its exit code).
+std::string ValidateScript(const FleetOptions& o) {
   const std::string report = std::string(kReportsInContainer) + "/$TRAINLOCK_NODE_NAME.json";
-  return std::string(kValidatorInImage) + " " + kProjectInImage + " --nproc auto --out \"" +
-         report + "\"; status=$?; echo \"" + kReportLogBegin + "$TRAINLOCK_NODE_NAME ---\"; " +
-         "cat \"" + report + "\"; echo; echo \"" + kReportLogEnd + "\"; exit $status";
+  const std::string sign =
+      o.label_nodes ? std::string(" --sign ") + kKeysInContainer + "/" + kSigningKeyFile : "";
+  std::string script = std::string(kValidatorInImage) + " " + kProjectInImage + " --nproc auto" +
+                       sign + " --out \"" + report + "\"; status=$?; echo \"" + kReportLogBegin +
+                       "$TRAINLOCK_NODE_NAME ---\"; " + "cat \"" + report + "\"; echo; echo \"" +
+                       kReportLogEnd + "\"; ";
+  if (!o.label_nodes) return script + "exit $status";
+  return script + "trainlock gate \"" + report + "\" --lock " + kProjectInImage + " --key " +
+         kKeysInContainer + "/" + kPublicKeyFile +
+         " --image \"$TRAINLOCK_IMAGE_DIGEST\" --target " + o.target +
+         " --node \"$TRAINLOCK_NODE_NAME\" > " + kReportsInContainer +
+         "/gate.txt 2>&1; echo $? > " + kReportsInContainer + "/gate.status; exit 0";
 }
 
 // Requests let the scheduler place the pod where the run fits; there is no CPU or memory
@@ -180,6 +210,17 @@ void Resources(YAML::Emitter& out, const FleetOptions& o) {
   out << YAML::EndMap << YAML::EndMap;
 }
 
+void Mount(YAML::Emitter& out, const char* name, const std::string& path, bool read_only) {
+  out << YAML::BeginMap;
+  StringField(out, "name", name);
+  StringField(out, "mountPath", path);
+  if (read_only) {
+    Key(out, "readOnly");
+    out << true;
+  }
+  out << YAML::EndMap;
+}
+
 void Container(YAML::Emitter& out, const FleetOptions& o) {
   out << YAML::BeginMap;
   StringField(out, "name", "validate");
@@ -188,19 +229,42 @@ void Container(YAML::Emitter& out, const FleetOptions& o) {
   out << YAML::Flow << YAML::BeginSeq << "/bin/sh"
       << "-c" << YAML::EndSeq;
   Key(out, "args");
-  out << YAML::BeginSeq << ValidateScript() << YAML::EndSeq;
+  out << YAML::BeginSeq << ValidateScript(o) << YAML::EndSeq;
   Env(out, o);
   Resources(out, o);
   Key(out, "volumeMounts");
   out << YAML::BeginSeq;
-  out << YAML::BeginMap;
-  StringField(out, "name", "reports");
-  StringField(out, "mountPath", kReportsInContainer);
+  Mount(out, "reports", kReportsInContainer, false);
+  Mount(out, "dshm", "/dev/shm", false);
+  if (o.label_nodes) Mount(out, "keys", kKeysInContainer, true);
+  out << YAML::EndSeq;
   out << YAML::EndMap;
+}
+
+// --label-nodes: after the validation (an init container), label the node on a pass or taint
+// it on a refusal, and end the pod with the gate's verdict.
+void LabelContainer(YAML::Emitter& out, const FleetOptions& o) {
   out << YAML::BeginMap;
-  StringField(out, "name", "dshm");
-  StringField(out, "mountPath", "/dev/shm");
-  out << YAML::EndMap;
+  StringField(out, "name", "label");
+  StringField(out, "image", o.kubectl_image);
+  Key(out, "command");
+  out << YAML::Flow << YAML::BeginSeq << "/bin/sh"
+      << "-c" << YAML::EndSeq;
+  Key(out, "args");
+  out << YAML::BeginSeq << KubernetesLabelScript(o) << YAML::EndSeq;
+  Key(out, "env");
+  out << YAML::BeginSeq << YAML::BeginMap;
+  StringField(out, "name", "TRAINLOCK_NODE_NAME");
+  Key(out, "valueFrom");
+  out << YAML::BeginMap;
+  Key(out, "fieldRef");
+  out << YAML::BeginMap;
+  StringField(out, "fieldPath", "spec.nodeName");
+  out << YAML::EndMap << YAML::EndMap;
+  out << YAML::EndMap << YAML::EndSeq;
+  Key(out, "volumeMounts");
+  out << YAML::BeginSeq;
+  Mount(out, "reports", kReportsInContainer, true);
   out << YAML::EndSeq;
   out << YAML::EndMap;
 }
@@ -228,6 +292,17 @@ void Volumes(YAML::Emitter& out, const FleetOptions& o) {
   StringField(out, "medium", "Memory");
   out << YAML::EndMap;
   out << YAML::EndMap;
+  if (o.label_nodes) {
+    out << YAML::BeginMap;
+    StringField(out, "name", "keys");
+    Key(out, "secret");
+    out << YAML::BeginMap;
+    StringField(out, "secretName", o.keys_secret);
+    Key(out, "defaultMode");
+    out << 0400;
+    out << YAML::EndMap;
+    out << YAML::EndMap;
+  }
   out << YAML::EndSeq;
 }
 
@@ -241,18 +316,44 @@ void PodTemplate(YAML::Emitter& out, const FleetOptions& o) {
   Key(out, "spec");
   out << YAML::BeginMap;
   StringField(out, "restartPolicy", "Never");
+  if (o.label_nodes) StringField(out, "serviceAccountName", o.service_account);
+  if (!o.image_pull_secrets.empty()) {
+    Key(out, "imagePullSecrets");
+    out << YAML::BeginSeq;
+    for (const std::string& secret : o.image_pull_secrets) {
+      out << YAML::BeginMap;
+      StringField(out, "name", secret);
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
   OnePodPerNode(out, o);
-  // GPU node pools are commonly tainted with the GPU resource name so that only GPU pods land.
+  // GPU node pools are commonly tainted with the GPU resource name so that only GPU pods land;
+  // a node a refusal tainted must still take its revalidation.
   Key(out, "tolerations");
   out << YAML::BeginSeq << YAML::BeginMap;
   StringField(out, "key", GpuResource(o.target));
   StringField(out, "operator", "Exists");
   StringField(out, "effect", "NoSchedule");
-  out << YAML::EndMap << YAML::EndSeq;
-  Key(out, "containers");
+  out << YAML::EndMap;
+  if (o.label_nodes) {
+    out << YAML::BeginMap;
+    StringField(out, "key", kNodeGateTaint);
+    StringField(out, "operator", "Exists");
+    StringField(out, "effect", "NoSchedule");
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  Key(out, o.label_nodes ? "initContainers" : "containers");
   out << YAML::BeginSeq;
   Container(out, o);
   out << YAML::EndSeq;
+  if (o.label_nodes) {
+    Key(out, "containers");
+    out << YAML::BeginSeq;
+    LabelContainer(out, o);
+    out << YAML::EndSeq;
+  }
   Volumes(out, o);
   out << YAML::EndMap;
   out << YAML::EndMap;
@@ -300,9 +401,10 @@ std::string HowToUse(const FleetOptions& o) {
       " schedulable GPU nodes; a pod that finds no free node stays Pending until\n"
       "activeDeadlineSeconds.\n"
       "  kubectl apply" +
-      ns + " -f FILE\n  kubectl wait" + ns +
-      " --for=condition=complete --timeout=" + std::to_string(o.timeout_s) + "s job/" + o.name +
-      "\n(a failing node fails the Job instead: condition=failed). ";
+      ns + " -f FILE\n" +
+      "Wait for it, returning at the first failed pod (`kubectl wait --for=condition=complete`\n"
+      "would sit out the whole timeout when a node fails):\n" +
+      KubernetesWaitScript(o);
   if (o.reports_pvc.empty()) {
     text += "Each pod prints its report to its log\nbetween \"" + std::string(kReportLogBegin) +
             "<node> ---\" and \"" + kReportLogEnd +
@@ -322,9 +424,72 @@ std::string HowToUse(const FleetOptions& o) {
   return text;
 }
 
-}  // namespace
+// --label-nodes: the ServiceAccount the pods run as, allowed to read and label or taint nodes
+// (a ClusterRole: nodes are not namespaced) and nothing else.
+std::string LabelerRbacYaml(const FleetOptions& o) {
+  const std::string& ns = o.k8s_namespace;  // "default" when none was given
+  std::string text =
+      "# --label-nodes: the pods' ServiceAccount may get and patch nodes (labels, taints), "
+      "nothing\n"
+      "# else. The Secret " +
+      o.keys_secret + " (namespace " + ns + ") holds " + kSigningKeyFile +
+      " (`trainlock keygen`'s private key,\n"
+      "# which signs the report) and " +
+      kPublicKeyFile +
+      " (its public key, which the gate checks):\n"
+      "#   kubectl create secret generic " +
+      o.keys_secret + " -n " + ns + " --from-file=" + kSigningKeyFile +
+      "=KEY.key --from-file=" + kPublicKeyFile + "=KEY.pub\n";
+  YAML::Emitter out;
+  out.SetIndent(2);
+  out << YAML::BeginMap;
+  StringField(out, "apiVersion", "v1");
+  StringField(out, "kind", "ServiceAccount");
+  Key(out, "metadata");
+  out << YAML::BeginMap;
+  StringField(out, "name", o.service_account);
+  StringField(out, "namespace", ns);
+  out << YAML::EndMap << YAML::EndMap;
+  out << YAML::BeginDoc << YAML::BeginMap;
+  StringField(out, "apiVersion", "rbac.authorization.k8s.io/v1");
+  StringField(out, "kind", "ClusterRole");
+  Key(out, "metadata");
+  out << YAML::BeginMap;
+  StringField(out, "name", o.service_account);
+  out << YAML::EndMap;
+  Key(out, "rules");
+  out << YAML::BeginSeq << YAML::BeginMap;
+  Key(out, "apiGroups");
+  out << YAML::Flow << YAML::BeginSeq << YAML::DoubleQuoted << std::string() << YAML::EndSeq;
+  Key(out, "resources");
+  out << YAML::Flow << YAML::BeginSeq << "nodes" << YAML::EndSeq;
+  Key(out, "verbs");
+  out << YAML::Flow << YAML::BeginSeq << "get"
+      << "patch" << YAML::EndSeq;
+  out << YAML::EndMap << YAML::EndSeq << YAML::EndMap;
+  out << YAML::BeginDoc << YAML::BeginMap;
+  StringField(out, "apiVersion", "rbac.authorization.k8s.io/v1");
+  StringField(out, "kind", "ClusterRoleBinding");
+  Key(out, "metadata");
+  out << YAML::BeginMap;
+  StringField(out, "name", o.service_account);
+  out << YAML::EndMap;
+  Key(out, "roleRef");
+  out << YAML::BeginMap;
+  StringField(out, "apiGroup", "rbac.authorization.k8s.io");
+  StringField(out, "kind", "ClusterRole");
+  StringField(out, "name", o.service_account);
+  out << YAML::EndMap;
+  Key(out, "subjects");
+  out << YAML::BeginSeq << YAML::BeginMap;
+  StringField(out, "kind", "ServiceAccount");
+  StringField(out, "name", o.service_account);
+  StringField(out, "namespace", ns);
+  out << YAML::EndMap << YAML::EndSeq << YAML::EndMap;
+  return text + out.c_str() + "\n---\n";
+}
 
-std::string KubernetesJobYaml(const FleetOptions& options) {
+std::string JobYaml(const FleetOptions& options) {
   YAML::Emitter out;
   out.SetIndent(2);
   out << YAML::Comment(HowToUse(options));
@@ -335,6 +500,12 @@ std::string KubernetesJobYaml(const FleetOptions& options) {
   JobSpec(out, options);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace
+
+std::string KubernetesJobYaml(const FleetOptions& options) {
+  return (options.label_nodes ? LabelerRbacYaml(options) : std::string()) + JobYaml(options);
 }
 
 }  // namespace trainlock

@@ -30,11 +30,18 @@ std::string SlurmTime(int64_t seconds) {
   return text;
 }
 
-// What runs inside the container on each node. $(hostname) is expanded there, by the inner
-// bash, so each node names its own report.
-std::string ValidateCommand() {
-  return std::string("exec ") + kValidatorInImage + " " + kProjectInImage +
-         " --nproc auto --out \"" + kReportsInContainer + "/$(hostname).json\"";
+// Where --sign-key's file is mounted in the container.
+constexpr const char* kSigningKeyInContainer = "/var/run/secrets/trainlock/trainlock.key";
+
+// What runs inside the container on each node. The node's name is expanded there, by the inner
+// bash: Slurm's name for it (SLURMD_NODENAME, what the node gate compares), else the host name;
+// it names the report file and, through TRAINLOCK_NODE_NAME, the host inside the report.
+std::string ValidateCommand(const FleetOptions& o) {
+  const std::string sign =
+      o.sign_key.empty() ? "" : std::string(" --sign ") + kSigningKeyInContainer;
+  return std::string("export TRAINLOCK_NODE_NAME=\"${SLURMD_NODENAME:-$(hostname)}\"; exec ") +
+         kValidatorInImage + " " + kProjectInImage + " --nproc auto" + sign + " --out \"" +
+         kReportsInContainer + "/$TRAINLOCK_NODE_NAME.json\"";
 }
 
 // `text` fit for one comment line: a newline in a project name must not end the comment.
@@ -96,14 +103,20 @@ std::string Setup(const FleetOptions& o) {
       "# an image cannot know its own digest.\n";
   text += "export TRAINLOCK_IMAGE_REF=" + ShellQuote(image.ToString()) + "\n";
   text += "export TRAINLOCK_IMAGE_DIGEST=" + ShellQuote(digest) + "\n";
+  if (!o.sign_key.empty()) {
+    text += "# The validator signs each report with this key (the node gate checks its pair).\n";
+    text += "SIGN_KEY=" + ShellQuote(o.sign_key) + "\n";
+  }
   // Absolute, as a container mount source must be.
   text += "mkdir -p -- \"$REPORTS\"\nREPORTS=$(cd -- \"$REPORTS\" && pwd)\n";
   return text;
 }
 
 std::string Run(const FleetOptions& o) {
-  const std::string inner = ShellQuote(ValidateCommand());
-  const std::string mount = std::string("\"$REPORTS:") + kReportsInContainer + "\"";
+  const std::string inner = ShellQuote(ValidateCommand(o));
+  std::string mount = std::string("\"$REPORTS:") + kReportsInContainer;
+  if (!o.sign_key.empty()) mount += std::string(",$SIGN_KEY:") + kSigningKeyInContainer + ":ro";
+  mount += "\"";
   std::string text =
       "\n# One task per node, in the image. --kill-on-bad-exit=0: a node that fails validation\n"
       "# must not stop the others. $(hostname) is expanded by the inner bash, on each node.\n"

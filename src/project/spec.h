@@ -108,6 +108,9 @@ struct ValidateSpec {
   // Python engine's shipped files (PythonEngineSha256).
   std::string engine = "native";
   std::string engine_sha256;
+  // valid-for: how long a passing report stands (gate's default --max-age, the scheduler
+  // gates' window); 0 = the manifest names none.
+  int64_t valid_for_s = 0;
 };
 
 // [ext.command]: the project's own smoke command (e.g. its training script for two steps),

@@ -13,6 +13,7 @@
 #include "base/sha256.h"
 #include "base/strings.h"
 #include "base/suggest.h"
+#include "base/time_text.h"
 #include "base/toml_document.h"
 #include "base/version.h"
 #include "project/check_ids.h"
@@ -29,6 +30,22 @@ SourcePos Spec::Pos(const std::string& dotted) const {
 namespace {
 
 constexpr int64_t kMaxInt = INT64_MAX;
+
+// [validate] valid-for = "24h": how long a passing report stands. A duration a person reads
+// ("24h", "7d", "1h30m"), at least a minute (a shorter window would expire before a job
+// starts) and at most a year.
+void ReadValidFor(TomlFields& f, ValidateSpec& v) {
+  std::optional<std::string> text = f.String("valid-for", Need::kOptional);
+  if (!text) return;
+  std::optional<int64_t> seconds = ParseDurationSeconds(*text);
+  if (!seconds || *seconds < 60 || *seconds > 366 * 86400) {
+    f.Error(f.Pos("valid-for"),
+            "'validate.valid-for' = " + Quoted(*text) + " is not a duration from 1m to 366d",
+            "write it as e.g. \"24h\", \"7d\" or \"1h30m\" (units w d h m s)");
+    return;
+  }
+  v.valid_for_s = *seconds;
+}
 
 // [ext.command] argv: the strings exactly as the program will get them. Unlike other string
 // arrays, values may repeat ("--lr 1 --warmup 1") and be empty (an argument ""). A NUL cannot
@@ -685,6 +702,7 @@ void SpecReader::ReadValidate(const toml::table& t) {
     }
     v.required = *required;
   }
+  ReadValidFor(f, v);
   f.Finish();
 }
 

@@ -43,6 +43,7 @@ class GateRules {
     Checks();
     Evidence();
     Age();
+    if (request_.node) Node(*request_.node);
     return decision_;
   }
 
@@ -325,11 +326,23 @@ class GateRules {
              " in the future; check the node's clock");
     } else if (request_.max_age_s && age > *request_.max_age_s) {
       Refuse("age: the report is " + FormatDuration(age) + " old (started " + started +
-             "), older than --max-age " + FormatDuration(*request_.max_age_s) +
-             "; validate the node again");
+             "), older than " + request_.max_age_source + " " +
+             FormatDuration(*request_.max_age_s) + "; validate the node again");
     } else {
       decision_.facts.push_back("age " + FormatDuration(std::max<int64_t>(age, 0)));
     }
+  }
+
+  // A report vouches for the node it ran on only: a copy of another node's passing report
+  // must not open this one.
+  void Node(const std::string& node) {
+    const std::string& host = view_.host.hostname;
+    if (!host.empty() && host == node) {
+      decision_.facts.push_back("node " + node);
+      return;
+    }
+    Refuse("node: the report was made on " + (host.empty() ? "an unnamed host" : Quoted(host)) +
+           ", not on this node " + Quoted(node) + "; validate this node");
   }
 
   bool HasTopic(const std::string& topic) const {

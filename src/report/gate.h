@@ -21,8 +21,13 @@ struct GateRequest {
   const Spec* lock = nullptr;
   std::string lock_path;
   std::string lock_sha256;
-  std::vector<std::string> require;           // --require: checks required on top of the lock's
-  std::optional<int64_t> max_age_s;           // --max-age
+  std::vector<std::string> require;  // --require: checks required on top of the lock's
+  std::optional<int64_t> max_age_s;  // --max-age, else the lock's valid-for
+  // Where max_age_s came from, for the refusal: "--max-age" or "the lock's validate.valid-for".
+  std::string max_age_source = "--max-age";
+  // --node: the node the run is about to use; the report must have been made on it (its
+  // host.hostname, which the validator takes from TRAINLOCK_NODE_NAME or gethostname).
+  std::optional<std::string> node;
   std::optional<std::string> public_key_pem;  // --key
   bool allow_unsigned = false;                // --allow-unsigned: no --key is not a refusal
   std::optional<std::string> image_digest;    // --image: the report must have run in it
@@ -44,7 +49,7 @@ struct GateRequest {
 
 struct GateDecision {
   // Why the gate refuses, each "<topic>: <sentence>" with topic one of signature, schema,
-  // partial, lock, files, config, target, image, devices, checks, checkpoint, evidence, age.
+  // partial, lock, files, config, target, image, devices, checks, checkpoint, evidence, age, node.
   // Empty when the report clears the gate.
   std::vector<std::string> reasons;
   // What was established when it clears: the facts the pass line prints.

@@ -1,0 +1,367 @@
+// Specification of the node gates, which run on each node and decide from its own signed report:
+// the Slurm Prolog/HealthCheckProgram (`trainlock fleet slurm --prolog`) against a real Slurm,
+// and the node-problem-detector plugin (`trainlock fleet k8s --npd-plugin`) by its exit codes.
+//
+// Slurm: Debian's slurm-wlm slurmctld and slurmd with munge, one node on 127.0.0.1, each test
+// starting its own cluster (ports, state and munge key in a temporary directory) and shutting it
+// down at the end. The generated script is slurm.conf's Prolog and HealthCheckProgram (every 2 s
+// here). Needs root (slurmd runs jobs as their user); skipped, saying why, without it or without
+// the programs (ci/deps.sh installs them).
+//
+// A "validate" is a report signed with the test's key as `trainlock-validate --sign` writes it,
+// of examples/h200-pilot's lock: the validator itself runs on GPU nodes, not here.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "base/time_text.h"
+#include "project/project.h"
+#include "report/report_signing.h"
+#include "test_support.h"
+
+namespace trainlock {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::RunCommand;
+using testing::RunResult;
+
+constexpr const char* kNode = "gpu-001";
+const std::string kDigest = "sha256:" + std::string(64, 'e');
+
+std::string ShortHostName() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  std::string host = name;
+  return host.substr(0, host.find('.'));
+}
+
+bool WaitFor(const std::function<bool()>& done, int seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  return done();
+}
+
+// A project as the nodes see it and the reports a validate leaves there.
+class NodeGate : public ::testing::Test {
+ protected:
+  void MakeDirs() {
+    dir_ = tmp_.path();
+    for (const char* sub : {"munge", "sock", "state", "spool", "reports", "log", "jobs"})
+      fs::create_directories(dir_ / sub);
+  }
+
+  // examples/h200-pilot's lock and config as the nodes see them (no manifest: the gate relies
+  // on the report for the files), with a built image recorded and a 1 h validity window.
+  void MakeProject() {
+    fs::create_directories(dir_ / "project");
+    project_ = testing::CopyExample("h200-pilot", dir_ / "project");
+    fs::remove(project_ / "trainlock.toml");
+    const fs::path lock = project_ / "trainlock.lock";
+    std::string text = testing::ReadFile(lock);
+    text.replace(text.find("[validate]\n"), 11, "[validate]\nvalid-for = \"1h\"\n");
+    text +=
+        "\n[images.cuda]\nref = \"registry.example/h200-pilot:1\"\ndigest = \"" + kDigest + "\"\n";
+    testing::WriteFile(lock, text);
+    RunResult keys = testing::RunTrainlock({"keygen", (dir_ / "key").string()});
+    ASSERT_EQ(keys.exit_code, 0) << keys.err;
+    private_key_ = testing::ReadFile(dir_ / "key.key");
+  }
+
+  // What `trainlock-validate --sign` leaves after a pass on `host`, `age_s` seconds ago.
+  void Validate(const std::string& host, int64_t age_s = 0) {
+    Project project = LoadProject(project_, ManifestRequirement::kOptional);
+    json report = json::parse(
+        testing::ReadFile(testing::SourceDir() / "tests/fixtures/reports/h200-pilot-report.json"));
+    report["lock_sha256"] = project.lock->lock_build_sha256;
+    report["config_sha256"] = project.config_sha256;
+    report["host"]["hostname"] = host;
+    report["image"] = {{"ref", "registry.example/h200-pilot:1"}, {"digest", kDigest}};
+    const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    std::time_t started = now - age_s;
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&started));
+    report["started_at"] = text;
+    SignReport(report, private_key_);
+    testing::WriteFile(dir_ / "reports" / (std::string(kNode) + ".json"), SignedReportText(report));
+  }
+
+  testing::TempDir tmp_;
+  fs::path dir_;
+  fs::path project_;
+  std::string private_key_;
+};
+
+class SlurmNodeGate : public NodeGate {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root: slurmd runs jobs as their user";
+    for (const char* tool : {"munged", "slurmctld", "slurmd", "sbatch", "scontrol", "bash"}) {
+      if (!testing::HaveProgram(tool))
+        GTEST_SKIP() << tool << " is not installed (ci/deps.sh installs slurm-wlm and munge)";
+    }
+    const auto start = std::chrono::steady_clock::now();
+    MakeDirs();
+    fs::permissions(dir_ / "sock", fs::perms::owner_all | fs::perms::group_read |
+                                       fs::perms::group_exec | fs::perms::others_read |
+                                       fs::perms::others_exec);
+    fs::permissions(dir_ / "jobs", fs::perms::all);
+    MakeProject();
+    if (HasFatalFailure()) return;
+    WriteGate();
+    if (HasFatalFailure()) return;
+    StartCluster();
+    ASSERT_TRUE(WaitFor([&] { return NodeField("State").find("IDLE") != std::string::npos; }, 60))
+        << "the node never came up: " << Scontrol({"show", "node", kNode}).out
+        << testing::ReadFile(dir_ / "log/slurmd.log");
+    std::cerr << "[ timing ] cluster up in "
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+              << " s\n";
+  }
+
+  void TearDown() override {
+    if (!daemons_.empty()) Scontrol({"shutdown"});  // slurmctld and slurmd end their children
+    daemons_.clear();                               // then SIGKILL whatever is left
+  }
+
+  void WriteGate() {
+    RunResult gate = testing::RunTrainlock(
+        {"fleet", "slurm", project_.string(), "--prolog", "--key", (dir_ / "key.pub").string(),
+         "--reports-dir", (dir_ / "reports").string(), "--trainlock",
+         (testing::BinDir() / "trainlock").string(), "--out", (dir_ / "gate.sh").string()});
+    ASSERT_EQ(gate.exit_code, 0) << gate.err;
+    // slurmd runs both hooks with a bare environment: on a cluster slurm.conf is in /etc/slurm.
+    // While hc-paused exists the health check (the hook without a job) does nothing: a job then
+    // meets the Prolog as it would between two health checks on a cluster.
+    testing::WriteFile(dir_ / "hc-paused", "");
+    testing::WriteFile(dir_ / "hook.sh", "#!/bin/bash\nexport SLURM_CONF=" + Conf() +
+                                             "\n[ -z \"${SLURM_JOB_ID:-}\" ] && [ -e " +
+                                             (dir_ / "hc-paused").string() +
+                                             " ] && exit 0\nexec bash " +
+                                             (dir_ / "gate.sh").string() + "\n");
+    fs::permissions(dir_ / "hook.sh", fs::perms::owner_all);
+  }
+
+  std::string Conf() const { return (dir_ / "slurm.conf").string(); }
+
+  void StartCluster() {
+    std::ofstream(dir_ / "munge/munge.key")
+        << std::string(1024, 'k') + ShortHostName() + dir_.string();
+    fs::permissions(dir_ / "munge/munge.key", fs::perms::owner_read);
+    fs::permissions(dir_ / "munge", fs::perms::owner_all);
+    const std::string socket = (dir_ / "sock/munge.socket").string();
+    const std::string d = dir_.string();
+    std::ofstream(Conf()) << "ClusterName=trainlock\n"
+                          << "SlurmctldHost=" << ShortHostName() << "(127.0.0.1)\n"
+                          << "SlurmctldPort=" << testing::FreeLoopbackPort() << "\n"
+                          << "SlurmdPort=" << testing::FreeLoopbackPort() << "\n"
+                          << "AuthType=auth/munge\nCredType=cred/munge\n"
+                          << "AuthInfo=socket=" << socket << "\n"
+                          << "SlurmUser=root\nSlurmdUser=root\n"
+                          << "StateSaveLocation=" << d << "/state\n"
+                          << "SlurmdSpoolDir=" << d << "/spool\n"
+                          << "SlurmctldPidFile=" << d << "/slurmctld.pid\n"
+                          << "SlurmdPidFile=" << d << "/slurmd.pid\n"
+                          << "SlurmctldLogFile=" << d << "/log/slurmctld.log\n"
+                          << "SlurmdLogFile=" << d << "/log/slurmd.log\n"
+                          << "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n"
+                          << "SelectType=select/linear\nMpiDefault=none\n"
+                          << "JobCompType=jobcomp/none\n"
+                          << "AccountingStorageType=accounting_storage/none\n"
+                          << "ReturnToService=2\n"
+                          << "Prolog=" << d << "/hook.sh\n"
+                          << "HealthCheckProgram=" << d << "/hook.sh\n"
+                          << "HealthCheckInterval=2\nHealthCheckNodeState=ANY\n"
+                          << "NodeName=" << kNode << " NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN\n"
+                          << "PartitionName=gpu Nodes=" << kNode
+                          << " Default=YES MaxTime=INFINITE State=UP\n";
+    Daemon({"munged", "-F", "--force", "--num-threads=4", "--key-file=" + d + "/munge/munge.key",
+            "--socket=" + socket, "--log-file=" + d + "/log/munged.log",
+            "--pid-file=" + d + "/munged.pid", "--seed-file=" + d + "/munged.seed"},
+           "munged.out");
+    ASSERT_TRUE(WaitFor([&] { return fs::exists(socket); }, 20)) << "munged did not start";
+    Daemon({"slurmctld", "-D", "-i", "-f", Conf()}, "slurmctld.out");
+    Daemon({"slurmd", "-D", "-N", kNode, "-f", Conf()}, "slurmd.out");
+  }
+
+  void Daemon(const std::vector<std::string>& argv, const std::string& log) {
+    daemons_.push_back(std::make_unique<testing::BackgroundProcess>(argv, dir_ / "log" / log));
+  }
+
+  RunResult Slurm(std::vector<std::string> argv) {
+    argv.insert(argv.begin(), {"timeout", "30"});
+    return RunCommand(argv, {"SLURM_CONF=" + Conf()});
+  }
+  RunResult Scontrol(std::vector<std::string> args) {
+    args.insert(args.begin(), "scontrol");
+    return Slurm(args);
+  }
+
+  // A field of `scontrol show node`, e.g. State ("IDLE+DRAIN") or Reason ("why [root@time]").
+  std::string NodeField(const std::string& field) {
+    const std::string out = Scontrol({"show", "node", kNode}).out;
+    const size_t at = out.find(" " + field + "=");
+    if (at == std::string::npos) return "";
+    const size_t begin = at + field.size() + 2;
+    return out.substr(begin, out.find('\n', begin) - begin);
+  }
+  bool Drained() { return NodeField("State").find("DRAIN") != std::string::npos; }
+  bool DrainedWith(const std::string& reason) {
+    return Drained() && NodeField("Reason").starts_with(reason);
+  }
+  void ResumeHealthChecks() { fs::remove(dir_ / "hc-paused"); }
+
+  std::string Submit(const std::string& marker) {
+    RunResult r = Slurm({"sbatch", "--parsable", "-o", (dir_ / "jobs/%j.out").string(), "--wrap",
+                         "touch " + (dir_ / "jobs" / marker).string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out.substr(0, r.out.find_first_of(";\n"));
+  }
+  std::string JobState(const std::string& job) {
+    return Slurm({"squeue", "-h", "-j", job, "-o", "%T %r"}).out;
+  }
+  bool Ran(const std::string& marker) { return fs::exists(dir_ / "jobs" / marker); }
+
+  std::vector<std::unique_ptr<testing::BackgroundProcess>> daemons_;
+};
+
+TEST_F(SlurmNodeGate, AJobWaitsHeldOnANodeWithoutAReportAndRunsOnceAValidateOfThisNodePasses) {
+  const std::string job = Submit("first");
+  ASSERT_TRUE(WaitFor([&] { return DrainedWith("trainlock: report: no report"); }, 60))
+      << "the Prolog did not drain the node: " << NodeField("State") << " " << NodeField("Reason");
+  EXPECT_TRUE(WaitFor([&] { return JobState(job).find("held") != std::string::npos; }, 30))
+      << JobState(job);
+  EXPECT_FALSE(Ran("first"));
+
+  Validate(kNode);
+  ResumeHealthChecks();
+  ASSERT_TRUE(WaitFor([&] { return !Drained(); }, 30))
+      << "the health check did not resume the node: " << NodeField("Reason");
+  Scontrol({"release", job});
+  Scontrol({"update", "JobId=" + job, "StartTime=now"});  // a requeued job waits otherwise
+  EXPECT_TRUE(WaitFor([&] { return Ran("first"); }, 60)) << JobState(job);
+}
+
+TEST_F(SlurmNodeGate, AnExpiredReportDrainsTheNodeAgainAndNoJobStarts) {
+  Validate(kNode);
+  ResumeHealthChecks();
+  Submit("fresh");
+  ASSERT_TRUE(WaitFor([&] { return Ran("fresh"); }, 60)) << NodeField("Reason");
+
+  Validate(kNode, 2 * 3600);  // the lock's valid-for is 1h
+  ASSERT_TRUE(WaitFor([&] { return DrainedWith("trainlock: age: the report is 2h 0m old"); }, 30))
+      << NodeField("State") << " " << NodeField("Reason");
+  const std::string job = Submit("expired");
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  EXPECT_FALSE(Ran("expired")) << JobState(job);
+}
+
+TEST_F(SlurmNodeGate, AReportOfAnotherNodeDrainsThisOne) {
+  Validate("gpu-002");
+  ResumeHealthChecks();
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return DrainedWith(
+            "trainlock: node: the report was made on 'gpu-002', not on this node 'gpu-001'");
+      },
+      30))
+      << NodeField("State") << " " << NodeField("Reason");
+}
+
+TEST_F(SlurmNodeGate, AReasonTrainlockDidNotSetIsNeitherReplacedNorLifted) {
+  Scontrol({"update", "NodeName=" + std::string(kNode), "State=DRAIN", "Reason=maintenance: fan"});
+  ResumeHealthChecks();
+  std::this_thread::sleep_for(std::chrono::seconds(5));  // health checks without a report
+  EXPECT_TRUE(DrainedWith("maintenance: fan")) << NodeField("Reason");
+  Validate(kNode);
+  std::this_thread::sleep_for(std::chrono::seconds(5));  // health checks with a passing one
+  EXPECT_TRUE(DrainedWith("maintenance: fan")) << NodeField("State") << NodeField("Reason");
+}
+
+// The node-problem-detector plugin: exit 0 ok, 1 problem, 2 unknown; the first line is the
+// condition's message.
+class NpdPlugin : public NodeGate {
+ protected:
+  void SetUp() override {
+    if (!testing::HaveProgram("sh")) GTEST_SKIP() << "sh is not on PATH";
+    MakeDirs();
+    MakeProject();
+    if (HasFatalFailure()) return;
+    Generate((testing::BinDir() / "trainlock").string());
+  }
+
+  void Generate(const std::string& trainlock) {
+    RunResult r = testing::RunTrainlock({"fleet", "k8s", project_.string(), "--npd-plugin", "--key",
+                                         (dir_ / "key.pub").string(), "--reports-dir",
+                                         (dir_ / "reports").string(), "--trainlock", trainlock,
+                                         "--out", (dir_ / "plugin.sh").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  RunResult Plugin() {
+    return RunCommand({"sh", (dir_ / "plugin.sh").string()}, {"NODE_NAME=" + std::string(kNode)});
+  }
+};
+
+TEST_F(NpdPlugin, AFreshSignedPassingReportOfThisNodeIsOk) {
+  Validate(kNode);
+  RunResult r = Plugin();
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "trainlock: pass\n");
+}
+
+TEST_F(NpdPlugin, NoReportIsAProblem) {
+  RunResult r = Plugin();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(r.out.starts_with("trainlock: report: no report ")) << r.out;
+}
+
+TEST_F(NpdPlugin, AnExpiredReportIsAProblemNamingTheWindow) {
+  Validate(kNode, 2 * 3600);
+  RunResult r = Plugin();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(r.out.starts_with("trainlock: age: the report is 2h 0m old")) << r.out;
+  EXPECT_NE(r.out.find("the lock's validate.valid-for 1h 0m"), std::string::npos) << r.out;
+}
+
+TEST_F(NpdPlugin, AReportOfAnotherNodeIsAProblem) {
+  Validate("gpu-002");
+  RunResult r = Plugin();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(r.out.starts_with("trainlock: node: the report was made on 'gpu-002'")) << r.out;
+}
+
+TEST_F(NpdPlugin, AReportSignedWithAnotherKeyIsAProblem) {
+  Validate(kNode);
+  ASSERT_EQ(testing::RunTrainlock({"keygen", (dir_ / "other").string()}).exit_code, 0);
+  fs::copy_file(dir_ / "other.pub", dir_ / "key.pub", fs::copy_options::overwrite_existing);
+  RunResult r = Plugin();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(r.out.starts_with("trainlock: signature:")) << r.out;
+}
+
+TEST_F(NpdPlugin, AGateThatCannotDecideIsUnknownNotOk) {
+  Validate(kNode);
+  testing::WriteFile(dir_ / "broken", "#!/bin/sh\necho 'cannot read the lock' >&2\nexit 3\n");
+  fs::permissions(dir_ / "broken", fs::perms::owner_all);
+  Generate((dir_ / "broken").string());
+  RunResult r = Plugin();
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(r.out, "trainlock: gate: cannot read the lock\n");
+}
+
+}  // namespace
+}  // namespace trainlock
