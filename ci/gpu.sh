@@ -6,7 +6,9 @@
 # the collectives beside torch.distributed and the pilot on every GPU (--nproc auto and under
 # torchrun); it leaves reports and tables in $OUT (default build-gpu/out). Stages can be left
 # out: SKIP_TESTS, SKIP_PILOT, SKIP_TORCHRUN, SKIP_SAVE_COMPARE, SKIP_REFERENCE, SKIP_HF,
-# SKIP_MULTI (the collectives and the pilot on every GPU), SKIP_TWO_NODES; VALIDATOR_TESTS_FILTER
+# SKIP_MULTI (the collectives and the pilot on every GPU), SKIP_TWO_NODES, SKIP_ENGINES (the
+# Python engines: fsdp2 on the pilot beside a plain FSDP2 script, a kill during async_save,
+# resharding 2 -> 1 over gloo on the CPUs, hf-trainer and lightning); VALIDATOR_TESTS_FILTER
 # runs only the validator tests it names (a GoogleTest filter).
 # Also: the pilot's train.step beside Hugging Face transformers' LlamaForCausalLM (bench/hf_step.py,
 # three AdamW variants), the targets of perf.*, the checkpoint stall, `plan` on the 8B
@@ -30,7 +32,9 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFI
   -DTOMLPP_INCLUDE_DIR="$PWD/.toml" -DTRAINLOCK_NCCL_INCLUDE="$nccl_include" -DTRAINLOCK_WERROR=OFF >"$OUT/configure.log" 2>&1 ||
   { tail -40 "$OUT/configure.log"; exit 1; }
 log "build"
-cmake --build build-gpu -j "$(nproc)" >"$OUT/build.log" 2>&1 || { grep -E "error" -A3 "$OUT/build.log" | head -60; exit 1; }
+# BUILD_TARGETS (e.g. "trainlock trainlock-validate") builds only those, for a run of a few stages.
+cmake --build build-gpu -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} >"$OUT/build.log" 2>&1 ||
+  { grep -E "error" -A3 "$OUT/build.log" | head -60; exit 1; }
 grep -c "warning:" "$OUT/build.log" | sed 's/^/build warnings: /' || true
 
 # Every stage below runs even when an earlier one fails; the summary at the end says which did.
@@ -246,6 +250,73 @@ reference() {
       "$OUT/python-step-default.json" | tee "$OUT/step-table.md"
 }
 [ -n "${SKIP_REFERENCE:-}" ] || stage "Python reference step" reference
+# The round trip's Python engines (docs/validate.md, "Engines"). The pilot's lock names fsdp2
+# in a copy (bench/engine_project.py: lock and config as an image holds them).
+engine_validate() {  # engine_validate NAME PROJECT [validator options...]: one validation
+  local name=$1 project=$2; shift 2
+  local start end
+  start=$(date +%s.%N)
+  build-gpu/bin/trainlock validate "$project" --python "$(command -v python3)" \
+    --only train.step,train.roundtrip,train.eval,ckpt.portable --progress log \
+    --out "$OUT/engines/$name-report.json" --work-dir "$PWD/build-gpu/work-$name" --keep-work "$@" \
+    >"$OUT/engines/$name.log" 2>&1
+  local rc=$?
+  end=$(date +%s.%N)
+  grep -E "^  (PASS|FAIL|ERROR)|^verdict" "$OUT/engines/$name.log"
+  echo "$name: exit $rc, $(python3 -c "print(round($end - $start, 1))") s" | tee -a "$OUT/engines/times.txt"
+  return $rc
+}
+fsdp2_pilot() {
+  mkdir -p "$OUT/engines"
+  python3 bench/engine_project.py examples/h200-pilot build-gpu/pilot-fsdp2 --engine fsdp2 \
+    --parallelism fsdp >/dev/null || return 1
+  engine_validate fsdp2-pilot build-gpu/pilot-fsdp2
+}
+fsdp2_kill_during_save() {
+  engine_validate fsdp2-pilot-kill-during-save build-gpu/pilot-fsdp2 --kill-during-save
+}
+fsdp2_beside_plain() {  # the engine's measured step beside a plain FSDP2 script, same run
+  local spec
+  spec=$(find "$PWD/build-gpu/work-fsdp2-pilot" -name engine-spec.json | head -1)
+  [ -n "$spec" ] || { echo "no engine spec kept"; return 1; }
+  python3 bench/fsdp2_reference.py --spec "$spec" >"$OUT/engines/plain-fsdp2.json" || return 1
+  python3 - "$OUT/engines/fsdp2-pilot-report.json" "$OUT/engines/plain-fsdp2.json" <<'PY' | tee "$OUT/engines/fsdp2-vs-plain.md"
+import json, sys
+report = json.load(open(sys.argv[1]))
+step = next(c for c in report["checks"] if c["id"] == "train.step")["metrics"]
+plain = json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])
+print("| | trainlock fsdp2 engine | plain FSDP2 script | ratio | target |")
+print("|---|---|---|---|---|")
+for key, unit, scale, limit in (("peak_allocated_bytes", "MiB", 2**20, 0.05),
+                                ("peak_reserved_bytes", "MiB", 2**20, None),
+                                ("step_time_s", "s", 1, 0.03)):
+    a, b = step.get(key), plain.get(key)
+    if a is None or b is None:
+        print("| %s | %s | %s | - | - |" % (key, a, b)); continue
+    ratio = a / b
+    target = "-" if limit is None else ("within %d%%: %s" % (limit * 100, "yes" if abs(ratio - 1) <= limit else "NO"))
+    print("| %s (%s) | %.4g | %.4g | %.3f | %s |" % (key, unit, a / scale, b / scale, ratio, target))
+PY
+}
+fsdp2_reshard_cpu() {  # save at world size 2, restore at 1, on the CPUs over gloo
+  mkdir -p "$OUT/engines"
+  python3 bench/engine_project.py examples/tiny build-gpu/tiny-fsdp2 --engine fsdp2 \
+    --parallelism fsdp >/dev/null || return 1
+  engine_validate fsdp2-reshard-2-to-1-cpu build-gpu/tiny-fsdp2 --device cpu --engine-nproc 2 \
+    --reshard-to 1
+}
+framework_engines() {  # hf-trainer and lightning on a small Llama shape on the GPU
+  mkdir -p "$OUT/engines"
+  TRAINLOCK_ENGINE_PYTHON=$(command -v python3) PYTHONPATH=tests/engines \
+    python3 tests/engines/gpu_engines.py 2>&1 | tee "$OUT/engines/hf-trainer-lightning.txt"
+}
+if [ -z "${SKIP_ENGINES:-}" ]; then
+  [ -n "${SKIP_ENGINE_PILOT:-}" ] || stage "fsdp2 on h200-pilot (SIGKILL after commit)" fsdp2_pilot
+  [ -n "${SKIP_ENGINE_PILOT:-}" ] || stage "fsdp2 beside a plain FSDP2 script" fsdp2_beside_plain
+  [ -n "${SKIP_ENGINE_PILOT:-}" ] || stage "fsdp2 on h200-pilot, SIGKILL during async_save" fsdp2_kill_during_save
+  [ -n "${SKIP_ENGINE_RESHARD:-}" ] || stage "fsdp2 resharding 2 -> 1 over gloo (CPU)" fsdp2_reshard_cpu
+  [ -n "${SKIP_FRAMEWORKS:-}" ] || stage "hf-trainer and lightning on the GPU" framework_engines
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$OUT/gpu.txt" || true
 objdump -T build-gpu/bin/trainlock-validate | grep -c "GLIBCXX.*filesystem" | sed 's/^/filesystem symbols bound to libstdc++: /'
 log "summary"
