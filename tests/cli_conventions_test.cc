@@ -285,10 +285,11 @@ TEST(CliConventions, AMistypedOptionSuggestsTheClosestOne) {
 }
 
 TEST(CliConventions, AMistypedOptionIsNamedBeforeARequiredOptionItHid) {
-  auto r = RunTrainlock({"fleet", "k8s", ".", "--nodse", "3"});
+  auto r = RunTrainlock({"fleet", "k8s", ".", "--nodess", "3"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("trainlock fleet k8s: error: unknown option --nodse; did you mean --nodes?"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find("trainlock fleet k8s: error: unknown option --nodess; did you mean --nodes?"),
+      std::string::npos)
       << r.err;
 }
 

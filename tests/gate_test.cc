@@ -761,3 +761,45 @@ TEST_F(GateCli, AMultiTargetLockWithoutTargetIsAmbiguous) {
 
 }  // namespace
 }  // namespace trainlock
+
+namespace trainlock {
+namespace {
+
+// The round trip proves the engine that ran it: the lock's (validate.engine), and
+// --require-engine's when given.
+class GateEngine : public Gate {
+ protected:
+  void SayEngine(const std::string& engine) {
+    (*Check(report_, "train.step"))["metrics"]["measured_shape"]["engine"] = engine;
+  }
+};
+
+TEST_F(GateEngine, ARoundTripOfAnotherEngineThanTheLocksIsRefused) {
+  SayEngine("ddp");
+  EXPECT_TRUE(
+      HasReason(Decide(), "engine", "ran engine ddp, the lock's validate.engine is native"));
+}
+
+TEST_F(GateEngine, RequireEngineRefusesAReportOfAnotherEngine) {
+  SayEngine("native");
+  GateRequest r = Request(report_.dump(2));
+  r.require_engine = "fsdp2";
+  EXPECT_TRUE(HasReason(Decide(r), "engine", "not --require-engine fsdp2"));
+  r.require_engine = "native";
+  EXPECT_TRUE(Decide(r).allowed()) << ::testing::PrintToString(Decide(r).reasons);
+}
+
+TEST_F(GateEngine, AReportNamingNoEngineIsRefusedForALockOfAPythonEngine) {
+  for (json& c : report_["checks"]) c["metrics"].erase("measured_shape");
+  lock_.validate.engine = "ddp";
+  EXPECT_TRUE(HasReason(Decide(), "engine", "does not say which engine trained"));
+}
+
+TEST_F(GateEngine, AReportNamingNoEngineStandsForTheNativeEngineOfItsLock) {
+  for (json& c : report_["checks"]) c["metrics"].erase("measured_shape");
+  GateDecision d = Decide();
+  EXPECT_TRUE(d.allowed()) << ::testing::PrintToString(d.reasons);
+}
+
+}  // namespace
+}  // namespace trainlock

@@ -24,7 +24,7 @@ std::string OneLine(std::string_view text) {
   return out;
 }
 
-std::string Header(const FleetOptions& o) {
+std::string GateScriptHeader(const FleetOptions& o) {
   const std::string window =
       FormatDuration(o.valid_for_s) +
       (o.valid_for_from_lock ? " (the lock's [validate] valid-for)"
@@ -136,7 +136,7 @@ std::string Decide(const FleetOptions& o) {
 }  // namespace
 
 std::string SlurmNodeGateScript(const FleetOptions& options) {
-  return Header(options) + "\n" + Settings(options) + Functions() + Decide(options);
+  return GateScriptHeader(options) + "\n" + Settings(options) + Functions() + Decide(options);
 }
 
 }  // namespace trainlock

@@ -233,13 +233,13 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
                  std::string(kValidatorInImage)},
   };
   std::map<std::string, std::string> engine_files = PinnedEngineFiles(lock);
-  values["ENGINE_COPY"] =
-      engine_files.empty()
-          ? "# The round trip's engine is " + lock.validate.engine + ": no Python engine files."
-          : "# The round trip's Python engine (" + lock.validate.engine +
-                "), the files the lock pins (validate.engine-sha256 " +
-                lock.validate.engine_sha256.substr(0, 12) + "...).\nCOPY engine/ " +
-                std::string(kEnginesInImage) + "/";
+  // Appended to the custom ops' lines: nothing for the native engine.
+  values["ENGINE_COPY"] = engine_files.empty()
+                              ? ""
+                              : "\n# The round trip's Python engine (" + lock.validate.engine +
+                                    "), the files the lock pins (validate.engine-sha256 " +
+                                    lock.validate.engine_sha256.substr(0, 12) +
+                                    "...).\nCOPY engine/ " + std::string(kEnginesInImage) + "/";
   if (!gpu) {
     values["BUILDER"] = FillTemplate(CpuBuilder(snapshot, !copy_validator, ops.build), values);
   }

@@ -2,6 +2,8 @@
 // the member names of the field lists there (#name below); no key is spelled in this file.
 #include "report/check_metrics.h"
 
+#include <algorithm>
+
 #include <cmath>
 
 namespace trainlock {
@@ -181,6 +183,9 @@ std::vector<std::string> AllMetricKeys() {
   TRAINLOCK_TOKEN_SHARD_METRICS(TRAINLOCK_METRICS_KEY)
   TRAINLOCK_COMMAND_METRICS(TRAINLOCK_METRICS_KEY)
   TRAINLOCK_NODE_MERGE_METRICS(TRAINLOCK_METRICS_KEY)
+  // A key several structs share (bitwise_equal, restored_step, ...) is listed once.
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   return keys;
 }
 

@@ -160,8 +160,8 @@ using Text = std::optional<std::string>;
   X(Flag, killed_during_save)  /* B died while a later save was being written */                   \
   X(Free, skipped_uncommitted) /* torn checkpoints the resumed process passed over */              \
   X(Free, reshard)             /* ReshardMetrics: B's checkpoint restored at another world size */ \
-  X(Free, protocol_problems)   /* engine output lines ignored, and the first reason */          \
-  X(Free, telemetry) /* TelemetryMetrics: the GPUs sampled while the round trip trained */
+  X(Free, protocol_problems)   /* engine output lines ignored, and the first reason */             \
+  X(Free, telemetry)           /* TelemetryMetrics: the GPUs sampled while the round trip trained */
 
 // train.roundtrip's reshard: process E restored B's checkpoint at another world size and trained
 // to the end; compared with the uninterrupted run A, which trained at the saved world size.

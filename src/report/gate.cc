@@ -164,6 +164,14 @@ class GateRules {
     if (!trained && !request_.require_engine) return;
     const std::string ran = EngineThatRan();
     const std::string& locked = request_.lock->validate.engine;
+    if (ran.empty() && locked == "native" &&
+        (!request_.require_engine || *request_.require_engine == "native")) {
+      // Validators before engine names had the native engine only, and the report is bound to
+      // this lock (lock_sha256), whose engine is what the validator runs.
+      decision_.facts.push_back(
+          "engine native (the report names none: its validator had no other)");
+      return;
+    }
     if (ran.empty()) {
       Refuse(
           "engine: the report does not say which engine trained; validate again with this "

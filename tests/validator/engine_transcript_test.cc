@@ -75,7 +75,7 @@ TEST(EngineTranscript, LinesThatAreNotEventsAreIgnoredAndCounted) {
   EXPECT_EQ(t.Add("{not json"), "");
   EXPECT_EQ(t.Add(R"({"step":1})"), "");
   EXPECT_EQ(t.Add(R"({"event":"teleport"})"), "teleport");
-  EXPECT_EQ(t.result()["protocol_problems"]["ignored_lines"], 3);
+  EXPECT_EQ(t.result()["protocol_warnings"]["ignored_lines"], 3);
   EXPECT_FALSE(t.result().contains("losses"));
 }
 
@@ -113,7 +113,7 @@ TEST(EngineTranscript, RecordedDdpTranscriptsFoldToAResumableRun) {
   EXPECT_TRUE(t.result().value("done", false));
   EXPECT_FALSE(t.result()["losses"].empty());
   EXPECT_FALSE(t.result()["final_state"]["fingerprints"].empty());
-  EXPECT_FALSE(t.result().contains("protocol_problems"));
+  EXPECT_FALSE(t.result().contains("protocol_warnings"));
 }
 
 }  // namespace

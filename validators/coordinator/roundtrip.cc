@@ -320,8 +320,8 @@ void DescribeEngine(const WorkerRun& a, const WorkerRun& b, const WorkerRun& c,
       ReadMetrics<RoundtripMetrics>(c.result.value("restore", nlohmann::json::object()))
           .skipped_uncommitted;
   for (const WorkerRun* run : {&a, &b, &c}) {
-    if (run->result.contains("protocol_problems")) {
-      m->protocol_problems = {{run->name, run->result["protocol_problems"]}};
+    if (run->result.contains("protocol_warnings")) {
+      m->protocol_problems = {{run->name, run->result["protocol_warnings"]}};
       break;
     }
   }

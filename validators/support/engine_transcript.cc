@@ -27,7 +27,7 @@ std::optional<int64_t> IntegerMember(const nlohmann::json& body, const char* mem
 }  // namespace
 
 void EngineTranscript::Problem(const std::string& why) {
-  nlohmann::json& p = result_["protocol_problems"];
+  nlohmann::json& p = result_["protocol_warnings"];
   if (!p.is_object()) p = {{"ignored_lines", 0}, {"first", why}};
   p["ignored_lines"] = p["ignored_lines"].get<int64_t>() + 1;
 }

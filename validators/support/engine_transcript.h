@@ -30,7 +30,7 @@ class EngineTranscript {
   // loss}], "restore", "save" (the committed checkpoint), "save_started" (the last save begun),
   // "measurement", "eval_after_save", "eval_after_restore", "eval", "final_state"
   // {fingerprints, bytes, file}, "error", "done", train.step's device, data, model and
-  // artifacts members, and "protocol_problems" (lines ignored, with the first reason).
+  // artifacts members, and "protocol_warnings" (lines ignored, with the first reason).
   const nlohmann::json& result() const { return result_; }
 
   // The step of the last checkpoint event of `phase` ("started", "committed"); nullopt if none.

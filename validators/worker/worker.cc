@@ -417,7 +417,10 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
                          {"rng_restored", o.restore_rng},
                          {"data_restored", o.restore_data}};
     nlohmann::json restored = result["restore"];
-    restored.update({{"world_size_saved", 1}, {"data_position_carried", o.restore_data}});
+    ReshardMetrics carried;  // one process, one world size: the position is carried as restored
+    carried.data_position_carried = o.restore_data;
+    restored.update(ToJson(carried));
+    restored["world_size_saved"] = 1;
     Emit("restored", std::move(restored));
     result["eval_after_restore"] = trainer->EvalLoss();
     Emit("eval", {{"when", "after_restore"}, {"loss", result["eval_after_restore"]}});

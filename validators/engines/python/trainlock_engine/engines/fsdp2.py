@@ -97,9 +97,14 @@ class Fsdp2Engine(roundtrip.Engine):
         self.model.to(self.device)
         watch_logits_dtype(self.model)
         policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if t["precision"] == "bf16" else MixedPrecisionPolicy()
+        # The mesh on this process's device: fully_shard's default mesh is the accelerator's,
+        # which on a GPU machine training on the CPU would put rank r on a GPU r that may not exist.
+        from torch.distributed.device_mesh import init_device_mesh
+
+        mesh = init_device_mesh(self.device.type, (torch.distributed.get_world_size(),))
         for layer in self.model.model.layers:
-            fully_shard(layer, mp_policy=policy)
-        fully_shard(self.model, mp_policy=policy)
+            fully_shard(layer, mesh=mesh, mp_policy=policy)
+        fully_shard(self.model, mesh=mesh, mp_policy=policy)
         o = t["optimizer"]
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=o["lr"], betas=(o["beta1"], o["beta2"]),
                                            eps=o["eps"], weight_decay=o["weight_decay"])
