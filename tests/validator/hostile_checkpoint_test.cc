@@ -5,6 +5,8 @@
 // where manifest.json should be (once a read that blocked forever), a tensor name that is not
 // UTF-8 (once the JSON library's exception in the result).
 #include <gtest/gtest.h>
+
+#include <chrono>
 #include <sys/stat.h>
 
 #include <functional>
@@ -12,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/sha256.h"
+#include "support/engine_transcript.h"
+#include "support/worker_process.h"
 #include "test_support.h"
 
 namespace trainlock {
@@ -25,11 +29,22 @@ class HostileCheckpoint : public ::testing::Test {
   static void SetUpTestSuite() {
     root_ = new testing::TempDir();
     testing::CopyExample("tiny", Project());
-    testing::RunResult r =
-        Worker({"--role", "train", "--project", Project().string(), "--checkpoint-root",
-                (root_->path() / "ckpt").string(), "--result",
-                (root_->path() / "train.json").string(), "--steps", "2", "--save-at", "1"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    // A saving worker waits for the coordinator's SIGKILL once its checkpoint is committed
+    // (worker.h): read its events until then and kill it, as the coordinator does.
+    validate::Child saver({std::string(TRAINLOCK_BIN_DIR) + "/trainlock-validate", "worker",
+                           "--role", "train", "--project", Project().string(), "--checkpoint-root",
+                           (root_->path() / "ckpt").string(), "--result",
+                           (root_->path() / "train.json").string(), "--steps", "2", "--save-at",
+                           "1", "--device", "cpu", "--threads", "2"},
+                          root_->path() / "train.stderr");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+    validate::EngineTranscript said;
+    while (auto line = saver.ReadLine(deadline)) {
+      said.Add(*line);
+      if (said.LastCheckpoint("committed")) break;
+    }
+    saver.Kill();
+    ASSERT_TRUE(said.LastCheckpoint("committed")) << testing::ReadFile(root_->path() / "train.stderr");
     for (const auto& e : fs::directory_iterator(root_->path() / "ckpt")) saved_ = e.path();
   }
   static void TearDownTestSuite() { delete root_; }
