@@ -44,6 +44,9 @@ packages=("${demo_packages[@]}")
 if [ "${1:-}" != "--demo" ]; then
   command -v node >/dev/null 2>&1 || packages+=(nodejs)
   command -v npm >/dev/null 2>&1 || packages+=(npm)
+  # kubectl for the `kubectl --local` transforms of the generated Kubernetes documents: Debian's
+  # kubernetes-client, unless a kubectl is installed.
+  command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
 fi
 missing=()
 for p in "${packages[@]}"; do
