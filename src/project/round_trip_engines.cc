@@ -11,7 +11,7 @@ namespace {
 
 constexpr std::array<RoundTripEngine, 6> kRoundTripEngines = {{
     {"native", false, false, false, "the validator alone"},
-    {"ddp", true, false, false, "Python with torch >= 1.13"},
+    {"ddp", true, false, true, "Python with torch >= 1.13"},
     {"fsdp2", true, true, true, "Python with torch >= 2.6 and transformers"},
     {"hf-trainer", true, false, false, "Python with torch, transformers and accelerate"},
     {"lightning", true, false, false, "Python with torch, transformers and lightning"},

@@ -146,10 +146,38 @@ TEST(ValidateEngineRequests, AKillDuringSaveIsRefusedForAnEngineWithoutAsyncSave
 }
 
 TEST(ValidateEngineRequests, ReshardingIsRefusedForAnEngineThatCannotReshard) {
-  EngineValidation v = ValidateWithEngine("ddp", {"--reshard-to", "2"});
+  EngineValidation v = ValidateWithEngine("hf-trainer", {"--reshard-to", "2"});
   EXPECT_EQ(v.run.exit_code, 2) << v.run.err;
-  EXPECT_NE(v.run.err.find("engine ddp cannot restore at another world size"), std::string::npos)
+  EXPECT_NE(v.run.err.find("engine hf-trainer cannot restore at another world size"),
+            std::string::npos)
       << v.run.err;
+}
+
+// Two processes of one run (gloo on the CPU): the same round trip, at world size 2.
+TEST(ValidateEngineRanks, TwoDdpProcessesPerRunResumeBitwise) {
+  EngineValidation v = ValidateWithEngine("ddp", {"--engine-nproc", "2"});
+  ASSERT_EQ(v.run.exit_code, 0) << v.run.out << v.run.err;
+  const auto& roundtrip = CheckOf(v.report, "train.roundtrip");
+  EXPECT_EQ(roundtrip["metrics"]["world_size"], 2);
+  EXPECT_EQ(roundtrip["metrics"]["bitwise_equal"], true);
+  EXPECT_EQ(CheckOf(v.report, "train.step")["metrics"]["measured_shape"]["world_size"], 2);
+}
+
+// Saved at world size 2, resumed at 1: ddp keeps the global batch and carries the data
+// position, but each rank's RNG stream has no place at another world size, so the resumed
+// run is not the uninterrupted one, and the check says so instead of passing.
+TEST(ValidateEngineReshard, ADdpResumeAtAnotherWorldSizeThatIsNotBitwiseFails) {
+  EngineValidation v = ValidateWithEngine("ddp", {"--engine-nproc", "2", "--reshard-to", "1"});
+  EXPECT_EQ(v.run.exit_code, 1) << v.run.out << v.run.err;
+  const auto& roundtrip = CheckOf(v.report, "train.roundtrip");
+  EXPECT_EQ(roundtrip["status"], "fail") << roundtrip.dump();
+  EXPECT_NE(roundtrip["summary"].get<std::string>().find("resharding 2 -> 1"), std::string::npos)
+      << roundtrip["summary"];
+  const auto& reshard = roundtrip["metrics"]["reshard"];
+  EXPECT_EQ(reshard["saved_world_size"], 2);
+  EXPECT_EQ(reshard["restored_world_size"], 1);
+  EXPECT_EQ(reshard["restored_step"], 3);
+  EXPECT_EQ(reshard["bitwise_equal"], false);
 }
 
 TEST(ValidateEngineRequests, AMissingPythonIsAnEnvironmentFailureBeforeAnyWork) {
