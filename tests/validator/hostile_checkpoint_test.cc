@@ -6,8 +6,8 @@
 // UTF-8 (once the JSON library's exception in the result).
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <sys/stat.h>
+#include <chrono>
 
 #include <functional>
 
@@ -31,12 +31,12 @@ class HostileCheckpoint : public ::testing::Test {
     testing::CopyExample("tiny", Project());
     // A saving worker waits for the coordinator's SIGKILL once its checkpoint is committed
     // (worker.h): read its events until then and kill it, as the coordinator does.
-    validate::Child saver({std::string(TRAINLOCK_BIN_DIR) + "/trainlock-validate", "worker",
-                           "--role", "train", "--project", Project().string(), "--checkpoint-root",
-                           (root_->path() / "ckpt").string(), "--result",
-                           (root_->path() / "train.json").string(), "--steps", "2", "--save-at",
-                           "1", "--device", "cpu", "--threads", "2"},
-                          root_->path() / "train.stderr");
+    validate::Child saver(
+        {std::string(TRAINLOCK_BIN_DIR) + "/trainlock-validate", "worker", "--role", "train",
+         "--project", Project().string(), "--checkpoint-root", (root_->path() / "ckpt").string(),
+         "--result", (root_->path() / "train.json").string(), "--steps", "2", "--save-at", "1",
+         "--device", "cpu", "--threads", "2"},
+        root_->path() / "train.stderr");
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
     validate::EngineTranscript said;
     while (auto line = saver.ReadLine(deadline)) {
@@ -44,7 +44,8 @@ class HostileCheckpoint : public ::testing::Test {
       if (said.LastCheckpoint("committed")) break;
     }
     saver.Kill();
-    ASSERT_TRUE(said.LastCheckpoint("committed")) << testing::ReadFile(root_->path() / "train.stderr");
+    ASSERT_TRUE(said.LastCheckpoint("committed"))
+        << testing::ReadFile(root_->path() / "train.stderr");
     for (const auto& e : fs::directory_iterator(root_->path() / "ckpt")) saved_ = e.path();
   }
   static void TearDownTestSuite() { delete root_; }
