@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "support/engine_transcript.h"
 #include "test_support.h"
@@ -102,18 +103,80 @@ TEST(EngineTranscript, EventsBeyondTheCapAreIgnored) {
   EXPECT_FALSE(t.result().contains("losses"));
 }
 
-TEST(EngineTranscript, RecordedDdpTranscriptsFoldToAResumableRun) {
-  // Transcripts recorded from the ddp engine on Debian's torch (tests/engines/transcripts).
-  const auto dir = testing::SourceDir() / "tests/engines/transcripts";
-  if (!std::filesystem::exists(dir / "ddp-uninterrupted.jsonl"))
-    GTEST_SKIP() << "no recorded transcripts under " << dir;
+// ---- transcripts recorded from the shipped engines (tests/engines/transcripts) ----
+// Every engine that cannot run on this machine (deepspeed, hf-trainer, lightning, fsdp2) is
+// held to the protocol through these: the fold the coordinator runs reads them as it reads a
+// live engine.
+
+std::filesystem::path TranscriptDir() {
+  return testing::SourceDir() / "tests/engines/transcripts";
+}
+
+EngineTranscript Replay(const std::string& name) {
   EngineTranscript t;
-  std::ifstream in(dir / "ddp-uninterrupted.jsonl");
+  std::ifstream in(TranscriptDir() / (name + ".jsonl"));
+  EXPECT_TRUE(in) << name;
   for (std::string line; std::getline(in, line);) t.Add(line);
-  EXPECT_TRUE(t.result().value("done", false));
-  EXPECT_FALSE(t.result()["losses"].empty());
-  EXPECT_FALSE(t.result()["final_state"]["fingerprints"].empty());
-  EXPECT_FALSE(t.result().contains("protocol_warnings"));
+  return t;
+}
+
+std::vector<double> LossesOf(const EngineTranscript& t) {
+  std::vector<double> out;
+  for (const auto& l : t.result().value("losses", nlohmann::json::array()))
+    out.push_back(l.value("loss", 0.0));
+  return out;
+}
+
+TEST(RecordedTranscripts, EveryRecordedRunFoldsWithoutAProtocolProblemAndEndsDoneOrWithAnError) {
+  int count = 0;
+  for (const auto& e : std::filesystem::directory_iterator(TranscriptDir())) {
+    if (e.path().extension() != ".jsonl") continue;
+    ++count;
+    const EngineTranscript t = Replay(e.path().stem().string());
+    const nlohmann::json& r = t.result();
+    EXPECT_FALSE(r.contains("protocol_warnings")) << e.path() << r["protocol_warnings"];
+    EXPECT_TRUE(r.contains("hello")) << e.path();
+    EXPECT_TRUE(r.value("done", false) || r.contains("error") ||
+                t.LastCheckpoint("committed").has_value())  // B ends killed after its commit
+        << e.path();
+  }
+  EXPECT_GE(count, 20);
+}
+
+TEST(RecordedTranscripts, AResumedRunOfEachEngineEqualsItsUninterruptedRunBitwise) {
+  for (const std::string engine : {"ddp", "deepspeed"}) {
+    const EngineTranscript a = Replay(engine + "-uninterrupted");
+    const EngineTranscript c = Replay(engine + "-resumed");
+    EXPECT_EQ(a.result()["final_state"]["fingerprints"], c.result()["final_state"]["fingerprints"])
+        << engine;
+    const std::vector<double> la = LossesOf(a), lc = LossesOf(c);
+    ASSERT_EQ(la.size(), 6u) << engine;
+    ASSERT_EQ(lc.size(), 3u) << engine;  // steps 4..6 after the restore of step 3
+    EXPECT_EQ(std::vector<double>(la.begin() + 3, la.end()), lc) << engine;
+    EXPECT_EQ(c.result()["restore"]["step"], 3) << engine;
+  }
+}
+
+TEST(RecordedTranscripts, ResumesWithoutTheRngOrTheDataPositionDiverge) {
+  for (const std::string engine : {"ddp", "deepspeed"}) {
+    const nlohmann::json a = Replay(engine + "-uninterrupted").result()["final_state"];
+    for (const char* control : {"-no-restore-rng", "-no-restore-data"}) {
+      const EngineTranscript c = Replay(engine + control);
+      EXPECT_NE(a["fingerprints"], c.result()["final_state"]["fingerprints"]) << engine << control;
+    }
+    EXPECT_EQ(Replay(engine + "-no-restore-rng").result()["restore"]["rng_restored"], false);
+    EXPECT_EQ(Replay(engine + "-no-restore-data").result()["restore"]["data_restored"], false);
+  }
+}
+
+TEST(RecordedTranscripts, RefusalsCarryTheKindTheChecksReadThem) {
+  EXPECT_EQ(Replay("hf-trainer-no-transformers").result()["error"]["kind"], "unsupported");
+  EXPECT_EQ(Replay("lightning-not-installed").result()["error"]["kind"], "unsupported");
+  EXPECT_EQ(Replay("deepspeed-not-installed").result()["error"]["kind"], "unsupported");
+  EXPECT_EQ(Replay("fsdp2-old-torch").result()["error"]["kind"], "unsupported");
+  EXPECT_EQ(Replay("ddp-tampered-shard").result()["error"]["kind"], "integrity");
+  EXPECT_EQ(Replay("ddp-tampered-checkpoint").result()["error"]["kind"], "checkpoint");
+  EXPECT_FALSE(Replay("ddp-tampered-shard").result().contains("losses"));
 }
 
 }  // namespace
