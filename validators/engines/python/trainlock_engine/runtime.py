@@ -78,6 +78,16 @@ def broadcast_object(value, world):
     return box[0]
 
 
+def global_mean(world, value):
+    """The mean of a scalar tensor over every rank (the step's loss), as a float on each."""
+    if world > 1:
+        import torch.distributed as dist
+
+        dist.all_reduce(value)
+        value = value / world
+    return float(value.item())
+
+
 def all_ranks_ok(ok, world, device):
     """True on every rank only when every rank passed True: a failure decided on one rank
     (an unreadable file) is raised on all, so no rank is left waiting in a collective."""

@@ -11,7 +11,7 @@ import os
 
 import torch
 
-from .. import digests, measure, roundtrip, safe_load, weights
+from .. import digests, measure, roundtrip, runtime, safe_load, weights
 from ..model import Llama, causal_lm_loss, matmul_parameters
 from ..protocol import EngineError
 from ..schedule import lambda_for
@@ -99,15 +99,7 @@ class DdpEngine(roundtrip.Engine):
         else:
             self.optimizer.step()
         self.scheduler.step()
-        return self._global_mean(torch.stack(losses).mean())
-
-    def _global_mean(self, value):
-        if self.ctx.world_size > 1:
-            import torch.distributed as dist
-
-            dist.all_reduce(value)
-            value = value / self.ctx.world_size
-        return float(value.item())
+        return runtime.global_mean(self.ctx.world_size, torch.stack(losses).mean())
 
     def eval_loss(self, batches):
         self.model.eval()

@@ -27,7 +27,7 @@ import re
 
 import torch
 
-from .. import commit, digests, measure, roundtrip, weights
+from .. import commit, digests, measure, roundtrip, runtime, weights
 from ..model import Llama, causal_lm_loss, matmul_parameters
 from ..protocol import EngineError
 from ..schedule import lambda_for
@@ -141,15 +141,7 @@ class DeepSpeedEngine(roundtrip.Engine):
             if self.engine.is_gradient_accumulation_boundary() != (i == len(micro_batches) - 1):
                 raise EngineError("training", "DeepSpeed's accumulation boundary is not this step's last micro-batch")
             self.engine.step()  # the optimizer and scheduler step at the accumulation boundary
-        return self._global_mean(torch.stack(losses).mean())
-
-    def _global_mean(self, value):
-        if self.ctx.world_size > 1:
-            import torch.distributed as dist
-
-            dist.all_reduce(value)
-            value = value / self.ctx.world_size
-        return float(value.item())
+        return runtime.global_mean(self.ctx.world_size, torch.stack(losses).mean())
 
     def eval_loss(self, batches):
         self.engine.eval()

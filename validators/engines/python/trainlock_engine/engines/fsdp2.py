@@ -16,7 +16,7 @@ import os
 
 import torch
 
-from .. import measure, roundtrip, safe_load
+from .. import measure, roundtrip, runtime, safe_load
 from ..model import causal_lm_loss, matmul_parameters
 from ..protocol import EngineError
 from ..schedule import lambda_for
@@ -127,22 +127,14 @@ class Fsdp2Engine(roundtrip.Engine):
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.spec["training"]["grad_clip"])
         self.optimizer.step()
         self.scheduler.step()
-        return self._global_mean(torch.stack(losses).mean())
-
-    def _global_mean(self, value):
-        if self.ctx.world_size > 1:
-            import torch.distributed as dist
-
-            dist.all_reduce(value)
-            value = value / self.ctx.world_size
-        return float(value.item())
+        return runtime.global_mean(self.ctx.world_size, torch.stack(losses).mean())
 
     def eval_loss(self, batches):
         self.model.eval()
         with torch.no_grad():
             total = sum(causal_lm_loss(self.model(input_ids=x).logits, y).float() for x, y in batches) / len(batches)
         self.model.train()
-        return self._global_mean(total)
+        return runtime.global_mean(self.ctx.world_size, total)
 
     def _sharded_state(self):
         from torch.distributed.checkpoint.state_dict import get_state_dict
