@@ -60,4 +60,10 @@ fi
 # tests/k8s/package-lock.json (no install scripts run).
 if [ "${1:-}" != "--demo" ]; then
   (cd "$(dirname "$0")/../tests/k8s" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+  # The independent DSSE verifier of `report --format intoto` (tests/intoto/verify.mjs): Debian
+  # 12's python3-securesystemslib 0.26 ships no DSSE Envelope, so Sigstore's npm package.
+  (cd "$(dirname "$0")/../tests/intoto" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+  # The Jenkins JUnit schema (junit-10.xsd) the JUnit output is validated against, from
+  # Debian's python-xmlrunner source package (ci/junit-xsd.sh says why there).
+  bash "$(dirname "$0")/junit-xsd.sh"
 fi

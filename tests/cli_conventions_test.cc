@@ -116,7 +116,8 @@ TEST(CliConventions, BashCompletionOffersTheValidatorsOptionsAfterValidate) {
 TEST(CliConventions, BashCompletionOffersTheValuesOfAnOptionThatTakesOneOfASet) {
   auto r = RunTrainlock({"completion", "bash"});
   ASSERT_EQ(r.exit_code, 0);
-  EXPECT_EQ(BashCompletes(r.out, "trainlock report --format ''"), "text\nmarkdown\nhtml\njunit\n");
+  EXPECT_EQ(BashCompletes(r.out, "trainlock report --format ''"),
+            "text\nmarkdown\nhtml\njunit\nintoto\n");
   EXPECT_EQ(BashCompletes(r.out, "trainlock report . --color a"), "auto\nalways\n");
   EXPECT_EQ(BashCompletes(r.out, "trainlock validate . --device c"), "cpu\ncuda\n");
 }

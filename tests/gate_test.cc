@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "base/failure.h"
 #include "base/time_text.h"
 #include "compat/catalog.h"
 #include "project/check_ids.h"
 #include "project/project.h"
 #include "report/check_evidence.h"
 #include "report/gate.h"
+#include "report/report_attestation.h"
 #include "report/report_signing.h"
 #include "test_support.h"
 
@@ -290,6 +292,142 @@ TEST_F(SignedGate, ReformattedSignedReportIsRefused) {
   // Same JSON meaning, different bytes: the file is not what was signed.
   GateDecision d = Decide(WithKey(report_.dump(4), keys_.public_pem));
   EXPECT_TRUE(HasReason(d, "signature", "not in the signed layout"));
+}
+
+// ---- the in-toto attestation (DSSE envelope) in place of the report ----
+
+class AttestedGate : public Gate {
+ protected:
+  void SetUp() override {
+    Gate::SetUp();
+    lock_.images["cpu"] = {"registry.example/tiny:1", kImage};
+    report_["image"] = {{"ref", "registry.example/tiny:1"}, {"digest", kImage}};
+    keys_ = GenerateEd25519KeyPair();
+    SignReport(report_, keys_.private_pem);
+    envelope_ = json::parse(ReportAttestation(SignedReportText(report_), keys_.private_pem));
+  }
+
+  GateDecision DecideEnvelope(const json& envelope, const std::string& public_pem) {
+    GateRequest r = Request(envelope.dump(2));
+    r.allow_unsigned = false;
+    r.public_key_pem = public_pem;
+    return Decide(r);
+  }
+
+  json Statement() const {
+    std::string payload;
+    EXPECT_TRUE(Base64DecodeStrict(envelope_["payload"].get<std::string>(), &payload));
+    return json::parse(payload);
+  }
+
+  // The envelope with `statement` as its payload, re-signed by `private_pem`: a consistent lie.
+  json Resigned(const json& statement, const std::string& private_pem) const {
+    const std::string payload = statement.dump();
+    json envelope = envelope_;
+    envelope["payload"] = Base64Encode(payload);
+    envelope["signatures"][0]["sig"] =
+        Base64Encode(SignEd25519(DssePae(kDssePayloadType, payload), private_pem));
+    return envelope;
+  }
+
+  static constexpr const char* kImage =
+      "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+  KeyPair keys_;
+  json envelope_;
+};
+
+TEST_F(AttestedGate, TheStatementNamesTheImageAndTheTestResult) {
+  EXPECT_EQ(envelope_["payloadType"], "application/vnd.in-toto+json");
+  json statement = Statement();
+  EXPECT_EQ(statement["_type"], "https://in-toto.io/Statement/v1");
+  EXPECT_EQ(statement["predicateType"], "https://in-toto.io/attestation/test-result/v0.1");
+  json subject = {{"name", "registry.example/tiny:1"},
+                  {"digest", {{"sha256", std::string(64, 'b')}}}};
+  EXPECT_EQ(statement["subject"], json::array({subject}));
+  EXPECT_EQ(statement["predicate"]["result"], "PASSED");
+  EXPECT_EQ(statement["predicate"]["passedTests"].size(), 5u);
+  EXPECT_EQ(statement["predicate"]["warnedTests"].size(), 14u);
+}
+
+TEST_F(AttestedGate, AnEnvelopeClearsWithItsKeyAsTheReportWould) {
+  GateDecision d = DecideEnvelope(envelope_, keys_.public_pem);
+  EXPECT_TRUE(d.allowed()) << ::testing::PrintToString(d.reasons);
+  EXPECT_EQ(d.facts.front(), "attestation verified");
+}
+
+TEST_F(AttestedGate, TheReportInsideIsGatedAsToday) {
+  lock_.images["cpu"].digest = "sha256:" + std::string(64, 'c');
+  EXPECT_TRUE(HasReason(DecideEnvelope(envelope_, keys_.public_pem), "image", ""));
+}
+
+TEST_F(AttestedGate, AChangedPayloadByteIsRefused) {
+  std::string payload;
+  ASSERT_TRUE(Base64DecodeStrict(envelope_["payload"].get<std::string>(), &payload));
+  payload[payload.find("PASSED")] = 'X';
+  json tampered = envelope_;
+  tampered["payload"] = Base64Encode(payload);
+  GateDecision d = DecideEnvelope(tampered, keys_.public_pem);
+  EXPECT_FALSE(d.allowed());
+  EXPECT_TRUE(HasReason(d, "signature", "no signature in it verifies")) << d.reasons.front();
+}
+
+TEST_F(AttestedGate, AnotherKeyIsRefused) {
+  KeyPair other = GenerateEd25519KeyPair();
+  EXPECT_TRUE(HasReason(DecideEnvelope(envelope_, other.public_pem), "signature",
+                        "no signature in it verifies"));
+}
+
+TEST_F(AttestedGate, ASubjectDigestOtherThanTheReportsImageIsRefused) {
+  json statement = Statement();
+  statement["subject"][0]["digest"]["sha256"] = std::string(64, 'c');
+  GateDecision d = DecideEnvelope(Resigned(statement, keys_.private_pem), keys_.public_pem);
+  EXPECT_TRUE(HasReason(d, "signature", "is not the image the report ran in")) << d.reasons[0];
+}
+
+TEST_F(AttestedGate, AnotherPayloadTypeIsRefused) {
+  json tampered = envelope_;
+  tampered["payloadType"] = "application/json";
+  EXPECT_TRUE(HasReason(DecideEnvelope(tampered, keys_.public_pem), "signature",
+                        "payloadType is not application/vnd.in-toto+json"));
+}
+
+TEST_F(AttestedGate, AReportThatDoesNotHashToItsDigestIsRefused) {
+  json statement = Statement();
+  statement["predicate"]["configuration"][0]["digest"]["sha256"] = std::string(64, '0');
+  EXPECT_TRUE(HasReason(DecideEnvelope(Resigned(statement, keys_.private_pem), keys_.public_pem),
+                        "signature", "do not hash to the digest"));
+}
+
+TEST_F(AttestedGate, PayloadBase64ThatIsNotCanonicalIsRefused) {
+  json tampered = envelope_;
+  tampered["payload"] = " " + tampered["payload"].get<std::string>();
+  EXPECT_TRUE(HasReason(DecideEnvelope(tampered, keys_.public_pem), "signature",
+                        "payload is not canonical base64"));
+}
+
+TEST_F(AttestedGate, AnEnvelopeWithoutAKeyIsRefused) {
+  GateRequest r = Request(envelope_.dump(2));
+  EXPECT_TRUE(HasReason(Decide(r), "signature", "verified with --key PUB"));
+}
+
+TEST(ReportAttestation, AnUnsignedReportIsNotAttested) {
+  json report = json::parse(ReadFile(SourceDir() / "tests/fixtures/reports/tiny-report.json"));
+  report["image"] = {{"ref", "r/x:1"}, {"digest", "sha256:" + std::string(64, 'b')}};
+  KeyPair keys = GenerateEd25519KeyPair();
+  EXPECT_THROW(ReportAttestation(report.dump(2), keys.private_pem), Failure);
+}
+
+TEST(ReportAttestation, AReportWithoutAnImageIsNotAttested) {
+  json report = json::parse(ReadFile(SourceDir() / "tests/fixtures/reports/tiny-report.json"));
+  KeyPair keys = GenerateEd25519KeyPair();
+  SignReport(report, keys.private_pem);
+  EXPECT_THROW(ReportAttestation(SignedReportText(report), keys.private_pem), Failure);
+}
+
+TEST(ReportAttestation, PaeIsTheDsseEncoding) {
+  // The DSSE spec's own example: PAE("http://example.com/HelloWorld", "hello world").
+  EXPECT_EQ(DssePae("http://example.com/HelloWorld", "hello world"),
+            "DSSEv1 29 http://example.com/HelloWorld 11 hello world");
 }
 
 TEST_F(SignedGate, SignedReportClearsWithoutAKeyButSaysNothingOfTheSignature) {

@@ -237,6 +237,56 @@ TEST(ReportJunitSchema, FailingReportWithHostileStringsValidates) {
   EXPECT_EQ(lint.exit_code, 0) << lint.err << testing::ReadFile(xml);
 }
 
+// ---- JUnit against the Jenkins schema (junit-10.xsd, which pytest's output follows) ----
+
+fs::path JenkinsSchemaPath() {
+  return testing::SourceDir() / "tests/junit/jenkins/junit-10.xsd";
+}
+
+testing::RunResult XmllintJenkins(const fs::path& file) {
+  return RunCommand({"timeout", "60", "xmllint", "--noout", "--schema",
+                     JenkinsSchemaPath().string(), file.string()});
+}
+
+// Why the Jenkins schema test cannot run here, or "".
+std::string JenkinsSchemaMissing() {
+  if (!testing::HaveProgram("xmllint")) return "xmllint not installed (libxml2-utils)";
+  if (!fs::exists(JenkinsSchemaPath()))
+    return JenkinsSchemaPath().string() + " missing: run ci/junit-xsd.sh (ci/deps.sh does)";
+  return "";
+}
+
+TEST(ReportJunitJenkinsSchema, EveryFixtureValidates) {
+  if (std::string why = JenkinsSchemaMissing(); !why.empty()) GTEST_SKIP() << why;
+  testing::TempDir dir;
+  for (const char* name : {"tiny", "h200-pilot", "h200-8b-oom", "h200-x2-merged"}) {
+    const fs::path xml = dir.path() / (std::string(name) + ".xml");
+    auto render = RunTrainlock(
+        {"report", FixturePath(name).string(), "--format", "junit", "--out", xml.string()});
+    ASSERT_EQ(render.exit_code, 0) << render.err;
+    auto lint = XmllintJenkins(xml);
+    EXPECT_EQ(lint.exit_code, 0) << name << ": " << lint.err;
+    EXPECT_NE(lint.err.find("validates"), std::string::npos) << lint.err;
+  }
+}
+
+// The fault the renderer had: a skipped count on <testsuites>, which junit-10.xsd refuses.
+TEST(ReportJunitJenkinsSchema, RefusesASkippedCountOnTestsuites) {
+  if (std::string why = JenkinsSchemaMissing(); !why.empty()) GTEST_SKIP() << why;
+  testing::TempDir dir;
+  const fs::path xml = dir.path() / "tiny.xml";
+  auto render = RunTrainlock(
+      {"report", FixturePath("tiny").string(), "--format", "junit", "--out", xml.string()});
+  ASSERT_EQ(render.exit_code, 0) << render.err;
+  std::string text = testing::ReadFile(xml);
+  const size_t at = text.find("<testsuites ") + std::string("<testsuites ").size();
+  text.insert(at, "skipped=\"14\" ");
+  testing::WriteFile(xml, text);
+  auto lint = XmllintJenkins(xml);
+  EXPECT_NE(lint.exit_code, 0) << lint.err;
+  EXPECT_NE(lint.err.find("skipped"), std::string::npos) << lint.err;
+}
+
 TEST(ReportJunitSchema, SchemaRejectsATestCaseWithoutAName) {
   if (!testing::HaveProgram("xmllint")) GTEST_SKIP() << "xmllint not installed (libxml2-utils)";
   testing::TempDir dir;

@@ -1,4 +1,5 @@
-// `trainlock report REPORT [--format text|markdown|html|junit] [--out FILE] [--color MODE]`:
+// `trainlock report REPORT [--format text|markdown|html|junit|intoto] [--key KEY] [--out FILE]
+// [--color MODE]`:
 // renders a report.json for people and CI systems. Reads and checks the (untrusted) report,
 // then hands it to the renderers of report_render.h; it renders, it does not gate, so the
 // exit code is 0 whatever the verdict.
@@ -9,11 +10,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/diagnostic.h"
 #include "base/exit_code.h"
+#include "base/failure.h"
 #include "base/file_io.h"
 #include "cli/commands.h"
+#include "report/report_attestation.h"
 #include "report/report_file.h"
 #include "report/report_render.h"
+#include "report/report_signing.h"
 
 namespace trainlock::cli {
 namespace {
@@ -23,6 +28,7 @@ struct ReportOptions {
   std::string format = "text";
   std::string out;
   std::string color = "auto";
+  std::string key;  // --key: the Ed25519 private key for --format intoto
 };
 
 ColorMode ColorModeOf(const std::string& name) {
@@ -31,10 +37,38 @@ ColorMode ColorModeOf(const std::string& name) {
   return ColorMode::kAuto;
 }
 
+// --format intoto: the signed report's exact bytes in an in-toto statement, in a DSSE envelope
+// signed with the same key (report_attestation.h).
+std::string AttestReport(const ReportOptions& o) {
+  if (o.key.empty()) {
+    throw InputError(Diagnostic{"--key",
+                                {},
+                                "--format intoto signs: it needs --key PRIVATE.key",
+                                "give the .key file from `trainlock keygen`"});
+  }
+  const std::string private_pem = ReadInputFile(o.key, o.key);
+  try {
+    return ReportAttestation(ReadInputFile(o.report, o.report), private_pem);
+  } catch (const KeyError& e) {
+    throw InputError(Diagnostic{o.key, {}, e.what(), "give the .key file from keygen"});
+  } catch (const Failure& e) {
+    throw InputError(Diagnostic{o.report, {}, e.what(), ""});
+  }
+}
+
 int RunReport(ReportOptions o) {
   o.report = ReportPathOf(o.report);
   // Bad JSON and schema violations are bad input (exit 2), each named with file:line:column.
   nlohmann::json report = ReadReportFile(o.report, o.report);
+  if (o.format == "intoto") {
+    const std::string envelope = AttestReport(o);
+    if (o.out.empty()) {
+      std::cout << envelope << std::flush;
+    } else {
+      WriteFileAtomically(o.out, envelope);
+    }
+    return kExitOk;
+  }
   ReportFormat format = ParseReportFormat(o.format).value_or(ReportFormat::kText);
   bool to_terminal = o.out.empty() && ::isatty(STDOUT_FILENO) == 1;
   bool color = ShouldUseColor(ColorModeOf(o.color), to_terminal, std::getenv("NO_COLOR"),
@@ -56,15 +90,19 @@ Command RegisterReport(CLI::App& app, const GlobalOptions&) {
       "report",
       "Render a report.json (trainlock.report/v1) for people and CI systems: text for a\n"
       "terminal, a GitHub-flavoured markdown table, one self-contained HTML page with charts\n"
-      "(loss of the resume round trip, peak memory, time per check), or JUnit XML. The report\n"
+      "(loss of the resume round trip, peak memory, time per check), JUnit XML, or an in-toto\n"
+      "attestation of the image in a DSSE envelope (intoto, signed with --key). The report\n"
       "is checked against its schema first (exit 2 listing every violation); exit 0 whatever\n"
       "its verdict: this command renders, `trainlock gate` decides.");
   cmd->add_option("REPORT", options->report,
                   "The report.json to render, or a project directory for the one `trainlock "
                   "validate` wrote there (default: ./.trainlock/reports/report.json)");
   cmd->add_option("--format", options->format, "Output format")
-      ->check(CLI::IsMember({"text", "markdown", "html", "junit"}))
+      ->check(CLI::IsMember({"text", "markdown", "html", "junit", "intoto"}))
       ->capture_default_str();
+  cmd->add_option("--key", options->key,
+                  "Ed25519 private key (PEM, from `trainlock keygen`) that signed the report:\n"
+                  "--format intoto signs the in-toto attestation with it");
   cmd->add_option("--out", options->out,
                   "Write to FILE (atomically: a complete file or the old one) instead of stdout");
   cmd->add_option("--color", options->color,

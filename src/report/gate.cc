@@ -12,6 +12,7 @@
 #include "report/check_evidence.h"
 #include "report/check_metrics.h"
 #include "report/report.h"
+#include "report/report_attestation.h"
 #include "report/report_signing.h"
 #include "report/report_view.h"
 
@@ -371,7 +372,28 @@ Json GateDecision::ToJson() const {
   return {{"allowed", allowed()}, {"reasons", reasons}, {"facts", facts}};
 }
 
-GateDecision EvaluateGate(const GateRequest& request, const Catalog& catalog) {
+GateDecision EvaluateGate(const GateRequest& given, const Catalog& catalog) {
+  // An in-toto attestation (report_attestation.h) is opened with the key first; the report it
+  // carries is then gated exactly as a report file would be, its own signature included.
+  if (LooksLikeEnvelope(given.report_text)) {
+    GateDecision refused;
+    if (!given.public_key_pem) {
+      refused.reasons.push_back(
+          "signature: an attestation envelope is verified with --key PUB, and none was given");
+      return refused;
+    }
+    GateRequest opened = given;
+    std::string why =
+        OpenReportAttestation(given.report_text, *given.public_key_pem, &opened.report_text);
+    if (!why.empty()) {
+      refused.reasons.push_back(why);
+      return refused;
+    }
+    GateDecision decision = EvaluateGate(opened, catalog);
+    if (decision.allowed()) decision.facts.insert(decision.facts.begin(), "attestation verified");
+    return decision;
+  }
+  const GateRequest& request = given;
   std::string signature_problem;
   if (request.public_key_pem)
     signature_problem = VerifyReportSignature(request.report_text, *request.public_key_pem);

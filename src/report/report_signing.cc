@@ -77,6 +77,30 @@ bool FromBase64(const std::string& text, std::string* bytes) {
   return true;
 }
 
+std::string SignWith(EVP_PKEY* key, const std::string& message) {
+  MdCtxPtr ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  size_t size = 0;
+  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key) != 1 ||
+      EVP_DigestSign(ctx.get(), nullptr, &size,
+                     reinterpret_cast<const unsigned char*>(message.data()), message.size()) != 1) {
+    throw KeyError("OpenSSL could not sign with the Ed25519 key");
+  }
+  std::string signature(size, '\0');
+  if (EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(signature.data()), &size,
+                     reinterpret_cast<const unsigned char*>(message.data()), message.size()) != 1)
+    throw KeyError("OpenSSL could not sign with the Ed25519 key");
+  signature.resize(size);
+  return signature;
+}
+
+bool VerifyWith(EVP_PKEY* key, const std::string& message, const std::string& signature) {
+  MdCtxPtr ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  return ctx && EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, key) == 1 &&
+         EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()),
+                          signature.size(), reinterpret_cast<const unsigned char*>(message.data()),
+                          message.size()) == 1;
+}
+
 }  // namespace
 
 KeyPair GenerateEd25519KeyPair() {
@@ -114,21 +138,36 @@ std::string SignedReportText(const nlohmann::json& report) {
   return report.dump(2) + "\n";
 }
 
+std::string PublicPemOf(const std::string& private_pem) {
+  PkeyPtr key = ReadKey(private_pem, true);
+  BioPtr pub(BIO_new(BIO_s_mem()), BIO_free);
+  if (PEM_write_bio_PUBKEY(pub.get(), key.get()) != 1)
+    throw KeyError("OpenSSL could not write the Ed25519 public key as PEM");
+  return BioText(pub.get());
+}
+
+std::string Base64Encode(const std::string& bytes) {
+  return Base64(bytes);
+}
+
+bool Base64DecodeStrict(const std::string& text, std::string* bytes) {
+  return FromBase64(text, bytes);
+}
+
+std::string SignEd25519(const std::string& message, const std::string& private_pem) {
+  PkeyPtr key = ReadKey(private_pem, true);
+  return SignWith(key.get(), message);
+}
+
+bool VerifyEd25519(const std::string& message, const std::string& signature,
+                   const std::string& public_pem) {
+  PkeyPtr key = ReadKey(public_pem, false);
+  return VerifyWith(key.get(), message, signature);
+}
+
 void SignReport(nlohmann::json& report, const std::string& private_pem) {
   PkeyPtr key = ReadKey(private_pem, true);
-  const std::string message = CanonicalReportBytes(report);
-  MdCtxPtr ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  size_t size = 0;
-  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key.get()) != 1 ||
-      EVP_DigestSign(ctx.get(), nullptr, &size,
-                     reinterpret_cast<const unsigned char*>(message.data()), message.size()) != 1) {
-    throw KeyError("OpenSSL could not sign with the Ed25519 key");
-  }
-  std::string signature(size, '\0');
-  if (EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(signature.data()), &size,
-                     reinterpret_cast<const unsigned char*>(message.data()), message.size()) != 1)
-    throw KeyError("OpenSSL could not sign with the Ed25519 key");
-  signature.resize(size);
+  const std::string signature = SignWith(key.get(), CanonicalReportBytes(report));
   report["signature"] = {
       {"algorithm", kAlgorithm}, {"key_id", KeyIdOf(key.get())}, {"value", Base64(signature)}};
 }
@@ -154,14 +193,8 @@ std::string VerifyReportSignature(const std::string& report_text, const std::str
   std::string signature;
   if (!FromBase64(StringMember(sig, "value"), &signature))
     return "signature: malformed, its value is not canonical base64";
-  const std::string message = CanonicalReportBytes(report);
-  MdCtxPtr ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  bool valid =
-      ctx && EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, key.get()) == 1 &&
-      EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()),
-                       signature.size(), reinterpret_cast<const unsigned char*>(message.data()),
-                       message.size()) == 1;
-  if (!valid) return "signature: does not verify, the report was changed after it was signed";
+  if (!VerifyWith(key.get(), CanonicalReportBytes(report), signature))
+    return "signature: does not verify, the report was changed after it was signed";
   if (SignedReportText(report) != report_text) {
     return "signature: covers the content, but the file is not in the signed layout: bytes were "
            "changed after signing";

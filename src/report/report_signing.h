@@ -45,6 +45,23 @@ std::string SignedReportText(const nlohmann::json& report);
 // replacing any earlier one. Throws KeyError when `private_pem` is not an Ed25519 private key.
 void SignReport(nlohmann::json& report, const std::string& private_pem);
 
+// The public key (SubjectPublicKeyInfo PEM) of an Ed25519 private key; throws KeyError.
+std::string PublicPemOf(const std::string& private_pem);
+
+// A raw Ed25519 signature over `message` (64 bytes); throws KeyError. The DSSE envelope
+// (report_attestation.h) signs its PAE bytes with it.
+std::string SignEd25519(const std::string& message, const std::string& private_pem);
+
+// Whether `signature` is `public_pem`'s Ed25519 signature over `message`; throws KeyError when
+// `public_pem` is not an Ed25519 public key.
+bool VerifyEd25519(const std::string& message, const std::string& signature,
+                   const std::string& public_pem);
+
+// Standard base64 with padding, and its strict inverse: only the canonical encoding of some
+// bytes decodes (no whitespace, no stray characters, no other padding); false otherwise.
+std::string Base64Encode(const std::string& bytes);
+bool Base64DecodeStrict(const std::string& text, std::string* bytes);
+
 // Checks a report file's text against a public key. Returns "" when it verifies, else why not
 // as one sentence that starts with "signature: ".
 std::string VerifyReportSignature(const std::string& report_text, const std::string& public_pem);

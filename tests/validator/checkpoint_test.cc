@@ -128,6 +128,42 @@ TEST_F(CheckpointTest, FlippedByteInTheManifestIsRefused) {
   EXPECT_NE(LoadError(dir).find("manifest.json: sha256"), std::string::npos) << LoadError(dir);
 }
 
+// `sha256sum -c manifest.json.sha256`, run in the checkpoint directory: the standard tool.
+testing::RunResult Sha256sumCheck(const fs::path& dir) {
+  return testing::RunCommand(
+      {"sh", "-c", "cd \"$0\" && sha256sum -c manifest.json.sha256", dir.string()});
+}
+
+TEST_F(CheckpointTest, Sha256sumChecksTheManifestHashFile) {
+  fs::path dir = Save(1);
+  testing::RunResult r = Sha256sumCheck(dir);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("manifest.json: OK"), std::string::npos) << r.out;
+}
+
+TEST_F(CheckpointTest, Sha256sumRefusesAChangedManifest) {
+  fs::path dir = Save(1);
+  FlipByte(dir / "manifest.json", 10);
+  testing::RunResult r = Sha256sumCheck(dir);
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("manifest.json: FAILED"), std::string::npos) << r.out;
+}
+
+TEST_F(CheckpointTest, AManifestHashLineNamingAnotherFileIsRefused) {
+  fs::path dir = Save(1);
+  const std::string hash = Sha256Hex(testing::ReadFile(dir / "manifest.json"));
+  testing::WriteFile(dir / "manifest.json.sha256", hash + "  model.safetensors\n");
+  EXPECT_NE(LoadError(dir).find("manifest.json.sha256: names another file"), std::string::npos)
+      << LoadError(dir);
+}
+
+TEST_F(CheckpointTest, AnOlderBareManifestHashStillLoads) {
+  fs::path dir = Save(1);
+  const std::string hash = Sha256Hex(testing::ReadFile(dir / "manifest.json"));
+  testing::WriteFile(dir / "manifest.json.sha256", hash + "\n");
+  EXPECT_EQ(LoadError(dir), "");
+}
+
 TEST_F(CheckpointTest, AFlippedByteAnywhereInAnyFileIsRefused) {
   fs::path dir = Save(1);
   std::vector<fs::path> files;

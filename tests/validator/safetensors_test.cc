@@ -156,11 +156,22 @@ TEST_F(SafetensorsTest, FileLayoutFollowsTheSafetensorsFormat) {
   EXPECT_EQ(cursor, data.size()) << "the data section holds exactly the tensors";
 }
 
-TEST_F(SafetensorsTest, OmitsMetadataWhenThereIsNone) {
+// Older Hugging Face loaders (transformers' load_state_dict) refuse a file whose metadata
+// lacks "format": "pt"; every file the native engine writes carries it.
+TEST_F(SafetensorsTest, WritesTheFormatMetadataHuggingFaceLoadersRequire) {
   WriteSafetensors(Path("t.safetensors"), {{"x", torch::ones({2})}});
   const std::string bytes = ReadFile(Path("t.safetensors"));
   nlohmann::json header = nlohmann::json::parse(bytes.substr(8, HeaderLength(bytes)));
-  EXPECT_FALSE(header.contains("__metadata__"));
+  EXPECT_EQ(header["__metadata__"], (nlohmann::json{{"format", "pt"}}));
+}
+
+TEST_F(SafetensorsTest, AFileWithoutMetadataStillReads) {
+  fs::path file = Write(
+      "bare.safetensors",
+      Craft(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", std::string(8, '\0')));
+  std::map<std::string, torch::Tensor> read = ReadSafetensors(file);
+  ASSERT_EQ(read.size(), 1u);
+  EXPECT_TRUE(torch::equal(read.at("x"), torch::zeros({2})));
 }
 
 TEST_F(SafetensorsTest, ReportsTheFilesSizeAndSha256) {

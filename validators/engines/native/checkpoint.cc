@@ -24,7 +24,9 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kManifest = "manifest.json";
-// The SHA-256 of manifest.json's bytes, so that a damaged manifest is refused too.
+// The SHA-256 of manifest.json's bytes, so that a damaged manifest is refused too. Written as
+// `sha256sum` writes it (`HASH  manifest.json`), so `sha256sum -c manifest.json.sha256` in the
+// checkpoint directory checks it with a standard tool.
 constexpr const char* kManifestHash = "manifest.json.sha256";
 
 struct Shard {
@@ -138,7 +140,7 @@ CheckpointIo SaveCheckpoint(const fs::path& root, const CheckpointContents& cont
   io.files = shards.size();
   std::string text = manifest.dump(2) + "\n";
   WriteFileAtomically(tmp / kManifest, text);  // fsyncs the file and tmp/
-  WriteFileAtomically(tmp / kManifestHash, Sha256Hex(text) + "\n");
+  WriteFileAtomically(tmp / kManifestHash, Sha256Hex(text) + "  " + kManifest + "\n");
   io.bytes += text.size() + 65;
   if (fs::exists(final_dir)) fs::remove_all(final_dir);  // a re-save of the same step
   fs::rename(tmp, final_dir);
@@ -182,12 +184,26 @@ std::string ReadCheckpointFile(const fs::path& dir, const char* name) {
   return text;
 }
 
+// The hash in manifest.json.sha256: one line `HASH  manifest.json` (sha256sum's text form),
+// `HASH *manifest.json` (its binary form) or a bare `HASH` (checkpoints written before the
+// file name was added). A line naming another file is refused: the hash would not be the
+// manifest's, and `sha256sum -c` would check that other file instead.
+std::string ManifestHashOf(const fs::path& dir, const std::string& hash_text) {
+  const std::string where = (dir / kManifestHash).string();
+  std::string line = hash_text.substr(0, hash_text.find('\n'));
+  const std::string want = line.substr(0, line.find_first_of(" \t\r"));
+  if (want.empty()) throw CheckpointError(where + ": missing");
+  std::string rest = line.substr(want.size());
+  if (rest.empty() || rest == "\r") return want;
+  if (rest == std::string("  ") + kManifest || rest == std::string(" *") + kManifest) return want;
+  throw CheckpointError(where + ": names another file than " + kManifest + " (expected `SHA256  " +
+                        kManifest + "`)");
+}
+
 std::string ReadManifestVerified(const fs::path& dir) {
   const fs::path manifest_path = dir / kManifest;
   const std::string text = ReadCheckpointFile(dir, kManifest);
-  const std::string hash_text = ReadCheckpointFile(dir, kManifestHash);
-  const std::string want = hash_text.substr(0, hash_text.find_first_of(" \t\r\n"));
-  if (want.empty()) throw CheckpointError((dir / kManifestHash).string() + ": missing");
+  const std::string want = ManifestHashOf(dir, ReadCheckpointFile(dir, kManifestHash));
   if (Sha256Hex(text) != want) {
     throw CheckpointError(manifest_path.string() + ": sha256 " + Sha256Hex(text).substr(0, 16) +
                           "... does not match " + kManifestHash + " (" + want.substr(0, 16) +

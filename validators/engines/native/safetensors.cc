@@ -120,7 +120,11 @@ WrittenFile WriteSafetensors(const std::filesystem::path& file,
   // The header needs only dtypes and shapes: tensors are copied to the host one at a time
   // below, so a device-to-host copy overlaps the writes of other files' threads.
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
+  // `"format": "pt"` always: older Hugging Face loaders (transformers' load_state_dict)
+  // refuse a safetensors file whose metadata does not say it holds PyTorch tensors.
+  std::map<std::string, std::string> with_format = metadata;
+  with_format.emplace("format", "pt");
+  header["__metadata__"] = with_format;
   uint64_t offset = 0;
   for (const NamedTensor* t : sorted) {
     uint64_t bytes = static_cast<uint64_t>(t->tensor.numel()) * t->tensor.element_size();

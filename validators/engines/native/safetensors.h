@@ -26,8 +26,9 @@ struct WrittenFile {
   std::string sha256;  // of the whole file, computed while writing
 };
 
-// Writes `tensors` (any device; copied to CPU) in name order, with optional string metadata,
-// then fsyncs the file. Throws std::runtime_error naming the file on I/O failure.
+// Writes `tensors` (any device; copied to CPU) in name order, with optional string metadata
+// (always with "format": "pt", which older Hugging Face loaders require; a given "format"
+// wins), then fsyncs the file. Throws std::runtime_error naming the file on I/O failure.
 WrittenFile WriteSafetensors(const std::filesystem::path& file,
                              const std::vector<NamedTensor>& tensors,
                              const std::map<std::string, std::string>& metadata = {});
