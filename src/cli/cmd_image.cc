@@ -71,8 +71,8 @@ int RunBuild(BuildCommandOptions options, const GlobalOptions& global) {
   options.build.source_dir = options.source_dir;
   options.build.containerfile = options.containerfile;
   options.build.storage.root = options.storage_root.empty()
-                                  ? DefaultStorageRoot(std::filesystem::absolute(options.dir))
-                                  : std::filesystem::path(options.storage_root);
+                                   ? DefaultStorageRoot(std::filesystem::absolute(options.dir))
+                                   : std::filesystem::path(options.storage_root);
   options.build.verbose = global.verbosity > 0;
   CheckStorageDriver(options.build.storage.driver);
   options.build.tls_verify = !options.no_tls_verify;

@@ -218,9 +218,8 @@ BuiltImageResult BuildImage(const fs::path& project_dir, const ImageBuildOptions
   result.engine = PickEngine(o.engine, EngineUse::kBuild);
   // The base comes over plain HTTP from a loopback registry (or with --no-tls-verify).
   const auto target = project.lock->targets.find(o.image.target);
-  const bool plain_http_base =
-      PlainHttpRegistry(target == project.lock->targets.end() ? "" : target->second.base,
-                        o.tls_verify);
+  const bool plain_http_base = PlainHttpRegistry(
+      target == project.lock->targets.end() ? "" : target->second.base, o.tls_verify);
   Progress quiet(ProgressStyle::kNone, "");
   Progress& progress = o.progress ? *o.progress : quiet;
   progress.Begin("staging the build context");
