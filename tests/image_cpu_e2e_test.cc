@@ -1,12 +1,15 @@
-// The container path end to end on a machine without a GPU. examples/tiny (cpu target), with
-// its [python] package and the sample custom op as a pinned library, is locked (the base image
+// The container path end to end on a machine without a GPU: examples/offline/image-path.sh,
+// the runnable recipe docs/images.md gives, on examples/tiny (cpu target) with its [python]
+// package and the sample custom op as a pinned library. The script locks it (the base image
 // digest from Debian's docker-registry on loopback, the Python closure from
-// tests/servers/pypi_server.py), its image generated and built twice by buildah to one digest
-// and pushed, trainlock-validate run inside it by `trainlock validate --image` (ops.custom with
-// the library built into the image), the report bound to the digest buildah resolved and signed
-// on the host, and `trainlock gate` passes it against the lock. A project of another lock is
-// refused by the image; a tampered or incomplete closure fails the build. The base image is made
-// here from Debian packages by tests/images/cpu_base.sh (once, cached in the build directory).
+// tests/servers/pypi_server.py), builds its image twice by buildah to one digest and pushes it,
+// runs trainlock-validate inside it by `trainlock validate --image` (ops.custom with the library
+// built into the image), binds the report to the digest buildah resolved, signs it, and `trainlock
+// gate` passes it against the lock; all with no TLS or storage option (loopback registries are
+// plain HTTP; storage is the project's .trainlock/containers). This test then checks what the
+// script left: the lock, the report, the digests. A project of another lock is refused by the
+// image; a tampered or incomplete closure fails the build. The base image is made here from
+// Debian packages by examples/offline/cpu_base.sh (once, cached in the build directory).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -66,11 +69,11 @@ class CpuImage : public ::testing::Test {
     dir_ = std::make_unique<testing::TempDir>();
     const auto start = std::chrono::steady_clock::now();
     RunResult base = RunCommand(
-        {"bash", (testing::SourceDir() / "tests/images/cpu_base.sh").string(), Validator().string(),
-         (testing::BinDir().parent_path() / "test-images").string()});
+        {"bash", (testing::SourceDir() / "examples/offline/cpu_base.sh").string(),
+         Validator().string(), (testing::BinDir().parent_path() / "test-images").string()});
     if (base.exit_code != 0) {
       // The tools are here, so this is a failure, not a reason to skip.
-      error_ = "tests/images/cpu_base.sh could not make the base image: " + base.err;
+      error_ = "examples/offline/cpu_base.sh could not make the base image: " + base.err;
       return;
     }
     Timing("base image (cached after the first run)", start);
@@ -175,17 +178,37 @@ TEST(ValidateInImageSummary, NamesTheReportsWhereTheHostWritesThem) {
   EXPECT_EQ(WithHostReportPaths("no path here", "r.json"), "no path here");
 }
 
+// The value of the `NAME: VALUE` line the script printed.
+std::string Printed(const std::string& out, const std::string& name) {
+  const size_t at = out.find("\n" + name + ": ");
+  if (at == std::string::npos) return "";
+  const size_t from = at + name.size() + 3;
+  return out.substr(from, out.find('\n', from) - from);
+}
+
 TEST_F(CpuImage, TheTinyExampleIsLockedBuiltReproduciblyValidatedInsideAndGated) {
   const fs::path project = Project("tiny", Index());
+  const fs::path work = dir_->path() / "offline";
   auto start = std::chrono::steady_clock::now();
-  RunResult lock = testing::RunTrainlock({"lock", project.string()});
-  ASSERT_EQ(lock.exit_code, 0) << lock.err;
+  RunResult script = RunCommand(
+      {"bash", (testing::SourceDir() / "examples/offline/image-path.sh").string(), "--project",
+       project.string(), "--work", work.string(), "--bin", testing::BinDir().string(), "--cache",
+       (testing::BinDir().parent_path() / "test-images").string()});
+  ASSERT_EQ(script.exit_code, 0) << script.out << script.err;
+  Timing("examples/offline/image-path.sh", start);
+  // Its own registry, stopped now; the image stays in the project's storage.
+  const std::string registry = Printed(script.out, "registry");
+  ASSERT_EQ(registry.rfind("127.0.0.1:", 0), 0u) << script.out;
+  const std::string ref = registry + "/trainlock/tiny:1";
+  EXPECT_TRUE(fs::is_directory(project / ".trainlock/containers/root")) << script.out;
+
   const Spec locked = Lock(project);
   const Target& cpu = locked.targets.at("cpu");
+  // The test's registry serves the same seeded base: the same digest.
   RunResult skopeo =
       RunCommand({"skopeo", "inspect", "--tls-verify=false", "--format", "{{.Digest}}",
                   "docker://" + Ref("trainlock/bookworm-validator:1")});
-  EXPECT_EQ(cpu.base, Ref("trainlock/bookworm-validator:1") + "@" +
+  EXPECT_EQ(cpu.base, registry + "/trainlock/bookworm-validator:1@" +
                           skopeo.out.substr(0, skopeo.out.find('\n')));
   // The closure is the one examples/tiny/trainlock.lock pins: the demo wheels are reproducible.
   const Spec committed =
@@ -199,7 +222,6 @@ TEST_F(CpuImage, TheTinyExampleIsLockedBuiltReproduciblyValidatedInsideAndGated)
     EXPECT_EQ(have.file + " " + have.sha256, want.file + " " + want.sha256);
   }
   EXPECT_EQ(locked.custom_ops.at(0).sha256, Sha256FileHex(OpsLibrary()));
-  Timing("lock", start);
 
   // The same lock generates the same files.
   for (const char* out : {"gen-1", "gen-2"}) {
@@ -215,35 +237,21 @@ TEST_F(CpuImage, TheTinyExampleIsLockedBuiltReproduciblyValidatedInsideAndGated)
         << file;
   }
 
-  start = std::chrono::steady_clock::now();
-  std::vector<std::string> build = BuildArgs(project, "trainlock/tiny:1");
-  build.push_back("--verify-reproducible");
-  RunResult built = testing::RunTrainlock(build);
-  ASSERT_EQ(built.exit_code, 0) << built.out << built.err;
-  EXPECT_NE(built.out.find("reproducible: a second build gave the same digest"), std::string::npos)
-      << built.out;
+  EXPECT_NE(script.out.find("reproducible: a second build gave the same digest"), std::string::npos)
+      << script.out;
+  // The digest skopeo read back from the registry is the one the lock records.
   const BuiltImage image = Lock(project).images.at("cpu");
-  skopeo = RunCommand({"skopeo", "inspect", "--tls-verify=false", "--format", "{{.Digest}}",
-                       "docker://" + Ref("trainlock/tiny:1")});
-  EXPECT_EQ(image.digest, skopeo.out.substr(0, skopeo.out.find('\n')));
-  Timing("two builds, one digest " + image.digest, start);
+  EXPECT_EQ(image.ref, ref);
+  EXPECT_EQ(image.digest, Printed(script.out, "pushed")) << script.out;
 
-  start = std::chrono::steady_clock::now();
-  ASSERT_EQ(testing::RunTrainlock({"keygen", (dir_->path() / "key").string()}).exit_code, 0);
-  const fs::path report_path = dir_->path() / "report.json";
-  RunResult validated = testing::RunTrainlock(
-      {"validate", project.string(), "--image", Ref("trainlock/tiny:1"), "--engine", "buildah",
-       "--storage-root", (dir_->path() / "storage").string(), "--no-tls-verify", "--out",
-       report_path.string(), "--sign", (dir_->path() / "key.key").string()});
-  ASSERT_EQ(validated.exit_code, 0) << validated.out << validated.err;
+  const fs::path report_path = work / "report.json";
   // The summary names the report where the host has it, not where the container wrote it.
-  EXPECT_NE(validated.out.find("-> " + report_path.string() + "\n"), std::string::npos)
-      << validated.out;
-  EXPECT_EQ(validated.out.find("/trainlock/out"), std::string::npos) << validated.out;
+  EXPECT_NE(script.out.find("-> " + report_path.string() + "\n"), std::string::npos) << script.out;
+  EXPECT_EQ(script.out.find("/trainlock/out"), std::string::npos) << script.out;
   const nlohmann::json report = nlohmann::json::parse(testing::ReadFile(report_path));
   EXPECT_EQ(report["image"]["digest"], image.digest);
   EXPECT_EQ(report["image"]["digest_source"], "engine");
-  EXPECT_EQ(report["image"]["ref"], Ref("trainlock/tiny:1"));
+  EXPECT_EQ(report["image"]["ref"], ref);
   EXPECT_EQ(report["validator"]["build"], "cpu");
   EXPECT_EQ(report["verdict"], "pass");
   for (const auto& check : report["checks"]) {
@@ -257,10 +265,8 @@ TEST_F(CpuImage, TheTinyExampleIsLockedBuiltReproduciblyValidatedInsideAndGated)
           << check.dump(2);
     }
   }
-  Timing("validate --image", start);
-
   RunResult gate = testing::RunTrainlock({"gate", report_path.string(), "--lock", project.string(),
-                                          "--key", (dir_->path() / "key.pub").string()});
+                                          "--key", (work / "key.pub").string()});
   EXPECT_EQ(gate.exit_code, 0) << gate.out << gate.err;
 
   // Another lock (another seed) in the same image: the image's own lock refuses it.
@@ -269,10 +275,11 @@ TEST_F(CpuImage, TheTinyExampleIsLockedBuiltReproduciblyValidatedInsideAndGated)
   manifest.replace(manifest.find("seed = 1234"), 11, "seed = 4321");
   testing::WriteFile(other / "trainlock.toml", manifest);
   ASSERT_EQ(testing::RunTrainlock({"lock", other.string()}).exit_code, 0);
-  RunResult refused = testing::RunTrainlock(
-      {"validate", other.string(), "--image", Ref("trainlock/tiny:1"), "--engine", "buildah",
-       "--storage-root", (dir_->path() / "storage").string(), "--no-tls-verify", "--out",
-       (dir_->path() / "other.json").string()});
+  // The image as the script left it in the project's storage (its registry is gone).
+  RunResult refused =
+      testing::RunTrainlock({"validate", other.string(), "--image", ref, "--engine", "buildah",
+                             "--storage-root", (project / ".trainlock/containers").string(),
+                             "--out", (dir_->path() / "other.json").string()});
   EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
   const std::string image_lock = testing::RunTrainlock({"hash", project.string(), "--build"}).out;
   EXPECT_NE(refused.err.find("the image's lock (/etc/trainlock/trainlock.lock, lock-sha256 " +

@@ -23,6 +23,16 @@ static bool LooksLikeRegistry(std::string_view component) {
          component.find(':') != std::string_view::npos || component == "localhost";
 }
 
+bool IsLoopbackRegistry(std::string_view registry) {
+  std::string_view host = registry;
+  if (host.starts_with("[")) {
+    host = host.substr(0, host.find(']') + 1);
+  } else if (size_t colon = host.rfind(':'); colon != std::string_view::npos) {
+    host = host.substr(0, colon);
+  }
+  return host == "localhost" || host.starts_with("127.") || host == "[::1]";
+}
+
 std::optional<ImageRef> ParseImageRef(std::string_view text, std::string* error) {
   auto fail = [&](std::string why) -> std::optional<ImageRef> {
     if (error) *error = std::move(why);
@@ -41,7 +51,8 @@ std::optional<ImageRef> ParseImageRef(std::string_view text, std::string* error)
   if (slash != std::string::npos && LooksLikeRegistry(std::string_view(rest).substr(0, slash))) {
     ref.registry = rest.substr(0, slash);
     rest = rest.substr(slash + 1);
-    static const std::regex kRegistry(R"(^[A-Za-z0-9.-]+(:[0-9]{1,5})?$)");
+    // A host name or IPv4 address, or an IPv6 address in brackets ([::1]:5000).
+    static const std::regex kRegistry(R"(^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\])(:[0-9]{1,5})?$)");
     if (!std::regex_match(ref.registry, kRegistry)) {
       return fail("invalid registry host '" + ref.registry + "'");
     }

@@ -24,6 +24,10 @@ struct ImageRef {
 // Parses a reference; on failure returns nullopt and sets `error` to a short reason.
 std::optional<ImageRef> ParseImageRef(std::string_view text, std::string* error);
 
+// True for a registry host[:port] on this machine (localhost, 127.0.0.0/8, [::1]): reached over
+// plain HTTP, as docker does by default.
+bool IsLoopbackRegistry(std::string_view registry);
+
 // "sha256:" followed by 64 lower-case hex characters.
 bool IsDigest(std::string_view s);
 // Why `s` is not a digest (for messages), or "" when it is one.

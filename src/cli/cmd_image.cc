@@ -70,7 +70,10 @@ int RunBuild(BuildCommandOptions options, const GlobalOptions& global) {
   }
   options.build.source_dir = options.source_dir;
   options.build.containerfile = options.containerfile;
-  options.build.storage.root = options.storage_root;
+  options.build.storage.root = options.storage_root.empty()
+                                   ? DefaultStorageRoot(std::filesystem::absolute(options.dir))
+                                   : std::filesystem::path(options.storage_root);
+  options.build.verbose = global.verbosity > 0;
   CheckStorageDriver(options.build.storage.driver);
   options.build.tls_verify = !options.no_tls_verify;
   if (options.build.image.image_ref.empty()) options.build.image.image_ref = options.build.push;
@@ -168,11 +171,11 @@ Command RegisterImage(CLI::App& app, const GlobalOptions& global) {
                 "Build time (default: $SOURCE_DATE_EPOCH)");
   b->add_flag("--json", build->json, "Print the engine, digest and push result as JSON");
   b->add_flag("--no-tls-verify", build->no_tls_verify,
-              "Talk plain HTTP to the registry (loopback test registries)");
+              "Talk plain HTTP to every registry (loopback registries always are)");
   b->add_option("--storage-root", build->storage_root,
-                "buildah/podman storage directory of trainlock's own");
+                "buildah/podman storage directory (default: DIR/.trainlock/containers)");
   b->add_option("--storage-driver", build->build.storage.driver,
-                "with --storage-root: vfs (works unprivileged) or overlay (faster)")
+                "buildah/podman storage driver: vfs (works unprivileged) or overlay (faster)")
       ->capture_default_str();
   AddValidatorOptions(b, build->build.image);
   return [options, build, b, &global] {

@@ -170,6 +170,7 @@ class OutDir {
 
 int ValidateInImage(ValidateOptions& o) {
   o.run.tls_verify = !o.no_tls_verify;
+  if (o.run.storage.root.empty()) o.run.storage.root = DefaultStorageRoot(fs::absolute(o.dir));
   CheckStorageDriver(o.run.storage.driver);
   Project project = LoadProject(o.dir);
   RequireLock(project, "missing; run `trainlock lock` first");
@@ -267,11 +268,13 @@ Command RegisterValidate(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--engine", options->run.engine,
                   "With --image: buildah, podman or docker (default: the first found)");
   cmd->add_option("--storage-root", options->run.storage.root,
-                  "With --image: buildah/podman storage directory of trainlock's own");
+                  "With --image: buildah/podman storage directory (default: "
+                  "DIR/.trainlock/containers)");
   cmd->add_option("--storage-driver", options->run.storage.driver,
-                  "With --image and --storage-root: vfs (default) or overlay");
+                  "With --image: buildah/podman storage driver, vfs (default) or overlay");
   cmd->add_flag("--no-tls-verify", options->no_tls_verify,
-                "With --image: pull over plain HTTP (loopback test registries)");
+                "With --image: pull over plain HTTP from any registry (loopback registries "
+                "always are)");
   cmd->allow_extras();
   cmd->prefix_command();
   // Everything after DIR is the validator's, global options included: nothing falls through

@@ -3,22 +3,79 @@
 
 #include "base/failure.h"
 #include "base/program_path.h"
+#include "base/refs.h"
+#include "base/subprocess.h"
 
 namespace trainlock {
+namespace {
 
-std::string PickEngine(const std::string& wanted) {
+std::string InstallHint(const std::string& engine) {
+  if (engine == "docker") return "apt-get install docker.io on Debian/Ubuntu";
+  return "apt-get install " + engine + " on Debian/Ubuntu, dnf install " + engine +
+         " on Fedora/RHEL";
+}
+
+// The engine's own words when `args` fails: its last line of output, or why it did not start.
+std::string Fails(const std::vector<std::string>& args) {
+  SpawnOptions spawn;
+  spawn.argv = args;
+  spawn.null_stdin = true;
+  spawn.tail_lines = 5;
+  const ProcessRun r = RunProcess(spawn);
+  if (r.exit_code == 0) return "";
+  std::string out = r.output;
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  const size_t nl = out.rfind('\n');
+  out = nl == std::string::npos ? out : out.substr(nl + 1);
+  return out.empty() ? "exit " + std::to_string(r.exit_code) : out;
+}
+
+}  // namespace
+
+std::string EngineProblem(const std::string& engine, EngineUse use) {
+  if (!OnPath(engine)) return engine + " is not installed (" + InstallHint(engine) + ")";
+  if (engine != "docker") {
+    const std::string why = Fails({engine, "--version"});
+    return why.empty() ? "" : engine + " does not run (`" + engine + " --version`: " + why + ")";
+  }
+  // The client alone is not an engine: builds and runs go through the daemon.
+  std::string why = Fails({"docker", "version", "--format", "{{.Server.Version}}"});
+  if (!why.empty()) {
+    return "docker cannot reach its daemon (" + why +
+           "): start it (systemctl start docker) or use buildah (apt-get install buildah on "
+           "Debian/Ubuntu)";
+  }
+  if (use == EngineUse::kBuild && !(why = Fails({"docker", "buildx", "version"})).empty()) {
+    return "docker has no buildx plugin (" + why +
+           "), which a reproducible build needs (`docker build --provenance=false`): install it "
+           "(apt-get install docker-buildx on Debian 13/Ubuntu 24.04, docker-buildx-plugin from "
+           "Docker's repository) or use buildah (apt-get install buildah on Debian/Ubuntu)";
+  }
+  return "";
+}
+
+std::string PickEngine(const std::string& wanted, EngineUse use) {
   if (!wanted.empty()) {
     if (wanted != "buildah" && wanted != "podman" && wanted != "docker") {
       throw Failure("--engine must be buildah, podman or docker, not '" + wanted + "'",
                     kExitBadInput);
     }
-    if (!OnPath(wanted)) throw Failure(wanted + " is not installed", kExitEnvironment);
+    const std::string problem = EngineProblem(wanted, use);
+    if (!problem.empty()) throw Failure(problem, kExitEnvironment);
     return wanted;
   }
+  std::string problems;
   for (const char* engine : {"buildah", "podman", "docker"}) {
-    if (OnPath(engine)) return engine;
+    const std::string problem = EngineProblem(engine, use);
+    if (problem.empty()) return engine;
+    problems += "\n  " + problem;
   }
-  throw Failure("no image engine found (buildah, podman or docker)", kExitEnvironment);
+  throw Failure("no image engine can work here (buildah, podman or docker):" + problems,
+                kExitEnvironment);
+}
+
+std::filesystem::path DefaultStorageRoot(const std::filesystem::path& project_dir) {
+  return project_dir / ".trainlock" / "containers";
 }
 
 void CheckStorageDriver(const std::string& driver) {
@@ -33,6 +90,13 @@ std::vector<std::string> EngineCommand(const std::string& engine, const EngineSt
                              (storage.root / "run").string(), "--storage-driver", storage.driver});
   }
   return argv;
+}
+
+bool PlainHttpRegistry(const std::string& ref, bool tls_verify) {
+  if (!tls_verify) return true;
+  std::string error;
+  const std::optional<ImageRef> parsed = ParseImageRef(ref, &error);
+  return parsed && IsLoopbackRegistry(parsed->registry);
 }
 
 }  // namespace trainlock

@@ -1,7 +1,9 @@
 // The image engines trainlock drives (buildah, podman, docker): which one to use, and the
 // command line every call starts with (buildah and podman with storage of their own when
 // asked: vfs, which works unprivileged, or overlay, which is much faster where the kernel
-// lets this user mount it).
+// lets this user mount it). An engine that cannot work here (not installed, docker without a
+// reachable daemon, or without buildx for a build) is refused before any work, with why and
+// how to get one that works.
 #pragma once
 
 #include <filesystem>
@@ -10,9 +12,17 @@
 
 namespace trainlock {
 
-// `wanted` when given (Failure: exit 2 for an unknown name, 3 when it is not installed), else
-// the first of buildah, podman, docker on PATH (exit 3 when none is).
-std::string PickEngine(const std::string& wanted);
+// What the engine is for: building needs docker's buildx (`--provenance=false`); running does
+// not.
+enum class EngineUse { kBuild, kRun };
+
+// Why `engine` cannot do `use` on this machine, with how to fix it; "" when it can.
+std::string EngineProblem(const std::string& engine, EngineUse use);
+
+// `wanted` when given (Failure: exit 2 for an unknown name, 3 with EngineProblem's words when
+// it cannot work), else the first of buildah, podman, docker that can (exit 3 naming why each
+// cannot when none can).
+std::string PickEngine(const std::string& wanted, EngineUse use);
 
 // buildah/podman storage of trainlock's own; an empty root is the engine's default storage.
 struct EngineStorage {
@@ -20,11 +30,19 @@ struct EngineStorage {
   std::string driver = "vfs";  // vfs | overlay
 };
 
+// The storage used when --storage-root is not given: DIR/.trainlock/containers, so that
+// neither /var/lib/containers nor the user's own engine storage is written.
+std::filesystem::path DefaultStorageRoot(const std::filesystem::path& project_dir);
+
 // Failure (exit 2) for a driver other than vfs and overlay.
 void CheckStorageDriver(const std::string& driver);
 
 // {engine} plus --root/--runroot/--storage-driver under `storage.root` for buildah and podman
 // when it is given.
 std::vector<std::string> EngineCommand(const std::string& engine, const EngineStorage& storage);
+
+// buildah/podman's --tls-verify=false where `ref` (an image reference) names a loopback
+// registry or `tls_verify` is false; docker treats loopback registries as insecure itself.
+bool PlainHttpRegistry(const std::string& ref, bool tls_verify);
 
 }  // namespace trainlock

@@ -22,7 +22,8 @@ namespace {
 std::string TailLines(std::string text, int lines) {
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
   size_t pos = text.size();
-  while (lines-- > 0 && pos > 0) pos = text.rfind('\n', pos - 1);
+  // Stops at the first line: rfind from npos would start again at the end.
+  while (lines-- > 0 && pos != std::string::npos && pos > 0) pos = text.rfind('\n', pos - 1);
   return pos == std::string::npos || pos == 0 ? text : text.substr(pos + 1);
 }
 
@@ -30,14 +31,29 @@ std::string TailLines(std::string text, int lines) {
 // digest that `docker push` prints at its end.
 constexpr size_t kEngineTailLines = 100;
 
-std::string Run(const std::vector<std::string>& argv, const std::string& what) {
+// An argument as a shell would need it quoted, for a command line the user can run again.
+std::string ShellWord(const std::string& arg) {
+  if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789-_./:=@,+%") == std::string::npos)
+    return arg;
+  std::string quoted = "'";
+  for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// Runs an engine command; a failure names it with the engine's last lines, or under -v
+// (`verbose`) with its whole command line and all the output kept.
+std::string Run(const std::vector<std::string>& argv, const std::string& what, bool verbose) {
   SpawnOptions options;
   options.argv = argv;
   options.tail_lines = kEngineTailLines;
   const ProcessRun r = RunProcess(options);
   if (r.exit_code != 0) {
-    throw Failure(what + " failed (" + argv[0] + " exit " + std::to_string(r.exit_code) +
-                      "): " + TailLines(r.output, 12),
+    std::string command;
+    for (const std::string& arg : argv) command += (command.empty() ? "" : " ") + ShellWord(arg);
+    throw Failure(what + " failed (" + argv[0] + " exit " + std::to_string(r.exit_code) + "): " +
+                      (verbose ? "\n$ " + command + "\n" + TailLines(r.output, kEngineTailLines)
+                               : TailLines(r.output, 12)),
                   kExitEnvironment);
   }
   return r.output;
@@ -144,7 +160,7 @@ fs::path StageContext(const fs::path& project_dir, const Project& project,
 
 // One build; returns the local image name.
 std::string BuildOnce(const std::string& engine, const ImageBuildOptions& o,
-                      const fs::path& context, int n) {
+                      const fs::path& context, int n, bool plain_http_base) {
   const std::string name = "localhost/trainlock-build-" + o.image.target + "-" + std::to_string(n);
   const std::string epoch = std::to_string(o.image.source_date_epoch);
   std::vector<std::string> argv = EngineCommand(engine, o.storage);
@@ -156,12 +172,12 @@ std::string BuildOnce(const std::string& engine, const ImageBuildOptions& o,
     argv.push_back("build");
     // RUN steps in a chroot: works in unprivileged CI containers where namespaces do not.
     if (engine == "buildah") argv.insert(argv.end(), {"--isolation", "chroot"});
-    if (!o.tls_verify) argv.push_back("--tls-verify=false");
+    if (plain_http_base) argv.push_back("--tls-verify=false");
     argv.insert(argv.end(), {"--no-cache", "--layers=false", "--format", "oci", "--timestamp",
                              epoch, "--build-arg", "SOURCE_DATE_EPOCH=" + epoch, "-f",
                              (context / "Containerfile").string(), "-t", name, context.string()});
   }
-  Run(argv, "build " + std::to_string(n));
+  Run(argv, "build " + std::to_string(n), o.verbose);
   return name;
 }
 
@@ -171,16 +187,18 @@ std::string PushOnce(const std::string& engine, const ImageBuildOptions& o, cons
   std::vector<std::string> argv = EngineCommand(engine, o.storage);
   if (engine == "docker") {
     const std::string ref = destination.substr(std::string("docker://").size());
-    Run({"docker", "tag", name, ref}, "tag");
-    std::string out = Run({"docker", "push", ref}, "push");
+    Run({"docker", "tag", name, ref}, "tag", o.verbose);
+    std::string out = Run({"docker", "push", ref}, "push", o.verbose);
     const size_t at = out.rfind("digest: sha256:");
     if (at == std::string::npos) throw Failure("docker push printed no digest", kExitEnvironment);
     return out.substr(at + 8, 71);
   }
   argv.insert(argv.end(), {"push", "--digestfile", digest_file.string()});
-  if (!o.tls_verify) argv.push_back("--tls-verify=false");
+  if (destination.starts_with("docker://") &&
+      PlainHttpRegistry(destination.substr(std::string("docker://").size()), o.tls_verify))
+    argv.push_back("--tls-verify=false");
   argv.insert(argv.end(), {name, destination});
-  Run(argv, "push to " + destination);
+  Run(argv, "push to " + destination, o.verbose);
   std::ifstream in(digest_file);
   std::string digest;
   in >> digest;
@@ -197,7 +215,11 @@ BuiltImageResult BuildImage(const fs::path& project_dir, const ImageBuildOptions
     throw Failure("image build needs SOURCE_DATE_EPOCH (or --source-date-epoch)", kExitBadInput);
   }
   BuiltImageResult result;
-  result.engine = PickEngine(o.engine);
+  result.engine = PickEngine(o.engine, EngineUse::kBuild);
+  // The base comes over plain HTTP from a loopback registry (or with --no-tls-verify).
+  const auto target = project.lock->targets.find(o.image.target);
+  const bool plain_http_base = PlainHttpRegistry(
+      target == project.lock->targets.end() ? "" : target->second.base, o.tls_verify);
   Progress quiet(ProgressStyle::kNone, "");
   Progress& progress = o.progress ? *o.progress : quiet;
   progress.Begin("staging the build context");
@@ -206,7 +228,7 @@ BuiltImageResult BuildImage(const fs::path& project_dir, const ImageBuildOptions
   fs::remove_all(work);
   fs::create_directories(work);
   progress.Begin("building the " + o.image.target + " image with " + result.engine);
-  const std::string first = BuildOnce(result.engine, o, context, 1);
+  const std::string first = BuildOnce(result.engine, o, context, 1, plain_http_base);
   progress.Begin(o.push.empty() ? "writing the image as an OCI layout" : "pushing to " + o.push);
   auto destination = [&](int n) {
     return o.push.empty() ? "oci:" + (work / ("image-" + std::to_string(n))).string()
@@ -215,7 +237,7 @@ BuiltImageResult BuildImage(const fs::path& project_dir, const ImageBuildOptions
   result.digest = PushOnce(result.engine, o, first, destination(1), work / "digest-1");
   if (o.verify_reproducible) {
     progress.Begin("building it again (--verify-reproducible)");
-    const std::string second = BuildOnce(result.engine, o, context, 2);
+    const std::string second = BuildOnce(result.engine, o, context, 2, plain_http_base);
     progress.Begin("writing the second build");
     result.second_digest = PushOnce(result.engine, o, second, destination(2), work / "digest-2");
     if (result.second_digest != result.digest) {

@@ -23,9 +23,10 @@ struct ImageBuildOptions {
   bool verify_reproducible = false;
   std::filesystem::path containerfile;  // "" = the generated one
   std::filesystem::path source_dir;     // trainlock's sources, for the generated Containerfile
-  bool tls_verify = true;               // false for a plain-HTTP registry (loopback tests)
-  EngineStorage storage;                // buildah/podman storage; no root = the engine's default
-  Progress* progress = nullptr;         // told of each step (stage, build, push); may be null
+  bool tls_verify = true;        // false: plain HTTP to every registry (loopback ones always are)
+  EngineStorage storage;         // buildah/podman storage; no root = the engine's default
+  bool verbose = false;          // -v: a failing engine command is shown whole, with all its output
+  Progress* progress = nullptr;  // told of each step (stage, build, push); may be null
 };
 
 struct BuiltImageResult {

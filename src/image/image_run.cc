@@ -101,11 +101,12 @@ bool HaveCdiNvidia() {
 }  // namespace
 
 EngineImage ResolveEngineImage(const std::string& ref, const ImageRunOptions& o) {
-  const std::string engine = PickEngine(o.engine);
+  const std::string engine = PickEngine(o.engine, EngineUse::kRun);
   ProcessRun have = Engine(engine, o, InspectArgs(engine, ref));
   if (have.exit_code != 0) {
     std::vector<std::string> pull = {"pull"};
-    if (!o.tls_verify && engine != "docker") pull.push_back("--tls-verify=false");
+    if (engine != "docker" && PlainHttpRegistry(ref, o.tls_verify))
+      pull.push_back("--tls-verify=false");
     pull.push_back(ref);
     MustRun(engine, o, pull, "pulling " + ref);
   }

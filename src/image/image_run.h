@@ -19,7 +19,7 @@ namespace trainlock {
 struct ImageRunOptions {
   std::string engine;      // "" = the first found
   EngineStorage storage;   // buildah/podman storage; no root = the engine's default
-  bool tls_verify = true;  // false: plain HTTP to a loopback test registry
+  bool tls_verify = true;  // false: plain HTTP to any registry (loopback ones always are)
 };
 
 struct EngineImage {

@@ -1,0 +1,305 @@
+// How `trainlock image build` and `validate --image` choose and drive an image engine, with
+// fake `buildah`, `podman` and `docker` scripts on a PATH the test controls (nothing else is
+// on it): an engine that cannot work (not installed, docker without a daemon or without
+// buildx) is refused before anything is built, with why and how to install one; a failing
+// build is shown whole under -v; loopback registries are plain HTTP without --no-tls-verify;
+// buildah/podman storage is the project's .trainlock/containers unless told otherwise. Each
+// fake records its argv, one call a line, in the test's engine.log.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "base/refs.h"
+#include "test_support.h"
+
+namespace trainlock {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::RunResult;
+
+constexpr const char* kDigest =
+    "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+
+// A buildah or podman that works: it records its argv, builds nothing, writes a digest for a
+// push, and has no image to inspect and none to pull.
+std::string WorkingEngine() {
+  return std::string(R"sh(prev=
+for a in "$@"; do
+  [ "$prev" = --digestfile ] && echo )sh") +
+         kDigest + R"sh( > "$a"
+  prev=$a
+done
+case " $* " in
+  *" inspect "*) echo "no such image" >&2; exit 1;;
+  *" pull "*) echo "pull: connection refused" >&2; exit 1;;
+esac
+exit 0
+)sh";
+}
+
+// docker's client without a daemon, as on a machine where the docker CLI alone is installed.
+constexpr const char* kDockerWithoutDaemon = R"sh(case "$1" in
+  version) echo "Client: Docker Engine - Community"
+           echo "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?" >&2
+           exit 1;;
+esac
+echo "docker: unexpected call" >&2; exit 1
+)sh";
+
+// docker with its daemon but without the buildx plugin: its legacy builder does not know
+// --provenance and prints its usage.
+constexpr const char* kDockerWithoutBuildx = R"sh(case "$1" in
+  version) echo "24.0.5"; exit 0;;
+  buildx) echo "docker: 'buildx' is not a docker command." >&2; exit 1;;
+  build) echo "unknown flag: --provenance" >&2; echo "Usage:  docker build [OPTIONS] PATH" >&2; exit 125;;
+esac
+exit 0
+)sh";
+
+class ImageEngine : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    project_ = testing::CopyExample("tiny", dir_.path() / "tiny");
+    fs::create_directories(bin_);
+    testing::WriteFile(containerfile_, "FROM scratch\n");
+  }
+
+  // `name` on the test's PATH: records its argv in engine.log, then runs `body` (sh).
+  void Fake(const std::string& name, const std::string& body) {
+    const fs::path file = bin_ / name;
+    testing::WriteFile(file,
+                       "#!/bin/sh\necho \"" + name + " $*\" >> " + log_.string() + "\n" + body);
+    ::chmod(file.c_str(), 0755);
+  }
+
+  std::string Log() const { return fs::exists(log_) ? testing::ReadFile(log_) : ""; }
+
+  // The engine.log lines that contain `word`.
+  std::vector<std::string> Calls(const std::string& word) const {
+    std::vector<std::string> lines;
+    const std::string log = Log();
+    for (size_t at = 0, nl; at < log.size(); at = nl + 1) {
+      nl = log.find('\n', at);
+      if (nl == std::string::npos) nl = log.size();
+      const std::string line = log.substr(at, nl - at);
+      if ((" " + line + " ").find(" " + word + " ") != std::string::npos) lines.push_back(line);
+    }
+    return lines;
+  }
+
+  RunResult Trainlock(const std::vector<std::string>& args) {
+    return testing::RunProgram("trainlock", args, {"PATH=" + bin_.string()});
+  }
+
+  // `image build` of the tiny project with the test's Containerfile, with `extra` options.
+  RunResult Build(const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {
+        "image",     "build",           project_.string(),       "--target",
+        "cpu",       "--containerfile", containerfile_.string(), "--source-date-epoch",
+        "1764460800"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Trainlock(args);
+  }
+
+  testing::TempDir dir_;
+  fs::path project_;
+  const fs::path bin_ = dir_.path() / "bin";
+  const fs::path log_ = dir_.path() / "engine.log";
+  const fs::path containerfile_ = dir_.path() / "Containerfile";
+};
+
+TEST_F(ImageEngine, DockerWithoutADaemonIsRefusedBeforeBuilding) {
+  Fake("docker", kDockerWithoutDaemon);
+  RunResult r = Build({"--engine", "docker"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("docker cannot reach its daemon (Cannot connect to the Docker daemon at "
+                       "unix:///var/run/docker.sock. Is the docker daemon running?): start it "
+                       "(systemctl start docker) or use buildah (apt-get install buildah"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(Calls("build").empty()) << Log();
+}
+
+TEST_F(ImageEngine, DockerWithoutBuildxIsRefusedBeforeBuilding) {
+  Fake("docker", kDockerWithoutBuildx);
+  RunResult r = Build({"--engine", "docker"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("docker has no buildx plugin (docker: 'buildx' is not a docker command.), "
+                       "which a reproducible build needs (`docker build --provenance=false`)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("apt-get install docker-buildx"), std::string::npos) << r.err;
+  EXPECT_TRUE(Calls("build").empty()) << Log();
+}
+
+TEST_F(ImageEngine, AMissingPodmanIsNamedWithHowToInstallIt) {
+  RunResult r = Build({"--engine", "podman"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("podman is not installed (apt-get install podman on Debian/Ubuntu, dnf "
+                       "install podman on Fedora/RHEL)"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(ImageEngine, AMissingBuildahIsNamedWithHowToInstallItByBuildAndValidate) {
+  RunResult r = Build({"--engine", "buildah"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("buildah is not installed (apt-get install buildah on Debian/Ubuntu"),
+            std::string::npos)
+      << r.err;
+  r = Trainlock(
+      {"validate", project_.string(), "--image", "registry.example/tiny:1", "--engine", "buildah"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("buildah is not installed (apt-get install buildah on Debian/Ubuntu"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(ImageEngine, WithoutEngineAnEngineThatCannotWorkIsSkipped) {
+  Fake("buildah", "echo 'buildah: error while loading shared libraries' >&2; exit 127\n");
+  Fake("podman", WorkingEngine());
+  RunResult r = Build({});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("built with podman"), std::string::npos) << r.out;
+  EXPECT_EQ(Calls("buildah").size(), 1u) << Log();  // its --version, and nothing more
+}
+
+TEST_F(ImageEngine, WithoutEngineNoneThatCanWorkSaysWhyEachCannot) {
+  Fake("docker", kDockerWithoutBuildx);
+  RunResult r = Build({});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  for (const char* why :
+       {"no image engine can work here (buildah, podman or docker):",
+        "\n  buildah is not installed (apt-get install buildah",
+        "\n  podman is not installed (apt-get install podman", "\n  docker has no buildx plugin"}) {
+    EXPECT_NE(r.err.find(why), std::string::npos) << why << "\n" << r.err;
+  }
+  EXPECT_TRUE(Calls("build").empty()) << Log();
+}
+
+TEST_F(ImageEngine, ValidateInAnImageNeedsNoBuildx) {
+  Fake("docker", kDockerWithoutBuildx);
+  RunResult r = Trainlock(
+      {"validate", project_.string(), "--image", "registry.example/tiny:1", "--engine", "docker"});
+  // The fake docker has no image to inspect: the engine was chosen and asked.
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_EQ(r.err.find("buildx"), std::string::npos) << r.err;
+  EXPECT_FALSE(Calls("inspect").empty()) << Log();
+}
+
+TEST_F(ImageEngine, AFailedBuildShowsTheWholeCommandAndOutputUnderVerbose) {
+  Fake("buildah", R"sh(case " $* " in *" --version "*) exit 0;; esac
+echo "STEP 1/9: FROM the base (the engine's first line)"
+i=0; while [ $i -lt 20 ]; do echo "output line $i"; i=$((i+1)); done
+echo "Error: building at STEP 9: exit status 1" >&2
+exit 1
+)sh");
+  RunResult quiet = Build({"--engine", "buildah"});
+  EXPECT_EQ(quiet.exit_code, 3) << quiet.err;
+  EXPECT_NE(quiet.err.find("Error: building at STEP 9"), std::string::npos) << quiet.err;
+  EXPECT_EQ(quiet.err.find("the engine's first line"), std::string::npos) << quiet.err;
+
+  RunResult verbose = Trainlock({"-v", "image", "build", project_.string(), "--target", "cpu",
+                                 "--containerfile", containerfile_.string(), "--source-date-epoch",
+                                 "1764460800", "--engine", "buildah"});
+  EXPECT_EQ(verbose.exit_code, 3) << verbose.err;
+  EXPECT_NE(verbose.err.find("the engine's first line"), std::string::npos) << verbose.err;
+  EXPECT_NE(verbose.err.find("\n$ buildah --root " +
+                             (project_ / ".trainlock/containers/root").string() + " --runroot "),
+            std::string::npos)
+      << verbose.err;
+  EXPECT_NE(verbose.err.find(" build --isolation chroot --no-cache --layers=false --format oci "
+                             "--timestamp 1764460800 "),
+            std::string::npos)
+      << verbose.err;
+}
+
+TEST_F(ImageEngine, LoopbackRegistriesArePlainHttpWithoutNoTlsVerify) {
+  Fake("buildah", WorkingEngine());
+  for (const char* registry : {"127.0.0.1:5000", "localhost:5000", "[::1]:5000"}) {
+    const std::string ref = std::string(registry) + "/tiny:1";
+    ASSERT_EQ(Build({"--engine", "buildah", "--push", ref}).exit_code, 0) << ref;
+    const std::vector<std::string> push = Calls("push");
+    ASSERT_FALSE(push.empty()) << Log();
+    EXPECT_NE(push.back().find(" --tls-verify=false "), std::string::npos) << push.back();
+    EXPECT_NE(push.back().find(" docker://" + ref), std::string::npos) << push.back();
+  }
+  // validate --image pulls from a loopback registry over plain HTTP too.
+  RunResult r = Trainlock(
+      {"validate", project_.string(), "--image", "127.0.0.1:5000/tiny:1", "--engine", "buildah"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;  // the fake has nothing to pull
+  const std::vector<std::string> pull = Calls("pull");
+  ASSERT_EQ(pull.size(), 1u) << Log();
+  EXPECT_NE(pull[0].find(" pull --tls-verify=false 127.0.0.1:5000/tiny:1"), std::string::npos)
+      << pull[0];
+}
+
+TEST_F(ImageEngine, ABaseFromALoopbackRegistryIsPulledOverPlainHttp) {
+  Fake("buildah", WorkingEngine());
+  std::string lock = testing::ReadFile(project_ / "trainlock.lock");
+  lock.replace(lock.find("docker.io/library/debian:bookworm-slim"), 38,
+               "127.0.0.1:5000/debian:bookworm-slim");
+  testing::WriteFile(project_ / "trainlock.lock", lock);
+  ASSERT_EQ(Build({"--engine", "buildah"}).exit_code, 0) << Log();
+  const std::vector<std::string> build = Calls("build");
+  ASSERT_EQ(build.size(), 1u) << Log();
+  EXPECT_NE(build[0].find(" --tls-verify=false "), std::string::npos) << build[0];
+}
+
+TEST_F(ImageEngine, OtherRegistriesVerifyTlsUnlessTold) {
+  Fake("buildah", WorkingEngine());
+  ASSERT_EQ(Build({"--engine", "buildah", "--push", "registry.example/tiny:1"}).exit_code, 0);
+  EXPECT_EQ(Log().find("--tls-verify=false"), std::string::npos) << Log();
+  ASSERT_EQ(Build({"--engine", "buildah", "--push", "registry.example/tiny:1", "--no-tls-verify"})
+                .exit_code,
+            0);
+  const std::vector<std::string> push = Calls("push");
+  ASSERT_EQ(push.size(), 2u) << Log();
+  EXPECT_NE(push[1].find(" --tls-verify=false "), std::string::npos) << push[1];
+  EXPECT_NE(Calls("build").back().find(" --tls-verify=false "), std::string::npos) << Log();
+}
+
+TEST_F(ImageEngine, StorageIsTheProjectsTrainlockDirectoryUnlessGiven) {
+  Fake("buildah", WorkingEngine());
+  ASSERT_EQ(Build({"--engine", "buildah"}).exit_code, 0);
+  const std::string own = "buildah --root " + (project_ / ".trainlock/containers/root").string() +
+                          " --runroot " + (project_ / ".trainlock/containers/run").string() +
+                          " --storage-driver vfs ";
+  for (const char* call : {"build", "push"}) {
+    ASSERT_EQ(Calls(call).size(), 1u) << Log();
+    EXPECT_EQ(Calls(call)[0].rfind(own, 0), 0u) << Calls(call)[0];
+  }
+  Trainlock(
+      {"validate", project_.string(), "--image", "127.0.0.1:5000/tiny:1", "--engine", "buildah"});
+  ASSERT_EQ(Calls("pull").size(), 1u) << Log();
+  EXPECT_EQ(Calls("pull")[0].rfind(own, 0), 0u) << Calls("pull")[0];
+
+  const fs::path given = dir_.path() / "storage";
+  ASSERT_EQ(Build({"--engine", "buildah", "--storage-root", given.string()}).exit_code, 0);
+  EXPECT_EQ(Calls("build").back().rfind("buildah --root " + (given / "root").string() + " ", 0), 0u)
+      << Calls("build").back();
+}
+
+TEST(ImageRefs, LoopbackRegistriesAreThisMachines) {
+  for (const char* host :
+       {"127.0.0.1:5000", "127.1.2.3", "localhost", "localhost:5000", "[::1]", "[::1]:5000"}) {
+    EXPECT_TRUE(IsLoopbackRegistry(host)) << host;
+  }
+  for (const char* host :
+       {"registry.example", "10.0.0.1:5000", "localhost.example", "[::2]:5000", "docker.io", ""}) {
+    EXPECT_FALSE(IsLoopbackRegistry(host)) << host;
+  }
+  std::string error;
+  const auto ref = ParseImageRef("[::1]:5000/tiny:1", &error);
+  ASSERT_TRUE(ref) << error;
+  EXPECT_EQ(ref->registry, "[::1]:5000");
+  EXPECT_EQ(ref->tag, "1");
+}
+
+}  // namespace
+}  // namespace trainlock
