@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "checks/python_packages.h"
+#include "lock/debian_index.h"
 #include "project/debian_names.h"
 #include "project/spec_loader.h"
 #include "report/check_metrics.h"
@@ -92,6 +93,24 @@ TEST(DebianLock, APinnedVersionOutsideDebiansGrammarIsRefusedNamingTheKey) {
   EXPECT_NE(error.find("'targets.cpu.debs.version' = '1.0 && curl x' is not a Debian version"),
             std::string::npos)
       << error;
+}
+
+// The index is hostile input: a stanza whose values fail their grammar never becomes a pin.
+TEST(DebianPackagesIndex, AStanzaOutsideTheGrammarIsLeftOut) {
+  const std::string sha(64, 'a');
+  const auto pins = ParseDebianPackagesIndex(
+      "Package: good\nVersion: 1.0-1\nFilename: pool/main/g/good/good_1.0-1_amd64.deb\n"
+      "SHA256: " +
+      sha +
+      "\nDescription: x\n continued: Version: 9\n\n"
+      "Package: evil\nVersion: 1.0 -o Debug::x\nFilename: pool/e.deb\nSHA256: " +
+      sha +
+      "\n\n"
+      "Package: escape\nVersion: 1.0\nFilename: pool/../../etc/passwd.deb\nSHA256: " +
+      sha + "\n");
+  ASSERT_EQ(pins.size(), 1u);
+  EXPECT_EQ(pins[0].name, "good");
+  EXPECT_EQ(pins[0].version, "1.0-1");
 }
 
 // A loopback apt archive: ROOT/archive/debian/<snapshot>/dists/bookworm/main/binary-amd64/
