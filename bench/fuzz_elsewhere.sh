@@ -4,12 +4,12 @@
 # libraries that machine lacks (Debian's yaml-cpp 0.7 and toml++) into .fuzzbin/fuzzbin.tar.xz
 # and the corpora grown so far (build/fuzz/campaign) into .fuzzbin/corpus.tar.xz (git-ignored;
 # carry .fuzzbin); `run` unpacks them there and runs bench/fuzz_campaign.sh with every
-# target at once, then packs the record and any findings into $OUT/fuzz.tar to bring back
+# target (or FUZZ_TARGETS) at once, then packs the record and any findings into $OUT/fuzz.tar to bring back
 # (unpack it in the repository root: bench/results/<date>-fuzz and tests/fuzz/regressions) and
 # the grown corpora into $OUT/corpus.tar.xz (build/fuzz/campaign) when under 15 MiB.
 #
 # Usage: bench/fuzz_elsewhere.sh pack
-#        FUZZ_WORKERS=4 OUT=DIR bench/fuzz_elsewhere.sh run SECONDS
+#        FUZZ_WORKERS=4 [FUZZ_TARGETS="pep503 pep691"] OUT=DIR bench/fuzz_elsewhere.sh run SECONDS
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 pack=$src/.fuzzbin/fuzzbin.tar.xz
@@ -37,7 +37,10 @@ case ${1:-} in
     # The corpora an earlier run grew, when carried (`pack` puts them beside the binaries).
     if [ -f "$src/.fuzzbin/corpus.tar.xz" ]; then tar -C "$src" -xJf "$src/.fuzzbin/corpus.tar.xz"; fi
     export LD_LIBRARY_PATH=$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    FUZZ_BIN=$bin FUZZ_JOBS=7 FUZZ_WORKERS=${FUZZ_WORKERS:-4} "$src/bench/fuzz_campaign.sh" "$seconds" || true
+    # FUZZ_TARGETS (a space-separated list) fuzzes only those, all at once.
+    read -ra chosen <<<"${FUZZ_TARGETS:-}"
+    FUZZ_BIN=$bin FUZZ_JOBS=${FUZZ_JOBS:-11} FUZZ_WORKERS=${FUZZ_WORKERS:-4} \
+      "$src/bench/fuzz_campaign.sh" "$seconds" "${chosen[@]}" || true
     (cd "$src" && tar -cf "${OUT:?}/fuzz.tar" bench/results/*-fuzz $(ls -d tests/fuzz/regressions 2>/dev/null))
     # The grown corpora, to go on from (build/fuzz/campaign), when small enough to come back.
     (cd "$src" && tar -cJf "$OUT/corpus.tar.xz" --exclude='*.log*' build/fuzz/campaign)

@@ -9,7 +9,9 @@
 # SKIP_MULTI (the collectives and the pilot on every GPU), SKIP_TWO_NODES, SKIP_ENGINES (the
 # Python engines: fsdp2 on the pilot beside a plain FSDP2 script, a kill during async_save,
 # resharding 2 -> 1 over gloo on the CPUs, hf-trainer and lightning); VALIDATOR_TESTS_FILTER
-# runs only the validator tests it names (a GoogleTest filter).
+# runs only the validator tests it names (a GoogleTest filter). SKIP_ENGINE_KDS, SKIP_ENGINE_RESHARD,
+# SKIP_ENGINE_CONTROLS, SKIP_FRAMEWORKS leave out single engine stages; FUZZ_SECONDS (below)
+# fuzzes beside them.
 # Also: the pilot's train.step beside Hugging Face transformers' LlamaForCausalLM (bench/hf_step.py,
 # three AdamW variants), the targets of perf.*, the checkpoint stall, `plan` on the 8B
 # out-of-memory report, and with two GPUs two simulated nodes (one GPU each).
@@ -22,6 +24,16 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 OUT=${OUT:-$PWD/build-gpu/out}
 mkdir -p "$OUT"
 log() { echo "== $(date -u +%H:%M:%S) $*"; }
+
+# FUZZ_SECONDS=N: the fuzz targets packed by `bench/fuzz_elsewhere.sh pack` (carried in .fuzzbin)
+# fuzz for N seconds on this machine's CPUs at nice 19 beside the stages (FUZZ_TARGETS picks
+# them, FUZZ_WORKERS workers each); the record comes back in $OUT/fuzz.tar.
+fuzz_pid=
+if [ -n "${FUZZ_SECONDS:-}" ] && [ -f .fuzzbin/fuzzbin.tar.xz ]; then
+  log "fuzzing for $FUZZ_SECONDS s in the background (${FUZZ_TARGETS:-every target})"
+  OUT=$OUT bench/fuzz_elsewhere.sh run "$FUZZ_SECONDS" >"$OUT/fuzz.log" 2>&1 &
+  fuzz_pid=$!
+fi
 
 prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
 # NCCL's header for c10d's ProcessGroupNCCL: the nvidia-nccl wheel beside torch, else the system.
@@ -252,12 +264,14 @@ reference() {
 [ -n "${SKIP_REFERENCE:-}" ] || stage "Python reference step" reference
 # The round trip's Python engines (docs/validate.md, "Engines"). The pilot's lock names fsdp2
 # in a copy (bench/engine_project.py: lock and config as an image holds them).
+# ENGINE_ONLY=train.step measures the step alone (for fsdp2 beside the plain script, without the
+# pilot's five-minute round trip).
 engine_validate() {  # engine_validate NAME PROJECT [validator options...]: one validation
   local name=$1 project=$2; shift 2
   local start end
   start=$(date +%s.%N)
   build-gpu/bin/trainlock validate "$project" --python "$(command -v python3)" \
-    --only train.step,train.roundtrip,train.eval,ckpt.portable --progress log \
+    --only "${ENGINE_ONLY:-train.step,train.roundtrip,train.eval,ckpt.portable}" --progress log \
     --out "$OUT/engines/$name-report.json" --work-dir "$PWD/build-gpu/work-$name" --keep-work "$@" \
     >"$OUT/engines/$name.log" 2>&1
   local rc=$?
@@ -273,13 +287,18 @@ fsdp2_pilot() {
   engine_validate fsdp2-pilot build-gpu/pilot-fsdp2
 }
 fsdp2_kill_during_save() {
+  [ -d build-gpu/pilot-fsdp2 ] || python3 bench/engine_project.py examples/h200-pilot \
+    build-gpu/pilot-fsdp2 --engine fsdp2 --parallelism fsdp >/dev/null || return 1
   engine_validate fsdp2-pilot-kill-during-save build-gpu/pilot-fsdp2 --kill-during-save
 }
 fsdp2_beside_plain() {  # the engine's measured step beside a plain FSDP2 script, same run
   local spec
   spec=$(find "$PWD/build-gpu/work-fsdp2-pilot" -name engine-spec.json | head -1)
   [ -n "$spec" ] || { echo "no engine spec kept"; return 1; }
-  python3 bench/fsdp2_reference.py --spec "$spec" >"$OUT/engines/plain-fsdp2.json" || return 1
+  # The engine measures one optimizer step after one warm-up step (measure.StepTimer): the plain
+  # script measures the same window.
+  python3 bench/fsdp2_reference.py --spec "$spec" --warmup 1 --steps 1 \
+    >"$OUT/engines/plain-fsdp2.json" || return 1
   python3 - "$OUT/engines/fsdp2-pilot-report.json" "$OUT/engines/plain-fsdp2.json" <<'PY' | tee "$OUT/engines/fsdp2-vs-plain.md"
 import json, sys
 report = json.load(open(sys.argv[1]))
@@ -305,6 +324,18 @@ fsdp2_reshard_cpu() {  # save at world size 2, restore at 1, on the CPUs over gl
   engine_validate fsdp2-reshard-2-to-1-cpu build-gpu/tiny-fsdp2 --device cpu --engine-nproc 2 \
     --reshard-to 1
 }
+fsdp2_controls() {  # the negative controls on the GPU: without the RNG or data restore, exit 1
+  mkdir -p "$OUT/engines"
+  python3 bench/engine_project.py examples/tiny build-gpu/tiny-fsdp2 --engine fsdp2 \
+    --parallelism fsdp >/dev/null || return 1
+  local control rc=0
+  for control in rng data; do
+    engine_validate "fsdp2-control-$control" build-gpu/tiny-fsdp2 --device cuda \
+      --negative-control "$control"
+    [ $? -eq 1 ] || { echo "the $control control did not fail the round trip (exit 1)"; rc=1; }
+  done
+  return $rc
+}
 framework_engines() {  # hf-trainer and lightning on a small Llama shape on the GPU
   mkdir -p "$OUT/engines"
   TRAINLOCK_ENGINE_PYTHON=$(command -v python3) PYTHONPATH=tests/engines \
@@ -313,11 +344,18 @@ framework_engines() {  # hf-trainer and lightning on a small Llama shape on the 
 if [ -z "${SKIP_ENGINES:-}" ]; then
   [ -n "${SKIP_ENGINE_PILOT:-}" ] || stage "fsdp2 on h200-pilot (SIGKILL after commit)" fsdp2_pilot
   [ -n "${SKIP_ENGINE_PILOT:-}" ] || stage "fsdp2 beside a plain FSDP2 script" fsdp2_beside_plain
-  [ -n "${SKIP_ENGINE_PILOT:-}" ] || stage "fsdp2 on h200-pilot, SIGKILL during async_save" fsdp2_kill_during_save
+  [ -n "${SKIP_ENGINE_KDS:-}" ] ||
+    stage "fsdp2 on h200-pilot, SIGKILL during async_save" fsdp2_kill_during_save
   [ -n "${SKIP_ENGINE_RESHARD:-}" ] || stage "fsdp2 resharding 2 -> 1 over gloo (CPU)" fsdp2_reshard_cpu
+  [ -n "${SKIP_ENGINE_CONTROLS:-}" ] || stage "fsdp2's negative controls on the GPU" fsdp2_controls
   [ -n "${SKIP_FRAMEWORKS:-}" ] || stage "hf-trainer and lightning on the GPU" framework_engines
 fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$OUT/gpu.txt" || true
 objdump -T build-gpu/bin/trainlock-validate | grep -c "GLIBCXX.*filesystem" | sed 's/^/filesystem symbols bound to libstdc++: /'
+if [ -n "$fuzz_pid" ]; then
+  log "waiting for the fuzzing"
+  wait "$fuzz_pid"
+  tail -20 "$OUT/fuzz.log"
+fi
 log "summary"
 printf '  %s\n' "${status[@]}"

@@ -14,7 +14,9 @@
 #include "base/sha256.h"
 #include "compat/gpu_binary.h"
 #include "engines/native/checkpoint_manifest.h"
+#include "engines/native/checkpoint_state.h"
 #include "engines/native/safetensors_header.h"
+#include "engines/native/token_data.h"
 #include "lock/hub_json.h"
 #include "lock/python_index.h"
 #include "lock/registry_json.h"
@@ -148,6 +150,60 @@ void Checkpoint(std::string_view input) {
   }
 }
 
+namespace {
+
+// The trainer's data-loader over a synthetic state, restored from the state's own loader
+// position, as the worker builds it; only for loaders small enough to build quickly (larger
+// ones are bounded by kMaxDataWindows, which CheckpointRunState promises below).
+void RestoreSyntheticLoader(const validate::CheckpointRunState& run, const nlohmann::json& state) {
+  const TrainingConfig& t = run.config.training;
+  const uint64_t length = run.data["length"].get<uint64_t>();
+  if ((length - 1) / static_cast<uint64_t>(t.seq_len) > (uint64_t{1} << 16) ||
+      t.micro_batch * t.seq_len > (int64_t{1} << 20))
+    return;
+  const auto source = validate::SyntheticTokens(run.data["seed"].get<uint64_t>(),
+                                                run.config.model.vocab_size, length);
+  try {
+    validate::WindowLoader loader(*source, t.seq_len, t.micro_batch, run.seed, t.shuffle,
+                                  run.eval_batches * t.micro_batch);
+    loader.Restore(state.value("data_loader", nlohmann::json()));
+    const validate::Batch batch = loader.Next();
+    Require(batch.rows == t.micro_batch && batch.cols == t.seq_len, "a batch of another shape");
+  } catch (const Failure&) {
+  }
+}
+
+}  // namespace
+
+void CheckpointState(std::string_view input) {
+  nlohmann::json state;
+  try {
+    state = ParseJsonText(input, "state.json");
+  } catch (const InputError&) {
+    return;
+  }
+  validate::CheckpointRunState run;
+  try {
+    run = validate::ReadCheckpointRunState(state, "manifest.json");
+  } catch (const validate::CheckpointError&) {
+    return;
+  }
+  Require(run.eval_batches >= 1 && run.eval_batches <= (int64_t{1} << 20),
+          "eval_batches out of range was accepted");
+  const bool synthetic = run.data["kind"] == "synthetic";
+  Require(synthetic || run.data["kind"] == "shards", "an unknown data kind was accepted");
+  if (!synthetic) {
+    const int width = run.data["bytes_per_token"].get<int>();
+    Require(width == 2 || width == 4, "a token width other than 2 or 4 was accepted");
+    return;
+  }
+  Require((run.data["length"].get<uint64_t>() - 1) /
+                  static_cast<uint64_t>(run.config.training.seq_len) <=
+              validate::kMaxDataWindows,
+          "more windows than kMaxDataWindows were accepted");
+  RestoreSyntheticLoader(run, state);
+}
+
 void Registry(std::string_view input) {
   if (input.empty()) return;
   const std::string_view body = input.substr(1);
@@ -187,14 +243,15 @@ void Hub(std::string_view input) {
   }
 }
 
-void Index(std::string_view input) {
-  if (input.empty()) return;
-  const std::string page(input.substr(1));
-  const bool json = static_cast<unsigned char>(input[0]) % 2 == 1;
+namespace {
+
+// One simple API page of `content_type` through ParseIndexPage, and the promises about what it
+// returns. Only a PEP 691 page may be refused (exit 3: not JSON, or not the schema).
+void IndexPage(std::string_view input, const char* content_type, bool json) {
   std::vector<IndexFile> files;
   try {
-    files = ParseIndexPage(page, json ? "application/vnd.pypi.simple.v1+json" : "text/html",
-                           "https://index.example/simple/pkg/", "pkg on the fuzz index");
+    files = ParseIndexPage(std::string(input), content_type, "https://index.example/simple/pkg/",
+                           "pkg on the fuzz index");
   } catch (const Failure& e) {
     Require(json && e.exit_code() == kExitEnvironment, "an HTML page or another exit refused");
     return;
@@ -205,6 +262,16 @@ void Index(std::string_view input) {
             "a malformed metadata sha256 was accepted");
     Require(f.url.find('#') == std::string::npos, "a URL kept its fragment");
   }
+}
+
+}  // namespace
+
+void Pep503(std::string_view input) {
+  IndexPage(input, "text/html", false);
+}
+
+void Pep691(std::string_view input) {
+  IndexPage(input, "application/vnd.pypi.simple.v1+json", true);
 }
 
 void Metadata(std::string_view input) {
@@ -222,7 +289,9 @@ const std::vector<FuzzTarget>& FuzzTargets() {
       {"checkpoint", Checkpoint},
       {"registry", Registry},
       {"hub", Hub},
-      {"index", Index},
+      {"checkpoint_state", CheckpointState},
+      {"pep503", Pep503},
+      {"pep691", Pep691},
       {"metadata", Metadata},
   };
   return targets;

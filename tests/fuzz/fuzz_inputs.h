@@ -30,13 +30,18 @@ void GpuBinary(std::string_view input);
 void Safetensors(std::string_view input);
 // A checkpoint's manifest.json: ParseCheckpointManifest.
 void Checkpoint(std::string_view input);
+// The state in a checkpoint's manifest.json, as the worker reads it: ReadCheckpointRunState,
+// then the data-loader built from it restored to the state's position.
+void CheckpointState(std::string_view input);
 // A registry's manifest or index, token answer and docker config (the first byte picks one).
 void Registry(std::string_view input);
 // The Hub's revision answer: ReadHubRevisionAnswer.
 void Hub(std::string_view input);
 
-// A simple API page (the first byte picks PEP 503 HTML or PEP 691 JSON): ParseIndexPage.
-void Index(std::string_view input);
+// A simple API page as PEP 503 HTML (text/html): ParseIndexPage.
+void Pep503(std::string_view input);
+// A simple API page as PEP 691 JSON (application/vnd.pypi.simple.v1+json): ParseIndexPage.
+void Pep691(std::string_view input);
 // A wheel's core metadata: ParseCoreMetadata.
 void Metadata(std::string_view input);
 

@@ -169,20 +169,36 @@ write("hub", "revision.json", json.dumps({
                  {"rfilename": "tokenizer/vocab.json", "size": 3}]}))
 
 
-# ---- index: a simple API page, PEP 503 HTML (first byte 0) or PEP 691 JSON (first byte 1) ----
+# ---- pep503 and pep691: a simple API page as HTML and as JSON ----
 
 WHEEL = "demo_pkg-1.0.0-py3-none-any.whl"
-write("index", "page.html", b"\x00" + (
+write("pep503", "page.html", (
     '<!DOCTYPE html><html><body>\n'
     f'<a href="../../files/{WHEEL}#sha256={sha("wheel")}" data-requires-python="&gt;=3.8"'
     f' data-core-metadata="sha256={sha("metadata")}" data-yanked="">{WHEEL}</a><br/>\n'
     '<a href="https://files.example/x-2.0-py3-none-any.whl">x&#45;2.0&amp;</a>\n'
     '</body></html>\n').encode())
-write("index", "page.json", b"\x01" + json.dumps({
+write("pep691", "page.json", json.dumps({
     "meta": {"api-version": "1.1"}, "name": "demo-pkg",
     "files": [{"filename": WHEEL, "url": f"/files/{WHEEL}", "hashes": {"sha256": sha("wheel")},
                "requires-python": ">=3.8", "core-metadata": {"sha256": sha("metadata")},
                "yanked": "broken"}]}).encode())
+
+# ---- checkpoint_state: the state in manifest.json, as the native engine writes it ----
+
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../examples/tiny/configs/tiny.yaml")) as f:
+    TINY_CONFIG = f.read()
+LOADER = {"epoch": 0, "cursor": 16, "seed": 7, "shuffle": True, "train_windows": 56, "seq_len": 32}
+write("checkpoint_state", "synthetic.json", json.dumps({
+    "config_yaml": TINY_CONFIG, "seed": 7, "eval_batches": 2,
+    "data": {"kind": "synthetic", "seed": 7, "length": 64 * 32 + 1},
+    "data_loader": LOADER, "rng": {"cpu": "00ff", "cuda": []}, "loss_scaler": None,
+    "optimizer": {"name": "adamw", "step": 4}, "lock_sha256": sha("lock")}, indent=2))
+write("checkpoint_state", "shards.json", json.dumps({
+    "config_yaml": TINY_CONFIG, "seed": 7, "eval_batches": 1,
+    "data": {"kind": "shards", "files": ["data/shard-0.bin", "data/shard-1.bin"],
+             "sha256": [sha("s0"), sha("s1")], "bytes_per_token": 2},
+    "data_loader": dict(LOADER, shuffle=False)}, indent=2))
 
 # ---- metadata: a wheel's METADATA headers ----
 

@@ -17,6 +17,7 @@
 #include "base/file_io.h"
 #include "base/sha256.h"
 #include "engines/native/async_checkpoint.h"
+#include "engines/native/checkpoint_state.h"
 #include "engines/native/model_loader.h"
 #include "engines/native/trainer.h"
 #include "ops/custom_ops.h"
@@ -182,57 +183,15 @@ auto ReadingCheckpointState(const fs::path& dir, Body&& body) {
   }
 }
 
-// The most windows a data-loader may hold (its shuffled order is 8 bytes a window): far more
-// than any validation run trains on, far less than a state's length could make it allocate.
-constexpr uint64_t kMaxDataWindows = uint64_t{1} << 26;
-
-// Why the data description a checkpoint's state carries cannot be what the validator wrote, or
-// "": a token width other than 2 or 4 bytes (a zero would divide by zero), a synthetic length
-// of more windows than kMaxDataWindows (a huge one would be allocated), files that are not
-// strings. Checked before any of it is used.
-std::string CheckpointDataProblem(const nlohmann::json& data, int64_t seq_len,
-                                  int64_t eval_batches) {
-  if (!data.is_object()) return "state.data is not an object";
-  if (eval_batches < 1 || eval_batches > (int64_t{1} << 20))
-    return "state.eval_batches is not in [1, 2^20]";
-  const nlohmann::json kind = data.value("kind", nlohmann::json());
-  if (kind == "shards") {
-    const nlohmann::json width = data.value("bytes_per_token", nlohmann::json());
-    if (width != 2 && width != 4) return "state.data.bytes_per_token is not 2 or 4";
-    const nlohmann::json files = data.value("files", nlohmann::json());
-    if (!files.is_array() || files.empty() ||
-        !std::all_of(files.begin(), files.end(), [](const auto& f) { return f.is_string(); }))
-      return "state.data.files is not a list of file names";
-    return "";
-  }
-  if (kind != "synthetic") return "state.data.kind is not \"shards\" or \"synthetic\"";
-  const nlohmann::json length = data.value("length", nlohmann::json());
-  if (!length.is_number_unsigned() || length.get<uint64_t>() < 2)
-    return "state.data.length is not an integer of at least 2";
-  if (!data.value("seed", nlohmann::json()).is_number_unsigned())
-    return "state.data.seed is not a non-negative integer";
-  if ((length.get<uint64_t>() - 1) / static_cast<uint64_t>(seq_len) > kMaxDataWindows)
-    return "state.data.length " + std::to_string(length.get<uint64_t>()) + " is over " +
-           std::to_string(kMaxDataWindows) + " windows of seq_len " + std::to_string(seq_len);
-  return "";
-}
-
 RunSetup SetupFromCheckpoint(const CheckpointContents& c, const fs::path& dir) {
+  CheckpointRunState state = ReadCheckpointRunState(c.state, (dir / "manifest.json").string());
   RunSetup s;
   s.identity = c.state;
-  s.config_yaml = c.state.at("config_yaml").get<std::string>();
-  try {
-    s.config = LoadTrainConfig(s.config_yaml, "checkpoint manifest.json (config_yaml)");
-  } catch (const InputError& e) {
-    throw CheckpointError((dir / "manifest.json").string() +
-                          ": state.config_yaml is refused: " + e.what());
-  }
-  s.seed = c.state.at("seed").get<uint64_t>();
-  s.eval_batches = c.state.at("eval_batches").get<int64_t>();
-  s.data = c.state.at("data");
-  const std::string problem =
-      CheckpointDataProblem(s.data, s.config.training.seq_len, s.eval_batches);
-  if (!problem.empty()) throw CheckpointError((dir / "manifest.json").string() + ": " + problem);
+  s.config_yaml = std::move(state.config_yaml);
+  s.config = std::move(state.config);
+  s.seed = state.seed;
+  s.eval_batches = state.eval_batches;
+  s.data = std::move(state.data);
   return s;
 }
 

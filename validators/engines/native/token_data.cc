@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "base/failure.h"
@@ -216,20 +217,46 @@ nlohmann::json WindowLoader::State() const {
           {"seq_len", seq_len_}};
 }
 
+namespace {
+
+// The unsigned integer `key` of a data-loader state, or nullopt when it is missing or mistyped
+// (a checkpoint's state is read without trusting it).
+std::optional<uint64_t> UnsignedIn(const nlohmann::json& state, const char* key) {
+  const auto it = state.find(key);
+  if (it == state.end() || !it->is_number_integer()) return std::nullopt;
+  // A state built in memory holds signed integers, one parsed from text unsigned ones.
+  if (it->is_number_unsigned()) return it->get<uint64_t>();
+  if (it->get<int64_t>() < 0) return std::nullopt;
+  return static_cast<uint64_t>(it->get<int64_t>());
+}
+
+}  // namespace
+
 void WindowLoader::Restore(const nlohmann::json& state) {
-  if (state.value("train_windows", int64_t{-1}) != train_windows_ ||
-      state.value("seq_len", int64_t{-1}) != seq_len_ ||
-      state.value("seed", uint64_t{0}) != seed_ || state.value("shuffle", !shuffle_) != shuffle_) {
-    throw Failure("data-loader state was saved for different data (" + state.dump() + ")",
+  if (!state.is_object()) throw Failure("data-loader state is not an object", kExitVerdict);
+  const auto shuffle = state.find("shuffle");
+  if (UnsignedIn(state, "train_windows") != static_cast<uint64_t>(train_windows_) ||
+      UnsignedIn(state, "seq_len") != static_cast<uint64_t>(seq_len_) ||
+      UnsignedIn(state, "seed") != seed_ || shuffle == state.end() || *shuffle != shuffle_) {
+    // The state's own values are not echoed: they may be anything a crafted checkpoint holds.
+    throw Failure("data-loader state was saved for different data (this run: train_windows " +
+                      std::to_string(train_windows_) + ", seq_len " + std::to_string(seq_len_) +
+                      ", seed " + std::to_string(seed_) + ", shuffle " +
+                      (shuffle_ ? "true" : "false") + ")",
                   kExitVerdict);
   }
-  if (state.at("cursor").get<uint64_t>() > static_cast<uint64_t>(train_windows_)) {
-    throw Failure("data-loader state has cursor " + state["cursor"].dump() + " past the epoch's " +
+  const std::optional<uint64_t> epoch = UnsignedIn(state, "epoch");
+  const std::optional<uint64_t> cursor = UnsignedIn(state, "cursor");
+  if (!epoch || !cursor) {
+    throw Failure("data-loader state lacks a non-negative integer epoch or cursor", kExitVerdict);
+  }
+  if (*cursor > static_cast<uint64_t>(train_windows_)) {
+    throw Failure("data-loader state has cursor " + std::to_string(*cursor) + " past the epoch's " +
                       std::to_string(train_windows_) + " windows",
                   kExitVerdict);
   }
-  epoch_ = state.at("epoch").get<uint64_t>();
-  cursor_ = state.at("cursor").get<uint64_t>();
+  epoch_ = *epoch;
+  cursor_ = *cursor;
   Reshuffle();
 }
 

@@ -120,7 +120,10 @@ class Fsdp2Engine(roundtrip.Engine):
         for i, (inputs, targets) in enumerate(micro_batches):
             if hasattr(self.model, "set_requires_gradient_sync"):  # reduce-scatter on the last only
                 self.model.set_requires_gradient_sync(i == len(micro_batches) - 1)
-            loss = causal_lm_loss(self.model(input_ids=inputs).logits, targets)
+            # The logits stay referenced through backward, as in a loop that keeps the model's
+            # output (and in transformers' own labels= path): the peak is the one such a run has.
+            logits = self.model(input_ids=inputs).logits
+            loss = causal_lm_loss(logits, targets)
             losses.append(loss.detach())
             (loss / len(micro_batches)).backward()
         if self.spec["training"]["grad_clip"] > 0:
