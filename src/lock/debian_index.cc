@@ -51,8 +51,7 @@ void KeepStanza(std::map<std::string, std::string>& fields, std::vector<DebianPa
   DebianPackage p{fields["package"], fields["version"], fields["filename"], fields["sha256"]};
   fields.clear();
   if (IsDebianPackageName(p.name) && IsDebianVersion(p.version) && IsSha256Hex(p.sha256) &&
-      p.file.starts_with("pool/") && p.file.ends_with(".deb") &&
-      p.file.find("..") == std::string::npos)
+      IsDebianPoolFile(p.file))
     out.push_back(std::move(p));
 }
 

@@ -74,6 +74,12 @@ bool IsDebianVersion(std::string_view version) {
   return version.size() <= 128 && std::regex_match(version.begin(), version.end(), kVersion);
 }
 
+bool IsDebianPoolFile(std::string_view file) {
+  static const std::regex kPoolFile(R"(^pool/[A-Za-z0-9_.+~/-]{1,250}\.deb$)");
+  return std::regex_match(file.begin(), file.end(), kPoolFile) &&
+         file.find("..") == std::string_view::npos;
+}
+
 bool IsAptSnapshot(std::string_view snapshot) {
   static const std::regex kSnapshot(R"(^[0-9]{8}T[0-9]{6}Z$)");
   return std::regex_match(snapshot.begin(), snapshot.end(), kSnapshot);

@@ -15,6 +15,9 @@ bool IsDebianPackageName(std::string_view name);
 // alphanumerics and . + ~ (and '-' only before a revision), at most 128 characters.
 bool IsDebianVersion(std::string_view version);
 
+// A .deb's path in an archive's pool (a Packages index's Filename): pool/..., no "..".
+bool IsDebianPoolFile(std::string_view file);
+
 // A snapshot.debian.org timestamp: YYYYMMDDTHHMMSSZ.
 bool IsAptSnapshot(std::string_view snapshot);
 

@@ -562,7 +562,6 @@ void SpecReader::ReadDebs(TomlFields& f, Target& target) {
     auto sha = w.String("sha256", Need::kRequired);
     CheckSha256(w, "sha256", sha);
     deb.sha256 = sha.value_or("");
-    static const std::regex kPoolFile(R"(^pool/[A-Za-z0-9_.+~/-]{1,250}\.deb$)");
     if (!deb.name.empty() && !IsDebianPackageName(deb.name)) {
       w.Error(w.Pos("name"), "'" + w.Qualified("name") + "' = " + Quoted(deb.name) +
                                  " is not a Debian package name");
@@ -571,7 +570,7 @@ void SpecReader::ReadDebs(TomlFields& f, Target& target) {
       w.Error(w.Pos("version"), "'" + w.Qualified("version") + "' = " + Quoted(deb.version) +
                                     " is not a Debian version");
     }
-    if (!std::regex_match(deb.file, kPoolFile) || deb.file.find("..") != std::string::npos) {
+    if (!IsDebianPoolFile(deb.file)) {
       w.Error(w.Pos("file"), "'" + w.Qualified("file") + "' = " + Quoted(deb.file) +
                                  " is not a pool/....deb path");
     }
