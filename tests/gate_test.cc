@@ -711,6 +711,25 @@ TEST_F(Gate, APackagesPassThatListsAChangedPackageIsRefused) {
   EXPECT_FALSE(HasReason(Decide(), "evidence", "env.packages"));
 }
 
+TEST_F(Gate, APackagesPassThatPinsDebianPackagesItDidNotCompareIsRefused) {
+  json& check = *Check(report_, "env.packages");
+  check["status"] = "pass";
+  check["metrics"] = {{"packages_locked", 3},
+                      {"packages_installed", 3},
+                      {"packages_missing", json::array()},
+                      {"packages_added", json::array()},
+                      {"packages_changed", json::array()},
+                      {"packages_malformed", json::array()},
+                      {"debs_locked", 2}};
+  EXPECT_TRUE(HasReason(Decide(), "evidence",
+                        "env.packages: pass, but it pins Debian packages it did not compare"));
+  check["metrics"]["debs_missing"] = json::array();
+  check["metrics"]["debs_changed"] = {"libfoo 1.0-2 (locked 1.0-1)"};
+  EXPECT_TRUE(HasReason(Decide(), "evidence", "it lists packages that are not the lock's"));
+  check["metrics"]["debs_changed"] = json::array();
+  EXPECT_FALSE(HasReason(Decide(), "evidence", "env.packages"));
+}
+
 TEST_F(Gate, FileDriftTheCallerFoundRefuses) {
   GateRequest r = Request(report_.dump(2));
   r.file_drift = {"lock.config: the training config configs/tiny.yaml changed"};

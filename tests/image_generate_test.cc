@@ -14,6 +14,7 @@
 #include "base/failure.h"
 #include "base/sha256.h"
 #include "base/tree_hash.h"
+#include "image/image_build.h"
 #include "image/image_generate.h"
 #include "project/project.h"
 #include "test_support.h"
@@ -186,6 +187,17 @@ TEST(FillTemplate, ReplacesEveryPlaceholderAndLeavesOtherAtSignsAlone) {
 
 TEST(FillTemplate, APlaceholderWithoutAValueIsAnError) {
   EXPECT_THROW(FillTemplate("FROM @BASE@", {}), Failure);
+}
+
+// The lock an image carries is the lock as `trainlock lock` wrote it, before any push: its
+// [images] (the build results) are dropped, so the image's bytes do not depend on them.
+TEST(LockTextForImage, IsTheLockWithoutItsImagesTableByteForByte) {
+  const std::string lock = testing::ReadFile(testing::SourceDir() / "examples/tiny/trainlock.lock");
+  ASSERT_EQ(lock.find("[images"), std::string::npos);
+  EXPECT_EQ(LockTextForImage(lock, "lock"), lock);
+  const std::string pushed = lock + "\n[images.cpu]\ndigest = \"sha256:" + std::string(64, 'a') +
+                             "\"\nref = \"registry.example/tiny:1\"\n";
+  EXPECT_EQ(LockTextForImage(pushed, "lock"), lock);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <memory>
 
 #include "project/project.h"
@@ -269,7 +271,81 @@ class ImageBuild : public RegistryLock {
                          "--source-date-epoch", "1764460800", "--storage-root",
                          (project_dir_.path() / "storage").string()});
   }
+  // `image build --check` in storage of its own (nothing of an earlier build is there).
+  testing::RunResult Check(const fs::path& project, const std::string& storage) {
+    return RunTrainlock({"image", "build", project.string(), "--target", "cpu", "--engine",
+                         "buildah", "--containerfile", (project / "Containerfile").string(),
+                         "--check", "--no-tls-verify", "--source-date-epoch", "1764460800",
+                         "--storage-root", (project_dir_.path() / storage).string()});
+  }
+  // What a commit of the project holds (no .trainlock/), as another machine checks it out.
+  fs::path Clone(const fs::path& project) {
+    const fs::path clone = project_dir_.path() / "clone";
+    fs::create_directories(clone);
+    for (const char* part : {"trainlock.toml", "trainlock.lock", "Containerfile", "configs"})
+      fs::copy(project / part, clone / part, fs::copy_options::recursive);
+    return clone;
+  }
 };
+
+// The build reads the staged context, the base by digest and SOURCE_DATE_EPOCH, never the
+// clock: the rebuild runs seconds later, in a fresh storage directory, from a copy of the
+// committed lock (which now records the push), and gives the digest that lock records.
+TEST_F(ImageBuild, ARebuildFromTheCommittedLockInFreshStorageGivesTheDigestItRecords) {
+  fs::path project =
+      BuildProject("/bin/busybox sha256sum /etc/trainlock/trainlock.lock > /lock.sha256");
+  ASSERT_EQ(Build(project, "test/rebuilt:v1").exit_code, 0);
+  const std::string recorded = Lock(project).images.at("cpu").digest;
+  ::sleep(2);  // another second of the wall clock: a time that leaked in would change the digest
+  const fs::path clone = Clone(project);
+  auto r = Check(clone, "fresh-storage");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("built with buildah: " + recorded), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("check: the rebuild gives the digest the lock records in [images.cpu]"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(ImageBuild, CheckIsExit1NamingBothDigestsWhenAFileThatGoesIntoTheImageChanged) {
+  fs::path project = BuildProject("/bin/busybox true");
+  ASSERT_EQ(Build(project, "test/changed:v1").exit_code, 0);
+  const std::string recorded = Lock(project).images.at("cpu").digest;
+  testing::WriteFile(project / "trainlock.toml",
+                     testing::ReadFile(project / "trainlock.toml") + "# changed\n");
+  auto r = Check(project, "check-storage");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("the rebuild of [images.cpu] gives sha256:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(", the lock records " + recorded), std::string::npos) << r.err;
+}
+
+TEST_F(ImageBuild, CheckIsExit2WhenTheLockRecordsNoDigestForTheTarget) {
+  fs::path project = BuildProject("/bin/busybox true");
+  auto r = Check(project, "unused-storage");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("[images.cpu] records no digest to check against"), std::string::npos)
+      << r.err;
+}
+
+// The image's copy of the lock and its image.json are the same whether or not the lock
+// records a push and whatever name it is pushed as (the build fails on the busybox base,
+// which has no apt; the context it staged is what is compared).
+TEST_F(ImageBuild, NeitherThePushedRefNorTheLocksImagesEnterTheBuildContext) {
+  fs::path project = BuildProject("/bin/busybox true");
+  auto stage = [&](const std::string& push) {
+    RunTrainlock({"image", "build", project.string(), "--target", "cpu", "--engine", "buildah",
+                  "--validator", (project / "Containerfile").string(), "--push", Ref(push),
+                  "--no-tls-verify", "--source-date-epoch", "1764460800", "--storage-root",
+                  (project_dir_.path() / "storage").string()});
+    const fs::path context = project / ".trainlock" / "build-cpu";
+    return testing::ReadFile(context / "trainlock.lock") +
+           testing::ReadFile(context / "image.json");
+  };
+  const std::string before = stage("test/one:v1");
+  EXPECT_EQ(before.find("[images"), std::string::npos) << before;
+  EXPECT_NE(before.find("\"ref\": \"\""), std::string::npos) << before;
+  ASSERT_EQ(Build(project, "test/recorded:v1").exit_code, 0);  // the lock now records a push
+  EXPECT_EQ(stage("test/two:v2"), before);
+}
 
 TEST_F(ImageBuild, TwoBuildsGiveOneDigestWhichIsPushedAndRecordedInTheLock) {
   fs::path project =

@@ -20,6 +20,7 @@ namespace {
 constexpr size_t kMaxSitePackagesEntries = 20000;  // a site-packages larger than this is refused
 constexpr std::streamsize kMaxInstalledMetadataBytes = 1 << 20;  // METADATA's headers come first
 constexpr size_t kShownPackageNames = 10;                        // names listed in a summary
+constexpr size_t kMaxDpkgStatusBytes = size_t{64} << 20;         // a full desktop's is about 3 MiB
 
 // Bootstrap distributions the venv brings (ensurepip): allowed when the lock does not pin them.
 const std::set<std::string>& BootstrapPackages() {
@@ -240,8 +241,83 @@ std::vector<fs::path> PythonSitePackages(const fs::path& python, double timeout_
   return dirs;
 }
 
+DpkgScan ReadDpkgStatus(const fs::path& status) {
+  DpkgScan scan;
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(status, ec))) {
+    scan.error = "the image has no dpkg database (" + status.string() + ")";
+    return scan;
+  }
+  std::ifstream in(status, std::ios::binary);
+  std::string text(static_cast<size_t>(kMaxDpkgStatusBytes) + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (!in.eof() || text.size() > kMaxDpkgStatusBytes) {
+    scan.error = status.string() + " cannot be read whole (over " +
+                 std::to_string(kMaxDpkgStatusBytes >> 20) + " MiB, or unreadable)";
+    return scan;
+  }
+  std::string name, version, state;
+  auto keep = [&] {
+    if (!name.empty() && state == "install ok installed") scan.installed[name] = version;
+    name.clear(), version.clear(), state.clear();
+  };
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty()) keep();
+    if (line.starts_with("Package:")) name = TrimBlanks(line.substr(8));
+    if (line.starts_with("Version:")) version = TrimBlanks(line.substr(8));
+    if (line.starts_with("Status:")) state = TrimBlanks(line.substr(7));
+  }
+  keep();
+  return scan;
+}
+
+void CompareDebianPackages(const std::vector<DebianPackage>& debs, const DpkgScan& scan,
+                           const fs::path& status, CheckResult& r) {
+  if (debs.empty()) return;
+  std::vector<std::string> missing, changed;
+  for (const DebianPackage& d : debs) {
+    auto it = scan.installed.find(d.name);
+    if (it == scan.installed.end()) {
+      missing.push_back(d.name + " " + d.version);
+    } else if (it->second != d.version) {
+      changed.push_back(d.name + " " + it->second + " (locked " + d.version + ")");
+    }
+  }
+  PackagesMetrics m = ReadMetrics<PackagesMetrics>(r.metrics);
+  m.debs_locked = static_cast<int64_t>(debs.size());
+  m.dpkg_status = status.string();
+  if (scan.error.empty()) {
+    m.debs_missing = PackageNames(missing);
+    m.debs_changed = PackageNames(changed);
+  }
+  r.metrics = ToJson(m);
+  const std::string rebuild =
+      "rebuild the image from the lock (`trainlock image build`); "
+      "never install into a built image";
+  if (r.status == CheckStatus::kFail || r.status == CheckStatus::kError) return;
+  if (!scan.error.empty()) {
+    r.status = CheckStatus::kSkip;
+    r.summary = scan.error + ": its " + std::to_string(debs.size()) +
+                " pinned Debian packages cannot be verified" +
+                (r.summary.empty() ? "" : "; " + r.summary);
+    r.remedy = "validate in the image built from the lock, whose base carries dpkg";
+  } else if (!changed.empty() || !missing.empty()) {
+    r.status = CheckStatus::kFail;
+    r.summary = !changed.empty()
+                    ? "Debian packages installed at another version than the lock's: " +
+                          ListedPackages(changed)
+                    : "Debian packages locked but not installed: " + ListedPackages(missing);
+    r.remedy = rebuild;
+  } else if (r.status == CheckStatus::kPass) {
+    r.summary += "; " + std::to_string(debs.size()) + " pinned Debian packages at their versions";
+  }
+}
+
 CheckResult CheckInstalledPackages(const Spec& lock, const std::string& target, bool in_image,
-                                   const fs::path& python, double timeout_s) {
+                                   const fs::path& python, double timeout_s,
+                                   const fs::path& dpkg_status) {
   CheckResult r{"env.packages", CheckStatus::kSkip, 0, "", "", nlohmann::json::object()};
   if (!in_image) {
     r.summary = "not inside an image built by trainlock: the host's Python is not locked";
@@ -252,6 +328,8 @@ CheckResult CheckInstalledPackages(const Spec& lock, const std::string& target, 
   if (t == lock.targets.end() || !t->second.wheels) {
     r.summary = "the lock has no resolved Python closure for target " + target;
     r.remedy = "run `trainlock lock` without --skip-python and rebuild the image";
+    if (t != lock.targets.end())
+      CompareDebianPackages(t->second.debs, ReadDpkgStatus(dpkg_status), dpkg_status, r);
     return r;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -264,6 +342,7 @@ CheckResult CheckInstalledPackages(const Spec& lock, const std::string& target, 
     return r;
   }
   r = CompareInstalledPackages(*t->second.wheels, ScanSitePackages(dirs), dirs);
+  CompareDebianPackages(t->second.debs, ReadDpkgStatus(dpkg_status), dpkg_status, r);
   r.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

@@ -4,10 +4,14 @@
 // changed after the build fails, naming it. Read torch-free from each *.dist-info/METADATA
 // (Name, Version), bounded: capped entries and bytes, no link followed out of site-packages.
 // pip, setuptools and wheel, the venv's own bootstrap (ensurepip), are allowed unlocked and
-// listed; locked, they are compared like any other. Debian packages are not read here.
+// listed; locked, they are compared like any other. The Debian packages the lock pins
+// (debian-packages) are compared with dpkg's database (/var/lib/dpkg/status, what dpkg-query
+// reads): one missing or at another version fails; an image without the database is a skip
+// that says so, never a pass. Debian packages the lock does not pin (the base's) are not judged.
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,10 +48,25 @@ CheckResult CompareInstalledPackages(const std::vector<PythonWheel>& wheels,
 std::vector<std::filesystem::path> PythonSitePackages(const std::filesystem::path& python,
                                                       double timeout_s, std::string* error);
 
+// dpkg's database: Package -> Version of each stanza whose Status is "install ok installed".
+struct DpkgScan {
+  std::string error;  // "" when read; else why not (no database: the image has no dpkg)
+  std::map<std::string, std::string> installed;
+};
+inline constexpr const char* kDpkgStatusFile = "/var/lib/dpkg/status";
+DpkgScan ReadDpkgStatus(const std::filesystem::path& status);
+
+// `r` (env.packages' Python verdict) with the pinned Debian packages' verdict folded in: a
+// missing or changed one fails; no database turns a pass into a skip naming it.
+void CompareDebianPackages(const std::vector<DebianPackage>& debs, const DpkgScan& scan,
+                           const std::filesystem::path& status, CheckResult& r);
+
 // env.packages for `target` of `lock`: skip outside an image (`in_image` false) or when the lock
 // has no resolved closure for the target; error when the image's Python cannot say where its
-// packages are; else CompareInstalledPackages.
+// packages are; else CompareInstalledPackages; then, when the lock pins Debian packages,
+// CompareDebianPackages against `dpkg_status`.
 CheckResult CheckInstalledPackages(const Spec& lock, const std::string& target, bool in_image,
-                                   const std::filesystem::path& python, double timeout_s);
+                                   const std::filesystem::path& python, double timeout_s,
+                                   const std::filesystem::path& dpkg_status = kDpkgStatusFile);
 
 }  // namespace trainlock

@@ -76,7 +76,6 @@ int RunBuild(BuildCommandOptions options, const GlobalOptions& global) {
   options.build.verbose = global.verbosity > 0;
   CheckStorageDriver(options.build.storage.driver);
   options.build.tls_verify = !options.no_tls_verify;
-  if (options.build.image.image_ref.empty()) options.build.image.image_ref = options.build.push;
   const Catalog catalog = LoadCatalog(global);
   options.build.image.catalog = &catalog;
   std::unique_ptr<Progress> progress = MakeProgress(global, "trainlock image build");
@@ -90,6 +89,7 @@ int RunBuild(BuildCommandOptions options, const GlobalOptions& global) {
                      {"reproducible", r.second_digest.empty()
                                           ? nlohmann::json(nullptr)
                                           : nlohmann::json(r.second_digest == r.digest)},
+                     {"checked", options.build.check},
                      {"pushed", r.ref.empty() ? nlohmann::json(nullptr)
                                               : nlohmann::json(r.ref + "@" + r.digest)}})
               << "\n";
@@ -97,6 +97,10 @@ int RunBuild(BuildCommandOptions options, const GlobalOptions& global) {
   }
   std::cout << "built with " << r.engine << ": " << r.digest << "\n";
   if (!r.second_digest.empty()) std::cout << "reproducible: a second build gave the same digest\n";
+  if (options.build.check) {
+    std::cout << "check: the rebuild gives the digest the lock records in [images."
+              << options.build.image.target << "]\n";
+  }
   if (!r.ref.empty()) {
     std::cout << "pushed " << r.ref << "@" << r.digest << "; recorded in [images."
               << options.build.image.target << "] of the lock\n";
@@ -153,7 +157,8 @@ Command RegisterImage(CLI::App& app, const GlobalOptions& global) {
       "cache, OCI format, no provenance attestations. --verify-reproducible builds twice and\n"
       "fails (exit 1) when the digests differ; --push REF pushes and records ref and digest in\n"
       "the lock's [images.<target>]: lock-sha256 changes, the build identity the image and its\n"
-      "reports carry (`trainlock hash --build`) does not.");
+      "reports carry (`trainlock hash --build`) does not. The image carries the lock without\n"
+      "[images], so --check, run on the committed lock anywhere, rebuilds and compares.");
   b->add_option("DIR", build->dir, "Project directory (or its trainlock.lock or trainlock.toml)")
       ->transform(ProjectDirArgument())
       ->capture_default_str();
@@ -163,6 +168,9 @@ Command RegisterImage(CLI::App& app, const GlobalOptions& global) {
   b->add_option("--push", build->build.push, "Registry reference to push to");
   b->add_flag("--verify-reproducible", build->build.verify_reproducible,
               "Build twice; the digests must match");
+  b->add_flag("--check", build->build.check,
+              "Rebuild and compare the digest with the lock's [images.<target>]: exit 1 when "
+              "they differ, 2 when it records none");
   b->add_option("--containerfile", build->containerfile,
                 "Build this Containerfile instead of the generated one");
   b->add_option("--source-dir", build->source_dir,

@@ -136,7 +136,10 @@ fs::path StageContext(const fs::path& project_dir, const Project& project,
   fs::remove_all(context);
   fs::create_directories(context);
   if (o.containerfile.empty()) {
-    const auto files = GenerateImage(project, o.image);
+    // The name it is pushed as varies between builds of one lock: it never enters the image.
+    ImageOptions image = o.image;
+    image.image_ref.clear();
+    const auto files = GenerateImage(project, image);
     for (const auto& [name, text] : files) {
       fs::create_directories((context / name).parent_path());  // engine/trainlock_engine/
       WriteFileAtomically(context / name, text);
@@ -150,7 +153,9 @@ fs::path StageContext(const fs::path& project_dir, const Project& project,
   } else {
     fs::copy_file(o.containerfile, context / "Containerfile");
   }
-  fs::copy_file(project_dir / kLockFile, context / kLockFile);
+  const fs::path lock = project_dir / kLockFile;
+  WriteFileAtomically(context / kLockFile,
+                      LockTextForImage(ReadInputFile(lock, lock.string()), lock.string()));
   fs::copy_file(project_dir / kManifestFile, context / kManifestFile);
   const fs::path config = context / project.lock->config;
   fs::create_directories(config.parent_path());
@@ -205,7 +210,27 @@ std::string PushOnce(const std::string& engine, const ImageBuildOptions& o, cons
   return digest;
 }
 
+// --check's reference: the digest the lock records for the target (exit 2 when none, before
+// any work).
+std::string RecordedDigest(const Project& project, const ImageBuildOptions& o) {
+  if (!o.push.empty())
+    throw Failure("--check rebuilds and compares; it does not push (drop --push)", kExitBadInput);
+  auto it = project.lock->images.find(o.image.target);
+  if (it == project.lock->images.end() || it->second.digest.empty()) {
+    throw Failure(project.lock_path + ": [images." + o.image.target +
+                      "] records no digest to check against; build it with --push first",
+                  kExitBadInput);
+  }
+  return it->second.digest;
+}
+
 }  // namespace
+
+std::string LockTextForImage(const std::string& lock_text, const std::string& display) {
+  toml::table doc = ParseTomlDocument(lock_text, display);
+  doc.erase("images");
+  return LockFileText(doc);
+}
 
 BuiltImageResult BuildImage(const fs::path& project_dir, const ImageBuildOptions& o) {
   Project project = LoadProject(project_dir);
@@ -214,6 +239,7 @@ BuiltImageResult BuildImage(const fs::path& project_dir, const ImageBuildOptions
   if (o.image.source_date_epoch < 0) {
     throw Failure("image build needs SOURCE_DATE_EPOCH (or --source-date-epoch)", kExitBadInput);
   }
+  const std::string recorded = o.check ? RecordedDigest(project, o) : "";
   BuiltImageResult result;
   result.engine = PickEngine(o.engine, EngineUse::kBuild);
   // The base comes over plain HTTP from a loopback registry (or with --no-tls-verify).
@@ -247,6 +273,11 @@ BuiltImageResult BuildImage(const fs::path& project_dir, const ImageBuildOptions
     }
   }
   progress.End();
+  if (o.check && result.digest != recorded) {
+    throw Failure("the rebuild of [images." + o.image.target + "] gives " + result.digest +
+                      ", the lock records " + recorded,
+                  kExitVerdict);
+  }
   if (!o.push.empty()) result.ref = o.push;
   return result;
 }

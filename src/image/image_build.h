@@ -21,6 +21,9 @@ struct ImageBuildOptions {
   std::string engine;  // buildah | podman | docker; "" = the first found
   std::string push;    // registry reference to push to; "" = none
   bool verify_reproducible = false;
+  // Rebuild and compare the digest with the one the lock's [images.<target>] records
+  // (`image build --check`): exit 1 when they differ, 2 when the lock records none.
+  bool check = false;
   std::filesystem::path containerfile;  // "" = the generated one
   std::filesystem::path source_dir;     // trainlock's sources, for the generated Containerfile
   bool tls_verify = true;        // false: plain HTTP to every registry (loopback ones always are)
@@ -37,10 +40,17 @@ struct BuiltImageResult {
 };
 
 // Throws a Failure (failure.h): exit 3 when no engine exists or a build or push fails, 1 when
-// --verify-reproducible saw two different digests, 2 for a request that cannot be built (no
-// lock, no SOURCE_DATE_EPOCH, an unknown engine).
+// --verify-reproducible saw two different digests or --check a digest other than the lock's,
+// 2 for a request that cannot be built (no lock, no SOURCE_DATE_EPOCH, an unknown engine,
+// --check with --push or without a digest recorded for the target).
 BuiltImageResult BuildImage(const std::filesystem::path& project_dir,
                             const ImageBuildOptions& options);
+
+// The lock as an image carries it: DIR/trainlock.lock without [images] (the build results
+// `image build --push` writes back), in the bytes trainlock writes locks in. The same before
+// and after a push, so a rebuild from the committed lock can give the digest it records.
+// Throws InputError naming `display` for a lock that is not TOML.
+std::string LockTextForImage(const std::string& lock_text, const std::string& display);
 
 // Sets [images.<target>] in DIR/trainlock.lock to ref and digest (lock-sha256 changes; its
 // build identity, which the image carries, does not).

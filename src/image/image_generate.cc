@@ -73,6 +73,27 @@ std::string CpuBuilder(const std::string& snapshot, bool validator, const std::s
   return out + ops;
 }
 
+// The Debian packages the lock pins for the target, at exactly its versions, from the lock's
+// archive alone: apt reads a source list of trainlock's own, so the base's sources are neither
+// asked nor changed. "" when the lock pins none (the generated file is then as before).
+std::string DebianInstall(const Target& t) {
+  if (t.debs.empty()) return "";
+  std::string packages;
+  for (const DebianPackage& d : t.debs) packages += " \\\n        " + d.name + "=" + d.version;
+  const std::string source = t.AptSourceUrl() + " " + t.apt_suite;
+  const std::string apt =
+      "apt-get -o Dir::Etc::SourceList=/etc/apt/trainlock.list "
+      "-o Dir::Etc::SourceParts=/nonexistent";
+  return "\n# The Debian packages the lock pins (debian-packages), at exactly its versions, "
+         "from\n# " +
+         source +
+         ".\n"
+         "RUN echo \"deb [check-valid-until=no] " +
+         source + " main\" > /etc/apt/trainlock.list && \\\n    " + apt + " update && \\\n    " +
+         apt + " install -y --no-install-recommends" + packages +
+         " && \\\n    rm -rf /var/lib/apt/lists/* /etc/apt/trainlock.list";
+}
+
 std::string ArchsNote(const std::string& target, const std::vector<std::string>& archs) {
   const std::string list = JoinStrings(archs, ", ");
   return target == "cuda" ? "compute capability " + list : list;
@@ -166,6 +187,10 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
          "run `trainlock lock` where " +
              (indexes.empty() ? std::string("its package index") : indexes) + " can be reached");
   }
+  if (t.debs.size() != t.debian_packages.size()) {
+    fail("[targets." + o.target + "] debian-packages are not pinned to versions",
+         "run `trainlock lock` where " + t.AptSourceUrl() + " can be reached");
+  }
   if (o.source_date_epoch < 0) {
     fail(
         "image generation needs SOURCE_DATE_EPOCH (or --source-date-epoch) for reproducible output",
@@ -218,6 +243,7 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
       {"REVISION", o.revision},
       {"OPS_BUILD", ops.build},
       {"OPS_COPY", ops.copy},
+      {"DEBIAN_INSTALL", DebianInstall(t)},
       {"ARCHS_NOTE", ArchsNote(o.target, archs)},
       {"VALIDATOR_SHA256", record.validator_sha256},
       {"VALIDATOR_CONTEXT", copy_validator ? "trainlock-validate (sha256 " +

@@ -14,6 +14,7 @@
 #include "base/sha256.h"
 #include "base/toml_document.h"
 #include "base/tree_hash.h"
+#include "lock/debian_index.h"
 #include "lock/pep508.h"
 #include "lock/python_resolver.h"
 #include "project/artifact_paths.h"
@@ -198,6 +199,45 @@ toml::array WheelsArray(const std::vector<PythonPin>& pins) {
   return arr;
 }
 
+std::string EffectiveAptSuite(const Target& t) {
+  return t.apt_suite.empty() ? kDefaultAptSuite : t.apt_suite;
+}
+
+// A target's Debian packages at exact versions from its archive; offline (and --python-only),
+// the existing lock's pins when it pinned the same names from the same source.
+std::vector<DebianPackage> PinDebs(const std::string& target, const Target& want,
+                                   const std::optional<Spec>& old, const LockOptions& o) {
+  if (want.debian_packages.empty()) return {};
+  if (o.offline || o.python_only) {
+    if (old && old->targets.count(target)) {
+      const Target& t = old->targets.at(target);
+      if (t.debian_packages == want.debian_packages && t.AptSourceUrl() == want.AptSourceUrl() &&
+          EffectiveAptSuite(t) == EffectiveAptSuite(want) &&
+          t.debs.size() == want.debian_packages.size())
+        return t.debs;
+    }
+    throw Failure("targets." + target + ".debian-packages: not pinned in the existing lock and " +
+                      (o.offline ? "--offline" : "--python-only") + " does not ask the archive",
+                  kExitVerdict);
+  }
+  return ResolveDebianPackages("targets." + target, want, o.index);
+}
+
+// Writes the pins and the effective source (archive and suite) into the target's table.
+void WriteDebs(const Target& want, const std::vector<DebianPackage>& debs, toml::table& t) {
+  if (want.debian_packages.empty()) return;
+  std::string archive = want.AptSourceUrl();
+  if (!want.apt_snapshot.empty()) archive.resize(archive.size() - want.apt_snapshot.size() - 1);
+  t.insert_or_assign("apt-archive", archive);
+  t.insert_or_assign("apt-suite", EffectiveAptSuite(want));
+  toml::array arr;
+  for (const DebianPackage& d : debs) {
+    arr.push_back(toml::table{
+        {"name", d.name}, {"version", d.version}, {"file", d.file}, {"sha256", d.sha256}});
+  }
+  t.insert_or_assign("debs", arr);
+}
+
 // [[custom-ops]]: the source tree's hash, or the prebuilt library's when it exists.
 void PinCustomOps(const fs::path& dir, const Spec& manifest, toml::table& doc,
                   std::vector<std::string>& pinned) {
@@ -327,7 +367,25 @@ ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& options) {
     closures[name] = std::async(std::launch::async, PinClosure, name, std::cref(pythons[name]),
                                 std::cref(old), std::cref(o));
   }
+  std::map<std::string, std::future<std::vector<DebianPackage>>> debs;
+  for (const auto& [name, target] : manifest.targets) {
+    debs[name] = std::async(std::launch::async, PinDebs, name, std::cref(target), std::cref(old),
+                            std::cref(o));
+  }
   std::vector<Failure> problems;
+  for (auto& [name, future] : debs) {
+    try {
+      const std::vector<DebianPackage> pins = future.get();
+      WriteDebs(manifest.targets.at(name), pins, *doc["targets"][name].as_table());
+      if (!pins.empty()) {
+        out.pinned.push_back("targets." + name +
+                             " Debian packages: " + std::to_string(pins.size()) + " from " +
+                             manifest.targets.at(name).AptSourceUrl());
+      }
+    } catch (const Failure& e) {
+      problems.push_back(e);
+    }
+  }
   for (auto& [name, future] : closures) {
     try {
       std::optional<std::vector<PythonPin>> pins = future.get();

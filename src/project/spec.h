@@ -46,6 +46,21 @@ struct PythonWheel {
   std::string index;  // the simple API root it came from
 };
 
+// One Debian package of a target, pinned by the lock (project/debian_names.h checks each
+// value): what the image installs as `apt-get install name=version`.
+struct DebianPackage {
+  std::string name;
+  std::string version;  // exact, as the archive's Packages index spells it
+  std::string file;     // the index's Filename (pool/...), for the record
+  std::string sha256;   // the index's SHA256 of the .deb
+};
+
+// Where a target's Debian packages come from: `deb <archive>[/<snapshot>] <suite> main`.
+inline constexpr const char* kDefaultAptSnapshotArchive =
+    "http://snapshot.debian.org/archive/debian";
+inline constexpr const char* kDefaultAptArchive = "http://deb.debian.org/debian";
+inline constexpr const char* kDefaultAptSuite = "bookworm";
+
 // [targets.cuda], [targets.rocm] or [targets.cpu].
 struct Target {
   std::string name;  // "cuda" | "rocm" | "cpu"
@@ -64,6 +79,23 @@ struct Target {
   // Lock: the Python closure (torch for cuda/rocm, and [python], with every dependency);
   // nullopt when `trainlock lock --skip-python` left it unresolved.
   std::optional<std::vector<PythonWheel>> wheels;
+  // Debian packages the image installs (debian-packages), pinned by the lock to exact versions
+  // from the archive: apt-archive (default: snapshot.debian.org's with apt-snapshot, else
+  // deb.debian.org), apt-snapshot (YYYYMMDDTHHMMSSZ, appended to the archive), apt-suite
+  // (default bookworm); the lock writes the effective archive and suite.
+  std::vector<std::string> debian_packages;
+  std::string apt_archive;
+  std::string apt_snapshot;
+  std::string apt_suite;
+  std::vector<DebianPackage> debs;  // lock: one per debian-packages name
+  // The apt source line's URL: apt-archive (or its default), then /apt-snapshot when set.
+  std::string AptSourceUrl() const {
+    std::string archive = !apt_archive.empty()    ? apt_archive
+                          : !apt_snapshot.empty() ? kDefaultAptSnapshotArchive
+                                                  : kDefaultAptArchive;
+    while (archive.ends_with('/')) archive.pop_back();
+    return apt_snapshot.empty() ? archive : archive + "/" + apt_snapshot;
+  }
 };
 
 struct TensorSpec {

@@ -129,13 +129,16 @@ std::string Ops(const Json& metrics) {
 }
 
 // env.packages: the closure was compared (some wheels locked, the installed ones counted) and
-// nothing is missing, changed, added or unreadable.
+// nothing is missing, changed, added or unreadable; pinned Debian packages were compared too
+// and none is missing or changed.
 std::string Packages(const Json& metrics) {
   const auto m = ReadMetrics<PackagesMetrics>(metrics);
   if (!m.packages_locked || *m.packages_locked <= 0) return "it compared no locked wheel";
   if (!m.packages_installed) return "it counted no installed distribution";
-  for (const Free* list :
-       {&m.packages_missing, &m.packages_changed, &m.packages_added, &m.packages_malformed}) {
+  if (m.debs_locked && *m.debs_locked > 0 && (!m.debs_missing || !m.debs_changed))
+    return "it pins Debian packages it did not compare";
+  for (const Free* list : {&m.packages_missing, &m.packages_changed, &m.packages_added,
+                           &m.packages_malformed, &m.debs_missing, &m.debs_changed}) {
     if (*list && (!(*list)->is_array() || !(*list)->empty()))
       return "it lists packages that are not the lock's";
   }

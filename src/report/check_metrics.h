@@ -326,15 +326,19 @@ using Text = std::optional<std::string>;
   X(Free, token_shards) /* path -> TokenShardMetrics */
 
 // env.packages (checks/python_packages.h): the image Python's distributions against the lock.
-#define TRAINLOCK_PACKAGES_METRICS(X)                                          \
-  X(Integer, packages_locked)    /* wheels the lock pins for the target */     \
-  X(Integer, packages_installed) /* distributions found installed */           \
-  X(Free, site_packages)         /* the directories read, strings */           \
-  X(Free, packages_missing)      /* locked, not installed: "name version" */   \
-  X(Free, packages_changed)      /* installed at another version */            \
-  X(Free, packages_added)        /* installed, not locked (bootstrap aside) */ \
-  X(Free, packages_bootstrap)    /* pip, setuptools, wheel present unlocked */ \
-  X(Free, packages_malformed)    /* "<dist-info>: why" for each unreadable one */
+#define TRAINLOCK_PACKAGES_METRICS(X)                                               \
+  X(Integer, packages_locked)    /* wheels the lock pins for the target */          \
+  X(Integer, packages_installed) /* distributions found installed */                \
+  X(Free, site_packages)         /* the directories read, strings */                \
+  X(Free, packages_missing)      /* locked, not installed: "name version" */        \
+  X(Free, packages_changed)      /* installed at another version */                 \
+  X(Free, packages_added)        /* installed, not locked (bootstrap aside) */      \
+  X(Free, packages_bootstrap)    /* pip, setuptools, wheel present unlocked */      \
+  X(Free, packages_malformed)    /* "<dist-info>: why" for each unreadable one */   \
+  X(Integer, debs_locked)        /* Debian packages the lock pins (none: absent) */ \
+  X(Free, dpkg_status)           /* the dpkg database read */                       \
+  X(Free, debs_missing)          /* pinned, not installed: "name version" */        \
+  X(Free, debs_changed)          /* installed at another version */
 
 // One token shard of data.dataset: its token count and largest token id.
 #define TRAINLOCK_TOKEN_SHARD_METRICS(X) \

@@ -17,9 +17,11 @@
 #include "engines/native/checkpoint_state.h"
 #include "engines/native/safetensors_header.h"
 #include "engines/native/token_data.h"
+#include "lock/debian_index.h"
 #include "lock/hub_json.h"
 #include "lock/python_index.h"
 #include "lock/registry_json.h"
+#include "project/debian_names.h"
 #include "project/project_path.h"
 #include "project/spec_loader.h"
 #include "project/train_config.h"
@@ -280,6 +282,17 @@ void Metadata(std::string_view input) {
           "a field longer than the text");
 }
 
+// A Debian archive's Packages index: every pin kept satisfies Debian's grammar, and dpkg's
+// order holds for it.
+void DebianIndex(std::string_view input) {
+  for (const DebianPackage& p : ParseDebianPackagesIndex(input)) {
+    Require(IsDebianPackageName(p.name) && IsDebianVersion(p.version) && IsSha256Hex(p.sha256) &&
+                IsDebianPoolFile(p.file),
+            "a pin outside Debian's grammar");
+    Require(CompareDebianVersions(p.version, p.version) == 0, "a version unequal to itself");
+  }
+}
+
 const std::vector<FuzzTarget>& FuzzTargets() {
   static const std::vector<FuzzTarget> targets = {
       {"loaders", Loaders},
@@ -293,6 +306,7 @@ const std::vector<FuzzTarget>& FuzzTargets() {
       {"pep503", Pep503},
       {"pep691", Pep691},
       {"metadata", Metadata},
+      {"debian_index", DebianIndex},
   };
   return targets;
 }

@@ -184,6 +184,13 @@ write("pep691", "page.json", json.dumps({
                "requires-python": ">=3.8", "core-metadata": {"sha256": sha("metadata")},
                "yanked": "broken"}]}).encode())
 
+# ---- debian_index: a Debian archive's Packages index (two versions of one package) ----
+
+write("debian_index", "Packages", "".join(
+    f"Package: libfoo\nVersion: {v}\nArchitecture: amd64\n"
+    f"Filename: pool/main/libf/libfoo/libfoo_{v.split(':')[-1]}_amd64.deb\nSHA256: {sha(v)}\n"
+    "Description: a library\n continued line\n\n" for v in ("1:1.0~rc1-1", "1.0-2")))
+
 # ---- checkpoint_state: the state in manifest.json, as the native engine writes it ----
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../examples/tiny/configs/tiny.yaml")) as f:
