@@ -264,5 +264,27 @@ TEST_F(PythonIndex, AManifestPinBeyondAnIntegerIsRefusedNotDereferenced) {
   EXPECT_NE(message.find("'99999999999999999999'"), std::string::npos) << message;
 }
 
+// A package's METADATA is the index's text: a Requires-Dist holding terminal escape sequences
+// reaches `trainlock lock`'s output made visible, never as the bytes a terminal would obey.
+TEST_F(PythonIndex, EscapeSequencesInAPackagesMetadataNeverReachTheTerminal) {
+  Serve(nlohmann::json::array({{{"name", "needy"},
+                                {"version", "1.0"},
+                                {"requires", {"gh\x1b]0;pwned\x07ost\x1b[2J>=1"}}}}));
+  const fs::path project = dir_.path() / "tiny";
+  testing::CopyExample("tiny", project);
+  std::string manifest = testing::ReadFile(project / "trainlock.toml");
+  manifest.replace(manifest.find("trainlock-demo-app = \"1.0.0\""),
+                   std::string("trainlock-demo-app = \"1.0.0\"").size(), "needy = \"1.0\"");
+  const std::string demo_index = "http://127.0.0.1:8765/simple";
+  manifest.replace(manifest.find(demo_index), demo_index.size(), Index());
+  testing::WriteFile(project / "trainlock.toml", manifest);
+  const testing::RunResult r = testing::RunTrainlock({"lock", project.string(), "--python-only"});
+  EXPECT_NE(r.exit_code, 0);
+  const std::string output = r.out + r.err;
+  EXPECT_NE(output.find("needy"), std::string::npos) << output;
+  EXPECT_EQ(output.find('\x1b'), std::string::npos) << output;
+  EXPECT_EQ(output.find('\x07'), std::string::npos) << output;
+}
+
 }  // namespace
 }  // namespace trainlock

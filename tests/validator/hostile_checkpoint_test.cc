@@ -3,7 +3,7 @@
 // own message) before any of it is used: a zero token width (once a division by zero), a
 // synthetic length that would be allocated whole (once std::bad_alloc), a FIFO or a symlink
 // where manifest.json should be (once a read that blocked forever), a tensor name that is not
-// UTF-8 (once the JSON library's exception in the result).
+// UTF-8 (once the JSON library's exception in place of the result).
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -123,6 +123,33 @@ TEST_F(HostileCheckpoint, ASymlinkWhereTheManifestShouldBeIsRefused) {
   fs::rename(manifest, dir_.path() / "elsewhere.json");
   fs::create_symlink(dir_.path() / "elsewhere.json", manifest);
   ExpectRefused(Restore(root), "manifest.json: is a symbolic link");
+}
+
+// The checkpoint's model file with the first tensor name's first letter replaced by the byte
+// 0xff (not UTF-8; same length, so every offset holds) and the manifest's hash of it updated.
+fs::path WithANonUtf8TensorName(const fs::path& root, const fs::path& step) {
+  nlohmann::json manifest = nlohmann::json::parse(testing::ReadFile(step / "manifest.json"));
+  for (nlohmann::json& file : manifest["files"]) {
+    if (file.value("role", "model") != "model") continue;
+    std::string bytes = testing::ReadFile(step / file["path"].get<std::string>());
+    const size_t name = bytes.find('"', 8) + 1;  // the header's first key
+    bytes[name] = '\xff';
+    testing::WriteFile(step / file["path"].get<std::string>(), bytes);
+    file["sha256"] = Sha256Hex(bytes);
+    break;
+  }
+  const std::string text = manifest.dump(2) + "\n";
+  testing::WriteFile(step / "manifest.json", text);
+  testing::WriteFile(step / "manifest.json.sha256", Sha256Hex(text) + "\n");
+  return root;
+}
+
+TEST_F(HostileCheckpoint, ATensorNameThatIsNotUtf8IsACheckpointErrorInAReadableResult) {
+  const fs::path root = Crafted([](nlohmann::json&) {});
+  const std::pair<int, nlohmann::json> got =
+      Restore(WithANonUtf8TensorName(root, root / saved_.filename()));
+  ExpectRefused(got, "model.safetensors: header refused: not valid JSON");
+  EXPECT_EQ(got.second.value("message", "").find("[json."), std::string::npos) << got.second;
 }
 
 }  // namespace
