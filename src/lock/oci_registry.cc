@@ -11,6 +11,7 @@
 
 #include "base/diagnostic.h"
 #include "base/file_io.h"
+#include "base/refs.h"
 #include "base/sha256.h"
 #include "lock/http_client.h"
 #include "lock/registry_json.h"
@@ -24,16 +25,7 @@ constexpr const char* kManifestAccept =
     "application/vnd.docker.distribution.manifest.list.v2+json, "
     "application/vnd.docker.distribution.manifest.v2+json";
 
-// Docker treats loopback registries as insecure by default; so does trainlock.
-bool IsLoopback(const std::string& host) {
-  const std::string name =
-      host.substr(0, host.rfind(':') == std::string::npos || host.find(']') != std::string::npos
-                         ? host.size()
-                         : host.rfind(':'));
-  return name == "localhost" || name.rfind("127.", 0) == 0 || name == "[::1]";
-}
-
-std::string Base64Encode(const std::string& in) {
+std::string BasicCredentialsBase64(const std::string& in) {
   std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
   int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
                           reinterpret_cast<const unsigned char*>(in.data()),
@@ -123,7 +115,7 @@ void DigestResolver::Authenticate(const HttpResponse& challenge) {
       Fail(
           "401 unauthorized: the registry wants credentials; set "
           "TRAINLOCK_REGISTRY_USERNAME/PASSWORD or log in (~/.docker/config.json)");
-    authorization_ = "Authorization: Basic " + Base64Encode(credentials);
+    authorization_ = "Authorization: Basic " + BasicCredentialsBase64(credentials);
     return;
   }
   if (header.rfind("Bearer", 0) != 0)
@@ -134,7 +126,8 @@ void DigestResolver::Authenticate(const HttpResponse& challenge) {
       params["realm"] + "?service=" + UrlEncode(params["service"]) + "&scope=" +
       UrlEncode(params.count("scope") ? params["scope"] : "repository:" + repo_ + ":pull");
   std::vector<std::string> headers;
-  if (!credentials.empty()) headers.push_back("Authorization: Basic " + Base64Encode(credentials));
+  if (!credentials.empty())
+    headers.push_back("Authorization: Basic " + BasicCredentialsBase64(credentials));
   HttpRequest request;
   request.url = url;
   request.timeout_s = o_.timeout_s;
@@ -154,7 +147,7 @@ void DigestResolver::Authenticate(const HttpResponse& challenge) {
 }
 
 ResolvedImage DigestResolver::Resolve() {
-  const std::string scheme = IsLoopback(host_) ? "http://" : "https://";
+  const std::string scheme = IsLoopbackRegistry(host_) ? "http://" : "https://";
   const std::string reference =
       ref_.digest.empty() ? (ref_.tag.empty() ? "latest" : ref_.tag) : ref_.digest;
   const std::string url = scheme + host_ + "/v2/" + repo_ + "/manifests/" + reference;

@@ -49,7 +49,7 @@ std::string PlatformOf(const json& platform, const std::string& where, std::stri
   return os + "/" + arch + (variant.empty() ? "" : "/" + variant);
 }
 
-std::string Base64Decode(const std::string& in) {
+std::string RegistryBase64Decode(const std::string& in) {
   if (in.size() > (1u << 20)) return "";  // no credentials are a megabyte long
   std::string out(in.size() * 3 / 4 + 3, '\0');
   int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
@@ -128,7 +128,7 @@ std::string DockerConfigCredentials(std::string_view config_text, const std::str
     if (k != host && !hub) continue;
     std::string auth;
     if (entry.is_object() && OptionalString(entry, "auth", &auth) && !auth.empty())
-      return Base64Decode(auth);
+      return RegistryBase64Decode(auth);
   }
   return "";
 }
