@@ -100,6 +100,15 @@ class Refusals(unittest.TestCase):
         self.assert_refused(run, "integrity", 5, shard)
         self.assertEqual(run.of("artifact"), [])
 
+    def test_a_token_outside_the_vocabulary_that_no_window_reads_is_refused_before_training(self):
+        shard, spec = self.shard_spec()
+        with open(shard, "r+b") as f:  # the last token: past the last window of seq_len + 1 tokens
+            f.seek(2 * 2399)
+            f.write(struct.pack("<H", 300))
+        spec["data"]["files"] = [{"path": shard, "sha256": _sha(shard), "size": os.path.getsize(shard)}]
+        run = self.run_spec(spec)
+        self.assert_refused(run, "input", 2, "%s: token 300 at index 2399 is outside the vocabulary (256)" % shard)
+
     def weights_spec(self):
         import torch
         from trainlock_engine.model import Llama
@@ -135,6 +144,33 @@ class Refusals(unittest.TestCase):
             f.write(b"\x00\x00\x80\x7f")
         run = self.run_spec(spec)
         self.assert_refused(run, "integrity", 5, path)
+
+class VocabularyScan(unittest.TestCase):
+    """data.first_out_of_vocab: every token of a mapped shard, in bounded steps."""
+
+    def scan(self, tokens, width, vocab, step):
+        import torch  # noqa: F401 (the engine's dependency)
+        from trainlock_engine import data
+
+        buffer = bytearray(struct.pack("<%d%s" % (len(tokens), "H" if width == 2 else "I"), *tokens))
+        saved, data.VOCAB_SCAN_TOKENS = data.VOCAB_SCAN_TOKENS, step
+        try:
+            return data.first_out_of_vocab(buffer, width, vocab)
+        finally:
+            data.VOCAB_SCAN_TOKENS = saved
+
+    def test_the_first_uint32_token_past_the_vocabulary_is_found_in_a_later_step(self):
+        tokens = [i % 1000 for i in range(5000)]
+        tokens[4321], tokens[4999] = 70000, 1 << 31
+        self.assertEqual(self.scan(tokens, 4, 1000, 1000), (4321, 70000))
+
+    def test_a_uint16_token_at_the_last_index_is_found(self):
+        tokens = [i % 256 for i in range(3001)]
+        tokens[-1] = 0xFFFF
+        self.assertEqual(self.scan(tokens, 2, 256, 1024), (3000, 0xFFFF))
+
+    def test_a_shard_within_the_vocabulary_has_no_finding(self):
+        self.assertIsNone(self.scan([i % 256 for i in range(3000)], 2, 256, 1000))
 
 
 if __name__ == "__main__":

@@ -8,8 +8,7 @@ job, and each optimizer micro-step takes world_size * micro_batch consecutive wi
 which rank r reads its slice, so the position means the same at any world size.
 """
 
-import sys
-from array import array
+import struct
 
 import torch
 
@@ -46,37 +45,61 @@ class SyntheticTokens:
         return "synthetic token stream (%d tokens)" % self.length
 
 
+VOCAB_SCAN_TOKENS = 1 << 22  # tokens per step of the vocabulary scan (at most 128 MiB as int64)
+
+
+def first_out_of_vocab(data, width, vocab):
+    """(index, token) of the first little-endian `width`-byte token >= vocab in `data` (a
+    writable buffer: the shard's private mapping), or None. Vectorised over the mapping in
+    bounded steps; the bytes are combined explicitly, so the host's byte order does not matter."""
+    raw = torch.frombuffer(data, dtype=torch.uint8)
+    tokens = len(data) // width
+    for start in range(0, tokens, VOCAB_SCAN_TOKENS):
+        stop = min(tokens, start + VOCAB_SCAN_TOKENS)
+        chunk = raw[start * width:stop * width].view(-1, width).to(torch.int64)
+        value = chunk[:, 0].clone()
+        for k in range(1, width):
+            value |= chunk[:, k] << (8 * k)
+        bad = (value >= vocab).nonzero()
+        if bad.numel():
+            i = int(bad[0])
+            return start + i, int(value[i])
+    return None
+
+
 class ShardTokens:
-    """Little-endian uint16/uint32 shards, each verified at its point of use, concatenated."""
+    """Little-endian uint16/uint32 shards, each verified at its point of use, concatenated and
+    read from their mappings. Every token of every shard is checked against the vocabulary
+    before training (as token_data.cc), not only those the windows read: a shard the lock
+    pins holds no token the model cannot embed."""
 
     def __init__(self, files, width, vocab, emit):
-        self.vocab, self.parts, self.total = vocab, [], 0
+        self.vocab, self.width, self.parts, self.total = vocab, width, [], 0
+        self.code = "H" if width == 2 else "I"
         for entry in files:
             data = pinned.open_verified(entry, emit)
             if len(data) == 0 or len(data) % width:
                 raise EngineError("input", "%s: %d bytes is not a whole number of %d-byte tokens" % (entry["path"], len(data), width))
-            tokens = array("H" if width == 2 else "I")
-            if tokens.itemsize != width:
-                raise EngineError("unsupported", "this platform's array has no %d-byte unsigned type" % width)
-            tokens.frombytes(bytes(data))
-            if sys.byteorder != "little":
-                tokens.byteswap()
-            self.parts.append((entry["path"], self.total, tokens))
-            self.total += len(tokens)
+            bad = first_out_of_vocab(data, width, vocab)
+            if bad is not None:
+                raise EngineError("input", "%s: token %d at index %d is outside the vocabulary (%d)" % (entry["path"], bad[1], bad[0], vocab))
+            count = len(data) // width
+            self.parts.append((entry["path"], self.total, count, data))
+            self.total += count
 
     def size(self):
         return self.total
 
     def read(self, start, n):
-        out = []
-        for p in range(start, start + n):
-            for path, first, tokens in self.parts:
-                if p < first + len(tokens):
-                    token = tokens[p - first]
-                    if token >= self.vocab:
-                        raise EngineError("input", "%s: token %d at index %d is outside the vocabulary (%d)" % (path, token, p - first, self.vocab))
-                    out.append(token)
-                    break
+        out, p, end = [], start, start + n
+        for _, first, count, data in self.parts:
+            if p >= end:
+                break
+            if p >= first + count:
+                continue
+            take = min(end, first + count) - p
+            out.extend(struct.unpack_from("<%d%s" % (take, self.code), data, (p - first) * self.width))
+            p += take
         return out
 
     def describe(self):
