@@ -21,6 +21,7 @@ constexpr size_t kMaxSitePackagesEntries = 20000;  // a site-packages larger tha
 constexpr std::streamsize kMaxInstalledMetadataBytes = 1 << 20;  // METADATA's headers come first
 constexpr size_t kShownPackageNames = 10;                        // names listed in a summary
 constexpr size_t kMaxDpkgStatusBytes = size_t{64} << 20;         // a full desktop's is about 3 MiB
+constexpr std::streamsize kMaxDirectUrlBytes = 64 << 10;
 
 // Bootstrap distributions the venv brings (ensurepip): allowed when the lock does not pin them.
 const std::set<std::string>& BootstrapPackages() {
@@ -60,6 +61,29 @@ std::string ReadDistMetadata(const fs::path& dist_info, InstalledDistribution* o
   return "";
 }
 
+// The wheel's sha256 PEP 610's direct_url.json records (archive_info.hashes.sha256, or the
+// older archive_info.hash "sha256=..."); "" when the installer wrote none (an index install).
+std::string ReadDirectUrlSha256(const fs::path& dist_info) {
+  const fs::path file = dist_info / "direct_url.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(file, ec))) return "";
+  std::ifstream in(file, std::ios::binary);
+  std::string text(static_cast<size_t>(kMaxDirectUrlBytes), '\0');
+  in.read(text.data(), kMaxDirectUrlBytes);
+  text.resize(static_cast<size_t>(in.gcount()));
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("archive_info") || !j["archive_info"].is_object()) return "";
+  const nlohmann::json& a = j["archive_info"];
+  if (a.contains("hashes") && a["hashes"].is_object() && a["hashes"].contains("sha256") &&
+      a["hashes"]["sha256"].is_string())
+    return a["hashes"]["sha256"].get<std::string>();
+  if (a.contains("hash") && a["hash"].is_string()) {
+    const std::string h = a["hash"].get<std::string>();
+    if (h.starts_with("sha256=")) return h.substr(7);
+  }
+  return "";
+}
+
 void ScanSiteDir(const fs::path& dir, SitePackagesScan& scan) {
   std::error_code ec;
   size_t entries = 0;
@@ -91,6 +115,7 @@ void ScanSiteDir(const fs::path& dir, SitePackagesScan& scan) {
       scan.malformed.push_back(path.string() + ": " + problem);
       continue;
     }
+    d.wheel_sha256 = ReadDirectUrlSha256(path);
     scan.distributions.push_back(std::move(d));
   }
   if (ec) scan.malformed.push_back(dir.string() + ": cannot be listed: " + ec.message());
@@ -117,6 +142,35 @@ nlohmann::json PackageNames(const std::vector<std::string>& v) {
   return nlohmann::json(v);
 }
 
+void AddFileMetrics(const InstalledFiles& f, PackagesMetrics& m) {
+  m.files_verified = f.files_verified;
+  m.bytes_verified = f.bytes_verified;
+  m.files_unhashed = f.files_unhashed;
+  m.files_compiled = f.files_compiled;
+  m.records_outside = f.records_outside;
+  m.files_problems = f.problems;
+  m.files_changed = PackageNames(f.changed);
+  m.files_missing = PackageNames(f.missing);
+  m.files_unowned = PackageNames(f.unowned);
+  m.files_unreadable = PackageNames(f.unreadable);
+}
+
+// The first finding of the file check, worst first; "" when there is none.
+std::string FilesFinding(const InstalledFiles& f) {
+  if (f.problems == 0) return "";
+  const std::string more =
+      f.problems > 1 ? " (" + std::to_string(f.problems) + " findings in all)" : "";
+  if (!f.changed.empty())
+    return "an installed file differs from its RECORD: " + f.changed[0] + more;
+  if (!f.missing.empty()) return "an installed file is missing: " + f.missing[0] + more;
+  if (!f.unowned.empty())
+    return "a file on the interpreter's path that no installed distribution owns: " + f.unowned[0] +
+           more;
+  if (!f.unreadable.empty())
+    return "an installed file cannot be verified: " + f.unreadable[0] + more;
+  return "installed files cannot be verified" + more;
+}
+
 }  // namespace
 
 std::string NormalizedDistributionName(std::string_view name) {
@@ -134,7 +188,7 @@ std::string NormalizedDistributionName(std::string_view name) {
   return out;
 }
 
-SitePackagesScan ScanSitePackages(const std::vector<fs::path>& dirs) {
+SitePackagesScan ScanSitePackages(const std::vector<fs::path>& dirs, Deadline deadline) {
   SitePackagesScan scan;
   std::vector<fs::path> seen;
   for (const fs::path& dir : dirs) {
@@ -146,6 +200,9 @@ SitePackagesScan ScanSitePackages(const std::vector<fs::path>& dirs) {
     if (!fs::is_directory(dir, ec)) continue;  // a platlib the Python has not made
     ScanSiteDir(dir, scan);
   }
+  std::vector<fs::path> dist_infos;
+  for (const InstalledDistribution& d : scan.distributions) dist_infos.emplace_back(d.where);
+  scan.files = VerifyInstalledFiles(seen, dist_infos, deadline);
   return scan;
 }
 
@@ -156,6 +213,7 @@ CheckResult CompareInstalledPackages(const std::vector<PythonWheel>& wheels,
   for (const InstalledDistribution& d : scan.distributions) installed[d.name].push_back(&d);
   std::vector<std::string> missing, changed, added, bootstrap, twice;
   std::set<std::string> locked;
+  int64_t wheel_hashes = 0;
   for (const PythonWheel& w : wheels) {
     const std::string name = NormalizedDistributionName(w.name);
     locked.insert(name);
@@ -164,6 +222,11 @@ CheckResult CompareInstalledPackages(const std::vector<PythonWheel>& wheels,
       missing.push_back(name + " " + w.version);
     } else if (!SameInstalledVersion(it->second.front()->version, w.version)) {
       changed.push_back(name + " " + it->second.front()->version + " (locked " + w.version + ")");
+    } else if (const std::string& h = it->second.front()->wheel_sha256; !h.empty()) {
+      ++wheel_hashes;
+      if (h != w.sha256)
+        changed.push_back(name + " " + w.version + " (installed from a wheel of sha256 " + h +
+                          ", the lock's is " + w.sha256 + ")");
     }
   }
   for (const auto& [name, found] : installed) {
@@ -183,6 +246,8 @@ CheckResult CompareInstalledPackages(const std::vector<PythonWheel>& wheels,
   m.packages_added = PackageNames(added);
   m.packages_bootstrap = PackageNames(bootstrap);
   m.packages_malformed = PackageNames(scan.malformed);
+  m.wheel_hashes = wheel_hashes;
+  AddFileMetrics(scan.files, m);
   CheckResult r{"env.packages", CheckStatus::kFail, 0, "", "", ToJson(m)};
   const std::string rebuild =
       "rebuild the image from the lock (`trainlock image build`); "
@@ -202,11 +267,16 @@ CheckResult CompareInstalledPackages(const std::vector<PythonWheel>& wheels,
   } else if (!twice.empty()) {
     r.summary = "installed more than once: " + ListedPackages(twice);
     r.remedy = rebuild;
+  } else if (const std::string files = FilesFinding(scan.files); !files.empty()) {
+    r.summary = files;
+    r.remedy = rebuild;
   } else {
     r.status = CheckStatus::kPass;
     r.summary = std::to_string(wheels.size()) + " locked distributions installed at their " +
                 "locked versions, nothing else" +
-                (bootstrap.empty() ? "" : " (bootstrap " + ListedPackages(bootstrap) + ")");
+                (bootstrap.empty() ? "" : " (bootstrap " + ListedPackages(bootstrap) + ")") + "; " +
+                std::to_string(scan.files.files_verified) +
+                " files match their RECORD hashes, none unowned";
   }
   return r;
 }
@@ -341,7 +411,9 @@ CheckResult CheckInstalledPackages(const Spec& lock, const std::string& target, 
     r.remedy = "the image is not the one trainlock built: rebuild it";
     return r;
   }
-  r = CompareInstalledPackages(*t->second.wheels, ScanSitePackages(dirs), dirs);
+  const Deadline deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                        std::chrono::duration<double>(timeout_s));
+  r = CompareInstalledPackages(*t->second.wheels, ScanSitePackages(dirs, deadline), dirs);
   CompareDebianPackages(t->second.debs, ReadDpkgStatus(dpkg_status), dpkg_status, r);
   r.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;

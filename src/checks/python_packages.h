@@ -3,6 +3,9 @@
 // exactly the target's locked wheels, each at its locked version. A package added, removed or
 // changed after the build fails, naming it. Read torch-free from each *.dist-info/METADATA
 // (Name, Version), bounded: capped entries and bytes, no link followed out of site-packages.
+// Every file of every distribution is verified against its RECORD, and every file on the
+// interpreter's path must be owned by one (installed_files.h); where the installer recorded
+// the wheel's hash (PEP 610 direct_url.json), it must be the lock's.
 // pip, setuptools and wheel, the venv's own bootstrap (ensurepip), are allowed unlocked and
 // listed; locked, they are compared like any other. The Debian packages the lock pins
 // (debian-packages) are compared with dpkg's database (/var/lib/dpkg/status, what dpkg-query
@@ -16,27 +19,32 @@
 #include <string_view>
 #include <vector>
 
+#include "checks/installed_files.h"
 #include "project/spec.h"
 #include "report/report.h"
 
 namespace trainlock {
 
 struct InstalledDistribution {
-  std::string name;     // PEP 503-normalised
-  std::string version;  // as METADATA spells it
-  std::string where;    // the .dist-info directory
+  std::string name;          // PEP 503-normalised
+  std::string version;       // as METADATA spells it
+  std::string where;         // the .dist-info directory
+  std::string wheel_sha256;  // direct_url.json's archive hash (PEP 610); "" when none recorded
 };
 
 struct SitePackagesScan {
   std::vector<InstalledDistribution> distributions;
   std::vector<std::string> malformed;  // "<dir>: why", one per entry that could not be read
+  InstalledFiles files;                // RECORD hashes and ownership (installed_files.h)
 };
 
 // PEP 503: lower case, every run of '-', '_' and '.' one '-'.
 std::string NormalizedDistributionName(std::string_view name);
 
-// Every distribution under `dirs` (each read once: the same directory named twice counts once).
-SitePackagesScan ScanSitePackages(const std::vector<std::filesystem::path>& dirs);
+// Every distribution under `dirs` (each read once: the same directory named twice counts once),
+// and every file under them against the distributions' RECORDs, within `deadline`.
+SitePackagesScan ScanSitePackages(const std::vector<std::filesystem::path>& dirs,
+                                  Deadline deadline = Deadline::max());
 
 // The verdict of `scan` against the target's locked closure.
 CheckResult CompareInstalledPackages(const std::vector<PythonWheel>& wheels,

@@ -335,6 +335,17 @@ using Text = std::optional<std::string>;
   X(Free, packages_added)        /* installed, not locked (bootstrap aside) */      \
   X(Free, packages_bootstrap)    /* pip, setuptools, wheel present unlocked */      \
   X(Free, packages_malformed)    /* "<dist-info>: why" for each unreadable one */   \
+  X(Integer, wheel_hashes)       /* direct_url.json wheel hashes vs the lock's */   \
+  X(Integer, files_verified)     /* files whose RECORD sha256 and size matched */   \
+  X(Integer, bytes_verified)     /* their bytes */                                  \
+  X(Integer, files_unhashed)     /* RECORD lines the spec lets lack a hash */       \
+  X(Integer, files_compiled)     /* __pycache__ files of owned sources */           \
+  X(Integer, records_outside)    /* RECORD lines outside site-packages, not read */ \
+  X(Integer, files_problems)     /* findings in the four lists below, all */        \
+  X(Free, files_changed)         /* "<path>: why", at most 100 */                   \
+  X(Free, files_missing)         /* "<path>: listed in <dist-info>'s RECORD" */     \
+  X(Free, files_unowned)         /* paths no installed distribution owns */         \
+  X(Free, files_unreadable)      /* "<path>: why" (link, no RECORD, a cap) */       \
   X(Integer, debs_locked)        /* Debian packages the lock pins (none: absent) */ \
   X(Free, dpkg_status)           /* the dpkg database read */                       \
   X(Free, debs_missing)          /* pinned, not installed: "name version" */        \

@@ -157,13 +157,20 @@ TEST_F(TokenDataShardTokensTest, ReadsUint32ShardsConcatenated) {
 TEST_F(TokenDataShardTokensTest, RefusesATokenOutsideTheVocabularyNamingFileAndIndex) {
   fs::path a = Write("a.bin", ShardBytes({1, 2, 3}, 2));
   fs::path b = Write("b.bin", ShardBytes({4, 5, 6, 1000, 7}, 2));
-  auto source = ShardTokens({a, b}, 2, 1000);
-  std::vector<int64_t> ok(6);
-  source->Read(0, 6, ok.data());  // everything before the bad token reads fine
-  std::vector<int64_t> out(2);
-  std::string error = RuntimeError([&] { source->Read(5, 2, out.data()); });
-  EXPECT_TRUE(Contains(error, b.string())) << error;
-  EXPECT_TRUE(Contains(error, "token 1000 at index 3")) << error;
+  std::string error = RuntimeError([&] { ShardTokens({a, b}, 2, 1000); });
+  EXPECT_TRUE(
+      Contains(error, b.string() + ": token 1000 at index 3 is outside the vocabulary (1000)"))
+      << error;
+}
+
+// The data rules are one: every token of every shard, not only those the windows read, is
+// checked before training (a token in the tail past the last window, here).
+TEST_F(TokenDataShardTokensTest, RefusesATokenOutsideTheVocabularyThatNoWindowReads) {
+  std::vector<uint64_t> tokens(4096, 7);
+  tokens.back() = 70000;
+  fs::path a = Write("a.bin", ShardBytes(tokens, 4));
+  std::string error = RuntimeError([&] { ShardTokens({a}, 4, 50000); });
+  EXPECT_TRUE(Contains(error, a.string() + ": token 70000 at index 4095")) << error;
 }
 
 TEST_F(TokenDataShardTokensTest, RefusesAFileThatIsNotAWholeNumberOfTokens) {

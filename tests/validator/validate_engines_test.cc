@@ -19,13 +19,10 @@ namespace fs = std::filesystem;
 // The Python with torch: Debian's, whatever `python3` is first on PATH.
 constexpr const char* kTorchPython = "/usr/bin/python3";
 
-// examples/tiny under `dir` as an image holds it (lock and config, no manifest), its lock
-// naming `engine` with the pin `engine_sha256`.
-fs::path EngineProject(const fs::path& dir, const std::string& engine,
-                       const std::string& engine_sha256) {
-  const fs::path project = dir / "tiny";
-  fs::create_directories(project);
-  testing::CopyExample("tiny", project);
+// The project's lock names `engine` with the pin `engine_sha256`, and the project is as an
+// image holds it (lock and config, no manifest).
+void PinEngine(const fs::path& project, const std::string& engine,
+               const std::string& engine_sha256) {
   fs::remove(project / "trainlock.toml");
   std::string lock = testing::ReadFile(project / "trainlock.lock");
   const std::string table = "[validate]\n";
@@ -33,6 +30,15 @@ fs::path EngineProject(const fs::path& dir, const std::string& engine,
   lock.insert(at + table.size(),
               "engine = \"" + engine + "\"\nengine-sha256 = \"" + engine_sha256 + "\"\n");
   testing::WriteFile(project / "trainlock.lock", lock);
+}
+
+// examples/tiny under `dir` with its lock naming `engine` (PinEngine).
+fs::path EngineProject(const fs::path& dir, const std::string& engine,
+                       const std::string& engine_sha256) {
+  const fs::path project = dir / "tiny";
+  fs::create_directories(project);
+  testing::CopyExample("tiny", project);
+  PinEngine(project, engine, engine_sha256);
   return project;
 }
 
@@ -178,6 +184,43 @@ TEST(ValidateEngineReshard, ADdpResumeAtAnotherWorldSizeThatIsNotBitwiseFails) {
   EXPECT_EQ(reshard["restored_world_size"], 1);
   EXPECT_EQ(reshard["restored_step"], 3);
   EXPECT_EQ(reshard["bitwise_equal"], false);
+}
+
+// The data rules are one: a Python engine checks every token of every pinned shard against
+// vocab_size before training, as the native worker and data.dataset do, not only the tokens its
+// windows read. The planted token sits past the last window of seq_len + 1 tokens, and
+// data.dataset is not selected.
+TEST(ValidateEngineData, ATokenOutsideTheVocabularyThatNoWindowReadsFailsTheDdpStep) {
+  testing::TempDir dir;
+  const fs::path project = dir.path() / "tiny";
+  fs::create_directories(project);
+  testing::CopyExample("tiny", project);
+  std::string shard;  // 4096 uint16 tokens below vocab_size 256, then the last one 300
+  for (int i = 0; i < 4095; ++i) shard += std::string{static_cast<char>(i % 256), '\0'};
+  shard += std::string{static_cast<char>(300 & 0xff), static_cast<char>(300 >> 8)};
+  testing::WriteFile(project / "data/a.bin", shard);
+  testing::WriteFile(project / "trainlock.toml",
+                     testing::ReadFile(project / "trainlock.toml") +
+                         "\n[dataset]\nsource = \"local\"\npath = \"data\"\n"
+                         "token-dtype = \"uint16\"\nfiles = [\"a.bin\"]\n");
+  const auto locked = testing::RunProgram("trainlock", {"lock", project.string(), "--offline"});
+  ASSERT_EQ(locked.exit_code, 0) << locked.err;
+  PinEngine(project, "ddp", PythonEngineSha256());
+  const fs::path out = dir.path() / "report.json";
+  const auto r = testing::RunProgram(
+      "trainlock",
+      {"validate", project.string(), "--out", out.string(), "--threads", "2", "--python",
+       kTorchPython, "--only", "env.versions,train.step,train.roundtrip,train.eval,ckpt.portable"},
+      {"TMPDIR=" + dir.path().string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const nlohmann::json report = nlohmann::json::parse(testing::ReadFile(out));
+  const auto& step = CheckOf(report, "train.step");
+  EXPECT_EQ(step["status"], "fail") << step.dump();
+  EXPECT_NE(step["summary"].get<std::string>().find(
+                (project / "data/a.bin").string() +
+                ": token 300 at index 4095 is outside the vocabulary (256)"),
+            std::string::npos)
+      << step["summary"];
 }
 
 TEST(ValidateEngineRequests, AMissingPythonIsAnEnvironmentFailureBeforeAnyWork) {

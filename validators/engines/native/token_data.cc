@@ -54,6 +54,7 @@ class Shards : public TokenSource {
     for (size_t i = 0; i < files.size(); ++i) {
       Map(files[i]);
       if (i < sha256.size()) Verify(maps_.back(), sha256[i]);
+      CheckVocabulary(maps_.back());
     }
   }
   ~Shards() override {
@@ -69,12 +70,8 @@ class Shards : public TokenSource {
           static_cast<const unsigned char*>(maps_[m].data) + (p - maps_[m].first) * width_;
       uint64_t token = 0;
       for (int b = width_ - 1; b >= 0; --b) token = (token << 8) | at[b];
-      if (token >= static_cast<uint64_t>(vocab_)) {
-        throw Failure(maps_[m].path + ": token " + std::to_string(token) + " at index " +
-                          std::to_string(p - maps_[m].first) + " is outside the vocabulary (" +
-                          std::to_string(vocab_) + ")",
-                      kExitVerdict);
-      }
+      if (token >= static_cast<uint64_t>(vocab_))
+        OutOfVocabulary(maps_[m], p - maps_[m].first, token);
       out[i] = static_cast<int64_t>(token);
     }
   }
@@ -97,6 +94,22 @@ class Shards : public TokenSource {
     Sha256 hash;
     hash.Update(m.data, m.bytes);
     VerifyPinned(m.path, hash.HexDigest(), m.bytes, pinned);
+  }
+  [[noreturn]] void OutOfVocabulary(const Mapping& m, uint64_t index, uint64_t token) const {
+    throw Failure(m.path + ": token " + std::to_string(token) + " at index " +
+                      std::to_string(index) + " is outside the vocabulary (" +
+                      std::to_string(vocab_) + ")",
+                  kExitVerdict);
+  }
+  // Every token of the shard, before training reads any: not only those a window reads (the
+  // tail past the last window, the windows a short run never reaches), as data.dataset does.
+  void CheckVocabulary(const Mapping& m) const {
+    const auto* at = static_cast<const unsigned char*>(m.data);
+    for (uint64_t i = 0; i < m.tokens; ++i, at += width_) {
+      uint64_t token = 0;
+      for (int b = width_ - 1; b >= 0; --b) token = (token << 8) | at[b];
+      if (token >= static_cast<uint64_t>(vocab_)) OutOfVocabulary(m, i, token);
+    }
   }
   void Map(const std::filesystem::path& file) {
     // Without blocking: a FIFO in place of a shard is refused, not waited on.

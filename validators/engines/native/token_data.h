@@ -29,7 +29,8 @@ std::unique_ptr<TokenSource> SyntheticTokens(uint64_t seed, int64_t vocab, uint6
 
 // Token shards (.bin of little-endian uint16 or uint32), memory-mapped and concatenated.
 // Throws std::runtime_error naming the file when a shard cannot be mapped or is not a
-// multiple of the token size; tokens >= vocab are refused when read. `sha256`, when given,
+// multiple of the token size, or when any token of a shard is >= vocab (every token is checked
+// once, after the shard is verified and before any is read). `sha256`, when given,
 // holds the lock's hash of each file (by position): each mapped shard is hashed once, before
 // any token is read, and a mismatch throws ArtifactMismatch (support/pinned_files.h).
 std::unique_ptr<TokenSource> ShardTokens(const std::vector<std::filesystem::path>& files,
