@@ -158,8 +158,7 @@ TEST_F(SitePackages, AChangedFileInsideADistributionFailsNamingIt) {
   const CheckResult r = Check();
   ExpectFailNaming(r, "an installed file differs from its RECORD",
                    site() / "trainlock_demo/__init__.py");
-  EXPECT_NE(r.summary.find("trainlock_demo-0.3.0.dist-info's RECORD lists sha256="),
-            std::string::npos)
+  EXPECT_NE(r.summary.find("trainlock_demo-0.3.0.dist-info's RECORD lists"), std::string::npos)
       << r.summary;
 }
 
@@ -266,7 +265,7 @@ TEST_F(SitePackages, AWheelHashTheInstallerRecordedMustBeTheLocks) {
 TEST(RecordFile, ParsesQuotedFieldsAsPythonsCsvWritesThem) {
   std::vector<RecordRow> rows;
   std::string error;
-  ASSERT_TRUE(ParseRecord("a.py,sha256=x,3\r\n\"b,\"\"c\".py\",,\n", &rows, &error)) << error;
+  ASSERT_TRUE(ParseRecord("a.py,sha256=x,3\r\n\"b,\"\"c\"\".py\",,\n", &rows, &error)) << error;
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[1].path, "b,\"c\".py");
   EXPECT_EQ(rows[1].hash, "");

@@ -163,11 +163,11 @@ std::string FilesFinding(const InstalledFiles& f) {
   if (!f.changed.empty())
     return "an installed file differs from its RECORD: " + f.changed[0] + more;
   if (!f.missing.empty()) return "an installed file is missing: " + f.missing[0] + more;
+  if (!f.unreadable.empty())
+    return "an installed file cannot be verified: " + f.unreadable[0] + more;
   if (!f.unowned.empty())
     return "a file on the interpreter's path that no installed distribution owns: " + f.unowned[0] +
            more;
-  if (!f.unreadable.empty())
-    return "an installed file cannot be verified: " + f.unreadable[0] + more;
   return "installed files cannot be verified" + more;
 }
 
