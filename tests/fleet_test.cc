@@ -390,7 +390,10 @@ TEST_F(FleetSlurm, APartitionThatIsNotASlurmNameIsBadInput) {
 }
 
 TEST_F(FleetSlurm, NamedNodesAndAReservationBecomeSbatchLines) {
-  Script({"--nodes", "2", "--node", "gpu-017,gpu-018", "--reservation", "ops"});
+  RunResult r = RunTrainlock(
+      {"fleet", "slurm", project_.string(), "--node", "gpu-017,gpu-018", "--reservation", "ops"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  text_ = r.out;
   EXPECT_TRUE(Has("#SBATCH --nodes=2\n")) << text_;
   EXPECT_TRUE(Has("#SBATCH --nodelist=gpu-017,gpu-018\n")) << text_;
   EXPECT_TRUE(Has("#SBATCH --reservation=ops\n")) << text_;

@@ -252,11 +252,9 @@ class SlurmNodeGate : public NodeGate {
     EXPECT_EQ(gen.exit_code, 0) << gen.err;
     fs::create_directories(dir_ / "bin");
     testing::WriteFile(dir_ / "bin/srun",
-                       "#!/bin/bash
-                       "
+                       "#!/bin/bash\n"
                        "for arg; do case $arg in --container-mounts=*) "
-                       "mounts=${arg#--container-mounts=};; esac; done
-                       "
+                       "mounts=${arg#--container-mounts=};; esac; done\n"
                        "cp " +
                            staged.string() + " \"${mounts%%:/reports*}/$SLURMD_NODENAME.json\"\n");
     fs::permissions(dir_ / "bin/srun", fs::perms::owner_all);
