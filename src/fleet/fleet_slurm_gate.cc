@@ -26,7 +26,7 @@ std::string OneLine(std::string_view text) {
   return out;
 }
 
-std::string Reservation(const FleetOptions& o) {
+std::string GateReservation(const FleetOptions& o) {
   return o.reservation.empty() ? kDefaultRevalidationReservation : o.reservation;
 }
 
@@ -65,7 +65,7 @@ std::string GateScriptHeader(const FleetOptions& o) {
          "# A drained or new node comes back through `trainlock fleet slurm --revalidate --node "
          "NODE`:\n"
          "# its validation job runs in the operators' reservation " +
-         Reservation(o) +
+         GateReservation(o) +
          ", whose jobs this gate\n"
          "# does not gate (slurmd sets SLURM_JOB_RESERVATION, a job cannot) and whose nodes it "
          "does not\n"
@@ -83,7 +83,7 @@ std::string Settings(const FleetOptions& o) {
   text += "REPORTS=" + ShellQuote(o.reports_dir) + "\n";
   text += "IMAGE_DIGEST=" + ShellQuote(image.digest) + "\n";
   text += "TARGET=" + ShellQuote(o.target) + "\n";
-  text += "RESERVATION=" + ShellQuote(Reservation(o)) + "\n";
+  text += "RESERVATION=" + ShellQuote(GateReservation(o)) + "\n";
   // slurmd sets SLURMD_NODENAME for both hooks; the validation job names reports by it too.
   text += "NODE=\"${SLURMD_NODENAME:-$(hostname -s)}\"\n";
   text += "REPORT=\"$REPORTS/$NODE.json\"\n";
