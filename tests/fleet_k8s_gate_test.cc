@@ -142,6 +142,51 @@ TEST_F(FleetK8sGate, LabelNodesValidatesSignsAndGatesInTheLockedImageThenLabels)
   EXPECT_TRUE(tolerates_gate_taint) << "a tainted node could never be revalidated";
 }
 
+// Every object --label-nodes writes that lives in a namespace lives in the chosen one, and the
+// ClusterRoleBinding's subject names that ServiceAccount there: a node-patching account in
+// `default` while the Job runs elsewhere would be one nobody meant to create.
+TEST_F(FleetK8sGate, EveryObjectIsInTheChosenNamespace) {
+  std::vector<std::string> args = Labelled();
+  args.insert(args.end(), {"--namespace", "gpu-ops"});
+  std::vector<YAML::Node> docs = Documents(args, "namespaced.yaml");
+  ASSERT_EQ(docs.size(), 4u);
+  for (const YAML::Node& doc : docs) {
+    const std::string kind = doc["kind"].as<std::string>();
+    if (kind == "ClusterRole" || kind == "ClusterRoleBinding") {
+      EXPECT_FALSE(doc["metadata"]["namespace"]) << kind << " is cluster-scoped";
+    } else {
+      EXPECT_EQ(doc["metadata"]["namespace"].as<std::string>(), "gpu-ops") << kind;
+    }
+  }
+  EXPECT_EQ(docs[2]["subjects"][0]["namespace"].as<std::string>(), "gpu-ops");
+  EXPECT_EQ(docs[2]["subjects"][0]["name"].as<std::string>(),
+            docs[0]["metadata"]["name"].as<std::string>());
+  const std::string text = ReadFile(tmp_.path() / "namespaced.yaml");
+  for (const char* command : {"kubectl create secret generic trainlock-keys -n gpu-ops",
+                              "kubectl apply -n gpu-ops -f FILE", "kubectl get pods -n gpu-ops",
+                              "kubectl logs -n gpu-ops"}) {
+    EXPECT_NE(text.find(command), std::string::npos) << command << "\n" << text;
+  }
+  EXPECT_EQ(text.find("namespace: default"), std::string::npos) << text;
+  EXPECT_EQ(text.find("-n default"), std::string::npos) << text;
+}
+
+// The pod's scripts (sh): the validation container's and the label container's.
+TEST_F(FleetK8sGate, LabelNodesScriptsPassShellcheck) {
+  if (!testing::HaveProgram("shellcheck")) GTEST_SKIP() << "shellcheck missing: ci/deps.sh";
+  std::vector<YAML::Node> docs = Documents(Labelled(), "labelled.yaml");
+  ASSERT_EQ(docs.size(), 4u);
+  const YAML::Node pod = PodSpec(docs[3]);
+  for (const YAML::Node& container : {pod["initContainers"][0], pod["containers"][0]}) {
+    const std::string name = container["name"].as<std::string>();
+    const fs::path file = tmp_.path() / (name + ".sh");
+    WriteFile(file, container["args"][0].as<std::string>() + "\n");
+    RunResult check =
+        RunCommand({"shellcheck", "--norc", "--shell=sh", "--format=gcc", file.string()});
+    EXPECT_EQ(check.exit_code, 0) << name << ": " << check.out << check.err;
+  }
+}
+
 TEST_F(FleetK8sGate, LabelNodesRefusesAnUnpinnedKubectlImageOrNoKeys) {
   RunResult r = Fleet({"--nodes", "1", "--label-nodes", "--keys-secret", "k"});
   EXPECT_EQ(r.exit_code, 2);

@@ -389,6 +389,98 @@ TEST_F(FleetSlurm, APartitionThatIsNotASlurmNameIsBadInput) {
   EXPECT_NE(r.err.find("--partition: error: not a Slurm name"), std::string::npos) << r.err;
 }
 
+TEST_F(FleetSlurm, NamedNodesAndAReservationBecomeSbatchLines) {
+  RunResult r = RunTrainlock(
+      {"fleet", "slurm", project_.string(), "--node", "gpu-017,gpu-018", "--reservation", "ops"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  text_ = r.out;
+  EXPECT_TRUE(Has("#SBATCH --nodes=2\n")) << text_;
+  EXPECT_TRUE(Has("#SBATCH --nodelist=gpu-017,gpu-018\n")) << text_;
+  EXPECT_TRUE(Has("#SBATCH --reservation=ops\n")) << text_;
+  Script();
+  EXPECT_FALSE(Has("--reservation")) << "no reservation without the option";
+}
+
+// A name given twice would ask for two runs on one node: Kubernetes' one-pod-per-node
+// anti-affinity would never schedule the second pod, and Slurm would run one node short.
+TEST(FleetOptions, ANodeNamedTwiceIsBadInputNamingIt) {
+  TempDir tmp;
+  const fs::path project = ProjectWithImage(tmp.path(), "h200-pilot", CudaImageTable());
+  for (const char* kind : {"k8s", "slurm"}) {
+    RunResult r = RunTrainlock({"fleet", kind, project.string(), "--node", "gpu-1,gpu-2,gpu-1"});
+    EXPECT_EQ(r.exit_code, 2) << kind << r.out;
+    EXPECT_EQ(r.err, "--node: error: names node 'gpu-1' twice; name each node once\n") << kind;
+  }
+}
+
+// ---- fleet slurm --revalidate: the way back for a drained or new node ----
+
+class FleetSlurmRevalidate : public FleetSlurm {
+ protected:
+  RunResult Revalidate(std::vector<std::string> extra) {
+    std::vector<std::string> args = {"fleet", "slurm", project_.string(), "--revalidate"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunTrainlock(args);
+  }
+  std::vector<std::string> Needed() {
+    return {"--node",          "gpu-017,gpu-018", "--reports-dir",
+            "/shared/reports", "--sign-key",      "/shared/fleet.key"};
+  }
+};
+
+TEST_F(FleetSlurmRevalidate, ReservesResumesValidatesInTheReservationAndDeletesIt) {
+  RunResult r = Revalidate(Needed());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string& text = r.out;
+  for (const char* part :
+       {"scontrol create reservation ReservationName=\"$RESERVATION\" Nodes=\"${NODES// /,}\"",
+        "Flags=MAINT,IGNORE_JOBS", "RESERVATION=trainlock-revalidate\n",
+        "NODES='gpu-017 gpu-018'\n", "scontrol update NodeName=\"$node\" State=RESUME",
+        "trap 'scontrol delete ReservationName=\"$RESERVATION\"' EXIT",
+        "sbatch --wait <<'TRAINLOCK_VALIDATION_JOB'\n#!/bin/bash\n",
+        "#SBATCH --reservation=trainlock-revalidate\n", "#SBATCH --nodelist=gpu-017,gpu-018\n",
+        "#SBATCH --nodes=2\n", "REPORTS=/shared/reports\n", "SIGN_KEY=/shared/fleet.key\n"}) {
+    EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
+  }
+  if (!testing::HaveProgram("bash")) GTEST_SKIP() << "bash is not on PATH";
+  WriteFile(tmp_.path() / "revalidate.sh", text);
+  RunResult syntax = RunCommand({"bash", "-n", (tmp_.path() / "revalidate.sh").string()});
+  EXPECT_EQ(syntax.exit_code, 0) << syntax.err;
+}
+
+// Every bash script `fleet slurm` writes: the validation job, the node gate and the way back.
+TEST_F(FleetSlurmRevalidate, EveryGeneratedScriptPassesShellcheck) {
+  if (!testing::HaveProgram("shellcheck")) GTEST_SKIP() << "shellcheck missing: ci/deps.sh";
+  std::vector<std::string> gate = {"--prolog", "--key", "/shared/fleet.pub", "--reports-dir",
+                                   "/shared/reports"};
+  const std::vector<std::vector<std::string>> scripts = {
+      {"--nodes", "2", "--sign-key", "/shared/fleet.key"}, gate, Needed()};
+  for (size_t i = 0; i < scripts.size(); ++i) {
+    std::vector<std::string> args = {"fleet", "slurm", project_.string()};
+    if (i == 2) args.push_back("--revalidate");
+    args.insert(args.end(), scripts[i].begin(), scripts[i].end());
+    RunResult r = RunTrainlock(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const fs::path file = tmp_.path() / ("script" + std::to_string(i) + ".sh");
+    WriteFile(file, r.out);
+    RunResult check = RunCommand({"shellcheck", "--norc", "--format=gcc", file.string()});
+    EXPECT_EQ(check.exit_code, 0) << check.out << check.err << r.out;
+  }
+}
+
+TEST_F(FleetSlurmRevalidate, NeedsTheNodesTheReportsDirectoryAndTheSigningKey) {
+  const std::vector<std::string> needed = Needed();
+  for (const char* option : {"--node", "--reports-dir", "--sign-key"}) {
+    std::vector<std::string> args;
+    for (size_t i = 0; i < needed.size(); i += 2) {
+      if (needed[i] != option) args.insert(args.end(), {needed[i], needed[i + 1]});
+    }
+    RunResult r = Revalidate(args);
+    EXPECT_EQ(r.exit_code, 2) << option;
+    EXPECT_TRUE(r.err.starts_with(std::string(option) + ": error: --revalidate needs it")) << r.err;
+  }
+}
+
 TEST_F(FleetSlurm, RunsTheImageByDigestThroughPyxis) {
   Script();
   EXPECT_TRUE(Has("IMAGE='registry.example#h200-pilot@" + kDigest + "'") ||
@@ -607,11 +699,19 @@ TEST(FleetExamples, CheckedInExamplesAreWhatTheCommandGenerates) {
                                          "/shared/trainlock-reports",
                                          "--node-lock",
                                          "/shared/h200-pilot/trainlock.lock"};
+  const std::vector<std::string> revalidate = {"--revalidate",
+                                               "--node",
+                                               "gpu-017,gpu-018",
+                                               "--reports-dir",
+                                               "/shared/trainlock-reports",
+                                               "--sign-key",
+                                               "/shared/trainlock/fleet.key"};
   for (const auto& [kind, file, extra] :
        {std::tuple<std::string, std::string, std::vector<std::string>>{
             "k8s", "validate-job.yaml", {"--nodes", "4"}},
         {"slurm", "validate.sbatch", {"--nodes", "4"}},
-        {"slurm", "node-gate.sh", gate}}) {
+        {"slurm", "node-gate.sh", gate},
+        {"slurm", "revalidate.sh", revalidate}}) {
     const fs::path out = tmp.path() / file;
     std::vector<std::string> args = {"fleet",       kind,    pilot.string(), "--image",
                                      kExampleImage, "--out", out.string()};

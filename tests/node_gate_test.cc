@@ -79,8 +79,9 @@ class NodeGate : public ::testing::Test {
     private_key_ = testing::ReadFile(dir_ / "key.key");
   }
 
-  // What `trainlock-validate --sign` leaves after a pass on `host`, `age_s` seconds ago.
-  void Validate(const std::string& host, int64_t age_s = 0) {
+  // What `trainlock-validate --sign` leaves after a pass on `host`, `age_s` seconds ago, as
+  // kNode's report (or at `to`).
+  void Validate(const std::string& host, int64_t age_s = 0, fs::path to = {}) {
     Project project = LoadProject(project_, ManifestRequirement::kOptional);
     json report = json::parse(
         testing::ReadFile(testing::SourceDir() / "tests/fixtures/reports/h200-pilot-report.json"));
@@ -96,7 +97,8 @@ class NodeGate : public ::testing::Test {
     std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&started));
     report["started_at"] = text;
     SignReport(report, private_key_);
-    testing::WriteFile(dir_ / "reports" / (std::string(kNode) + ".json"), SignedReportText(report));
+    if (to.empty()) to = dir_ / "reports" / (std::string(kNode) + ".json");
+    testing::WriteFile(to, SignedReportText(report));
   }
 
   testing::TempDir tmp_;
@@ -164,7 +166,10 @@ class SlurmNodeGate : public NodeGate {
     fs::permissions(dir_ / "munge", fs::perms::owner_all);
     const std::string socket = (dir_ / "sock/munge.socket").string();
     const std::string d = dir_.string();
-    std::ofstream(Conf()) << "ClusterName=trainlock\n"
+    // Eight GPUs as the validation job asks for them (--gpus-per-node=8): files stand in.
+    std::ofstream(dir_ / "gres.conf") << "Name=gpu File=" << d << "/gpu[0-7]\n";
+    for (int i = 0; i < 8; ++i) testing::WriteFile(dir_ / ("gpu" + std::to_string(i)), "");
+    std::ofstream(Conf()) << "ClusterName=trainlock\nGresTypes=gpu\n"
                           << "SlurmctldHost=" << ShortHostName() << "(127.0.0.1)\n"
                           << "SlurmctldPort=" << testing::FreeLoopbackPort() << "\n"
                           << "SlurmdPort=" << testing::FreeLoopbackPort() << "\n"
@@ -185,7 +190,8 @@ class SlurmNodeGate : public NodeGate {
                           << "Prolog=" << d << "/hook.sh\n"
                           << "HealthCheckProgram=" << d << "/hook.sh\n"
                           << "HealthCheckInterval=2\nHealthCheckNodeState=ANY\n"
-                          << "NodeName=" << kNode << " NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN\n"
+                          << "NodeName=" << kNode
+                          << " NodeAddr=127.0.0.1 CPUs=1 Gres=gpu:8 State=UNKNOWN\n"
                           << "PartitionName=gpu Nodes=" << kNode
                           << " Default=YES MaxTime=INFINITE State=UP\n";
     Daemon({"munged", "-F", "--force", "--num-threads=4", "--key-file=" + d + "/munge/munge.key",
@@ -224,9 +230,9 @@ class SlurmNodeGate : public NodeGate {
   }
   void ResumeHealthChecks() { fs::remove(dir_ / "hc-paused"); }
 
-  std::string Submit(const std::string& marker) {
-    RunResult r = Slurm({"sbatch", "--parsable", "-o", (dir_ / "jobs/%j.out").string(), "--wrap",
-                         "touch " + (dir_ / "jobs" / marker).string()});
+  std::string Submit(const std::string& marker, const std::string& name = "wrap") {
+    RunResult r = Slurm({"sbatch", "--parsable", "-J", name, "-o", (dir_ / "jobs/%j.out").string(),
+                         "--wrap", "touch " + (dir_ / "jobs" / marker).string()});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.out.substr(0, r.out.find_first_of(";\n"));
   }
@@ -235,8 +241,79 @@ class SlurmNodeGate : public NodeGate {
   }
   bool Ran(const std::string& marker) { return fs::exists(dir_ / "jobs" / marker); }
 
+  // `trainlock fleet slurm --revalidate --node gpu-001` run as the operator (root) in jobs/.
+  // pyxis is not here: a stand-in srun leaves `staged`, a signed report, as the node's report
+  // in the directory the job mounts on /reports, as the validator in the image would.
+  RunResult Revalidate(const fs::path& staged) {
+    RunResult gen = testing::RunTrainlock(
+        {"fleet", "slurm", project_.string(), "--revalidate", "--node", kNode, "--reports-dir",
+         (dir_ / "reports").string(), "--sign-key", (dir_ / "key.key").string(), "--out",
+         (dir_ / "revalidate.sh").string()});
+    EXPECT_EQ(gen.exit_code, 0) << gen.err;
+    fs::create_directories(dir_ / "bin");
+    testing::WriteFile(dir_ / "bin/srun",
+                       "#!/bin/bash\n"
+                       "for arg; do case $arg in --container-mounts=*) "
+                       "mounts=${arg#--container-mounts=};; esac; done\n"
+                       "cp " +
+                           staged.string() + " \"${mounts%%:/reports*}/$SLURMD_NODENAME.json\"\n");
+    fs::permissions(dir_ / "bin/srun", fs::perms::owner_all);
+    const char* path = std::getenv("PATH");
+    return RunCommand({"bash", "-c",
+                       "cd " + (dir_ / "jobs").string() + " && exec timeout 120 bash " +
+                           (dir_ / "revalidate.sh").string()},
+                      {"SLURM_CONF=" + Conf(),
+                       "PATH=" + (dir_ / "bin").string() + ":" + (path ? path : "/usr/bin:/bin")});
+  }
+  bool Reserved() {
+    return Scontrol({"show", "reservation"}).out.find("trainlock-revalidate") != std::string::npos;
+  }
+
   std::vector<std::unique_ptr<testing::BackgroundProcess>> daemons_;
 };
+
+// The validation job's name is the user's to choose: it is no way past the gate.
+TEST_F(SlurmNodeGate, AJobNamedLikeTheValidationJobIsStillGated) {
+  const std::string job = Submit("named", "trainlock-validate-h200-pilot");
+  ASSERT_TRUE(WaitFor([&] { return DrainedWith("trainlock: report: no report"); }, 60))
+      << NodeField("State") << " " << NodeField("Reason");
+  EXPECT_TRUE(WaitFor([&] { return JobState(job).find("held") != std::string::npos; }, 30))
+      << JobState(job);
+  EXPECT_FALSE(Ran("named"));
+}
+
+// A new node, drained by the gate, comes back through Slurm: the operator's revalidation runs
+// the validation job in the revalidation reservation (not gated, the node not drained while in
+// it), deletes the reservation, and the gate then lets ordinary jobs run on the passing report.
+TEST_F(SlurmNodeGate, ADrainedNodeIsValidatedThroughTheRevalidationReservationThenTakesJobs) {
+  ResumeHealthChecks();
+  ASSERT_TRUE(WaitFor([&] { return DrainedWith("trainlock: report: no report"); }, 30))
+      << NodeField("State") << " " << NodeField("Reason");
+  Validate(kNode, 0, dir_ / "staged.json");
+  RunResult r = Revalidate(dir_ / "staged.json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << testing::ReadFile(dir_ / "log/slurmd.log");
+  EXPECT_TRUE(fs::exists(dir_ / "reports" / (std::string(kNode) + ".json")));
+  EXPECT_FALSE(Reserved()) << "the reservation outlived the revalidation";
+  std::this_thread::sleep_for(std::chrono::seconds(4));  // health checks on the new report
+  EXPECT_FALSE(Drained()) << NodeField("State") << " " << NodeField("Reason");
+  const std::string job = Submit("ordinary");
+  EXPECT_TRUE(WaitFor([&] { return Ran("ordinary"); }, 60)) << JobState(job);
+}
+
+// A revalidation whose report the gate refuses brings nothing back: once the reservation is
+// gone the health check drains the node again.
+TEST_F(SlurmNodeGate, ARevalidationTheGateRefusesLeavesTheNodeDrained) {
+  ResumeHealthChecks();
+  ASSERT_TRUE(WaitFor([&] { return DrainedWith("trainlock: report: no report"); }, 30));
+  Validate("gpu-002", 0, dir_ / "staged.json");  // made on another node
+  RunResult r = Revalidate(dir_ / "staged.json");
+  EXPECT_FALSE(Reserved());
+  EXPECT_TRUE(WaitFor([&] { return DrainedWith("trainlock: node: the report was made on"); }, 30))
+      << r.out << r.err << NodeField("State") << " " << NodeField("Reason");
+  const std::string job = Submit("after-refusal");
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  EXPECT_FALSE(Ran("after-refusal")) << JobState(job);
+}
 
 TEST_F(SlurmNodeGate, AJobWaitsHeldOnANodeWithoutAReportAndRunsOnceAValidateOfThisNodePasses) {
   const std::string job = Submit("first");
@@ -334,7 +411,31 @@ TEST_F(NpdPlugin, AnExpiredReportIsAProblemNamingTheWindow) {
   RunResult r = Plugin();
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_TRUE(r.out.starts_with("trainlock: age: the report is 2h 0m old")) << r.out;
-  EXPECT_NE(r.out.find("the lock's validate.valid-for 1h 0m"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("the lock's validate.valid-for 1h 0m"), std::string::npos) << r.err;
+}
+
+// NPD cuts a custom plugin's output at max_output_length, 80 by default: the message is one
+// line that fits, the whole refusal is on stderr.
+TEST_F(NpdPlugin, TheMessageIsOneLineThatFitsNpdsDefaultOutputLength) {
+  Validate(kNode, 2 * 3600);  // the age refusal is over 100 characters
+  RunResult r = Plugin();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  ASSERT_TRUE(r.out.ends_with("...\n")) << r.out;
+  EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << r.out;
+  EXPECT_LE(r.out.size() - 1, 80u) << r.out;
+  EXPECT_NE(r.err.find("trainlock: age: the report is 2h 0m old"), std::string::npos) << r.err;
+  fs::remove(dir_ / "reports" / (std::string(kNode) + ".json"));
+  r = Plugin();  // "no report <path>": the test's temporary path makes it long too
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_LE(r.out.size() - 1, 80u) << r.out;
+  EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << r.out;
+}
+
+TEST_F(NpdPlugin, PassesShellcheck) {
+  if (!testing::HaveProgram("shellcheck")) GTEST_SKIP() << "shellcheck missing: ci/deps.sh";
+  RunResult check =
+      RunCommand({"shellcheck", "--norc", "--format=gcc", (dir_ / "plugin.sh").string()});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
 }
 
 TEST_F(NpdPlugin, AReportOfAnotherNodeIsAProblem) {

@@ -12,6 +12,10 @@
 # sinfo -R); a reason trainlock did not set is never replaced nor lifted. Exit 0 pass, 1 drained.
 # Validate a node: `trainlock fleet slurm` (without --prolog) with --reports-dir /shared/trainlock-reports
 # and the validator's --sign key; release held jobs with `scontrol release JOBID`.
+# A drained or new node comes back through `trainlock fleet slurm --revalidate --node NODE`:
+# its validation job runs in the operators' reservation trainlock-revalidate, whose jobs this gate
+# does not gate (slurmd sets SLURM_JOB_RESERVATION, a job cannot) and whose nodes it does not
+# drain. Only root or SlurmUser create reservations and name who may use them.
 
 set -uo pipefail
 export PATH="/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin:$PATH"
@@ -22,6 +26,7 @@ KEY=/shared/trainlock/fleet.pub
 REPORTS=/shared/trainlock-reports
 IMAGE_DIGEST=sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
 TARGET=cuda
+RESERVATION=trainlock-revalidate
 NODE="${SLURMD_NODENAME:-$(hostname -s)}"
 REPORT="$REPORTS/$NODE.json"
 
@@ -30,10 +35,25 @@ current_reason() {
   scontrol show node "$NODE" 2>/dev/null | sed -n 's/^ *Reason=//p' | head -n 1
 }
 
-# Drains with "trainlock: $1", unless the node holds a reason trainlock did not set.
+# Whether the node is in the active revalidation reservation: it is being validated,
+# and only the reservation's users (operators) reach it.
+in_revalidation() {
+  local line nodes
+  line=$(scontrol -o show reservation "$RESERVATION" 2>/dev/null) || return 1
+  case " $line " in *" State=ACTIVE "*) ;; *) return 1 ;; esac
+  nodes=$(printf '%s\n' "$line" | sed -n 's/.* Nodes=\([^ ]*\) .*/\1/p')
+  [ -n "$nodes" ] && scontrol show hostnames "$nodes" | grep -qxF "$NODE"
+}
+
+# Drains with "trainlock: $1", unless the node holds a reason trainlock did not set or
+# is in the revalidation reservation.
 drain() {
   local reason="trainlock: $1" current
   reason="${reason:0:240}"
+  if in_revalidation; then
+    echo "trainlock node gate: $NODE is in the revalidation reservation $RESERVATION, not drained: $reason"
+    return 0
+  fi
   current=$(current_reason)
   if [ -n "$current" ] && [ "${current#trainlock:}" = "$current" ]; then
     echo "trainlock node gate: $NODE keeps its reason ($current), not: $reason"
@@ -50,6 +70,11 @@ resume() {
   scontrol update NodeName="$NODE" State=RESUME
 }
 
+# The revalidation job itself: slurmd, not the job, sets SLURM_JOB_RESERVATION.
+if [ -n "${SLURM_JOB_ID:-}" ] && [ "${SLURM_JOB_RESERVATION:-}" = "$RESERVATION" ]; then
+  echo "trainlock node gate: job $SLURM_JOB_ID is in the revalidation reservation $RESERVATION: not gated"
+  exit 0
+fi
 if [ ! -f "$REPORT" ]; then
   drain "report: no report $REPORT; validate this node"
   exit 1

@@ -23,6 +23,7 @@ struct FleetScriptOptions {
   bool prolog = false;             // slurm: the node gate instead of the validation job
   bool npd_plugin = false;         // k8s: the node-problem-detector plugin instead
   bool long_run_affinity = false;  // k8s: the long run's nodeAffinity instead
+  bool revalidate = false;         // slurm: the operator's way back for --node nodes
   FleetOptions fleet;
 };
 
@@ -42,6 +43,21 @@ int64_t ParseTimeout(const std::string& text) {
       "--timeout", {}, "not a duration: " + Quoted(text), "seconds (7200) or e.g. 2h, 90m, 1h30m"});
 }
 
+// --revalidate runs the validation the gate trusts: on named nodes, its signed reports where
+// the gate reads them.
+void CheckRevalidate(const FleetOptions& o) {
+  const char* missing = o.node_names.empty()    ? "--node"
+                        : o.reports_dir.empty() ? "--reports-dir"
+                        : o.sign_key.empty()    ? "--sign-key"
+                                                : nullptr;
+  if (missing == nullptr) return;
+  throw InputError(Diagnostic{missing,
+                              {},
+                              "--revalidate needs it: the nodes to bring back, the gate's "
+                              "reports directory and the validator's signing key",
+                              ""});
+}
+
 int WriteFleetScript(const FleetScriptOptions& o, const GlobalOptions& global,
                      std::string (*generate)(const FleetOptions&)) {
   FleetOptions requested = o.fleet;
@@ -54,7 +70,11 @@ int WriteFleetScript(const FleetScriptOptions& o, const GlobalOptions& global,
     if (o.prolog) generate = SlurmNodeGateScript;
     if (o.npd_plugin) generate = NodeProblemDetectorPlugin;
     if (o.long_run_affinity) generate = LongRunAffinityNow;
-  } else if (requested.nodes == 0) {
+  } else if (o.revalidate) {
+    CheckRevalidate(requested);
+    generate = SlurmRevalidateScript;
+  }
+  if (!node_gate && !o.long_run_affinity && requested.nodes == 0) {
     throw InputError(Diagnostic{"--nodes", {}, "is required: how many nodes to validate", ""});
   }
   Project project = LoadProject(o.dir, ManifestRequirement::kOptional);
@@ -192,6 +212,22 @@ Command RegisterFleet(CLI::App& app, const GlobalOptions& global) {
   slurm_cmd->add_option("--partition", slurm->fleet.partition,
                         "Slurm partition (#SBATCH --partition)");
   slurm_cmd->add_option("--account", slurm->fleet.account, "Slurm account (#SBATCH --account)");
+  slurm->fleet.slurm = true;
+  slurm_cmd
+      ->add_option("--node", slurm->fleet.node_names,
+                   "Validate these nodes (#SBATCH --nodelist; repeated or a,b), each once; --nodes "
+                   "defaults to their count")
+      ->delimiter(',');
+  slurm_cmd->add_option("--reservation", slurm->fleet.reservation,
+                        "The validation job's reservation (#SBATCH --reservation); --prolog and "
+                        "--revalidate: the operators' revalidation reservation (default " +
+                            std::string(kDefaultRevalidationReservation) + ")");
+  slurm_cmd->add_flag(
+      "--revalidate", slurm->revalidate,
+      "Write instead the operator's script bringing --node nodes back (drained by the gate, or\n"
+      "new): reserve them in the revalidation reservation, resume those a trainlock reason\n"
+      "drained, run the validation job there (sbatch --wait), delete the reservation. Needs\n"
+      "--node, --reports-dir and --sign-key.");
   slurm_cmd->add_option("--sign-key", slurm->fleet.sign_key,
                         "The validator signs each report with this Ed25519 private key (an "
                         "absolute path every node reads; mounted read-only)");

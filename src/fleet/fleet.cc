@@ -137,17 +137,6 @@ bool IsSubdomain(const std::string& name) {
 // --node, --image-pull-secret and --label-nodes: names Kubernetes accepts, a node count that
 // matches the named nodes, and a labeller image pinned like every image here.
 void CheckKubernetesGate(FleetOptions& options) {
-  for (const std::string& node : options.node_names) {
-    if (!IsSubdomain(node))
-      throw InputError(Diagnostic{"--node", {}, "not a Kubernetes node name: " + Quoted(node), ""});
-  }
-  if (!options.node_names.empty() && options.nodes != static_cast<int>(options.node_names.size())) {
-    throw InputError(Diagnostic{"--nodes",
-                                {},
-                                std::to_string(options.nodes) + " nodes, but " +
-                                    std::to_string(options.node_names.size()) + " --node names",
-                                "leave --nodes out: it defaults to the number of --node names"});
-  }
   for (const std::string& secret : options.image_pull_secrets) {
     if (!IsSubdomain(secret)) {
       throw InputError(
@@ -203,6 +192,33 @@ void CheckSlurmName(const char* option, const std::string& value) {
   if (!value.empty() && !std::regex_match(value, kName)) {
     throw InputError(Diagnostic{
         option, {}, "not a Slurm name: " + Quoted(value), "letters, digits, '.', '_' and '-'"});
+  }
+}
+
+// --node: names the scheduler accepts, each once (a name given twice would ask for two runs
+// on one node: Kubernetes' one-pod-per-node anti-affinity would never schedule the second),
+// and as many as --nodes.
+void CheckNodeNames(const FleetOptions& options) {
+  for (size_t i = 0; i < options.node_names.size(); ++i) {
+    const std::string& node = options.node_names[i];
+    if (options.slurm) {
+      if (node.empty()) throw InputError(Diagnostic{"--node", {}, "an empty node name", ""});
+      CheckSlurmName("--node", node);
+    } else if (!IsSubdomain(node)) {
+      throw InputError(Diagnostic{"--node", {}, "not a Kubernetes node name: " + Quoted(node), ""});
+    }
+    if (std::find(options.node_names.begin(), options.node_names.begin() + i, node) !=
+        options.node_names.begin() + i) {
+      throw InputError(
+          Diagnostic{"--node", {}, "names node " + Quoted(node) + " twice", "name each node once"});
+    }
+  }
+  if (!options.node_names.empty() && options.nodes != static_cast<int>(options.node_names.size())) {
+    throw InputError(Diagnostic{"--nodes",
+                                {},
+                                std::to_string(options.nodes) + " nodes, but " +
+                                    std::to_string(options.node_names.size()) + " --node names",
+                                "leave --nodes out: it defaults to the number of --node names"});
   }
 }
 
@@ -286,6 +302,8 @@ FleetOptions ResolveFleetOptions(const Project& project, const Catalog& catalog,
   }
   CheckSlurmName("--partition", options.partition);
   CheckSlurmName("--account", options.account);
+  CheckSlurmName("--reservation", options.reservation);
+  CheckNodeNames(options);
   options.target = ResolveTarget(project, requested.target);
   options.gpu_products = GpuProducts(lock, options.target, catalog);
   if (options.cpu_request == 0) options.cpu_request = 4 * options.gpus_per_node;

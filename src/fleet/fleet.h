@@ -38,6 +38,13 @@ inline constexpr int64_t kDefaultFleetTimeoutS = 2 * 3600;
 inline constexpr int64_t kDefaultValidForS = 24 * 3600;
 // Every drain reason and taint a node gate sets starts with this; the gate lifts only these.
 inline constexpr const char* kNodeGateReasonPrefix = "trainlock:";
+// Slurm: the operators' reservation a drained or new node is validated in (`fleet slurm
+// --revalidate`). The gate neither gates a job of it nor drains a node in it; only root or
+// SlurmUser create reservations and name their users, so no ordinary job can enter it.
+inline constexpr const char* kDefaultRevalidationReservation = "trainlock-revalidate";
+// node-problem-detector's custom plugins cut their output at max_output_length (default 80):
+// the plugin's first line, the condition's message, fits in it.
+inline constexpr size_t kNpdMessageLength = 80;
 
 // What to generate. Fields marked "resolved" may be left empty by the caller;
 // ResolveFleetOptions fills them from the project.
@@ -59,6 +66,10 @@ struct FleetOptions {
   std::string partition;    // Slurm: "" = the cluster's default partition
   std::string account;      // Slurm: "" = the user's default account
   std::string sign_key;     // Slurm: "" = unsigned reports; else the private key, absolute
+  // Slurm: the validation job's #SBATCH --reservation ("" = none); the gate's and
+  // --revalidate's revalidation reservation ("" = kDefaultRevalidationReservation).
+  std::string reservation;
+  bool slurm = false;  // node names and the reservation are Slurm's (else Kubernetes')
 
   // Resolved from the project, for labels and comments.
   std::string project_name;
@@ -72,9 +83,10 @@ struct FleetOptions {
   int64_t valid_for_s = 0;           // resolved: the lock's valid-for, else kDefaultValidForS
   bool valid_for_from_lock = false;  // resolved: the lock names valid-for
 
-  // Kubernetes: the nodes to validate by name (kubernetes.io/hostname; --nodes defaults to
-  // their count), the pull secrets of a private registry, and --label-nodes: after the run the
-  // pod gates its own report and labels its node (kNodeLabel*) or taints it (kNodeGateTaint).
+  // The nodes to validate by name (Kubernetes: kubernetes.io/hostname; Slurm: --nodelist;
+  // --nodes defaults to their count, a name given twice is bad input), the pull secrets of a
+  // private registry, and --label-nodes: after the run the pod gates its own report and labels its
+  // node (kNodeLabel*) or taints it (kNodeGateTaint).
   std::vector<std::string> node_names;
   std::vector<std::string> image_pull_secrets;
   bool label_nodes = false;
@@ -141,12 +153,21 @@ std::string NodeProblemDetectorPlugin(const FleetOptions& options);
 // `trainlock fleet summarize` on the reports.
 std::string SlurmBatchScript(const FleetOptions& options);
 
+// `fleet slurm --revalidate`: the operator's bash script that brings named nodes (drained by
+// the gate, or never validated) back through Slurm: it reserves them for the operator in the
+// revalidation reservation, resumes those only the gate drained, runs SlurmBatchScript on
+// exactly them in the reservation (sbatch --wait) and deletes the reservation, after which the
+// gate decides on the new reports. Requires node_names, reports_dir and sign_key.
+std::string SlurmRevalidateScript(const FleetOptions& options);
+
 // The node gate for Slurm, one bash script for both hooks: as Prolog it runs on each node
 // before a job, as HealthCheckProgram every HealthCheckInterval. It gates the node's own report
 // (<reports_dir>/<node>.json) with `trainlock gate --key --image --node` against the lock and its
 // validity window; a refusal drains the node with "trainlock: <topic>: <why>" (never replacing
 // a reason it did not set) and exits 1, so a Prolog requeues the job held; a pass resumes a node
-// that only a trainlock reason drained. Requires key, reports_dir and node_lock (absolute).
+// that only a trainlock reason drained. A job of the revalidation reservation is not gated and
+// a node in it is not drained (SlurmRevalidateScript). Requires key, reports_dir and node_lock
+// (absolute).
 std::string SlurmNodeGateScript(const FleetOptions& options);
 
 // Checks what a node gate needs (--key, --reports-dir, --node-lock: absolute, shell-safe paths)

@@ -179,13 +179,16 @@ std::string ValidateScript(const FleetOptions& o) {
   const std::string report = std::string(kReportsInContainer) + "/$TRAINLOCK_NODE_NAME.json";
   const std::string sign =
       o.label_nodes ? std::string(" --sign ") + kKeysInContainer + "/" + kSigningKeyFile : "";
-  std::string script = std::string(kValidatorInImage) + " " + kProjectInImage + " --nproc auto" +
-                       sign + " --out \"" + report + "\"; status=$?; echo \"" + kReportLogBegin +
-                       "$TRAINLOCK_NODE_NAME ---\"; " + "cat \"" + report + "\"; echo; echo \"" +
-                       kReportLogEnd + "\"; ";
-  if (!o.label_nodes) return script + "exit $status";
-  return script + "trainlock gate \"" + report + "\" --lock " + kProjectInImage + " --key " +
-         kKeysInContainer + "/" + kPublicKeyFile +
+  const std::string validate = std::string(kValidatorInImage) + " " + kProjectInImage +
+                               " --nproc auto" + sign + " --out \"" + report + "\"; ";
+  const std::string print = "echo \"" + std::string(kReportLogBegin) +
+                            "$TRAINLOCK_NODE_NAME ---\"; " + "cat \"" + report +
+                            "\"; echo; echo \"" + kReportLogEnd + "\"; ";
+  if (!o.label_nodes) return validate + "status=$?; " + print + "exit $status";
+  // The gate, not the validator's exit code, decides here (a failed run leaves a failing
+  // report, or none, which the gate refuses).
+  return validate + print + "trainlock gate \"" + report + "\" --lock " + kProjectInImage +
+         " --key " + kKeysInContainer + "/" + kPublicKeyFile +
          " --image \"$TRAINLOCK_IMAGE_DIGEST\" --target " + o.target +
          " --node \"$TRAINLOCK_NODE_NAME\" > " + kReportsInContainer +
          "/gate.txt 2>&1; echo $? > " + kReportsInContainer + "/gate.status; exit 0";

@@ -79,6 +79,12 @@ std::string Header(const FleetOptions& o) {
   text += "#SBATCH --gpus-per-node=" + std::to_string(o.gpus_per_node) + "\n";
   if (!o.partition.empty()) text += "#SBATCH --partition=" + o.partition + "\n";
   if (!o.account.empty()) text += "#SBATCH --account=" + o.account + "\n";
+  if (!o.reservation.empty()) text += "#SBATCH --reservation=" + o.reservation + "\n";
+  if (!o.node_names.empty()) {
+    text += "#SBATCH --nodelist=";
+    for (size_t i = 0; i < o.node_names.size(); ++i) text += (i ? "," : "") + o.node_names[i];
+    text += "\n";
+  }
   text += "#SBATCH --exclusive\n";
   text += "#SBATCH --time=" + SlurmTime(o.timeout_s) + "\n";
   text += "#SBATCH --output=" + o.name + "-%j.out\n";

@@ -3,7 +3,9 @@
 // the script only maps it onto Slurm's conventions: a refusal drains the node with the reason
 // "trainlock: <topic>: <why>" and exits 1 (a failing Prolog requeues the job held), a pass
 // resumes a node only trainlock drained. Like LBNL NHC, it never replaces or lifts a drain
-// reason it did not set: an admin's "maintenance: fan" stays.
+// reason it did not set: an admin's "maintenance: fan" stays. The way back for a drained or new
+// node is the operators' revalidation reservation (fleet_slurm_revalidate.cc): a job of it is
+// the validation itself and is not gated, and a node in it is not drained meanwhile.
 #include "base/refs.h"
 #include "base/time_text.h"
 #include "fleet/fleet.h"
@@ -22,6 +24,10 @@ std::string OneLine(std::string_view text) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = ' ';
   }
   return out;
+}
+
+std::string GateReservation(const FleetOptions& o) {
+  return o.reservation.empty() ? kDefaultRevalidationReservation : o.reservation;
 }
 
 std::string GateScriptHeader(const FleetOptions& o) {
@@ -55,7 +61,15 @@ std::string GateScriptHeader(const FleetOptions& o) {
          "# Validate a node: `trainlock fleet slurm` (without --prolog) with --reports-dir " +
          OneLine(o.reports_dir) +
          "\n"
-         "# and the validator's --sign key; release held jobs with `scontrol release JOBID`.\n";
+         "# and the validator's --sign key; release held jobs with `scontrol release JOBID`.\n"
+         "# A drained or new node comes back through `trainlock fleet slurm --revalidate --node "
+         "NODE`:\n"
+         "# its validation job runs in the operators' reservation " +
+         GateReservation(o) +
+         ", whose jobs this gate\n"
+         "# does not gate (slurmd sets SLURM_JOB_RESERVATION, a job cannot) and whose nodes it "
+         "does not\n"
+         "# drain. Only root or SlurmUser create reservations and name who may use them.\n";
 }
 
 std::string Settings(const FleetOptions& o) {
@@ -69,6 +83,7 @@ std::string Settings(const FleetOptions& o) {
   text += "REPORTS=" + ShellQuote(o.reports_dir) + "\n";
   text += "IMAGE_DIGEST=" + ShellQuote(image.digest) + "\n";
   text += "TARGET=" + ShellQuote(o.target) + "\n";
+  text += "RESERVATION=" + ShellQuote(GateReservation(o)) + "\n";
   // slurmd sets SLURMD_NODENAME for both hooks; the validation job names reports by it too.
   text += "NODE=\"${SLURMD_NODENAME:-$(hostname -s)}\"\n";
   text += "REPORT=\"$REPORTS/$NODE.json\"\n";
@@ -76,22 +91,37 @@ std::string Settings(const FleetOptions& o) {
 }
 
 std::string Functions() {
-  return std::string(
-             "\n# The node's drain reason as slurmctld keeps it (\"why [user@time]\"); \"\" when "
-             "none.\n"
-             "current_reason() {\n"
-             "  scontrol show node \"$NODE\" 2>/dev/null | sed -n 's/^ *Reason=//p' | head -n "
-             "1\n"
-             "}\n\n"
-             "# Drains with \"trainlock: $1\", unless the node holds a reason trainlock did not "
-             "set.\n"
-             "drain() {\n"
-             "  local reason=\"") +
-         kNodeGateReasonPrefix + " $1\" current\n" +
-         "  reason=\"${reason:0:" + std::to_string(kMaxReasonLength) + "}\"\n" +
+  const std::string prefix = kNodeGateReasonPrefix;
+  return "\n# The node's drain reason as slurmctld keeps it (\"why [user@time]\"); \"\" when "
+         "none.\n"
+         "current_reason() {\n"
+         "  scontrol show node \"$NODE\" 2>/dev/null | sed -n 's/^ *Reason=//p' | head -n 1\n"
+         "}\n\n"
+         "# Whether the node is in the active revalidation reservation: it is being validated,\n"
+         "# and only the reservation's users (operators) reach it.\n"
+         "in_revalidation() {\n"
+         "  local line nodes\n"
+         "  line=$(scontrol -o show reservation \"$RESERVATION\" 2>/dev/null) || return 1\n"
+         "  case \" $line \" in *\" State=ACTIVE \"*) ;; *) return 1 ;; esac\n"
+         "  nodes=$(printf '%s\\n' \"$line\" | sed -n 's/.* Nodes=\\([^ ]*\\) .*/\\1/p')\n"
+         "  [ -n \"$nodes\" ] && scontrol show hostnames \"$nodes\" | grep -qxF \"$NODE\"\n"
+         "}\n\n"
+         "# Drains with \"" +
+         prefix +
+         " $1\", unless the node holds a reason trainlock did not set or\n"
+         "# is in the revalidation reservation.\n"
+         "drain() {\n"
+         "  local reason=\"" +
+         prefix + " $1\" current\n" + "  reason=\"${reason:0:" + std::to_string(kMaxReasonLength) +
+         "}\"\n"
+         "  if in_revalidation; then\n"
+         "    echo \"trainlock node gate: $NODE is in the revalidation reservation $RESERVATION, "
+         "not drained: $reason\"\n"
+         "    return 0\n"
+         "  fi\n"
          "  current=$(current_reason)\n"
          "  if [ -n \"$current\" ] && [ \"${current#" +
-         kNodeGateReasonPrefix +
+         prefix +
          "}\" = \"$current\" ]; then\n"
          "    echo \"trainlock node gate: $NODE keeps its reason ($current), not: $reason\"\n"
          "    return 0\n"
@@ -103,7 +133,7 @@ std::string Functions() {
          "  local current\n"
          "  current=$(current_reason)\n"
          "  [ \"${current#" +
-         kNodeGateReasonPrefix +
+         prefix +
          "}\" != \"$current\" ] || return 0\n"
          "  scontrol update NodeName=\"$NODE\" State=RESUME\n"
          "}\n";
@@ -113,7 +143,15 @@ std::string Decide(const FleetOptions& o) {
   // With a valid-for in the lock the gate applies it itself (and names it in the refusal).
   const std::string max_age =
       o.valid_for_from_lock ? "" : " --max-age " + std::to_string(o.valid_for_s) + "s";
-  return "\nif [ ! -f \"$REPORT\" ]; then\n"
+  return "\n# The revalidation job itself: slurmd, not the job, sets SLURM_JOB_RESERVATION.\n"
+         "if [ -n \"${SLURM_JOB_ID:-}\" ] && [ \"${SLURM_JOB_RESERVATION:-}\" = \"$RESERVATION\" "
+         "]; "
+         "then\n"
+         "  echo \"trainlock node gate: job $SLURM_JOB_ID is in the revalidation reservation "
+         "$RESERVATION: not gated\"\n"
+         "  exit 0\n"
+         "fi\n"
+         "if [ ! -f \"$REPORT\" ]; then\n"
          "  drain \"report: no report $REPORT; validate this node\"\n"
          "  exit 1\n"
          "fi\n"
