@@ -34,6 +34,7 @@ class Engine:
     """A framework's side of the round trip. All methods run on every rank."""
 
     name = None
+    saves_asynchronously = False  # True: every save is asynchronous, as the framework's users save
 
     def __init__(self, ctx):
         self.ctx, self.spec, self.device = ctx, ctx.spec, ctx.device
@@ -138,7 +139,8 @@ class Driver:
     def save(self, step):
         if self.pending is not None:
             self.finish(wait=True)
-        self.ctx.emit("checkpoint", phase="started", step=step, **{"async": self.opts.async_save})
+        asynchronous = self.opts.async_save or self.engine.saves_asynchronously
+        self.ctx.emit("checkpoint", phase="started", step=step, **{"async": asynchronous})
         started = time.perf_counter()
         directory = commit.step_dir(self.opts.checkpoint_root, step)
         if self.ctx.rank == 0:
@@ -149,7 +151,7 @@ class Driver:
             torch.save({"step": step, "world_size": self.world, "grad_accum": self.grad_accum,
                         "data": self.loader.state(), "lock_sha256": self.spec["lock_sha256"]},
                        os.path.join(directory, DRIVER_FILE))
-        handle = self.engine.save(directory, step, self.opts.async_save)
+        handle = self.engine.save(directory, step, asynchronous)
         self.pending = (step, directory, handle, started, time.perf_counter() - started)
         self.eval("after_save")
         if handle is None:

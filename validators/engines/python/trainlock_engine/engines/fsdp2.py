@@ -2,7 +2,7 @@
 fully_shard (each decoder layer, then the root), bf16 through MixedPrecisionPolicy (fp32
 reductions), AdamW + the config's schedule, checkpoints with torch.distributed.checkpoint:
 model and optimizer through get_state_dict / set_state_dict (sharded, each rank writes its
-shards), dcp.save, or dcp.async_save under --async-save, as an FSDP2 user saves: on a CUDA
+shards), dcp.async_save for every checkpoint, as an FSDP2 user saves: on a CUDA
 device with a torch that has torch.distributed.checkpoint.staging's DefaultStager (2.9+), that
 stager (pinned host buffers kept between saves, the device-to-host copy on a side stream in a
 background thread); the next optimizer step waits for the staging copy to finish before it
@@ -130,6 +130,7 @@ class FutureSave:
 
 class Fsdp2Engine(roundtrip.Engine):
     name = "fsdp2"
+    saves_asynchronously = True  # dcp.async_save for every checkpoint, as an FSDP2 user saves
 
     def build(self):
         from ..hf_model import build_hf_llama, watch_logits_dtype
