@@ -13,8 +13,10 @@ committed only once the save's future resolved on every rank.
 
 The step drops the model's output before backward, as torchtitan's training loop does (the
 loss is computed, the logits released, then loss.backward()): the measured peak is that
-loop's, not one that keeps the logits alive through backward. The scheduler is saved beside (rank 0); RNG streams and the data position by the
-driver (roundtrip.py). A checkpoint resumes at another --nproc: DCP reshards the tensors and
+loop's, not one that keeps the logits alive through backward.
+
+The scheduler is saved beside (rank 0); RNG streams and the data position by the driver
+(roundtrip.py). A checkpoint resumes at another --nproc: DCP reshards the tensors and
 the driver keeps the global batch.
 
 Needs torch >= 2.4 (fully_shard) and transformers; otherwise refused as `unsupported` before
