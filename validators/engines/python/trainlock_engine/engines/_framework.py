@@ -159,7 +159,9 @@ class Measure:
 
     def begin(self, step):
         if self.timed is not None:
-            if step > 1:  # step 1 of the second loop is its warm-up
+            # Step 1 of the second loop is its warm-up; a callback called per micro-batch
+            # (Lightning) does not restart the timer of the step in progress.
+            if step > 1 and self.timer is None:
                 self.timer = measure.StepTimer(self.ctx.device)
                 self.timer.start()
             return
