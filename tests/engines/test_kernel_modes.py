@@ -3,13 +3,16 @@ with the kernels the run's config asks for (training.deterministic), as the nati
 measures it. A config that asks for deterministic kernels gets one measurement, mode
 "deterministic"; one that does not gets the step again with torch's default kernels after the
 round trip (mode "default", the median of step_times_s) and the deterministic measurement
-beside it, while the round trip's state stays the deterministic one.
+beside it, while the round trip's state stays the deterministic one. The same for the engines
+whose framework owns the loop (hf-trainer, lightning), through _framework.Measure driven as
+their callbacks drive it.
 
 Run: PYTHONPATH=tests/engines /usr/bin/python3 -B -m unittest tests/engines/test_kernel_modes.py -v
 """
 
 import os
 import shutil
+import sys
 import tempfile
 import unittest
 
@@ -69,6 +72,66 @@ class KernelModes(unittest.TestCase):
         self.assertEqual(self.default.one("state")["digests"], self.deterministic.one("state")["digests"])
         self.assertEqual(self.default.losses(), self.deterministic.losses())
         self.assertEqual(sorted(self.default.losses()), list(range(1, STEPS + 1)))
+
+
+class _Ctx:
+    def __init__(self, spec):
+        import torch
+
+        self.device, self.spec, self.events = torch.device("cpu"), spec, []
+
+    def emit(self, event, **members):
+        self.events.append(dict(members, event=event))
+
+
+class _Model:
+    trainlock_logits_dtype, trainlock_recomputed = [None], [0]
+
+    def parameters(self):
+        import torch
+
+        return iter([torch.zeros(1)])
+
+
+class FrameworkLoopKernelModes(unittest.TestCase):
+    """_framework.Measure as hf-trainer's and lightning's callbacks drive it (once per
+    micro-batch at a step's start), without the frameworks."""
+
+    def measure(self, deterministic):
+        sys.path.insert(0, harness.PACKAGE_PARENT)
+        from trainlock_engine import runtime
+        from trainlock_engine.engines import _framework as fw
+
+        runtime.set_deterministic()
+        ctx = _Ctx(harness.tiny_spec(**{"training.deterministic": deterministic}))
+        m = fw.Measure(ctx, "hf-trainer", _Model(), MEASURE)
+        for step in (1, 2, 3):
+            for _ in range(2):  # two micro-batches, the callback called for each
+                m.begin(step)
+            m.end(step, 2)
+        return ctx, m
+
+    def test_a_config_asking_for_deterministic_kernels_gets_the_round_trips_step(self):
+        ctx, m = self.measure(True)
+        self.assertEqual([(e["mode"], e["step"]) for e in ctx.events], [("deterministic", MEASURE)])
+        self.assertFalse(m.wants_run_kernels)
+
+    def test_otherwise_the_second_loop_is_timed_with_the_default_kernels(self):
+        import torch
+
+        ctx, m = self.measure(False)
+        self.assertEqual(ctx.events, [])  # held until the run's kernels were measured
+        self.assertTrue(m.wants_run_kernels)
+        m.start_run_kernels()
+        self.assertFalse(torch.are_deterministic_algorithms_enabled())
+        for step in range(1, m.run_kernel_loop_steps() + 1):
+            for _ in range(2):
+                m.begin(step)
+            m.end(step, 2)
+        m.finish_run_kernels(6 + m.run_kernel_loop_steps())
+        (event,) = ctx.events
+        self.assertEqual((event["mode"], event["step"], len(event["step_times_s"])), ("default", 10, 3))
+        self.assertEqual((event["deterministic"]["mode"], event["deterministic"]["step"]), ("deterministic", MEASURE))
 
 
 if __name__ == "__main__":
