@@ -25,6 +25,7 @@ def spec_for(engine, precision):
         "model.hidden_size": 256, "model.num_layers": 4, "model.num_heads": 4, "model.num_kv_heads": 2,
         "model.intermediate_size": 688, "model.vocab_size": 512, "model.dropout": 0.1,
         "training.seq_len": 256, "training.micro_batch": 4, "training.grad_accum": 2, "training.precision": precision,
+        "training.deterministic": False,  # trainlock's default: the step is measured with the run's kernels
         "data.length": 200000})
 
 
@@ -84,9 +85,15 @@ def engine_round_trip(engine, precision, timeout, work):
         diverged = not compare(a, run)[0]
         print("   %s: restored %s, diverged: %s" % (name, restored_flags(run), "yes" if diverged else "NO (the control failed)"))
     m = a.of("measurement")
+    modes_ok = False
     if m:
-        print("   measured_shape", m[0]["measured_shape"], "step_time_s %.4f" % m[0]["step_time_s"])
-    return bitwise
+        reference = m[0].get("deterministic") or {}
+        print("   measured_shape", m[0]["measured_shape"], "step_time_s %.4f" % m[0]["step_time_s"],
+              "mode", m[0].get("mode"), "deterministic step_time_s", reference.get("step_time_s"))
+        modes_ok = m[0].get("mode") == "default" and reference.get("mode") == "deterministic"
+        if not modes_ok:
+            print("   the step was not measured with the run's kernels beside the deterministic ones")
+    return bitwise and modes_ok
 
 
 def main():

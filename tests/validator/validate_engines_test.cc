@@ -106,6 +106,38 @@ TEST_F(ValidateDdpEngine, TheReportNamesTheEngineAndTheFrameworkVersionsItMeasur
   EXPECT_GT(step["metrics"]["step_time_s"].get<double>(), 0);
 }
 
+// examples/tiny's config asks for no kernel mode (training.deterministic defaults to false):
+// the step is measured with torch's default kernels, the deterministic step beside it, as the
+// native engine reports it, and the summary says so instead of claiming the config's wish.
+TEST_F(ValidateDdpEngine, TheStepIsMeasuredWithTheRunsKernelsAndTheDeterministicOnesBeside) {
+  const auto& step = CheckOf(pass().report, "train.step");
+  EXPECT_EQ(step["metrics"]["mode"], "default") << step.dump();
+  EXPECT_EQ(step["metrics"]["deterministic"]["mode"], "deterministic");
+  EXPECT_GT(step["metrics"]["deterministic"]["step_time_s"].get<double>(), 0);
+  EXPECT_EQ(step["metrics"]["step_times_s"].size(), 3u);
+  const std::string summary = step["summary"];
+  EXPECT_NE(summary.find("the run's default kernels"), std::string::npos) << summary;
+  EXPECT_EQ(summary.find("as the run's config asks"), std::string::npos) << summary;
+}
+
+// examples/tiny-ddp as shipped (manifest, lock and config): the lock pins this trainlock's
+// engine files, and the example validates with Debian's python3-torch.
+TEST(ValidateExamples, TinyDdpValidatesWithTheDdpEngine) {
+  testing::TempDir dir;
+  const fs::path project = dir.path() / "tiny-ddp";
+  fs::create_directories(project);
+  testing::CopyExample("tiny-ddp", project);
+  const fs::path out = dir.path() / "report.json";
+  auto r = testing::RunProgram("trainlock",
+                               {"validate", project.string(), "--out", out.string(), "--threads",
+                                "2", "--python", kTorchPython},
+                               {"TMPDIR=" + dir.path().string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const nlohmann::json report = nlohmann::json::parse(testing::ReadFile(out));
+  EXPECT_EQ(CheckOf(report, "train.roundtrip")["metrics"]["engine"], "ddp");
+  EXPECT_EQ(CheckOf(report, "train.step")["metrics"]["mode"], "default");
+}
+
 TEST(ValidateEngineNegativeControl, SkippingTheRngRestoreFailsTheDdpRoundTrip) {
   EngineValidation v = ValidateWithEngine("ddp", {"--negative-control", "rng"});
   EXPECT_EQ(v.run.exit_code, 1) << v.run.err;

@@ -77,6 +77,43 @@ def gather_rank_peaks(memory, world_size, device):
     return [{"rank": r, "peak_allocated_bytes": int(t[0]), "peak_reserved_bytes": int(t[1])} for r, t in enumerate(rows)]
 
 
+def asks_deterministic(spec):
+    """Whether the run's config trains with deterministic kernels (spec.py's default)."""
+    return bool(spec["training"]["deterministic"])
+
+
+def run_kernel_steps(device):
+    """Timed steps with the run's kernels (after one warm-up), as the native engine times."""
+    return 5 if device is not None and device.type == "cuda" else 3
+
+
+def run_kernels_measurement(step, reference, timed):
+    """The measurement in the run's (default) kernels: `timed` is [(StepTimer, ranks)] of the
+    steps after the warm-up; reference the deterministic measurement (mode "deterministic")."""
+    times = sorted(timer.seconds for timer, _ in timed)
+    median = times[len(times) // 2]
+    ranks = [dict(r) for r in timed[0][1]]
+    for _, rows in timed[1:]:
+        for mine, row in zip(ranks, rows):
+            for key in ("peak_allocated_bytes", "peak_reserved_bytes"):
+                mine[key] = max(mine[key], row[key])
+    out = dict(reference)
+    out.update({
+        "step": step,
+        "step_time_s": median,
+        "tokens_per_s": reference["tokens"] / median if median > 0 else None,
+        "peak_allocated_bytes": max(r["peak_allocated_bytes"] for r in ranks),
+        "peak_reserved_bytes": max(r["peak_reserved_bytes"] for r in ranks),
+        "device_used_bytes": max(timer.memory["device_used_bytes"] for timer, _ in timed),
+        "peak_rss_bytes": peak_rss_bytes(),
+        "mode": "default",
+        "step_times_s": [timer.seconds for timer, _ in timed],
+        "deterministic": reference,
+        "ranks": ranks,
+    })
+    return out
+
+
 def measurement(step, timer, tokens, flops, shape, ranks):
     return {
         "step": step,

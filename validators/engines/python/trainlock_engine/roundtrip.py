@@ -3,7 +3,9 @@ loader, the RNG streams, the commit markers and the protocol's events; an Engine
 owns the framework (model, optimizer, scheduler, its checkpoint format).
 
 Role train: [restore the newest committed checkpoint] -> steps up to --steps, saving at each
---save-at, measuring --measure-step -> the final state's digests (--final-state).
+--save-at, measuring --measure-step -> the final state's digests (--final-state) -> when the
+config does not ask for deterministic kernels, the step measured again with the run's kernels
+(measure.py).
 Role portable: restore in a fresh process and report the eval loss.
 
 What the driver saves beside the framework's files, per checkpoint directory:
@@ -32,6 +34,7 @@ class Engine:
     """A framework's side of the round trip. All methods run on every rank."""
 
     name = None
+    saves_asynchronously = False  # True: every save is asynchronous, as the framework's users save
 
     def __init__(self, ctx):
         self.ctx, self.spec, self.device = ctx, ctx.spec, ctx.device
@@ -107,6 +110,7 @@ class Driver:
         self.step = 0
         self.grad_accum = self.spec["training"]["grad_accum"]
         self.pending = None
+        self.reference = None  # the deterministic measurement, while the run's kernels are to come
         seed_everything(self.spec["seed"])
         started = time.perf_counter()
         self.loader = data.loader_for(self.spec, ctx.emit, self.world)
@@ -135,7 +139,8 @@ class Driver:
     def save(self, step):
         if self.pending is not None:
             self.finish(wait=True)
-        self.ctx.emit("checkpoint", phase="started", step=step, **{"async": self.opts.async_save})
+        asynchronous = self.opts.async_save or self.engine.saves_asynchronously
+        self.ctx.emit("checkpoint", phase="started", step=step, **{"async": asynchronous})
         started = time.perf_counter()
         directory = commit.step_dir(self.opts.checkpoint_root, step)
         if self.ctx.rank == 0:
@@ -146,7 +151,7 @@ class Driver:
             torch.save({"step": step, "world_size": self.world, "grad_accum": self.grad_accum,
                         "data": self.loader.state(), "lock_sha256": self.spec["lock_sha256"]},
                        os.path.join(directory, DRIVER_FILE))
-        handle = self.engine.save(directory, step, self.opts.async_save)
+        handle = self.engine.save(directory, step, asynchronous)
         self.pending = (step, directory, handle, started, time.perf_counter() - started)
         self.eval("after_save")
         if handle is None:
@@ -165,9 +170,12 @@ class Driver:
         if self.ctx.rank == 0:
             files, size = commit.write_marker(directory, step)
             seconds = time.perf_counter() - started
+            # Training was held up until save() returned, and then while a step waited for a
+            # staging copy still in flight (a handle's staging_wait_s, engines/fsdp2.py).
+            staging_wait = getattr(handle, "staging_wait_s", 0.0) if handle is not None else 0.0
             self.ctx.emit("checkpoint", phase="committed", step=step, dir=directory, bytes=size, seconds=seconds,
-                          blocking_s=blocking if handle is not None else seconds, write_s=seconds,
-                          files=len(files), **{"async": handle is not None})
+                          blocking_s=blocking + staging_wait if handle is not None else seconds, write_s=seconds,
+                          staging_wait_s=staging_wait, files=len(files), **{"async": handle is not None})
             commit.prune(self.opts.checkpoint_root, self.opts.keep_last)
         runtime.barrier(self.world)
 
@@ -248,6 +256,8 @@ class Driver:
         self.ctx.step = None
         if self.opts.final_state:
             self.final_state()
+        if self.reference is not None:
+            self.measure_run_kernels()
 
     def measured_step(self):
         timer = measure.StepTimer(self.ctx.device)
@@ -261,8 +271,34 @@ class Driver:
         shape = {"engine": self.engine.name, "world_size": _group_world_size()}
         shape.update(self.engine.measured_shape())
         flops = measure.step_flops(m, t, tokens, self.engine.matmul_parameters())
-        self.ctx.emit("measurement", **measure.measurement(self.step + 1, timer, tokens, flops, shape, ranks))
+        reference = measure.measurement(self.step + 1, timer, tokens, flops, shape, ranks)
+        if measure.asks_deterministic(self.spec):
+            self.ctx.emit("measurement", **reference)
+        else:  # reported with the run's kernels, once the round trip's state is recorded
+            self.reference = reference
         return loss
+
+    def measure_run_kernels(self):
+        """The step again with the run's (default) kernels, after the round trip: a warm-up
+        step, then run_kernel_steps timed ones; nothing is saved or compared after this."""
+        runtime.use_run_kernels()
+        self.ctx.step = self.step + 1
+        self.engine.train_step(self.micro_batches())
+        self.step += 1
+        timed = []
+        for _ in range(measure.run_kernel_steps(self.ctx.device)):
+            self.ctx.step = self.step + 1
+            timer = measure.StepTimer(self.ctx.device)
+            batches = self.micro_batches()
+            timer.start()
+            loss = self.engine.train_step(batches)
+            timer.stop()
+            self.step += 1
+            if loss != loss or loss in (float("inf"), float("-inf")):
+                raise EngineError("non_finite_loss", "step %d's loss is %r (the run's kernels)" % (self.step, loss), step=self.step)
+            timed.append((timer, measure.gather_rank_peaks(timer.memory, self.world, self.ctx.device)))
+        self.ctx.step = None
+        self.ctx.emit("measurement", **measure.run_kernels_measurement(self.step, self.reference, timed))
 
     def final_state(self):
         params, optim = self.engine.full_state()

@@ -2,7 +2,9 @@
 
 Determinism is switched on for every engine before CUDA is touched (CUBLAS_WORKSPACE_CONFIG
 must be set before cuBLAS initialises), so an uninterrupted and a resumed run compute the
-same bits. The process group times out (TRAINLOCK_ENGINE_DIST_TIMEOUT seconds, default 300)
+same bits. A run whose config does not ask for deterministic kernels has its step measured
+again with torch's default ones (use_run_kernels) once the round trip's state is recorded
+(roundtrip.py, engines/_framework.py); cuBLAS keeps the workspace setting it started with. The process group times out (TRAINLOCK_ENGINE_DIST_TIMEOUT seconds, default 300)
 so a rank whose peer died does not wait forever.
 """
 
@@ -19,6 +21,13 @@ def set_deterministic():
     torch.use_deterministic_algorithms(True)
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.deterministic = True
+
+
+def use_run_kernels():
+    """torch's default kernels (what a run with `deterministic: false` trains with)."""
+    torch.use_deterministic_algorithms(False)
+    torch.backends.cudnn.deterministic = False
+    torch.backends.cudnn.benchmark = False  # torch's default
 
 
 def rank_layout():

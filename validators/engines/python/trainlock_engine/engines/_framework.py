@@ -9,7 +9,9 @@ callbacks and report what they saw.
     eval_loss         the eval windows' loss, leaving every RNG stream as it found it
     rng_snapshot / rng_matches   did the framework put the saved RNG streams back before the
                       first resumed forward? (observed, never assumed)
-    Measure           the --measure-step measurement around one optimizer step
+    Measure           the --measure-step measurement around one optimizer step, and the
+                      steps of the framework's second loop with the run's kernels when the
+                      config does not ask for deterministic ones (measure.py)
     emit_final_state  the `state` event (and --final-state file) of model, optimizer, RNG and
                       the observed data position
 """
@@ -18,7 +20,7 @@ import contextlib
 
 import torch
 
-from .. import digests, measure, rng
+from .. import digests, measure, rng, runtime
 from ..model import causal_lm_loss, matmul_parameters
 from ..protocol import EngineError
 
@@ -127,18 +129,53 @@ def rng_matches(saved, device):
 
 
 class Measure:
-    """Times optimizer step `step` (0: none) between begin() and end()."""
+    """Times optimizer step `step` (0: none) between begin() and end(). When the config does
+    not ask for deterministic kernels the measurement is held (reference) until the engine ran
+    its framework's loop again with the run's kernels: start_run_kernels(), the loop's steps
+    (the first a warm-up, the others timed through the same begin()/end()), finish_run_kernels()."""
 
     def __init__(self, ctx, engine, model, step):
         self.ctx, self.engine, self.model, self.step = ctx, engine, model, step
         self.timer = None
+        self.reference = None
+        self.timed = None  # [(StepTimer, ranks)] in the run's kernels; None in the round trip
+
+    @property
+    def wants_run_kernels(self):
+        return self.reference is not None and self.timed is None
+
+    def run_kernel_loop_steps(self):
+        """Optimizer steps the second loop runs: one warm-up, then the timed ones."""
+        return 1 + measure.run_kernel_steps(self.ctx.device)
+
+    def start_run_kernels(self):
+        runtime.use_run_kernels()
+        self.timer, self.timed = None, []
+
+    def finish_run_kernels(self, steps_done):
+        if not self.timed:
+            raise EngineError("training", "the framework's loop with the run's kernels timed no step")
+        self.ctx.emit("measurement", **measure.run_kernels_measurement(steps_done, self.reference, self.timed))
 
     def begin(self, step):
+        if self.timed is not None:
+            # Step 1 of the second loop is its warm-up; a callback called per micro-batch
+            # (Lightning) does not restart the timer of the step in progress.
+            if step > 1 and self.timer is None:
+                self.timer = measure.StepTimer(self.ctx.device)
+                self.timer.start()
+            return
         if step == self.step and self.timer is None:
             self.timer = measure.StepTimer(self.ctx.device)
             self.timer.start()
 
     def end(self, step, grad_accum):
+        if self.timed is not None:
+            if self.timer is not None:
+                self.timer.stop()
+                self.timed.append((self.timer, measure.gather_rank_peaks(self.timer.memory, 1, self.ctx.device)))
+                self.timer = None
+            return
         if step != self.step or self.timer is None:
             return
         self.timer.stop()
@@ -152,7 +189,11 @@ class Measure:
                  "activation_checkpointing": self.model.trainlock_recomputed[0] > 0}
         flops = measure.step_flops(m, t, tokens, matmul_parameters(m))
         ranks = measure.gather_rank_peaks(self.timer.memory, 1, self.ctx.device)
-        self.ctx.emit("measurement", **measure.measurement(step, self.timer, tokens, flops, shape, ranks))
+        reference = measure.measurement(step, self.timer, tokens, flops, shape, ranks)
+        if measure.asks_deterministic(spec):
+            self.ctx.emit("measurement", **reference)
+        else:
+            self.reference = reference
 
 
 def emit_final_state(ctx, step, model, optimizer, position):

@@ -2,10 +2,21 @@
 fully_shard (each decoder layer, then the root), bf16 through MixedPrecisionPolicy (fp32
 reductions), AdamW + the config's schedule, checkpoints with torch.distributed.checkpoint:
 model and optimizer through get_state_dict / set_state_dict (sharded, each rank writes its
-shards), dcp.save, or dcp.async_save under --async-save (the state is staged to host memory,
-training goes on, the checkpoint is committed only once the save's future resolved on every
-rank). The scheduler is saved beside (rank 0); RNG streams and the data position by the
-driver (roundtrip.py). A checkpoint resumes at another --nproc: DCP reshards the tensors and
+shards), dcp.async_save for every checkpoint, as an FSDP2 user saves: on a CUDA
+device with a torch that has torch.distributed.checkpoint.staging's DefaultStager (2.9+), that
+stager (pinned host buffers kept between saves, the device-to-host copy on a side stream in a
+background thread); the next optimizer step waits for the staging copy to finish before it
+changes the parameters, and that wait counts as time training was held up (the handle's
+staging_wait_s; roundtrip.py adds it to blocking_s, which train.roundtrip reports as
+save_blocking_s). On an older torch, async_save stages before it returns. The checkpoint is
+committed only once the save's future resolved on every rank.
+
+The step drops the model's output before backward, as torchtitan's training loop does (the
+loss is computed, the logits released, then loss.backward()): the measured peak is that
+loop's, not one that keeps the logits alive through backward.
+
+The scheduler is saved beside (rank 0); RNG streams and the data position by the driver
+(roundtrip.py). A checkpoint resumes at another --nproc: DCP reshards the tensors and
 the driver keeps the global batch.
 
 Needs torch >= 2.4 (fully_shard) and transformers; otherwise refused as `unsupported` before
@@ -13,6 +24,7 @@ any work. fp16 is refused (FSDP2 would need a sharded gradient scaler).
 """
 
 import os
+import time
 
 import torch
 
@@ -64,16 +76,54 @@ def _single_process_group(device):
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=0, world_size=1)
 
 
-class FutureSave:
-    """dcp.async_save's future as a driver handle."""
+def _async_stager(device):
+    """DefaultStager as an FSDP2 user configures it on a GPU (torch >= 2.9), else None (the
+    async_save default: staged before async_save returns)."""
+    import torch.distributed.checkpoint as dcp
 
-    def __init__(self, future):
-        self.future = getattr(future, "upload_completion", future)  # newer torch: AsyncSaveResponse
+    if device.type != "cuda":
+        return None
+    try:
+        import inspect
+
+        from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions
+
+        if "async_stager" not in inspect.signature(dcp.async_save).parameters:
+            return None
+    except (ImportError, TypeError, ValueError):
+        return None
+    # The upload runs in a thread of this process: no shared memory needed.
+    return DefaultStager(StagingOptions(use_pinned_memory=True, use_shared_memory=False,
+                                        use_async_staging=True, use_non_blocking_copy=True))
+
+
+class FutureSave:
+    """dcp.async_save's result as a driver handle: its upload future, and (newer torch) the
+    staging future the next optimizer step must wait for."""
+
+    def __init__(self, response):
+        self.future = getattr(response, "upload_completion", response)  # newer torch: AsyncSaveResponse
+        self.staging = getattr(response, "staging_completion", None)
+        self.staging_wait_s = 0.0
+
+    def wait_for_staging(self):
+        """Blocks until the staged copy is complete (the parameters may change from then on)."""
+        if self.staging is None:
+            return
+        if not self.staging.done():
+            started = time.perf_counter()
+            try:
+                self.staging.result()
+            except Exception as e:  # noqa: BLE001 - a failed staging refuses the commit
+                raise EngineError("checkpoint", "staging the asynchronous DCP save failed: %s" % e)
+            self.staging_wait_s += time.perf_counter() - started
+        self.staging = None
 
     def done(self):
         return self.future.done()
 
     def wait(self):
+        self.wait_for_staging()
         try:
             self.future.result()
         except Exception as e:  # noqa: BLE001 - any failure of the save refuses the commit
@@ -82,6 +132,7 @@ class FutureSave:
 
 class Fsdp2Engine(roundtrip.Engine):
     name = "fsdp2"
+    saves_asynchronously = True  # dcp.async_save for every checkpoint, as an FSDP2 user saves
 
     def build(self):
         from ..hf_model import build_hf_llama, watch_logits_dtype
@@ -110,6 +161,8 @@ class Fsdp2Engine(roundtrip.Engine):
                                            eps=o["eps"], weight_decay=o["weight_decay"])
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda_for(self.spec))
         self.async_group = None
+        self.stager = None
+        self.in_flight = None  # the last async save's handle, until its staging is complete
         info["class"] += " sharded with fully_shard"
         return info
 
@@ -120,14 +173,18 @@ class Fsdp2Engine(roundtrip.Engine):
         for i, (inputs, targets) in enumerate(micro_batches):
             if hasattr(self.model, "set_requires_gradient_sync"):  # reduce-scatter on the last only
                 self.model.set_requires_gradient_sync(i == len(micro_batches) - 1)
-            # The logits stay referenced through backward, as in a loop that keeps the model's
-            # output (and in transformers' own labels= path): the peak is the one such a run has.
+            # The output is dropped before backward, as torchtitan's loop does: autograd keeps
+            # only what the loss's backward needs, not the logits themselves.
             logits = self.model(input_ids=inputs).logits
             loss = causal_lm_loss(logits, targets)
+            del logits
             losses.append(loss.detach())
             (loss / len(micro_batches)).backward()
         if self.spec["training"]["grad_clip"] > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.spec["training"]["grad_clip"])
+        if self.in_flight is not None:  # the staged copy must be complete before the update
+            self.in_flight.wait_for_staging()
+            self.in_flight = None
         self.optimizer.step()
         self.scheduler.step()
         return runtime.global_mean(self.ctx.world_size, torch.stack(losses).mean())
@@ -158,7 +215,10 @@ class Fsdp2Engine(roundtrip.Engine):
             return None
         if self.async_group is None:  # the save's collectives must not interleave with training's
             self.async_group = dist.new_group(backend="gloo")
-        return FutureSave(dcp.async_save(state, checkpoint_id=target, process_group=self.async_group))
+            self.stager = _async_stager(self.device)
+        extra = {"async_stager": self.stager} if self.stager is not None else {}
+        self.in_flight = FutureSave(dcp.async_save(state, checkpoint_id=target, process_group=self.async_group, **extra))
+        return self.in_flight
 
     def load(self, directory):
         import torch.distributed.checkpoint as dcp

@@ -17,6 +17,10 @@ directory, the eval loss taken, and the commit marker written over everything: o
 `committed`. Resume: trainer.train(resume_from_checkpoint=<newest committed step directory>);
 the Trainer restores model, optimizer, scheduler, its RNG file and skips the trained batches.
 
+A run whose config does not ask for deterministic kernels (training.deterministic false) has
+its step measured once more after the round trip: the Trainer's loop is run again for a few
+steps with torch's default kernels (measure.py, _framework.Measure).
+
 Observed, not assumed: `restored` is emitted at the first resumed forward, and rng_restored
 says whether every RNG stream then equals the one saved with the checkpoint (a Trainer that
 restores its RNG late, or lets something draw after restoring, reports false); the data
@@ -208,6 +212,10 @@ class HfTrainerRun:
             _count_recomputation(self.model)  # the Trainer re-enabled checkpointing: count again
 
     def on_step_end(self, step):
+        if self.measure.timed is not None:  # the loop with the run's kernels: timed, never saved
+            self.recorder.step_loss(step)
+            self.measure.end(step, self.spec["training"]["grad_accum"])
+            return False
         loss = self.recorder.step_loss(step)
         self.ctx.emit("step", step=step, loss=loss)
         self.measure.end(step, self.spec["training"]["grad_accum"])
@@ -248,6 +256,22 @@ class HfTrainerRun:
             raise EngineError("training", "the Trainer stopped at step %d, not --steps %d" % (step, self.opts.steps))
         if self.opts.final_state:
             fw.emit_final_state(self.ctx, step, self.model, self.optimizer, self.recorder.position(step))
+        if self.measure.wants_run_kernels:
+            self.train_with_run_kernels(step)
+
+    def train_with_run_kernels(self, step):
+        """The config does not ask for deterministic kernels: the Trainer's own loop again, on
+        the trained model, optimizer and schedule, with torch's default kernels (a warm-up
+        step, then the timed ones). Nothing is saved or compared after the round trip."""
+        self.measure.start_run_kernels()
+        steps = self.measure.run_kernel_loop_steps()
+        try:
+            self.trainer.args.max_steps = steps
+        except dataclasses.FrozenInstanceError:  # transformers releases whose arguments froze
+            self.trainer.args = dataclasses.replace(self.trainer.args, max_steps=steps)
+        self.trainer.train()
+        self.ctx.step = None
+        self.measure.finish_run_kernels(step + steps)
 
 
 def _trainer_state(directory):

@@ -20,7 +20,9 @@ documented ways to add state, and reports whether Lightning used them, as observ
 
 Checkpoints: at each --save-at step (on_train_batch_end of the accumulation's last micro-batch)
 trainer.save_checkpoint(<step dir>/lightning.ckpt); committed once it returned, the eval loss
-was taken and the commit marker written. One process only; refused as `unsupported` without
+was taken and the commit marker written. A run whose config does not ask for deterministic
+kernels has its step measured once more after the round trip, by a second Trainer with
+deterministic=False (measure.py, _framework.Measure). One process only; refused as `unsupported` without
 lightning (or pytorch_lightning) or transformers.
 """
 
@@ -176,13 +178,13 @@ class LightningRun:
         ctx.emit("setup", data=self.loader.describe(), model=info, seconds=time.perf_counter() - started)
         self.trainer = self._trainer(pl)
 
-    def _trainer(self, pl):
+    def _trainer(self, pl, max_steps=None, deterministic=True):
         t = self.spec["training"]
         cuda = self.ctx.device.type == "cuda"
         return pl.Trainer(accelerator="gpu" if cuda else "cpu", devices=[self.ctx.device.index or 0] if cuda else 1,
-                          max_steps=self.opts.steps, accumulate_grad_batches=t["grad_accum"],
+                          max_steps=max_steps or self.opts.steps, accumulate_grad_batches=t["grad_accum"],
                           gradient_clip_val=t["grad_clip"] if t["grad_clip"] > 0 else None, gradient_clip_algorithm="norm",
-                          precision=PRECISION[t["precision"]], deterministic=True, benchmark=False, logger=False,
+                          precision=PRECISION[t["precision"]], deterministic=deterministic, benchmark=False, logger=False,
                           enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                           num_sanity_val_steps=0, limit_val_batches=0, callbacks=[_callback_class(pl)(self)],
                           default_root_dir=os.path.join(self.opts.checkpoint_root, "lightning-output"))
@@ -222,6 +224,10 @@ class LightningRun:
 
     # -- callbacks -----------------------------------------------------------------------
     def on_step_end(self, trainer, step):
+        if self.measure.timed is not None:  # the loop with the run's kernels: timed, never saved
+            self.recorder.step_loss(step)
+            self.measure.end(step, self.spec["training"]["grad_accum"])
+            return
         loss = self.recorder.step_loss(step)
         self.ctx.emit("step", step=step, loss=loss)
         self.measure.end(step, self.spec["training"]["grad_accum"])
@@ -254,6 +260,20 @@ class LightningRun:
             raise EngineError("training", "Lightning stopped at step %d, not --steps %d" % (step, self.opts.steps))
         if self.opts.final_state:
             fw.emit_final_state(self.ctx, step, self.model, self.optimizer, self.recorder.position(step))
+        if self.measure.wants_run_kernels:
+            self.train_with_run_kernels(step)
+
+    def train_with_run_kernels(self, step):
+        """The config does not ask for deterministic kernels: a second Lightning Trainer
+        (deterministic=False, torch's default kernels) fits the trained module for a warm-up
+        step and the timed ones. Nothing is saved or compared after the round trip."""
+        self.measure.start_run_kernels()
+        steps = self.measure.run_kernel_loop_steps()
+        self.start_step = 0  # the new Trainer counts from 0
+        self.trainer = self._trainer(_pl(), max_steps=steps, deterministic=False)
+        self.trainer.fit(self.module, train_dataloaders=self.batches)
+        self.ctx.step = None
+        self.measure.finish_run_kernels(step + steps)
 
 
 def portable(ctx):

@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""A plain FSDP2 training script, written from PyTorch's documentation (the FSDP2 `fully_shard`
+tutorial, torch.distributed.checkpoint's async_save and staging API) as a user would write it,
+not from trainlock's fsdp2 engine: the yardstick ci/gpu.sh holds the engine's train.step and
+save blocking time against, on the same machine in the same call.
+
+The shape is the project's own config (e.g. examples/h200-pilot/configs/llama-1b.yaml):
+transformers' LlamaForCausalLM with sdpa attention built on the CPU, fully_shard on each
+decoder layer and then the root over a 1-D mesh, MixedPrecisionPolicy(bf16 parameters, fp32
+reductions) when the config trains bf16, torch's AdamW with the config's hyper-parameters,
+gradient clipping at the config's grad_clip, grad_accum micro-steps (gradient sync on the last),
+the loss computed in fp32 and the logits dropped before backward (torchtitan's loop), and the
+run's kernels: deterministic algorithms only when the config says `deterministic: true`
+(trainlock's default is false). Random tokens, made before each step's timer.
+
+Measured: the median step time over --steps steps after --warmup steps, the peak allocated and
+reserved device memory over those steps (largest rank), then --saves plain
+`dcp.async_save(state)` calls of the model + optimizer state (get_state_dict), each followed by
+one training step: blocking_s is the time until async_save returned, staging_wait_s the time
+that step's optimizer.step() waited for the staged copy (torch's DefaultStager with async
+staging, where the torch has it), save_blocking_s their sum, upload_s the time until the
+upload's future resolved.
+
+Output: JSON lines on stdout (rank 0): one `step` line per timed step, one `save` line per
+save, and a last `result` line with everything.
+Usage: [torchrun --nproc-per-node N] bench/fsdp2_plain.py --config CONFIG.yaml
+       [--warmup 3] [--steps 5] [--saves 2] [--checkpoint-dir DIR]
+"""
+import argparse
+import inspect
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+import torch.nn.functional as F
+
+
+def emit(rank, **line):
+    if rank == 0:
+        print(json.dumps(line), flush=True)
+
+
+def llama(model_cfg, seq_len):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=model_cfg["vocab_size"], hidden_size=model_cfg["hidden_size"],
+        intermediate_size=model_cfg["intermediate_size"], num_hidden_layers=model_cfg["num_layers"],
+        num_attention_heads=model_cfg["num_heads"], num_key_value_heads=model_cfg["num_kv_heads"],
+        max_position_embeddings=seq_len, rms_norm_eps=model_cfg.get("norm_eps", 1e-5),
+        tie_word_embeddings=model_cfg.get("tie_embeddings", False), use_cache=False)
+    config.rope_theta = model_cfg.get("rope_theta", 10000.0)
+    config._attn_implementation = "sdpa"
+    return LlamaForCausalLM(config)
+
+
+def stager(cuda):
+    """torch's DefaultStager (pinned buffers, async staging, non-blocking copies) where this
+    torch has it and async_save takes it; else None (async_save stages before returning)."""
+    if not cuda or "async_stager" not in inspect.signature(dcp.async_save).parameters:
+        return None
+    try:
+        from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions
+    except ImportError:
+        return None
+    return DefaultStager(StagingOptions(use_pinned_memory=True, use_shared_memory=False,
+                                        use_async_staging=True, use_non_blocking_copy=True))
+
+
+class Run:
+    def __init__(self, cfg, device):
+        from torch.distributed.checkpoint.state_dict import get_state_dict  # noqa: F401 - fail early
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+        self.m, self.t, self.device = cfg["model"], cfg["training"], device
+        torch.manual_seed(cfg.get("seed", 0) if isinstance(cfg.get("seed"), int) else 0)
+        model = llama(self.m, self.t["seq_len"])
+        if self.t.get("activation_checkpointing"):
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        mesh = init_device_mesh(device.type, (dist.get_world_size(),))
+        bf16 = self.t.get("precision") == "bf16"
+        policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bf16 else MixedPrecisionPolicy()
+        for layer in model.model.layers:
+            fully_shard(layer, mesh=mesh, mp_policy=policy)
+        fully_shard(model, mesh=mesh, mp_policy=policy)
+        self.model = model
+        o = self.t["optimizer"]
+        betas = tuple(o.get("betas", (0.9, 0.999)))
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=o["lr"], betas=betas, eps=o.get("eps", 1e-8),
+                                           weight_decay=o.get("weight_decay", 0.0))
+        self.gen = torch.Generator(device=device).manual_seed(1234 + dist.get_rank())
+        self.staging = None  # the pending save's staging future
+
+    def batches(self):
+        shape = (self.t["micro_batch"], self.t["seq_len"] + 1)
+        windows = [torch.randint(0, self.m["vocab_size"], shape, device=self.device, generator=self.gen)
+                   for _ in range(self.t.get("grad_accum", 1))]
+        return [(w[:, :-1], w[:, 1:]) for w in windows]
+
+    def step(self, batches):
+        """One optimizer step; returns the seconds optimizer.step() waited for a staged copy."""
+        self.optimizer.zero_grad(set_to_none=True)
+        for i, (inputs, targets) in enumerate(batches):
+            self.model.set_requires_gradient_sync(i == len(batches) - 1)
+            logits = self.model(input_ids=inputs).logits
+            loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(0, 1))
+            del logits  # as torchtitan: the output is not kept through backward
+            (loss / len(batches)).backward()
+        if self.t.get("grad_clip", 0) > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.t["grad_clip"])
+        waited = 0.0
+        if self.staging is not None:  # the staged copy must be complete before the update
+            started = time.perf_counter()
+            self.staging.result()
+            waited, self.staging = time.perf_counter() - started, None
+        self.optimizer.step()
+        return waited
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def train(run, args, rank):
+    times = []
+    for n in range(args.warmup + args.steps):
+        batches = run.batches()
+        sync(run.device)
+        if n == args.warmup and run.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(run.device)
+        started = time.perf_counter()
+        run.step(batches)
+        sync(run.device)
+        if n >= args.warmup:
+            times.append(time.perf_counter() - started)
+            emit(rank, event="step", step=n + 1, step_time_s=times[-1])
+    cuda = run.device.type == "cuda"
+    peaks = torch.tensor([torch.cuda.max_memory_allocated(run.device), torch.cuda.max_memory_reserved(run.device)] if cuda else [-1, -1],
+                         dtype=torch.int64, device=run.device)
+    dist.all_reduce(peaks, op=dist.ReduceOp.MAX)
+    return times, int(peaks[0]), int(peaks[1])
+
+
+def save(run, args, rank, directory):
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+
+    stage = stager(run.device.type == "cuda")
+    saves = []
+    for n in range(args.saves):
+        model_sd, optim_sd = get_state_dict(run.model, run.optimizer)
+        target = os.path.join(directory, "step-%d" % n)
+        extra = {"async_stager": stage} if stage is not None else {}
+        sync(run.device)
+        started = time.perf_counter()
+        response = dcp.async_save({"model": model_sd, "optim": optim_sd}, checkpoint_id=target, **extra)
+        blocking = time.perf_counter() - started
+        run.staging = getattr(response, "staging_completion", None)
+        upload = getattr(response, "upload_completion", response)
+        waited = run.step(run.batches())  # training goes on; its update waits for the staged copy
+        upload.result()
+        row = {"save": n + 1, "blocking_s": blocking, "staging_wait_s": waited, "save_blocking_s": blocking + waited,
+               "upload_s": time.perf_counter() - started, "stager": type(stage).__name__ if stage else None}
+        emit(rank, event="save", **row)
+        saves.append(row)
+    if stage is not None:
+        stage.close()
+    return saves
+
+
+def main():
+    p = argparse.ArgumentParser(description="A plain FSDP2 training step and dcp.async_save at a project config's shape.")
+    p.add_argument("--config", required=True, help="the project's training config (YAML)")
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--saves", type=int, default=2)
+    p.add_argument("--checkpoint-dir", help="where the saves go (default: a temporary directory, removed)")
+    args = p.parse_args()
+    import yaml
+
+    with open(args.config) as f:
+        cfg = yaml.safe_load(f)
+    t = cfg["training"]
+    if t.get("deterministic", False):  # the run's kernels: deterministic only when asked
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True)
+    cuda = torch.cuda.is_available()
+    if "WORLD_SIZE" not in os.environ:  # one process without torchrun
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=os.environ.get("MASTER_PORT", "29512"), RANK="0", WORLD_SIZE="1")
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+    dist.init_process_group("cpu:gloo,cuda:nccl" if cuda else "gloo")  # async_save needs a CPU backend
+    rank = dist.get_rank()
+    run = Run(cfg, device)
+    times, allocated, reserved = train(run, args, rank)
+    directory = args.checkpoint_dir or tempfile.mkdtemp(prefix="fsdp2-plain-")
+    saves = save(run, args, rank, directory) if args.saves > 0 else []
+    import transformers
+
+    emit(rank, event="result", script="fsdp2_plain", torch=torch.__version__, transformers=transformers.__version__,
+         world_size=dist.get_world_size(), device_name=torch.cuda.get_device_name(device) if cuda else "cpu",
+         deterministic=bool(t.get("deterministic", False)), warmup_steps=args.warmup, step_times_s=times,
+         step_time_s=statistics.median(times), peak_allocated_bytes=allocated, peak_reserved_bytes=reserved,
+         tokens_per_step=t["micro_batch"] * t["seq_len"] * t.get("grad_accum", 1) * dist.get_world_size(),
+         saves=saves, save_blocking_s=saves[0]["save_blocking_s"] if saves else None)
+    dist.barrier()
+    if not args.checkpoint_dir and rank == 0:
+        shutil.rmtree(directory, ignore_errors=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
