@@ -14,6 +14,7 @@
 #include "report/gate.h"
 #include "report/report_attestation.h"
 #include "report/report_signing.h"
+#include "report/report_view.h"
 #include "test_support.h"
 
 namespace trainlock {
@@ -736,6 +737,117 @@ TEST_F(Gate, FileDriftTheCallerFoundRefuses) {
   EXPECT_TRUE(HasReason(Decide(r), "files", "configs/tiny.yaml changed"));
 }
 
+// An unsigned report is a claim: each evidence rule recomputes what it can from the report's
+// own numbers and refuses a flag or stated difference they contradict.
+TEST_F(Gate, AResumedLossEditedWhileBitwiseEqualStaysTrueIsRefused) {
+  json& metrics = (*Check(report_, "train.roundtrip"))["metrics"];
+  metrics["losses_resumed"][4] = metrics["losses_resumed"][4].get<double>() + 0.01;
+  EXPECT_TRUE(HasReason(Decide(), "evidence",
+                        "train.roundtrip: pass, but bitwise_equal is true, but losses_resumed "
+                        "differs from losses_uninterrupted at step 5"))
+      << ::testing::PrintToString(Decide().reasons);
+}
+
+TEST_F(Gate, ARoundtripPassWhoseFinalStateDiffersIsRefusedThoughBitwiseEqualIsClaimed) {
+  (*Check(report_, "train.roundtrip"))["metrics"]["final_state_equal"] = false;
+  EXPECT_TRUE(HasReason(Decide(), "evidence",
+                        "train.roundtrip: pass, but the final state differs (final_state_equal "
+                        "is not true)"));
+}
+
+TEST_F(Gate, ARestoredStepOtherThanTheCheckpointStepIsRefused) {
+  json& metrics = (*Check(report_, "train.roundtrip"))["metrics"];
+  metrics["restored_step"] = 2;
+  EXPECT_TRUE(HasReason(Decide(), "evidence",
+                        "train.roundtrip: pass, but the resumed process restored step 2, not the "
+                        "checkpoint at step 3"));
+  metrics["restored_step"] = nullptr;  // the resumed process reported none
+  EXPECT_TRUE(
+      HasReason(Decide(), "evidence", "train.roundtrip: pass, but it states no restored_step"));
+  metrics.erase("restored_step");
+  EXPECT_TRUE(
+      HasReason(Decide(), "evidence", "train.roundtrip: pass, but it states no restored_step"));
+}
+
+TEST_F(Gate, TruncatedLossesAreRefused) {
+  json& metrics = (*Check(report_, "train.roundtrip"))["metrics"];
+  for (const char* run : {"losses_uninterrupted", "losses_resumed"})
+    metrics[run].erase(metrics[run].begin() + 3, metrics[run].end());  // equal, but 3 of 6
+  EXPECT_TRUE(HasReason(Decide(), "evidence",
+                        "train.roundtrip: pass, but losses_uninterrupted has 3 losses for 6 steps"))
+      << ::testing::PrintToString(Decide().reasons);
+}
+
+TEST_F(Gate, ALossDifferenceAboveTheToleranceIsRefusedWhateverMaxAbsLossDiffStates) {
+  json& metrics = (*Check(report_, "train.roundtrip"))["metrics"];
+  metrics["bitwise_equal"] = false;
+  metrics["loss_tolerance"] = 0.001;
+  metrics["losses_resumed"][5] = metrics["losses_resumed"][5].get<double>() + 0.5;
+  EXPECT_TRUE(HasReason(Decide(), "evidence",
+                        "train.roundtrip: pass, but max_abs_loss_diff 0 is not the losses' own "
+                        "difference 0.5"))
+      << ::testing::PrintToString(Decide().reasons);
+  metrics["max_abs_loss_diff"] = 0.5;  // stated as it is: then the tolerance refuses it
+  EXPECT_TRUE(HasReason(Decide(), "evidence",
+                        "train.roundtrip: pass, but the losses differ by more than loss_tolerance "
+                        "(from step 6)"))
+      << ::testing::PrintToString(Decide().reasons);
+}
+
+TEST_F(Gate, AnEvalLossAfterRestoreChangedWhileAbsDiffStaysZeroIsRefused) {
+  json& metrics = (*Check(report_, "train.eval"))["metrics"];
+  metrics["eval_loss_after_restore"] = metrics["eval_loss_before_save"].get<double>() + 0.25;
+  EXPECT_TRUE(HasReason(Decide(), "evidence",
+                        "train.eval: pass, but abs_diff 0 is not the eval losses' own difference "
+                        "0.25"))
+      << ::testing::PrintToString(Decide().reasons);
+}
+
+TEST_F(Gate, ARankReportWithoutPartialAndRankIsPartialByItsCollectives) {
+  json& ddp = *Check(report_, "comm.ddp");
+  ddp["status"] = "pass";
+  ddp["metrics"] = {{"world_size", 2}, {"rank", 1}, {"gradients_equal_within_tolerance", true}};
+  ASSERT_FALSE(report_.contains("partial"));
+  ASSERT_FALSE(report_.contains("rank"));
+  GateDecision d = Decide();
+  EXPECT_TRUE(HasReason(d, "partial", "a rank's own report of a 2-rank run"))
+      << ::testing::PrintToString(d.reasons);
+}
+
+TEST(Evidence, ALossDifferenceWithinTheToleranceWithTheStateEqualIsSupported) {
+  json metrics = {{"steps", 2},
+                  {"checkpoint_at", 1},
+                  {"restored_step", 1},
+                  {"losses_uninterrupted", {1.0, 0.5}},
+                  {"losses_resumed", {1.0, 0.5625}},
+                  {"rng_restored", true},
+                  {"data_restored", true},
+                  {"bitwise_equal", false},
+                  {"final_state_equal", true},
+                  {"max_abs_loss_diff", 0.0625},
+                  {"loss_tolerance", 0.125}};
+  json report = {
+      {"checks", {{{"id", "train.roundtrip"}, {"status", "pass"}, {"metrics", metrics}}}}};
+  EXPECT_TRUE(EvidenceContradictions(ViewOfReport(report)).empty());
+  report["checks"][0]["metrics"]["loss_tolerance"] = 0.03125;  // the test can fail
+  EXPECT_EQ(EvidenceContradictions(ViewOfReport(report)),
+            std::vector<std::string>{"train.roundtrip: pass, but the losses differ by more than "
+                                     "loss_tolerance (from step 2)"});
+}
+
+TEST(Evidence, AnEvalPassIsJudgedOnItsTwoLosses) {
+  json metrics = {{"eval_loss_before_save", 2.5},
+                  {"eval_loss_after_restore", 2.5},
+                  {"abs_diff", 0.0},
+                  {"tolerance", 0.0}};
+  json report = {{"checks", {{{"id", "train.eval"}, {"status", "pass"}, {"metrics", metrics}}}}};
+  EXPECT_TRUE(EvidenceContradictions(ViewOfReport(report)).empty());
+  report["checks"][0]["metrics"].erase("eval_loss_after_restore");
+  EXPECT_EQ(EvidenceContradictions(ViewOfReport(report)),
+            std::vector<std::string>{"train.eval: pass, but it has no eval_loss_before_save and "
+                                     "eval_loss_after_restore"});
+}
+
 // The lock's [validate] valid-for is the window when --max-age is not given.
 TEST_F(CliGate, TheLocksValidForRefusesAnOlderReport) {
   const std::string tiny = testing::TinyWith(tmp_.path(), "", "valid-for = \"1h\"\n").string();
@@ -890,7 +1002,85 @@ TEST_F(GateCli, FilesNotPresentAreSaidToRelyOnTheReport) {
   std::filesystem::remove(project_ / "trainlock.toml");
   auto r = Gate({"--lock", project_.string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("files not present: relying on the report"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("files not present: relying on the report for " +
+                       (project_ / "trainlock.toml").string() + " (the config matches the lock)"),
+            std::string::npos)
+      << r.out;
+}
+
+// A copy of tiny with a local dataset file data/a.bin, locked, and a report of that lock.
+std::filesystem::path LockedTinyWithLocalData(const std::filesystem::path& dest) {
+  const auto project = testing::UnlockedTiny(
+      dest, "", "[dataset]\nsource = \"local\"\npath = \"data\"\nfiles = [\"a.bin\"]\n");
+  testing::WriteFile(project / "data/a.bin", "token bytes");
+  auto locked = testing::RunTrainlock({"lock", project.string(), "--offline"});
+  EXPECT_EQ(locked.exit_code, 0) << locked.err;
+  Project p = LoadProject(project);
+  nlohmann::json report = nlohmann::json::parse(
+      testing::ReadFile(SourceDir() / "tests/fixtures/reports/tiny-report.json"));
+  report["lock_sha256"] = p.lock_sha256;
+  report["config_sha256"] = p.config_sha256;
+  testing::WriteFile(project / ".trainlock/reports/report.json", report.dump(2));
+  return project;
+}
+
+TEST_F(GateCli, APinnedFileThatIsASymlinkOutOfTheProjectIsRefusedNamingIt) {
+  const auto project = LockedTinyWithLocalData(dir_.path() / "p");
+  ASSERT_EQ(Gate({"--lock", project.string()}).exit_code, 0);
+  testing::WriteFile(dir_.path() / "elsewhere.bin", "other bytes");
+  std::filesystem::remove(project / "data/a.bin");
+  std::filesystem::create_symlink(dir_.path() / "elsewhere.bin", project / "data/a.bin");
+  EXPECT_EQ(testing::RunTrainlock({"lock", project.string(), "--check"}).exit_code, 2);
+  std::filesystem::remove(project / "trainlock.toml");  // no manifest either: still refused
+  auto r = Gate({"--lock", project.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("files: " + (project / "data/a.bin").string() + ": resolves to"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("outside the project"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("relying on the report"), std::string::npos) << r.out;
+}
+
+TEST_F(GateCli, APinnedFileThatIsADirectoryIsRefusedNamingIt) {
+  const auto project = LockedTinyWithLocalData(dir_.path() / "p");
+  std::filesystem::remove(project / "data/a.bin");
+  std::filesystem::create_directory(project / "data/a.bin");
+  auto r = Gate({"--lock", project.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("files: " + (project / "data/a.bin").string() + ": not a regular file"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(GateCli, APinnedFileTrulyAbsentIsNamedAsReliedOn) {
+  const auto project = LockedTinyWithLocalData(dir_.path() / "p");
+  std::filesystem::remove(project / "data/a.bin");  // the report was checked elsewhere
+  auto r = Gate({"--lock", project.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("files not present: relying on the report for " +
+                       (project / "data/a.bin").string()),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(GateCli, APinnedFileChangedWithTheManifestDeletedIsRefusedNamingIt) {
+  const auto project = LockedTinyWithLocalData(dir_.path() / "p");
+  std::filesystem::remove(project / "trainlock.toml");
+  testing::WriteFile(project / "data/a.bin", "other bytes");
+  auto r = Gate({"--lock", project.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("files: " + (project / "data/a.bin").string() + ": sha256 "),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(GateCli, AConfigChangedWithTheManifestDeletedIsRefusedNamingIt) {
+  std::filesystem::remove(project_ / "trainlock.toml");
+  testing::WriteFile(project_ / "configs/tiny.yaml",
+                     testing::ReadFile(project_ / "configs/tiny.yaml") + "\n# edited\n");
+  auto r = Gate({"--lock", project_.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("files: lock.config: the training config"), std::string::npos) << r.out;
 }
 
 TEST_F(GateCli, UnchangedFilesAreSaidToMatchTheLock) {

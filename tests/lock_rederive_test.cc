@@ -6,6 +6,7 @@
 #include "base/canonical.h"
 #include "base/toml_document.h"
 #include "lock/lock_rederive.h"
+#include "project/project.h"
 #include "test_support.h"
 
 namespace trainlock {
@@ -100,6 +101,100 @@ TEST(HandEditedLock, CheckRefusesAnAddedTolerance) {
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("[lock.edited]: validate.loss-tolerance: 0.5 but"), std::string::npos)
       << r.out;
+}
+
+// The pins themselves: what follows from the manifest offline (lock/pin_consistency.h).
+TEST(HandEditedLock, AWheelVersionOtherThanPythonPinsIsRefusedNamingTheField) {
+  testing::TempDir dir;
+  const fs::path project = EditedTiny(dir, "version = '1.0.0'", "version = '1.0.1'");
+  auto r = testing::RunTrainlock({"check", project.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("[lock.edited]: targets.cpu.wheels[0].version: '1.0.1' but [python] "
+                       "pins trainlock-demo-app at '1.0.0'"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("[lock.edited]: targets.cpu.wheels[0].version: '1.0.1' but its file "
+                       "trainlock_demo_app-1.0.0-py3-none-any.whl is version 1.0.0"),
+            std::string::npos)
+      << r.out;
+  r = testing::RunTrainlock({"lock", project.string(), "--check"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("trainlock.lock: error: edited: the lock's pins do not follow from "
+                       "trainlock.toml"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("trainlock.lock: targets.cpu.wheels[0].version: '1.0.1' but [python]"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(HandEditedLock, ADependencyWheelVersionOtherThanItsFileIsRefused) {
+  testing::TempDir dir;
+  const fs::path project = EditedTiny(dir, "version = '1.2.0'", "version = '1.3.0'");
+  auto r = testing::RunTrainlock({"lock", project.string(), "--check"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("targets.cpu.wheels[1].version: '1.3.0' but its file "
+                       "trainlock_demo_util-1.2.0-py3-none-any.whl is version 1.2.0"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(HandEditedLock, ADeletedRootWheelIsRefused) {
+  testing::TempDir dir;
+  const fs::path project = testing::CopyExample("tiny", dir.path());
+  std::string lock = testing::ReadFile(project / "trainlock.lock");
+  const size_t from = lock.find("    [[targets.cpu.wheels]]");
+  const size_t to = lock.find("    [[targets.cpu.wheels]]", from + 1);
+  ASSERT_NE(to, std::string::npos);
+  testing::WriteFile(project / "trainlock.lock", lock.erase(from, to - from));
+  auto r = testing::RunTrainlock({"check", project.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("[lock.edited]: targets.cpu.wheels: no wheel of trainlock-demo-app, which "
+                       "[python] pins at '1.0.0'"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(testing::RunTrainlock({"lock", project.string(), "--check"}).exit_code, 1);
+}
+
+TEST(HandEditedLock, ABaseDigestThatIsItsOwnPlatformsManifestIsRefused) {
+  testing::TempDir dir;
+  const fs::path project = dir.path() / "h200-pilot";
+  fs::create_directories(project);
+  testing::CopyExample("h200-pilot", project);
+  fs::create_directories(dir.path() / "ops");  // the custom op's sources, where it names them
+  testing::CopyExample("ops", dir.path() / "ops");
+  const Project before = LoadProject(project);
+  const Target& cuda = before.lock->targets.at("cuda");
+  const std::string index = cuda.base.substr(cuda.base.find('@') + 1);
+  const std::string amd64 = cuda.base_platforms.at("linux/amd64");
+  std::string lock = testing::ReadFile(project / "trainlock.lock");
+  lock.replace(lock.find(index), index.size(), amd64);
+  testing::WriteFile(project / "trainlock.lock", lock);
+  auto r = testing::RunTrainlock({"lock", project.string(), "--check"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("targets.cuda.base: its digest " + amd64.substr(0, 19) +
+                       "... is base-platforms' linux/amd64 manifest, not the index"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(HandEditedLock, ABaseDigestOtherThanTheManifestsOwnPinIsRefused) {
+  testing::TempDir dir;
+  const fs::path project = testing::CopyExample("tiny", dir.path());
+  const std::string digest = LoadProject(project).lock->targets.at("cpu").base;
+  std::string manifest = testing::ReadFile(project / "trainlock.toml");
+  const std::string tag = "docker.io/library/debian:bookworm-slim";
+  manifest.replace(manifest.find(tag), tag.size(), digest);  // the manifest pins the digest
+  testing::WriteFile(project / "trainlock.toml", manifest);
+  auto relock = testing::RunTrainlock({"lock", project.string(), "--offline"});
+  ASSERT_EQ(relock.exit_code, 0) << relock.err;
+  std::string lock = testing::ReadFile(project / "trainlock.lock");
+  const std::string hex = digest.substr(digest.find("sha256:") + 7);
+  lock.replace(lock.find(hex), hex.size(), std::string(64, 'e'));
+  testing::WriteFile(project / "trainlock.lock", lock);
+  auto r = testing::RunTrainlock({"check", project.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("[lock.edited]: targets.cpu.base: "), std::string::npos) << r.out;
 }
 
 TEST(HandEditedLock, AnUneditedExampleLockIsClean) {

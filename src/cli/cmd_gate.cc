@@ -20,6 +20,7 @@
 #include "cli/commands.h"
 #include "compat/lock_drift.h"
 #include "lock/lock_check.h"
+#include "lock/pinned_files_here.h"
 #include "project/artifact_paths.h"
 #include "project/check_ids.h"
 #include "project/project.h"
@@ -68,17 +69,33 @@ std::optional<std::string> GateTargetOf(const GateOptions& options, const Projec
                  "give --target with the one the run uses"});
 }
 
-// The project's files against the lock, with `lock --check`'s own offline check
-// (lock_check.h) and the validator's drift findings (lock_drift.h, naming the config). Where
-// the files are not here, the gate can only rely on the hashes the report states.
+// The project's files against the lock: the config's hash always (lock_drift.h), each pinned
+// project file that is here hashed (pinned_files_here.h), and with the manifest and every file
+// here, `lock --check`'s own offline re-derivation (lock_check.h). A pinned file that is here
+// and cannot be used (a symlink out of the project, a directory, unreadable) or a project the
+// check cannot read is a refusal; only for files truly absent (a report checked on another
+// machine) does the gate rely on the hashes the report states, and it names them.
 void CheckFiles(const std::string& dir, const Project& project, GateRequest& request) {
   const std::string relock = "; run `trainlock lock " + dir + "`, then validate again";
-  if (!project.manifest) {
-    request.files_fact = "files not present: relying on the report (no manifest beside the lock)";
-    return;
-  }
   for (const Finding& f : LockDrift(project))
     request.file_drift.push_back(f.id + ": " + f.message + relock);
+  const PinnedFilesHere here = InspectPinnedFiles(project.dir, *project.lock);
+  for (const std::string& why : here.unusable) {
+    request.file_drift.push_back(why +
+                                 "; a pinned file must be a readable regular file inside "
+                                 "the project, as `trainlock lock` hashed it");
+  }
+  std::vector<std::string> absent = here.absent;
+  if (!project.manifest) absent.insert(absent.begin(), project.manifest_path);
+  if (!absent.empty()) {  // no re-derivation: each file that is here against its hash
+    for (const std::string& change : here.changed) request.file_drift.push_back(change + relock);
+    request.files_fact = "files not present: relying on the report for " +
+                         JoinStrings(absent, ", ") +
+                         (here.checked ? " (the config and the pinned files here match the lock)"
+                                       : " (the config matches the lock)");
+    return;
+  }
+  if (!here.unusable.empty()) return;
   LockOptions o;
   o.offline = true;
   o.skip_python = true;
@@ -92,11 +109,13 @@ void CheckFiles(const std::string& dir, const Project& project, GateRequest& req
       request.files_fact = "project files match the lock";
     }
   } catch (const InputError& e) {
-    request.files_fact =
-        std::string("files not present: relying on the report (") + std::string(e.what()) + ")";
+    request.file_drift.push_back(std::string("the project's files cannot be checked against the "
+                                             "lock: ") +
+                                 e.what());
   } catch (const Failure& e) {
-    request.files_fact =
-        std::string("files not present: relying on the report (") + std::string(e.what()) + ")";
+    request.file_drift.push_back(std::string("the project's files cannot be checked against the "
+                                             "lock: ") +
+                                 e.what());
   }
 }
 

@@ -10,7 +10,9 @@
 #include "base/strings.h"
 #include "base/toml_document.h"
 #include "lock/lock_rederive.h"
+#include "lock/pin_consistency.h"
 #include "project/project.h"
+#include "project/spec_loader.h"
 
 namespace trainlock {
 namespace {
@@ -42,6 +44,15 @@ std::vector<std::string> ChangedLines(const std::string& before, const std::stri
   return changed;
 }
 
+// The lock's pins that do not follow from the manifest (pin_consistency.h); ResolveLock has
+// read both files already, so they load.
+std::vector<LockFieldDifference> PinProblems(const std::filesystem::path& dir) {
+  const std::filesystem::path manifest = dir / kManifestFile, lock = dir / kLockFile;
+  return PinConsistencyProblems(
+      LoadSpec(ReadInputFile(lock, lock.string()), lock.string(), SpecKind::kLock),
+      LoadSpec(ReadInputFile(manifest, manifest.string()), manifest.string(), SpecKind::kManifest));
+}
+
 }  // namespace
 
 LockCheckResult CheckLockAgainstFiles(const std::filesystem::path& dir, const LockOptions& o) {
@@ -56,8 +67,12 @@ LockCheckResult CheckLockAgainstFiles(const std::filesystem::path& dir, const Lo
     return result;
   }
   result.lock_sha256 = lock.existing_lock_sha256;
+  const std::vector<LockFieldDifference> pins =
+      lock.existing_lock_sha256.empty() ? std::vector<LockFieldDifference>{} : PinProblems(dir);
   if (lock.existing_lock_sha256.empty()) {
     result.problem = "missing or invalid";
+  } else if (!pins.empty() && lock.existing_lock_sha256 == lock.lock_sha256) {
+    result.problem = "edited: the lock's pins do not follow from trainlock.toml";
   } else if (lock.existing_lock_sha256 != lock.lock_sha256) {
     result.problem = "stale: the manifest and config now lock to lock-sha256 " +
                      lock.lock_sha256.substr(0, 12) + "..., the lock has " +
@@ -71,6 +86,7 @@ LockCheckResult CheckLockAgainstFiles(const std::filesystem::path& dir, const Lo
   } else {
     result.up_to_date = true;
   }
+  for (const LockFieldDifference& d : pins) result.fields.push_back(d.Describe());
   return result;
 }
 

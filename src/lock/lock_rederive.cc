@@ -11,6 +11,7 @@
 #include "base/file_io.h"
 #include "base/toml_document.h"
 #include "lock/lock_resolver.h"
+#include "lock/pin_consistency.h"
 
 namespace trainlock {
 namespace {
@@ -76,18 +77,19 @@ void CompareLockValues(const std::string& field, const nlohmann::json* a, const 
       if (ea.is_object() && eb.is_object() && !IsCanonicalFloat(ea) && !IsCanonicalFloat(eb)) {
         CompareLockObjects(name, ea, eb, out);
       } else if (ea != eb) {
-        out.push_back({field, ShownLockValue(a), ShownLockValue(b)});
+        out.push_back({field, ShownLockValue(a), ShownLockValue(b), {}});
         return;
       }
     }
     return;
   }
-  out.push_back({field, ShownLockValue(a), ShownLockValue(b)});
+  out.push_back({field, ShownLockValue(a), ShownLockValue(b), {}});
 }
 
 }  // namespace
 
 std::string LockFieldDifference::Describe() const {
+  if (!note.empty()) return field + ": " + note;
   return field + ": " + locked + " but trainlock.toml (with the lock's pins) says " + derived;
 }
 
@@ -123,6 +125,9 @@ std::vector<Finding> RederivedLockFindings(const Project& project) {
   const toml::table now = ParseTomlDocument(derived.text, project.lock_path);
   std::vector<Finding> findings;
   for (const LockFieldDifference& d : LockFieldDifferences(locked, now)) {
+    findings.push_back({"lock.edited", project.lock_path, lock.Pos(d.field), d.Describe(), remedy});
+  }
+  for (const LockFieldDifference& d : PinConsistencyProblems(lock, *project.manifest)) {
     findings.push_back({"lock.edited", project.lock_path, lock.Pos(d.field), d.Describe(), remedy});
   }
   return findings;

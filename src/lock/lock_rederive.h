@@ -21,8 +21,11 @@ struct LockFieldDifference {
   std::string field;    // dotted, e.g. "validate.required"
   std::string locked;   // the lock's value as JSON, or "(absent)"
   std::string derived;  // the re-derived value as JSON, or "(absent)"
+  // A pin that contradicts what follows from the manifest (pin_consistency.h) says why here
+  // instead: "'1.0.1' but [python] pins trainlock-demo-app at '1.0.0'".
+  std::string note;
 
-  // "validate.required: [] but trainlock.toml says [...]"
+  // "validate.required: [] but trainlock.toml says [...]", or "FIELD: NOTE".
   std::string Describe() const;
 };
 
@@ -31,7 +34,8 @@ std::vector<LockFieldDifference> LockFieldDifferences(const toml::table& lock,
                                                       const toml::table& derived);
 
 // `check`'s view: one "lock.edited" finding per field the offline re-derivation of
-// project.dir's lock gives differently ("lock.stale" when it cannot re-derive at all). None
+// project.dir's lock gives differently, and per pin that does not follow from the manifest
+// (pin_consistency.h) ("lock.stale" when it cannot re-derive at all). None
 // when there is no lock or the lock is already stale against the manifest or config (those
 // have their own findings).
 std::vector<Finding> RederivedLockFindings(const Project& project);

@@ -4,9 +4,11 @@
 #include "report/check_metrics.h"
 #include "report/gpu_throttle.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
+#include <sstream>
 
 namespace trainlock {
 namespace {
@@ -17,19 +19,75 @@ bool IsTrue(const Flag& flag) {
   return flag.value_or(false);
 }
 
+// The round trip's own numbers: as many losses in each run as it trained steps, and the
+// resumed process restored the step the preempted one checkpointed at. "" when they agree.
+std::string RoundtripCounts(const RoundtripMetrics& m) {
+  if (!m.steps || *m.steps <= 0) return "it states no steps";
+  // `run` is "losses_uninterrupted has ", "losses_resumed has ".
+  const auto count = [&](const Numbers& losses, const char* run) -> std::string {
+    const size_t have = losses ? losses->size() : 0;
+    if (have == static_cast<size_t>(*m.steps)) return "";
+    return std::string(run) + std::to_string(have) + " losses for " + std::to_string(*m.steps) +
+           " steps";
+  };
+  if (std::string why = count(m.losses_uninterrupted, "losses_uninterrupted has "); !why.empty())
+    return why;
+  if (std::string why = count(m.losses_resumed, "losses_resumed has "); !why.empty()) return why;
+  if (!m.checkpoint_at) return "it states no checkpoint_at";
+  if (!m.restored_step || !*m.restored_step)
+    return "it states no restored_step (the step the resumed process restored)";
+  if (**m.restored_step != *m.checkpoint_at) {
+    return "the resumed process restored step " + std::to_string(**m.restored_step) +
+           ", not the checkpoint at step " + std::to_string(*m.checkpoint_at);
+  }
+  return "";
+}
+
+// The first step (1-based) whose losses differ between the two runs, 0 when every one is
+// equal; `max_diff` is the largest difference. A loss that is not a finite number differs.
+int64_t FirstDivergentLoss(const std::vector<double>& a, const std::vector<double>& b,
+                           double* max_diff) {
+  int64_t first = 0;
+  *max_diff = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const double d = std::fabs(a[i] - b[i]);
+    if (a[i] == b[i]) continue;
+    if (first == 0) first = static_cast<int64_t>(i) + 1;
+    *max_diff = std::isfinite(d) ? std::max(*max_diff, d) : INFINITY;
+  }
+  return first;
+}
+
 // train.roundtrip: bitwise equal, or within a loss tolerance with the final state equal; and
-// the resumed process restored its RNG and data-loader state either way.
+// the resumed process restored its RNG and data-loader state either way. The flags and the
+// stated difference are what the report claims: each is recomputed from the report's own
+// losses, and a claim they contradict is refused.
 std::string Roundtrip(const Json& metrics) {
   const auto m = ReadMetrics<RoundtripMetrics>(metrics);
   if (!IsTrue(m.rng_restored)) return "rng_restored is not true";
   if (!IsTrue(m.data_restored)) return "data_restored is not true";
+  if (std::string why = RoundtripCounts(m); !why.empty()) return why;
+  if (!IsTrue(m.final_state_equal))
+    return "the final state differs (final_state_equal is not true)";
+  double max_diff = 0;
+  const int64_t first = FirstDivergentLoss(*m.losses_uninterrupted, *m.losses_resumed, &max_diff);
+  if (IsTrue(m.bitwise_equal) && first != 0) {
+    return "bitwise_equal is true, but losses_resumed differs from losses_uninterrupted at "
+           "step " +
+           std::to_string(first);
+  }
+  if (m.max_abs_loss_diff && *m.max_abs_loss_diff != max_diff) {
+    std::ostringstream why;
+    why << "max_abs_loss_diff " << *m.max_abs_loss_diff << " is not the losses' own difference "
+        << max_diff;
+    return why.str();
+  }
   if (IsTrue(m.bitwise_equal)) return "";
   if (!m.loss_tolerance || *m.loss_tolerance <= 0)
     return "bitwise_equal is not true and no loss tolerance was used";
-  if (!IsTrue(m.final_state_equal))
-    return "the final state differs (final_state_equal is not true)";
-  if (!m.max_abs_loss_diff || *m.max_abs_loss_diff > *m.loss_tolerance)
-    return "max_abs_loss_diff is not within loss_tolerance";
+  if (!(max_diff <= *m.loss_tolerance))
+    return "the losses differ by more than loss_tolerance (from step " + std::to_string(first) +
+           ")";
   return "";
 }
 
@@ -59,11 +117,20 @@ std::string Health(const Json& metrics) {
   return "";
 }
 
-// train.eval: the loss difference within the stated tolerance.
+// train.eval: the loss difference within the stated tolerance, from the two losses themselves;
+// a stated abs_diff other than theirs is a contradiction (it could be edited to 0).
 std::string WithinTolerance(const Json& metrics) {
   const auto m = ReadMetrics<EvalMetrics>(metrics);
+  if (!m.eval_loss_before_save || !m.eval_loss_after_restore)
+    return "it has no eval_loss_before_save and eval_loss_after_restore";
+  const double diff = std::fabs(*m.eval_loss_before_save - *m.eval_loss_after_restore);
   if (!m.abs_diff) return "it has no abs_diff";
-  if (m.tolerance && *m.abs_diff > *m.tolerance) return "abs_diff is above its tolerance";
+  if (*m.abs_diff != diff) {
+    std::ostringstream why;
+    why << "abs_diff " << *m.abs_diff << " is not the eval losses' own difference " << diff;
+    return why.str();
+  }
+  if (diff > m.tolerance.value_or(0.0)) return "abs_diff is above its tolerance";
   return "";
 }
 

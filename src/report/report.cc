@@ -10,6 +10,7 @@
 #include "base/terminal_text.h"
 #include "base/time_text.h"
 #include "project/check_ids.h"
+#include "report/check_metrics.h"
 #include "report/report_view.h"
 
 namespace trainlock {
@@ -110,15 +111,38 @@ nlohmann::json Report::ToJson() const {
   return j;
 }
 
+std::optional<int64_t> CollectiveWorldSize(const nlohmann::json& report) {
+  if (!report.is_object()) return std::nullopt;
+  auto checks = report.find("checks");
+  if (checks == report.end() || !checks->is_array()) return std::nullopt;
+  std::optional<int64_t> world;
+  for (const nlohmann::json& c : *checks) {
+    // An untrusted document: any member may have any type.
+    if (!c.is_object() || !c.contains("metrics") || !c.contains("id") || !c["id"].is_string())
+      continue;
+    const nlohmann::json& metrics = c["metrics"];
+    const std::string& id = c["id"].get_ref<const std::string&>();
+    Integer size;
+    if (id == "comm.ddp") size = ReadMetrics<DdpMetrics>(metrics).world_size;
+    if (id == "comm.allreduce") size = ReadMetrics<AllreduceMetrics>(metrics).world_size;
+    if (size && (!world || *size > *world)) world = size;
+  }
+  return world;
+}
+
 bool IsPartialReport(const nlohmann::json& report) {
   if (!report.is_object()) return false;
   auto partial = report.find("partial");
   if (partial != report.end() && partial->is_boolean() && partial->get<bool>()) return true;
+  auto ranks = report.find("ranks");
+  const bool merged = ranks != report.end() && ranks->is_array();
+  // A rank's report that drops `rank` and `partial` still says its world in its collectives.
+  const std::optional<int64_t> collective = CollectiveWorldSize(report);
+  if (collective && *collective > 1 && !merged) return true;
   auto rank = report.find("rank");
   if (rank == report.end() || !rank->is_object()) return false;
   std::optional<double> world = FiniteNumber(*rank, "world_size");
-  auto ranks = report.find("ranks");
-  return world && *world > 1 && (ranks == report.end() || !ranks->is_array());
+  return world && *world > 1 && !merged;
 }
 
 namespace {

@@ -101,8 +101,14 @@ struct Report {
 bool IsFailingCheck(std::string_view status, bool required);
 
 // Whether a report document is one rank's part of a distributed run: it says "partial": true,
-// or its rank has world_size > 1 and it carries no `ranks` (the merged report's alone).
+// or its rank, or the world_size its comm.ddp or comm.allreduce metrics state, is above 1 and it
+// carries no `ranks` (the merged report's alone): a rank's report with `partial` and `rank`
+// removed is still partial.
 bool IsPartialReport(const nlohmann::json& report);
+
+// The largest world_size the report's comm.ddp and comm.allreduce metrics state; nullopt when
+// neither states one.
+std::optional<int64_t> CollectiveWorldSize(const nlohmann::json& report);
 
 // Schema violations of a report document, each "json.path: problem"; empty when it conforms
 // to trainlock.report/v1.

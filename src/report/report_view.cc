@@ -180,6 +180,7 @@ ReportView ViewOfReport(const nlohmann::json& report) {
   if (std::optional<double> r = FiniteNumber(rank, "rank")) v.rank = static_cast<int64_t>(*r);
   if (std::optional<double> w = FiniteNumber(rank, "world_size"))
     v.world_size = static_cast<int64_t>(*w);
+  if (!v.world_size && v.partial) v.world_size = CollectiveWorldSize(report);
   return v;
 }
 
