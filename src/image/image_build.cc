@@ -12,6 +12,7 @@
 #include "base/tree_hash.h"
 #include "image/engine.h"
 #include "lock/lock_resolver.h"
+#include "project/artifact_paths.h"
 #include "project/project.h"
 #include "project/spec_loader.h"
 
@@ -133,6 +134,7 @@ void StageCustomOps(const fs::path& project_dir, const Project& project, const f
 fs::path StageContext(const fs::path& project_dir, const Project& project,
                       const ImageBuildOptions& o) {
   const fs::path context = project_dir / ".trainlock" / ("build-" + o.image.target);
+  IgnoreTrainlockDir(context);
   fs::remove_all(context);
   fs::create_directories(context);
   if (o.containerfile.empty()) {
