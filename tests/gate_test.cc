@@ -417,7 +417,8 @@ std::string UrlSafeUnpadded(std::string text) {
 TEST_F(AttestedGate, UrlSafeUnpaddedBase64ClearsAsTheStandardDoes) {
   json url_safe = envelope_;
   url_safe["payload"] = UrlSafeUnpadded(envelope_["payload"].get<std::string>());
-  url_safe["signatures"][0]["sig"] = UrlSafeUnpadded(envelope_["signatures"][0]["sig"]);
+  url_safe["signatures"][0]["sig"] =
+      UrlSafeUnpadded(envelope_["signatures"][0]["sig"].get<std::string>());
   ASSERT_NE(url_safe["payload"], envelope_["payload"]);  // the plant: other bytes, same meaning
   GateDecision d = DecideEnvelope(url_safe, keys_.public_pem);
   EXPECT_TRUE(d.allowed()) << ::testing::PrintToString(d.reasons);

@@ -85,6 +85,7 @@ class Shellcheck : public ::testing::Test {
       const YAML::Node pod = doc["spec"]["template"]["spec"];
       if (!pod) continue;
       for (const char* list : {"initContainers", "containers"}) {
+        if (!pod[list]) continue;
         for (const YAML::Node& c : pod[list]) {
           if (!c["command"] || c["command"][0].as<std::string>() != "/bin/sh") continue;
           const fs::path file =
