@@ -414,21 +414,28 @@ std::string UrlSafeUnpadded(std::string text) {
   return text.substr(0, text.find('='));
 }
 
+// Both plants re-sign a statement with "???" in it: three ASCII '?' put a 63, '/', in its base64
+// whatever their alignment (JSON text alone rarely gives a '+' or '/').
 TEST_F(AttestedGate, UrlSafeUnpaddedBase64ClearsAsTheStandardDoes) {
-  json url_safe = envelope_;
-  url_safe["payload"] = UrlSafeUnpadded(envelope_["payload"].get<std::string>());
+  json statement = Statement();
+  statement["predicate"]["comment"] = "???";
+  const json standard = Resigned(statement, keys_.private_pem);
+  ASSERT_NE(standard["payload"].get<std::string>().find('/'), std::string::npos);
+  json url_safe = standard;
+  url_safe["payload"] = UrlSafeUnpadded(standard["payload"].get<std::string>());
   url_safe["signatures"][0]["sig"] =
-      UrlSafeUnpadded(envelope_["signatures"][0]["sig"].get<std::string>());
-  ASSERT_NE(url_safe["payload"], envelope_["payload"]);  // the plant: other bytes, same meaning
+      UrlSafeUnpadded(standard["signatures"][0]["sig"].get<std::string>());
   GateDecision d = DecideEnvelope(url_safe, keys_.public_pem);
   EXPECT_TRUE(d.allowed()) << ::testing::PrintToString(d.reasons);
 }
 
 TEST_F(AttestedGate, PayloadMixingBothAlphabetsIsNotValidBase64) {
-  std::string payload = envelope_["payload"].get<std::string>();
-  ASSERT_NE(payload.find_first_of("+/"), std::string::npos);
-  payload[payload.find_first_not_of("+/")] = '-';  // a URL-safe character beside standard ones
-  json mixed = envelope_;
+  json statement = Statement();
+  statement["predicate"]["comment"] = "???";
+  json mixed = Resigned(statement, keys_.private_pem);
+  std::string payload = mixed["payload"].get<std::string>();
+  ASSERT_NE(payload.find('/'), std::string::npos);
+  payload[payload.find_first_not_of("+/")] = '-';  // a URL-safe character beside a standard one
   mixed["payload"] = payload;
   GateDecision d = DecideEnvelope(mixed, keys_.public_pem);
   EXPECT_TRUE(HasReason(d, "signature", "its payload is not valid base64")) << d.reasons.front();

@@ -180,7 +180,7 @@ TEST(ImageFields, TheUnplantedFieldsLoad) {
 
 TEST(ImageFields, AUrlOutsideRfc3986IsRefusedAndOneWithinItIsAUrl) {
   const std::string manifest = ReadFile(SourceDir() / "examples/tiny/trainlock.toml");
-  for (const std::string& url :
+  for (const char* url :
        {"http://H/ok$(touch${IFS}X)", "http://deb.example/a|b", "http://deb.example/a<b>",
         "http://deb.example/a%zz", "http:///debian", "http://user:pw@deb.example/debian"}) {
     int line = 0;
@@ -215,7 +215,8 @@ TEST(ImageFields, ImageGenerateRefusesAHostileLockNamingFileLineAndColumn) {
 
 TEST(ImageFields, ImageGenerateRefusesShellSyntaxInItsLabelOptions) {
   const testing::TempDir tmp;
-  for (const std::string& option : {"--source", "--revision"}) {
+  for (const char* option_name : {"--source", "--revision"}) {
+    const std::string option = option_name;
     const testing::RunResult r = testing::RunTrainlock(
         {"image", "generate", (SourceDir() / "examples/tiny").string(), "--target", "cpu",
          "--source-date-epoch", "1764547200", "--build-validator", option, "x\" $(touch X)",
