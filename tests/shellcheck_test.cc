@@ -82,8 +82,8 @@ class Shellcheck : public ::testing::Test {
   std::vector<fs::path> ContainerScripts(const fs::path& yaml) {
     std::vector<fs::path> out;
     for (const YAML::Node& doc : YAML::LoadAllFromFile(yaml.string())) {
+      if (!doc["spec"] || !doc["spec"]["template"] || !doc["spec"]["template"]["spec"]) continue;
       const YAML::Node pod = doc["spec"]["template"]["spec"];
-      if (!pod) continue;
       for (const char* list : {"initContainers", "containers"}) {
         if (!pod[list]) continue;
         for (const YAML::Node& c : pod[list]) {
