@@ -111,6 +111,11 @@ void CheckLabelValue(const std::string& option, const std::string& value) {
   }
 }
 
+void CheckLabelValues(const ImageOptions& o) {
+  CheckLabelValue("--source", o.source);
+  CheckLabelValue("--revision", o.revision);
+}
+
 std::string ArchsNote(const std::string& target, const std::vector<std::string>& archs) {
   const std::string list = JoinStrings(archs, ", ");
   return target == "cuda" ? "compute capability " + list : list;
@@ -179,8 +184,7 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
     throw InputError(Diagnostic{project.lock_path, {}, message, hint});
   };
   const Spec& lock = RequireLock(project, "missing; run `trainlock lock` first");
-  CheckLabelValue("--source", o.source);
-  CheckLabelValue("--revision", o.revision);
+  CheckLabelValues(o);
   if (o.target != "cuda" && o.target != "rocm" && o.target != "cpu")
     fail("image targets are cpu, cuda and rocm, not '" + o.target + "'");
   auto it = lock.targets.find(o.target);
