@@ -37,7 +37,9 @@ test_packages=(
   chromium fonts-dejavu-core libxml2-utils
   # the Slurm node gate against a real slurmctld and slurmd with munge (tests/slurm_gate_test.cc)
   slurm-wlm munge
-  # shellcheck on the example workflow's run: steps, as actionlint runs it (tests/ci_workflow_test.cc)
+  # the shell linter, on every script of ci/ and examples/ and the generated fleet scripts
+  # (tests/shellcheck_test.cc) and on the example workflow's run: steps as actionlint runs it
+  # (tests/ci_workflow_test.cc); no comment here may start with its name (a directive to it)
   shellcheck
 )
 packages=("${demo_packages[@]}")

@@ -18,7 +18,7 @@
 # The machine has no toml++: a copy of Debian's headers travels in .toml/ (git-ignored):
 #   mkdir -p .toml && cp -r /usr/include/toml++ .toml/
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 3
 # NVLink multicast stays off on shared machines (the device tool's KINDS.md says why).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-$PWD/build-gpu/out}
@@ -75,10 +75,13 @@ pilot_ops() {
   local archs
   archs=$(build-gpu/bin/trainlock archs examples/h200-pilot --target cuda) || return 1
   echo "building examples/ops for sm $archs"
-  cmake -S examples/ops -B build-gpu/ops-pilot -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$prefix" -DTRAINLOCK_OPS_CUDA_ARCHS="$archs" -DTRAINLOCK_OPS_CUDA_PTX= \
-    >"$OUT/ops-build.log" 2>&1 && cmake --build build-gpu/ops-pilot -j "$(nproc)" >>"$OUT/ops-build.log" 2>&1 ||
-    { grep -E "error|Error" -A3 "$OUT/ops-build.log" | head -40; return 1; }
+  if ! { cmake -S examples/ops -B build-gpu/ops-pilot -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_PREFIX_PATH="$prefix" -DTRAINLOCK_OPS_CUDA_ARCHS="$archs" -DTRAINLOCK_OPS_CUDA_PTX= \
+      >"$OUT/ops-build.log" 2>&1 &&
+      cmake --build build-gpu/ops-pilot -j "$(nproc)" >>"$OUT/ops-build.log" 2>&1; }; then
+    grep -E "error|Error" -A3 "$OUT/ops-build.log" | head -40
+    return 1
+  fi
   mkdir -p examples/h200-pilot/ops && cp build-gpu/ops-pilot/libtrainlock_ops.so examples/h200-pilot/ops/ &&
     build-gpu/bin/trainlock inspect examples/h200-pilot/ops/libtrainlock_ops.so
 }

@@ -23,7 +23,7 @@ echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://
 apt_options=(-o "Dir::Etc::sourcelist=$work/src.list" -o "Dir::Etc::sourceparts=$work/none"
   -o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work/cache" -o "APT::Sandbox::User=root")
 apt-get "${apt_options[@]}" -qq update
-(cd "$work" && apt-get "${apt_options[@]}" -qq source --download-only python-xmlrunner=3.2.0-2 >/dev/null 2>&1 || true)
+(cd "$work" && { apt-get "${apt_options[@]}" -qq source --download-only python-xmlrunner=3.2.0-2 >/dev/null 2>&1 || true; })
 echo "$sha256  $work/$tarball" | sha256sum -c --quiet
 mkdir -p "$(dirname "$dest")"
 tar -xzf "$work/$tarball" -O "$member" >"$dest.tmp"

@@ -225,12 +225,12 @@ TEST_F(AptArchive, TheContainerfileInstallsExactlyThePinsFromTheSnapshot) {
                     "1764547200", "--build-validator", "--out", (dir_.path() / "out").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string cf = testing::ReadFile(dir_.path() / "out/Containerfile");
-  EXPECT_NE(cf.find("RUN echo \"deb [check-valid-until=no] " + Archive() + "/archive/debian/" +
-                    kSnapshot + " bookworm main\" > /etc/apt/trainlock.list"),
+  EXPECT_NE(cf.find("RUN echo 'deb [check-valid-until=no] " + Archive() + "/archive/debian/" +
+                    kSnapshot + " bookworm main' > /etc/apt/trainlock.list"),
             std::string::npos)
       << cf;
-  EXPECT_NE(cf.find("install -y --no-install-recommends \\\n        libfoo=1.0-1 \\\n"
-                    "        libbar=2.0-1 && \\\n"),
+  EXPECT_NE(cf.find("install -y --no-install-recommends \\\n        'libfoo=1.0-1' \\\n"
+                    "        'libbar=2.0-1' && \\\n"),
             std::string::npos)
       << cf;
 }

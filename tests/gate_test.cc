@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "base/failure.h"
+#include "base/sha256.h"
 #include "base/time_text.h"
 #include "compat/catalog.h"
 #include "project/check_ids.h"
@@ -403,7 +406,92 @@ TEST_F(AttestedGate, PayloadBase64ThatIsNotCanonicalIsRefused) {
   json tampered = envelope_;
   tampered["payload"] = " " + tampered["payload"].get<std::string>();
   EXPECT_TRUE(HasReason(DecideEnvelope(tampered, keys_.public_pem), "signature",
-                        "payload is not canonical base64"));
+                        "its payload is not valid base64"));
+}
+
+// RFC 4648's URL-safe alphabet ("-_" for "+/"), without padding: DSSE allows either alphabet.
+std::string UrlSafeUnpadded(std::string text) {
+  for (char& c : text) c = c == '+' ? '-' : c == '/' ? '_' : c;
+  return text.substr(0, text.find('='));
+}
+
+// Both plants re-sign a statement with "???" in it: three ASCII '?' put a 63, '/', in its base64
+// whatever their alignment (JSON text alone rarely gives a '+' or '/').
+TEST_F(AttestedGate, UrlSafeUnpaddedBase64ClearsAsTheStandardDoes) {
+  json statement = Statement();
+  statement["predicate"]["comment"] = "???";
+  const json standard = Resigned(statement, keys_.private_pem);
+  ASSERT_NE(standard["payload"].get<std::string>().find('/'), std::string::npos);
+  json url_safe = standard;
+  url_safe["payload"] = UrlSafeUnpadded(standard["payload"].get<std::string>());
+  url_safe["signatures"][0]["sig"] =
+      UrlSafeUnpadded(standard["signatures"][0]["sig"].get<std::string>());
+  GateDecision d = DecideEnvelope(url_safe, keys_.public_pem);
+  EXPECT_TRUE(d.allowed()) << ::testing::PrintToString(d.reasons);
+}
+
+TEST_F(AttestedGate, PayloadMixingBothAlphabetsIsNotValidBase64) {
+  json statement = Statement();
+  statement["predicate"]["comment"] = "???";
+  json mixed = Resigned(statement, keys_.private_pem);
+  std::string payload = mixed["payload"].get<std::string>();
+  ASSERT_NE(payload.find('/'), std::string::npos);
+  payload[payload.find_first_not_of("+/")] = '-';  // a URL-safe character beside a standard one
+  mixed["payload"] = payload;
+  GateDecision d = DecideEnvelope(mixed, keys_.public_pem);
+  EXPECT_TRUE(HasReason(d, "signature", "its payload is not valid base64")) << d.reasons.front();
+}
+
+TEST_F(AttestedGate, ASigThatIsNotBase64IsNamedNotBlamedOnTheSignature) {
+  json tampered = envelope_;
+  tampered["signatures"][0]["sig"] = "not*base64!";
+  GateDecision d = DecideEnvelope(tampered, keys_.public_pem);
+  ASSERT_EQ(d.reasons.size(), 1u);
+  EXPECT_TRUE(HasReason(d, "signature", "signatures[0].sig is not valid base64")) << d.reasons[0];
+  EXPECT_EQ(d.reasons[0].find("verifies"), std::string::npos) << d.reasons[0];
+}
+
+TEST_F(AttestedGate, SixteenSignaturesAreReadTheGoodOneLast) {
+  json many = envelope_;
+  json bad = {{"keyid", ""}, {"sig", Base64Encode(std::string(64, '\x01'))}};
+  many["signatures"] = json::array();
+  for (int i = 0; i < 15; ++i) many["signatures"].push_back(bad);
+  many["signatures"].push_back(envelope_["signatures"][0]);
+  GateDecision d = DecideEnvelope(many, keys_.public_pem);
+  EXPECT_TRUE(d.allowed()) << ::testing::PrintToString(d.reasons);
+}
+
+TEST_F(AttestedGate, MoreThanSixteenSignaturesIsMalformed) {
+  json many = envelope_;
+  json bad = {{"keyid", ""}, {"sig", Base64Encode(std::string(64, '\x01'))}};
+  many["signatures"] = json::array();
+  for (int i = 0; i < 16; ++i) many["signatures"].push_back(bad);
+  many["signatures"].push_back(envelope_["signatures"][0]);
+  GateDecision d = DecideEnvelope(many, keys_.public_pem);
+  EXPECT_TRUE(HasReason(d, "signature", "malformed: 17 signatures, more than the 16"))
+      << ::testing::PrintToString(d.reasons);
+}
+
+TEST(ReportSigning, TheEnvelopeKeyIdIsTheSha256OfTheRawPublicKey) {
+  // docs/reports.md: not the SubjectPublicKeyInfo DER's hash; an Ed25519 SPKI DER is a fixed
+  // 12-byte prefix and the raw 32-byte key, and the PEM body is that DER in base64.
+  KeyPair keys = GenerateEd25519KeyPair();
+  std::string body = keys.public_pem.substr(keys.public_pem.find('\n') + 1);
+  body = body.substr(0, body.find("-----"));
+  body.erase(std::remove(body.begin(), body.end(), '\n'), body.end());
+  std::string der;
+  ASSERT_TRUE(Base64DecodeStrict(body, &der));
+  ASSERT_EQ(der.size(), 44u);
+  EXPECT_EQ(PublicKeyId(keys.public_pem), "sha256:" + Sha256Hex(der.substr(12)));
+  EXPECT_NE(PublicKeyId(keys.public_pem), "sha256:" + Sha256Hex(der));
+}
+
+TEST(ReportSigning, FirstVerifyingSignatureIsFoundAmongBadOnes) {
+  KeyPair keys = GenerateEd25519KeyPair();
+  std::vector<std::string> sigs(3, std::string(64, '\x01'));
+  sigs.push_back(SignEd25519("message", keys.private_pem));
+  EXPECT_EQ(FirstVerifyingEd25519("message", sigs, keys.public_pem), 3);
+  EXPECT_EQ(FirstVerifyingEd25519("other", sigs, keys.public_pem), -1);
 }
 
 TEST_F(AttestedGate, AnEnvelopeWithoutAKeyIsRefused) {

@@ -3,8 +3,10 @@
 // on it): an engine that cannot work (not installed, docker without a daemon or without
 // buildx) is refused before anything is built, with why and how to install one; a failing
 // build is shown whole under -v; loopback registries are plain HTTP without --no-tls-verify;
-// buildah/podman storage is the project's .trainlock/containers unless told otherwise. Each
-// fake records its argv, one call a line, in the test's engine.log.
+// buildah/podman storage is the project's .trainlock/containers unless told otherwise; an
+// engine command that never returns is stopped at its limit (TRAINLOCK_ENGINE_TIMEOUT), and a
+// missing or malformed digest is an engine error (exit 3), never a success or a difference.
+// Each fake records its argv, one call a line, in the test's engine.log.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -283,6 +285,80 @@ TEST_F(ImageEngine, StorageIsTheProjectsTrainlockDirectoryUnlessGiven) {
   ASSERT_EQ(Build({"--engine", "buildah", "--storage-root", given.string()}).exit_code, 0);
   EXPECT_EQ(Calls("build").back().rfind("buildah --root " + (given / "root").string() + " ", 0), 0u)
       << Calls("build").back();
+}
+
+// A buildah that builds nothing and whose push fills its --digestfile ("$a") with `write` (sh).
+std::string EngineWithDigestFile(const std::string& write) {
+  return "prev=\nfor a in \"$@\"; do\n  if [ \"$prev\" = --digestfile ]; then " + write +
+         "; fi\n  prev=$a\ndone\nexit 0\n";
+}
+
+TEST_F(ImageEngine, APushThatWritesNoDigestFileIsAnEngineError) {
+  Fake("buildah", EngineWithDigestFile(":"));
+  const RunResult r = Build({"--engine", "buildah"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("wrote no --digestfile"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("built with"), std::string::npos) << r.out;
+}
+
+TEST_F(ImageEngine, TwoEmptyDigestsAreAnEngineErrorNotAReproducibleBuild) {
+  Fake("buildah", EngineWithDigestFile(": > \"$a\""));
+  const RunResult r = Build({"--engine", "buildah", "--verify-reproducible"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("holds no digest"), std::string::npos) << r.err;
+}
+
+TEST_F(ImageEngine, ADigestFileWithEscapeSequencesIsAnEngineErrorShownEscaped) {
+  Fake("buildah",
+       EngineWithDigestFile(std::string("printf '\\033[2J") + kDigest + "\\n' > \"$a\""));
+  const RunResult r = Build({"--engine", "buildah"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("\\x1b[2J"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+}
+
+TEST_F(ImageEngine, CheckWithAnEmptyDigestIsAnEngineErrorNotADifference) {
+  testing::WriteFile(project_ / "trainlock.lock",
+                     testing::ReadFile(project_ / "trainlock.lock") +
+                         "\n[images.cpu]\nref = 'registry.example/tiny:1'\ndigest = '" + kDigest +
+                         "'\n");
+  Fake("buildah", EngineWithDigestFile(": > \"$a\""));
+  const RunResult r = Build({"--engine", "buildah", "--check"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+}
+
+TEST_F(ImageEngine, ABuildThatNeverReturnsIsStoppedAtTheTimeout) {
+  Fake("buildah", "case \" $* \" in *\" --version \"*) exit 0;; esac\nexec /bin/sleep 600\n");
+  const RunResult r = testing::RunProgram(
+      "trainlock",
+      {"image", "build", project_.string(), "--target", "cpu", "--containerfile",
+       containerfile_.string(), "--source-date-epoch", "1764460800", "--engine", "buildah"},
+      {"PATH=" + bin_.string(), "TRAINLOCK_ENGINE_TIMEOUT=1"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("build 1 did not finish within 1 s"), std::string::npos) << r.err;
+  EXPECT_EQ(Calls("build").size(), 1u) << Log();  // it got as far as the build, and no further
+}
+
+TEST_F(ImageEngine, AVersionCheckThatNeverReturnsIsStoppedAtTheTimeout) {
+  Fake("buildah", "exec /bin/sleep 600\n");
+  const RunResult r = testing::RunProgram(
+      "trainlock",
+      {"validate", project_.string(), "--image", "127.0.0.1:5000/tiny:1", "--engine", "buildah"},
+      {"PATH=" + bin_.string(), "TRAINLOCK_ENGINE_TIMEOUT=0.5"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("`buildah --version` did not finish within 0.5 s"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(ImageEngine, ATimeoutThatIsNotANumberIsBadInput) {
+  Fake("buildah", WorkingEngine());
+  const RunResult r = testing::RunProgram(
+      "trainlock",
+      {"image", "build", project_.string(), "--target", "cpu", "--containerfile",
+       containerfile_.string(), "--source-date-epoch", "1764460800", "--engine", "buildah"},
+      {"PATH=" + bin_.string(), "TRAINLOCK_ENGINE_TIMEOUT=soon"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("TRAINLOCK_ENGINE_TIMEOUT=soon"), std::string::npos) << r.err;
 }
 
 TEST(ImageRefs, LoopbackRegistriesAreThisMachines) {

@@ -97,6 +97,16 @@ TEST_F(PythonIndex, TheClosureFollowsRequiresDistToTheNewestAllowedVersionWithIt
   EXPECT_EQ(pins[1].file, "trainlock_demo_util-1.2.0-py3-none-any.whl");
 }
 
+// pip asks for a local version's wheel percent-encoded ("+" as %2B, as it quotes every path it
+// takes from a link); the stand-in index serves it by its decoded name, as PyPI does.
+TEST_F(PythonIndex, TheStandInServesALocalVersionsWheelAskedForPercentEncoded) {
+  Serve(nlohmann::json::array({{{"name", "trainlock-demo-local"}, {"version", "1.0.0+cpu"}}}));
+  const auto pins = Resolve({{"trainlock-demo-local", "1.0.0+cpu"}});
+  ASSERT_EQ(pins.size(), 1u);
+  ASSERT_EQ(pins[0].file, "trainlock_demo_local-1.0.0+cpu-py3-none-any.whl");
+  EXPECT_EQ(ServedSha256("trainlock_demo_local-1.0.0%2Bcpu-py3-none-any.whl"), pins[0].sha256);
+}
+
 TEST_F(PythonIndex, HtmlAndJsonPagesAndWheelsWithoutMetadataFilesGiveOneClosure) {
   Serve(nlohmann::json::array(), {"--format", "json"});
   const auto json = Resolve({{"trainlock-demo-app", "1.0.0"}});

@@ -19,8 +19,9 @@ set -euo pipefail
 # Descriptors inherited from the caller are closed, and mmdebstrap runs without this script's
 # own: it hands apt the next free descriptor and apt's hooks run under dash, which reads only
 # single-digit ones ("Bad fd number").
-for fd in $(ls /proc/$$/fd); do
-  [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null || true
+for fd in "/proc/$$/fd"/*; do
+  fd=${fd##*/}
+  if [ "$fd" -gt 2 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
 done
 validator=$1
 cache=$2
@@ -31,13 +32,15 @@ mkdir -p "$cache"
 # asked of dpkg too (dpkg -S names the owners of the paths it knows).
 libs=$(ldd "$validator" | awk '/=> \//{print $3}' | sort -u)
 files=$(echo "$libs" | xargs -r readlink -f | sort -u)
+mapfile -t file_list <<<"$files"
 owners=$(
-  { dpkg -S $files 2>/dev/null || true; dpkg -S $(echo "$files" | sed 's#^/usr##') 2>/dev/null || true; } |
+  { dpkg -S "${file_list[@]}" 2>/dev/null || true; dpkg -S "${file_list[@]#/usr}" 2>/dev/null || true; } |
     cut -d: -f1 | sort -u
 )
+mapfile -t owner_list <<<"$owners"
 # The bytes copied in are Debian's: dpkg --verify names every file of the owners whose md5sum
 # differs from the package's.
-changed=$(dpkg --verify $owners 2>/dev/null | awk '$1 ~ /5/ {print $NF}' | grep -xF "$files" || true)
+changed=$(dpkg --verify "${owner_list[@]}" 2>/dev/null | awk '$1 ~ /5/ {print $NF}' | grep -xF "$files" || true)
 if [ -n "$changed" ]; then
   echo "cpu_base.sh: these libraries differ from their Debian packages: $changed" >&2
   exit 1
@@ -58,9 +61,15 @@ log="$dir/build.log"
 # Everything below goes to the log; a failing step prints it and exits (set -e holds here,
 # unlike in a `{ ...; } || handler` list, where bash ignores it).
 exec 3>&1 4>&2 >"$log" 2>&1
-trap 'status=$?; exec 1>&3 2>&4; cat "$log" >&2; exit $status' ERR
+on_error() {
+  local status=$?
+  exec 1>&3 2>&4
+  cat "$log" >&2
+  exit "$status"
+}
+trap on_error ERR
 echo "packages: $packages"
-echo "libraries of $validator, from: $(echo $owners | tr ' ' ,)"
+echo "libraries of $validator, from: $(paste -sd, - <<<"$owners")"
 start=$(date +%s)
 hooks=()
 if command -v eatmydata >/dev/null && [ -d /usr/share/mmdebstrap/hooks/eatmydata ]; then
@@ -69,7 +78,9 @@ fi
 # Each library the minbase and python3 do not already hold goes in at the path ldd found it
 # (its content: an alternatives link such as liblapack.so.3 becomes the file), then ldconfig.
 echo "$libs" > "$dir/libraries"
-# The host's apt cache (ci/deps.sh filled it with most of these) saves the downloads.
+# The host's apt cache (ci/deps.sh filled it with most of these) saves the downloads. The hooks
+# are single-quoted on purpose: mmdebstrap's shell expands "$1" (the root being built).
+# shellcheck disable=SC2016
 mmdebstrap --variant=minbase --include="$packages" "${hooks[@]}" \
   --setup-hook='mkdir -p "$1"/var/cache/apt/archives/' \
   --setup-hook='sync-in /var/cache/apt/archives/ /var/cache/apt/archives/' \
@@ -111,7 +122,7 @@ trap - EXIT
 "${b[@]}" rm --all > /dev/null
 rm -rf "$dir/storage" "$dir/rootfs.tar"
 echo "seeded: $(( $(date +%s) - start )) s; blobs (bytes):" \
-  $(find "$dir/registry" -path '*/blobs/*' -name data -printf '%s\n' | sort -n)
+  "$(find "$dir/registry" -path '*/blobs/*' -name data -printf '%s\n' | sort -n | paste -sd' ' -)"
 trap - ERR
 exec 1>&3 2>&4 3>&- 4>&-
 touch "$dir/done"

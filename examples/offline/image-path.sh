@@ -21,7 +21,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source_dir=$(cd "$here/../.." && pwd)
-project= work= bin="$source_dir/build-dev/bin" cache=
+project='' work='' bin="$source_dir/build-dev/bin" cache=''
 while [ $# -gt 0 ]; do
   case "$1" in
     --project) project=$2; shift 2;;
@@ -66,7 +66,11 @@ work=${work:-$(mktemp -d)}
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
+stop_servers() {
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+}
+trap stop_servers EXIT
 
 step "base image: Debian packages and the validator's libraries (cpu_base.sh, cached)"
 seeded=$(bash "$here/cpu_base.sh" "$bin/trainlock-validate" "$cache")

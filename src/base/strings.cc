@@ -26,4 +26,10 @@ std::string JoinStrings(const std::vector<std::string>& parts, std::string_view 
   return out;
 }
 
+std::string SingleQuotedForShell(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 }  // namespace trainlock

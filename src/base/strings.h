@@ -17,4 +17,8 @@ std::string TrimBlanks(std::string_view text);
 // The parts with `separator` between them: JoinStrings({"a", "b"}, ", ") is "a, b".
 std::string JoinStrings(const std::vector<std::string>& parts, std::string_view separator);
 
+// `text` as one single-quoted word of a POSIX shell ('it'\''s'): nothing in it is expanded.
+// Generated Containerfile RUN lines write every value from a manifest or lock through it.
+std::string SingleQuotedForShell(std::string_view text);
+
 }  // namespace trainlock

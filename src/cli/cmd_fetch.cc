@@ -47,6 +47,7 @@ int RunFetch(const FetchOptions& options, const GlobalOptions& global) {
     if (!*artifact || (*artifact)->source != "hf") continue;
     const ArtifactSource& a = **artifact;
     const ArtifactLocation where = LocateArtifact(project.dir, a, kind);
+    IgnoreTrainlockDir(where.dir());
     for (const PinnedFile& file : a.files) {
       const std::filesystem::path relative = file.path;
       const std::filesystem::path dest = where.dir() / relative;

@@ -13,6 +13,7 @@
 #include "image/image_build.h"
 #include "image/image_generate.h"
 #include "image/in_image_paths.h"
+#include "project/artifact_paths.h"
 #include "project/project.h"
 
 namespace trainlock::cli {
@@ -44,6 +45,7 @@ int RunGenerate(GenerateOptions options, const GlobalOptions& global) {
       options.out.empty()
           ? std::filesystem::path(options.dir) / ".trainlock" / ("image-" + options.image.target)
           : std::filesystem::path(options.out);
+  IgnoreTrainlockDir(out);
   std::filesystem::create_directories(out);
   for (const auto& [name, text] : files) {
     std::filesystem::create_directories((out / name).parent_path());  // engine/trainlock_engine/

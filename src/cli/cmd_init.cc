@@ -264,6 +264,7 @@ int RunInit(const InitOptions& o, const GlobalOptions& global) {
   ArtifactSource model{"hf", ref.repo, revision.commit, "", revision.files};
   // Into the cache fetch fills, without following a symlink below the project.
   const ArtifactLocation where = LocateArtifact(dir, model, "model");
+  IgnoreTrainlockDir(where.dir());
   const fs::path cached = where.dir() / "config.json";
   ScopedFd cache_dir = OpenDirectoryBelow(where.root, where.below, true);
   DownloadHubFile("model", ref.repo, revision.commit, revision.files.front(), cache_dir.get(),

@@ -174,6 +174,7 @@ int ValidateInImage(ValidateOptions& o) {
   CheckStorageDriver(o.run.storage.driver);
   Project project = LoadProject(o.dir);
   RequireLock(project, "missing; run `trainlock lock` first");
+  IgnoreTrainlockDir(o.run.storage.root);
   std::string pem;
   if (!o.sign_key.empty()) {
     pem = ReadInputFile(o.sign_key, o.sign_key);
@@ -215,6 +216,7 @@ int ValidateInImage(ValidateOptions& o) {
         name == "report.json"
             ? fs::path(o.out)
             : fs::path(o.out).parent_path() / (fs::path(o.out).stem().string() + name.substr(6));
+    IgnoreTrainlockDir(dest);
     if (dest.has_parent_path()) fs::create_directories(dest.parent_path());
     WriteFileAtomically(dest, SignedReportText(report));
     if (name == "report.json" && o.json) std::cout << DumpJsonOutput(report) << "\n";

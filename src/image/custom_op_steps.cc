@@ -45,16 +45,19 @@ CustomOpSteps CustomOpStepsFor(const Spec& lock, const std::string& lock_path,
       steps.build += "# " + lib.library + " from its pinned sources (" + lib.source + ", sha256 " +
                      lib.source_sha256.substr(0, 12) + "...).\n";
       steps.build += "COPY " + dir + "/ /src/" + dir + "/\n";
+      // The library's name and path are single-quoted in the shell (and were checked against
+      // project_path.h's ImagePathProblem when the lock was read).
       steps.build += "RUN cmake -S /src/" + dir + " -B /build/" + dir +
                      " -G Ninja -DCMAKE_BUILD_TYPE=Release \\\n"
                      "        -DCMAKE_PREFIX_PATH=\"$(python3 -c 'import torch; "
                      "print(torch.utils.cmake_prefix_path)' 2>/dev/null)\"" +
                      ArchOptions(target, archs) + " && \\\n    cmake --build /build/" + dir +
-                     " && \\\n    built=\"$(find /build/" + dir + " -name " + file +
-                     " -type f -print -quit)\" && \\\n    { [ -n \"$built\" ] || { echo \"" + dir +
-                     " built no " + file +
-                     "\" >&2; exit 1; }; } && \\\n    install -D -m 0755 \"$built\" /out" + dest +
-                     "\n";
+                     " && \\\n    built=\"$(find /build/" + dir + " -name " +
+                     SingleQuotedForShell(file) +
+                     " -type f -print -quit)\" && \\\n    { [ -n \"$built\" ] || { echo " +
+                     SingleQuotedForShell(dir + " built no " + file) +
+                     " >&2; exit 1; }; } && \\\n    install -D -m 0755 \"$built\" " +
+                     SingleQuotedForShell("/out" + dest) + "\n";
     } else if (!lib.sha256.empty()) {
       steps.copy += "# " + lib.library + ", the prebuilt library the lock pins (sha256 " +
                     lib.sha256.substr(0, 12) + "...).\nCOPY " + dir + "/" + file + " " + dest +

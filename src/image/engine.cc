@@ -1,6 +1,9 @@
 // Engine selection; see engine.h.
 #include "image/engine.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "base/failure.h"
 #include "base/program_path.h"
 #include "base/refs.h"
@@ -21,7 +24,7 @@ std::string Fails(const std::vector<std::string>& args) {
   spawn.argv = args;
   spawn.null_stdin = true;
   spawn.tail_lines = 5;
-  const ProcessRun r = RunProcess(spawn);
+  const ProcessRun r = RunEngine(spawn, EngineCall::kQuery, "`" + args[0] + " " + args[1] + "`");
   if (r.exit_code == 0) return "";
   std::string out = r.output;
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
@@ -31,6 +34,49 @@ std::string Fails(const std::vector<std::string>& args) {
 }
 
 }  // namespace
+
+double EngineTimeoutS(EngineCall call) {
+  if (const char* set = std::getenv(kEngineTimeoutVariable); set && *set) {
+    char* end = nullptr;
+    const double s = std::strtod(set, &end);
+    if (*end != '\0' || !(s > 0) || s > 1e9) {
+      throw Failure(
+          std::string(kEngineTimeoutVariable) + "=" + set + " is not a positive number of seconds",
+          kExitBadInput);
+    }
+    return s;
+  }
+  switch (call) {
+    case EngineCall::kQuery:
+      return 120;
+    case EngineCall::kTransfer:
+      return 3600;
+    case EngineCall::kBuild:
+      return 6 * 3600;
+    case EngineCall::kRun:
+      return 24 * 3600;
+  }
+  return 0;
+}
+
+ProcessRun RunEngine(SpawnOptions spawn, EngineCall call, const std::string& what) {
+  // The run in the image keeps this process's group, so a Ctrl-C reaches the engine as before.
+  if (call != EngineCall::kRun) {
+    spawn.own_group = true;
+    spawn.die_with_parent = true;
+  }
+  RunLimits limits;
+  limits.timeout_s = EngineTimeoutS(call);
+  ProcessRun r = RunProcess(spawn, limits);
+  if (r.timed_out) {
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%g", limits.timeout_s);
+    throw Failure(what + " did not finish within " + limit + " s and was stopped (" +
+                      kEngineTimeoutVariable + " sets the limit of every engine command)",
+                  kExitEnvironment);
+  }
+  return r;
+}
 
 std::string EngineProblem(const std::string& engine, EngineUse use) {
   if (!OnPath(engine)) return engine + " is not installed (" + InstallHint(engine) + ")";

@@ -10,7 +10,33 @@
 #include <string>
 #include <vector>
 
+#include "base/subprocess.h"
+
 namespace trainlock {
+
+// What one engine command does, for how long it may run.
+enum class EngineCall {
+  kQuery,     // a version check, inspect, tag, starting or removing a container
+  kTransfer,  // a pull or push
+  kBuild,     // a build
+  kRun,       // the validator's run in the image
+};
+
+// The environment variable that, set to a positive number of seconds, is the limit of every
+// engine command (for a machine where the defaults below do not fit, and for tests).
+constexpr const char* kEngineTimeoutVariable = "TRAINLOCK_ENGINE_TIMEOUT";
+
+// The longest one engine command of `call` may run, in seconds: TRAINLOCK_ENGINE_TIMEOUT when
+// set, else a query 120, a pull or push 3600, a build 21600 (6 h), a run in the image 86400.
+// Failure (exit 2) when the variable is set to anything but a positive number.
+double EngineTimeoutS(EngineCall call);
+
+// Runs an engine command to its end within EngineTimeoutS(call), but for kRun in a process
+// group of its own that dies with this thread; what is kept of a piped output is the tail
+// (`spawn.tail_lines` lines of at most `spawn.tail_line_bytes` bytes). A command that runs past its
+// limit is stopped (its whole group) and is a Failure (exit 3) naming `what` and the limit; one
+// that cannot start is returned as such (exit code 127, start_error).
+ProcessRun RunEngine(SpawnOptions spawn, EngineCall call, const std::string& what);
 
 // What the engine is for: building needs docker's buildx (`--provenance=false`); running does
 // not.

@@ -5,13 +5,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/diagnostic.h"
 #include "base/file_io.h"
+#include "base/refs.h"
 #include "base/sha256.h"
 #include "base/subprocess.h"
 #include "base/toml_document.h"
 #include "base/tree_hash.h"
 #include "image/engine.h"
 #include "lock/lock_resolver.h"
+#include "project/artifact_paths.h"
 #include "project/project.h"
 #include "project/spec_loader.h"
 
@@ -43,11 +46,13 @@ std::string ShellWord(const std::string& arg) {
 
 // Runs an engine command; a failure names it with the engine's last lines, or under -v
 // (`verbose`) with its whole command line and all the output kept.
-std::string Run(const std::vector<std::string>& argv, const std::string& what, bool verbose) {
+std::string Run(const std::vector<std::string>& argv, const std::string& what, bool verbose,
+                EngineCall call = EngineCall::kQuery) {
   SpawnOptions options;
   options.argv = argv;
+  options.null_stdin = true;
   options.tail_lines = kEngineTailLines;
-  const ProcessRun r = RunProcess(options);
+  const ProcessRun r = RunEngine(options, call, what);
   if (r.exit_code != 0) {
     std::string command;
     for (const std::string& arg : argv) command += (command.empty() ? "" : " ") + ShellWord(arg);
@@ -133,6 +138,7 @@ void StageCustomOps(const fs::path& project_dir, const Project& project, const f
 fs::path StageContext(const fs::path& project_dir, const Project& project,
                       const ImageBuildOptions& o) {
   const fs::path context = project_dir / ".trainlock" / ("build-" + o.image.target);
+  IgnoreTrainlockDir(context);
   fs::remove_all(context);
   fs::create_directories(context);
   if (o.containerfile.empty()) {
@@ -163,6 +169,31 @@ fs::path StageContext(const fs::path& project_dir, const Project& project,
   return context;
 }
 
+// `digest` when it is one ("sha256:" and 64 lower-case hex); else a Failure (exit 3): an engine
+// that gives no digest has not told what it wrote, which is neither a success nor a difference.
+std::string CheckedDigest(const std::string& digest, const std::string& source) {
+  if (IsDigest(digest)) return digest;
+  throw Failure(source + " " + (digest.empty() ? "no digest" : Quoted(digest)) +
+                    ", not a manifest digest (sha256:<64 hex>): the engine failed to say what it "
+                    "wrote",
+                kExitEnvironment);
+}
+
+// The manifest digest `--digestfile` wrote: one line, at most a few hundred bytes.
+std::string DigestFromFile(const std::string& engine, const fs::path& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(file, ec))) {
+    throw Failure(engine + " push exited 0 but wrote no --digestfile (" + file.string() + ")",
+                  kExitEnvironment);
+  }
+  std::ifstream in(file, std::ios::binary);
+  std::string text(256, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return CheckedDigest(text, engine + " push's --digestfile holds");
+}
+
 // One build; returns the local image name.
 std::string BuildOnce(const std::string& engine, const ImageBuildOptions& o,
                       const fs::path& context, int n, bool plain_http_base) {
@@ -182,7 +213,7 @@ std::string BuildOnce(const std::string& engine, const ImageBuildOptions& o,
                              epoch, "--build-arg", "SOURCE_DATE_EPOCH=" + epoch, "-f",
                              (context / "Containerfile").string(), "-t", name, context.string()});
   }
-  Run(argv, "build " + std::to_string(n), o.verbose);
+  Run(argv, "build " + std::to_string(n), o.verbose, EngineCall::kBuild);
   return name;
 }
 
@@ -193,21 +224,19 @@ std::string PushOnce(const std::string& engine, const ImageBuildOptions& o, cons
   if (engine == "docker") {
     const std::string ref = destination.substr(std::string("docker://").size());
     Run({"docker", "tag", name, ref}, "tag", o.verbose);
-    std::string out = Run({"docker", "push", ref}, "push", o.verbose);
+    std::string out = Run({"docker", "push", ref}, "push", o.verbose, EngineCall::kTransfer);
     const size_t at = out.rfind("digest: sha256:");
     if (at == std::string::npos) throw Failure("docker push printed no digest", kExitEnvironment);
-    return out.substr(at + 8, 71);
+    return CheckedDigest(out.substr(at + 8, 71), "docker push printed");
   }
   argv.insert(argv.end(), {"push", "--digestfile", digest_file.string()});
   if (destination.starts_with("docker://") &&
       PlainHttpRegistry(destination.substr(std::string("docker://").size()), o.tls_verify))
     argv.push_back("--tls-verify=false");
   argv.insert(argv.end(), {name, destination});
-  Run(argv, "push to " + destination, o.verbose);
-  std::ifstream in(digest_file);
-  std::string digest;
-  in >> digest;
-  return digest;
+  fs::remove(digest_file);
+  Run(argv, "push to " + destination, o.verbose, EngineCall::kTransfer);
+  return DigestFromFile(engine, digest_file);
 }
 
 // --check's reference: the digest the lock records for the target (exit 2 when none, before

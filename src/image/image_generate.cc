@@ -75,11 +75,13 @@ std::string CpuBuilder(const std::string& snapshot, bool validator, const std::s
 
 // The Debian packages the lock pins for the target, at exactly its versions, from the lock's
 // archive alone: apt reads a source list of trainlock's own, so the base's sources are neither
-// asked nor changed. "" when the lock pins none (the generated file is then as before).
+// asked nor changed. "" when the lock pins none (the generated file is then as before). Every
+// value from the lock is single-quoted (and was checked against its grammar when it was read).
 std::string DebianInstall(const Target& t) {
   if (t.debs.empty()) return "";
   std::string packages;
-  for (const DebianPackage& d : t.debs) packages += " \\\n        " + d.name + "=" + d.version;
+  for (const DebianPackage& d : t.debs)
+    packages += " \\\n        " + SingleQuotedForShell(d.name + "=" + d.version);
   const std::string source = t.AptSourceUrl() + " " + t.apt_suite;
   const std::string apt =
       "apt-get -o Dir::Etc::SourceList=/etc/apt/trainlock.list "
@@ -88,10 +90,30 @@ std::string DebianInstall(const Target& t) {
          "from\n# " +
          source +
          ".\n"
-         "RUN echo \"deb [check-valid-until=no] " +
-         source + " main\" > /etc/apt/trainlock.list && \\\n    " + apt + " update && \\\n    " +
-         apt + " install -y --no-install-recommends" + packages +
+         "RUN echo " +
+         SingleQuotedForShell("deb [check-valid-until=no] " + source + " main") +
+         " > /etc/apt/trainlock.list && \\\n    " + apt + " update && \\\n    " + apt +
+         " install -y --no-install-recommends" + packages +
          " && \\\n    rm -rf /var/lib/apt/lists/* /etc/apt/trainlock.list";
+}
+
+// --source and --revision go into a LABEL line between double quotes, where the Containerfile
+// expands "$" and reads "\\": printable ASCII without those, quotes or backticks.
+void CheckLabelValue(const std::string& option, const std::string& value) {
+  for (unsigned char c : value) {
+    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\'' || c == '\\' || c == '$' || c == '`') {
+      throw InputError(Diagnostic{
+          option,
+          {},
+          Quoted(value) + " holds a quote, backslash, '$', backtick or control character",
+          "it becomes an image label: give the repository URL or the commit as they are"});
+    }
+  }
+}
+
+void CheckLabelValues(const ImageOptions& o) {
+  CheckLabelValue("--source", o.source);
+  CheckLabelValue("--revision", o.revision);
 }
 
 std::string ArchsNote(const std::string& target, const std::vector<std::string>& archs) {
@@ -162,6 +184,7 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
     throw InputError(Diagnostic{project.lock_path, {}, message, hint});
   };
   const Spec& lock = RequireLock(project, "missing; run `trainlock lock` first");
+  CheckLabelValues(o);
   if (o.target != "cuda" && o.target != "rocm" && o.target != "cpu")
     fail("image targets are cpu, cuda and rocm, not '" + o.target + "'");
   auto it = lock.targets.find(o.target);

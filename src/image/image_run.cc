@@ -21,6 +21,7 @@ std::string Trimmed(std::string text) {
   return text;
 }
 
+// An engine command other than the run itself: a pull (kTransfer) or a query, within its limit.
 ProcessRun Engine(const std::string& engine, const ImageRunOptions& o,
                   const std::vector<std::string>& args) {
   SpawnOptions spawn;
@@ -28,7 +29,8 @@ ProcessRun Engine(const std::string& engine, const ImageRunOptions& o,
   spawn.argv.insert(spawn.argv.end(), args.begin(), args.end());
   spawn.null_stdin = true;
   spawn.tail_lines = 40;
-  return RunProcess(spawn);
+  const EngineCall call = args.front() == "pull" ? EngineCall::kTransfer : EngineCall::kQuery;
+  return RunEngine(spawn, call, engine + " " + args.front());
 }
 
 std::string MustRun(const std::string& engine, const ImageRunOptions& o,
@@ -171,7 +173,13 @@ int RunInImage(const EngineImage& image, const ImageRunOptions& o, const std::ve
   spawn.out_file = stdout_file;
   spawn.err = Stream::kInherit;
   spawn.null_stdin = true;
-  ProcessRun r = RunProcess(spawn);
+  ProcessRun r;
+  try {
+    r = RunEngine(spawn, EngineCall::kRun, "the run in " + image.ref);
+  } catch (const Failure&) {
+    if (!container.empty()) Engine("buildah", o, {"rm", container});
+    throw;
+  }
   if (!container.empty()) Engine("buildah", o, {"rm", container});
   if (!r.started) throw Failure(image.engine + ": " + r.start_error, kExitEnvironment);
   return r.exit_code;

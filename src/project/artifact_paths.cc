@@ -4,9 +4,24 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "base/file_io.h"
 #include "base/sha256.h"
 
 namespace trainlock {
+
+void IgnoreTrainlockDir(const std::filesystem::path& path) {
+  std::filesystem::path dir;
+  for (const std::filesystem::path& part : path) {
+    dir /= part;
+    if (part != ".trainlock") continue;
+    std::filesystem::create_directories(dir);
+    const std::filesystem::path ignore = dir / ".gitignore";
+    std::error_code ec;
+    if (!std::filesystem::exists(std::filesystem::symlink_status(ignore, ec)))
+      WriteFileAtomically(ignore, "*\n");
+    return;
+  }
+}
 
 std::filesystem::path DefaultReportPath(const std::filesystem::path& project_dir) {
   return project_dir / ".trainlock" / "reports" / "report.json";

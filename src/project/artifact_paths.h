@@ -28,6 +28,13 @@ struct ArtifactLocation {
 // with the rest of .trainlock/).
 std::filesystem::path DefaultReportPath(const std::filesystem::path& project_dir);
 
+// Makes the `.trainlock` directory `path` is in or below (DIR/.trainlock/...) ignore itself in a
+// git work tree, as Python's venv and cargo's target/ do: creates it when missing and writes
+// `.trainlock/.gitignore` holding "*" unless one is there. Nothing when no component of `path`
+// is ".trainlock" (--out, --storage-root or TRAINLOCK_CACHE elsewhere). Every command that
+// writes under DIR/.trainlock calls it first.
+void IgnoreTrainlockDir(const std::filesystem::path& path);
+
 // `kind` is "model" or "dataset".
 ArtifactLocation LocateArtifact(const std::filesystem::path& project_dir,
                                 const ArtifactSource& artifact, std::string_view kind);

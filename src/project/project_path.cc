@@ -1,6 +1,8 @@
 // Project-relative path rules; see project_path.h.
 #include "project/project_path.h"
 
+#include <cctype>
+
 #include "base/diagnostic.h"
 
 namespace trainlock {
@@ -22,6 +24,17 @@ std::string RelativePathProblem(std::string_view path) {
     if (component == "..") return "path " + Quoted(path) + " escapes the project through '..'";
     if (slash == std::string_view::npos) break;
     start = slash + 1;
+  }
+  return {};
+}
+
+std::string ImagePathProblem(std::string_view path) {
+  for (unsigned char c : path) {
+    if (!std::isalnum(c) &&
+        std::string_view("._+-/").find(static_cast<char>(c)) == std::string_view::npos) {
+      return "path " + Quoted(path) +
+             " is copied into the image and may hold only letters, digits and . _ + - /";
+    }
   }
   return {};
 }

@@ -12,7 +12,7 @@ namespace {
 constexpr std::array<RoundTripEngine, 6> kRoundTripEngines = {{
     {"native", false, false, false, "the validator alone"},
     {"ddp", true, false, true, "Python with torch >= 1.13"},
-    {"fsdp2", true, true, true, "Python with torch >= 2.6 and transformers"},
+    {"fsdp2", true, true, true, "Python with torch >= 2.4 and transformers"},
     {"hf-trainer", true, false, false, "Python with torch, transformers and accelerate"},
     {"lightning", true, false, false, "Python with torch, transformers and lightning"},
     {"deepspeed", true, false, false, "Python with torch, transformers and deepspeed"},

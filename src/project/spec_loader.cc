@@ -5,6 +5,7 @@
 // then Finish() reports unknown keys.
 #include "project/spec_loader.h"
 
+#include <cctype>
 #include <regex>
 #include <set>
 
@@ -84,6 +85,7 @@ class SpecReader {
   }
   void CheckRelativePath(TomlFields& f, std::string_view key, const std::string& value,
                          SourcePos pos);
+  void CheckImagePath(TomlFields& f, std::string_view key, const std::string& value);
   void CheckSha256(TomlFields& f, std::string_view key, const std::optional<std::string>& v);
   void CheckVersion(TomlFields& f, std::string_view key, const std::optional<std::string>& v);
 
@@ -117,6 +119,12 @@ void SpecReader::CheckRelativePath(TomlFields& f, std::string_view key, const st
     f.Error(pos, "'" + f.Qualified(key) + "': " + problem,
             "paths are relative to the project directory");
   }
+}
+
+// A path an image build copies, written into Containerfile lines (project_path.h).
+void SpecReader::CheckImagePath(TomlFields& f, std::string_view key, const std::string& value) {
+  if (std::string problem = ImagePathProblem(value); !problem.empty())
+    f.Error(f.Pos(key), "'" + f.Qualified(key) + "': " + problem, "rename it");
 }
 
 void SpecReader::CheckSha256(TomlFields& f, std::string_view key,
@@ -181,6 +189,7 @@ void SpecReader::ReadProject(const toml::table& t) {
   }
   if (auto config = f.String("config", Need::kRequired)) {
     CheckRelativePath(f, "config", *config, f.Pos("config"));
+    CheckImagePath(f, "config", *config);
     spec_.config = *config;
   }
   if (auto seed = f.Integer("seed", Need::kRequired, 0, kMaxInt)) spec_.seed = *seed;
@@ -396,21 +405,33 @@ Target SpecReader::ReadTarget(const toml::table& t, const std::string& target_na
   return target;
 }
 
-// Why `url` cannot be a package index root we store, or "": an http(s) URL of printable
-// ASCII without spaces, quotes or backslashes (it is written into requirements.txt and a
-// Containerfile) and without user:password (credentials never go into a lock, a generated
-// file or an image: they come from ~/.netrc when used).
+// Why `url` cannot be a package index or archive root we store, or "": an http(s) URL with a
+// host, written only in RFC 3986's characters (unreserved, reserved, %XX escapes) less "$" and
+// "'", so that no shell that reads a line it is written into (a Containerfile's RUN, quoted)
+// expands anything in it, and without user:password (credentials never go into a lock, a
+// generated file or an image: they come from ~/.netrc when used).
 std::string IndexUrlProblem(std::string_view url) {
   if (!url.starts_with("https://") && !url.starts_with("http://")) return "is not an http(s) URL";
   if (url.size() > 2048) return "is longer than 2048 characters";
-  for (unsigned char c : url) {
-    if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\'' || c == '\\' || c == '`')
+  for (size_t i = 0; i < url.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(url[i]);
+    if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\'' || c == '\\')
       return "holds a space, quote, backslash or control character";
+    if (c == '$' || c == '`') return "holds '$' or a backtick, which a URL cannot";
+    if (!std::isalnum(c) && std::string_view("-._~:/?#[]@!&()*+,;=%").find(static_cast<char>(c)) ==
+                                std::string_view::npos)
+      return "holds " + Quoted(std::string(1, static_cast<char>(c))) + ", which a URL cannot";
+    if (c == '%' &&
+        (i + 2 >= url.size() || !std::isxdigit(static_cast<unsigned char>(url[i + 1])) ||
+         !std::isxdigit(static_cast<unsigned char>(url[i + 2]))))
+      return "holds a '%' that is not a %XX escape";
   }
   const size_t host = url.find("://") + 3;
   const size_t authority_end = url.find_first_of("/?#", host);
-  if (url.substr(host, authority_end - host).find('@') != std::string_view::npos)
-    return "holds user:password (userinfo)";
+  const std::string authority(url.substr(host, authority_end - host));
+  if (authority.find('@') != std::string::npos) return "holds user:password (userinfo)";
+  static const std::regex kAuthority(R"(^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?$)");
+  if (!std::regex_match(authority, kAuthority)) return "has no host name";
   return "";
 }
 
@@ -629,6 +650,7 @@ void SpecReader::ReadCustomOps(const toml::array& a) {
     CustomOpLibrary lib;
     if (auto library = f.String("library", Need::kRequired)) {
       CheckRelativePath(f, "library", *library, f.Pos("library"));
+      CheckImagePath(f, "library", *library);
       if (!libraries.insert(*library).second) {
         f.Error(f.Pos("library"), "duplicate custom-op library " + Quoted(*library));
       }
@@ -643,6 +665,7 @@ void SpecReader::ReadCustomOps(const toml::array& a) {
             "'" + f.Qualified("source") + "' = " + Quoted(*source) + " is not a relative directory",
             "name the CMake project that builds the library, relative to the project");
       }
+      CheckImagePath(f, "source", *source);
       lib.source = *source;
     }
     if (lock()) {

@@ -63,7 +63,7 @@ const std::array<ValidatorOption, 23> kValidatorOptionTable = {{
      1024},
     {"--reshard-to", "M",
      "Also restore the round trip's checkpoint at world size M and train to the end: the resume "
-     "must still equal the uninterrupted run (engines that reshard: fsdp2)",
+     "must still equal the uninterrupted run (engines that reshard: ddp, fsdp2)",
      "", 1, 1024},
     {"--kill-during-save", nullptr,
      "Save again after the committed checkpoint and SIGKILL the process while that save is being "

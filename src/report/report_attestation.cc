@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "base/failure.h"
 #include "base/json_file.h"
@@ -17,6 +19,8 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr const char* kReportName = "report.json";
+// More signatures than any real envelope carries is a malformed envelope, not more work.
+constexpr size_t kMaxDsseSignatures = 16;
 
 // The repository part of an image reference: the name before "@sha256:..." (a tag stays, as
 // it is part of how the image was named when it ran).
@@ -49,6 +53,23 @@ Json TestResultPredicate(const ReportView& view, const std::string& report_text,
           {"failedTests", failed}};
 }
 
+// DSSE allows standard or URL-safe base64 (RFC 4648 sections 4 and 5), and verifiers accept
+// it padded or not (@sigstore/verify, go-securesystemslib): one alphabet throughout, then the
+// strict canonical decode (no whitespace, no stray characters, zero trailing bits).
+bool DsseBase64Decode(const std::string& text, std::string* bytes) {
+  const bool url_safe = text.find_first_of("-_") != std::string::npos;
+  if (url_safe && text.find_first_of("+/") != std::string::npos) return false;
+  std::string standard = text;
+  if (url_safe) {
+    for (char& c : standard) c = c == '-' ? '+' : c == '_' ? '/' : c;
+  }
+  if (standard.find('=') == std::string::npos) {
+    if (standard.size() % 4 == 1) return false;
+    standard.append((4 - standard.size() % 4) % 4, '=');
+  }
+  return Base64DecodeStrict(standard, bytes);
+}
+
 std::string Refused(const std::string& why) {
   return "signature: the attestation envelope is refused: " + why;
 }
@@ -62,8 +83,8 @@ std::string ReportFromStatement(const Json& statement, std::string* report_text)
   for (const Json& d : (*predicate)["configuration"]) {
     if (!d.is_object() || StringMember(d, "name") != kReportName) continue;
     std::string bytes;
-    if (!Base64DecodeStrict(StringMember(d, "content"), &bytes))
-      return Refused("the report's content is not canonical base64");
+    if (!DsseBase64Decode(StringMember(d, "content"), &bytes))
+      return Refused("the report's content is not valid base64 (standard or URL-safe)");
     const Json* digest = d.contains("digest") && d["digest"].is_object() ? &d["digest"] : nullptr;
     if (!digest || StringMember(*digest, "sha256") != Sha256Hex(bytes))
       return Refused("the report's bytes do not hash to the digest the statement names");
@@ -92,23 +113,42 @@ std::string CheckSubject(const Json& statement, const std::string& report_text) 
   return "";
 }
 
-// The envelope's payload, once one of its signatures verifies over PAE with the key.
+// The envelope's signatures, decoded: at most kMaxDsseSignatures, each an object whose "sig"
+// is base64 (a malformed entry refuses the envelope, naming it, rather than being skipped).
+std::string DsseSignatures(const Json& envelope, std::vector<std::string>* sigs) {
+  if (!envelope.contains("signatures") || !envelope["signatures"].is_array() ||
+      envelope["signatures"].empty())
+    return Refused("it has no signatures");
+  const Json& list = envelope["signatures"];
+  if (list.size() > kMaxDsseSignatures) {
+    return Refused("it is malformed: " + std::to_string(list.size()) +
+                   " signatures, more than the " + std::to_string(kMaxDsseSignatures) +
+                   " a verifier reads");
+  }
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string field = "signatures[" + std::to_string(i) + "].sig";
+    if (!list[i].is_object() || !list[i].contains("sig") || !list[i]["sig"].is_string())
+      return Refused("it is malformed: " + field + " is missing or not a string");
+    std::string sig;
+    if (!DsseBase64Decode(list[i]["sig"].get<std::string>(), &sig))
+      return Refused(field + " is not valid base64 (standard or URL-safe)");
+    sigs->push_back(std::move(sig));
+  }
+  return "";
+}
+
+// The envelope's payload, once one of its signatures verifies over PAE with the key (parsed
+// once for all of them).
 std::string VerifiedPayload(const Json& envelope, const std::string& public_pem,
                             std::string* payload) {
   if (StringMember(envelope, "payloadType") != kDssePayloadType) {
     return Refused("payloadType is not " + std::string(kDssePayloadType));
   }
-  if (!Base64DecodeStrict(StringMember(envelope, "payload"), payload))
-    return Refused("its payload is not canonical base64");
-  if (!envelope.contains("signatures") || !envelope["signatures"].is_array() ||
-      envelope["signatures"].empty())
-    return Refused("it has no signatures");
-  const std::string pae = DssePae(kDssePayloadType, *payload);
-  for (const Json& s : envelope["signatures"]) {
-    std::string sig;
-    if (!s.is_object() || !Base64DecodeStrict(StringMember(s, "sig"), &sig)) continue;
-    if (VerifyEd25519(pae, sig, public_pem)) return "";
-  }
+  if (!DsseBase64Decode(StringMember(envelope, "payload"), payload))
+    return Refused("its payload is not valid base64 (standard or URL-safe)");
+  std::vector<std::string> sigs;
+  if (std::string why = DsseSignatures(envelope, &sigs); !why.empty()) return why;
+  if (FirstVerifyingEd25519(DssePae(kDssePayloadType, *payload), sigs, public_pem) >= 0) return "";
   return Refused("no signature in it verifies with the given key (" + PublicKeyId(public_pem) +
                  "): it was changed after signing, or signed with another key");
 }

@@ -3,8 +3,9 @@
 // --key PUB` accepts in place of the report and standard DSSE verifiers check offline.
 //
 // Envelope: {"payloadType": "application/vnd.in-toto+json", "payload": base64(statement),
-// "signatures": [{"keyid": "sha256:<raw public key hash>", "sig": base64(Ed25519 over
-// PAE(payloadType, statement))}]}, PAE as the DSSE spec defines it:
+// "signatures": [{"keyid": "sha256:<hex SHA-256 of the raw 32-byte Ed25519 public key, not of
+// its SPKI DER>", "sig": base64(Ed25519 over PAE(payloadType, statement))}]}, PAE as the DSSE
+// spec defines it:
 // "DSSEv1" SP len(type) SP type SP len(body) SP body, lengths in ASCII decimal.
 // Statement: subject [{name: the image's repository, digest: {sha256: <hex>}}] (the image the
 // report ran in), predicateType https://in-toto.io/attestation/test-result/v0.1, predicate
@@ -33,7 +34,9 @@ std::string ReportAttestation(const std::string& report_text, const std::string&
 // True when `text` is a JSON object with a "payloadType" member: an envelope, not a report.
 bool LooksLikeEnvelope(const std::string& text);
 
-// Opens an envelope (untrusted: bounded JSON, strict base64) with `public_pem`: the DSSE
+// Opens an envelope (untrusted: bounded JSON; base64 standard or URL-safe as DSSE allows, padded
+// or not, otherwise strict, a field that is neither refused naming it; at most 16 signatures,
+// the key parsed once for all) with `public_pem`: the DSSE
 // signature over PAE, the payload type, the statement's type and predicate type, and the
 // subject digest equal to the image digest of the report it carries (whose bytes must hash to
 // the digest the statement names). Returns "" and sets *report_text, or why not as one

@@ -5,7 +5,6 @@
 #include <openssl/pem.h>
 
 #include <memory>
-#include <vector>
 
 #include "base/json_file.h"
 #include "base/sha256.h"
@@ -163,6 +162,15 @@ bool VerifyEd25519(const std::string& message, const std::string& signature,
                    const std::string& public_pem) {
   PkeyPtr key = ReadKey(public_pem, false);
   return VerifyWith(key.get(), message, signature);
+}
+
+int FirstVerifyingEd25519(const std::string& message, const std::vector<std::string>& signatures,
+                          const std::string& public_pem) {
+  PkeyPtr key = ReadKey(public_pem, false);
+  for (size_t i = 0; i < signatures.size(); ++i) {
+    if (VerifyWith(key.get(), message, signatures[i])) return static_cast<int>(i);
+  }
+  return -1;
 }
 
 void SignReport(nlohmann::json& report, const std::string& private_pem) {

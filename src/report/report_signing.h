@@ -11,6 +11,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace trainlock {
 
@@ -56,6 +57,12 @@ std::string SignEd25519(const std::string& message, const std::string& private_p
 // `public_pem` is not an Ed25519 public key.
 bool VerifyEd25519(const std::string& message, const std::string& signature,
                    const std::string& public_pem);
+
+// The index of the first of `signatures` that is `public_pem`'s Ed25519 signature over
+// `message`, or -1 when none is. The key is parsed once, whatever the number of signatures;
+// throws KeyError when `public_pem` is not an Ed25519 public key.
+int FirstVerifyingEd25519(const std::string& message, const std::vector<std::string>& signatures,
+                          const std::string& public_pem);
 
 // Standard base64 with padding, and its strict inverse: only the canonical encoding of some
 // bytes decodes (no whitespace, no stray characters, no other padding); false otherwise.

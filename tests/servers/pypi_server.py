@@ -44,6 +44,7 @@ import json
 import re
 import sys
 import time
+import urllib.parse
 import zipfile
 
 DEMO = [
@@ -111,7 +112,9 @@ class Index(http.server.BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_GET(self):
-        path = self.path.split("?")[0]
+        # Percent-decoded, as a real index serves it: pip asks for "torch-2.4.0%2Bcpu-...whl"
+        # (it quotes every path it takes from a link), and "+" in a path is itself.
+        path = urllib.parse.unquote(self.path.split("?")[0])
         if path in ("/simple", "/simple/"):
             names = sorted({f["project"] for f in self.files.values()})
             body = "".join(f'<a href="/simple/{n}/">{n}</a>\n' for n in names)

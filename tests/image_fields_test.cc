@@ -1,0 +1,312 @@
+// Every manifest and lock field that reaches a generated Containerfile, requirements.txt or a
+// RUN line is checked against its grammar when the file is read, and what the generator writes
+// into a shell line is single-quoted. Shell syntax ($( ), ${ }, backticks, quotes, newlines) fed
+// through each field is refused at the manifest and at the lock, naming file:line; what a URL
+// may legitimately hold (";", "&", "(", "%24", ...) reaches the RUN line and runs under sh -c as
+// the literal it is, the marker file never created.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/diagnostic.h"
+#include "project/spec_loader.h"
+#include "test_support.h"
+
+namespace trainlock {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ReadFile;
+using testing::SourceDir;
+using testing::WriteFile;
+
+// What a shell would run if it saw the value unquoted or double-quoted.
+const std::vector<std::string> kShellSyntax = {
+    "$(touch X)", "${HOME}", "`touch X`", "a\nRUN touch X", "\"", "'", " x"};
+
+// A TOML basic string holding `value`.
+std::string TomlString(const std::string& value) {
+  std::string out = "\"";
+  for (char c : value) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c == '\n' ? std::string("\\n") : std::string(1, c);
+  }
+  return out + "\"";
+}
+
+// One field that reaches the image: its key under [targets.cpu] (or elsewhere), and the line
+// that sets it to a value with `payload` inside.
+struct ImageField {
+  std::string key;
+  std::string (*line)(const std::string& payload);
+};
+
+const std::vector<ImageField>& ImageFields() {
+  static const std::vector<ImageField> fields = {
+      {"apt-archive",
+       [](const std::string& p) {
+         return "apt-archive = " + TomlString("http://deb.example/ok" + p) + "\n";
+       }},
+      {"apt-suite",
+       [](const std::string& p) { return "apt-suite = " + TomlString("bookworm" + p) + "\n"; }},
+      {"apt-snapshot",
+       [](const std::string& p) {
+         return "apt-snapshot = " + TomlString("20261201T000000Z" + p) + "\n";
+       }},
+      {"python-index",
+       [](const std::string& p) {
+         return "python-index = [" + TomlString("http://127.0.0.1:8765/simple" + p) + "]\n";
+       }},
+      {"base",
+       [](const std::string& p) {
+         return "base = " + TomlString("docker.io/library/debian" + p + ":bookworm") + "\n";
+       }},
+      {"debian-packages",
+       [](const std::string& p) {
+         return "debian-packages = [" + TomlString("libfoo" + p) + "]\n";
+       }},
+      {"config",
+       [](const std::string& p) {
+         return "config = " + TomlString("configs/tiny" + p + ".yaml") + "\n";
+       }},
+      {"library",
+       [](const std::string& p) {
+         return "library = " + TomlString("ops/libop" + p + ".so") + "\n";
+       }},
+      {"source",
+       [](const std::string& p) {
+         return "library = \"ops/libop.so\"\nsource = " + TomlString("../ops" + p) + "\n";
+       }},
+  };
+  return fields;
+}
+
+// `text` (examples/tiny's manifest or lock) with `line` in place: replacing the key's line of
+// [targets.cpu] or [project] where it has one, else added to [targets.cpu], or, for a custom
+// op's keys, as a [[custom-ops]] table at the end. Sets *line_number to where it went.
+std::string With(std::string text, const std::string& key, const std::string& line,
+                 int* line_number) {
+  size_t at;
+  if (key == "library" || key == "source") {
+    text += "\n[[custom-ops]]\n";
+    at = text.size();
+    text += line;
+  } else {
+    const std::string header = key == "config" ? "[project]\n" : "[targets.cpu]\n";
+    const size_t section = text.find(header) + header.size();
+    at = text.find("\n" + key + " = ", section - 1);
+    const size_t next_section = text.find("\n[", section);
+    if (at != std::string::npos && at < next_section) {
+      ++at;
+      text.replace(at, text.find('\n', at) + 1 - at, line);
+    } else {
+      at = section;
+      text.insert(at, line);
+    }
+  }
+  *line_number = 1 + static_cast<int>(std::count(text.begin(), text.begin() + at, '\n'));
+  if (key == "source") ++*line_number;  // after its library line
+  return text;
+}
+
+// The diagnostics of reading `text` as `path`; none when it loads.
+Diagnostics Read(const std::string& text, const std::string& path, SpecKind kind) {
+  try {
+    LoadSpec(text, path, kind);
+  } catch (const InputError& e) {
+    return e.diagnostics();
+  }
+  return {};
+}
+
+// Whether one diagnostic is at `line` of `path` and names `key`.
+bool RefusedAt(const Diagnostics& d, const std::string& path, int line, const std::string& key) {
+  for (const Diagnostic& item : d.items()) {
+    if (item.path == path && item.pos.line == line && item.message.find(key) != std::string::npos)
+      return true;
+  }
+  return false;
+}
+
+std::string Listed(const Diagnostics& d) {
+  std::string out;
+  for (const Diagnostic& item : d.items()) out += item.Format() + "\n";
+  return out;
+}
+
+TEST(ImageFields, ShellSyntaxInAnyFieldIsRefusedWhereTheManifestIsRead) {
+  const std::string manifest = ReadFile(SourceDir() / "examples/tiny/trainlock.toml");
+  for (const ImageField& field : ImageFields()) {
+    for (const std::string& payload : kShellSyntax) {
+      int line = 0;
+      const std::string text = With(manifest, field.key, field.line(payload), &line);
+      const Diagnostics d = Read(text, "trainlock.toml", SpecKind::kManifest);
+      EXPECT_TRUE(RefusedAt(d, "trainlock.toml", line, field.key))
+          << field.key << " with " << TomlString(payload) << " (line " << line << "):\n"
+          << Listed(d);
+    }
+  }
+}
+
+TEST(ImageFields, ShellSyntaxInAnyFieldIsRefusedWhereTheLockIsRead) {
+  const std::string lock = ReadFile(SourceDir() / "examples/tiny/trainlock.lock");
+  for (const ImageField& field : ImageFields()) {
+    for (const std::string& payload : kShellSyntax) {
+      int line = 0;
+      const std::string text = With(lock, field.key, field.line(payload), &line);
+      const Diagnostics d = Read(text, "trainlock.lock", SpecKind::kLock);
+      EXPECT_TRUE(RefusedAt(d, "trainlock.lock", line, field.key))
+          << field.key << " with " << TomlString(payload) << " (line " << line << "):\n"
+          << Listed(d);
+    }
+  }
+}
+
+TEST(ImageFields, TheUnplantedFieldsLoad) {
+  // The control: each field with an ordinary value loads, so the refusals above are the plants'.
+  const std::string manifest = ReadFile(SourceDir() / "examples/tiny/trainlock.toml");
+  for (const ImageField& field : ImageFields()) {
+    if (field.key == "library" || field.key == "source") continue;  // a custom op needs ops
+    int line = 0;
+    const std::string text = With(manifest, field.key, field.line(""), &line);
+    const Diagnostics d = Read(text, "trainlock.toml", SpecKind::kManifest);
+    EXPECT_TRUE(d.empty()) << field.key << ":\n" << Listed(d);
+  }
+}
+
+TEST(ImageFields, AUrlOutsideRfc3986IsRefusedAndOneWithinItIsAUrl) {
+  const std::string manifest = ReadFile(SourceDir() / "examples/tiny/trainlock.toml");
+  for (const char* url :
+       {"http://H/ok$(touch${IFS}X)", "http://deb.example/a|b", "http://deb.example/a<b>",
+        "http://deb.example/a%zz", "http:///debian", "http://user:pw@deb.example/debian"}) {
+    int line = 0;
+    const std::string text =
+        With(manifest, "apt-archive", "apt-archive = " + TomlString(url) + "\n", &line);
+    EXPECT_TRUE(RefusedAt(Read(text, "trainlock.toml", SpecKind::kManifest), "trainlock.toml", line,
+                          "apt-archive"))
+        << url;
+  }
+  int line = 0;
+  const std::string text = With(manifest, "apt-archive",
+                                "apt-archive = \"http://[::1]:8080/deb;a=(b)&c*!,+~%24\"\n", &line);
+  EXPECT_TRUE(Read(text, "trainlock.toml", SpecKind::kManifest).empty());
+}
+
+TEST(ImageFields, ImageGenerateRefusesAHostileLockNamingFileLineAndColumn) {
+  const testing::TempDir tmp;
+  const fs::path project = tmp.path() / "tiny";
+  fs::create_directories(project);
+  testing::CopyExample("tiny", project);
+  int line = 0;
+  WriteFile(project / "trainlock.lock",
+            With(ReadFile(project / "trainlock.lock"), "apt-archive",
+                 "apt-archive = 'http://H/ok$(touch${IFS}X)'\n", &line));
+  const testing::RunResult r = testing::RunTrainlock(
+      {"image", "generate", project.string(), "--target", "cpu", "--source-date-epoch",
+       "1764547200", "--build-validator", "--out", (tmp.path() / "out").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("trainlock.lock:" + std::to_string(line) + ":"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(tmp.path() / "out/Containerfile"));
+}
+
+TEST(ImageFields, ImageGenerateRefusesShellSyntaxInItsLabelOptions) {
+  const testing::TempDir tmp;
+  for (const char* option_name : {"--source", "--revision"}) {
+    const std::string option = option_name;
+    const testing::RunResult r = testing::RunTrainlock(
+        {"image", "generate", (SourceDir() / "examples/tiny").string(), "--target", "cpu",
+         "--source-date-epoch", "1764547200", "--build-validator", option, "x\" $(touch X)",
+         "--out", (tmp.path() / "out").string()});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(option), std::string::npos) << r.err;
+  }
+}
+
+// The generated Debian step with a URL that holds every character RFC 3986 allows and a shell
+// would act on, run under sh -c with stand-ins for apt-get, rm and touch (the touch writing the
+// marker): apt's source list gets the URL as written and nothing else runs.
+class DebianRunLine : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::HaveProgram("sh")) GTEST_SKIP() << "sh is not on PATH";
+    fs::create_directories(bin_);
+    fs::create_directories(root_ / "lists");
+    const std::string log = (root_ / "calls").string();
+    StandIn("apt-get", "echo \"apt-get $*\" >> '" + log + "'");
+    StandIn("rm", "echo \"rm $*\" >> '" + log + "'");
+    StandIn("touch", ": > '" + Marker().string() + "'");
+  }
+  void StandIn(const std::string& name, const std::string& body) {
+    WriteFile(bin_ / name, "#!/bin/sh\n" + body + "\n");
+    fs::permissions(bin_ / name, fs::perms::owner_all);
+  }
+  fs::path Marker() const { return root_ / "marker"; }
+
+  // The Containerfile's RUN line that writes /etc/apt/trainlock.list, continuations joined.
+  static std::string DebianRun(const std::string& containerfile) {
+    const size_t start = containerfile.find("RUN echo 'deb ");
+    if (start == std::string::npos) return "";
+    size_t end = start;
+    while (true) {
+      end = containerfile.find('\n', end);
+      if (containerfile[end - 1] != '\\') break;
+      ++end;
+    }
+    std::string run = containerfile.substr(start + 4, end - start - 4);
+    for (size_t at; (at = run.find("\\\n")) != std::string::npos;) run.replace(at, 2, " ");
+    return run;
+  }
+
+  // `run` with apt's paths moved under the test's directory (the stand-ins never touch them).
+  std::string Sandboxed(std::string run) const {
+    for (const auto& [from, to] :
+         {std::pair<std::string, std::string>{"/etc/apt/trainlock.list", (root_ / "list").string()},
+          {"/var/lib/apt/lists/", (root_ / "lists/").string()}}) {
+      for (size_t at; (at = run.find(from)) != std::string::npos;) run.replace(at, from.size(), to);
+    }
+    return run;
+  }
+
+  testing::TempDir tmp_;
+  fs::path bin_ = tmp_.path() / "bin";
+  fs::path root_ = tmp_.path() / "root";
+};
+
+TEST_F(DebianRunLine, AUrlsShellCharactersReachTheListAsWrittenAndRunNothing) {
+  const std::string url = "http://127.0.0.1/deb;touch&(touch)*!,+=~%24(touch)";
+  const fs::path project = tmp_.path() / "tiny";
+  fs::create_directories(project);
+  testing::CopyExample("tiny", project);
+  int line = 0;
+  WriteFile(project / "trainlock.lock",
+            With(ReadFile(project / "trainlock.lock"), "apt-archive",
+                 "debian-packages = ['libfoo']\napt-archive = '" + url +
+                     "'\napt-suite = 'bookworm'\ndebs = [{ name = 'libfoo', version = "
+                     "'1.0-1', file = 'pool/main/libf/libfoo/libfoo_1.0-1_amd64.deb', sha256 = '" +
+                     std::string(64, 'a') + "' }]\n",
+                 &line));
+  const testing::RunResult gen = testing::RunTrainlock(
+      {"image", "generate", project.string(), "--target", "cpu", "--source-date-epoch",
+       "1764547200", "--build-validator", "--out", (tmp_.path() / "out").string()});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  const std::string run = DebianRun(ReadFile(tmp_.path() / "out/Containerfile"));
+  ASSERT_NE(run.find("> /etc/apt/trainlock.list"), std::string::npos) << run;
+  const std::string sandboxed = Sandboxed(run);
+  ASSERT_EQ(sandboxed.find("/etc/apt"), std::string::npos) << sandboxed;
+  ASSERT_EQ(sandboxed.find("/var/lib"), std::string::npos) << sandboxed;
+  const testing::RunResult r =
+      testing::RunCommand({"sh", "-c", sandboxed}, {"PATH=" + bin_.string() + ":/usr/bin:/bin"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(Marker())) << sandboxed;
+  EXPECT_EQ(ReadFile(root_ / "list"), "deb [check-valid-until=no] " + url + " bookworm main\n");
+  EXPECT_NE(ReadFile(root_ / "calls").find(" install -y --no-install-recommends libfoo=1.0-1"),
+            std::string::npos)
+      << ReadFile(root_ / "calls");
+}
+
+}  // namespace
+}  // namespace trainlock
