@@ -274,17 +274,19 @@ using Text = std::optional<std::string>;
   X(Text, error)
 
 // env.driver, env.runtime and env.versions: version strings.
-#define TRAINLOCK_ENV_VERSION_METRICS(X) \
-  X(Text, driver_version)                \
-  X(Text, cuda_driver_version)           \
-  X(Text, driver_min)                    \
-  X(Text, cuda_runtime)                  \
-  X(Text, cuda_driver_supports)          \
-  X(Text, torch)                         \
-  X(Text, nccl)                          \
-  X(Text, torch_locked)                  \
-  X(Text, cuda_locked)                   \
-  X(Text, nccl_locked)
+#define TRAINLOCK_ENV_VERSION_METRICS(X)                           \
+  X(Text, driver_version)                                          \
+  X(Text, cuda_driver_version)                                     \
+  X(Text, driver_min)                                              \
+  X(Text, cuda_runtime)                                            \
+  X(Text, cuda_driver_supports)                                    \
+  X(Text, torch)                                                   \
+  X(Text, nccl)                                                    \
+  X(Text, torch_locked)                                            \
+  X(Text, cuda_locked)                                             \
+  X(Text, nccl_locked)                                             \
+  X(Text, engine_torch)  /* a Python engine's torch.__version__ */ \
+  X(Text, engine_python) /* the interpreter it runs under */
 
 // env.devices and env.arch.
 #define TRAINLOCK_ENV_DEVICE_METRICS(X)                               \
