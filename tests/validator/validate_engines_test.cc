@@ -231,6 +231,36 @@ TEST(ValidateEngineEnvironment, AFrameworkTheInterpreterLacksIsAnErrorAndTheGate
       << gate.out << gate.err;
 }
 
+// What the probe cannot see, the engine refuses when it starts (kind "unsupported"): the node
+// is not judged either, and train.step says why as an error, not a failure.
+TEST(ValidateEngineEnvironment, AnEngineThatRefusesTheEnvironmentWhenItStartsIsAnError) {
+  testing::TempDir dir;
+  const fs::path script = dir.path() / "python";
+  testing::WriteFile(
+      script,
+      "#!/bin/sh\n"
+      "if [ \"$1\" = -c ]; then\n"
+      "  echo 'trainlock-engine-probe {\"versions\": {\"torch\": \"1.13.0\"}, \"cuda\": false}'\n"
+      "  exit 0\n"
+      "fi\n"
+      "echo '{\"event\": \"hello\", \"protocol\": \"trainlock.engine/1\", \"engine\": "
+      "\"hf-trainer\", \"versions\": {\"torch\": \"1.13.0\"}}'\n"
+      "echo '{\"event\": \"error\", \"kind\": \"unsupported\", \"message\": \"the "
+      "TrainingArguments have no eval_strategy\"}'\n"
+      "exit 1\n");
+  fs::permissions(script, fs::perms::owner_all);
+  EngineValidation v = ValidateWithEngine("hf-trainer", {"--python", script.string()});
+  EXPECT_EQ(v.run.exit_code, 3) << v.run.out << v.run.err;
+  EXPECT_EQ(v.report["verdict"], "error") << v.report.dump(2);
+  const std::string line = "engine hf-trainer: " + script.string() +
+                           " cannot run it here (the TrainingArguments have no eval_strategy): "
+                           "install what it names in that interpreter or pass --python PATH";
+  EXPECT_EQ(v.report["environment_error"], line);
+  EXPECT_EQ(CheckOf(v.report, "train.step")["status"], "error");
+  for (const auto& c : v.report["checks"]) EXPECT_NE(c["status"], "fail") << c.dump();
+  EXPECT_EQ(ReportSchemaViolations(v.report), std::vector<std::string>{});
+}
+
 // The interpreter that ran is in the report, and env.versions compares its torch with the lock.
 TEST_F(ValidateDdpEngine, TheReportNamesTheEnginesInterpreterAndItsTorch) {
   EXPECT_EQ(pass().report["engine"]["python"], kTorchPython);

@@ -33,6 +33,7 @@
 #include "project/check_ids.h"
 #include "project/project.h"
 #include "project/round_trip_engines.h"
+#include "report/check_metrics.h"
 #include "report/report.h"
 #include "report/report_signing.h"
 #include "support/check_selection.h"
@@ -287,6 +288,16 @@ int RanksToLaunch(const ValidateOptions& o, const std::optional<RankEnv>& rank) 
   return n > 1 ? n : 0;
 }
 
+// An engine that refused this environment while it ran (train.step's cannot_run): the node
+// was not judged. "" when none did.
+std::string EnvironmentErrorOf(const Report& report) {
+  for (const CheckResult& c : report.checks) {
+    if (c.id != "train.step" || c.status != CheckStatus::kError) continue;
+    if (Text why = ReadMetrics<TrainStepMetrics>(c.metrics).cannot_run) return *why;
+  }
+  return "";
+}
+
 // The lock's Python engine, probed before any work when the run trains or compares its torch
 // (env.versions); nullopt for the native engine or when neither is selected.
 std::optional<EngineProbe> ProbeLockEngine(const ValidateOptions& o, const Project& project,
@@ -360,6 +371,7 @@ int RunValidate(const ValidateOptions& o) {
       (storage.source == "work-dir" ? work / "checkpoints" : storage.path).string(),
       storage.source};
   const fs::path checkpoint_root = RunChecks(o, project, node, rank, work, d, progress, report);
+  report.environment_error = EnvironmentErrorOf(report);
   const nlohmann::json rank_entries = ExchangeAndMerge(o, rank, d, report);
   SortChecks(report);
   ApplyOnly(report, o.only);
