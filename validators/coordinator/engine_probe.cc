@@ -97,6 +97,12 @@ nlohmann::json ProbeAnswer(const std::string& output) {
   return nlohmann::json(nlohmann::json::value_t::discarded);
 }
 
+// The member `key` of the interpreter's answer when it is a string, else "" (it is untrusted).
+std::string Said(const nlohmann::json& answer, const char* key) {
+  auto it = answer.find(key);
+  return it != answer.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 std::string LastLine(const std::string& output) {
   std::string text = output;
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
@@ -118,13 +124,15 @@ EngineProbe JudgeEngineProbe(const std::string& engine, const std::string& pytho
               (output.empty() ? "" : ": " + LastLine(output)) + ")" + kNoPythonRemedy;
     return p;
   }
-  if (answer.contains("versions") && answer["versions"].is_object())
-    p.versions = answer["versions"];
-  p.torch = p.versions.value("torch", "");
-  if (answer.contains("missing")) {
-    const std::string missing = answer.value("missing", "");
+  if (answer.contains("versions") && answer["versions"].is_object()) {
+    for (const auto& [module, version] : answer["versions"].items())
+      if (version.is_string()) p.versions[module] = version;
+  }
+  p.torch = Said(p.versions, "torch");
+  if (const std::string missing = Said(answer, "missing"); !missing.empty()) {
+    const std::string reason = Said(answer, "reason");
     p.error = who + " cannot import " + ModuleWords(missing) + " (" +
-              answer.value("reason", "no reason given") + ")" +
+              (reason.empty() ? "no reason given" : reason) + ")" +
               Remedy(missing.substr(0, missing.find('|')));
     return p;
   }
@@ -139,7 +147,8 @@ EngineProbe JudgeEngineProbe(const std::string& engine, const std::string& pytho
         who + " has torch " + p.torch + "; engine " + engine + " needs " + want + Remedy(want);
     return p;
   }
-  if (gpu && !answer.value("cuda", false)) {
+  const auto cuda = answer.find("cuda");
+  if (gpu && !(cuda != answer.end() && cuda->is_boolean() && cuda->get<bool>())) {
     p.error = who + " has torch " + p.torch +
               " without a usable CUDA device and this run trains on the GPU" +
               Remedy("a CUDA build of torch");
@@ -171,6 +180,14 @@ EngineProbe ProbeEngine(const std::string& engine, const std::string& requested,
     p.python = python;
     p.error = "engine " + engine + ": " + python + " cannot be started (" + run.start_error + ")" +
               kNoPythonRemedy;
+    return p;
+  }
+  if (run.timed_out) {
+    EngineProbe p;
+    p.engine = engine;
+    p.python = python;
+    p.error = "engine " + engine + ": " + python + " did not answer the probe within " +
+              std::to_string(timeout_s) + " s" + kNoPythonRemedy;
     return p;
   }
   return JudgeEngineProbe(engine, python, gpu, run.exit_code, run.output);
