@@ -169,7 +169,12 @@ Distribution JoinRanks(const ValidateOptions& o, const std::optional<RankEnv>& r
   try {
     d.store = RankStore::Join(*rank, comm_options.device, comm_options.join_timeout);
     d.store->StartHeartbeat(kHeartbeatInterval);
-    d.comm = RunCommChecks(comm_options, *d.store);
+    if (Selected(o.only, {"comm.allreduce", "comm.ddp"})) {
+      d.comm = RunCommChecks(comm_options, *d.store);
+    } else {
+      d.comm = CommOutcome{{Skip("comm.allreduce", "not selected (--only)"),
+                            Skip("comm.ddp", "not selected (--only)")}};
+    }
   } catch (const RankStoreError& e) {
     d.comm = FailedCommChecks(comm_options, e.what());
   }
