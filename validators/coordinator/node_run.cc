@@ -118,6 +118,7 @@ std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& pr
   r.reshard_to = o.reshard_to;
   r.kill_during_save = o.kill_during_save;
   r.python = o.python;
+  r.step_only = !Selected(o.only, {"train.roundtrip", "train.eval", "ckpt.portable"});
   progress.Begin("train.step, train.roundtrip on " + ShownDevice(device) +
                  ": train -> checkpoint -> SIGKILL -> restore -> resume");
   std::vector<CheckResult> checks = RunRoundtrip(r, project);

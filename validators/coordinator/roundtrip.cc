@@ -794,6 +794,16 @@ std::vector<CheckResult> Coordinator::Run() {
     checks[0].duration_s = a_s;
     return checks;
   }
+  if (o_.step_only) {
+    std::vector<CheckResult> checks = {StepCheck(a)};
+    for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"})
+      checks.push_back(
+          {id, CheckStatus::kSkip, 0, "not selected (--only)", "", nlohmann::json::object()});
+    checks[0].duration_s = a_s;
+    ApplyThrottleFinding(
+        telemetry.Finish(ReadMetrics<TrainStepMetrics>(a.result).device.value_or("")), &checks[0]);
+    return checks;
+  }
   std::vector<std::string> b_args = {"--steps", steps, "--save-at", at};
   if (o_.kill_during_save) {
     // A second save after the committed one, killed while it is being written: C must
