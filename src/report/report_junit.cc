@@ -85,8 +85,8 @@ std::string Properties(const ReportView& v) {
   out += Property("verdict", v.verdict);
   if (!v.environment_error.empty()) out += Property("environment_error", v.environment_error);
   if (!v.engine_python.empty()) {
-    out += Property("engine_python", v.engine_python);
-    out += Property("engine_torch", v.engine_torch);
+    out += Property("engine_interpreter", v.engine_python);
+    out += Property("engine_torch_version", v.engine_torch);
   }
   out += Property("lock_sha256", v.lock_sha256);
   out += Property("image_ref", v.image_ref.empty() ? "none" : v.image_ref);

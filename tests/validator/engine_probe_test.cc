@@ -23,7 +23,7 @@ std::string StandIn(const testing::TempDir& dir, const std::string& body) {
 
 // What the probe prints, from an interpreter that has what `json` says.
 std::string Answering(const testing::TempDir& dir, const std::string& json) {
-  return StandIn(dir, "echo 'trainlock-engine-probe " + json + "'");
+  return StandIn(dir, "cat <<'EOF'\ntrainlock-engine-probe " + json + "\nEOF");
 }
 
 TEST(EngineProbe, DebiansPythonCanRunTheDdpEngineAndSaysItsTorch) {

@@ -224,8 +224,9 @@ TEST(ValidateOnly, TheStepAloneRunsNoOtherProcessOfTheRoundTrip) {
     } else {
       EXPECT_EQ(c["status"], "skip") << c.dump();
     }
-    if (c["id"] == "train.roundtrip" || c["id"] == "env.arch")
+    if (c["id"] == "train.roundtrip" || c["id"] == "env.arch") {
       EXPECT_EQ(c["summary"], "not selected (--only)") << c.dump();
+    }
   }
   ASSERT_TRUE(v.report["work_dir"].is_string()) << v.report.dump(2);
   const fs::path work = v.report["work_dir"].get<std::string>();

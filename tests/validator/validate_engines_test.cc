@@ -195,7 +195,8 @@ void ExpectNotJudged(const EngineValidation& v, const std::string& line) {
 // would, for an interpreter holding what `answer` says.
 std::string StandInPython(const fs::path& dir, const std::string& answer) {
   const fs::path script = dir / "python";
-  testing::WriteFile(script, "#!/bin/sh\necho 'trainlock-engine-probe " + answer + "'\n");
+  testing::WriteFile(script,
+                     "#!/bin/sh\ncat <<'EOF'\ntrainlock-engine-probe " + answer + "\nEOF\n");
   fs::permissions(script, fs::perms::owner_all);
   return script.string();
 }
