@@ -598,6 +598,20 @@ TEST_F(FleetSummarize, MixedReportsListEveryNodeAndFailingChecksAndExitOne) {
   EXPECT_NE(r.out.find("4 nodes: 1 passed, 3 failed"), std::string::npos) << r.out;
 }
 
+// A node the validator could not judge is an error row saying why, never a failing node.
+TEST_F(FleetSummarize, AReportNotJudgedIsAnErrorRowWithTheReason) {
+  json r = Passing("gpu-e");
+  r["verdict"] = "error";
+  r["environment_error"] = "engine fsdp2: /usr/bin/python3 has torch 1.13.0a0";
+  Put("gpu-e.json", r);
+  FleetSummary s = SummarizeReports(tmp_.path(), "reports");
+  ASSERT_EQ(s.nodes.size(), 1u);
+  EXPECT_EQ(s.nodes[0].status, "error");
+  EXPECT_EQ(s.nodes[0].reason, "not judged: engine fsdp2: /usr/bin/python3 has torch 1.13.0a0");
+  EXPECT_TRUE(s.nodes[0].failing.empty());
+  EXPECT_EQ(s.failed(), 1);
+}
+
 TEST_F(FleetSummarize, RowsAreSortedByNodeName) {
   Put("z.json", Passing("node-2"));
   Put("a.json", Passing("node-10"));

@@ -151,6 +151,21 @@ TEST_F(Gate, FailedCheckThatIsNotRequiredStillRefuses) {
   EXPECT_TRUE(HasReason(Decide(), "checks", "env.versions failed (not required"));
 }
 
+// A node the validator could not judge (verdict "error") is refused as not judged, never
+// reported as a failing node.
+TEST_F(Gate, AReportOfANodeNotJudgedIsRefusedAsNotJudged) {
+  report_["verdict"] = "error";
+  report_["environment_error"] =
+      "engine hf-trainer: /usr/bin/python3 cannot import transformers (No module named "
+      "'transformers'): install transformers in that interpreter or pass --python PATH";
+  for (json& c : report_["checks"]) c["status"] = "skip";
+  GateDecision d = Decide();
+  EXPECT_FALSE(d.allowed());
+  EXPECT_TRUE(HasReason(d, "not-judged", "the node was not judged"));
+  EXPECT_TRUE(HasReason(d, "not-judged", "cannot import transformers"));
+  EXPECT_FALSE(HasReason(d, "checks", "")) << ::testing::PrintToString(d.reasons);
+}
+
 TEST_F(Gate, VerdictThatContradictsPassingChecksIsRefused) {
   report_["verdict"] = "fail";
   EXPECT_TRUE(HasReason(Decide(), "checks", "verdict is 'fail'"));

@@ -162,6 +162,43 @@ TEST(ReportText, RemedyOfAFailedCheckFollowsOnAnIndentedLine) {
       << text;
 }
 
+// A node the validator could not judge: every format says so, with the reason, first.
+json NotJudged() {
+  json report = Tiny();
+  report["verdict"] = "error";
+  report["environment_error"] =
+      "engine hf-trainer: /usr/bin/python3 cannot import transformers (No module named "
+      "'transformers'): install transformers in that interpreter or pass --python PATH";
+  report["engine"] = {{"name", "hf-trainer"},
+                      {"python", "/usr/bin/python3"},
+                      {"torch", "1.13.0a0"},
+                      {"versions", {{"torch", "1.13.0a0"}}}};
+  for (json& c : report["checks"]) c["status"] = "skip";
+  return report;
+}
+
+TEST(ReportNotJudged, EveryFormatSaysTheNodeWasNotJudgedAndWhy) {
+  const json report = NotJudged();
+  const std::string why = "/usr/bin/python3 cannot import transformers";
+  const std::string text = RenderReportText(report, false);
+  EXPECT_NE(text.find("NOT JUDGED engine hf-trainer: " + why), std::string::npos) << text;
+  EXPECT_NE(text.find("engine     torch 1.13.0a0 in /usr/bin/python3\n"), std::string::npos)
+      << text;
+  const std::string markdown = RenderReportMarkdown(report);
+  EXPECT_NE(markdown.find("| **not judged** | engine hf-trainer: " + why), std::string::npos)
+      << markdown;
+  const std::string html = RenderReportHtml(report);
+  EXPECT_NE(html.find("<dt>not judged</dt><dd><strong>engine hf-trainer: " + why),
+            std::string::npos);
+  const std::string junit = RenderReportJunit(report);
+  EXPECT_NE(junit.find("<testcase classname=\"trainlock.environment\" name=\"environment\""),
+            std::string::npos)
+      << junit;
+  EXPECT_NE(junit.find("<error message=\"not judged: engine hf-trainer: " + why), std::string::npos)
+      << junit;
+  EXPECT_NE(junit.find("errors=\"1\""), std::string::npos) << junit;
+}
+
 TEST(ReportText, FooterGivesTheVerdictAndTheCounts) {
   std::string text = RenderReportText(TinyWithFailedStep("out of memory", ""), false);
   EXPECT_NE(text.find("\nverdict: FAIL (4 passed, 1 failed, 0 errors, 14 skipped)\n"),

@@ -66,6 +66,29 @@ TEST(ReportSchema, VerdictIsFailWhenACheckFails) {
   EXPECT_EQ(r.Verdict(), "fail");
 }
 
+// An environment that cannot run the validation: the node was not judged, whatever the checks.
+TEST(ReportSchema, AnEnvironmentErrorMakesTheVerdictErrorAndConforms) {
+  Report r = MinimalReport();
+  r.checks[0].status = CheckStatus::kFail;
+  r.environment_error = "engine ddp: /x/python cannot import torch (No module named 'torch')";
+  r.engine = ReportEngine{"ddp", "/x/python", "", nlohmann::json::object()};
+  EXPECT_EQ(r.Verdict(), "error");
+  const nlohmann::json j = r.ToJson();
+  EXPECT_EQ(j["verdict"], "error");
+  EXPECT_EQ(j["environment_error"], r.environment_error);
+  EXPECT_EQ(j["engine"]["python"], "/x/python");
+  EXPECT_EQ(ReportSchemaViolations(j), std::vector<std::string>{});
+}
+
+TEST(ReportSchema, AnErrorVerdictWithoutAReasonIsAViolation) {
+  nlohmann::json j = MinimalReport().ToJson();
+  j["verdict"] = "error";
+  EXPECT_TRUE(Mentions(ReportSchemaViolations(j), "environment_error: a verdict \"error\""));
+  nlohmann::json k = MinimalReport().ToJson();
+  k["environment_error"] = "why";
+  EXPECT_TRUE(Mentions(ReportSchemaViolations(k), "verdict: must be \"error\""));
+}
+
 TEST(ReportSchema, VerdictIsFailWhenARequiredCheckIsSkipped) {
   Report r = MinimalReport();
   r.required = {"env.driver"};

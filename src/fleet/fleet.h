@@ -192,8 +192,8 @@ struct FailingCheck {
 struct NodeSummary {
   std::string node;    // host.hostname, else the file name without ".json"
   std::string file;    // the file's name in the directory
-  std::string status;  // "pass" | "fail" | "unreadable"
-  std::string reason;  // unreadable: the first problem (of `problems` in all)
+  std::string status;  // "pass" | "fail" | "error" (not judged) | "unreadable"
+  std::string reason;  // unreadable: the first problem (of `problems` in all); error: why
   int gpu_count = 0;
   std::string gpu_model;  // "NVIDIA H200"; models joined with " + " on a mixed node
   double duration_s = 0;

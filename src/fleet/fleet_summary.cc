@@ -72,6 +72,12 @@ NodeSummary ReportRow(const fs::path& file, const ReportView& report) {
   row.started_at = report.started_at;
   row.lock_sha256 = report.lock_sha256;
   row.status = report.verdict == "pass" && row.failing.empty() ? "pass" : "fail";
+  if (report.verdict == "error") {
+    // Not judged: the environment could not run the validation; no check of it is a finding.
+    row.status = "error";
+    row.reason = "not judged: " + report.environment_error;
+    row.failing.clear();
+  }
   return row;
 }
 
@@ -119,7 +125,7 @@ std::string GpuText(const NodeSummary& row) {
 }
 
 std::string FailingText(const NodeSummary& row) {
-  if (row.status == "unreadable") return row.reason;
+  if (row.status == "unreadable" || row.status == "error") return row.reason;
   if (row.failing.empty()) return row.status == "pass" ? "-" : "(verdict fail)";
   std::string text;
   for (const FailingCheck& check : row.failing) {
@@ -256,6 +262,7 @@ nlohmann::json FleetSummaryJson(const FleetSummary& summary) {
       row["started_at"] = n.started_at;
       row["lock_sha256"] = n.lock_sha256;
       row["failing_checks"] = failing;
+      if (n.status == "error") row["reason"] = n.reason;
     }
     nodes.push_back(row);
   }

@@ -46,37 +46,38 @@ using Text = std::optional<std::string>;
   X(Text, verified_by) /* "worker": the process that used the file hashed it */
 
 // train.step, and the worker's measurement it is made of. Seconds, bytes, tokens, FLOPs.
-#define TRAINLOCK_TRAIN_STEP_METRICS(X)                                           \
-  X(Integer, step)       /* the measured step's number */                         \
-  X(Number, step_time_s) /* seconds of one optimizer step */                      \
-  X(Integer, tokens)     /* tokens per step */                                    \
-  X(Number, tokens_per_s)                                                         \
-  X(Number, flops)                 /* model FLOPs of the step */                  \
-  X(Integer, peak_rss_bytes)       /* the training process's peak resident set */ \
-  X(Integer, peak_allocated_bytes) /* -1 off CUDA */                              \
-  X(Integer, peak_reserved_bytes)                                                 \
-  X(Integer, device_used_bytes)                                                   \
-  X(Integer, device_total_bytes)                                                  \
-  X(Text, mode)          /* "deterministic" | "default" (the run's kernels) */    \
-  X(Free, step_times_s)  /* seconds of each timed step, mode "default" */         \
-  X(Free, deterministic) /* the deterministic measurement (TrainStepMetrics) */   \
-  X(Text, device)        /* "cuda:0", "cpu" */                                    \
-  X(Text, device_name)                                                            \
-  X(Free, data)          /* the data source's description */                      \
-  X(Free, model)         /* where the weights came from */                        \
-  X(Free, shape)         /* train_shape.h */                                      \
-  X(OrNull<double>, mfu) /* fraction of the catalog's dense peak; null unknown */ \
-  X(Number, peak_tflops)                                                          \
-  X(Free, measured_shape) /* MeasuredShapeMetrics */                              \
-  X(Flag, out_of_memory)                                                          \
-  X(Text, error) /* the out-of-memory message */                                  \
-  X(Integer, seq_len)                                                             \
-  X(Integer, micro_batch)                                                         \
-  X(Free, estimate)           /* MemoryEstimateMetrics */                         \
-  X(Free, remedies)           /* ranked remedies, strings */                      \
-  X(Rows<RankStepRow>, ranks) /* merged report: every rank's step */              \
-  X(Integer, slowest_rank)                                                        \
-  X(Number, slowest_to_median)    /* slowest rank's tokens/s over the median */   \
+#define TRAINLOCK_TRAIN_STEP_METRICS(X)                                              \
+  X(Integer, step)       /* the measured step's number */                            \
+  X(Number, step_time_s) /* seconds of one optimizer step */                         \
+  X(Integer, tokens)     /* tokens per step */                                       \
+  X(Number, tokens_per_s)                                                            \
+  X(Number, flops)                 /* model FLOPs of the step */                     \
+  X(Integer, peak_rss_bytes)       /* the training process's peak resident set */    \
+  X(Integer, peak_allocated_bytes) /* -1 off CUDA */                                 \
+  X(Integer, peak_reserved_bytes)                                                    \
+  X(Integer, device_used_bytes)                                                      \
+  X(Integer, device_total_bytes)                                                     \
+  X(Text, mode)          /* "deterministic" | "default" (the run's kernels) */       \
+  X(Free, step_times_s)  /* seconds of each timed step, mode "default" */            \
+  X(Free, deterministic) /* the deterministic measurement (TrainStepMetrics) */      \
+  X(Text, device)        /* "cuda:0", "cpu" */                                       \
+  X(Text, device_name)                                                               \
+  X(Free, data)          /* the data source's description */                         \
+  X(Free, model)         /* where the weights came from */                           \
+  X(Free, shape)         /* train_shape.h */                                         \
+  X(OrNull<double>, mfu) /* fraction of the catalog's dense peak; null unknown */    \
+  X(Number, peak_tflops)                                                             \
+  X(Free, measured_shape) /* MeasuredShapeMetrics */                                 \
+  X(Flag, out_of_memory)                                                             \
+  X(Text, error)      /* the out-of-memory message */                                \
+  X(Text, cannot_run) /* the engine refused this environment: the node not judged */ \
+  X(Integer, seq_len)                                                                \
+  X(Integer, micro_batch)                                                            \
+  X(Free, estimate)           /* MemoryEstimateMetrics */                            \
+  X(Free, remedies)           /* ranked remedies, strings */                         \
+  X(Rows<RankStepRow>, ranks) /* merged report: every rank's step */                 \
+  X(Integer, slowest_rank)                                                           \
+  X(Number, slowest_to_median)    /* slowest rank's tokens/s over the median */      \
   X(Rows<ArtifactRow>, artifacts) /* pinned files the training worker read */
 
 // train.step's memory estimate at an out-of-memory (plan/memory_model.h), bytes.
@@ -274,17 +275,19 @@ using Text = std::optional<std::string>;
   X(Text, error)
 
 // env.driver, env.runtime and env.versions: version strings.
-#define TRAINLOCK_ENV_VERSION_METRICS(X) \
-  X(Text, driver_version)                \
-  X(Text, cuda_driver_version)           \
-  X(Text, driver_min)                    \
-  X(Text, cuda_runtime)                  \
-  X(Text, cuda_driver_supports)          \
-  X(Text, torch)                         \
-  X(Text, nccl)                          \
-  X(Text, torch_locked)                  \
-  X(Text, cuda_locked)                   \
-  X(Text, nccl_locked)
+#define TRAINLOCK_ENV_VERSION_METRICS(X)                           \
+  X(Text, driver_version)                                          \
+  X(Text, cuda_driver_version)                                     \
+  X(Text, driver_min)                                              \
+  X(Text, cuda_runtime)                                            \
+  X(Text, cuda_driver_supports)                                    \
+  X(Text, torch)                                                   \
+  X(Text, nccl)                                                    \
+  X(Text, torch_locked)                                            \
+  X(Text, cuda_locked)                                             \
+  X(Text, nccl_locked)                                             \
+  X(Text, engine_torch)  /* a Python engine's torch.__version__ */ \
+  X(Text, engine_python) /* the interpreter it runs under */
 
 // env.devices and env.arch.
 #define TRAINLOCK_ENV_DEVICE_METRICS(X)                               \

@@ -28,6 +28,11 @@ class GateRules {
 
   GateDecision Decide() {
     Schema();
+    if (view_.verdict == "error") {
+      // Not a failing node: nothing was judged, so nothing else of the report means anything.
+      NotJudged();
+      return decision_;
+    }
     Partial();
     Lock();
     Files();
@@ -58,6 +63,13 @@ class GateRules {
     for (size_t i = 0; i < violations.size() && i < 5; ++i) list += (i ? "; " : "") + violations[i];
     if (violations.size() > 5) list += "; and " + std::to_string(violations.size() - 5) + " more";
     Refuse("schema: the report does not conform to trainlock.report/v1: " + list);
+  }
+
+  void NotJudged() {
+    Refuse("not-judged: the node was not judged, the validation could not run here (" +
+           (view_.environment_error.empty() ? std::string("no reason given")
+                                            : view_.environment_error) +
+           "): fix the environment and validate again");
   }
 
   // One rank's own report (report.rank-N.json) shows that rank's checks only: the run passed

@@ -51,6 +51,7 @@ bool IsFailingCheck(std::string_view status, bool required) {
 // Like the gate, judges every check as optional and then each required id by its first check,
 // so a required id without a check fails too.
 std::string Report::Verdict() const {
+  if (!environment_error.empty()) return "error";
   if (!negative_control.empty()) return "fail";
   for (const CheckResult& c : checks) {
     if (IsFailingCheck(CheckStatusName(c.status), false)) return "fail";
@@ -107,6 +108,13 @@ nlohmann::json Report::ToJson() const {
   }
   if (ranks) j["ranks"] = *ranks;
   if (partial) j["partial"] = true;
+  if (engine) {
+    j["engine"] = {{"name", engine->name},
+                   {"python", engine->python},
+                   {"torch", engine->torch},
+                   {"versions", engine->versions}};
+  }
+  if (!environment_error.empty()) j["environment_error"] = environment_error;
   ShareableStrings(j);
   return j;
 }
@@ -156,7 +164,8 @@ class SchemaChecker {
     if (StringMember(r, "schema") != kReportSchema) {
       Problem("schema", std::string("must be \"") + kReportSchema + "\"");
     }
-    Enum(r, "verdict", "$", {"pass", "fail"});
+    Enum(r, "verdict", "$", {"pass", "fail", "error"});
+    EnvironmentError(r);
     if (r.contains("negative_control") && StringMember(r, "verdict") == "pass")
       Problem("verdict", "a negative control never passes");
     if (auto* sha = Field(r, "lock_sha256", "$", nlohmann::json::value_t::string)) {
@@ -267,6 +276,23 @@ class SchemaChecker {
     Field(d, "memory_bytes", where, nlohmann::json::value_t::number_unsigned);
     if (!d.contains("compute_capability") && !d.contains("gfx")) {
       Problem(where, "needs compute_capability or gfx");
+    }
+  }
+
+  // verdict "error" if and only if an environment_error says why the node was not judged; the
+  // engine's interpreter, when named, as an object of strings.
+  void EnvironmentError(const nlohmann::json& r) {
+    using Type = nlohmann::json::value_t;
+    const bool error = StringMember(r, "verdict") == "error";
+    const auto* why = Optional(r, "environment_error", "$", Type::string);
+    if (error && (!why || why->get_ref<const std::string&>().empty()))
+      Problem("environment_error", "a verdict \"error\" must say why the node was not judged");
+    if (!error && r.is_object() && r.contains("environment_error"))
+      Problem("verdict", "must be \"error\" when environment_error is set");
+    if (auto* engine = Optional(r, "engine", "$", Type::object)) {
+      for (const char* key : {"name", "python", "torch"})
+        Field(*engine, key, "engine", Type::string);
+      Optional(*engine, "versions", "engine", Type::object);
     }
   }
 

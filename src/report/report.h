@@ -49,6 +49,15 @@ struct ReportCheckpointDir {
   std::string source;
 };
 
+// The Python engine's interpreter as the validator probed it before any training
+// (validators/coordinator/engine_probe.h); absent for the native engine, which is this binary.
+struct ReportEngine {
+  std::string name;    // the lock's validate.engine
+  std::string python;  // the interpreter's path; "" when there is none
+  std::string torch;   // torch.__version__ in that interpreter; "" when unknown
+  nlohmann::json versions = nlohmann::json::object();  // {module: version} it imported
+};
+
 struct Report {
   std::string lock_sha256;
   // What the run trained from: the training config's bytes and the manifest's canonical form
@@ -89,7 +98,14 @@ struct Report {
   // has world_size > 1 and that has no `ranks` is partial whatever it says (IsPartialReport).
   bool partial = false;
 
-  // "pass" when no check is failing (IsFailingCheck) and the run was no negative control.
+  std::optional<ReportEngine> engine;
+  // Why the node was not judged: this environment cannot run the validation (the engine's
+  // interpreter, framework or torch is missing or unusable here). One line naming what and how
+  // to get it; non-empty makes the verdict "error" (exit 3) whatever the checks say.
+  std::string environment_error;
+
+  // "error" when environment_error is set (the node was not judged); else "pass" when no check
+  // is failing (IsFailingCheck) and the run was no negative control; else "fail".
   std::string Verdict() const;
   nlohmann::json ToJson() const;
 };

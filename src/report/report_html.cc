@@ -514,6 +514,8 @@ std::string Facts(const ReportView& v) {
                        std::to_string(v.Count("error")) + " errors, " +
                        std::to_string(v.Count("skip")) + " skipped";
   fact("verdict", Badge(v.verdict) + " " + counts);
+  if (!v.environment_error.empty())
+    fact("not judged", "<strong>" + E(v.environment_error) + "</strong>");
   fact("lock_sha256", "<code>" + E(v.lock_sha256) + "</code>");
   fact("image", v.image_ref.empty() && v.image_digest.empty()
                     ? "none"
@@ -524,6 +526,10 @@ std::string Facts(const ReportView& v) {
   fact("devices", devices.empty() ? (v.build == "cpu" ? "none (CPU build)" : "none") : devices);
   fact("validator", "trainlock-validate " + E(v.validator_version) + ", torch " + E(v.torch) +
                         ", build " + E(v.build));
+  if (!v.engine_python.empty()) {
+    fact("engine", "torch " + E(v.engine_torch.empty() ? "?" : v.engine_torch) + " in <code>" +
+                       E(v.engine_python) + "</code>");
+  }
   if (std::string host = DescribeHost(v.host); !host.empty()) fact("host", E(host));
   fact("started", E(v.started_at));
   fact("duration", E(FormatSeconds(v.duration_s)));

@@ -83,6 +83,11 @@ std::string Properties(const ReportView& v) {
   std::string out = "    <properties>\n";
   out += Property("project", v.project);
   out += Property("verdict", v.verdict);
+  if (!v.environment_error.empty()) out += Property("environment_error", v.environment_error);
+  if (!v.engine_python.empty()) {
+    out += Property("engine_interpreter", v.engine_python);
+    out += Property("engine_torch_version", v.engine_torch);
+  }
   out += Property("lock_sha256", v.lock_sha256);
   out += Property("image_ref", v.image_ref.empty() ? "none" : v.image_ref);
   out += Property("image_digest", v.image_digest.empty() ? "none" : v.image_digest);
@@ -132,8 +137,13 @@ std::string TestCase(const CheckView& c) {
 std::string RenderReportJunit(const nlohmann::json& report) {
   ReportView v = ViewOfReport(report);
   int failures = v.Count("fail"), skipped = v.Count("skip");
-  int errors = static_cast<int>(v.checks.size()) - v.Count("pass") - failures - skipped;
-  std::string counts = " tests=\"" + std::to_string(v.checks.size()) + "\" failures=\"" +
+  // A node not judged (verdict "error") is one more test case, errored: CI must not read the
+  // skipped checks as a quiet run.
+  const bool not_judged = v.verdict == "error";
+  int errors = static_cast<int>(v.checks.size()) - v.Count("pass") - failures - skipped +
+               (not_judged ? 1 : 0);
+  const size_t tests = v.checks.size() + (not_judged ? 1 : 0);
+  std::string counts = " tests=\"" + std::to_string(tests) + "\" failures=\"" +
                        std::to_string(failures) + "\" errors=\"" + std::to_string(errors) + "\"";
   std::string time = " time=\"" + XmlSeconds(v.duration_s) + "\"";
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
@@ -147,6 +157,14 @@ std::string RenderReportJunit(const nlohmann::json& report) {
   }
   if (!v.host.hostname.empty()) out += " hostname=\"" + XmlAttr(v.host.hostname) + "\"";
   out += ">\n" + Properties(v);
+  if (not_judged) {
+    out +=
+        "    <testcase classname=\"trainlock.environment\" name=\"environment\" time=\"0\">\n"
+        "      <error message=\"" +
+        XmlAttr("not judged: " + (v.environment_error.empty() ? std::string("no reason given")
+                                                              : v.environment_error)) +
+        "\" type=\"error\"/>\n    </testcase>\n";
+  }
   for (const CheckView& c : v.checks) out += TestCase(c);
   out += "  </testsuite>\n</testsuites>\n";
   return out;

@@ -224,6 +224,12 @@ std::string ValidatorLine(const ReportView& v) {
          (v.build.empty() ? "?" : v.build);
 }
 
+// "torch 2.11.0+cu130 in /opt/venv/bin/python": the Python engine's interpreter.
+std::string EngineLine(const ReportView& v) {
+  return "torch " + (v.engine_torch.empty() ? std::string("?") : v.engine_torch) + " in " +
+         v.engine_python;
+}
+
 std::string ImageLine(const ReportView& v) {
   if (v.image_ref.empty() && v.image_digest.empty()) return "none";
   return v.image_ref + (v.image_digest.empty() ? "" : " (" + v.image_digest + ")");
@@ -245,6 +251,9 @@ std::string RenderReportText(const nlohmann::json& report, bool color) {
     out += "  " + w.Styled(label, kDim) + value + "\n";
   };
   fact("verdict", verdict);
+  if (!v.environment_error.empty()) {
+    fact("NOT JUDGED", w.Styled(TerminalLine(v.environment_error), kBold));
+  }
   if (!v.negative_control.empty()) {
     fact("NEGATIVE", w.Styled("control (" + TerminalLine(v.negative_control) +
                                   "): the resume was broken on purpose; never a pass",
@@ -255,6 +264,7 @@ std::string RenderReportText(const nlohmann::json& report, bool color) {
   fact("image", TerminalLine(ImageLine(v)));
   fact("devices", TerminalLine(DeviceSummary(v)));
   fact("validator", TerminalLine(ValidatorLine(v)));
+  if (!v.engine_python.empty()) fact("engine", TerminalLine(EngineLine(v)));
   if (std::string host = DescribeHost(v.host); !host.empty()) fact("host", TerminalLine(host));
   fact("started", TerminalLine(v.started_at.empty() ? "?" : v.started_at) + ", took " +
                       FormatSeconds(v.duration_s));
@@ -367,6 +377,8 @@ std::string RenderReportMarkdown(const nlohmann::json& report) {
   out += "| fact | value |\n|---|---|\n";
   out += "| verdict | " + std::string(StatusEmoji(v.verdict)) + "**" + MarkdownCell(v.verdict) +
          "** (" + CountsLine(v) + ") |\n";
+  if (!v.environment_error.empty())
+    out += "| **not judged** | " + MarkdownCell(v.environment_error) + " |\n";
   if (!v.negative_control.empty()) {
     out += "| **negative control** | " + MarkdownCell(v.negative_control) +
            ": the resume was broken on purpose; never a pass |\n";
@@ -376,6 +388,7 @@ std::string RenderReportMarkdown(const nlohmann::json& report) {
   out += "| image | " + MarkdownCell(ImageLine(v)) + " |\n";
   out += "| devices | " + MarkdownCell(DeviceSummary(v)) + " |\n";
   out += "| validator | " + MarkdownCell(ValidatorLine(v)) + " |\n";
+  if (!v.engine_python.empty()) out += "| engine | " + MarkdownCell(EngineLine(v)) + " |\n";
   if (std::string host = DescribeHost(v.host); !host.empty())
     out += "| host | " + MarkdownCell(host) + " |\n";
   out += "| started | " + MarkdownCell(v.started_at) + " |\n";

@@ -151,6 +151,9 @@ ReportView ViewOfReport(const nlohmann::json& report) {
   ReportView v;
   v.project = StringMember(report, "project");
   v.verdict = StringMember(report, "verdict");
+  v.environment_error = StringMember(report, "environment_error");
+  v.engine_python = StringMember(Member(report, "engine"), "python");
+  v.engine_torch = StringMember(Member(report, "engine"), "torch");
   v.lock_sha256 = StringMember(report, "lock_sha256");
   v.config_sha256 = StringMember(report, "config_sha256");
   v.manifest_sha256 = StringMember(report, "manifest_sha256");

@@ -56,7 +56,11 @@ struct RankView {
 
 struct ReportView {
   std::string project;
-  std::string verdict;
+  std::string verdict;            // "pass" | "fail" | "error" (not judged: environment_error)
+  std::string environment_error;  // why the node was not judged; "" when it was
+  // A Python engine's interpreter and its torch, as probed; "" for the native engine.
+  std::string engine_python;
+  std::string engine_torch;
   std::string lock_sha256;
   std::string config_sha256;       // "" when the report does not say
   std::string manifest_sha256;     // "" when the report does not say (inside an image)

@@ -45,7 +45,7 @@ NodeProbe HealthyH200Node() {
   return node;
 }
 
-const BuildInfo kCuda130{"cuda", "2.11.0", 13000, 0};
+const BuildInfo kCuda130{"cuda", "2.11.0", 13000, 0, "", ""};
 
 std::vector<CheckResult> CheckNode(const NodeProbe& node, const BuildInfo& build = kCuda130) {
   nlohmann::json devices = nlohmann::json::array();
@@ -103,10 +103,45 @@ TEST(NodeChecks, ARuntimeNewerThanTheDriverSupportsFails) {
 }
 
 TEST(NodeChecks, TorchOrCudaDifferentFromTheLockFailsVersions) {
-  CheckResult c = Find(CheckNode(HealthyH200Node(), {"cuda", "2.10.0", 12080, 0}), "env.versions");
+  CheckResult c =
+      Find(CheckNode(HealthyH200Node(), {"cuda", "2.10.0", 12080, 0, "", ""}), "env.versions");
   EXPECT_EQ(c.status, CheckStatus::kFail);
   EXPECT_NE(c.summary.find("torch 2.10.0 but the lock pins 2.11.0+cu130"), std::string::npos);
   EXPECT_NE(c.summary.find("CUDA runtime 12.8 but the lock pins 13.0"), std::string::npos);
+}
+
+// A Python engine trains with its interpreter's torch, which must be the lock's too.
+TEST(NodeChecks, AnEngineTorchOtherThanTheLocksFailsVersionsNamingBoth) {
+  CheckResult c = Find(CheckNode(HealthyH200Node(), {"cuda", "2.11.0", 13000, 0, "2.10.0+cu128",
+                                                     "/opt/venv/bin/python"}),
+                       "env.versions");
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_NE(c.summary.find("the engine's torch 2.10.0+cu128 (/opt/venv/bin/python) but the lock "
+                           "pins 2.11.0+cu130"),
+            std::string::npos)
+      << c.summary;
+  EXPECT_EQ(c.metrics["engine_torch"], "2.10.0+cu128");
+  EXPECT_EQ(c.metrics["engine_python"], "/opt/venv/bin/python");
+}
+
+TEST(NodeChecks, AnEngineTorchOfTheLocksReleasePassesVersions) {
+  CheckResult c = Find(CheckNode(HealthyH200Node(), {"cuda", "2.11.0", 13000, 0, "2.11.0+cu130",
+                                                     "/opt/venv/bin/python"}),
+                       "env.versions");
+  EXPECT_EQ(c.status, CheckStatus::kPass) << c.summary;
+}
+
+// --only: a check not selected is the skip "not selected (--only)", whatever the probe says.
+TEST(NodeChecks, AnUnselectedCheckIsNeverJudged) {
+  NodeProbe node = HealthyH200Node();
+  node.gpus[0].ecc_uncorrected_volatile = 3;  // env.health would fail
+  nlohmann::json devices = nlohmann::json::array();
+  auto checks = NodeChecks(PilotLock(), node, kCuda130, Catalog::Embedded(), DeviceRuns{}, &devices,
+                           {"env.versions"});
+  EXPECT_EQ(Find(checks, "env.health").status, CheckStatus::kSkip);
+  EXPECT_EQ(Find(checks, "env.health").summary, "not selected (--only)");
+  EXPECT_EQ(Find(checks, "env.arch").summary, "not selected (--only)");
+  EXPECT_EQ(Find(checks, "env.versions").status, CheckStatus::kPass);
 }
 
 TEST(NodeChecks, UncorrectableEccErrorsFailHealth) {

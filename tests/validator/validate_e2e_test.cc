@@ -213,6 +213,28 @@ TEST(ValidateProgress, JsonLinesCarryEveryCheckForMachines) {
   EXPECT_EQ(checks, static_cast<int>(kCheckIds.size())) << v.run.err;
 }
 
+// --only train.step trains process A alone: the checks of the other processes are never run,
+// and the step keeps what it measured.
+TEST(ValidateOnly, TheStepAloneRunsNoOtherProcessOfTheRoundTrip) {
+  testing::TempDir kept;  // the run's work directory stays under --work-dir
+  Validation v = Validate({"--only", "train.step", "--work-dir", kept.path().string()});
+  EXPECT_EQ(v.run.exit_code, 0) << v.run.out << v.run.err;
+  for (const auto& c : v.report["checks"]) {
+    if (c["id"] == "train.step") {
+      EXPECT_EQ(c["status"], "pass") << c.dump();
+    } else {
+      EXPECT_EQ(c["status"], "skip") << c.dump();
+    }
+    if (c["id"] == "train.roundtrip" || c["id"] == "env.arch") {
+      EXPECT_EQ(c["summary"], "not selected (--only)") << c.dump();
+    }
+  }
+  ASSERT_TRUE(v.report["work_dir"].is_string()) << v.report.dump(2);
+  const fs::path work = v.report["work_dir"].get<std::string>();
+  EXPECT_TRUE(fs::exists(work / "a-uninterrupted.stderr")) << "process A did not run";
+  EXPECT_FALSE(fs::exists(work / "b-preempted.stderr")) << "process B ran";
+}
+
 TEST(ValidateProgress, QuietWritesNoProgress) {
   Validation v = Validate({"--only", "env.versions", "-q"});
   EXPECT_EQ(v.run.exit_code, 0) << v.run.err;

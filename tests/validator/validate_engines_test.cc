@@ -254,10 +254,95 @@ TEST(ValidateEngineData, ATokenOutsideTheVocabularyThatNoWindowReadsFailsTheDdpS
       << step["summary"];
 }
 
-TEST(ValidateEngineRequests, AMissingPythonIsAnEnvironmentFailureBeforeAnyWork) {
+// An engine that cannot run here is an environment error (exit 3, verdict "error"), decided
+// before any work: no check is marked failed, and the report says which interpreter and module.
+void ExpectNotJudged(const EngineValidation& v, const std::string& line) {
+  EXPECT_EQ(v.run.exit_code, 3) << v.run.out << v.run.err;
+  EXPECT_EQ(v.report["verdict"], "error") << v.report.dump(2);
+  EXPECT_EQ(v.report["environment_error"], line);
+  EXPECT_NE(v.run.err.find(line), std::string::npos) << v.run.err;
+  for (const auto& c : v.report["checks"]) EXPECT_EQ(c["status"], "skip") << c.dump();
+  EXPECT_EQ(ReportSchemaViolations(v.report), std::vector<std::string>{});
+}
+
+// A stand-in interpreter in `dir`: a script that prints what the probe of `engine_probe.h`
+// would, for an interpreter holding what `answer` says.
+std::string StandInPython(const fs::path& dir, const std::string& answer) {
+  const fs::path script = dir / "python";
+  testing::WriteFile(script,
+                     "#!/bin/sh\ncat <<'EOF'\ntrainlock-engine-probe " + answer + "\nEOF\n");
+  fs::permissions(script, fs::perms::owner_all);
+  return script.string();
+}
+
+TEST(ValidateEngineEnvironment, AMissingPythonIsAnEnvironmentErrorBeforeAnyWork) {
   EngineValidation v = ValidateWithEngine("ddp", {"--python", "/nonexistent/python3"});
-  EXPECT_EQ(v.run.exit_code, 3) << v.run.err;
-  EXPECT_NE(v.run.err.find("no Python to run the engine"), std::string::npos) << v.run.err;
+  ExpectNotJudged(v, v.report.value("environment_error", "?"));
+  EXPECT_NE(v.report.value("environment_error", "")
+                .find("engine ddp: no Python to run the engine: tried /nonexistent/python3"),
+            std::string::npos)
+      << v.report.dump(2);
+}
+
+TEST(ValidateEngineEnvironment, AFrameworkTheInterpreterLacksIsAnErrorAndTheGateSaysNotJudged) {
+  testing::TempDir dir;
+  const std::string python =
+      StandInPython(dir.path(), R"({"versions": {"torch": "1.13.0"}, "missing": "transformers", )"
+                                R"("reason": "No module named 'transformers'", "cuda": false})");
+  EngineValidation v = ValidateWithEngine("hf-trainer", {"--python", python});
+  ExpectNotJudged(v, "engine hf-trainer: " + python +
+                         " cannot import transformers (No module named 'transformers'): install "
+                         "transformers in that interpreter or pass --python PATH");
+  EXPECT_EQ(v.report["engine"]["python"], python);
+  EXPECT_EQ(v.report["engine"]["torch"], "1.13.0");
+
+  const fs::path report = dir.path() / "report.json";
+  testing::WriteFile(report, v.report.dump(2));
+  auto gate = testing::RunTrainlock({"gate", report.string(), "--lock",
+                                     (testing::SourceDir() / "examples/tiny").string(),
+                                     "--allow-unsigned"});
+  EXPECT_EQ(gate.exit_code, 1) << gate.out << gate.err;
+  EXPECT_NE(gate.out.find("not-judged: the node was not judged"), std::string::npos)
+      << gate.out << gate.err;
+}
+
+// What the probe cannot see, the engine refuses when it starts (kind "unsupported"): the node
+// is not judged either, and train.step says why as an error, not a failure.
+TEST(ValidateEngineEnvironment, AnEngineThatRefusesTheEnvironmentWhenItStartsIsAnError) {
+  testing::TempDir dir;
+  const fs::path script = dir.path() / "python";
+  testing::WriteFile(
+      script,
+      "#!/bin/sh\n"
+      "if [ \"$1\" = -c ]; then\n"
+      "  echo 'trainlock-engine-probe {\"versions\": {\"torch\": \"1.13.0\"}, \"cuda\": false}'\n"
+      "  exit 0\n"
+      "fi\n"
+      "echo '{\"event\": \"hello\", \"protocol\": \"trainlock.engine/1\", \"engine\": "
+      "\"hf-trainer\", \"versions\": {\"torch\": \"1.13.0\"}}'\n"
+      "echo '{\"event\": \"error\", \"kind\": \"unsupported\", \"message\": \"the "
+      "TrainingArguments have no eval_strategy\"}'\n"
+      "exit 1\n");
+  fs::permissions(script, fs::perms::owner_all);
+  EngineValidation v = ValidateWithEngine("hf-trainer", {"--python", script.string()});
+  EXPECT_EQ(v.run.exit_code, 3) << v.run.out << v.run.err;
+  EXPECT_EQ(v.report["verdict"], "error") << v.report.dump(2);
+  const std::string line = "engine hf-trainer: " + script.string() +
+                           " cannot run it here (the TrainingArguments have no eval_strategy): "
+                           "install what it names in that interpreter or pass --python PATH";
+  EXPECT_EQ(v.report["environment_error"], line);
+  EXPECT_EQ(CheckOf(v.report, "train.step")["status"], "error");
+  for (const auto& c : v.report["checks"]) EXPECT_NE(c["status"], "fail") << c.dump();
+  EXPECT_EQ(ReportSchemaViolations(v.report), std::vector<std::string>{});
+}
+
+// The interpreter that ran is in the report, and env.versions compares its torch with the lock.
+TEST_F(ValidateDdpEngine, TheReportNamesTheEnginesInterpreterAndItsTorch) {
+  EXPECT_EQ(pass().report["engine"]["python"], kTorchPython);
+  EXPECT_FALSE(pass().report["engine"]["torch"].get<std::string>().empty());
+  const auto& versions = CheckOf(pass().report, "env.versions");
+  EXPECT_EQ(versions["metrics"]["engine_python"], kTorchPython);
+  EXPECT_EQ(versions["metrics"]["engine_torch"], pass().report["engine"]["torch"]);
 }
 
 TEST(ValidateEngineRequests, TheNativeEngineRefusesSeveralProcessesPerRun) {

@@ -2,7 +2,6 @@
 #include "coordinator/engine_requests.h"
 
 #include "base/diagnostic.h"
-#include "coordinator/engine_command.h"
 #include "coordinator/engine_support.h"
 #include "project/round_trip_engines.h"
 
@@ -87,7 +86,7 @@ void RefuseUnsupportedEngineRun(const Project& project, const ValidateOptions& o
   RefuseOptions(*engine, o, lock, diags);
   if (engine->python) RefuseFields(*engine, project, cpu, diags);
   if (!diags.empty()) throw InputError(std::move(diags));
-  if (engine->python) EnginePython(o.python);  // exit 3 when there is none
+  // Whether the interpreter can run the engine is engine_probe.h's, with a report (exit 3).
 }
 
 }  // namespace trainlock::validate

@@ -1,7 +1,7 @@
 // What the lock's engine (validate.engine) can be asked to do, decided before any work: a
 // config field or a validator option it cannot honour is refused (exit 2) naming the field or
-// option and the engines that can, and a Python engine without a Python to run it is exit 3.
-// The native engine's own limits are engine_support.h's.
+// option and the engines that can. Whether this environment can run a Python engine at all is
+// engine_probe.h's. The native engine's own limits are engine_support.h's.
 #pragma once
 
 #include "project/project.h"
@@ -9,7 +9,7 @@
 
 namespace trainlock::validate {
 
-// Throws InputError (exit 2) or Failure (exit 3) as above; `cpu` when training on the CPU.
+// Throws InputError (exit 2) as above; `cpu` when training on the CPU.
 void RefuseUnsupportedEngineRun(const Project& project, const ValidateOptions& options, bool cpu);
 
 }  // namespace trainlock::validate

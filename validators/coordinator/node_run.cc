@@ -69,16 +69,23 @@ std::string ShownDevice(const std::string& device) {
 }
 
 std::vector<CheckResult> EnvChecks(const Spec& lock, NodeProbe node, const DeviceRuns& runs,
-                                   nlohmann::json* devices) {
+                                   Report& report, const ValidateOptions& o) {
   if (BuiltTorchFlavour() == "cpu") {
     // Nothing to probe, but torch is still compared with the lock by the same env.versions.
     node.nvml_loaded = false;
     node.unavailable_reason =
         "CPU build of the validator: no GPU driver, runtime or device to probe";
   }
-  BuildInfo build{BuiltTorchFlavour(), BuiltTorchVersion(), BuiltCudaRuntimeVersion(),
-                  LoadedNcclVersion()};
-  return NodeChecks(lock, node, build, Catalog::Embedded(), runs, devices);
+  BuildInfo build;
+  build.flavour = BuiltTorchFlavour();
+  build.torch = BuiltTorchVersion();
+  build.cuda_runtime = BuiltCudaRuntimeVersion();
+  build.nccl = LoadedNcclVersion();
+  if (report.engine) {
+    build.engine_torch = report.engine->torch;
+    build.engine_python = report.engine->python;
+  }
+  return NodeChecks(lock, node, build, Catalog::Embedded(), runs, &report.devices, o.only);
 }
 
 }  // namespace
@@ -111,6 +118,7 @@ std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& pr
   r.reshard_to = o.reshard_to;
   r.kill_during_save = o.kill_during_save;
   r.python = o.python;
+  r.step_only = !Selected(o.only, {"train.roundtrip", "train.eval", "ckpt.portable"});
   progress.Begin("train.step, train.roundtrip on " + ShownDevice(device) +
                  ": train -> checkpoint -> SIGKILL -> restore -> resume");
   std::vector<CheckResult> checks = RunRoundtrip(r, project);
@@ -137,19 +145,25 @@ NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project, const No
   }
   measured();
   run.checkpoint_root = CheckpointRoot(o, project, work);
-  for (CheckResult& c : EnvChecks(lock, run.node, run.runs, &report.devices))
+  for (CheckResult& c : EnvChecks(lock, run.node, run.runs, report, o))
     report.checks.push_back(std::move(c));
   AnnounceChecks(progress, report);
   // The data checks read every pinned byte: they get the workers' time limit each.
   auto deadline = [&] {
     return std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout_s);
   };
-  report.checks.push_back(VerifyArtifact(project, lock.model, "model", deadline()));
-  report.checks.push_back(VerifyArtifact(project, lock.dataset, "dataset", deadline()));
+  report.checks.push_back(RunSelected(o.only, "data.model", [&] {
+    return VerifyArtifact(project, lock.model, "model", deadline());
+  }));
+  report.checks.push_back(RunSelected(o.only, "data.dataset", [&] {
+    return VerifyArtifact(project, lock.dataset, "dataset", deadline());
+  }));
   // BindImage has checked an image record against the project before any check ran.
-  std::error_code ec;
-  report.checks.push_back(CheckInstalledPackages(
-      lock, report.build, fs::exists(kImageRecordInImage, ec), kPythonInImage, o.timeout_s));
+  report.checks.push_back(RunSelected(o.only, "env.packages", [&] {
+    std::error_code ec;
+    return CheckInstalledPackages(lock, report.build, fs::exists(kImageRecordInImage, ec),
+                                  kPythonInImage, o.timeout_s);
+  }));
   AnnounceChecks(progress, report);
   if (lock.custom_ops.empty()) {
     report.checks.push_back(Skip("ops.custom", "the lock declares no custom ops"));
@@ -174,8 +188,10 @@ void RunTailChecks(const ValidateOptions& o, const Project& project, const NodeR
   const NodeProbe& node = run.node;
   const bool gpu_build = report.build != "cpu";
   if (gpu_build && node.nvml_loaded) {
-    for (CheckResult& c : PerfChecks(node, run.runs, Catalog::Embedded()))
-      report.checks.push_back(std::move(c));
+    for (CheckResult& c : PerfChecks(node, run.runs, Catalog::Embedded())) {
+      // Not measured when not selected (RunNodeChecks): never judged either.
+      report.checks.push_back(RunSelected(o.only, c.id, [&] { return std::move(c); }));
+    }
   } else {
     const std::string why =
         gpu_build ? node.unavailable_reason : "CPU build: no accelerator to measure";
@@ -184,11 +200,13 @@ void RunTailChecks(const ValidateOptions& o, const Project& project, const NodeR
   }
   AnnounceChecks(progress, report);
   if (!job_checks) return;
-  if (lock.ext_command && Selected(o.only, {"ext.command"})) {
-    progress.Begin("ext.command: the project's smoke command");
-    SmokeRun smoke = RunSmokeCommand(*lock.ext_command, fs::absolute(project.dir));
-    report.checks.push_back(SmokeCommandCheck(*lock.ext_command, smoke));
-    progress.End();
+  if (lock.ext_command) {
+    report.checks.push_back(RunSelected(o.only, "ext.command", [&] {
+      progress.Begin("ext.command: the project's smoke command");
+      SmokeRun smoke = RunSmokeCommand(*lock.ext_command, fs::absolute(project.dir));
+      progress.End();
+      return SmokeCommandCheck(*lock.ext_command, smoke);
+    }));
   } else {
     report.checks.push_back(Skip("ext.command", "the lock declares no smoke command"));
   }

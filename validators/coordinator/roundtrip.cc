@@ -87,6 +87,7 @@ class Coordinator {
 
   CheckResult StepCheck(const WorkerRun& a) const;
   CheckResult OutOfMemoryCheck(const WorkerRun& a) const;
+  std::vector<CheckResult> CannotRunChecks(const WorkerRun& a) const;
   CheckResult RoundtripCheck(const WorkerRun& a, const WorkerRun& b, const WorkerRun& c) const;
   CheckResult EvalCheck(const WorkerRun& b, const WorkerRun& c) const;
   CheckResult PortableCheck(const WorkerRun& b, const WorkerRun& d) const;
@@ -329,6 +330,19 @@ void DescribeEngine(const WorkerRun& a, const WorkerRun& b, const WorkerRun& c,
                           LastCommittedStep(b) >= 0 &&
                           b.result["save_started"].value("step", nlohmann::json()) !=
                               b.result["save"].value("step", nlohmann::json());
+}
+
+std::vector<CheckResult> Coordinator::CannotRunChecks(const WorkerRun& a) const {
+  TrainStepMetrics m;
+  m.cannot_run = "engine " + o_.engine + ": " + python_.string() + " cannot run it here (" +
+                 Failure(a) + "): install what it names in that interpreter or pass --python PATH";
+  std::vector<CheckResult> checks = {
+      {"train.step", CheckStatus::kError, 0, *m.cannot_run, "", ToJson(m)}};
+  for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"}) {
+    checks.push_back({id, CheckStatus::kSkip, 0, "not run: the engine cannot run here",
+                      "see train.step", nlohmann::json::object()});
+  }
+  return checks;
 }
 
 CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
@@ -762,6 +776,13 @@ std::vector<CheckResult> Coordinator::Run() {
             {"--steps", steps, "--measure-step", std::to_string(std::min<int64_t>(2, o_.steps)),
              "--final-state", (o_.work_dir / "a-final.safetensors").string()},
             Preempt::kNever, &a_s);
+  if (a.result.contains("error") && a.result["error"].value("kind", "") == "unsupported") {
+    // The engine refused what this environment gives it (engine_probe.h decides most of it
+    // before any work): the node is not judged, nothing is failed.
+    std::vector<CheckResult> checks = CannotRunChecks(a);
+    checks[0].duration_s = a_s;
+    return checks;
+  }
   if (a.result.contains("error") && a.result["error"].value("kind", "") == "out_of_memory") {
     // Nothing to resume: every later process would fail the same way.
     const std::string why = "the training step does not fit (see train.step); nothing to resume";
@@ -771,6 +792,16 @@ std::vector<CheckResult> Coordinator::Run() {
                         nlohmann::json::object()});
     }
     checks[0].duration_s = a_s;
+    return checks;
+  }
+  if (o_.step_only) {
+    std::vector<CheckResult> checks = {StepCheck(a)};
+    for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"})
+      checks.push_back(
+          {id, CheckStatus::kSkip, 0, "not selected (--only)", "", nlohmann::json::object()});
+    checks[0].duration_s = a_s;
+    ApplyThrottleFinding(
+        telemetry.Finish(ReadMetrics<TrainStepMetrics>(a.result).device.value_or("")), &checks[0]);
     return checks;
   }
   std::vector<std::string> b_args = {"--steps", steps, "--save-at", at};

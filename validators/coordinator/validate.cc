@@ -22,6 +22,7 @@
 #include "comm/rank_merge.h"
 #include "comm/rank_phase.h"
 #include "compat/lock_drift.h"
+#include "coordinator/engine_probe.h"
 #include "coordinator/engine_requests.h"
 #include "coordinator/image_binding.h"
 #include "coordinator/node_run.h"
@@ -29,7 +30,10 @@
 #include "coordinator/work_dirs.h"
 #include "image/in_image_paths.h"
 #include "probes/nvml_probe.h"
+#include "project/check_ids.h"
 #include "project/project.h"
+#include "project/round_trip_engines.h"
+#include "report/check_metrics.h"
 #include "report/report.h"
 #include "report/report_signing.h"
 #include "support/check_selection.h"
@@ -165,7 +169,12 @@ Distribution JoinRanks(const ValidateOptions& o, const std::optional<RankEnv>& r
   try {
     d.store = RankStore::Join(*rank, comm_options.device, comm_options.join_timeout);
     d.store->StartHeartbeat(kHeartbeatInterval);
-    d.comm = RunCommChecks(comm_options, *d.store);
+    if (Selected(o.only, {"comm.allreduce", "comm.ddp"})) {
+      d.comm = RunCommChecks(comm_options, *d.store);
+    } else {
+      d.comm = CommOutcome{{Skip("comm.allreduce", "not selected (--only)"),
+                            Skip("comm.ddp", "not selected (--only)")}};
+    }
   } catch (const RankStoreError& e) {
     d.comm = FailedCommChecks(comm_options, e.what());
   }
@@ -224,7 +233,7 @@ nlohmann::json WriteReports(const ValidateOptions& o, const Project& project,
                             Report& report) {
   report.project = project.effective().name;
   // The work directory stays with --keep-work, and always under --work-dir (CleanUp).
-  if (o.keep_work || !o.work_dir.empty()) report.work_dir = work.string();
+  if ((o.keep_work || !o.work_dir.empty()) && !work.empty()) report.work_dir = work.string();
   report.only = o.only;
   if (rank)
     report.rank = ReportRank{rank->rank, rank->world_size, rank->local_rank, rank->launcher};
@@ -284,6 +293,56 @@ int RanksToLaunch(const ValidateOptions& o, const std::optional<RankEnv>& rank) 
   return n > 1 ? n : 0;
 }
 
+// An engine that refused this environment while it ran (train.step's cannot_run): the node
+// was not judged. "" when none did.
+std::string EnvironmentErrorOf(const Report& report) {
+  for (const CheckResult& c : report.checks) {
+    if (c.id != "train.step" || c.status != CheckStatus::kError) continue;
+    if (Text why = ReadMetrics<TrainStepMetrics>(c.metrics).cannot_run) return *why;
+  }
+  return "";
+}
+
+// The lock's Python engine, probed before any work when the run trains or compares its torch
+// (env.versions); nullopt for the native engine or when neither is selected.
+std::optional<EngineProbe> ProbeLockEngine(const ValidateOptions& o, const Project& project,
+                                           bool cpu) {
+  const RoundTripEngine* engine = FindRoundTripEngine(project.lock->validate.engine);
+  if (!engine || !engine->python ||
+      !Selected(o.only,
+                {"train.step", "train.roundtrip", "train.eval", "ckpt.portable", "env.versions"}))
+    return std::nullopt;
+  return ProbeEngine(std::string(engine->name), o.python, !cpu, o.timeout_s);
+}
+
+// The engine cannot run here: the node is not judged. The report says why, with every check
+// not run (verdict "error"), and the run is an environment failure (exit 3), before any work.
+int ReportNotJudged(const ValidateOptions& o, const Project& project,
+                    const std::optional<RankEnv>& rank, const std::string& why,
+                    const std::string& sign_pem, std::chrono::steady_clock::time_point start,
+                    Report& report) {
+  report.environment_error = why;
+  for (std::string_view id : kCheckIds) {
+    report.checks.push_back(Skip(std::string(id),
+                                 "not run: this environment cannot run the validation "
+                                 "(environment_error)",
+                                 why));
+  }
+  report.duration_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const bool distributed = rank && rank->world_size > 1;
+  const nlohmann::json j =
+      WriteReports(o, project, rank, fs::path(),
+                   distributed ? nlohmann::json::array() : nlohmann::json(), sign_pem, report);
+  if (o.json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    PrintSummary(report, o, project.lock->lock_build_sha256, rank);
+  }
+  std::cerr << "trainlock-validate: error: " << why << "\n";
+  return kExitEnvironment;
+}
+
 }  // namespace
 
 int RunValidate(const ValidateOptions& o) {
@@ -303,6 +362,11 @@ int RunValidate(const ValidateOptions& o) {
       BindImage(kProjectInImage, project, RunningExecutable(), std::getenv("TRAINLOCK_IMAGE_REF"),
                 std::getenv("TRAINLOCK_IMAGE_DIGEST"));
   Report report = NewReport(o, project, drift, lead, image);
+  if (const std::optional<EngineProbe> engine = ProbeLockEngine(o, project, TrainsOnCpu(o, rank))) {
+    report.engine = ReportEngine{engine->engine, engine->python, engine->torch, engine->versions};
+    if (!engine->error.empty())
+      return ReportNotJudged(o, project, rank, engine->error, sign_pem, start, report);
+  }
   NodeProbe node;
   if (report.build != "cpu") node = ProbeNode();
 
@@ -312,6 +376,7 @@ int RunValidate(const ValidateOptions& o) {
       (storage.source == "work-dir" ? work / "checkpoints" : storage.path).string(),
       storage.source};
   const fs::path checkpoint_root = RunChecks(o, project, node, rank, work, d, progress, report);
+  report.environment_error = EnvironmentErrorOf(report);
   const nlohmann::json rank_entries = ExchangeAndMerge(o, rank, d, report);
   SortChecks(report);
   ApplyOnly(report, o.only);
@@ -325,7 +390,9 @@ int RunValidate(const ValidateOptions& o) {
     PrintSummary(report, o, project.lock->lock_build_sha256, rank);
   }
   CleanUp(o, work, checkpoint_root, report);
-  return report.Verdict() == "pass" ? kExitOk : kExitVerdict;
+  const std::string verdict = report.Verdict();
+  if (verdict == "error") return kExitEnvironment;
+  return verdict == "pass" ? kExitOk : kExitVerdict;
 }
 
 }  // namespace trainlock::validate

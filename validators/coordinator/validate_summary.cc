@@ -39,6 +39,15 @@ void PrintSummary(const Report& report, const ValidateOptions& o, const std::str
     std::cout << "NEGATIVE CONTROL (" << report.negative_control
               << "): this run breaks the resume on purpose; its verdict is never pass\n";
   }
+  if (report.engine) {
+    std::cout << "engine " << report.engine->name << ": torch "
+              << (report.engine->torch.empty() ? "?" : report.engine->torch) << " in "
+              << (report.engine->python.empty() ? "(no interpreter)" : report.engine->python)
+              << "\n";
+  }
+  if (!report.environment_error.empty()) {
+    std::cout << "NOT JUDGED: " << TerminalLine(report.environment_error) << "\n";
+  }
   for (const ReportDrift& d : report.drift)
     std::cout << "DRIFT (--allow-drift) " << d.id << ": " << d.message << "\n";
   int counts[4] = {};

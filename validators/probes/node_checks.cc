@@ -6,7 +6,9 @@
 #include <link.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <functional>
 
 #include "base/version.h"
 #include "probes/env_health.h"
@@ -89,6 +91,17 @@ CheckResult Versions(const Target* target, const BuildInfo& build) {
   if (!torch_want || !torch_have || !(*torch_want == *torch_have)) {
     problems.push_back("torch " + build.torch + " but the lock pins " + target->torch);
   }
+  if (!build.engine_python.empty()) {
+    // The engine trains with its interpreter's torch, not the validator's LibTorch.
+    m.engine_torch = build.engine_torch;
+    m.engine_python = build.engine_python;
+    auto engine_have = ParseVersion(TorchRelease(build.engine_torch));
+    if (!torch_want || !engine_have || !(*torch_want == *engine_have)) {
+      problems.push_back("the engine's torch " +
+                         (build.engine_torch.empty() ? "(unknown)" : build.engine_torch) + " (" +
+                         build.engine_python + ") but the lock pins " + target->torch);
+    }
+  }
   if (!target->cuda.empty() && build.cuda_runtime) {
     m.cuda_locked = target->cuda;
     auto want = ParseVersion(target->cuda);
@@ -114,6 +127,7 @@ CheckResult Versions(const Target* target, const BuildInfo& build) {
   }
   return Make("env.versions", CheckStatus::kPass,
               "torch " + build.torch +
+                  (build.engine_python.empty() ? "" : " (engine: " + build.engine_torch + ")") +
                   (build.cuda_runtime ? ", CUDA " + CudaVersionString(build.cuda_runtime) : "") +
                   (build.cuda_runtime ? " match" : " matches") + std::string(" the lock"),
               {}, ToJson(m));
@@ -243,6 +257,16 @@ std::vector<std::string> LoadedTorchCudaLibraries() {
   return libraries;
 }
 
+std::string TorchRelease(const std::string& version) {
+  size_t end = 0;
+  while (end < version.size() &&
+         (std::isdigit(static_cast<unsigned char>(version[end])) || version[end] == '.'))
+    ++end;
+  std::string release = version.substr(0, end);
+  while (!release.empty() && release.back() == '.') release.pop_back();
+  return release;
+}
+
 std::string CudaVersionString(int version) {
   if (version <= 0) return "";
   return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
@@ -250,17 +274,22 @@ std::string CudaVersionString(int version) {
 
 std::vector<CheckResult> NodeChecks(const Spec& lock, const NodeProbe& node, const BuildInfo& build,
                                     const Catalog& catalog, const DeviceRuns& runs,
-                                    nlohmann::json* devices) {
+                                    nlohmann::json* devices, const std::vector<std::string>& only) {
   auto it = lock.targets.find(build.flavour);
   const Target* target = it == lock.targets.end() ? nullptr : &it->second;
   std::vector<CheckResult> checks;
+  // --only: a check not selected is never judged (check_selection.h's rule).
+  auto add = [&](const char* id, const std::function<CheckResult()>& judge) {
+    const bool selected = only.empty() || std::find(only.begin(), only.end(), id) != only.end();
+    checks.push_back(selected ? judge() : Make(id, CheckStatus::kSkip, "not selected (--only)"));
+  };
+  auto unavailable = [&](const char* id) {
+    add(id, [&] { return Make(id, CheckStatus::kSkip, node.unavailable_reason); });
+  };
   if (!node.nvml_loaded) {
-    for (const char* id : {"env.driver", "env.runtime", "env.arch"}) {
-      checks.push_back(Make(id, CheckStatus::kSkip, node.unavailable_reason));
-    }
-    checks.push_back(Versions(target, build));
-    for (const char* id : {"env.health", "env.devices"})
-      checks.push_back(Make(id, CheckStatus::kSkip, node.unavailable_reason));
+    for (const char* id : {"env.driver", "env.runtime", "env.arch"}) unavailable(id);
+    add("env.versions", [&] { return Versions(target, build); });
+    for (const char* id : {"env.health", "env.devices"}) unavailable(id);
     return checks;
   }
   for (const GpuProbe& g : node.gpus) {
@@ -271,12 +300,12 @@ std::vector<CheckResult> NodeChecks(const Spec& lock, const NodeProbe& node, con
          {"memory_bytes", g.memory_total_bytes},
          {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)}});
   }
-  checks.push_back(Driver(target, node));
-  checks.push_back(Runtime(node, build, catalog));
-  checks.push_back(Arch(node, runs));
-  checks.push_back(Versions(target, build));
-  checks.push_back(HealthCheck(node));
-  checks.push_back(Devices(target, node, catalog));
+  add("env.driver", [&] { return Driver(target, node); });
+  add("env.runtime", [&] { return Runtime(node, build, catalog); });
+  add("env.arch", [&] { return Arch(node, runs); });
+  add("env.versions", [&] { return Versions(target, build); });
+  add("env.health", [&] { return HealthCheck(node); });
+  add("env.devices", [&] { return Devices(target, node, catalog); });
   return checks;
 }
 

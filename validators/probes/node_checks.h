@@ -20,6 +20,10 @@ struct BuildInfo {
   std::string torch;     // "2.11.0"
   int cuda_runtime = 0;  // 13000; 0 when not a CUDA build
   int nccl = 0;          // 22807 for 2.28.7; 0 when unknown
+  // A Python engine's torch (torch.__version__, engine_probe.h) and its interpreter; "" for
+  // the native engine, which is this binary's LibTorch.
+  std::string engine_torch;
+  std::string engine_python;
 };
 
 // What the node worker measured on every device (worker.h, role "node"), and the GPU code of
@@ -31,13 +35,19 @@ struct DeviceRuns {
 };
 
 // env.driver, env.runtime, env.arch, env.versions, env.health, env.devices, in that order;
-// `devices` receives the report's device list.
+// `devices` receives the report's device list. A check that `only` (--only) names none of is
+// never judged: it is the skip "not selected (--only)".
 std::vector<CheckResult> NodeChecks(const Spec& lock, const NodeProbe& node, const BuildInfo& build,
                                     const Catalog& catalog, const DeviceRuns& runs,
-                                    nlohmann::json* devices);
+                                    nlohmann::json* devices,
+                                    const std::vector<std::string>& only = {});
 
 // LibTorch's CUDA libraries loaded into this process (libtorch_cuda*.so), by path.
 std::vector<std::string> LoadedTorchCudaLibraries();
+
+// "2.11.0" for "2.11.0+cu130" or "1.13.0a0": the release numbers a lock pins, of a torch
+// version as torch.__version__ says it.
+std::string TorchRelease(const std::string& version);
 
 // "13.0" for 13000.
 std::string CudaVersionString(int version);

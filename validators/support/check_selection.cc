@@ -19,14 +19,17 @@ bool Selected(const std::vector<std::string>& only, std::initializer_list<std::s
   return false;
 }
 
+CheckResult RunSelected(const std::vector<std::string>& only, const std::string& id,
+                        const std::function<CheckResult()>& check) {
+  if (!Selected(only, {id})) return Skip(id, "not selected (--only)");
+  return check();
+}
+
 void ApplyOnly(Report& report, const std::vector<std::string>& only) {
   if (only.empty()) return;
   auto selected = [&](const std::string& id) {
     return std::find(only.begin(), only.end(), id) != only.end();
   };
-  for (CheckResult& c : report.checks) {
-    if (!selected(c.id) && c.status != CheckStatus::kSkip) c = Skip(c.id, "not selected (--only)");
-  }
   std::vector<std::string> required;
   for (const std::string& id : report.required) {
     if (selected(id)) required.push_back(id);
