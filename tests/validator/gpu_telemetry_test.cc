@@ -293,10 +293,12 @@ TEST(TelemetryWindow, ClocksEventReasonsAreNamedAndUnknownBitsKept) {
 
 std::vector<NvmlGpu> FourGpus() {
   std::vector<NvmlGpu> gpus;
-  for (unsigned i = 0; i < 4; ++i) NvmlGpu gpu;
-  gpu.index = i;
-  gpu.uuid = "GPU-" + std::to_string(i) + "aaaaaaa-0000";
-  gpus.push_back(gpu);
+  for (unsigned i = 0; i < 4; ++i) {
+    NvmlGpu gpu;
+    gpu.index = i;
+    gpu.uuid = "GPU-" + std::to_string(i) + "aaaaaaa-0000";
+    gpus.push_back(gpu);
+  }
   return gpus;
 }
 
