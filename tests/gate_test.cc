@@ -729,6 +729,41 @@ TEST_F(Gate, AStepPassBesideAThermalThrottleInTheRoundTripsTelemetryIsRefused) {
   EXPECT_FALSE(HasReason(Decide(), "evidence", "train.step"));  // idle clocks are no throttle
 }
 
+// The H200 pilot's round trip: at its 700 W limit (its default) for 13.2 s of 24.9 s, busy there
+// at 1920-1965 MHz, nothing else set (bench/results/2026-12-02-h200-engines).
+json H200PilotTelemetry() {
+  return {{"interval_s", 0.1},
+          {"window_s", 24.9},
+          {"devices",
+           {{{"index", 0},
+             {"name", "NVIDIA H200"},
+             {"samples", 249},
+             {"power_limit_w", 700.0},
+             {"default_power_limit_w", 700.0},
+             {"sustained_sm_clock_mhz", 1650.0},
+             {"utilization_pct", {{"mean", 100.0}}},
+             {"busy_at_power_cap_s", 13.2},
+             {"sm_clock_at_power_cap_mhz", {{"min", 1920.0}, {"mean", 1942.5}, {"max", 1965.0}}},
+             {"throttle_reasons_seen",
+              {{{"name", "sw_power_cap"}, {"samples", 132}, {"held_s", 13.2}}}},
+             {"throttled_s", 0.0}}}}};
+}
+
+TEST_F(Gate, AStepPassBesideAHealthyH200HeldAtItsDefaultPowerLimitIsNotRefused) {
+  (*Check(report_, "train.roundtrip"))["metrics"]["telemetry"] = H200PilotTelemetry();
+  const GateDecision d = Decide();
+  EXPECT_FALSE(HasReason(d, "evidence", "train.step")) << ::testing::PrintToString(d.reasons);
+}
+
+TEST_F(Gate, AStepPassBesideAPowerLimitLoweredBelowTheDefaultIsRefused) {
+  json telemetry = H200PilotTelemetry();
+  telemetry["devices"][0]["power_limit_w"] = 500.0;
+  (*Check(report_, "train.roundtrip"))["metrics"]["telemetry"] = telemetry;
+  EXPECT_TRUE(HasReason(Decide(), "evidence",
+                        "train.step: pass, but throttled during the round trip (GPU 0: power "
+                        "limit 500 W, below its default 700 W, reached for 13.2 s of 24.9 s)"));
+}
+
 TEST_F(Gate, ARankOwnReportIsRefusedNamingTheMergedReport) {
   report_["rank"] = {{"rank", 1}, {"world_size", 2}, {"local_rank", 1}, {"launcher", "torchrun"}};
   report_["partial"] = true;

@@ -229,8 +229,9 @@ std::string Command(const Json& metrics) {
   return "";
 }
 
-// train.step's time is the node's only when no GPU throttled while the round trip trained: a
-// step pass beside a throttle in train.roundtrip's telemetry contradicts it (gpu_throttle.h).
+// train.step's time is the node's only when nothing slowed a GPU down while the round trip
+// trained: a step pass beside a finding of the throttle rule in train.roundtrip's telemetry
+// contradicts it (gpu_throttle.h; a GPU at its default power limit is no such finding).
 std::string StepThrottled(const ReportView& report) {
   for (const CheckView& c : report.checks) {
     if (c.id != "train.roundtrip") continue;

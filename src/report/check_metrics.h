@@ -186,17 +186,25 @@ using Text = std::optional<std::string>;
   X(Rows<TelemetryDevice>, devices)
 
 // One GPU's samples, summarised as they came: watts, degrees Celsius, MHz, percent, seconds.
-#define TRAINLOCK_TELEMETRY_DEVICE(X)                                                       \
-  X(Integer, index) /* NVML's index, as nvidia-smi numbers it */                            \
-  X(Text, uuid)                                                                             \
-  X(Integer, samples)                                                                       \
-  X(Free, power_w) /* TelemetryRange: min, mean, max */                                     \
-  X(Number, power_limit_w)                                                                  \
-  X(Free, temperature_c)                          /* TelemetryRange: max */                 \
-  X(Free, sm_clock_mhz)                           /* TelemetryRange: min, max */            \
-  X(Free, utilization_pct)                        /* TelemetryRange: mean */                \
-  X(Rows<TelemetryReason>, throttle_reasons_seen) /* every clocks-event reason, idle too */ \
-  X(Number, throttled_s)           /* seconds a throttle reason (thermal, power) held */    \
+// The throttle rule (report/gpu_throttle.h) reads the limits, the clock at the power cap and the
+// reasons; not_judged says which of its tests these numbers cannot decide, and why.
+#define TRAINLOCK_TELEMETRY_DEVICE(X)                                                              \
+  X(Integer, index) /* NVML's index, as nvidia-smi numbers it */                                   \
+  X(Text, uuid)                                                                                    \
+  X(Text, name) /* NVML's device name, "NVIDIA H200" */                                            \
+  X(Integer, samples)                                                                              \
+  X(Free, power_w)                  /* TelemetryRange: min, mean, max */                           \
+  X(Number, power_limit_w)          /* the enforced limit (nvmlDeviceGetEnforcedPowerLimit) */     \
+  X(Number, default_power_limit_w)  /* nvmlDeviceGetPowerManagementDefaultLimit */                 \
+  X(Number, sustained_sm_clock_mhz) /* the catalog's, for this model; absent: unknown */           \
+  X(Free, temperature_c)            /* TelemetryRange: max */                                      \
+  X(Free, sm_clock_mhz)             /* TelemetryRange: min, max */                                 \
+  X(Free, utilization_pct)          /* TelemetryRange: mean */                                     \
+  X(Number, busy_at_power_cap_s)    /* seconds busy (kBusyUtilizationPct) with sw_power_cap set */ \
+  X(Free, sm_clock_at_power_cap_mhz) /* TelemetryRange: min, mean, max of those samples */         \
+  X(Rows<TelemetryReason>, throttle_reasons_seen) /* every clocks-event reason, idle too */        \
+  X(Number, throttled_s) /* seconds a slowdown reason (hardware, thermal, brake) held */           \
+  X(Text, not_judged)    /* the throttle rule's tests this GPU's data cannot decide, and why */    \
   X(Rows<TelemetrySample>, series) /* capped, evenly thinned (gpu_telemetry.h) */
 
 #define TRAINLOCK_TELEMETRY_RANGE(X) \

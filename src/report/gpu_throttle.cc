@@ -1,36 +1,41 @@
 // The throttle rule; see gpu_throttle.h.
 #include "report/gpu_throttle.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+
+#include "base/strings.h"
 
 namespace trainlock {
 namespace {
 
-struct ReasonBit {
+// What a slowdown reason calls for; each has its own remedy.
+enum class ThrottleCause { kNone, kCooling, kHardware };
+
+struct ThrottleReasonBit {
   uint64_t bit;
   const char* name;
-  bool thermal;  // which remedy it calls for
-  bool always;   // a throttle whenever seen; sw_power_cap only past kPowerCapShare
+  ThrottleCause cause;  // kNone: not a slowdown (clock policy, or the power cap)
 };
 
 // nvml.h: GpuIdle 0x1, ApplicationsClocksSetting 0x2, SwPowerCap 0x4, HwSlowdown 0x8,
 // SyncBoost 0x10, SwThermalSlowdown 0x20, HwThermalSlowdown 0x40, HwPowerBrakeSlowdown 0x80,
 // DisplayClockSetting 0x100.
-constexpr ReasonBit kReasonBits[] = {
-    {0x1, "gpu_idle", false, false},
-    {0x2, "applications_clocks_setting", false, false},
-    {0x4, "sw_power_cap", false, false},
-    {0x8, "hw_slowdown", false, true},
-    {0x10, "sync_boost", false, false},
-    {0x20, "sw_thermal_slowdown", true, true},
-    {0x40, "hw_thermal_slowdown", true, true},
-    {0x80, "hw_power_brake", false, true},
-    {0x100, "display_clock_setting", false, false},
+constexpr ThrottleReasonBit kThrottleReasonBits[] = {
+    {0x1, "gpu_idle", ThrottleCause::kNone},
+    {0x2, "applications_clocks_setting", ThrottleCause::kNone},
+    {0x4, "sw_power_cap", ThrottleCause::kNone},
+    {0x8, "hw_slowdown", ThrottleCause::kHardware},
+    {0x10, "sync_boost", ThrottleCause::kNone},
+    {0x20, "sw_thermal_slowdown", ThrottleCause::kCooling},
+    {0x40, "hw_thermal_slowdown", ThrottleCause::kCooling},
+    {0x80, "hw_power_brake", ThrottleCause::kHardware},
+    {0x100, "display_clock_setting", ThrottleCause::kNone},
 };
 
-const ReasonBit* FindReasonBit(const std::string& name) {
-  for (const ReasonBit& r : kReasonBits) {
+const ThrottleReasonBit* FindThrottleReasonBit(const std::string& name) {
+  for (const ThrottleReasonBit& r : kThrottleReasonBits) {
     if (name == r.name) return &r;
   }
   return nullptr;
@@ -45,12 +50,102 @@ std::string ThrottleSeconds(double s) {
   return out;
 }
 
+std::string ThrottleWhole(double v) {
+  return std::to_string(std::lround(v));
+}
+
+std::string ThrottleGpu(const TelemetryDevice& d) {
+  return "GPU " + std::to_string(d.index.value_or(-1));
+}
+
+// The seconds sw_power_cap held on `d`; nullopt when it was never seen.
+std::optional<double> PowerCapHeld(const TelemetryDevice& d) {
+  for (const TelemetryReason& seen :
+       d.throttle_reasons_seen.value_or(std::vector<TelemetryReason>{}))
+    if (seen.name == "sw_power_cap" && seen.samples.value_or(0) > 0) return seen.held_s.value_or(0);
+  return std::nullopt;
+}
+
+// Whether `d`'s enforced power limit is below its default one (a watt of slack for rounding).
+bool PowerLimitLowered(const TelemetryDevice& d) {
+  return d.power_limit_w && d.default_power_limit_w &&
+         *d.power_limit_w + 1 < *d.default_power_limit_w;
+}
+
+// The mean SM clock of `d`'s busy samples at the power cap, when they are enough to judge and
+// under what its model sustains there; nullopt otherwise.
+std::optional<double> ClockBelowSustained(const TelemetryDevice& d) {
+  const double sustained = d.sustained_sm_clock_mhz.value_or(0);
+  if (sustained <= 0 || d.busy_at_power_cap_s.value_or(0) < kClockJudgedMinS) return std::nullopt;
+  const auto clock =
+      ReadMetrics<TelemetryRange>(d.sm_clock_at_power_cap_mhz.value_or(nlohmann::json::object()));
+  if (!clock.mean || *clock.mean >= sustained) return std::nullopt;
+  return *clock.mean;
+}
+
+const char* CauseRemedy(ThrottleCause cause) {
+  if (cause == ThrottleCause::kCooling) {
+    return "the GPU slowed itself down to cool: check the node's cooling (fans, airflow, inlet "
+           "temperature; `nvidia-smi -q -d TEMPERATURE,PERFORMANCE`)";
+  }
+  return "the GPU's hardware held its clocks down (hw_slowdown, hw_power_brake: a power supply "
+         "failing or missing, the system's power brake, the board's own protection): check the "
+         "node's power supplies and the BMC's event log (`nvidia-smi -q -d PERFORMANCE` names "
+         "the reason)";
+}
+
+std::string PowerLimitRemedy(const TelemetryDevice& d) {
+  const std::string i = std::to_string(d.index.value_or(0));
+  return "GPU " + i + "'s power limit is below its default: restore it (`nvidia-smi -i " + i +
+         " -pl " + ThrottleWhole(d.default_power_limit_w.value_or(0)) +
+         "`, as root) and find what lowered it (a power policy of the cluster's scheduler, DCGM "
+         "or the BMC)";
+}
+
+constexpr const char* kClockRemedy =
+    "the GPU holds lower clocks at its default power limit than a healthy one of its model: "
+    "check its temperature and cooling (`nvidia-smi -q -d TEMPERATURE,CLOCK,POWER`), compare "
+    "with a healthy GPU of its model and run NVIDIA's diagnostics (`dcgmi diag -r 3`)";
+
+void AddRemedy(std::vector<std::string>* remedies, const std::string& remedy) {
+  if (std::find(remedies->begin(), remedies->end(), remedy) == remedies->end())
+    remedies->push_back(remedy);
+}
+
+// What slowed `d` down ("hw_slowdown for 2 s", ...), each cause's remedy added to `remedies`.
+std::vector<std::string> ThrottleCauses(const TelemetryDevice& d,
+                                        std::vector<std::string>* remedies) {
+  std::vector<std::string> causes;
+  for (const TelemetryReason& seen :
+       d.throttle_reasons_seen.value_or(std::vector<TelemetryReason>{})) {
+    const ThrottleReasonBit* r = FindThrottleReasonBit(seen.name.value_or(""));
+    if (!r || r->cause == ThrottleCause::kNone || seen.samples.value_or(0) <= 0) continue;
+    causes.push_back(std::string(r->name) + " for " + ThrottleSeconds(seen.held_s.value_or(0)) +
+                     " s");
+    AddRemedy(remedies, CauseRemedy(r->cause));
+  }
+  const std::optional<double> capped = PowerCapHeld(d);
+  if (PowerLimitLowered(d) && capped) {
+    causes.push_back("power limit " + ThrottleWhole(*d.power_limit_w) + " W, below its default " +
+                     ThrottleWhole(*d.default_power_limit_w) + " W, reached for " +
+                     ThrottleSeconds(*capped) + " s");
+    AddRemedy(remedies, PowerLimitRemedy(d));
+  } else if (const std::optional<double> clock = ClockBelowSustained(d)) {
+    causes.push_back(
+        "SM clock " + ThrottleWhole(*clock) + " MHz at its default power limit, under " + "the " +
+        ThrottleWhole(*d.sustained_sm_clock_mhz) + " MHz its model sustains there, for " +
+        ThrottleSeconds(d.busy_at_power_cap_s.value_or(0)) + " s busy");
+    AddRemedy(remedies, kClockRemedy);
+  }
+  return causes;
+}
+
 }  // namespace
 
 std::vector<std::string> ClocksEventReasonNames(uint64_t bits) {
   std::vector<std::string> names;
   uint64_t known = 0;
-  for (const ReasonBit& r : kReasonBits) {
+  for (const ThrottleReasonBit& r : kThrottleReasonBits) {
     known |= r.bit;
     if (bits & r.bit) names.push_back(r.name);
   }
@@ -62,49 +157,67 @@ std::vector<std::string> ClocksEventReasonNames(uint64_t bits) {
   return names;
 }
 
-bool IsThrottleReason(const std::string& name) {
-  const ReasonBit* r = FindReasonBit(name);
-  return r && (r->always || name == "sw_power_cap");
+bool IsSlowdownReason(const std::string& name) {
+  const ThrottleReasonBit* r = FindThrottleReasonBit(name);
+  return r && r->cause != ThrottleCause::kNone;
 }
 
 std::optional<ThrottleFinding> FindThrottle(const TelemetryMetrics& t) {
   const double window = t.window_s.value_or(0.0);
   if (!t.devices || window <= 0) return std::nullopt;
-  std::string found;
-  bool thermal = false, power = false;
+  std::vector<std::string> found, remedies;
   for (const TelemetryDevice& d : *t.devices) {
-    if (!d.throttle_reasons_seen) continue;
-    std::string reasons;
-    for (const TelemetryReason& seen : *d.throttle_reasons_seen) {
-      const ReasonBit* r = FindReasonBit(seen.name.value_or(""));
-      const double held = seen.held_s.value_or(0.0);
-      if (!r || seen.samples.value_or(0) <= 0) continue;
-      if (!r->always && !(r->bit == 0x4 && held >= kPowerCapShare * window)) continue;
-      (r->thermal ? thermal : power) = true;
-      reasons += (reasons.empty() ? "" : ", ") + std::string(r->name) + " for " +
-                 ThrottleSeconds(held) + " s";
-    }
-    if (reasons.empty()) continue;
-    found += (found.empty() ? "" : "; ") + std::string("GPU ") +
-             std::to_string(d.index.value_or(-1)) + ": " + reasons;
+    const std::vector<std::string> causes = ThrottleCauses(d, &remedies);
+    if (!causes.empty()) found.push_back(ThrottleGpu(d) + ": " + JoinStrings(causes, ", "));
   }
   if (found.empty()) return std::nullopt;
   ThrottleFinding f;
-  f.summary = "throttled during the round trip (" + found + " of " + ThrottleSeconds(window) +
-              " s): the step time measured is not the node's";
-  if (thermal) {
-    f.remedy =
-        "the GPU slowed itself down to cool: check the node's cooling (fans, airflow, inlet "
-        "temperature; `nvidia-smi -q -d TEMPERATURE,PERFORMANCE`)";
-  }
-  if (power) {
-    f.remedy += std::string(f.remedy.empty() ? "" : "; ") +
-                "the GPU was held below its clocks by power: compare its power limit with the "
-                "default (`nvidia-smi -q -d POWER`) and check the power supplies and the "
-                "power-brake signal";
-  }
-  f.remedy += "; then validate again: a healthy node's step time is what the run will see";
+  f.summary = "throttled during the round trip (" + JoinStrings(found, "; ") + " of " +
+              ThrottleSeconds(window) + " s): the step time measured is not the node's";
+  f.remedy = JoinStrings(remedies, "; ") +
+             "; then validate again: a healthy node's step time is what the run will see";
   return f;
+}
+
+std::string ThrottleNotes(const TelemetryMetrics& t) {
+  if (!t.devices || t.devices->empty())
+    return t.unavailable ? "GPU throttling not judged (" + *t.unavailable + ")" : "";
+  const std::string window = ThrottleSeconds(t.window_s.value_or(0.0));
+  std::vector<std::string> notes;
+  for (const TelemetryDevice& d : *t.devices) {
+    const std::optional<double> capped = PowerCapHeld(d);
+    if (capped && !PowerLimitLowered(d)) {
+      const std::string limit = d.power_limit_w ? ThrottleWhole(*d.power_limit_w) + " W " : "";
+      notes.push_back(ThrottleGpu(d) + " at its " + limit + "power limit for " +
+                      ThrottleSeconds(*capped) + " s of " + window + " s (normal under load)");
+    }
+    if (!capped && PowerLimitLowered(d)) {
+      notes.push_back(ThrottleGpu(d) + "'s power limit " + ThrottleWhole(*d.power_limit_w) +
+                      " W is below its default " + ThrottleWhole(*d.default_power_limit_w) +
+                      " W (never reached)");
+    }
+    if (const std::string why = NotJudged(d); !why.empty())
+      notes.push_back(ThrottleGpu(d) + " " + why);
+  }
+  return JoinStrings(notes, "; ");
+}
+
+std::string NotJudged(const TelemetryDevice& d) {
+  std::vector<std::string> out;
+  if (!d.power_limit_w || !d.default_power_limit_w) {
+    out.push_back(std::string("power limit not judged (NVML gave no ") +
+                  (d.power_limit_w ? "default" : "enforced") + " power limit)");
+  }
+  if (d.sustained_sm_clock_mhz.value_or(0) <= 0) {
+    out.push_back("clocks not judged (" +
+                  (d.name && !d.name->empty()
+                       ? "no sustained SM clock for '" + *d.name + "' in the GPU catalog"
+                       : std::string("NVML gave no GPU name to look up in the GPU catalog")) +
+                  ")");
+  } else if (!d.utilization_pct) {
+    out.push_back("clocks not judged (NVML gave no utilization to tell busy samples by)");
+  }
+  return JoinStrings(out, ", ");
 }
 
 }  // namespace trainlock

@@ -24,11 +24,10 @@ TelemetryRange GpuTelemetry::Range::Of(bool with_min, bool with_mean, bool with_
   return r;
 }
 
-GpuTelemetry::GpuTelemetry(unsigned index, std::string uuid, std::optional<unsigned> power_limit_mw,
+GpuTelemetry::GpuTelemetry(const NvmlGpu& gpu, std::optional<double> sustained_sm_clock_mhz,
                            size_t series_cap)
-    : index_(index),
-      uuid_(std::move(uuid)),
-      power_limit_mw_(power_limit_mw),
+    : gpu_(gpu),
+      sustained_sm_clock_mhz_(sustained_sm_clock_mhz),
       series_cap_((std::max<size_t>(series_cap, 2) + 1) / 2 * 2) {}  // even: see Add
 
 void GpuTelemetry::Add(double t_s, const GpuReading& r) {
@@ -54,9 +53,15 @@ void GpuTelemetry::Add(double t_s, const GpuReading& r) {
       if (it == reasons_.end()) it = reasons_.insert(reasons_.end(), {name, Held{}});
       it->second.samples += 1;
       it->second.seconds += held;
-      throttled = throttled || IsThrottleReason(name);
+      throttled = throttled || IsSlowdownReason(name);
     }
     if (throttled) throttled_s_ += held;
+    // Busy at the power cap: the clock the GPU holds there is what its model is judged on.
+    const bool capped = (*r.clocks_event_reasons & 0x4) != 0;  // nvml.h: SwPowerCap
+    if (capped && r.sm_clock_mhz && r.utilization_pct.value_or(0) >= kBusyUtilizationPct) {
+      busy_at_power_cap_s_ += held;
+      sm_clock_at_power_cap_mhz_.Add(*r.sm_clock_mhz);
+    }
   }
   // The series keeps every stride-th sample; when full it drops every other one and doubles the
   // stride, so it always spans the whole window evenly.
@@ -72,20 +77,34 @@ void GpuTelemetry::Add(double t_s, const GpuReading& r) {
 
 TelemetryDevice GpuTelemetry::Summary() const {
   TelemetryDevice d;
-  d.index = index_;
-  if (!uuid_.empty()) d.uuid = uuid_;
+  d.index = gpu_.index;
+  if (!gpu_.uuid.empty()) d.uuid = gpu_.uuid;
+  if (!gpu_.name.empty()) d.name = gpu_.name;
   d.samples = samples_;
   if (power_w_.n) d.power_w = ToJson(power_w_.Of(true, true, true));
-  if (power_limit_mw_) d.power_limit_w = *power_limit_mw_ / 1000.0;
+  if (gpu_.power_limit_mw) d.power_limit_w = *gpu_.power_limit_mw / 1000.0;
+  if (gpu_.default_power_limit_mw) d.default_power_limit_w = *gpu_.default_power_limit_mw / 1000.0;
+  d.sustained_sm_clock_mhz = sustained_sm_clock_mhz_;
   if (temperature_c_.n) d.temperature_c = ToJson(temperature_c_.Of(false, false, true));
   if (sm_clock_mhz_.n) d.sm_clock_mhz = ToJson(sm_clock_mhz_.Of(true, false, true));
   if (utilization_pct_.n) d.utilization_pct = ToJson(utilization_pct_.Of(false, true, false));
+  d.busy_at_power_cap_s = busy_at_power_cap_s_;
+  if (sm_clock_at_power_cap_mhz_.n)
+    d.sm_clock_at_power_cap_mhz = ToJson(sm_clock_at_power_cap_mhz_.Of(true, true, true));
   std::vector<TelemetryReason> reasons;
   for (const auto& [name, held] : reasons_) reasons.push_back({name, held.samples, held.seconds});
   d.throttle_reasons_seen = reasons;
   d.throttled_s = throttled_s_;
+  if (std::string why = NotJudged(d); !why.empty()) d.not_judged = why;
   d.series = series_;
   return d;
+}
+
+std::optional<double> SustainedSmClockOf(const Catalog& catalog, const std::string& nvml_name) {
+  const GpuModel* model = catalog.FindGpu(nvml_name);
+  if (!model && nvml_name.rfind("NVIDIA ", 0) == 0) model = catalog.FindGpu(nvml_name.substr(7));
+  if (!model || model->sustained_sm_clock_mhz <= 0) return std::nullopt;
+  return model->sustained_sm_clock_mhz;
 }
 
 TelemetryMetrics TelemetryOf(const std::vector<GpuTelemetry>& gpus, double interval_s) {
@@ -145,7 +164,10 @@ std::optional<size_t> NvmlGpuForCudaOrdinal(const std::vector<NvmlGpu>& gpus, in
 void ApplyThrottleFinding(const TelemetryMetrics& t, CheckResult* step) {
   if (step->status != CheckStatus::kPass) return;
   const std::optional<ThrottleFinding> f = FindThrottle(t);
-  if (!f) return;
+  if (!f) {
+    if (const std::string notes = ThrottleNotes(t); !notes.empty()) step->summary += "; " + notes;
+    return;
+  }
   step->status = CheckStatus::kFail;
   step->summary = f->summary + "; measured " + step->summary;
   step->remedy = f->remedy;
@@ -187,7 +209,7 @@ TelemetryWindow::TelemetryWindow(const std::string& device, std::chrono::millise
     return;
   }
   gpu_ = nvml_->gpus()[*i];
-  telemetry_.emplace_back(gpu_->index, gpu_->uuid, gpu_->power_limit_mw);
+  telemetry_.emplace_back(*gpu_, SustainedSmClockOf(Catalog::Embedded(), gpu_->name));
   thread_ = std::thread([this] { Loop(); });
 }
 

@@ -2,9 +2,10 @@
 // power, temperature, SM clock, utilization and clocks-event (throttle) reasons, sampled on a
 // thread of their own every interval for the GPU the training processes use. The samples are
 // summarised as they come (min, mean, max and a capped series), so memory stays bounded however
-// long the window. train.roundtrip carries the summary as metrics.telemetry; a thermal or power
-// throttle in it fails train.step (report/gpu_throttle.h decides), since a step timed on a
-// throttled GPU is not the node's speed.
+// long the window. train.roundtrip carries the summary as metrics.telemetry; a slowdown in it
+// (hardware, thermal, a lowered power limit, clocks under the model's at its limit) fails
+// train.step (report/gpu_throttle.h decides), since a step timed on a slowed-down GPU is not the
+// node's speed; the power cap alone is said in train.step's summary.
 #pragma once
 
 #include <chrono>
@@ -16,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "compat/catalog.h"
 #include "probes/nvml_probe.h"
 #include "report/check_metrics.h"
 #include "report/report.h"
@@ -29,7 +31,9 @@ inline constexpr size_t kTelemetrySeriesCap = 128;
 // before it (the first for the time since the window opened), so seconds add up to the window.
 class GpuTelemetry {
  public:
-  GpuTelemetry(unsigned index, std::string uuid, std::optional<unsigned> power_limit_mw,
+  // `gpu`'s index, uuid, name and power limits; `sustained_sm_clock_mhz`: the catalog's for its
+  // model (SustainedSmClockOf), nullopt when unknown.
+  GpuTelemetry(const NvmlGpu& gpu, std::optional<double> sustained_sm_clock_mhz,
                size_t series_cap = kTelemetrySeriesCap);
   // A sample taken `t_s` seconds after the window opened (t_s never decreases).
   void Add(double t_s, const GpuReading& reading);
@@ -48,17 +52,21 @@ class GpuTelemetry {
     int64_t samples = 0;
     double seconds = 0;
   };
-  unsigned index_;
-  std::string uuid_;
-  std::optional<unsigned> power_limit_mw_;
+  NvmlGpu gpu_;  // its handle unused
+  std::optional<double> sustained_sm_clock_mhz_;
   size_t series_cap_;
   int64_t samples_ = 0;
-  double last_t_s_ = 0, throttled_s_ = 0;
-  Range power_w_, temperature_c_, sm_clock_mhz_, utilization_pct_;
+  double last_t_s_ = 0, throttled_s_ = 0, busy_at_power_cap_s_ = 0;
+  Range power_w_, temperature_c_, sm_clock_mhz_, utilization_pct_, sm_clock_at_power_cap_mhz_;
   std::vector<std::pair<std::string, Held>> reasons_;  // in the order first seen
   std::vector<TelemetrySample> series_;
   int64_t stride_ = 1;  // every stride-th sample goes into the series
 };
+
+// The SM clock `catalog` says a GPU NVML names `nvml_name` ("NVIDIA H200", "NVIDIA H100 80GB
+// HBM3": the name, or the name without "NVIDIA ") sustains at its default power limit; nullopt
+// when the catalog does not know the GPU or has no such figure for it.
+std::optional<double> SustainedSmClockOf(const Catalog& catalog, const std::string& nvml_name);
 
 // The telemetry of `gpus`, sampled every `interval_s`: the window is up to the last sample; with
 // no sample at all it is `unavailable`, saying so.
@@ -71,8 +79,9 @@ TelemetryMetrics TelemetryOf(const std::vector<GpuTelemetry>& gpus, double inter
 std::optional<size_t> NvmlGpuForCudaOrdinal(const std::vector<NvmlGpu>& gpus, int ordinal,
                                             const char* visible, std::string* why);
 
-// Fails a passing train.step with the throttle finding `t` supports; any other step, or no
-// finding, is left as it is.
+// Fails a passing train.step with the throttle finding `t` supports; a step that still passes
+// gets what the rule recorded without failing on it (the power cap held, tests not judged, why
+// nothing was sampled: ThrottleNotes) after its summary. A step that failed is left as it is.
 void ApplyThrottleFinding(const TelemetryMetrics& t, CheckResult* step);
 
 // Samples the GPU that `device` (the validator's --device: "auto", "cuda", "cuda:N", "cpu")

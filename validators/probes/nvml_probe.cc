@@ -221,6 +221,9 @@ NvmlSession::NvmlSession() : nvml_(std::make_unique<Nvml>()) {
     if (nvml_->Call("nvmlDeviceGetUUID", d, text, 128u)) gpu.uuid = text;
     unsigned limit = 0;
     if (nvml_->Call("nvmlDeviceGetEnforcedPowerLimit", d, &limit)) gpu.power_limit_mw = limit;
+    if (nvml_->Call("nvmlDeviceGetPowerManagementDefaultLimit", d, &limit))
+      gpu.default_power_limit_mw = limit;
+    if (nvml_->Call("nvmlDeviceGetName", d, text, 128u)) gpu.name = text;
     gpus_.push_back(gpu);
   }
 }

@@ -60,8 +60,10 @@ struct GpuReading {
 struct NvmlGpu {
   unsigned index = 0;
   std::string uuid;
-  void* handle = nullptr;  // nvmlDevice_t, valid while its session lives
-  std::optional<unsigned> power_limit_mw;
+  void* handle = nullptr;                          // nvmlDevice_t, valid while its session lives
+  std::optional<unsigned> power_limit_mw;          // enforced (nvmlDeviceGetEnforcedPowerLimit)
+  std::optional<unsigned> default_power_limit_mw;  // nvmlDeviceGetPowerManagementDefaultLimit
+  std::string name;                                // "NVIDIA H200"
 };
 
 namespace nvml_dl {
