@@ -72,7 +72,7 @@ IsolatedRun ValidateFrom(const fs::path& dir, const fs::path& cwd, const std::st
   return r;
 }
 
-const nlohmann::json& CheckIn(const nlohmann::json& report, const std::string& id) {
+const nlohmann::json& IsolatedCheck(const nlohmann::json& report, const std::string& id) {
   for (const auto& c : report["checks"])
     if (c["id"] == id) return c;
   static const nlohmann::json kNone = nlohmann::json::object();
@@ -154,8 +154,8 @@ TEST(EngineIsolation, NoPlantedHookIsImportedAndTheDdpEnginePassesFromThePinnedC
   const Plants p = PlantHooks(dir.path());
   const IsolatedRun r = ValidateFrom(dir.path(), p.cwd, p.python.string(), p.env);
   ASSERT_EQ(r.run.exit_code, 0) << r.run.out << r.run.err;
-  EXPECT_EQ(CheckIn(r.report, "train.roundtrip")["status"], "pass");
-  EXPECT_EQ(CheckIn(r.report, "train.roundtrip")["metrics"]["engine"], "ddp");
+  EXPECT_EQ(IsolatedCheck(r.report, "train.roundtrip")["status"], "pass");
+  EXPECT_EQ(IsolatedCheck(r.report, "train.roundtrip")["metrics"]["engine"], "ddp");
   for (const char* hook : kHooks) EXPECT_FALSE(Fired(p, hook)) << hook << " was imported";
 }
 
@@ -186,7 +186,7 @@ fs::path StandIn(const fs::path& dir, const std::string& body) {
   return script;
 }
 
-std::string Say(const std::string& line) {
+std::string SayLine(const std::string& line) {
   return "printf '%s\\n' '" + line + "'";
 }
 
@@ -194,21 +194,21 @@ const char* const kGoodHello =
     R"({"event":"hello","protocol":"trainlock.engine/1","engine":"ddp","role":"train",)"
     R"("world_size":1,"device":"cpu","versions":{"torch":"1.13.0"}})";
 
-IsolatedRun Hostile(const std::string& body, const std::vector<std::string>& extra = {}) {
+IsolatedRun HostileRun(const std::string& body, const std::vector<std::string>& extra = {}) {
   testing::TempDir dir;
   return ValidateFrom(dir.path(), dir.path(), StandIn(dir.path(), body).string(), {}, extra);
 }
 
 // A transcript that would pass every check if its events counted, with `hello` in front.
 std::string ReplayWith(const std::string& hello) {
-  return Say(hello) + "\ncat " +
+  return SayLine(hello) + "\ncat " +
          (testing::SourceDir() / "tests/engines/transcripts/ddp-uninterrupted.jsonl").string() +
          " | grep -v '\"event\": *\"hello\"'";
 }
 
-void ExpectRefused(const IsolatedRun& r, const std::string& why) {
+void ExpectEngineRefused(const IsolatedRun& r, const std::string& why) {
   EXPECT_EQ(r.run.exit_code, 1) << r.run.out << r.run.err;
-  const nlohmann::json& step = CheckIn(r.report, "train.step");
+  const nlohmann::json& step = IsolatedCheck(r.report, "train.step");
   EXPECT_EQ(step["status"], "fail") << step.dump();
   EXPECT_NE(step["summary"].get<std::string>().find(why), std::string::npos) << step["summary"];
   EXPECT_NE(r.report.value("verdict", ""), "pass");
@@ -217,52 +217,53 @@ void ExpectRefused(const IsolatedRun& r, const std::string& why) {
 TEST(HostileEngine, AHelloNamingAnotherTorchThanTheLocksIsRefused) {
   std::string hello = kGoodHello;
   hello.replace(hello.find("1.13.0"), 6, "0.0.1+evil");
-  ExpectRefused(Hostile(ReplayWith(hello)), "names torch \"0.0.1+evil\", the lock pins 1.13.0");
+  ExpectEngineRefused(HostileRun(ReplayWith(hello)),
+                      "names torch \"0.0.1+evil\", the lock pins 1.13.0");
 }
 
 TEST(HostileEngine, AHelloOfAnotherProtocolIsRefused) {
   std::string hello = kGoodHello;
   hello.replace(hello.find("engine/1"), 8, "engine/999");
-  ExpectRefused(Hostile(ReplayWith(hello)), "trainlock.engine/999");
+  ExpectEngineRefused(HostileRun(ReplayWith(hello)), "trainlock.engine/999");
 }
 
 TEST(HostileEngine, AHelloNamingTheNativeEngineOnADdpLockIsRefused) {
   std::string hello = kGoodHello;
   hello.replace(hello.find("\"ddp\""), 5, "\"native\"");
-  ExpectRefused(Hostile(ReplayWith(hello)), "names engine \"native\", the lock's is ddp");
+  ExpectEngineRefused(HostileRun(ReplayWith(hello)), "names engine \"native\", the lock's is ddp");
 }
 
 TEST(HostileEngine, AHelloNamingAnotherWorldSizeIsRefused) {
   std::string hello = kGoodHello;
   hello.replace(hello.find("\"world_size\":1"), 14, "\"world_size\":8");
-  ExpectRefused(Hostile(ReplayWith(hello)), "world size 8, this process runs 1");
+  ExpectEngineRefused(HostileRun(ReplayWith(hello)), "world size 8, this process runs 1");
 }
 
 TEST(HostileEngine, AnEngineThatSaysNothingAndExitsZeroIsRefused) {
-  ExpectRefused(Hostile("exit 0"), "the engine never said hello");
+  ExpectEngineRefused(HostileRun("exit 0"), "the engine never said hello");
 }
 
 TEST(HostileEngine, AnAbsurdThroughputIsRefusedNotPrinted) {
-  const IsolatedRun r = Hostile(ReplayWith(kGoodHello) +
-                                " | sed 's/\"tokens_per_s\": *[0-9.e+]*/\"tokens_per_s\": 1e300/'");
-  ExpectRefused(r, "tokens_per_s is 1e+300");
+  const IsolatedRun r = HostileRun(
+      ReplayWith(kGoodHello) + " | sed 's/\"tokens_per_s\": *[0-9.e+]*/\"tokens_per_s\": 1e300/'");
+  ExpectEngineRefused(r, "tokens_per_s is 1e+300");
   EXPECT_EQ(r.run.out.find("-9223372036854775808"), std::string::npos) << r.run.out;
 }
 
 TEST(HostileEngine, ANegativeStepTimeIsRefused) {
-  const IsolatedRun r = Hostile(ReplayWith(kGoodHello) +
-                                " | sed 's/\"step_time_s\": *[0-9.e+-]*/\"step_time_s\": -1e308/'");
-  ExpectRefused(r, "step_time_s is -1e+308");
+  const IsolatedRun r = HostileRun(
+      ReplayWith(kGoodHello) + " | sed 's/\"step_time_s\": *[0-9.e+-]*/\"step_time_s\": -1e308/'");
+  ExpectEngineRefused(r, "step_time_s is -1e+308");
 }
 
 TEST(HostileEngine, HugeArtifactEventsAreRefusedAndTheReportStaysSmall) {
-  const IsolatedRun r = Hostile(
-      Say(kGoodHello) +
+  const IsolatedRun r = HostileRun(
+      SayLine(kGoodHello) +
       "\npath=$(head -c 524288 /dev/zero | tr '\\0' p)\n"
       "for i in $(seq 150); do printf '{\"event\":\"artifact\",\"path\":\"%s\",\"sha256\":\"00\","
       "\"bytes\":1}\\n' \"$path\"; done\n" +
-      Say(R"({"event":"done"})"));
-  ExpectRefused(r, "an artifact event longer than 8192 bytes");
+      SayLine(R"({"event":"done"})"));
+  ExpectEngineRefused(r, "an artifact event longer than 8192 bytes");
   EXPECT_LT(r.report.dump().size(), 1u << 20);
 }
 
@@ -311,10 +312,10 @@ TEST(HostileEngine, TheStandInsDaemonOutlivesItWhenRunAlone) {
 TEST(HostileEngine, AnEngineFloodingStderrIsStoppedAtTheCap) {
   testing::TempDir dir;
   const fs::path python = StandIn(  // process a floods; the others stop at once
-      dir.path(), Say(kGoodHello) + "\ncase \"$*\" in *--measure-step*) exec yes >&2;; esac");
+      dir.path(), SayLine(kGoodHello) + "\ncase \"$*\" in *--measure-step*) exec yes >&2;; esac");
   const IsolatedRun r = ValidateFrom(dir.path(), dir.path(), python.string(), {},
                                      {"--work-dir", (dir.path() / "work").string()});
-  ExpectRefused(r, "its stderr passed 256 MiB");
+  ExpectEngineRefused(r, "its stderr passed 256 MiB");
   uintmax_t largest = 0;
   for (const auto& e : fs::recursive_directory_iterator(dir.path() / "work"))
     if (e.is_regular_file()) largest = std::max(largest, e.file_size());
@@ -322,10 +323,10 @@ TEST(HostileEngine, AnEngineFloodingStderrIsStoppedAtTheCap) {
 }
 
 TEST(HostileEngine, AnEngineFloodingStdoutIsStoppedAtTheCap) {
-  const IsolatedRun r = Hostile(Say(kGoodHello) +
-                                "\ncase \"$*\" in *--measure-step*) "
-                                "exec yes \"$(head -c 4000 /dev/zero | tr '\\0' x)\";; esac");
-  ExpectRefused(r, "its output passed 256 MiB");
+  const IsolatedRun r = HostileRun(SayLine(kGoodHello) +
+                                   "\ncase \"$*\" in *--measure-step*) "
+                                   "exec yes \"$(head -c 4000 /dev/zero | tr '\\0' x)\";; esac");
+  ExpectEngineRefused(r, "its output passed 256 MiB");
 }
 
 }  // namespace

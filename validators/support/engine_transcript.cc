@@ -139,8 +139,8 @@ std::string EngineTranscript::Add(std::string_view line) {
   }
   ++events_;
   const std::string name = event.get<std::string>();
-  if (const std::string why = NumberOutOfRange(body, name); !why.empty()) {
-    Violate("the engine's " + why);
+  if (const std::string range = NumberOutOfRange(body, name); !range.empty()) {
+    Violate("the engine's " + range);
     return "";
   }
   // Before hello only a failure may be said: an error and the pinned files read before it (the
