@@ -8,10 +8,13 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iterator>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "project/round_trip_engines.h"
 #include "test_support.h"
