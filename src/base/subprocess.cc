@@ -473,9 +473,12 @@ void Subprocess::ReadIntoTail(milliseconds wait) {
 std::optional<std::string> Subprocess::ReadLine(ProcessClock::time_point deadline) {
   char buffer[4096];
   while (true) {
-    const size_t nl = unread_.find('\n');
+    // Only what came since the last look is searched: a long line costs linear time.
+    const size_t nl = unread_.find('\n', scanned_);
+    scanned_ = nl == std::string::npos ? unread_.size() : 0;  // 0 once the front is erased
     if (discarding_) {  // the rest of a line already returned cut: dropped up to its newline
       unread_.erase(0, nl == std::string::npos ? unread_.size() : nl + 1);
+      scanned_ = 0;
       discarding_ = nl == std::string::npos;
       if (!discarding_) continue;
     } else if (nl != std::string::npos) {
@@ -485,6 +488,7 @@ std::optional<std::string> Subprocess::ReadLine(ProcessClock::time_point deadlin
     } else if (unread_.size() > kMaxReadLineBytes) {  // no newline in sight: cut, never grow
       std::string line = unread_.substr(0, kMaxReadLineBytes);
       unread_.erase(0, kMaxReadLineBytes);
+      scanned_ = 0;
       discarding_ = true;
       return line;
     }

@@ -130,6 +130,7 @@ class Subprocess {
   int start_errno_ = 0;
   std::optional<int> exit_code_;
   std::string unread_;       // what ReadLine read past the line it returned
+  size_t scanned_ = 0;       // how much of unread_ is known to hold no newline
   bool discarding_ = false;  // dropping the rest of an over-long line up to its newline
   uint64_t pipe_inode_ = 0;  // the pipe's inode, for KillPipeHolders
   OutputTail tail_;

@@ -96,7 +96,7 @@ std::string PythonLibDir() {
 
 // The planted hooks, each writing a marker of its own when imported: a shadow trainlock_engine
 // and torch in the working directory and in a PYTHONPATH directory, a usercustomize and a .pth
-// under PYTHONUSERBASE, and a .pth and sitecustomize in the site-packages of a stand-in
+// under PYTHONUSERBASE, and a .pth in the site-packages of a stand-in
 // interpreter prefix (a venv of Debian's Python that includes its system site-packages).
 struct Plants {
   fs::path cwd, python, markers;
@@ -110,8 +110,7 @@ const char* const kHooks[] = {"cwd-trainlock_engine",
                               "pythonpath-torch",
                               "usercustomize",
                               "user-pth",
-                              "prefix-pth",
-                              "sitecustomize"};
+                              "prefix-pth"};
 
 Plants PlantHooks(const fs::path& d) {
   Plants p{d / "cwd", d / "prefix" / "bin" / "python3", d / "markers", {}};
@@ -139,7 +138,6 @@ Plants PlantHooks(const fs::path& d) {
                      "home = /usr/bin\ninclude-system-site-packages = true\n");
   testing::WriteFile(prefix_site / "hook.pth",
                      "import os; " + WritesMarker(p.markers / "prefix-pth"));
-  testing::WriteFile(prefix_site / "sitecustomize.py", WritesMarker(p.markers / "sitecustomize"));
   p.env = {"PYTHONPATH=" + (d / "pythonpath").string(),
            "PYTHONUSERBASE=" + (d / "userbase").string()};
   return p;
@@ -170,8 +168,7 @@ TEST(EngineIsolation, TheSameHooksFireForAnInterpreterStartedUnisolated) {
   testing::RunCommand({"sh", "-c", "cd \"$1\" && exec \"$2\" -m trainlock_engine", "sh",
                        p.cwd.string(), p.python.string()},
                       p.env);
-  for (const char* hook :
-       {"cwd-trainlock_engine", "prefix-pth", "sitecustomize", "user-pth", "usercustomize"})
+  for (const char* hook : {"cwd-trainlock_engine", "prefix-pth", "user-pth", "usercustomize"})
     EXPECT_TRUE(Fired(p, hook)) << hook;
   testing::RunCommand({"sh", "-c", "cd \"$1\" && exec \"$2\" -c 'import torch'", "sh",
                        (dir.path() / "markers").string(), p.python.string()},
@@ -314,8 +311,11 @@ TEST(HostileEngine, TheStandInsDaemonOutlivesItWhenRunAlone) {
 // coordinator stops it instead of filling the disk.
 TEST(HostileEngine, AnEngineFloodingStderrIsStoppedAtTheCap) {
   testing::TempDir dir;
-  const fs::path python = StandIn(  // process a floods; the others stop at once
-      dir.path(), SayLine(kGoodHello) + "\ncase \"$*\" in *--measure-step*) exec yes >&2;; esac");
+  // Process a floods (ulimit -f bounds the damage to 600 MB should the cap ever fail); the
+  // others stop at once.
+  const fs::path python = StandIn(
+      dir.path(),
+      SayLine(kGoodHello) + "\ncase \"$*\" in *--measure-step*) ulimit -f 1200000; yes >&2;; esac");
   const IsolatedRun r = ValidateFrom(dir.path(), dir.path(), python.string(), {},
                                      {"--work-dir", (dir.path() / "work").string()});
   ExpectEngineRefused(r, "its stderr passed 256 MiB");

@@ -211,6 +211,7 @@ void Coordinator::ReadEvents(Launched& l, WorkerRun& run, Preempt preempt) const
     }
     if (line->size() <= kMaxEngineLineBytes) log << *line << "\n";
     const std::string event = l.transcript.Add(*line);
+    if (!l.transcript.violation().empty()) break;  // nothing more it says counts: stopped
     if (event != "checkpoint" || run.killed_by_us) continue;
     const bool committed = l.transcript.LastCheckpoint("committed").has_value();
     const std::optional<int64_t> started = l.transcript.LastCheckpoint("started");
