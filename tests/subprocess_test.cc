@@ -111,6 +111,47 @@ TEST(Subprocess, ReadLineReturnsTheLinesInOrder) {
   EXPECT_EQ(child.Wait(deadline), 0);
 }
 
+// A line over the cap comes back cut, and the rest of it is dropped up to its newline: its
+// tail, whatever it says, never reads as a line of its own (an engine's forged event).
+TEST(Subprocess, ALineOverTheCapIsDiscardedWholeIncludingItsTail) {
+  Subprocess child(Shell("head -c " + std::to_string(kMaxReadLineBytes + 10) +
+                         " /dev/zero | tr '\\0' x; sleep 0.3; "
+                         "printf '{\"event\":\"done\"}\\nnext\\n'"));
+  const auto deadline = ProcessClock::now() + std::chrono::seconds(30);
+  const std::optional<std::string> cut = child.ReadLine(deadline);
+  ASSERT_TRUE(cut);
+  EXPECT_EQ(cut->size(), kMaxReadLineBytes);
+  EXPECT_EQ(child.ReadLine(deadline), "next");
+  EXPECT_EQ(child.Wait(deadline), 0);
+}
+
+TEST(Subprocess, ACleanEnvironmentIsTheGivenVariablesAlone) {
+  ::setenv("TRAINLOCK_TEST_INHERITED", "1", 1);
+  SpawnOptions o = Shell("echo \"[$TRAINLOCK_TEST_INHERITED][$GIVEN]\"");
+  o.argv[0] = "/bin/sh";
+  o.clean_env = true;
+  o.env = {{"GIVEN", "yes"}};
+  EXPECT_EQ(RunProcess(o).output, "[][yes]\n");
+  ::unsetenv("TRAINLOCK_TEST_INHERITED");
+}
+
+// Without a PID namespace, a child that left the group with setsid is found by the pipe it
+// holds and ended.
+TEST(Subprocess, APipeHolderThatLeftTheGroupIsKilled) {
+  testing::TempDir dir;
+  SpawnOptions o = Shell("setsid sh -c 'echo $$ > daemon.pid; sleep 300' & sleep 0.3");
+  o.cwd = dir.path();
+  o.own_group = true;
+  Subprocess child(o);
+  const auto deadline = ProcessClock::now() + std::chrono::seconds(30);
+  EXPECT_EQ(child.Wait(deadline), 0);
+  EXPECT_FALSE(child.output_ended());  // the daemon still holds it
+  EXPECT_TRUE(child.KillPipeHolders());
+  EXPECT_TRUE(testing::ProcessIsGone(testing::PidFrom(dir.path() / "daemon.pid")));
+  EXPECT_EQ(child.ReadLine(deadline), std::nullopt);
+  EXPECT_TRUE(child.output_ended());
+}
+
 TEST(Subprocess, TheDeadlineStopsTheWholeGroupGrandchildrenToo) {
   testing::TempDir dir;
   SpawnOptions o = Shell("sleep 300 & echo $! > bg.pid; echo $$ > sh.pid; sleep 300");

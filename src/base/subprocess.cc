@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -118,9 +119,10 @@ std::optional<StartFailure> OpenStreams(const SpawnOptions& o, ChildStreams* str
 }
 
 // This process's environment with `changes` applied, as NAME=VALUE entries.
-std::vector<std::string> ChildEnvironment(const std::map<std::string, std::string>& changes) {
+std::vector<std::string> ChildEnvironment(const std::map<std::string, std::string>& changes,
+                                          bool clean) {
   std::vector<std::string> env;
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+  for (char** entry = clean ? nullptr : environ; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string_view text(*entry);
     if (changes.count(std::string(text.substr(0, text.find('=')))) == 0) env.emplace_back(text);
   }
@@ -129,8 +131,9 @@ std::vector<std::string> ChildEnvironment(const std::map<std::string, std::strin
 }
 
 // The PATH that argv[0] is looked up on: the child's own.
-std::string ChildPath(const std::map<std::string, std::string>& changes) {
+std::string ChildPath(const std::map<std::string, std::string>& changes, bool clean) {
   if (auto it = changes.find("PATH"); it != changes.end()) return it->second;
+  if (clean) return kDefaultPath;
   const char* path = std::getenv("PATH");
   return path ? path : kDefaultPath;
 }
@@ -147,9 +150,9 @@ std::vector<char*> Pointers(const std::vector<std::string>& strings) {
 // in the child of a threaded process.
 struct ExecPlan {
   ExecPlan(const SpawnOptions& o, const ChildStreams& streams)
-      : files(o.program.empty() ? ProgramCandidates(o.argv[0], ChildPath(o.env))
+      : files(o.program.empty() ? ProgramCandidates(o.argv[0], ChildPath(o.env, o.clean_env))
                                 : std::vector<std::string>{o.program}),
-        env(ChildEnvironment(o.env)),
+        env(ChildEnvironment(o.env, o.clean_env)),
         file_ptrs(Pointers(files)),
         argv(Pointers(o.argv)),
         envp(Pointers(env)),
@@ -424,6 +427,7 @@ void Subprocess::Spawn(const SpawnOptions& o) {
   status_write.Reset();
   streams.pipe_write.Reset();  // else the pipe never ends
   out_fd_ = pipe_read.release();
+  if (struct stat st{}; out_fd_ >= 0 && ::fstat(out_fd_, &st) == 0) pipe_inode_ = st.st_ino;
   ChildFailure failure{};
   if (ReadChildFailure(status_read.get(), &failure)) {
     Reap(true);
@@ -469,14 +473,23 @@ void Subprocess::ReadIntoTail(milliseconds wait) {
 std::optional<std::string> Subprocess::ReadLine(ProcessClock::time_point deadline) {
   char buffer[4096];
   while (true) {
-    if (size_t nl = unread_.find('\n'); nl != std::string::npos) {
+    // Only what came since the last look is searched: a long line costs linear time.
+    const size_t nl = unread_.find('\n', scanned_);
+    scanned_ = nl == std::string::npos ? unread_.size() : 0;  // 0 once the front is erased
+    if (discarding_) {  // the rest of a line already returned cut: dropped up to its newline
+      unread_.erase(0, nl == std::string::npos ? unread_.size() : nl + 1);
+      scanned_ = 0;
+      discarding_ = nl == std::string::npos;
+      if (!discarding_) continue;
+    } else if (nl != std::string::npos) {
       std::string line = unread_.substr(0, nl);
       unread_.erase(0, nl + 1);
       return line;
-    }
-    if (unread_.size() > kMaxReadLineBytes) {  // no newline in sight: cut, never grow unbounded
+    } else if (unread_.size() > kMaxReadLineBytes) {  // no newline in sight: cut, never grow
       std::string line = unread_.substr(0, kMaxReadLineBytes);
       unread_.erase(0, kMaxReadLineBytes);
+      scanned_ = 0;
+      discarding_ = true;
       return line;
     }
     const auto left = deadline - ProcessClock::now();
@@ -517,6 +530,28 @@ bool Subprocess::KillLeftovers() {
   char word = 0;
   if (init_report_fd_ >= 0 && ::read(init_report_fd_, &word, 1) == 1 && word == 'L') left = true;
   return left;
+}
+
+bool Subprocess::KillPipeHolders() {
+  if (pipe_inode_ == 0) return false;
+  const std::string want = "pipe:[" + std::to_string(pipe_inode_) + "]";
+  const pid_t self = ::getpid();
+  bool found = false;
+  std::error_code ec;
+  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = proc.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (pid == self) continue;
+    std::error_code fd_ec;
+    for (const auto& fd : std::filesystem::directory_iterator(proc.path() / "fd", fd_ec)) {
+      std::error_code link_ec;
+      if (std::filesystem::read_symlink(fd.path(), link_ec).string() != want) continue;
+      found = ::kill(pid, SIGKILL) == 0 || found;
+      break;
+    }
+  }
+  return found;
 }
 
 void Subprocess::DrainOutput(ProcessClock::time_point until) {

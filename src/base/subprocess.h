@@ -43,6 +43,9 @@ struct SpawnOptions {
   // Added to this process's environment, replacing a variable of the same name. A PATH here
   // is also where argv[0] is looked up.
   std::map<std::string, std::string> env;
+  // The child's environment is `env` alone, nothing inherited from this process (an engine
+  // that must not see the caller's PYTHONPATH, PYTHONUSERBASE or LD_PRELOAD).
+  bool clean_env = false;
   std::filesystem::path cwd;  // empty: this process's
   bool own_group = false;     // a process group of its own: stopping it stops all it started
   // Also a PID namespace of its own where the kernel permits one (CLONE_NEWPID, else with
@@ -83,8 +86,17 @@ class Subprocess {
 
   // The next line on the pipe, without its newline; nullopt at the end of the output or at the
   // deadline. For a child that speaks a line protocol on stdout.
-  // A line longer than kMaxReadLineBytes comes back in pieces of that size.
+  // A line longer than kMaxReadLineBytes comes back as its first kMaxReadLineBytes bytes, and
+  // the rest of it up to its newline is discarded: no tail of it ever reads as a line.
   std::optional<std::string> ReadLine(ProcessClock::time_point deadline);
+  // Whether the pipe has ended (every process holding its write end closed it or exited).
+  bool output_ended() const { return out_fd_ < 0; }
+  // Whether the child itself has exited (reaped; what it started may still run).
+  bool Exited() { return Reap(false); }
+  // SIGKILLs every process of this user that still holds the write end of the pipe (found
+  // through /proc/*/fd): a child that left the process group with setsid and kept stdout. True
+  // when there was one. For a child without a PID namespace of its own.
+  bool KillPipeHolders();
   // Waits for the child to exit until `deadline`, reading the pipe into the tail meanwhile so
   // that a chatty child never blocks. Returns its exit code, or nullopt at the deadline (the
   // child still runs). ProcessClock::time_point::max() waits as long as it takes.
@@ -117,7 +129,10 @@ class Subprocess {
   std::string start_error_;
   int start_errno_ = 0;
   std::optional<int> exit_code_;
-  std::string unread_;  // what ReadLine read past the line it returned
+  std::string unread_;       // what ReadLine read past the line it returned
+  size_t scanned_ = 0;       // how much of unread_ is known to hold no newline
+  bool discarding_ = false;  // dropping the rest of an over-long line up to its newline
+  uint64_t pipe_inode_ = 0;  // the pipe's inode, for KillPipeHolders
   OutputTail tail_;
 };
 

@@ -96,11 +96,179 @@ TEST(EngineTranscript, AnOversizedLineIsRefused) {
   EXPECT_FALSE(t.result().contains("losses"));
 }
 
-TEST(EngineTranscript, EventsBeyondTheCapAreIgnored) {
+TEST(EngineTranscript, EventsBeyondTheCapAreAViolation) {
   EngineTranscript t;
   for (size_t i = 0; i < kMaxEngineEvents; ++i) t.Add(R"({"event":"done"})");
+  EXPECT_EQ(t.violation(), "");
   EXPECT_EQ(t.Add(R"({"event":"step","step":1,"loss":1})"), "");
   EXPECT_FALSE(t.result().contains("losses"));
+  EXPECT_NE(t.violation().find("more than 100000 events"), std::string::npos) << t.violation();
+}
+
+// ---- the engine is untrusted: what the lock says its hello must say ----
+
+EngineExpectation DdpLock() {
+  return {"ddp", {"1.13.0"}, 1};
+}
+
+std::string Hello(const std::string& protocol = kEngineProtocol, const std::string& engine = "ddp",
+                  const std::string& torch = "1.13.0", int world = 1) {
+  return nlohmann::json{{"event", "hello"}, {"protocol", protocol},
+                        {"engine", engine}, {"world_size", world},
+                        {"device", "cpu"},  {"versions", {{"torch", torch}}}}
+      .dump();
+}
+
+TEST(EngineTranscriptHello, TheLocksEngineTorchAndWorldSizePass) {
+  EngineTranscript t(DdpLock());
+  EXPECT_EQ(t.Add(Hello()), "hello");
+  EXPECT_EQ(t.Add(R"({"event":"done"})"), "done");
+  t.End(true);
+  EXPECT_EQ(t.violation(), "");
+}
+
+TEST(EngineTranscriptHello, ADistributionBuildOfThePinnedReleaseMatchesIt) {
+  EngineTranscript t(DdpLock());
+  t.Add(Hello(kEngineProtocol, "ddp", "1.13.0a0"));  // Debian's python3-torch
+  EXPECT_EQ(t.violation(), "");
+}
+
+TEST(EngineTranscriptHello, AnotherTorchThanTheLocksIsAViolation) {
+  EngineTranscript t(DdpLock());
+  t.Add(Hello(kEngineProtocol, "ddp", "0.0.1+evil"));
+  EXPECT_NE(t.violation().find("names torch \"0.0.1+evil\", the lock pins 1.13.0"),
+            std::string::npos)
+      << t.violation();
+  EXPECT_FALSE(t.result().contains("hello"));
+}
+
+TEST(EngineTranscriptHello, AnotherProtocolIsAViolation) {
+  EngineTranscript t(DdpLock());
+  t.Add(Hello("trainlock.engine/999"));
+  EXPECT_NE(t.violation().find("trainlock.engine/999"), std::string::npos) << t.violation();
+}
+
+TEST(EngineTranscriptHello, AnotherEngineThanTheLocksIsAViolation) {
+  EngineTranscript t(DdpLock());
+  t.Add(Hello(kEngineProtocol, "native"));
+  EXPECT_NE(t.violation().find("names engine \"native\", the lock's is ddp"), std::string::npos)
+      << t.violation();
+}
+
+TEST(EngineTranscriptHello, AnotherWorldSizeThanTheProcessRunsIsAViolation) {
+  EngineTranscript t(DdpLock());
+  t.Add(Hello(kEngineProtocol, "ddp", "1.13.0", 8));
+  EXPECT_NE(t.violation().find("world size 8, this process runs 1"), std::string::npos)
+      << t.violation();
+}
+
+TEST(EngineTranscriptHello, AnEventBeforeHelloIsAViolationAndNotFolded) {
+  EngineTranscript t(DdpLock());
+  EXPECT_EQ(t.Add(R"({"event":"step","step":1,"loss":1})"), "");
+  EXPECT_FALSE(t.result().contains("losses"));
+  EXPECT_NE(t.violation().find("before its hello"), std::string::npos) << t.violation();
+}
+
+TEST(EngineTranscriptHello, NoHelloAtAllIsAViolation) {
+  EngineTranscript t(DdpLock());
+  t.End(true);
+  EXPECT_EQ(t.violation(), "the engine never said hello");
+}
+
+TEST(EngineTranscriptHello, ACleanExitWithoutDoneOrErrorIsAViolation) {
+  EngineTranscript t(DdpLock());
+  t.Add(Hello());
+  t.End(true);
+  EXPECT_EQ(t.violation(), "the engine exited without done or error");
+}
+
+TEST(EngineTranscriptHello, AProcessKilledAfterItsCommitNeedsNoDone) {
+  EngineTranscript t(DdpLock());
+  t.Add(Hello());
+  t.End(false);
+  EXPECT_EQ(t.violation(), "");
+}
+
+TEST(EngineTranscriptHello, ARefusalsHelloWithoutAWorldSizeCannotEndDone) {
+  EngineTranscript t(DdpLock());
+  t.Add(R"({"event":"hello","protocol":"trainlock.engine/1","engine":"ddp","world_size":null,)"
+        R"("versions":{}})");
+  t.Add(R"({"event":"done"})");
+  t.End(true);
+  EXPECT_NE(t.violation().find("named no world size"), std::string::npos) << t.violation();
+}
+
+// ---- every number an engine reports is range-checked before it is printed or judged ----
+
+TEST(EngineTranscriptNumbers, AnAbsurdThroughputIsAViolation) {
+  EngineTranscript t;
+  EXPECT_EQ(t.Add(R"({"event":"measurement","step_time_s":0.1,"tokens_per_s":1e300})"), "");
+  EXPECT_FALSE(t.result().contains("measurement"));
+  EXPECT_NE(t.violation().find("measurement.tokens_per_s is 1e+300"), std::string::npos)
+      << t.violation();
+}
+
+TEST(EngineTranscriptNumbers, ANegativeStepTimeIsAViolation) {
+  EngineTranscript t;
+  t.Add(R"({"event":"measurement","step_time_s":-1e308})");
+  EXPECT_NE(t.violation().find("measurement.step_time_s"), std::string::npos) << t.violation();
+}
+
+TEST(EngineTranscriptNumbers, ANumberBeyondADoubleIsAViolation) {
+  EngineTranscript t;
+  t.Add(R"({"event":"step","step":1,"loss":1e400})");
+  EXPECT_FALSE(t.result().contains("losses"));
+}
+
+TEST(EngineTranscriptNumbers, NestedNumbersAreCheckedToo) {
+  EngineTranscript t;
+  t.Add(R"({"event":"measurement","deterministic":{"step_times_s":[0.1,-3]}})");
+  EXPECT_NE(t.violation().find("measurement.deterministic.step_times_s.[] is -3"),
+            std::string::npos)
+      << t.violation();
+}
+
+TEST(EngineTranscriptNumbers, UnknownDeviceMemoryMayBeMinusOneAndNothingElseMay) {
+  EngineTranscript t;
+  t.Add(R"({"event":"measurement","peak_allocated_bytes":-1,"device_total_bytes":-1})");
+  EXPECT_EQ(t.violation(), "");
+  t.Add(R"({"event":"measurement","step_time_s":-1})");
+  EXPECT_NE(t.violation(), "");
+}
+
+// ---- artifacts: capped in number and size, folded in linear time ----
+
+std::string Artifact(size_t i, size_t path_bytes = 10) {
+  return nlohmann::json{{"event", "artifact"},
+                        {"path", std::to_string(i) + std::string(path_bytes, 'p')},
+                        {"sha256", "00"},
+                        {"bytes", 1}}
+      .dump();
+}
+
+TEST(EngineTranscriptArtifacts, EveryArtifactUpToTheCapIsRecordedInOrder) {
+  EngineTranscript t;
+  for (size_t i = 0; i < kMaxEngineArtifacts; ++i) t.Add(Artifact(i));
+  EXPECT_EQ(t.violation(), "");
+  const auto step = ReadMetrics<TrainStepMetrics>(t.result());
+  ASSERT_TRUE(step.artifacts);
+  ASSERT_EQ(step.artifacts->size(), kMaxEngineArtifacts);
+  EXPECT_EQ(step.artifacts->back().path, std::to_string(kMaxEngineArtifacts - 1) + "pppppppppp");
+}
+
+TEST(EngineTranscriptArtifacts, OneArtifactMoreThanTheCapIsAViolation) {
+  EngineTranscript t;
+  for (size_t i = 0; i <= kMaxEngineArtifacts; ++i) t.Add(Artifact(i));
+  EXPECT_NE(t.violation().find("more than 4096 artifact events"), std::string::npos)
+      << t.violation();
+}
+
+TEST(EngineTranscriptArtifacts, AnArtifactWithAHugePathIsAViolation) {
+  EngineTranscript t;
+  t.Add(Artifact(0, 512 * 1024));
+  EXPECT_NE(t.violation().find("an artifact event longer than 8192 bytes"), std::string::npos)
+      << t.violation();
+  EXPECT_FALSE(t.result().contains("artifacts"));
 }
 
 // ---- transcripts recorded from the shipped engines (tests/engines/transcripts) ----
@@ -141,6 +309,24 @@ TEST(RecordedTranscripts, EveryRecordedRunFoldsWithoutAProtocolProblemAndEndsDon
         << e.path();
   }
   EXPECT_GE(count, 20);
+}
+
+// The shipped engines keep the rules an untrusted engine is held to: hello first, naming its
+// engine and world size, every number in range, done or error at the end.
+TEST(RecordedTranscripts, EveryRecordedRunKeepsTheHelloAndNumberRules) {
+  for (const auto& e : std::filesystem::directory_iterator(TranscriptDir())) {
+    if (e.path().extension() != ".jsonl") continue;
+    const nlohmann::json hello = Replay(e.path().stem().string()).result()["hello"];
+    EngineExpectation expect;
+    expect.engine = hello.value("engine", "");
+    const nlohmann::json world = hello.value("world_size", nlohmann::json());
+    expect.world_size = world.is_number_integer() ? world.get<int64_t>() : 1;
+    EngineTranscript t(expect);
+    std::ifstream in(e.path());
+    for (std::string line; std::getline(in, line);) t.Add(line);
+    t.End(t.result().contains("done"));
+    EXPECT_EQ(t.violation(), "") << e.path();
+  }
 }
 
 TEST(RecordedTranscripts, AResumedRunOfEachEngineEqualsItsUninterruptedRunBitwise) {

@@ -2,6 +2,7 @@
 #include "coordinator/engine_command.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/exit_code.h"
 #include "base/failure.h"
@@ -39,6 +40,35 @@ std::vector<std::pair<std::string, std::string>> ReadInstalledEngine(const fs::p
 }
 
 }  // namespace
+
+bool EngineMayInherit(const std::string& name) {
+  static const char* const kNames[] = {"PATH",
+                                       "HOME",
+                                       "TMPDIR",
+                                       "LANG",
+                                       "TZ",
+                                       "USER",
+                                       "LOGNAME",
+                                       "LD_LIBRARY_PATH",
+                                       "RANK",
+                                       "WORLD_SIZE",
+                                       "LOCAL_RANK",
+                                       "LOCAL_WORLD_SIZE",
+                                       "GROUP_RANK",
+                                       "MASTER_ADDR",
+                                       "MASTER_PORT",
+                                       "OMP_NUM_THREADS",
+                                       "CUBLAS_WORKSPACE_CONFIG",
+                                       "TRAINLOCK_ENGINE_DIST_TIMEOUT",
+                                       "TRAINLOCK_NODE_NAME"};
+  static const char* const kPrefixes[] = {"CUDA_",  "NCCL_", "NVIDIA_", "GLOO_",
+                                          "TORCH_", "HF_",   "SLURM_",  "LC_"};
+  for (const char* n : kNames)
+    if (name == n) return true;
+  for (const char* p : kPrefixes)
+    if (name.rfind(p, 0) == 0) return true;
+  return false;
+}
 
 fs::path InstallVerifiedEngine(const Spec& lock, const fs::path& work_dir) {
   std::vector<std::pair<std::string, std::string>> files;
@@ -101,11 +131,26 @@ EngineLaunch EngineCommand(const std::string& engine, const fs::path& python,
   if (engine == "native") {
     launch.argv = {RunningExecutable().string(), "worker"};
   } else {
+    // -I: no working directory, PYTHON* variables or user site on the path; -S: no site
+    // module, so no .pth file runs; -B: the verified copy stays as verified; -u: events
+    // unbuffered. isolated.py (part of the verified package) sets sys.path itself.
     launch.python = true;
-    launch.argv = {python.string(), "-m", "trainlock_engine", "--engine", engine};
-    launch.env["PYTHONPATH"] = package_dir.string();
-    launch.env["PYTHONDONTWRITEBYTECODE"] = "1";  // the verified copy stays as verified
-    launch.env["PYTHONUNBUFFERED"] = "1";
+    launch.argv = {python.string(),
+                   "-I",
+                   "-S",
+                   "-B",
+                   "-u",
+                   (package_dir / "trainlock_engine" / "isolated.py").string(),
+                   "--engine",
+                   engine};
+    launch.clean_env = true;
+    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+      const std::string text(*entry);
+      const size_t eq = text.find('=');
+      if (eq != std::string::npos && EngineMayInherit(text.substr(0, eq)))
+        launch.env[text.substr(0, eq)] = text.substr(eq + 1);
+    }
+    launch.cwd = package_dir.parent_path();
   }
   launch.argv.insert(launch.argv.end(), common.begin(), common.end());
   launch.argv.insert(launch.argv.end(), extra.begin(), extra.end());

@@ -18,7 +18,21 @@ struct EngineLaunch {
   std::vector<std::string> argv;  // argv[0] a path
   std::map<std::string, std::string> env;
   bool python = false;
+  // A Python engine runs isolated (docs/validate.md, "Isolation"): `env` is its whole
+  // environment, its working directory the run's work directory, and it and everything it
+  // starts live in a PID namespace (else a process group) that ends with it.
+  bool clean_env = false;
+  std::filesystem::path cwd;
 };
+
+// Whether a variable of the caller's environment reaches a Python engine: the device's and
+// the collectives' (CUDA_*, NCCL_*, NVIDIA_*, GLOO_*, TORCH_*, HF_*), the rank variables
+// (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT,
+// SLURM_*), PATH, HOME, TMPDIR, LANG, LC_*, TZ, USER, LOGNAME, LD_LIBRARY_PATH (a container's
+// driver libraries), OMP_NUM_THREADS, CUBLAS_WORKSPACE_CONFIG, TRAINLOCK_ENGINE_DIST_TIMEOUT,
+// TRAINLOCK_NODE_NAME. Never PYTHON* (PYTHONPATH, PYTHONUSERBASE, PYTHONSTARTUP, ...), nor
+// LD_PRELOAD.
+bool EngineMayInherit(const std::string& name);
 
 // The Python package the engines run from: the image's installed copy when there is one (the
 // Containerfile installs it), else the copy compiled into this binary, after its listing
@@ -34,7 +48,10 @@ std::filesystem::path InstallVerifiedEngine(const Spec& lock,
 std::filesystem::path EnginePython(const std::string& requested);
 
 // The command of one process: `common` are the protocol's options every process of this run
-// gets, `extra` those of this process (--steps, --save-at, --restore, ...).
+// gets, `extra` those of this process (--steps, --save-at, --restore, ...). A Python engine is
+// `python -I -S -B -u <package_dir>/trainlock_engine/isolated.py`, with the caller's
+// environment filtered through EngineMayInherit and package_dir's parent (the run's work
+// directory) as its working directory.
 EngineLaunch EngineCommand(const std::string& engine, const std::filesystem::path& python,
                            const std::filesystem::path& package_dir,
                            const std::vector<std::string>& common,

@@ -52,6 +52,14 @@ struct WorkerRun {
   std::optional<uint64_t> oom_kills_before, oom_kills_after;  // the cgroup's OOM-killer count
 };
 
+// How often the coordinator looks at an engine's stderr while it waits for its output, how
+// long output may go on after the engine itself exited (something it left holding stdout),
+// and the caps on what an engine writes (docs/validate.md, "The engine protocol").
+constexpr std::chrono::milliseconds kEngineWatchSlice(100);
+constexpr std::chrono::milliseconds kEngineLeftoverGrace(500);
+constexpr uint64_t kMaxEngineOutputBytes = uint64_t{256} << 20;
+constexpr uint64_t kMaxEngineStderrBytes = uint64_t{256} << 20;
+
 double Seconds(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -72,6 +80,11 @@ class Coordinator {
     EngineTranscript transcript;
   };
   Launched Launch(const std::string& name, const std::vector<std::string>& extra) const;
+  EngineExpectation Expectation(const std::vector<std::string>& extra) const;
+  // Reads the process's output lines into its transcript and log until the output ends (or
+  // the process exited and what it left holds the output past a grace), the deadline passes,
+  // or the output or its stderr passes its cap (a violation).
+  void ReadEvents(Launched& l, WorkerRun& run, Preempt preempt) const;
   // Reads the process's events until its output ends (SIGKILLing it as `preempt` says), waits
   // for it and folds what it said into its result; `*seconds` gets its wall time.
   WorkerRun Finish(Launched launched, Preempt preempt, double* seconds) const;
@@ -129,7 +142,7 @@ std::vector<std::string> Coordinator::CommonArgs(const std::string& name) const 
 void Coordinator::PrepareEngine() {
   if (o_.engine == "native") return;
   engine_dir_ = InstallVerifiedEngine(*project_.lock, o_.work_dir);
-  python_ = EnginePython(o_.python);
+  python_ = fs::absolute(EnginePython(o_.python));  // the engine runs in the work directory
   spec_file_ = o_.work_dir / "engine-spec.json";
   WriteFileAtomically(spec_file_, EngineSpec(project_, o_.steps).dump(2) + "\n");
 }
@@ -145,22 +158,61 @@ Coordinator::Launched Coordinator::Launch(const std::string& name,
     with_world.insert(with_world.end(), {"--nproc", std::to_string(o_.engine_nproc)});
   EngineLaunch launch =
       EngineCommand(o_.engine, python_, engine_dir_, CommonArgs(name), with_world);
-  l.child = std::make_unique<Child>(launch.argv, o_.work_dir / (name + ".stderr"), launch.env,
-                                    launch.python);
+  ChildIsolation isolation{launch.env, launch.clean_env, launch.python, launch.python, launch.cwd};
+  l.child = std::make_unique<Child>(launch.argv, o_.work_dir / (name + ".stderr"), isolation);
+  l.transcript = EngineTranscript(Expectation(with_world));
   l.run.pid = l.child->pid();
   l.rss = std::make_unique<RssSampler>(l.run.pid);
   return l;
 }
 
-WorkerRun Coordinator::Finish(Launched l, Preempt preempt, double* seconds) const {
-  WorkerRun run = std::move(l.run);
-  auto deadline = l.started + std::chrono::seconds(o_.timeout_s);
+// What the lock says each process's hello must say: its engine, the torch of its targets (a
+// Python engine's; the native engine's is this validator's LibTorch, which env.versions
+// checks) and the world size this process was started at.
+EngineExpectation Coordinator::Expectation(const std::vector<std::string>& extra) const {
+  EngineExpectation e;
+  e.engine = o_.engine;
+  if (o_.engine != "native" && project_.lock) {
+    for (const auto& [flavour, target] : project_.lock->targets)
+      if (!target.torch.empty()) e.torch.push_back(target.torch);
+  }
+  const auto nproc = std::find(extra.begin(), extra.end(), "--nproc");
+  if (nproc != extra.end() && nproc + 1 != extra.end()) e.world_size = std::stoll(*(nproc + 1));
+  return e;
+}
+
+void Coordinator::ReadEvents(Launched& l, WorkerRun& run, Preempt preempt) const {
+  const auto deadline = l.started + std::chrono::seconds(o_.timeout_s);
+  const fs::path stderr_file = o_.work_dir / (run.name + ".stderr");
   // Every line is read (a process must never block on a full pipe) and kept beside the
-  // results, so what an engine said can be read after the run.
+  // results, so what an engine said can be read after the run, up to the cap.
   std::ofstream log(o_.work_dir / (run.name + ".jsonl"));
-  while (auto line = l.child->ReadLine(deadline)) {
+  uint64_t logged = 0;
+  std::optional<Clock::time_point> exited_at;
+  while (Clock::now() < deadline) {
+    auto line = l.child->ReadLine(std::min(deadline, Clock::now() + kEngineWatchSlice));
+    std::error_code ec;
+    if (const auto err = fs::file_size(stderr_file, ec); !ec && err > kMaxEngineStderrBytes) {
+      l.transcript.Violate("its stderr passed " + std::to_string(kMaxEngineStderrBytes >> 20) +
+                           " MiB");
+      break;
+    }
+    if (!line) {
+      if (l.child->OutputEnded()) break;
+      // Exited, but something it started holds its stdout: that one is not waited for.
+      if (!exited_at && l.child->Exited()) exited_at = Clock::now();
+      if (exited_at && Clock::now() - *exited_at > kEngineLeftoverGrace) break;
+      continue;
+    }
+    logged += line->size() + 1;
+    if (logged > kMaxEngineOutputBytes) {
+      l.transcript.Violate("its output passed " + std::to_string(kMaxEngineOutputBytes >> 20) +
+                           " MiB");
+      break;
+    }
     if (line->size() <= kMaxEngineLineBytes) log << *line << "\n";
     const std::string event = l.transcript.Add(*line);
+    if (!l.transcript.violation().empty()) break;  // nothing more it says counts: stopped
     if (event != "checkpoint" || run.killed_by_us) continue;
     const bool committed = l.transcript.LastCheckpoint("committed").has_value();
     const std::optional<int64_t> started = l.transcript.LastCheckpoint("started");
@@ -172,12 +224,26 @@ WorkerRun Coordinator::Finish(Launched l, Preempt preempt, double* seconds) cons
       run.killed_by_us = true;
     }
   }
-  run.exit_code = l.child->Wait(deadline);
+  if (!l.transcript.violation().empty()) l.child->Kill();
+}
+
+WorkerRun Coordinator::Finish(Launched l, Preempt preempt, double* seconds) const {
+  WorkerRun run = std::move(l.run);
+  ReadEvents(l, run, preempt);
+  run.exit_code = l.child->Wait(l.started + std::chrono::seconds(o_.timeout_s));
+  l.child->KillLeftovers();  // what it started ends with it (a daemon holding its stdout too)
   if (seconds) *seconds = Seconds(l.started);
   run.peak_rss_bytes = l.rss->peak_bytes();
   l.rss.reset();
   run.oom_kills_after = CgroupOomKills();
+  l.transcript.End(run.exit_code == 0 && !run.killed_by_us);
   run.result = l.transcript.result();
+  if (!l.transcript.violation().empty()) {
+    // Nothing this process said counts: its result is the violation.
+    run.result["error"] = {{"kind", "protocol"},
+                           {"message", "process " + run.name + " broke the engine protocol: " +
+                                           l.transcript.violation()}};
+  }
   run.stderr_tail = TailOfFile(o_.work_dir / (run.name + ".stderr"), 5);
   return run;
 }
@@ -856,7 +922,12 @@ std::vector<CheckResult> Coordinator::Run() {
 }  // namespace
 
 std::vector<CheckResult> RunRoundtrip(const RoundtripOptions& options, const Project& project) {
-  return Coordinator(options, project).Run();
+  // A Python engine runs in the work directory: every path it is given is absolute.
+  RoundtripOptions absolute = options;
+  absolute.work_dir = fs::absolute(options.work_dir);
+  absolute.checkpoint_root = fs::absolute(options.checkpoint_root);
+  absolute.project = fs::absolute(options.project);
+  return Coordinator(absolute, project).Run();
 }
 
 }  // namespace trainlock::validate

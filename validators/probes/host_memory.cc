@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace trainlock::validate {
 namespace {
@@ -65,10 +66,23 @@ std::optional<uint64_t> CgroupOomKills() {
   return KeyedValue("/sys/fs/cgroup/memory" + path + "/memory.oom_control", "oom_kill");
 }
 
+// `pid` and its children (/proc's children list): the engine under the small init of a PID
+// namespace (base/subprocess.h), an engine launcher's ranks.
+namespace {
+std::vector<pid_t> ProcessAndItsChildren(pid_t pid) {
+  std::vector<pid_t> out = {pid};
+  const std::string task = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid);
+  std::ifstream children(task + "/children");
+  for (pid_t child; children >> child;) out.push_back(child);
+  return out;
+}
+}  // namespace
+
 RssSampler::RssSampler(pid_t pid) {
   thread_ = std::thread([this, pid] {
     while (!stop_.load()) {
-      if (auto rss = PeakRssBytes(pid); rss && *rss > peak_.load()) peak_.store(*rss);
+      for (pid_t p : ProcessAndItsChildren(pid))
+        if (auto rss = PeakRssBytes(p); rss && *rss > peak_.load()) peak_.store(*rss);
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });

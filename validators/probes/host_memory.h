@@ -24,8 +24,9 @@ uint64_t HostMemoryBytes();
 // memory.oom_control); nullopt when no counter is readable.
 std::optional<uint64_t> CgroupOomKills();
 
-// Samples a process's peak RSS every 100 ms from construction until destruction, so that the
-// value survives the process (a process the OOM killer ended has no /proc entry to read).
+// Samples a process's peak RSS (the largest of it and its children's) every 100 ms from
+// construction until destruction, so that the value survives the process (a process the OOM killer
+// ended has no /proc entry to read).
 class RssSampler {
  public:
   explicit RssSampler(pid_t pid);

@@ -2,8 +2,10 @@
 #include "support/engine_transcript.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/json_file.h"
+#include "base/version.h"
 #include "report/check_metrics.h"
 
 namespace trainlock::validate {
@@ -24,7 +26,88 @@ std::optional<int64_t> IntegerMember(const nlohmann::json& body, const char* mem
   return it->get<int64_t>();
 }
 
+// The first number in `value` (at `where`) that is not finite or outside the protocol's range,
+// described; "" when every number is in range.
+std::string NumberOutOfRange(const nlohmann::json& value, const std::string& where) {
+  if (value.is_structured()) {
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      const std::string member = value.is_object() ? it.key() : "[]";
+      if (std::string why = NumberOutOfRange(*it, where + "." + member); !why.empty()) return why;
+    }
+    return "";
+  }
+  if (!value.is_number()) return "";
+  const double x = value.get<double>();
+  const bool unknown_bytes =
+      x == -1 && where.size() > 6 && where.compare(where.size() - 6, 6, "_bytes") == 0;
+  if (std::isfinite(x) && ((x >= 0 && x <= kMaxEngineNumber) || unknown_bytes)) return "";
+  return where + " is " + value.dump() + ", not a finite number in [0, 1e18]";
+}
+
+// The release a framework's version names: a distribution's source build of 1.13.0 says
+// "1.13.0a0" (Debian's python3-torch); the pre-release marker goes, a local label stays.
+std::optional<Version> FrameworkRelease(const std::string& text) {
+  const size_t plus = text.find('+');
+  std::string release = text.substr(0, plus);
+  const size_t marker = release.find_first_not_of("0123456789.");
+  if (marker != std::string::npos) release.erase(marker);
+  return ParseVersion(release + (plus == std::string::npos ? "" : text.substr(plus)));
+}
+
 }  // namespace
+
+void EngineTranscript::Violate(const std::string& why) {
+  if (violation_.empty()) violation_ = why;
+}
+
+void EngineTranscript::End(bool exited_cleanly) {
+  if (!expect_) return;
+  if (!hello_ && !result_.contains("error")) return Violate("the engine never said hello");
+  const bool ended = result_.contains("done") || result_.contains("error");
+  if (exited_cleanly && !ended) Violate("the engine exited without done or error");
+  if (result_.contains("done") && expect_ &&
+      (!world_said_ || (!torch_said_ && !expect_->torch.empty())))
+    Violate("the engine's hello named no world size or torch version, yet it said done");
+}
+
+// Whether the hello is the protocol's and, when the lock's expectation is known, the lock's
+// engine, torch and world size. A refusal's hello (cli.py) may leave the world size and the
+// versions null: End() then refuses a `done`.
+bool EngineTranscript::CheckHello(const nlohmann::json& body) {
+  if (!expect_) return true;
+  const nlohmann::json protocol = body.value("protocol", nlohmann::json());
+  if (protocol != kEngineProtocol) {
+    Violate("the engine's hello speaks " + protocol.dump() + ", not " + kEngineProtocol);
+    return false;
+  }
+  const nlohmann::json engine = body.value("engine", nlohmann::json());
+  if (engine != expect_->engine) {
+    Violate("the engine's hello names engine " + engine.dump() + ", the lock's is " +
+            expect_->engine);
+    return false;
+  }
+  const nlohmann::json world = body.value("world_size", nlohmann::json());
+  world_said_ = !world.is_null();
+  if (world_said_ && world != expect_->world_size) {
+    Violate("the engine's hello names world size " + world.dump() + ", this process runs " +
+            std::to_string(expect_->world_size));
+    return false;
+  }
+  const nlohmann::json versions = body.value("versions", nlohmann::json::object());
+  const nlohmann::json torch =
+      versions.is_object() ? versions.value("torch", nlohmann::json()) : nlohmann::json();
+  torch_said_ = torch.is_string();
+  if (expect_->torch.empty() || torch.is_null()) return true;
+  const std::optional<Version> have =
+      torch.is_string() ? FrameworkRelease(torch.get<std::string>()) : std::nullopt;
+  for (const std::string& pinned : expect_->torch) {
+    const std::optional<Version> want = ParseVersion(pinned);
+    if (have && want && *have == *want) return true;
+  }
+  Violate("the engine's hello names torch " + torch.dump() + ", the lock pins " +
+          expect_->torch.front());
+  return false;
+}
 
 void EngineTranscript::Problem(const std::string& why) {
   nlohmann::json& p = result_["protocol_warnings"];
@@ -39,7 +122,7 @@ std::string EngineTranscript::Add(std::string_view line) {
     return "";
   }
   if (events_ >= kMaxEngineEvents) {
-    Problem("more than " + std::to_string(kMaxEngineEvents) + " events");
+    Violate("more than " + std::to_string(kMaxEngineEvents) + " events");
     return "";
   }
   std::string why;
@@ -56,6 +139,16 @@ std::string EngineTranscript::Add(std::string_view line) {
   }
   ++events_;
   const std::string name = event.get<std::string>();
+  if (const std::string range = NumberOutOfRange(body, name); !range.empty()) {
+    Violate("the engine's " + range);
+    return "";
+  }
+  // Before hello only a failure may be said: an error and the pinned files read before it (the
+  // native worker reports a mismatching pinned file that way).
+  if (expect_ && !hello_ && name != "hello" && name != "error" && name != "artifact") {
+    Violate("the engine's event " + nlohmann::json(name).dump() + " came before its hello");
+    return "";
+  }
   Fold(name, body);
   return name;
 }
@@ -63,6 +156,9 @@ std::string EngineTranscript::Add(std::string_view line) {
 void EngineTranscript::Fold(const std::string& event, nlohmann::json& body) {
   nlohmann::json& r = result_;
   if (event == "hello") {
+    if (hello_ && expect_) return Violate("the engine said hello twice");
+    hello_ = true;
+    if (!CheckHello(body)) return;
     // The device it trains on names train.step's device members.
     const auto said = ReadMetrics<TrainStepMetrics>(body);
     TrainStepMetrics where;
@@ -71,12 +167,19 @@ void EngineTranscript::Fold(const std::string& event, nlohmann::json& body) {
     AddMetrics(&r, ToJson(where));
     r["hello"] = std::move(body);
   } else if (event == "artifact") {
+    if (artifacts_ == kMaxEngineArtifacts)
+      return Violate("more than " + std::to_string(kMaxEngineArtifacts) + " artifact events");
+    if (body.dump().size() > kMaxEngineArtifactBytes)
+      return Violate("an artifact event longer than " + std::to_string(kMaxEngineArtifactBytes) +
+                     " bytes");
     ArtifactRow row = ReadMetrics<ArtifactRow>(body);
     row.verified_by = "worker";  // the engine process hashed what it read (the protocol's rule)
-    artifacts_.push_back(std::move(row));
-    TrainStepMetrics pinned;
-    pinned.artifacts = artifacts_;
-    AddMetrics(&r, ToJson(pinned));
+    ++artifacts_;
+    TrainStepMetrics one;  // appended, not rewritten: the fold stays linear in the events
+    one.artifacts = std::vector<ArtifactRow>{std::move(row)};
+    nlohmann::json& rows = r["artifacts"];
+    if (!rows.is_array()) rows = nlohmann::json::array();
+    rows.push_back(std::move(ToJson(one)["artifacts"][0]));
   } else if (event == "setup") {
     const auto said = ReadMetrics<TrainStepMetrics>(body);
     TrainStepMetrics made;

@@ -12,10 +12,13 @@ namespace {
 
 SpawnOptions WorkerSpawnOptions(const std::vector<std::string>& argv,
                                 const std::filesystem::path& stderr_file,
-                                const std::map<std::string, std::string>& env, bool own_group) {
+                                const ChildIsolation& isolation) {
   SpawnOptions o;
-  o.env = env;
-  o.own_group = own_group;
+  o.env = isolation.env;
+  o.clean_env = isolation.clean_env;
+  o.own_group = isolation.own_group;
+  o.own_pid_namespace = isolation.own_pid_namespace;
+  o.cwd = isolation.cwd;
   o.argv = argv;
   o.program = argv.at(0);    // a path: never looked up on PATH
   o.die_with_parent = true;  // never outlive the coordinator
@@ -30,7 +33,11 @@ SpawnOptions WorkerSpawnOptions(const std::vector<std::string>& argv,
 
 Child::Child(const std::vector<std::string>& argv, const std::filesystem::path& stderr_file,
              const std::map<std::string, std::string>& env, bool own_group)
-    : process_(WorkerSpawnOptions(argv, stderr_file, env, own_group)) {
+    : Child(argv, stderr_file, ChildIsolation{env, false, own_group, false, {}}) {}
+
+Child::Child(const std::vector<std::string>& argv, const std::filesystem::path& stderr_file,
+             const ChildIsolation& isolation)
+    : process_(WorkerSpawnOptions(argv, stderr_file, isolation)) {
   if (process_.pid() < 0) throw Failure(process_.start_error(), kExitEnvironment);
 }
 

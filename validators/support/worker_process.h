@@ -16,6 +16,17 @@
 
 namespace trainlock::validate {
 
+// How an engine process is set apart from the coordinator (coordinator/engine_command.h).
+struct ChildIsolation {
+  std::map<std::string, std::string> env;  // added to this process's, or the whole of it
+  bool clean_env = false;                  // env is the child's whole environment
+  bool own_group = false;
+  // A PID namespace of its own where the kernel permits one: every process the child starts
+  // ends with it, setsid or not (base/subprocess.h).
+  bool own_pid_namespace = false;
+  std::filesystem::path cwd;  // empty: this process's
+};
+
 class Child {
  public:
   // Starts `argv` with stdout on a pipe (readable with ReadLine) and stderr appended to
@@ -25,6 +36,8 @@ class Child {
   // engine that starts ranks of its own).
   Child(const std::vector<std::string>& argv, const std::filesystem::path& stderr_file,
         const std::map<std::string, std::string>& env = {}, bool own_group = false);
+  Child(const std::vector<std::string>& argv, const std::filesystem::path& stderr_file,
+        const ChildIsolation& isolation);
 
   pid_t pid() const { return process_.pid(); }
   // The next stdout line, or nullopt at end of output or when the deadline passes. A line
@@ -36,6 +49,15 @@ class Child {
   // Returns the exit code, or 128 + signal for a signalled child.
   std::optional<int> Wait(std::chrono::steady_clock::time_point deadline);
   void Kill() { process_.Kill(); }  // SIGKILL, then reap
+  bool OutputEnded() const { return process_.output_ended(); }
+  bool Exited() { return process_.Exited(); }
+  // After the child exited: SIGKILLs what it left in its group and what still holds its
+  // stdout (a daemon that left the group with setsid); true when there was anything.
+  bool KillLeftovers() {
+    const bool group = process_.KillLeftovers();
+    return process_.KillPipeHolders() || group;
+  }
+  const std::string& containment() const { return process_.containment(); }
 
  private:
   Subprocess process_;

@@ -2,7 +2,8 @@
 (docs/validate.md, "Engines" and "The engine protocol (trainlock.engine/1)").
 
 Run as `PYTHONPATH=validators/engines/python python3 -B -m trainlock_engine --engine NAME ...`
-(-B: no bytecode files appear inside the package the lock pins). Needs only the standard
+(-B: no bytecode files appear inside the package the lock pins); the coordinator starts it
+isolated instead, as `python3 -I -S -B -u trainlock_engine/isolated.py ...` (isolated.py). Needs only the standard
 library and torch >= 1.13; an engine imports its framework itself, lazily.
 
 The common API an engine builds on (one concept per module):
@@ -14,6 +15,8 @@ The common API an engine builds on (one concept per module):
                 Context (opts, rank, world_size, local_rank, device, spec, emit, step)
     runtime     deterministic kernels, device choice, process group, barrier/broadcast helpers
     launch      --nproc P: P rank processes of itself; failures reported here for all ranks
+    isolated    the coordinator's isolated start: sys.path is the package, the stdlib and the
+                interpreter's own site-packages, no .pth file, no working directory
     spec        the spec file (trainlock.engine-spec/1) as checked dicts
     pinned      point-of-use verification of pinned files (`artifact` / kind `integrity`)
     safetensors_io, weights   pinned safetensors weights into a model by HF parameter name

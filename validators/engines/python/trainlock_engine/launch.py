@@ -50,6 +50,16 @@ def _die_with_parent():
         pass
 
 
+def _interpreter():
+    """How a rank starts: as isolated as this process when the coordinator started it
+    isolated (isolated.py), else as `python -B -m trainlock_engine`."""
+    if sys.flags.isolated and sys.flags.no_site:
+        from .isolated import RESTART
+
+        return [sys.executable] + RESTART
+    return [sys.executable, "-B", "-m", "trainlock_engine"]
+
+
 def _spawn(argv, nproc, port, error_dir):
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     procs = []
@@ -58,8 +68,7 @@ def _spawn(argv, nproc, port, error_dir):
         env.update({CHILD_FLAG: "1", ERROR_DIR: error_dir, "RANK": str(rank), "WORLD_SIZE": str(nproc),
                     "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(nproc), "MASTER_ADDR": "127.0.0.1",
                     "MASTER_PORT": str(port), "PYTHONPATH": package_parent + os.pathsep + env.get("PYTHONPATH", "")})
-        procs.append(subprocess.Popen([sys.executable, "-B", "-m", "trainlock_engine"] + argv, env=env,
-                                      preexec_fn=_die_with_parent))
+        procs.append(subprocess.Popen(_interpreter() + argv, env=env, preexec_fn=_die_with_parent))
     return procs
 
 

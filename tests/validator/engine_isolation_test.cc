@@ -1,0 +1,336 @@
+// The engine is untrusted (docs/validate.md, "Isolation" and "The engine protocol"): a Python
+// engine runs isolated from the caller's working directory, environment and site hooks, and
+// what it says counts only when its hello is the lock's and its numbers and output are within
+// the protocol's bounds. Each test plants one fault and asserts the verdict. Stand-in
+// interpreters (--python) play hostile engines; the real ddp engine runs on Debian's torch.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "project/round_trip_engines.h"
+#include "test_support.h"
+
+namespace trainlock {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kDebianPython = "/usr/bin/python3";
+
+// examples/tiny under `dir` with its lock naming the ddp engine and the shipped engine's pin.
+fs::path IsolationProject(const fs::path& dir) {
+  const fs::path project = dir / "tiny";
+  fs::create_directories(project);
+  testing::CopyExample("tiny", project);
+  fs::remove(project / "trainlock.toml");
+  std::string lock = testing::ReadFile(project / "trainlock.lock");
+  const std::string table = "[validate]\n";
+  lock.insert(lock.find(table) + table.size(),
+              "engine = \"ddp\"\nengine-sha256 = \"" + PythonEngineSha256() + "\"\n");
+  testing::WriteFile(project / "trainlock.lock", lock);
+  return project;
+}
+
+struct IsolatedRun {
+  testing::RunResult run;
+  nlohmann::json report;
+  double seconds = 0;
+};
+
+// `trainlock validate` of the project under `dir`, started in `cwd` with `env` added.
+IsolatedRun ValidateFrom(const fs::path& dir, const fs::path& cwd, const std::string& python,
+                         const std::vector<std::string>& env,
+                         const std::vector<std::string>& extra = {}) {
+  const fs::path out = dir / "report.json";
+  std::vector<std::string> argv = {"sh",
+                                   "-c",
+                                   "cd \"$1\" && shift && exec \"$@\"",
+                                   "sh",
+                                   cwd.string(),
+                                   (testing::BinDir() / "trainlock").string(),
+                                   "validate",
+                                   IsolationProject(dir).string(),
+                                   "--out",
+                                   out.string(),
+                                   "--threads",
+                                   "2",
+                                   "--python",
+                                   python};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  std::vector<std::string> full_env = {"TMPDIR=" + dir.string()};
+  full_env.insert(full_env.end(), env.begin(), env.end());
+  const auto start = std::chrono::steady_clock::now();
+  IsolatedRun r{testing::RunCommand(argv, full_env), nlohmann::json(), 0};
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (fs::exists(out)) r.report = nlohmann::json::parse(testing::ReadFile(out));
+  return r;
+}
+
+const nlohmann::json& IsolatedCheck(const nlohmann::json& report, const std::string& id) {
+  for (const auto& c : report["checks"])
+    if (c["id"] == id) return c;
+  static const nlohmann::json kNone = nlohmann::json::object();
+  ADD_FAILURE() << "no check " << id << " in " << report.dump();
+  return kNone;
+}
+
+// Python code that writes `marker`: what every planted hook runs when it is imported.
+std::string WritesMarker(const fs::path& marker) {
+  return "open(" + nlohmann::json(marker.string()).dump() + ", 'w').write('imported')\n";
+}
+
+std::string PythonLibDir() {
+  testing::RunResult r = testing::RunCommand(
+      {kDebianPython, "-c", "import sys; print('python%d.%d' % sys.version_info[:2])"});
+  return r.out.substr(0, r.out.find('\n'));
+}
+
+// The planted hooks, each writing a marker of its own when imported: a shadow trainlock_engine
+// and torch in the working directory and in a PYTHONPATH directory, a usercustomize and a .pth
+// under PYTHONUSERBASE, and a .pth in the site-packages of a stand-in
+// interpreter prefix (a venv of Debian's Python that includes its system site-packages).
+struct Plants {
+  fs::path cwd, python, markers;
+  std::vector<std::string> env;
+};
+
+const char* const kHooks[] = {"cwd-trainlock_engine",
+                              "cwd-trainlock_engine-main",
+                              "cwd-torch",
+                              "pythonpath-trainlock_engine",
+                              "pythonpath-torch",
+                              "usercustomize",
+                              "user-pth",
+                              "prefix-pth"};
+
+Plants PlantHooks(const fs::path& d) {
+  Plants p{d / "cwd", d / "prefix" / "bin" / "python3", d / "markers", {}};
+  const std::string lib = PythonLibDir();
+  fs::create_directories(p.markers);
+  for (const std::string tag : {"cwd", "pythonpath"}) {
+    for (const std::string package : {"trainlock_engine", "torch"}) {
+      fs::create_directories(d / tag / package);
+      testing::WriteFile(d / tag / package / "__init__.py",
+                         WritesMarker(p.markers / (tag + "-" + package)));
+      testing::WriteFile(d / tag / package / "__main__.py",
+                         WritesMarker(p.markers / (tag + "-" + package + "-main")));
+    }
+  }
+  const fs::path user_site = d / "userbase" / "lib" / lib / "site-packages";
+  fs::create_directories(user_site);
+  testing::WriteFile(user_site / "usercustomize.py", WritesMarker(p.markers / "usercustomize"));
+  testing::WriteFile(user_site / "hook.pth", "import os; " + WritesMarker(p.markers / "user-pth"));
+  const fs::path prefix = d / "prefix";
+  const fs::path prefix_site = prefix / "lib" / lib / "site-packages";
+  fs::create_directories(prefix / "bin");
+  fs::create_directories(prefix_site);
+  fs::create_symlink(kDebianPython, p.python);
+  testing::WriteFile(prefix / "pyvenv.cfg",
+                     "home = /usr/bin\ninclude-system-site-packages = true\n");
+  testing::WriteFile(prefix_site / "hook.pth",
+                     "import os; " + WritesMarker(p.markers / "prefix-pth"));
+  p.env = {"PYTHONPATH=" + (d / "pythonpath").string(),
+           "PYTHONUSERBASE=" + (d / "userbase").string()};
+  return p;
+}
+
+bool Fired(const Plants& p, const std::string& hook) {
+  return fs::exists(p.markers / hook);
+}
+
+// Every hook planted at once, the engine run through the stand-in prefix's interpreter from
+// the planted working directory with the planted environment: the ddp engine still passes,
+// from the pinned copy, and no hook ran.
+TEST(EngineIsolation, NoPlantedHookIsImportedAndTheDdpEnginePassesFromThePinnedCopy) {
+  testing::TempDir dir;
+  const Plants p = PlantHooks(dir.path());
+  const IsolatedRun r = ValidateFrom(dir.path(), p.cwd, p.python.string(), p.env);
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.out << r.run.err;
+  EXPECT_EQ(IsolatedCheck(r.report, "train.roundtrip")["status"], "pass");
+  EXPECT_EQ(IsolatedCheck(r.report, "train.roundtrip")["metrics"]["engine"], "ddp");
+  for (const char* hook : kHooks) EXPECT_FALSE(Fired(p, hook)) << hook << " was imported";
+}
+
+// The control: the same hooks do fire for the same interpreter started as engines were before
+// (`python -m trainlock_engine` in the working directory with the caller's environment).
+TEST(EngineIsolation, TheSameHooksFireForAnInterpreterStartedUnisolated) {
+  testing::TempDir dir;
+  const Plants p = PlantHooks(dir.path());
+  testing::RunCommand({"sh", "-c", "cd \"$1\" && exec \"$2\" -m trainlock_engine", "sh",
+                       p.cwd.string(), p.python.string()},
+                      p.env);
+  for (const char* hook : {"cwd-trainlock_engine", "prefix-pth", "user-pth", "usercustomize"})
+    EXPECT_TRUE(Fired(p, hook)) << hook;
+  testing::RunCommand({"sh", "-c", "cd \"$1\" && exec \"$2\" -c 'import torch'", "sh",
+                       (dir.path() / "markers").string(), p.python.string()},
+                      p.env);
+  EXPECT_TRUE(Fired(p, "pythonpath-torch"));
+}
+
+// ---- hostile engines: a stand-in interpreter that says what it likes ----
+
+// A stand-in --python: a shell script that ignores its arguments and runs `body`.
+fs::path StandIn(const fs::path& dir, const std::string& body) {
+  const fs::path script = dir / "python3";
+  testing::WriteFile(script, "#!/bin/sh\n" + body + "\n");
+  fs::permissions(script, fs::perms::owner_all);
+  return script;
+}
+
+std::string SayLine(const std::string& line) {
+  return "printf '%s\\n' '" + line + "'";
+}
+
+const char* const kGoodHello =
+    R"({"event":"hello","protocol":"trainlock.engine/1","engine":"ddp","role":"train",)"
+    R"("world_size":1,"device":"cpu","versions":{"torch":"1.13.0"}})";
+
+IsolatedRun HostileRun(const std::string& body, const std::vector<std::string>& extra = {}) {
+  testing::TempDir dir;
+  return ValidateFrom(dir.path(), dir.path(), StandIn(dir.path(), body).string(), {}, extra);
+}
+
+// A transcript that would pass every check if its events counted, with `hello` in front.
+std::string ReplayWith(const std::string& hello) {
+  return SayLine(hello) + "\ncat " +
+         (testing::SourceDir() / "tests/engines/transcripts/ddp-uninterrupted.jsonl").string() +
+         " | grep -v '\"event\": *\"hello\"'";
+}
+
+void ExpectEngineRefused(const IsolatedRun& r, const std::string& why) {
+  EXPECT_EQ(r.run.exit_code, 1) << r.run.out << r.run.err;
+  const nlohmann::json& step = IsolatedCheck(r.report, "train.step");
+  EXPECT_EQ(step["status"], "fail") << step.dump();
+  EXPECT_NE(step["summary"].get<std::string>().find(why), std::string::npos) << step["summary"];
+  EXPECT_NE(r.report.value("verdict", ""), "pass");
+}
+
+TEST(HostileEngine, AHelloNamingAnotherTorchThanTheLocksIsRefused) {
+  std::string hello = kGoodHello;
+  hello.replace(hello.find("1.13.0"), 6, "0.0.1+evil");
+  ExpectEngineRefused(HostileRun(ReplayWith(hello)),
+                      "names torch \"0.0.1+evil\", the lock pins 1.13.0");
+}
+
+TEST(HostileEngine, AHelloOfAnotherProtocolIsRefused) {
+  std::string hello = kGoodHello;
+  hello.replace(hello.find("engine/1"), 8, "engine/999");
+  ExpectEngineRefused(HostileRun(ReplayWith(hello)), "trainlock.engine/999");
+}
+
+TEST(HostileEngine, AHelloNamingTheNativeEngineOnADdpLockIsRefused) {
+  std::string hello = kGoodHello;
+  hello.replace(hello.find("\"ddp\""), 5, "\"native\"");
+  ExpectEngineRefused(HostileRun(ReplayWith(hello)), "names engine \"native\", the lock's is ddp");
+}
+
+TEST(HostileEngine, AHelloNamingAnotherWorldSizeIsRefused) {
+  std::string hello = kGoodHello;
+  hello.replace(hello.find("\"world_size\":1"), 14, "\"world_size\":8");
+  ExpectEngineRefused(HostileRun(ReplayWith(hello)), "world size 8, this process runs 1");
+}
+
+TEST(HostileEngine, AnEngineThatSaysNothingAndExitsZeroIsRefused) {
+  ExpectEngineRefused(HostileRun("exit 0"), "the engine never said hello");
+}
+
+TEST(HostileEngine, AnAbsurdThroughputIsRefusedNotPrinted) {
+  const IsolatedRun r = HostileRun(
+      ReplayWith(kGoodHello) + " | sed 's/\"tokens_per_s\": *[0-9.e+]*/\"tokens_per_s\": 1e300/'");
+  ExpectEngineRefused(r, "tokens_per_s is 1e+300");
+  EXPECT_EQ(r.run.out.find("-9223372036854775808"), std::string::npos) << r.run.out;
+}
+
+TEST(HostileEngine, ANegativeStepTimeIsRefused) {
+  const IsolatedRun r = HostileRun(
+      ReplayWith(kGoodHello) + " | sed 's/\"step_time_s\": *[0-9.e+-]*/\"step_time_s\": -1e308/'");
+  ExpectEngineRefused(r, "step_time_s is -1e+308");
+}
+
+TEST(HostileEngine, HugeArtifactEventsAreRefusedAndTheReportStaysSmall) {
+  const IsolatedRun r = HostileRun(
+      SayLine(kGoodHello) +
+      "\npath=$(head -c 524288 /dev/zero | tr '\\0' p)\n"
+      "for i in $(seq 150); do printf '{\"event\":\"artifact\",\"path\":\"%s\",\"sha256\":\"00\","
+      "\"bytes\":1}\\n' \"$path\"; done\n" +
+      SayLine(R"({"event":"done"})"));
+  ExpectEngineRefused(r, "an artifact event longer than 8192 bytes");
+  EXPECT_LT(r.report.dump().size(), 1u << 20);
+}
+
+// Processes whose command line is `sleep SECONDS` (a daemon's pid inside a PID namespace is
+// not the host's, so it is found by what it runs).
+std::vector<pid_t> SleepersOf(const std::string& seconds) {
+  std::vector<pid_t> pids;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline == std::string("sleep\0", 6) + seconds + std::string(1, '\0'))
+      pids.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return pids;
+}
+
+// A child that leaves the group with setsid and keeps the engine's stdout open ends with the
+// run, and the coordinator does not wait for --timeout on it.
+TEST(HostileEngine, ADaemonHoldingTheEnginesStdoutEndsWithItAndIsNotWaitedFor) {
+  testing::TempDir dir;
+  const std::string seconds = "299.4171";  // this test's daemons, and no other process
+  const fs::path python =
+      StandIn(dir.path(), "setsid sh -c 'exec sleep " + seconds + "' &\n" + ReplayWith(kGoodHello));
+  const IsolatedRun r =
+      ValidateFrom(dir.path(), dir.path(), python.string(), {}, {"--timeout", "120"});
+  EXPECT_LT(r.seconds, 100.0) << "waited for --timeout";
+  EXPECT_EQ(SleepersOf(seconds), std::vector<pid_t>{});
+}
+
+// The control: the stand-in does leave its daemon behind when run by itself.
+TEST(HostileEngine, TheStandInsDaemonOutlivesItWhenRunAlone) {
+  testing::TempDir dir;
+  const std::string seconds = "299.4172";
+  const fs::path python =
+      StandIn(dir.path(), "setsid sh -c 'exec sleep " + seconds + "' &\nsleep 0.5");
+  testing::RunCommand({"sh", "-c", python.string() + " >/dev/null 2>&1"});
+  const std::vector<pid_t> daemons = SleepersOf(seconds);
+  EXPECT_EQ(daemons.size(), 1u);
+  for (pid_t pid : daemons) ::kill(pid, SIGKILL);
+}
+
+// stderr and stdout are capped: an engine that floods either fails its process, and the
+// coordinator stops it instead of filling the disk.
+TEST(HostileEngine, AnEngineFloodingStderrIsStoppedAtTheCap) {
+  testing::TempDir dir;
+  // Process a floods (ulimit -f bounds the damage to 600 MB should the cap ever fail); the
+  // others stop at once.
+  const fs::path python = StandIn(
+      dir.path(),
+      SayLine(kGoodHello) + "\ncase \"$*\" in *--measure-step*) ulimit -f 1200000; yes >&2;; esac");
+  const IsolatedRun r = ValidateFrom(dir.path(), dir.path(), python.string(), {},
+                                     {"--work-dir", (dir.path() / "work").string()});
+  ExpectEngineRefused(r, "its stderr passed 256 MiB");
+  uintmax_t largest = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir.path() / "work"))
+    if (e.is_regular_file()) largest = std::max(largest, e.file_size());
+  EXPECT_LT(largest, uintmax_t{1} << 30);
+}
+
+TEST(HostileEngine, AnEngineFloodingStdoutIsStoppedAtTheCap) {
+  const IsolatedRun r = HostileRun(SayLine(kGoodHello) +
+                                   "\ncase \"$*\" in *--measure-step*) "
+                                   "exec yes \"$(head -c 4000 /dev/zero | tr '\\0' x)\";; esac");
+  ExpectEngineRefused(r, "its output passed 256 MiB");
+}
+
+}  // namespace
+}  // namespace trainlock
