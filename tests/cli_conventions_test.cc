@@ -173,10 +173,12 @@ TEST(CliConventions, AProjectMayBeNamedByItsLockOrManifest) {
 }
 
 TEST(CliConventions, AnotherFileIsRefusedAsNotAProjectDirectory) {
-  auto r =
-      RunTrainlock({"hash", (testing::SourceDir() / "examples/tiny/configs/tiny.yaml").string()});
+  const std::string file = (testing::SourceDir() / "examples/tiny/configs/tiny.yaml").string();
+  auto r = RunTrainlock({"hash", file});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("tiny.yaml is a file, not a project directory"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err, file +
+                       ": error: is a file, not a project directory; give the directory, its "
+                       "trainlock.toml or its trainlock.lock\n");
 }
 
 TEST(CliConventions, VerboseCheckNamesEveryFileItCheckedWithItsHash) {
@@ -200,13 +202,25 @@ TEST(CliConventions, DoublyVerboseGateShowsTheEvidenceOfEachCheck) {
   vv.push_back("-vv");
   auto once = RunTrainlock(v);
   auto twice = RunTrainlock(vv);
-  EXPECT_NE(once.out.find("  pass train.roundtrip\n"), std::string::npos) << once.out;
+  EXPECT_NE(once.out.find("  pass train.roundtrip (required)\n"), std::string::npos) << once.out;
   EXPECT_EQ(once.out.find("evidence:"), std::string::npos) << once.out;
-  EXPECT_NE(twice.out.find("  pass train.roundtrip\n      resumed run is bitwise equal"),
+  EXPECT_NE(twice.out.find("  pass train.roundtrip (required)\n      resumed run is bitwise equal"),
             std::string::npos)
       << twice.out;
   EXPECT_NE(twice.out.find("      evidence: {\"bitwise_equal\":true,"), std::string::npos)
       << twice.out;
+}
+
+// The gate judges the lock's [validate] required checks and the --require ones alike, so -v
+// marks both: examples/tiny's lock requires train.roundtrip, the command env.versions.
+TEST(CliConventions, VerboseGateMarksTheLocksRequiredChecksAndTheRequiredOnes) {
+  auto r = RunTrainlock(
+      {"gate", (testing::SourceDir() / "tests/fixtures/reports/tiny-report.json").string(),
+       "--lock", (testing::SourceDir() / "examples/tiny").string(), "--allow-unsigned", "--require",
+       "env.versions", "-v"});
+  EXPECT_NE(r.out.find("  pass train.roundtrip (required)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  pass env.versions (required)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  skip perf.hbm\n"), std::string::npos) << r.out;
 }
 
 TEST(CliConventions, ListOptionsTakeCommaSeparatedValues) {

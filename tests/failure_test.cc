@@ -78,7 +78,8 @@ TEST(FailureExitStatus, ImageBuildFailureReachesTheProcessUnderItsCommand) {
                                   "--source-date-epoch", "0", "--engine", "kaniko"});
   EXPECT_EQ(r.exit_code, kExitBadInput);
   EXPECT_EQ(r.err,
-            "trainlock image build: --engine must be buildah, podman or docker, not 'kaniko'\n");
+            "trainlock image build: error: --engine must be buildah, podman or docker, not "
+            "'kaniko'\n");
 }
 
 TEST(FailureExitStatus, LockFailureSaysNothingWasWritten) {

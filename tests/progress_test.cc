@@ -76,6 +76,35 @@ TEST(Progress, ALogGetsEachCompletedCheckOnceWithItsStatusAndSummary) {
       << lines[0];
 }
 
+// Without a terminal stdout and stderr meet in one log (CI, kubectl logs): the summary lists
+// every check, so the log keeps only the phases and lists each check once.
+TEST(Progress, ALogLeavesTheChecksToASummaryThatListsThem) {
+  Captured out;
+  {
+    Progress p(ProgressStyle::kLog, "trainlock-validate", out.file());
+    p.LeaveChecksToSummary();
+    p.Begin("node probes");
+    p.Checked("env.driver", "pass", 0.01, "driver 580.159.04");
+    p.End();
+  }
+  std::vector<std::string> lines = out.Lines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("trainlock-validate: node probes"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("trainlock-validate: done node probes"), std::string::npos) << lines[1];
+}
+
+TEST(Progress, JsonLinesKeepTheChecksASummaryLists) {
+  Captured out;
+  {
+    Progress p(ProgressStyle::kJson, "trainlock-validate", out.file());
+    p.LeaveChecksToSummary();
+    p.Checked("env.driver", "pass", 0.01, "driver 580.159.04");
+  }
+  std::vector<std::string> lines = out.Lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(lines[0])["event"], "check") << lines[0];
+}
+
 TEST(Progress, JsonLinesCarryTheEventsForMachines) {
   Captured out;
   {

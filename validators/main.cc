@@ -13,6 +13,7 @@
 
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
+#include "base/usage_error.h"
 #include "base/version_info.h"
 #include "coordinator/validate.h"
 #include "project/artifact_paths.h"
@@ -111,6 +112,7 @@ int Main(int argc, char** argv) {
       "-> restore -> resume round trip that must be bitwise equal to an uninterrupted run,\n"
       "eval agreement, checkpoint portability) and writes report.json\n"
       "(trainlock.report/v1). Exit 0 pass, 1 fail, 2 bad input, 3 environment failure."};
+  app.name("trainlock-validate");
   app.set_version_flag("--version", std::string(kTrainlockVersion) + " (torch " +
                                         BuiltTorchVersion() + ", " + BuiltTorchFlavour() + ")");
   ValidateOptions v;
@@ -138,7 +140,7 @@ int Main(int argc, char** argv) {
         option->check([choices](const std::string& value) {
           return std::find(choices.begin(), choices.end(), value) != choices.end()
                      ? std::string()
-                     : "must be " + ChoiceList(choices);
+                     : Quoted(value) + " is not one of " + ChoiceList(choices);
         });
       }
       if (row.is_count()) option->check(CLI::Range(row.min, row.max));
@@ -169,7 +171,9 @@ int Main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kExitOk : kExitBadInput;
+    if (e.get_exit_code() == 0) return app.exit(e);  // prints the help or the version
+    std::cerr << UsageErrorText(app, e, std::vector<std::string>(argv + 1, argv + argc));
+    return kExitBadInput;
   }
   if (worker->parsed()) {
     w.project = w_project;

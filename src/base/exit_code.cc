@@ -22,7 +22,9 @@ int RunWithExitCodes(std::string_view program, const std::function<int()>& body,
     // Messages quote what outside sources sent (a registry's header, a package's METADATA, a
     // file name): TerminalText escapes their controls and redacts credentials.
     const std::string_view prefix = command.empty() ? program : command;
-    std::cerr << prefix << ": " << TerminalText(e.what()) << "\n";
+    // Bad input in the one error format (base/usage_error.h): "trainlock CMD: error: ...".
+    const char* kind = e.exit_code() == kExitBadInput ? "error: " : "";
+    std::cerr << prefix << ": " << kind << TerminalText(e.what()) << "\n";
     for (const std::string& note : e.notes())
       std::cerr << prefix << ": " << TerminalText(note) << "\n";
     return e.exit_code();

@@ -97,6 +97,7 @@ void Progress::Checked(const std::string& id, const std::string& status, double 
   std::lock_guard<std::mutex> lock(mutex_);
   if (!announced_.insert(id).second) return;
   if (style_ != ProgressStyle::kTerminal) {
+    if (style_ == ProgressStyle::kLog && checks_left_to_summary_) return;
     WriteEvent("check", id, duration_s, status, summary);
     return;
   }

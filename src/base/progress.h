@@ -2,7 +2,8 @@
 // sees each phase's elapsed seconds tick and each check as it completes (unless the summary
 // goes to the same terminal: it lists every check, so each is printed once); a log (CI, `kubectl
 // logs`, a Slurm .out file: stderr is not a terminal) gets one timestamped line per phase and
-// per completed check; a machine gets the same events as JSON lines (`--progress json`).
+// per completed check (none when the summary lists them: LeaveChecksToSummary); a machine
+// gets the same events as JSON lines (`--progress json`).
 // Results stay on stdout (the summary) and in the report; progress never replaces them.
 #pragma once
 
@@ -55,6 +56,11 @@ class Progress {
   // Ends the current phase: "done <what> (12.3 s)". Destroyed while an exception unwinds, a
   // running phase ends as "stopped <what> (12.3 s)" (JSON event "stopped").
   void End();
+  // The results on stdout (the summary) will list every check: a log then shows only the
+  // phases, so that a CI log, where stdout and stderr meet, lists each check once (a terminal
+  // already leaves them to a summary on the same terminal; JSON lines are for machines and keep
+  // them).
+  void LeaveChecksToSummary() { checks_left_to_summary_ = true; }
   // A check that completed, announced once per id (a second call for the same id is ignored,
   // so callers may announce everything they have so far).
   void Checked(const std::string& id, const std::string& status, double duration_s,
@@ -76,8 +82,9 @@ class Progress {
   std::atomic<bool> running_{false};
   std::thread ticker_;
   std::set<std::string> announced_;
-  bool stopped_ = false;            // the phase ended by an exception, not by End()
-  bool checks_in_results_ = false;  // kTerminal on the terminal the summary is printed to
+  bool stopped_ = false;                 // the phase ended by an exception, not by End()
+  bool checks_in_results_ = false;       // kTerminal on the terminal the summary is printed to
+  bool checks_left_to_summary_ = false;  // LeaveChecksToSummary()
 };
 
 }  // namespace trainlock

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "base/diagnostic.h"
 #include "base/progress.h"
 
 namespace trainlock {
@@ -18,7 +19,7 @@ inline CLI::Option* AddProgressOption(CLI::App& app, std::string& style, const s
                       " on stderr: auto (terminal when stderr is one, else log), terminal, log (a "
                       "timestamped line per step), json (the same as JSON lines) or none")
       ->check([](const std::string& s) {
-        return ParseProgressStyle(s) ? "" : std::string("must be ") + kProgressStyleNames;
+        return ParseProgressStyle(s) ? "" : Quoted(s) + " is not one of " + kProgressStyleNames;
       })
       ->capture_default_str();
 }

@@ -167,7 +167,8 @@ GateRequest BuildRequest(const GateOptions& options, const Project& project) {
   return request;
 }
 
-// -v: every check the report carries with its status, the --require ones marked, so that a
+// -v: every check the report carries with its status, the required ones (the lock's [validate]
+// required and --require, as the gate judges them) marked, so that a
 // decision can be read against the evidence. Nothing when the report is not JSON (the
 // decision above already says so).
 // With `evidence` (-vv) each check's summary and the metrics it rests on follow it.
@@ -182,7 +183,10 @@ void PrintReportChecks(const GateRequest& request, const std::vector<std::string
   for (const CheckView& c : view.checks) {
     const std::string id = c.id.empty() ? "?" : c.id;
     const std::string status = c.status.empty() ? "?" : c.status;
-    const bool required = std::find(require.begin(), require.end(), id) != require.end();
+    const bool required = std::find(require.begin(), require.end(), id) != require.end() ||
+                          (request.lock && std::find(request.lock->validate.required.begin(),
+                                                     request.lock->validate.required.end(),
+                                                     id) != request.lock->validate.required.end());
     std::cout << "  " << TerminalLine(status) << " " << TerminalLine(id)
               << (required ? " (required)" : "") << "\n";
     if (!evidence) continue;

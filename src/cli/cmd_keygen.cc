@@ -28,6 +28,13 @@ struct KeygenOptions {
 int RunKeygen(const KeygenOptions& options, const GlobalOptions& global) {
   const fs::path private_path = options.prefix + ".key";
   const fs::path public_path = options.prefix + ".pub";
+  // PREFIX names where the keys go: a directory in it that is missing is the user's to fix.
+  const fs::path dir = fs::path(options.prefix).parent_path();
+  std::error_code ec;
+  if (!dir.empty() && !fs::is_directory(dir, ec)) {
+    throw InputError(
+        Diagnostic{dir.string(), {}, "is not a directory", "PREFIX names where the key files go"});
+  }
   for (const fs::path& p : {private_path, public_path}) {
     if (fs::exists(p) && !options.force) {
       throw InputError(Diagnostic{p.string(),

@@ -72,6 +72,8 @@ int RunLock(const LockCommandOptions& options, const GlobalOptions& global) {
   o.index.timeout_s = options.timeout_s;
   o.registry.timeout_s = options.timeout_s;
   o.hub.timeout_s = options.timeout_s;  // the Hub too: a stalled Hub must not hold CI for minutes
+  // A missing or unreadable manifest is said alone, without a step that began and stopped.
+  ReadInputFile(dir / kManifestFile, DisplayPath(dir, kManifestFile));
   std::unique_ptr<Progress> progress = MakeProgress(global, "trainlock lock");
   progress->Begin(options.offline ? "locking offline from the existing lock"
                                   : "resolving base images, Hub revisions, Python closures and "

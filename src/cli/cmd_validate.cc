@@ -22,6 +22,7 @@
 #include "base/program_path.h"
 #include "base/refs.h"
 #include "base/suggest.h"
+#include "base/terminal_text.h"
 #include "cli/commands.h"
 #include "image/image_run.h"
 #include "image/in_image_paths.h"
@@ -74,12 +75,37 @@ const std::vector<std::string_view> kHostOnlyOptions = {"--image", "--engine", "
 void RequireKnownOption(const std::string& arg) {
   std::vector<std::string_view> names = kHostOnlyOptions;
   for (const ValidatorOption& row : ValidatorOptions()) names.push_back(row.long_name());
-  const std::string hint = DidYouMean(arg.substr(0, arg.find('=')), names);
-  throw InputError(Diagnostic{arg,
+  const std::string name = arg.substr(0, arg.find('='));
+  const std::string closest = ClosestMatch(name, names);
+  // The usage error's format (base/usage_error.h), as for every other command's options.
+  throw InputError(Diagnostic{"trainlock validate",
                               {},
-                              "is not an option of trainlock validate or of the validator" +
-                                  (hint.empty() ? "" : "; " + hint),
-                              "see trainlock validate --help"});
+                              "unknown option " + TerminalLine(name),
+                              closest.empty() ? "" : "did you mean " + closest + "?"});
+}
+
+// Refuses a value outside the choices of a validator option that has them (--progress,
+// --device), in this command's name, before anything runs.
+void RequireChoice(const ValidatorOption& row, const std::string& arg) {
+  if (*row.choices == '\0') return;
+  const size_t eq = arg.find('=');
+  const std::string value =
+      arg.starts_with("-") && eq != std::string::npos ? arg.substr(eq + 1) : arg;
+  std::vector<std::string> choices;
+  std::string list;
+  for (std::string_view rest = row.choices; !rest.empty();) {
+    const size_t bar = rest.find('|');
+    choices.emplace_back(rest.substr(0, bar));
+    rest = bar == std::string_view::npos ? std::string_view() : rest.substr(bar + 1);
+  }
+  if (std::find(choices.begin(), choices.end(), value) != choices.end()) return;
+  for (size_t i = 0; i < choices.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
+  throw InputError(
+      Diagnostic{"trainlock validate",
+                 {},
+                 std::string(row.long_name()) + ": " + Quoted(value) + " is not one of " + list,
+                 ""});
 }
 
 // Moves this command's own options out of the validator's (CLI11 stops at the first option it
@@ -93,7 +119,8 @@ void TakeHostOptions(ValidateOptions& o) {
   for (size_t i = 0; i < in.size(); ++i) {
     const std::string& a = in[i];
     auto value = [&](std::string& into) {
-      if (i + 1 >= in.size()) throw InputError(Diagnostic{a, {}, "needs a value", ""});
+      if (i + 1 >= in.size())
+        throw InputError(Diagnostic{"trainlock validate", {}, a + " needs a value", ""});
       into = in[++i];
     };
     if (a == "--image")
@@ -118,6 +145,8 @@ void TakeHostOptions(ValidateOptions& o) {
       rest.push_back(a);
       if (!row->is_flag() && a.find('=') == std::string::npos && i + 1 < in.size())
         rest.push_back(in[++i]);
+      if (!row->is_flag() && (rest.back() != a || a.find('=') != std::string::npos))
+        RequireChoice(*row, rest.back());
     } else if (a.starts_with("-") && a != "-") {
       RequireKnownOption(a);
     } else {
@@ -284,6 +313,16 @@ Command RegisterValidate(CLI::App& app, const GlobalOptions& global) {
   cmd->fallthrough(false);
   return [options, cmd, &global] {
     options->passthrough = cmd->remaining();
+    // CLI11 passes a validator option through but takes its value for DIR when no DIR came
+    // before it (`validate --timeout 5`): the value goes back to its option.
+    if (!options->passthrough.empty() && cmd->get_option("DIR")->count() > 0) {
+      const std::string& last = options->passthrough.back();
+      const ValidatorOption* row = FindValidatorOption(last);
+      if (row && !row->is_flag() && last.find('=') == std::string::npos) {
+        options->passthrough.push_back(options->dir);
+        options->dir = ".";
+      }
+    }
     // `trainlock -q validate` and `-v`: the validator's own -q and -v, unless it was told
     // otherwise.
     std::vector<std::string>& p = options->passthrough;

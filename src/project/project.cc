@@ -13,8 +13,12 @@ std::string ProjectDirFromArgument(std::string& value) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return "";  // loading says what is wrong
   if (path.filename() != kLockFile && path.filename() != kManifestFile) {
-    return value + " is a file, not a project directory: give the directory, its " + kManifestFile +
-           " or its " + kLockFile;
+    return Diagnostic{
+        value,
+        {},
+        "is a file, not a project directory",
+        std::string("give the directory, its ") + kManifestFile + " or its " + kLockFile}
+        .Format();
   }
   value = path.has_parent_path() ? path.parent_path().string() : ".";
   return "";

@@ -358,6 +358,7 @@ int RunValidate(const ValidateOptions& o) {
   RequireCheckpointStorage(storage, project);
   const std::string sign_pem = ReadSigningKey(o.sign_key);
   Progress progress(ProgressStyleFor(o, rank), ProgressSource(rank));
+  if (!o.json) progress.LeaveChecksToSummary();  // PrintSummary lists every check
   const ImageBinding image =
       BindImage(kProjectInImage, project, RunningExecutable(), std::getenv("TRAINLOCK_IMAGE_REF"),
                 std::getenv("TRAINLOCK_IMAGE_DIGEST"));
