@@ -20,7 +20,8 @@ struct EngineLaunch {
   bool python = false;
   // A Python engine runs isolated (docs/validate.md, "Isolation"): `env` is its whole
   // environment, its working directory the run's work directory, and it and everything it
-  // starts live in a PID namespace (else a process group) that ends with it.
+  // starts live in a PID namespace (on a GPU, and where the kernel refuses one, a process
+  // group) that ends with it.
   bool clean_env = false;
   std::filesystem::path cwd;
 };

@@ -158,7 +158,13 @@ Coordinator::Launched Coordinator::Launch(const std::string& name,
     with_world.insert(with_world.end(), {"--nproc", std::to_string(o_.engine_nproc)});
   EngineLaunch launch =
       EngineCommand(o_.engine, python_, engine_dir_, CommonArgs(name), with_world);
-  ChildIsolation isolation{launch.env, launch.clean_env, launch.python, launch.python, launch.cwd};
+  // CUDA refuses to start inside a new PID namespace in some sandboxes (cudaGetDeviceCount: error
+  // 304, "operation not supported on this OS", on the H200 machine of bench/results/
+  // 2026-12-02-h200-pilot-pass): an engine that may train on a GPU gets its own process group,
+  // and what holds its stdout after it ends is found through /proc and killed.
+  const bool may_use_gpu = BuiltTorchFlavour() != "cpu" && o_.device != "cpu";
+  ChildIsolation isolation{launch.env, launch.clean_env, launch.python,
+                           launch.python && !may_use_gpu, launch.cwd};
   l.child = std::make_unique<Child>(launch.argv, o_.work_dir / (name + ".stderr"), isolation);
   l.transcript = EngineTranscript(Expectation(with_world));
   l.run.pid = l.child->pid();
