@@ -36,6 +36,7 @@ def main():
     p.add_argument("dest")
     p.add_argument("--engine", required=True)
     p.add_argument("--parallelism")
+    p.add_argument("--torch", help="the torch version the lock pins (this machine's, as re-locking would)")
     a = p.parse_args()
     src, dest = pathlib.Path(a.src), pathlib.Path(a.dest)
     shutil.rmtree(dest, ignore_errors=True)
@@ -53,6 +54,8 @@ def main():
                       lock)
     lock = lock.replace("[validate]\n", '[validate]\nengine = "%s"\nengine-sha256 = "%s"\n'
                         % (a.engine, engine_sha256()), 1)
+    if a.torch:
+        lock = re.sub(r"""(?m)^torch = ['\"][^'\"]*['\"]""", 'torch = "%s"' % a.torch, lock)
     (dest / "trainlock.lock").write_text(lock)
     print(dest)
 

@@ -165,7 +165,22 @@ def save(run, args, rank, directory):
         run.staging = getattr(response, "staging_completion", None)
         upload = getattr(response, "upload_completion", response)
         waited = run.step(run.batches())  # training goes on; its update waits for the staged copy
-        upload.result()
+        try:
+            upload.result()
+        except Exception as e:  # DefaultStager on torch 2.11 and FSDP2 state: KeyError(<class 'type'>)
+            if stage is None:
+                raise
+            emit(rank, event="stager_error", stager=type(stage).__name__, error=repr(e)[:300])
+            stage.close()
+            stage, extra = None, {}
+            run.staging = None
+            sync(run.device)
+            started = time.perf_counter()
+            response = dcp.async_save({"model": model_sd, "optim": optim_sd}, checkpoint_id=target + "-default")
+            blocking = time.perf_counter() - started
+            upload = getattr(response, "upload_completion", response)
+            waited = run.step(run.batches())
+            upload.result()
         row = {"save": n + 1, "blocking_s": blocking, "staging_wait_s": waited, "save_blocking_s": blocking + waited,
                "upload_s": time.perf_counter() - started, "stager": type(stage).__name__ if stage else None}
         emit(rank, event="save", **row)

@@ -78,10 +78,15 @@ def _single_process_group(device):
 
 def _async_stager(device):
     """DefaultStager as an FSDP2 user configures it on a GPU (torch >= 2.9), else None (the
-    async_save default: staged before async_save returns)."""
+    async_save default: staged before async_save returns).
+
+    Only where TRAINLOCK_FSDP2_STAGER=default asks for it: on torch 2.11.0+cu130 (H200, 2026-12-02,
+    bench/results/2026-12-02-h200-fsdp2) DefaultStager's staging of get_state_dict's FSDP2 state
+    raised KeyError(<class 'type'>) in _state_dict_stager.deepcopy_with_tensor_offload, so the
+    default is async_save's own staging, which that torch completes."""
     import torch.distributed.checkpoint as dcp
 
-    if device.type != "cuda":
+    if device.type != "cuda" or os.environ.get("TRAINLOCK_FSDP2_STAGER") != "default":
         return None
     try:
         import inspect
