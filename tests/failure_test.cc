@@ -50,7 +50,7 @@ TEST(RunWithExitCodes, FailureIsPrintedUnderTheCommandThenEachNote) {
 TEST(RunWithExitCodes, FailureWithoutACommandIsPrintedUnderTheProgram) {
   CapturedStderr err;
   RunWithExitCodes("prog", []() -> int { throw Failure("why", kExitBadInput); });
-  EXPECT_EQ(err.text(), "prog: why\n");
+  EXPECT_EQ(err.text(), "prog: error: why\n");
 }
 
 TEST(RunWithExitCodes, OtherExceptionIsAnEnvironmentErrorUnderTheProgram) {

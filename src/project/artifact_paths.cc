@@ -14,9 +14,13 @@ void IgnoreTrainlockDir(const std::filesystem::path& path) {
   for (const std::filesystem::path& part : path) {
     dir /= part;
     if (part != ".trainlock") continue;
-    std::filesystem::create_directories(dir);
-    const std::filesystem::path ignore = dir / ".gitignore";
     std::error_code ec;
+    // Never through a link planted at .trainlock: the command that uses the directory refuses it.
+    const std::filesystem::file_status status = std::filesystem::symlink_status(dir, ec);
+    if (std::filesystem::is_symlink(status)) return;
+    if (!std::filesystem::exists(status)) std::filesystem::create_directories(dir);
+    if (!std::filesystem::is_directory(std::filesystem::symlink_status(dir, ec))) return;
+    const std::filesystem::path ignore = dir / ".gitignore";
     if (!std::filesystem::exists(std::filesystem::symlink_status(ignore, ec)))
       WriteFileAtomically(ignore, "*\n");
     return;

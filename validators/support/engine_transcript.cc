@@ -177,9 +177,13 @@ void EngineTranscript::Fold(const std::string& event, nlohmann::json& body) {
     ++artifacts_;
     TrainStepMetrics one;  // appended, not rewritten: the fold stays linear in the events
     one.artifacts = std::vector<ArtifactRow>{std::move(row)};
-    nlohmann::json& rows = r["artifacts"];
-    if (!rows.is_array()) rows = nlohmann::json::array();
-    rows.push_back(std::move(ToJson(one)["artifacts"][0]));
+    // ToJson(one) is {key: [row]}, the key spelled once, in check_metrics.h.
+    nlohmann::json appended = ToJson(one);
+    for (auto& [key, added] : appended.items()) {
+      nlohmann::json& rows = r[key];
+      if (!rows.is_array()) rows = nlohmann::json::array();
+      for (nlohmann::json& a : added) rows.push_back(std::move(a));
+    }
   } else if (event == "setup") {
     const auto said = ReadMetrics<TrainStepMetrics>(body);
     TrainStepMetrics made;
