@@ -178,10 +178,15 @@ TEST(EngineIsolation, TheSameHooksFireForAnInterpreterStartedUnisolated) {
 
 // ---- hostile engines: a stand-in interpreter that says what it likes ----
 
-// A stand-in --python: a shell script that ignores its arguments and runs `body`.
+// A stand-in --python: a shell script that answers the engine probe (engine_probe.h) as a
+// Python with Debian's torch would, and otherwise ignores its arguments and runs `body`.
 fs::path StandIn(const fs::path& dir, const std::string& body) {
   const fs::path script = dir / "python3";
-  testing::WriteFile(script, "#!/bin/sh\n" + body + "\n");
+  testing::WriteFile(script,
+                     "#!/bin/sh\ncase \"$*\" in *trainlock-engine-probe*) printf '%s\\n' "
+                     "'trainlock-engine-probe {\"versions\": {\"torch\": \"1.13.0\"}, "
+                     "\"cuda\": false}'; exit 0;; esac\n" +
+                         body + "\n");
   fs::permissions(script, fs::perms::owner_all);
   return script;
 }

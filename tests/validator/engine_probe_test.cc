@@ -34,10 +34,15 @@ TEST(EngineProbe, DebiansPythonCanRunTheDdpEngineAndSaysItsTorch) {
   EXPECT_EQ(p.versions.value("torch", ""), p.torch);
 }
 
-// The real probe script, under an interpreter that cannot see the site packages (torch).
+// The real probe script, under a real interpreter without torch: a venv of Debian's Python
+// that does not include the system's site-packages.
 TEST(EngineProbe, AnInterpreterWithoutTorchCannotRunTheEngine) {
   testing::TempDir dir;
-  const std::string python = StandIn(dir, "exec /usr/bin/python3 -S \"$@\"");
+  const fs::path venv = dir.path() / "venv";
+  ASSERT_EQ(testing::RunCommand({"/usr/bin/python3", "-m", "venv", "--without-pip", venv.string()})
+                .exit_code,
+            0);
+  const std::string python = (venv / "bin" / "python3").string();
   const EngineProbe p = ProbeEngine("ddp", python, false, 120);
   EXPECT_EQ(p.error, "engine ddp: " + python +
                          " cannot import torch (No module named 'torch'): install torch in that "

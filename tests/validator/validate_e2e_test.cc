@@ -242,6 +242,23 @@ TEST(ValidateOnly, TheStepAloneRunsNoOtherProcessOfTheRoundTrip) {
   EXPECT_FALSE(fs::exists(work / "b-preempted.stderr")) << "process B ran";
 }
 
+// --only train.eval needs every process of the round trip, but only train.eval is judged: the
+// step, the round trip and the portable check it did not select are skips, not what their
+// processes would have shown.
+TEST(ValidateOnly, AnUnselectedCheckOfTheRoundTripIsNeverJudgedThoughItsProcessesRan) {
+  Validation v = Validate({"--only", "train.eval"});
+  EXPECT_EQ(v.run.exit_code, 0) << v.run.out << v.run.err;
+  for (const auto& c : v.report["checks"]) {
+    if (c["id"] == "train.eval") {
+      EXPECT_EQ(c["status"], "pass") << c.dump();
+    } else if (c["id"] == "train.step" || c["id"] == "train.roundtrip" ||
+               c["id"] == "ckpt.portable") {
+      EXPECT_EQ(c["status"], "skip") << c.dump();
+      EXPECT_EQ(c["summary"], "not selected (--only)") << c.dump();
+    }
+  }
+}
+
 TEST(ValidateProgress, QuietWritesNoProgress) {
   Validation v = Validate({"--only", "env.versions", "-q"});
   EXPECT_EQ(v.run.exit_code, 0) << v.run.err;

@@ -314,7 +314,7 @@ TEST(ValidateEngineEnvironment, AnEngineThatRefusesTheEnvironmentWhenItStartsIsA
   testing::WriteFile(
       script,
       "#!/bin/sh\n"
-      "if [ \"$1\" = -c ]; then\n"
+      "if [ \"${*#*trainlock-engine-probe}\" != \"$*\" ]; then\n"
       "  echo 'trainlock-engine-probe {\"versions\": {\"torch\": \"1.13.0\"}, \"cuda\": false}'\n"
       "  exit 0\n"
       "fi\n"

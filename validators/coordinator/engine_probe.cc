@@ -1,6 +1,8 @@
 // The Python engine's interpreter, probed before any training; see engine_probe.h.
 #include "coordinator/engine_probe.h"
 
+#include <unistd.h>
+
 #include <optional>
 #include <vector>
 
@@ -42,8 +44,27 @@ EngineNeeds NeedsOf(const std::string& engine) {
 
 // Imports torch, then each argument ("a|b" for a, else b), and prints one marker line of JSON:
 // the versions, the first module that would not import and why, and whether CUDA is usable.
+// It runs as the engine does (engine_command.h): `-I -S`, a clean environment, and the path of
+// trainlock_engine/isolated.py (the standard library and the interpreter's own site-packages,
+// its venv's when it is one, no .pth file), so it sees exactly the modules the engine will.
 constexpr const char* kProbeScript = R"PY(
-import importlib, json, sys
+import importlib, json, os, site, sys
+def _venv():
+    exe_dir = os.path.dirname(sys.executable)
+    for d in (exe_dir, os.path.dirname(exe_dir)):
+        cfg = os.path.join(d, "pyvenv.cfg")
+        if os.path.isfile(cfg):
+            with open(cfg) as f:
+                pairs = [line.partition("=") for line in f]
+            return d, any(k.strip() == "include-system-site-packages" and v.strip().lower() == "true"
+                          for k, _, v in pairs)
+    return None, True
+venv, include_base = _venv()
+version = "python%d.%d" % sys.version_info[:2]
+found = [os.path.join(venv, lib, version, "site-packages") for lib in ("lib", "lib64")] if venv else []
+if include_base:
+    found += site.getsitepackages([sys.base_prefix])
+sys.path[:] = [p for p in sys.path if p and os.path.isabs(p)] + [d for d in dict.fromkeys(found) if os.path.isdir(d)]
 out = {"versions": {}}
 def load(names):
     first = None
@@ -168,9 +189,16 @@ EngineProbe ProbeEngine(const std::string& engine, const std::string& requested,
     return p;
   }
   SpawnOptions spawn;
-  spawn.argv = {python, "-c", kProbeScript};
+  spawn.argv = {python, "-I", "-S", "-B", "-c", kProbeScript};
   for (const std::string& m : NeedsOf(engine).modules) spawn.argv.push_back(m);
-  spawn.env["PYTHONDONTWRITEBYTECODE"] = "1";
+  spawn.clean_env = true;  // what the engine inherits, nothing more (engine_command.h)
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string text(*entry);
+    const size_t eq = text.find('=');
+    if (eq != std::string::npos && EngineMayInherit(text.substr(0, eq)))
+      spawn.env[text.substr(0, eq)] = text.substr(eq + 1);
+  }
+  spawn.cwd = "/";
   spawn.null_stdin = true;
   spawn.own_group = true;
   const ProcessRun run = RunProcess(spawn, {.timeout_s = static_cast<double>(timeout_s)});

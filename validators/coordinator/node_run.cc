@@ -119,6 +119,7 @@ std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& pr
   r.kill_during_save = o.kill_during_save;
   r.python = o.python;
   r.step_only = !Selected(o.only, {"train.roundtrip", "train.eval", "ckpt.portable"});
+  r.only = o.only;
   progress.Begin("train.step, train.roundtrip on " + ShownDevice(device) +
                  ": train -> checkpoint -> SIGKILL -> restore -> resume");
   std::vector<CheckResult> checks = RunRoundtrip(r, project);

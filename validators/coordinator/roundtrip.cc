@@ -25,6 +25,7 @@
 #include "project/project.h"
 #include "project/train_shape.h"
 #include "report/check_metrics.h"
+#include "support/check_selection.h"
 #include "support/engine_transcript.h"
 #include "support/worker_process.h"
 #include "worker/worker.h"
@@ -901,10 +902,15 @@ std::vector<CheckResult> Coordinator::Run() {
   WorkerRun c = Finish(std::move(c_launched), Preempt::kNever, &c_s);
   if (!beside) d = Start("d-portable", {"--role", "portable"}, Preempt::kNever, &d_s);
 
-  std::vector<CheckResult> checks = {StepCheck(a), RoundtripCheck(a, b, c), EvalCheck(b, c),
-                                     PortableCheck(b, d)};
-  checks[1].duration_s = a_s + b_s + c_s;
-  if (o_.reshard_to > 0) {
+  // A check outside --only is never judged, though its processes ran for a selected one.
+  std::vector<CheckResult> checks = {
+      RunSelected(o_.only, "train.step", [&] { return StepCheck(a); }),
+      RunSelected(o_.only, "train.roundtrip", [&] { return RoundtripCheck(a, b, c); }),
+      RunSelected(o_.only, "train.eval", [&] { return EvalCheck(b, c); }),
+      RunSelected(o_.only, "ckpt.portable", [&] { return PortableCheck(b, d); })};
+  const bool roundtrip_judged = Selected(o_.only, {"train.roundtrip"});
+  if (roundtrip_judged) checks[1].duration_s = a_s + b_s + c_s;
+  if (o_.reshard_to > 0 && roundtrip_judged) {
     double e_s = 0;
     WorkerRun e = Start("e-resharded",
                         {"--steps", steps, "--restore", "--nproc", std::to_string(o_.reshard_to),
@@ -919,9 +925,9 @@ std::vector<CheckResult> Coordinator::Run() {
       telemetry.Finish(ReadMetrics<TrainStepMetrics>(a.result).device.value_or(""));
   placement.telemetry = ToJson(sampled);
   ApplyThrottleFinding(sampled, &checks[0]);  // a throttled step time is not the node's
-  AddMetrics(&checks[1].metrics, ToJson(placement));
-  checks[2].duration_s = c_s;
-  checks[3].duration_s = d_s;
+  if (roundtrip_judged) AddMetrics(&checks[1].metrics, ToJson(placement));
+  if (Selected(o_.only, {"train.eval"})) checks[2].duration_s = c_s;
+  if (Selected(o_.only, {"ckpt.portable"})) checks[3].duration_s = d_s;
   return checks;
 }
 

@@ -37,6 +37,9 @@ struct RoundtripOptions {
   // --only selects train.step alone: only process A runs, and train.roundtrip, train.eval and
   // ckpt.portable are the skip "not selected (--only)".
   bool step_only = false;
+  // --only's list (empty: every check): an unselected check of the four is never judged, even
+  // when its processes ran for a selected one.
+  std::vector<std::string> only;
 };
 
 // Runs the processes and returns the four checks, in report order. `project` is the project
