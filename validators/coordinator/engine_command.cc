@@ -70,6 +70,17 @@ bool EngineMayInherit(const std::string& name) {
   return false;
 }
 
+std::map<std::string, std::string> EngineEnvironment() {
+  std::map<std::string, std::string> env;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string text(*entry);
+    const size_t eq = text.find('=');
+    if (eq != std::string::npos && EngineMayInherit(text.substr(0, eq)))
+      env[text.substr(0, eq)] = text.substr(eq + 1);
+  }
+  return env;
+}
+
 fs::path InstallVerifiedEngine(const Spec& lock, const fs::path& work_dir) {
   std::vector<std::pair<std::string, std::string>> files;
   std::string origin;
@@ -144,12 +155,7 @@ EngineLaunch EngineCommand(const std::string& engine, const fs::path& python,
                    "--engine",
                    engine};
     launch.clean_env = true;
-    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-      const std::string text(*entry);
-      const size_t eq = text.find('=');
-      if (eq != std::string::npos && EngineMayInherit(text.substr(0, eq)))
-        launch.env[text.substr(0, eq)] = text.substr(eq + 1);
-    }
+    launch.env = EngineEnvironment();
     launch.cwd = package_dir.parent_path();
   }
   launch.argv.insert(launch.argv.end(), common.begin(), common.end());

@@ -35,6 +35,10 @@ struct EngineLaunch {
 // LD_PRELOAD.
 bool EngineMayInherit(const std::string& name);
 
+// The variables of this process's environment that EngineMayInherit lets through: the whole
+// environment of a Python engine, and of the probe that asks its interpreter (engine_probe.h).
+std::map<std::string, std::string> EngineEnvironment();
+
 // The Python package the engines run from: the image's installed copy when there is one (the
 // Containerfile installs it), else the copy compiled into this binary, after its listing
 // hash (PythonEngineSha256) was found equal to the lock's validate.engine-sha256. Writes it to

@@ -1,8 +1,6 @@
 // The Python engine's interpreter, probed before any training; see engine_probe.h.
 #include "coordinator/engine_probe.h"
 
-#include <unistd.h>
-
 #include <optional>
 #include <vector>
 
@@ -192,12 +190,7 @@ EngineProbe ProbeEngine(const std::string& engine, const std::string& requested,
   spawn.argv = {python, "-I", "-S", "-B", "-c", kProbeScript};
   for (const std::string& m : NeedsOf(engine).modules) spawn.argv.push_back(m);
   spawn.clean_env = true;  // what the engine inherits, nothing more (engine_command.h)
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-    const std::string text(*entry);
-    const size_t eq = text.find('=');
-    if (eq != std::string::npos && EngineMayInherit(text.substr(0, eq)))
-      spawn.env[text.substr(0, eq)] = text.substr(eq + 1);
-  }
+  spawn.env = EngineEnvironment();
   spawn.cwd = "/";
   spawn.null_stdin = true;
   spawn.own_group = true;
