@@ -2,14 +2,13 @@
 fully_shard (each decoder layer, then the root), bf16 through MixedPrecisionPolicy (fp32
 reductions), AdamW + the config's schedule, checkpoints with torch.distributed.checkpoint:
 model and optimizer through get_state_dict / set_state_dict (sharded, each rank writes its
-shards), dcp.async_save for every checkpoint, as an FSDP2 user saves: on a CUDA
-device with a torch that has torch.distributed.checkpoint.staging's DefaultStager (2.9+), that
-stager (pinned host buffers kept between saves, the device-to-host copy on a side stream in a
-background thread); the next optimizer step waits for the staging copy to finish before it
-changes the parameters, and that wait counts as time training was held up (the handle's
-staging_wait_s; roundtrip.py adds it to blocking_s, which train.roundtrip reports as
-save_blocking_s). On an older torch, async_save stages before it returns. The checkpoint is
-committed only once the save's future resolved on every rank.
+shards), dcp.async_save for every checkpoint, as an FSDP2 user saves. async_save stages the
+state before it returns unless TRAINLOCK_FSDP2_STAGER=default asks for DefaultStager on a CUDA
+device (see _async_stager: its second save failed on torch 2.11); with it the next optimizer
+step waits for the staging copy to finish before it changes the parameters, and that wait
+counts as time training was held up (the handle's staging_wait_s; roundtrip.py adds it to
+blocking_s, which train.roundtrip reports as save_blocking_s). The checkpoint is committed only
+once the save's future resolved on every rank.
 
 The step drops the model's output before backward, as torchtitan's training loop does (the
 loss is computed, the logits released, then loss.backward()): the measured peak is that
