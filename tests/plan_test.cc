@@ -388,8 +388,8 @@ TEST(PlanFixes, The8bFirstChoiceIsValidatedByFsdp2WithoutRecomputationOnTwoProce
   EXPECT_EQ(first.processes_per_node, 2);
   EXPECT_EQ(first.validated_by,
             "[validate] engine = \"fsdp2\", training.parallelism: fsdp, "
-            "training.activation_checkpointing: false, 2 processes per node (--nproc 2, one per "
-            "GPU)");
+            "training.activation_checkpointing: false, 2 processes per node (--engine-nproc 2, "
+            "one per GPU)");
   const PlanFix& sharded_recompute = plan.fixes[4];  // activation checkpointing + FSDP over 4
   EXPECT_EQ(sharded_recompute.engine, "fsdp2");
   EXPECT_NE(sharded_recompute.validated_by.find("training.activation_checkpointing: true"),
@@ -631,7 +631,7 @@ TEST(PlanCli, AnOutOfMemoryReportGetsALayoutThatFitsWithTheArithmetic) {
   EXPECT_NE(r.out.find("first choice: micro_batch 1 with grad_accum 4 + FSDP over 2 GPUs\n"
                        "  validate it with: [validate] engine = \"fsdp2\", training.parallelism: "
                        "fsdp, training.activation_checkpointing: false, 2 processes per node "
-                       "(--nproc 2, one per GPU)\n"),
+                       "(--engine-nproc 2, one per GPU)\n"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("activation checkpointing + FSDP over 4 GPUs"), std::string::npos);

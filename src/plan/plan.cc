@@ -131,13 +131,16 @@ void MeasureActivations(Context& ctx) {
 
 // The settings `trainlock validate` runs a fix at: the engine that honours it (the native
 // engine keeps a whole replica per process, so sharding needs fsdp2), the config's
-// parallelism and activation_checkpointing, and one process per GPU.
+// parallelism and activation_checkpointing, and one process per GPU: validator ranks for the
+// native engine (--nproc), the engine's own world size for a Python engine (--engine-nproc;
+// --nproc would start ranks that each train alone).
 std::string ValidatedBy(const PlanFix& fix) {
   const int64_t n = fix.processes_per_node;
+  const std::string option = fix.engine == "native" ? "--nproc " : "--engine-nproc ";
   return "[validate] engine = \"" + fix.engine +
          "\", training.parallelism: " + (fix.engine == "fsdp2" ? "fsdp" : "ddp") +
          ", training.activation_checkpointing: " + (fix.checkpointing ? "true" : "false") + ", " +
-         std::to_string(n) + (n == 1 ? " process" : " processes") + " per node (--nproc " +
+         std::to_string(n) + (n == 1 ? " process" : " processes") + " per node (" + option +
          std::to_string(n) + ", one per GPU)";
 }
 
