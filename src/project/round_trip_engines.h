@@ -17,7 +17,7 @@ namespace trainlock {
 struct RoundTripEngine {
   std::string_view name;
   bool python;             // a program of the shipped package, not this binary's worker
-  bool async_save;         // can save in the background (a kill during the save is testable)
+  bool async_save;         // --kill-during-save: the coordinator can kill it mid-save
   bool reshard;            // can restore a checkpoint at another world size
   std::string_view needs;  // what the image must hold, for messages
 };

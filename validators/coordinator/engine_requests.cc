@@ -39,7 +39,7 @@ void RefuseOptions(const RoundTripEngine& engine, const ValidateOptions& o, cons
   }
   if (o.kill_during_save && !engine.async_save) {
     diags.Error(
-        "--kill-during-save", {}, "engine " + name + " does not save asynchronously",
+        "--kill-during-save", {}, "engine " + name + " does not support --kill-during-save",
         "engines that do: " + EnginesThat([](const RoundTripEngine& e) { return e.async_save; }));
   }
   if (o.kill_during_save && lock.validate.checkpoint_at + 2 > lock.validate.steps) {
