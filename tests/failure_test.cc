@@ -75,10 +75,11 @@ TEST(FailureExitStatus, ImageBuildFailureReachesTheProcessUnderItsCommand) {
   testing::TempDir tmp;
   testing::CopyExample("tiny", tmp.path());
   auto r = testing::RunTrainlock({"image", "build", tmp.path().string(), "--target", "cpu",
-                                  "--source-date-epoch", "0", "--engine", "kaniko"});
+                                  "--source-date-epoch", "0", "--container-engine", "kaniko"});
   EXPECT_EQ(r.exit_code, kExitBadInput);
   EXPECT_EQ(r.err,
-            "trainlock image build: error: --engine must be buildah, podman or docker, not "
+            "trainlock image build: error: --container-engine must be buildah, podman or docker, "
+            "not "
             "'kaniko'\n");
 }
 

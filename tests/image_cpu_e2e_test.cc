@@ -149,7 +149,7 @@ class CpuImage : public ::testing::Test {
             project.string(),
             "--target",
             "cpu",
-            "--engine",
+            "--container-engine",
             "buildah",
             "--push",
             Ref(push),
@@ -276,10 +276,10 @@ TEST_F(CpuImage, TheTinyExampleIsLockedBuiltReproduciblyValidatedInsideAndGated)
   testing::WriteFile(other / "trainlock.toml", manifest);
   ASSERT_EQ(testing::RunTrainlock({"lock", other.string()}).exit_code, 0);
   // The image as the script left it in the project's storage (its registry is gone).
-  RunResult refused =
-      testing::RunTrainlock({"validate", other.string(), "--image", ref, "--engine", "buildah",
-                             "--storage-root", (project / ".trainlock/containers").string(),
-                             "--out", (dir_->path() / "other.json").string()});
+  RunResult refused = testing::RunTrainlock({"validate", other.string(), "--image", ref,
+                                             "--container-engine", "buildah", "--storage-root",
+                                             (project / ".trainlock/containers").string(), "--out",
+                                             (dir_->path() / "other.json").string()});
   EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
   const std::string image_lock = testing::RunTrainlock({"hash", project.string(), "--build"}).out;
   EXPECT_NE(refused.err.find("the image's lock (/etc/trainlock/trainlock.lock, lock-sha256 " +

@@ -117,7 +117,7 @@ class ImageEngine : public ::testing::Test {
 
 TEST_F(ImageEngine, DockerWithoutADaemonIsRefusedBeforeBuilding) {
   Fake("docker", kDockerWithoutDaemon);
-  RunResult r = Build({"--engine", "docker"});
+  RunResult r = Build({"--container-engine", "docker"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("docker cannot reach its daemon (Cannot connect to the Docker daemon at "
                        "unix:///var/run/docker.sock. Is the docker daemon running?): start it "
@@ -129,7 +129,7 @@ TEST_F(ImageEngine, DockerWithoutADaemonIsRefusedBeforeBuilding) {
 
 TEST_F(ImageEngine, DockerWithoutBuildxIsRefusedBeforeBuilding) {
   Fake("docker", kDockerWithoutBuildx);
-  RunResult r = Build({"--engine", "docker"});
+  RunResult r = Build({"--container-engine", "docker"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("docker has no buildx plugin (docker: 'buildx' is not a docker command.), "
                        "which a reproducible build needs (`docker build --provenance=false`)"),
@@ -140,7 +140,7 @@ TEST_F(ImageEngine, DockerWithoutBuildxIsRefusedBeforeBuilding) {
 }
 
 TEST_F(ImageEngine, AMissingPodmanIsNamedWithHowToInstallIt) {
-  RunResult r = Build({"--engine", "podman"});
+  RunResult r = Build({"--container-engine", "podman"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("podman is not installed (apt-get install podman on Debian/Ubuntu, dnf "
                        "install podman on Fedora/RHEL)"),
@@ -149,13 +149,13 @@ TEST_F(ImageEngine, AMissingPodmanIsNamedWithHowToInstallIt) {
 }
 
 TEST_F(ImageEngine, AMissingBuildahIsNamedWithHowToInstallItByBuildAndValidate) {
-  RunResult r = Build({"--engine", "buildah"});
+  RunResult r = Build({"--container-engine", "buildah"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("buildah is not installed (apt-get install buildah on Debian/Ubuntu"),
             std::string::npos)
       << r.err;
-  r = Trainlock(
-      {"validate", project_.string(), "--image", "registry.example/tiny:1", "--engine", "buildah"});
+  r = Trainlock({"validate", project_.string(), "--image", "registry.example/tiny:1",
+                 "--container-engine", "buildah"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("buildah is not installed (apt-get install buildah on Debian/Ubuntu"),
             std::string::npos)
@@ -186,8 +186,8 @@ TEST_F(ImageEngine, WithoutEngineNoneThatCanWorkSaysWhyEachCannot) {
 
 TEST_F(ImageEngine, ValidateInAnImageNeedsNoBuildx) {
   Fake("docker", kDockerWithoutBuildx);
-  RunResult r = Trainlock(
-      {"validate", project_.string(), "--image", "registry.example/tiny:1", "--engine", "docker"});
+  RunResult r = Trainlock({"validate", project_.string(), "--image", "registry.example/tiny:1",
+                           "--container-engine", "docker"});
   // The fake docker has no image to inspect: the engine was chosen and asked.
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_EQ(r.err.find("buildx"), std::string::npos) << r.err;
@@ -201,14 +201,14 @@ i=0; while [ $i -lt 20 ]; do echo "output line $i"; i=$((i+1)); done
 echo "Error: building at STEP 9: exit status 1" >&2
 exit 1
 )sh");
-  RunResult quiet = Build({"--engine", "buildah"});
+  RunResult quiet = Build({"--container-engine", "buildah"});
   EXPECT_EQ(quiet.exit_code, 3) << quiet.err;
   EXPECT_NE(quiet.err.find("Error: building at STEP 9"), std::string::npos) << quiet.err;
   EXPECT_EQ(quiet.err.find("the engine's first line"), std::string::npos) << quiet.err;
 
   RunResult verbose = Trainlock({"-v", "image", "build", project_.string(), "--target", "cpu",
                                  "--containerfile", containerfile_.string(), "--source-date-epoch",
-                                 "1764460800", "--engine", "buildah"});
+                                 "1764460800", "--container-engine", "buildah"});
   EXPECT_EQ(verbose.exit_code, 3) << verbose.err;
   EXPECT_NE(verbose.err.find("the engine's first line"), std::string::npos) << verbose.err;
   EXPECT_NE(verbose.err.find("\n$ buildah --root " +
@@ -225,15 +225,15 @@ TEST_F(ImageEngine, LoopbackRegistriesArePlainHttpWithoutNoTlsVerify) {
   Fake("buildah", WorkingEngine());
   for (const char* registry : {"127.0.0.1:5000", "localhost:5000", "[::1]:5000"}) {
     const std::string ref = std::string(registry) + "/tiny:1";
-    ASSERT_EQ(Build({"--engine", "buildah", "--push", ref}).exit_code, 0) << ref;
+    ASSERT_EQ(Build({"--container-engine", "buildah", "--push", ref}).exit_code, 0) << ref;
     const std::vector<std::string> push = Calls("push");
     ASSERT_FALSE(push.empty()) << Log();
     EXPECT_NE(push.back().find(" --tls-verify=false "), std::string::npos) << push.back();
     EXPECT_NE(push.back().find(" docker://" + ref), std::string::npos) << push.back();
   }
   // validate --image pulls from a loopback registry over plain HTTP too.
-  RunResult r = Trainlock(
-      {"validate", project_.string(), "--image", "127.0.0.1:5000/tiny:1", "--engine", "buildah"});
+  RunResult r = Trainlock({"validate", project_.string(), "--image", "127.0.0.1:5000/tiny:1",
+                           "--container-engine", "buildah"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;  // the fake has nothing to pull
   const std::vector<std::string> pull = Calls("pull");
   ASSERT_EQ(pull.size(), 1u) << Log();
@@ -247,7 +247,7 @@ TEST_F(ImageEngine, ABaseFromALoopbackRegistryIsPulledOverPlainHttp) {
   lock.replace(lock.find("docker.io/library/debian:bookworm-slim"), 38,
                "127.0.0.1:5000/debian:bookworm-slim");
   testing::WriteFile(project_ / "trainlock.lock", lock);
-  ASSERT_EQ(Build({"--engine", "buildah"}).exit_code, 0) << Log();
+  ASSERT_EQ(Build({"--container-engine", "buildah"}).exit_code, 0) << Log();
   const std::vector<std::string> build = Calls("build");
   ASSERT_EQ(build.size(), 1u) << Log();
   EXPECT_NE(build[0].find(" --tls-verify=false "), std::string::npos) << build[0];
@@ -255,9 +255,11 @@ TEST_F(ImageEngine, ABaseFromALoopbackRegistryIsPulledOverPlainHttp) {
 
 TEST_F(ImageEngine, OtherRegistriesVerifyTlsUnlessTold) {
   Fake("buildah", WorkingEngine());
-  ASSERT_EQ(Build({"--engine", "buildah", "--push", "registry.example/tiny:1"}).exit_code, 0);
+  ASSERT_EQ(Build({"--container-engine", "buildah", "--push", "registry.example/tiny:1"}).exit_code,
+            0);
   EXPECT_EQ(Log().find("--tls-verify=false"), std::string::npos) << Log();
-  ASSERT_EQ(Build({"--engine", "buildah", "--push", "registry.example/tiny:1", "--no-tls-verify"})
+  ASSERT_EQ(Build({"--container-engine", "buildah", "--push", "registry.example/tiny:1",
+                   "--no-tls-verify"})
                 .exit_code,
             0);
   const std::vector<std::string> push = Calls("push");
@@ -268,7 +270,7 @@ TEST_F(ImageEngine, OtherRegistriesVerifyTlsUnlessTold) {
 
 TEST_F(ImageEngine, StorageIsTheProjectsTrainlockDirectoryUnlessGiven) {
   Fake("buildah", WorkingEngine());
-  ASSERT_EQ(Build({"--engine", "buildah"}).exit_code, 0);
+  ASSERT_EQ(Build({"--container-engine", "buildah"}).exit_code, 0);
   const std::string own = "buildah --root " + (project_ / ".trainlock/containers/root").string() +
                           " --runroot " + (project_ / ".trainlock/containers/run").string() +
                           " --storage-driver vfs ";
@@ -276,13 +278,14 @@ TEST_F(ImageEngine, StorageIsTheProjectsTrainlockDirectoryUnlessGiven) {
     ASSERT_EQ(Calls(call).size(), 1u) << Log();
     EXPECT_EQ(Calls(call)[0].rfind(own, 0), 0u) << Calls(call)[0];
   }
-  Trainlock(
-      {"validate", project_.string(), "--image", "127.0.0.1:5000/tiny:1", "--engine", "buildah"});
+  Trainlock({"validate", project_.string(), "--image", "127.0.0.1:5000/tiny:1",
+             "--container-engine", "buildah"});
   ASSERT_EQ(Calls("pull").size(), 1u) << Log();
   EXPECT_EQ(Calls("pull")[0].rfind(own, 0), 0u) << Calls("pull")[0];
 
   const fs::path given = dir_.path() / "storage";
-  ASSERT_EQ(Build({"--engine", "buildah", "--storage-root", given.string()}).exit_code, 0);
+  ASSERT_EQ(Build({"--container-engine", "buildah", "--storage-root", given.string()}).exit_code,
+            0);
   EXPECT_EQ(Calls("build").back().rfind("buildah --root " + (given / "root").string() + " ", 0), 0u)
       << Calls("build").back();
 }
@@ -295,7 +298,7 @@ std::string EngineWithDigestFile(const std::string& write) {
 
 TEST_F(ImageEngine, APushThatWritesNoDigestFileIsAnEngineError) {
   Fake("buildah", EngineWithDigestFile(":"));
-  const RunResult r = Build({"--engine", "buildah"});
+  const RunResult r = Build({"--container-engine", "buildah"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("wrote no --digestfile"), std::string::npos) << r.err;
   EXPECT_EQ(r.out.find("built with"), std::string::npos) << r.out;
@@ -303,7 +306,7 @@ TEST_F(ImageEngine, APushThatWritesNoDigestFileIsAnEngineError) {
 
 TEST_F(ImageEngine, TwoEmptyDigestsAreAnEngineErrorNotAReproducibleBuild) {
   Fake("buildah", EngineWithDigestFile(": > \"$a\""));
-  const RunResult r = Build({"--engine", "buildah", "--verify-reproducible"});
+  const RunResult r = Build({"--container-engine", "buildah", "--verify-reproducible"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("holds no digest"), std::string::npos) << r.err;
 }
@@ -311,7 +314,7 @@ TEST_F(ImageEngine, TwoEmptyDigestsAreAnEngineErrorNotAReproducibleBuild) {
 TEST_F(ImageEngine, ADigestFileWithEscapeSequencesIsAnEngineErrorShownEscaped) {
   Fake("buildah",
        EngineWithDigestFile(std::string("printf '\\033[2J") + kDigest + "\\n' > \"$a\""));
-  const RunResult r = Build({"--engine", "buildah"});
+  const RunResult r = Build({"--container-engine", "buildah"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("\\x1b[2J"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
@@ -323,17 +326,18 @@ TEST_F(ImageEngine, CheckWithAnEmptyDigestIsAnEngineErrorNotADifference) {
                          "\n[images.cpu]\nref = 'registry.example/tiny:1'\ndigest = '" + kDigest +
                          "'\n");
   Fake("buildah", EngineWithDigestFile(": > \"$a\""));
-  const RunResult r = Build({"--engine", "buildah", "--check"});
+  const RunResult r = Build({"--container-engine", "buildah", "--check"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
 }
 
 TEST_F(ImageEngine, ABuildThatNeverReturnsIsStoppedAtTheTimeout) {
   Fake("buildah", "case \" $* \" in *\" --version \"*) exit 0;; esac\nexec /bin/sleep 600\n");
-  const RunResult r = testing::RunProgram(
-      "trainlock",
-      {"image", "build", project_.string(), "--target", "cpu", "--containerfile",
-       containerfile_.string(), "--source-date-epoch", "1764460800", "--engine", "buildah"},
-      {"PATH=" + bin_.string(), "TRAINLOCK_ENGINE_TIMEOUT=1"});
+  const RunResult r =
+      testing::RunProgram("trainlock",
+                          {"image", "build", project_.string(), "--target", "cpu",
+                           "--containerfile", containerfile_.string(), "--source-date-epoch",
+                           "1764460800", "--container-engine", "buildah"},
+                          {"PATH=" + bin_.string(), "TRAINLOCK_ENGINE_TIMEOUT=1"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("build 1 did not finish within 1 s"), std::string::npos) << r.err;
   EXPECT_EQ(Calls("build").size(), 1u) << Log();  // it got as far as the build, and no further
@@ -341,10 +345,11 @@ TEST_F(ImageEngine, ABuildThatNeverReturnsIsStoppedAtTheTimeout) {
 
 TEST_F(ImageEngine, AVersionCheckThatNeverReturnsIsStoppedAtTheTimeout) {
   Fake("buildah", "exec /bin/sleep 600\n");
-  const RunResult r = testing::RunProgram(
-      "trainlock",
-      {"validate", project_.string(), "--image", "127.0.0.1:5000/tiny:1", "--engine", "buildah"},
-      {"PATH=" + bin_.string(), "TRAINLOCK_ENGINE_TIMEOUT=0.5"});
+  const RunResult r =
+      testing::RunProgram("trainlock",
+                          {"validate", project_.string(), "--image", "127.0.0.1:5000/tiny:1",
+                           "--container-engine", "buildah"},
+                          {"PATH=" + bin_.string(), "TRAINLOCK_ENGINE_TIMEOUT=0.5"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("`buildah --version` did not finish within 0.5 s"), std::string::npos)
       << r.err;
@@ -352,11 +357,12 @@ TEST_F(ImageEngine, AVersionCheckThatNeverReturnsIsStoppedAtTheTimeout) {
 
 TEST_F(ImageEngine, ATimeoutThatIsNotANumberIsBadInput) {
   Fake("buildah", WorkingEngine());
-  const RunResult r = testing::RunProgram(
-      "trainlock",
-      {"image", "build", project_.string(), "--target", "cpu", "--containerfile",
-       containerfile_.string(), "--source-date-epoch", "1764460800", "--engine", "buildah"},
-      {"PATH=" + bin_.string(), "TRAINLOCK_ENGINE_TIMEOUT=soon"});
+  const RunResult r =
+      testing::RunProgram("trainlock",
+                          {"image", "build", project_.string(), "--target", "cpu",
+                           "--containerfile", containerfile_.string(), "--source-date-epoch",
+                           "1764460800", "--container-engine", "buildah"},
+                          {"PATH=" + bin_.string(), "TRAINLOCK_ENGINE_TIMEOUT=soon"});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("TRAINLOCK_ENGINE_TIMEOUT=soon"), std::string::npos) << r.err;
 }

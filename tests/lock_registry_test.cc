@@ -265,18 +265,19 @@ class ImageBuild : public RegistryLock {
     return project;
   }
   testing::RunResult Build(const fs::path& project, const std::string& push) {
-    return RunTrainlock({"image", "build", project.string(), "--target", "cpu", "--engine",
-                         "buildah", "--containerfile", (project / "Containerfile").string(),
-                         "--push", Ref(push), "--verify-reproducible", "--no-tls-verify",
-                         "--source-date-epoch", "1764460800", "--storage-root",
-                         (project_dir_.path() / "storage").string()});
+    return RunTrainlock(
+        {"image", "build", project.string(), "--target", "cpu", "--container-engine", "buildah",
+         "--containerfile", (project / "Containerfile").string(), "--push", Ref(push),
+         "--verify-reproducible", "--no-tls-verify", "--source-date-epoch", "1764460800",
+         "--storage-root", (project_dir_.path() / "storage").string()});
   }
   // `image build --check` in storage of its own (nothing of an earlier build is there).
   testing::RunResult Check(const fs::path& project, const std::string& storage) {
-    return RunTrainlock({"image", "build", project.string(), "--target", "cpu", "--engine",
-                         "buildah", "--containerfile", (project / "Containerfile").string(),
-                         "--check", "--no-tls-verify", "--source-date-epoch", "1764460800",
-                         "--storage-root", (project_dir_.path() / storage).string()});
+    return RunTrainlock({"image", "build", project.string(), "--target", "cpu",
+                         "--container-engine", "buildah", "--containerfile",
+                         (project / "Containerfile").string(), "--check", "--no-tls-verify",
+                         "--source-date-epoch", "1764460800", "--storage-root",
+                         (project_dir_.path() / storage).string()});
   }
   // What a commit of the project holds (no .trainlock/), as another machine checks it out.
   fs::path Clone(const fs::path& project) {
@@ -332,10 +333,10 @@ TEST_F(ImageBuild, CheckIsExit2WhenTheLockRecordsNoDigestForTheTarget) {
 TEST_F(ImageBuild, NeitherThePushedRefNorTheLocksImagesEnterTheBuildContext) {
   fs::path project = BuildProject("/bin/busybox true");
   auto stage = [&](const std::string& push) {
-    RunTrainlock({"image", "build", project.string(), "--target", "cpu", "--engine", "buildah",
-                  "--validator", (project / "Containerfile").string(), "--push", Ref(push),
-                  "--no-tls-verify", "--source-date-epoch", "1764460800", "--storage-root",
-                  (project_dir_.path() / "storage").string()});
+    RunTrainlock({"image", "build", project.string(), "--target", "cpu", "--container-engine",
+                  "buildah", "--validator", (project / "Containerfile").string(), "--push",
+                  Ref(push), "--no-tls-verify", "--source-date-epoch", "1764460800",
+                  "--storage-root", (project_dir_.path() / "storage").string()});
     const fs::path context = project / ".trainlock" / "build-cpu";
     return testing::ReadFile(context / "trainlock.lock") +
            testing::ReadFile(context / "image.json");

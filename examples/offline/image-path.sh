@@ -105,7 +105,7 @@ export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1764460800}
 step "trainlock lock: the base's digest from the registry, the closure from the index"
 trainlock lock "$project"
 step "trainlock image build: two builds, one digest, pushed and recorded in the lock"
-trainlock image build "$project" --target cpu --engine buildah \
+trainlock image build "$project" --target cpu --container-engine buildah \
   --push "$registry/trainlock/tiny:1" --verify-reproducible
 step "skopeo reads the pushed digest back from the registry"
 # (skopeo, unlike trainlock and docker, does not take a loopback registry for plain HTTP.)
@@ -118,7 +118,7 @@ fi
 echo "pushed: $pushed"
 step "trainlock validate --image: the validator inside the image, the report signed here"
 trainlock keygen "$work/key"
-trainlock validate "$project" --image "$registry/trainlock/tiny:1" --engine buildah \
+trainlock validate "$project" --image "$registry/trainlock/tiny:1" --container-engine buildah \
   --sign "$work/key.key" --out "$work/report.json"
 step "trainlock gate: the signed report against the lock"
 trainlock gate "$work/report.json" --lock "$project" --key "$work/key.pub"

@@ -165,7 +165,7 @@ Command RegisterImage(CLI::App& app, const GlobalOptions& global) {
       ->transform(ProjectDirArgument())
       ->capture_default_str();
   b->add_option("--target", build->build.image.target, "cpu, cuda or rocm")->required();
-  b->add_option("--engine", build->build.engine,
+  b->add_option("--container-engine", build->build.engine,
                 "buildah, podman or docker (default: the first found)");
   b->add_option("--push", build->build.push, "Registry reference to push to");
   b->add_flag("--verify-reproducible", build->build.verify_reproducible,

@@ -68,8 +68,8 @@ int ExecLocalValidator(const ValidateOptions& options) {
 }
 
 // This command's own options, which the validator does not take.
-const std::vector<std::string_view> kHostOnlyOptions = {"--image", "--engine", "--storage-root",
-                                                        "--storage-driver", "--no-tls-verify"};
+const std::vector<std::string_view> kHostOnlyOptions = {
+    "--image", "--container-engine", "--storage-root", "--storage-driver", "--no-tls-verify"};
 
 // Refuses an option that is neither this command's nor the validator's, before anything runs.
 void RequireKnownOption(const std::string& arg) {
@@ -125,7 +125,7 @@ void TakeHostOptions(ValidateOptions& o) {
     };
     if (a == "--image")
       value(o.image);
-    else if (a == "--engine")
+    else if (a == "--container-engine")
       value(o.run.engine);
     else if (a == "--storage-root") {
       std::string root;
@@ -260,9 +260,9 @@ int RunValidate(ValidateOptions& options) {
   TakeHostOptions(options);
   if (options.image.empty()) {
     if (!options.run.engine.empty() || !options.run.storage.root.empty() || options.no_tls_verify)
-      throw InputError(Diagnostic{"--engine",
+      throw InputError(Diagnostic{"--container-engine",
                                   {},
-                                  "--engine, --storage-root/-driver and --no-tls-verify "
+                                  "--container-engine, --storage-root/-driver and --no-tls-verify "
                                   "go with --image",
                                   ""});
     // Without an image the validator finishes its own report.
@@ -296,7 +296,7 @@ Command RegisterValidate(CLI::App& app, const GlobalOptions& global) {
       ->capture_default_str();
   cmd->add_option("--image", options->image,
                   "Validate inside this image (REF or REF@sha256:...), pulled when not local");
-  cmd->add_option("--engine", options->run.engine,
+  cmd->add_option("--container-engine", options->run.engine,
                   "With --image: buildah, podman or docker (default: the first found)");
   cmd->add_option("--storage-root", options->run.storage.root,
                   "With --image: buildah/podman storage directory (default: "

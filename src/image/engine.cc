@@ -103,7 +103,7 @@ std::string EngineProblem(const std::string& engine, EngineUse use) {
 std::string PickEngine(const std::string& wanted, EngineUse use) {
   if (!wanted.empty()) {
     if (wanted != "buildah" && wanted != "podman" && wanted != "docker") {
-      throw Failure("--engine must be buildah, podman or docker, not '" + wanted + "'",
+      throw Failure("--container-engine must be buildah, podman or docker, not '" + wanted + "'",
                     kExitBadInput);
     }
     const std::string problem = EngineProblem(wanted, use);
