@@ -131,6 +131,20 @@ TEST(CliInspect, GfxSaysWhetherAnAmdDeviceCanRunTheHipCode) {
       << no.out;
 }
 
+// A library's name (and what its bundles call themselves) is not ours: a right-to-left override
+// or an escape sequence in it is shown, never obeyed.
+TEST(CliInspect, ALibraryNamedWithABidiOverrideOrAnEscapeIsShownEscaped) {
+  REQUIRE_LIB("libcuda_sm80_only.so");
+  testing::TempDir dir;
+  const std::filesystem::path named = dir.path() / "lib\u202Eos.\x1b[2Jx.so";
+  std::filesystem::copy_file(Lib("libcuda_sm80_only.so"), named);
+  auto r = testing::RunTrainlock({"inspect", named.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("\u202E"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lib\\u202eos.\\x1b[2Jx.so: "), std::string::npos) << r.out;
+}
+
 TEST(CliInspect, ANonElfFileIsBadInput) {
   auto r = testing::RunTrainlock({"inspect", (testing::SourceDir() / "README.md").string()});
   EXPECT_EQ(r.exit_code, 2);

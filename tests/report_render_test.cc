@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -229,6 +231,26 @@ TEST(ReportText, ControlCharactersFromTheReportNeverReachTheTerminal) {
   EXPECT_NE(text.find("evil\\x1b]0;owned\\x07\\x1b[2J\\x0asecond line\xEF\xBF\xBD"),
             std::string::npos)
       << text;
+}
+
+// A summary that would reorder itself (a right-to-left override), clear the screen or act as a
+// C1 control comes out of every format shown, never obeyed.
+TEST(ReportFormats, BidiOverridesAndControlsAreShownInEveryFormat) {
+  json report = Tiny();
+  CheckIn(report, "train.step")["summary"] = "pass\u202Eliaf\u2066x\x1b[2J\u0085end";
+  for (const auto& [format, out] :
+       {std::pair<std::string, std::string>{"text", RenderReportText(report, false)},
+        {"markdown", RenderReportMarkdown(report)},
+        {"html", RenderReportHtml(report)},
+        {"junit", RenderReportJunit(report)}}) {
+    EXPECT_EQ(out.find("\u202E"), std::string::npos) << format;  // the override itself
+    EXPECT_EQ(out.find("\u2066"), std::string::npos) << format;
+    EXPECT_EQ(out.find('\x1b'), std::string::npos) << format;
+    EXPECT_EQ(out.find("\u0085"), std::string::npos) << format;
+    // Shown as the text \u202e (markdown escapes its backslash once more).
+    EXPECT_NE(out.find("u202eliaf\\"), std::string::npos) << format << ": " << out;
+    EXPECT_NE(out.find("u2066x"), std::string::npos) << format << ": " << out;
+  }
 }
 
 // ---- colour decision ----

@@ -64,6 +64,10 @@ TEST(DumpJsonOutput, InvalidUtf8IsReplacedNotThrown) {
             "{\"f\":\"a\xEF\xBF\xBD\"}");
 }
 
+TEST(CleanText, BidiFormattingCharactersBecomeVisibleCodePoints) {
+  EXPECT_EQ(CleanText("a\u202Eb\u2067c\u200Fd"), "a\\u202eb\\u2067c\\u200fd");
+}
+
 TEST(CleanText, CarriageReturnsBecomeNewlines) {
   EXPECT_EQ(CleanText("ok\rFAIL\r\nnext"), "ok\nFAIL\nnext");
 }

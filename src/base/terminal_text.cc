@@ -78,6 +78,11 @@ std::string CleanText(std::string_view raw) {
     } else if (n == 0 || control || IsForbiddenSequence(seq)) {
       out += kReplacement;
       i += n == 0 ? 1 : n;
+    } else if (uint32_t bidi = BidiControl(seq)) {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "\\u%04x", bidi);  // shown, never obeyed
+      out += buf;
+      i += n;
     } else {
       out += seq;
       i += n;

@@ -12,7 +12,9 @@ namespace trainlock {
 // `text` as valid UTF-8 without control characters other than tab and newline: invalid
 // sequences, C0/C1 controls and noncharacters become U+FFFD (XML forbids them, and HTML and
 // terminals misbehave on them); CR LF becomes LF and a lone CR a newline (a CR that rewrites a
-// line of a report's text when it is copied to a terminal).
+// line of a report's text when it is copied to a terminal); the bidirectional formatting
+// characters TerminalLine names become the visible text \uNNNN (a browser, an XML viewer or a
+// markdown page would otherwise show a summary in another order than it is stored).
 std::string CleanText(std::string_view text);
 
 // One line as a terminal may show it: C0 controls and DEL (an escape sequence smuggled into a

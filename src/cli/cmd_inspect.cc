@@ -8,6 +8,7 @@
 #include "base/exit_code.h"
 #include "base/failure.h"
 #include "base/json_file.h"
+#include "base/terminal_text.h"
 #include "cli/commands.h"
 #include "compat/gpu_binary.h"
 
@@ -129,7 +130,7 @@ int RunInspect(const InspectOptions& o) {
       line += std::string(runs ? "; runs on " : "; does NOT run on ") + gfx + ": " + why;
     }
     out["libraries"].push_back(j);
-    if (!o.json) std::cout << line << "\n";
+    if (!o.json) std::cout << TerminalLine(line) << "\n";  // the name and bundle ids are not ours
   }
   if (o.json) std::cout << DumpJsonOutput(out) << "\n";
   return all_run ? kExitOk : kExitVerdict;
