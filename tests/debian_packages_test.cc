@@ -186,6 +186,28 @@ TEST_F(AptArchive, LockPinsEachPackageToTheIndexsNewestVersionWithItsHash) {
   EXPECT_EQ(cpu.AptSourceUrl(), Archive() + "/archive/debian/" + kSnapshot);
 }
 
+// gzip -d reads every member of a file; so does lock: a package listed only in the second
+// member of a concatenated Packages.gz is found.
+TEST_F(AptArchive, APackageInTheSecondGzipMemberOfTheIndexIsFound) {
+  Publish({"1.0-1"});
+  const fs::path dir =
+      dir_.path() / "archive/debian" / kSnapshot / "dists/bookworm/main/binary-amd64";
+  testing::WriteFile(dir / "more",
+                     "\nPackage: libbaz\nVersion: 3.0-1\nFilename: pool/main/libb/"
+                     "libbaz/libbaz_3.0-1_amd64.deb\nSHA256: " +
+                         std::string(64, 'c') + "\n");
+  ASSERT_EQ(testing::RunCommand({"gzip", "-n", (dir / "more").string()}).exit_code, 0);
+  testing::WriteFile(dir / "Packages.gz",
+                     testing::ReadFile(dir / "Packages.gz") + testing::ReadFile(dir / "more.gz"));
+  const fs::path p = Project("\"libfoo\", \"libbaz\"");
+  auto r = RunTrainlock({"lock", p.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const Target& cpu = Lock(p).targets.at("cpu");
+  ASSERT_EQ(cpu.debs.size(), 2u);
+  EXPECT_EQ(cpu.debs[1].name, "libbaz");
+  EXPECT_EQ(cpu.debs[1].version, "3.0-1");
+}
+
 TEST_F(AptArchive, APackageTheIndexDoesNotListIsExit1NamingIt) {
   Publish({"1.0-1"});
   const fs::path p = Project("\"libfoo\", \"libmissing\"");

@@ -18,7 +18,9 @@ namespace {
 constexpr uint64_t kMaxDebianIndexGzBytes = uint64_t{64} << 20;  // bookworm main: about 9 MiB
 constexpr size_t kMaxDebianIndexBytes = size_t{512} << 20;       // bookworm main: about 45 MiB
 
-// gunzip, refusing output past kMaxDebianIndexBytes (a small bomb must not fill memory).
+// gunzip, refusing output past kMaxDebianIndexBytes (a small bomb must not fill memory). Every
+// member of a multi-member file is read, as gzip -d does (an index concatenated from parts
+// lists packages in each); bytes after the last member that are not another member are refused.
 std::string Gunzip(const std::string& gz, const std::string& what) {
   z_stream z{};
   if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
@@ -28,20 +30,25 @@ std::string Gunzip(const std::string& gz, const std::string& what) {
   std::string out;
   char buf[1 << 16];
   int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
+  while (true) {
     z.next_out = reinterpret_cast<Bytef*>(buf);
     z.avail_out = sizeof buf;
     rc = inflate(&z, Z_NO_FLUSH);
     if (rc != Z_OK && rc != Z_STREAM_END) break;
     out.append(buf, sizeof buf - z.avail_out);
     if (out.size() > kMaxDebianIndexBytes || (rc == Z_OK && z.avail_in == 0 && z.avail_out)) break;
+    if (rc != Z_STREAM_END) continue;
+    const bool another_member = z.avail_in >= 2 && z.next_in[0] == 0x1f && z.next_in[1] == 0x8b;
+    if (!another_member || inflateReset(&z) != Z_OK) break;
   }
+  const bool trailing = rc == Z_STREAM_END && z.avail_in > 0;
   inflateEnd(&z);
-  if (rc != Z_STREAM_END) {
+  if (rc != Z_STREAM_END || trailing) {
     throw Failure(what + ": " +
                       (out.size() > kMaxDebianIndexBytes
                            ? "larger than " + std::to_string(kMaxDebianIndexBytes >> 20) + " MiB"
-                           : std::string("not a complete gzip stream")),
+                       : trailing ? std::string("bytes after the last gzip member")
+                                  : std::string("not a complete gzip stream")),
                   kExitEnvironment);
   }
   return out;
