@@ -50,6 +50,11 @@ class Init : public ::testing::Test {
     with("org/odd-kv", "\"num_key_value_heads\": 2", "\"num_key_value_heads\": 3");
     with("org/zero-theta", "\"rope_theta\": 500000.0", "\"rope_theta\": 0");
     with("org/zero-eps", "\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": 0");
+    // A revision answer that declares a 200 MiB config.json (the file itself is small).
+    testing::WriteFile(hub / "org/huge-config/config.json", kSmallLlama);
+    testing::WriteFile(hub / "org/huge-config/answer.json",
+                       std::string(R"({"sha": ")") + kCommit +
+                           R"(", "siblings": [{"rfilename": "config.json", "size": 209715200}]})");
     port_ = testing::FreeLoopbackPort();
     server_ = std::make_unique<testing::BackgroundProcess>(
         std::vector<std::string>{"python3",
@@ -159,6 +164,31 @@ TEST_F(Init, AnExistingManifestIsKeptUnlessForced) {
             0);
   EXPECT_NE(testing::ReadFile(project_ / "trainlock.toml").find("[targets.cuda]"),
             std::string::npos);
+}
+
+TEST_F(Init, AConfigJsonTheHubDeclaresTooLargeIsRefusedBeforeItIsDownloaded) {
+  testing::RunResult r = InitFrom("org/huge-config");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("config.json: error: the Hub declares 209715200 bytes; refusing inputs "
+                       "over 67108864 bytes"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(project_ / "trainlock.toml"));
+  EXPECT_FALSE(fs::exists(project_ / ".trainlock"));
+}
+
+// --force writes over files; a directory where the manifest goes is refused before anything is
+// fetched or written, not after the configs and the cache were written.
+TEST_F(Init, ADirectoryNamedLikeTheManifestIsRefusedEvenWithForceAndNothingIsWritten) {
+  fs::create_directories(project_ / "trainlock.toml");
+  testing::RunResult r = Run(
+      {"init", project_.string(), "--from-hub", "org/Small-Llama", "--target", "cpu", "--force"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("trainlock.toml: error: exists and is not a regular file"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(project_ / "configs"));
+  EXPECT_FALSE(fs::exists(project_ / ".trainlock"));
 }
 
 TEST_F(Init, AMalformedModelNameIsBadInputBeforeAnyRequest) {

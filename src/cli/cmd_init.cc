@@ -14,6 +14,7 @@
 #include "base/file_io.h"
 #include "base/safe_paths.h"
 #include "base/scoped_fd.h"
+#include "base/scratch_dir.h"
 #include "base/strings.h"
 #include "cli/commands.h"
 #include "lock/hf_hub.h"
@@ -238,11 +239,35 @@ void WriteFileAt(int dir_fd, const std::string& name, const std::string& text,
   }
 }
 
+// Refuses `file` when it exists and --force was not given, and always when it is something
+// --force cannot write over (a directory, a symlink, a FIFO): before anything is fetched or
+// written.
 void RefuseToOverwrite(const fs::path& file, bool force) {
   std::error_code ec;
-  if (!force && fs::exists(file, ec)) {
+  const fs::file_status st = fs::symlink_status(file, ec);
+  if (!fs::exists(st)) return;
+  if (!fs::is_regular_file(st)) {
+    throw InputError(Diagnostic{file.string(),
+                                {},
+                                "exists and is not a regular file",
+                                "move it away; --force writes over files only"});
+  }
+  if (!force) {
     throw InputError(Diagnostic{
         file.string(), {}, "already exists", "keep it, or pass --force to write over it"});
+  }
+}
+
+// Refuses a `configs` that exists and is not a directory, before anything is written.
+void RefuseNonDirectory(const fs::path& dir) {
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(dir, ec);
+  if (fs::is_symlink(st)) {
+    throw InputError(
+        Diagnostic{dir.string(), {}, "is a symbolic link; not followed", "make it a directory"});
+  }
+  if (fs::exists(st) && !fs::is_directory(st)) {
+    throw InputError(Diagnostic{dir.string(), {}, "exists and is not a directory", "move it away"});
   }
 }
 
@@ -254,28 +279,46 @@ int RunInit(const InitOptions& o, const GlobalOptions& global) {
   // DIR itself is the user's choice (made when missing; a file there is refused, exit 2);
   // everything below it is opened without following a symlink (base/safe_paths.h).
   const ScopedFd project_dir = OpenDirectoryBelow(dir, "", true);
+  RefuseNonDirectory(dir / "configs");
   RefuseToOverwrite(dir / kManifestFile, o.force);
   RefuseToOverwrite(dir / config, o.force);
 
   HubOptions hub;
   hub.timeout_s = o.timeout_s;
+  hub.max_git_file_bytes = kMaxInputFileBytes;  // refused from the size the Hub declares
   const HubRevision revision =
       ResolveHubRevision("model", ref.repo, ref.revision, {"config.json"}, hub);
-  ArtifactSource model{"hf", ref.repo, revision.commit, "", revision.files};
-  // Into the cache fetch fills, without following a symlink below the project.
-  const ArtifactLocation where = LocateArtifact(dir, model, "model");
-  IgnoreTrainlockDir(where.dir());
-  const fs::path cached = where.dir() / "config.json";
-  ScopedFd cache_dir = OpenDirectoryBelow(where.root, where.below, true);
-  DownloadHubFile("model", ref.repo, revision.commit, revision.files.front(), cache_dir.get(),
-                  cached, hub);
-
   const std::string source = ref.repo + "@" + revision.commit.substr(0, 12);
-  const HubModel hub_model{
-      source, ReadHubModelConfig(ReadInputFile(cached, cached.string()), source + ":config.json")};
+  const PinnedFile& declared = revision.files.front();
+  if (declared.size > kMaxInputFileBytes) {
+    // Refused from the size the Hub declares, before a byte is downloaded.
+    throw InputError(Diagnostic{source + ":config.json",
+                                {},
+                                "the Hub declares " + std::to_string(declared.size) +
+                                    " bytes; refusing inputs over " +
+                                    std::to_string(kMaxInputFileBytes) + " bytes",
+                                "a model's config.json is a few kilobytes: check the repository"});
+  }
+  // Fetched into a private directory first: nothing lands in the project before the last
+  // refusal (RefuseWhatCheckRefuses).
+  const ScratchDir scratch("trainlock-init");
+  if (scratch.path().empty())
+    throw Failure("cannot make a temporary directory for the download", kExitEnvironment);
+  const fs::path fetched = scratch.path() / "config.json";
+  const ScopedFd scratch_dir = OpenDirectoryBelow(scratch.path(), "", false);
+  DownloadHubFile("model", ref.repo, revision.commit, declared, scratch_dir.get(), fetched, hub);
+  const std::string config_json = ReadInputFile(fetched, source + ":config.json");
+  const HubModel hub_model{source, ReadHubModelConfig(config_json, source + ":config.json")};
   const std::string yaml = TrainConfigYaml(hub_model, o.target);
   const std::string toml = ManifestToml(stem, config, ref, revision.commit, o.target);
   RefuseWhatCheckRefuses(yaml, toml, source + ":config.json");
+
+  // Into the cache fetch fills, without following a symlink below the project.
+  ArtifactSource model{"hf", ref.repo, revision.commit, "", revision.files};
+  const ArtifactLocation where = LocateArtifact(dir, model, "model");
+  IgnoreTrainlockDir(where.dir());
+  const ScopedFd cache_dir = OpenDirectoryBelow(where.root, where.below, true);
+  WriteFileAt(cache_dir.get(), "config.json", config_json, where.dir() / "config.json");
   const ScopedFd configs_dir = OpenDirectoryBelow(dir, "configs", true);
   WriteFileAt(configs_dir.get(), stem + ".yaml", yaml, dir / config);
   WriteFileAt(project_dir.get(), kManifestFile, toml, dir / kManifestFile);

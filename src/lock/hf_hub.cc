@@ -185,6 +185,17 @@ HubRevision ResolveHubRevision(const std::string& kind, const std::string& repo,
       // The size the Hub declares bounds what is read: a larger answer (declared or sent) is
       // refused there, not downloaded whole and compared after.
       if (s.size) get.max_body_bytes = *s.size;
+      if (o.max_git_file_bytes) {
+        if (s.size && *s.size > *o.max_git_file_bytes) {
+          throw InputError(Diagnostic{what + ": " + path,
+                                      {},
+                                      "the Hub declares " + std::to_string(*s.size) +
+                                          " bytes; refusing inputs over " +
+                                          std::to_string(*o.max_git_file_bytes) + " bytes",
+                                      "check the repository: this file is not what it should be"});
+        }
+        if (!s.size) get.max_body_bytes = *o.max_git_file_bytes;
+      }
       HttpResponse body;
       try {
         body = HttpFetchWithRetries(get, {o.attempts, std::chrono::milliseconds(200)});

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,10 @@ struct HubOptions {
   std::string token;     // "" = HF_TOKEN
   long timeout_s = 60;
   int attempts = 4;
+  // When set, a file kept in git (read whole to hash it) that the Hub declares larger is
+  // refused before it is downloaded (InputError, exit 2); one with no declared size is read
+  // up to it. `init` sets it; `lock` reads what the Hub declares.
+  std::optional<uint64_t> max_git_file_bytes;
 };
 
 struct HubRevision {

@@ -11,6 +11,7 @@
 #include "base/file_io.h"
 #include "base/file_stream.h"
 #include "base/refs.h"
+#include "base/scratch_dir.h"
 #include "base/sha256.h"
 #include "base/toml_document.h"
 #include "base/tree_hash.h"
@@ -294,24 +295,6 @@ std::string LockFileText(const toml::table& lock) {
 
 namespace {
 
-// Wheels downloaded to read their metadata (an index without PEP 658 files) go to a fresh
-// temporary directory, removed when the lock is resolved.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string templ = (fs::temp_directory_path() / "trainlock-wheels-XXXXXX").string();
-    if (::mkdtemp(templ.data())) path_ = templ;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
 // A Python engine runs from the files this trainlock ships: the lock pins their bytes
 // (validate.engine-sha256), which the image installs and the validator verifies before running.
 void PinEngine(const Spec& manifest, toml::table& doc, std::vector<std::string>& pinned) {
@@ -332,7 +315,8 @@ void PinEngine(const Spec& manifest, toml::table& doc, std::vector<std::string>&
 
 ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& options) {
   LockOptions o = options;
-  ScratchDir scratch;
+  // Wheels downloaded to read their metadata (an index without PEP 658 files) go here.
+  ScratchDir scratch("trainlock-wheels");
   if (o.index.scratch.empty()) o.index.scratch = scratch.path();
   const fs::path manifest_path = dir / kManifestFile;
   const std::string manifest_text = ReadInputFile(manifest_path, manifest_path.string());
