@@ -95,6 +95,14 @@ class HostileCheckpoint : public ::testing::Test {
   static inline fs::path saved_;
 };
 
+TEST_F(HostileCheckpoint, AManifestHashFileWithASecondLineIsRefused) {
+  const fs::path root = Crafted([](nlohmann::json&) {});
+  const fs::path hash = root / saved_.filename() / "manifest.json.sha256";
+  const std::string good = testing::ReadFile(hash);
+  testing::WriteFile(hash, good + std::string(64, '0') + "  manifest.json\n");
+  ExpectRefused(Restore(root), "manifest.json.sha256: more than one line");
+}
+
 TEST_F(HostileCheckpoint, AZeroTokenWidthIsRefusedNotDividedBy) {
   ExpectRefused(
       Restore(Crafted([](nlohmann::json& state) {

@@ -184,13 +184,20 @@ std::string ReadCheckpointFile(const fs::path& dir, const char* name) {
   return text;
 }
 
-// The hash in manifest.json.sha256: one line `HASH  manifest.json` (sha256sum's text form),
+// The hash in manifest.json.sha256: exactly one line `HASH  manifest.json` (sha256sum's text form),
 // `HASH *manifest.json` (its binary form) or a bare `HASH` (checkpoints written before the
 // file name was added). A line naming another file is refused: the hash would not be the
 // manifest's, and `sha256sum -c` would check that other file instead.
 std::string ManifestHashOf(const fs::path& dir, const std::string& hash_text) {
   const std::string where = (dir / kManifestHash).string();
-  std::string line = hash_text.substr(0, hash_text.find('\n'));
+  const size_t end = hash_text.find('\n');
+  if (end != std::string::npos &&
+      hash_text.find_first_not_of(" \t\r\n", end) != std::string::npos) {
+    // `sha256sum -c` would check every line: a second one is another claim about the manifest.
+    throw CheckpointError(where + ": more than one line (expected one `SHA256  " + kManifest +
+                          "`)");
+  }
+  std::string line = hash_text.substr(0, end);
   const std::string want = line.substr(0, line.find_first_of(" \t\r"));
   if (want.empty()) throw CheckpointError(where + ": missing");
   std::string rest = line.substr(want.size());
