@@ -9,11 +9,6 @@
 // u64 size, u64 id length and the id ("hipv4-amdgcn-amd-amdhsa--gfx90a").
 #include "compat/gpu_binary.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -23,6 +18,7 @@
 #include <tuple>
 
 #include "base/failure.h"
+#include "base/mapped_file.h"
 
 namespace trainlock {
 namespace {
@@ -165,45 +161,6 @@ void ReadOffloadBundles(std::string_view section, std::set<std::string>& gfx) {
 
 }  // namespace
 
-// A read-only memory map of a whole regular file (LibTorch's CUDA library is over a gigabyte;
-// no library is near kMaxBytes). Opened without blocking, so that a FIFO is refused, not
-// waited on; a device or a /proc file has no size to map and is refused too.
-class MappedFile {
- public:
-  static constexpr uint64_t kMaxBytes = uint64_t{16} << 30;
-
-  explicit MappedFile(const std::filesystem::path& file) {
-    int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-      throw Failure(file.string() + ": cannot read: " + std::strerror(errno), kExitEnvironment);
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-        static_cast<uint64_t>(st.st_size) > kMaxBytes) {
-      ::close(fd);
-      throw Failure(file.string() + (S_ISREG(st.st_mode) ? ": larger than 16 GiB; not a library"
-                                                         : ": not a regular file"),
-                    kExitBadInput);
-    }
-    size_ = static_cast<size_t>(st.st_size);
-    if (size_ > 0) {
-      data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (data_ == MAP_FAILED) data_ = nullptr;
-    }
-    ::close(fd);
-    if (size_ > 0 && !data_) throw Failure(file.string() + ": cannot map", kExitEnvironment);
-  }
-  ~MappedFile() {
-    if (data_) ::munmap(data_, size_);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  std::string_view view() const { return {static_cast<const char*>(data_), size_}; }
-
- private:
-  void* data_ = nullptr;
-  size_t size_ = 0;
-};
-
 GpuBinaryInfo InspectGpuBinaryBytes(std::string_view data, const std::string& where) {
   GpuBinaryInfo info;
   std::set<int> sass;
@@ -221,7 +178,8 @@ GpuBinaryInfo InspectGpuBinaryBytes(std::string_view data, const std::string& wh
 }
 
 GpuBinaryInfo InspectGpuBinary(const std::filesystem::path& file) {
-  MappedFile mapped(file);
+  // LibTorch's CUDA library is over a gigabyte; no library is near 16 GiB.
+  const MappedFile mapped(file, {uint64_t{16} << 30, "larger than 16 GiB; not a library", true});
   return InspectGpuBinaryBytes(mapped.view(), file.string());
 }
 

@@ -7,9 +7,11 @@ TRAINLOCK_RECORD_TRANSCRIPTS=1 stores each recorded run's stdout under
 tests/engines/transcripts/<name>.jsonl (the C++ coordinator tests replay them).
 """
 
+import hashlib
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -73,6 +75,26 @@ class Run:
 
     def losses(self):
         return {e["step"]: e["loss"] for e in self.of("step")}
+
+    def state_digests(self):
+        """{tensor name: SHA-256 of "<dtype>|<shape>|" and its bytes} of the final state file this
+        run wrote, computed here from the file as the coordinator does (state_file.h), never
+        taken from the engine's events."""
+        return state_file_digests(self.one("state")["file"])
+
+
+def state_file_digests(path):
+    with open(path, "rb") as f:
+        buf = f.read()
+    (size,) = struct.unpack("<Q", buf[:8])
+    header = json.loads(buf[8:8 + size])
+    header.pop("__metadata__", None)
+    base, out = 8 + size, {}
+    for name, entry in header.items():
+        begin, end = entry["data_offsets"]
+        head = "%s|%s|" % (entry["dtype"], ",".join(str(d) for d in entry["shape"]))
+        out[name] = hashlib.sha256(head.encode() + buf[base + begin:base + end]).hexdigest()
+    return out
 
 
 def run_engine(args, kill_after=None, record=None, timeout=300, env=None):

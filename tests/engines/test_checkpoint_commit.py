@@ -60,6 +60,29 @@ class CommitMarker(unittest.TestCase):
         self.assertEqual(caught.exception.kind, "checkpoint")
         self.assertIn("a.pt", caught.exception.message)
 
+    def test_a_byte_changed_in_a_later_block_is_refused(self):
+        saved = commit.BLOCK_BYTES
+        commit.BLOCK_BYTES = 4  # blocks of 4 bytes: "0123|4567|89ab"
+        try:
+            directory = _plant(self.root, 4, {"a.pt": b"0123456789ab"})
+            self.assertEqual(commit.verify(directory, 4), 12)
+            with open(os.path.join(directory, "a.pt"), "r+b") as f:
+                f.seek(10)
+                f.write(b"X")
+            with self.assertRaises(EngineError) as caught:
+                commit.verify(directory, 4)
+            self.assertIn("block sha256", caught.exception.message)
+        finally:
+            commit.BLOCK_BYTES = saved
+
+    def test_the_block_digest_is_the_sha256_of_the_blocks_digests(self):
+        import hashlib
+
+        directory = _plant(self.root, 4, {"a.pt": b"x" * 10})
+        with open(os.path.join(directory, commit.MARKER)) as f:
+            entry = json.load(f)["files"][0]
+        self.assertEqual(entry["block_sha256"], hashlib.sha256(hashlib.sha256(b"x" * 10).digest()).hexdigest())
+
     def test_a_missing_file_is_refused(self):
         directory = _plant(self.root, 4, {"a.pt": b"four", "b.pt": b"b"})
         os.remove(os.path.join(directory, "b.pt"))
@@ -77,7 +100,7 @@ class CommitMarker(unittest.TestCase):
     def test_a_marker_naming_a_path_outside_its_directory_is_refused(self):
         directory = _plant(self.root, 4, {"a.pt": b"four"})
         with open(os.path.join(directory, commit.MARKER), "w") as f:
-            json.dump({"step": 4, "files": [{"path": "../../etc/passwd", "sha256": "0" * 64, "size": 1}]}, f)
+            json.dump({"step": 4, "files": [{"path": "../../etc/passwd", "block_sha256": "0" * 64, "size": 1}]}, f)
         with self.assertRaises(EngineError) as caught:
             commit.latest_committed(self.root)
         self.assertIn("unreadable commit marker", caught.exception.message)

@@ -22,11 +22,11 @@ class DdpRoundTrip(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="trainlock-ddp-")
         cls.spec = harness.write_spec(cls.dir, harness.tiny_spec())
-        cls.a = cls.train("uninterrupted", ["--measure-step", "2", "--final-state", os.path.join(cls.dir, "a.pt")],
+        cls.a = cls.train("uninterrupted", ["--measure-step", "2", "--final-state", os.path.join(cls.dir, "a.safetensors")],
                           root=os.path.join(cls.dir, "a-ckpt"))
         cls.root = os.path.join(cls.dir, "ckpt")
         cls.b = cls.train("preempted", ["--save-at", str(SAVE_AT)], kill_after=harness.committed_at(SAVE_AT))
-        cls.c = cls.train("resumed", ["--restore", "--final-state", os.path.join(cls.dir, "c.pt")])
+        cls.c = cls.train("resumed", ["--restore", "--final-state", os.path.join(cls.dir, "c.safetensors")])
 
     @classmethod
     def tearDownClass(cls):
@@ -67,9 +67,10 @@ class DdpRoundTrip(unittest.TestCase):
     def test_resumed_state_is_bitwise_the_uninterrupted_state(self):
         a, c = self.a.one("state"), self.c.one("state")
         self.assertEqual(a["step"], c["step"])
-        self.assertEqual(a["digests"], c["digests"])
+        digests = self.a.state_digests()
+        self.assertEqual(digests, self.c.state_digests())
         for prefix in ("param/", "optim/", "rng/torch_cpu", "rng/python", "data/position"):
-            self.assertTrue(any(k.startswith(prefix) for k in a["digests"]), prefix)
+            self.assertTrue(any(k.startswith(prefix) for k in digests), prefix)
 
     def test_resumed_losses_equal_the_uninterrupted_losses(self):
         a, c = self.a.losses(), self.c.losses()
@@ -81,19 +82,19 @@ class DdpRoundTrip(unittest.TestCase):
         self.assertEqual(self.c.one("eval")["loss"], self.b.one("eval")["loss"])
 
     def test_without_the_rng_streams_the_resume_diverges(self):
-        run = self.train("no-restore-rng", ["--restore", "--no-restore-rng", "--final-state", os.path.join(self.dir, "x.pt")])
+        run = self.train("no-restore-rng", ["--restore", "--no-restore-rng", "--final-state", os.path.join(self.dir, "x.safetensors")])
         self.assertEqual(run.code, 0, run.stderr[-3000:])
         self.assertFalse(run.one("restored")["rng_restored"])
         self.assertTrue(run.one("restored")["data_restored"])
-        self.assertNotEqual(run.one("state")["digests"]["param/lm_head.weight"], self.a.one("state")["digests"]["param/lm_head.weight"])
+        self.assertNotEqual(run.state_digests()["param/lm_head.weight"], self.a.state_digests()["param/lm_head.weight"])
         self.assertNotEqual(run.losses()[STEPS], self.a.losses()[STEPS])
 
     def test_without_the_data_position_the_resume_diverges(self):
-        run = self.train("no-restore-data", ["--restore", "--no-restore-data", "--final-state", os.path.join(self.dir, "y.pt")])
+        run = self.train("no-restore-data", ["--restore", "--no-restore-data", "--final-state", os.path.join(self.dir, "y.safetensors")])
         self.assertEqual(run.code, 0, run.stderr[-3000:])
         self.assertFalse(run.one("restored")["data_restored"])
         self.assertFalse(run.one("restored")["data_position_carried"])
-        self.assertNotEqual(run.one("state")["digests"]["data/position"], self.a.one("state")["digests"]["data/position"])
+        self.assertNotEqual(run.state_digests()["data/position"], self.a.state_digests()["data/position"])
         self.assertNotEqual(run.losses()[SAVE_AT + 1], self.a.losses()[SAVE_AT + 1])
 
     def test_activation_checkpointing_is_observed_not_copied(self):

@@ -29,7 +29,7 @@ class TwoRanks(unittest.TestCase):
         cls.spec = harness.write_spec(cls.dir, harness.tiny_spec())
         cls.root = os.path.join(cls.dir, "ckpt")
         cls.a = cls.engine(["--nproc", "2", "--steps", "4", "--save-at", "2", "--measure-step", "3",
-                            "--final-state", os.path.join(cls.dir, "a.pt")], record="ddp-nproc2-uninterrupted")
+                            "--final-state", os.path.join(cls.dir, "a.safetensors")], record="ddp-nproc2-uninterrupted")
 
     @classmethod
     def tearDownClass(cls):
@@ -51,16 +51,16 @@ class TwoRanks(unittest.TestCase):
         self.assertEqual(len(self.a.of("step")), 4)
 
     def test_two_rank_resume_is_bitwise_the_uninterrupted_run(self):
-        run = self.engine(["--nproc", "2", "--steps", "4", "--restore", "--final-state", os.path.join(self.dir, "c.pt")],
+        run = self.engine(["--nproc", "2", "--steps", "4", "--restore", "--final-state", os.path.join(self.dir, "c.safetensors")],
                           record="ddp-nproc2-resumed")
         self.assertEqual(run.code, 0, run.stderr[-3000:])
         restored = run.one("restored")
         self.assertEqual((restored["step"], restored["rng_restored"], restored["world_size_saved"]), (2, True, 2))
-        self.assertEqual(run.one("state")["digests"], self.a.one("state")["digests"])
+        self.assertEqual(run.state_digests(), self.a.state_digests())
         self.assertEqual(run.losses(), {s: l for s, l in self.a.losses().items() if s > 2})
 
     def test_one_rank_resumes_a_two_rank_checkpoint_keeping_the_global_batch(self):
-        run = self.engine(["--steps", "4", "--restore", "--final-state", os.path.join(self.dir, "r.pt")],
+        run = self.engine(["--steps", "4", "--restore", "--final-state", os.path.join(self.dir, "r.safetensors")],
                           record="ddp-resharded-2-to-1")
         self.assertEqual(run.code, 0, run.stderr[-3000:])
         restored = run.one("restored")
@@ -69,7 +69,7 @@ class TwoRanks(unittest.TestCase):
         self.assertFalse(restored["rng_restored"])  # rank 1's streams have no rank to go to
         # The same global windows were read: the global data position ends where the two-rank
         # run's did. Losses agree only roughly (one rank draws dropout for both halves).
-        self.assertEqual(run.one("state")["digests"]["data/position"], self.a.one("state")["digests"]["data/position"])
+        self.assertEqual(run.state_digests()["data/position"], self.a.state_digests()["data/position"])
         for step, loss in run.losses().items():
             self.assertAlmostEqual(loss, self.a.losses()[step], delta=0.05)
 

@@ -27,11 +27,11 @@ class DeepSpeedProtocolRoundTrip(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="trainlock-deepspeed-")
         cls.spec = harness.write_spec(cls.dir, harness.tiny_spec(engine="deepspeed"))
-        cls.a = cls.train("uninterrupted", ["--measure-step", "2", "--final-state", os.path.join(cls.dir, "a.pt")],
+        cls.a = cls.train("uninterrupted", ["--measure-step", "2", "--final-state", os.path.join(cls.dir, "a.safetensors")],
                           root=os.path.join(cls.dir, "a-ckpt"))
         cls.root = os.path.join(cls.dir, "ckpt")
         cls.b = cls.train("preempted", ["--save-at", str(SAVE_AT)], kill_after=harness.committed_at(SAVE_AT))
-        cls.c = cls.train("resumed", ["--restore", "--final-state", os.path.join(cls.dir, "c.pt")])
+        cls.c = cls.train("resumed", ["--restore", "--final-state", os.path.join(cls.dir, "c.safetensors")])
 
     @classmethod
     def tearDownClass(cls):
@@ -71,24 +71,25 @@ class DeepSpeedProtocolRoundTrip(unittest.TestCase):
 
     def test_resumed_state_and_losses_are_bitwise_the_uninterrupted_ones(self):
         a, c = self.a.one("state"), self.c.one("state")
-        self.assertEqual(a["digests"], c["digests"])
+        digests = self.a.state_digests()
+        self.assertEqual(digests, self.c.state_digests())
         for prefix in ("param/", "optim/", "rng/torch_cpu", "data/position"):
-            self.assertTrue(any(k.startswith(prefix) for k in a["digests"]), prefix)
+            self.assertTrue(any(k.startswith(prefix) for k in digests), prefix)
         self.assertEqual({s: l for s, l in self.a.losses().items() if s > SAVE_AT}, self.c.losses())
         self.assertEqual(self.c.one("eval")["loss"], self.b.one("eval")["loss"])
 
     def test_without_the_rng_streams_the_resume_diverges(self):
-        run = self.train("no-restore-rng", ["--restore", "--no-restore-rng", "--final-state", os.path.join(self.dir, "x.pt")])
+        run = self.train("no-restore-rng", ["--restore", "--no-restore-rng", "--final-state", os.path.join(self.dir, "x.safetensors")])
         self.assertEqual(run.code, 0, run.stderr[-3000:])
         self.assertFalse(run.one("restored")["rng_restored"])
-        self.assertNotEqual(run.one("state")["digests"]["param/lm_head.weight"], self.a.one("state")["digests"]["param/lm_head.weight"])
+        self.assertNotEqual(run.state_digests()["param/lm_head.weight"], self.a.state_digests()["param/lm_head.weight"])
         self.assertNotEqual(run.losses()[STEPS], self.a.losses()[STEPS])
 
     def test_without_the_data_position_the_resume_diverges(self):
-        run = self.train("no-restore-data", ["--restore", "--no-restore-data", "--final-state", os.path.join(self.dir, "y.pt")])
+        run = self.train("no-restore-data", ["--restore", "--no-restore-data", "--final-state", os.path.join(self.dir, "y.safetensors")])
         self.assertEqual(run.code, 0, run.stderr[-3000:])
         self.assertFalse(run.one("restored")["data_restored"])
-        self.assertNotEqual(run.one("state")["digests"]["data/position"], self.a.one("state")["digests"]["data/position"])
+        self.assertNotEqual(run.state_digests()["data/position"], self.a.state_digests()["data/position"])
         self.assertNotEqual(run.losses()[SAVE_AT + 1], self.a.losses()[SAVE_AT + 1])
 
     def test_a_checkpoint_whose_client_state_is_another_step_is_refused(self):

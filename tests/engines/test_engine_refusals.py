@@ -132,7 +132,7 @@ class Refusals(unittest.TestCase):
 
     def test_pinned_weights_are_verified_and_loaded(self):
         path, spec = self.weights_spec()
-        run = self.run_spec(spec, ["--final-state", os.path.join(self.dir, "s.pt")])
+        run = self.run_spec(spec, ["--final-state", os.path.join(self.dir, "s.safetensors")])
         self.assertEqual(run.code, 0, run.stderr[-2000:])
         self.assertEqual(run.one("artifact")["path"], path)
         self.assertEqual(run.one("setup")["model"]["source"], "weights")

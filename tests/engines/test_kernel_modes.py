@@ -24,7 +24,7 @@ STEPS, MEASURE = 4, 2
 def _train(directory, name, deterministic):
     spec = harness.write_spec(tempfile.mkdtemp(dir=directory), harness.tiny_spec(**{"training.deterministic": deterministic}))
     args = ["--engine", "ddp", "--role", "train", "--spec", spec, "--checkpoint-root", os.path.join(directory, name),
-            "--steps", str(STEPS), "--measure-step", str(MEASURE), "--final-state", os.path.join(directory, name + ".pt"),
+            "--steps", str(STEPS), "--measure-step", str(MEASURE), "--final-state", os.path.join(directory, name + ".safetensors"),
             "--device", "cpu", "--threads", "1"]
     return harness.run_engine(args)
 
@@ -69,7 +69,7 @@ class KernelModes(unittest.TestCase):
         # losses the round trip compares are those of the deterministic run, to the bit.
         events = [e["event"] for e in self.default.events]
         self.assertLess(events.index("state"), events.index("measurement"))
-        self.assertEqual(self.default.one("state")["digests"], self.deterministic.one("state")["digests"])
+        self.assertEqual(self.default.state_digests(), self.deterministic.state_digests())
         self.assertEqual(self.default.losses(), self.deterministic.losses())
         self.assertEqual(sorted(self.default.losses()), list(range(1, STEPS + 1)))
 

@@ -337,5 +337,42 @@ TEST(HostileEngine, AnEngineFloodingStdoutIsStoppedAtTheCap) {
   ExpectEngineRefused(r, "its output passed 256 MiB");
 }
 
+// ---- the coordinator judges from files: a stand-in that replays a passing run ----
+
+// A stand-in that replays recorded events of a passing ddp round trip (tests/engines/transcripts)
+// for every process: A and C their losses and a `state` event, B its steps and the commit of
+// step 3, D the eval: every event a pass needs, and no training and no state file.
+std::string ReplayedRoundTrip() {
+  const std::string dir = (testing::SourceDir() / "tests/engines/transcripts").string();
+  const std::string without_hello = " | grep -v '\"event\": *\"hello\"'";
+  return SayLine(kGoodHello) + "\ncase \"$*\" in\n" + "  *portable*) " +
+         SayLine(R"({"event":"eval","when":"portable","loss":5.4283881187438965})") + "; " +
+         SayLine(R"({"event":"done"})") + ";;\n" + "  *--restore*) cat " + dir +
+         "/ddp-resumed.jsonl" + without_hello + ";;\n" +
+         "  *--save-at*) grep -E '\"step\":[123],' " + dir +
+         "/ddp-uninterrupted.jsonl | grep step; " +
+         SayLine(R"({"event":"eval","when":"after_save","loss":5.4283881187438965})") + "; " +
+         SayLine(
+             R"({"event":"checkpoint","phase":"committed","step":3,"bytes":100,"seconds":0.1})") +
+         "; exec sleep 60;;\n" + "  *) cat " + dir + "/ddp-uninterrupted.jsonl" + without_hello +
+         ";;\nesac";
+}
+
+TEST(HostileEngine, AStandInThatReplaysAPassingRunWithoutWritingItsStateFailsTheRoundTrip) {
+  const IsolatedRun r = HostileRun(ReplayedRoundTrip());
+  EXPECT_EQ(r.run.exit_code, 1) << r.run.out << r.run.err;
+  const nlohmann::json& roundtrip = IsolatedCheck(r.report, "train.roundtrip");
+  EXPECT_EQ(roundtrip["status"], "fail") << roundtrip.dump();
+  EXPECT_NE(roundtrip["summary"].get<std::string>().find("a-uninterrupted's final state: "),
+            std::string::npos)
+      << roundtrip["summary"];
+  EXPECT_NE(roundtrip["summary"].get<std::string>().find("never from digests they print"),
+            std::string::npos);
+  // Everything else the stand-in said agrees with a pass: only the missing files fail it.
+  EXPECT_EQ(roundtrip["metrics"]["losses_uninterrupted"], roundtrip["metrics"]["losses_resumed"]);
+  EXPECT_EQ(IsolatedCheck(r.report, "train.eval")["status"], "pass");
+  EXPECT_NE(r.report.value("verdict", ""), "pass");
+}
+
 }  // namespace
 }  // namespace trainlock

@@ -34,11 +34,12 @@ TEST(EngineTranscript, CheckpointPhasesAreTrackedSeparately) {
   EXPECT_FALSE(t.result()["save"].contains("event"));
 }
 
-TEST(EngineTranscript, StateDigestsBecomeTheFinalStateFingerprints) {
+// The coordinator digests the state file itself (coordinator/state_file.h): digests an engine
+// prints are never folded in, so nothing downstream can read them.
+TEST(EngineTranscript, AStateEventKeepsItsFileAndSizeButNotTheDigestsAnEngineClaims) {
   EngineTranscript t;
-  t.Add(R"({"event":"state","step":6,"digests":{"param/w":"ab","rng/torch_cpu":"cd"},"bytes":8})");
-  EXPECT_EQ(t.result()["final_state"]["fingerprints"]["param/w"], "ab");
-  EXPECT_EQ(t.result()["final_state"]["bytes"], 8);
+  t.Add(R"({"event":"state","step":6,"digests":{"param/w":"ab"},"bytes":8,"file":"/w/a.st"})");
+  EXPECT_EQ(t.result()["final_state"], nlohmann::json({{"bytes", 8}, {"file", "/w/a.st"}}));
 }
 
 TEST(EngineTranscript, EvalEventsLandWhereTheChecksReadThem) {
@@ -329,12 +330,10 @@ TEST(RecordedTranscripts, EveryRecordedRunKeepsTheHelloAndNumberRules) {
   }
 }
 
-TEST(RecordedTranscripts, AResumedRunOfEachEngineEqualsItsUninterruptedRunBitwise) {
+TEST(RecordedTranscripts, AResumedRunOfEachEngineRepeatsItsUninterruptedRunsLosses) {
   for (const std::string engine : {"ddp", "deepspeed"}) {
     const EngineTranscript a = Replay(engine + "-uninterrupted");
     const EngineTranscript c = Replay(engine + "-resumed");
-    EXPECT_EQ(a.result()["final_state"]["fingerprints"], c.result()["final_state"]["fingerprints"])
-        << engine;
     const std::vector<double> la = LossesOf(a), lc = LossesOf(c);
     ASSERT_EQ(la.size(), 6u) << engine;
     ASSERT_EQ(lc.size(), 3u) << engine;  // steps 4..6 after the restore of step 3
@@ -343,13 +342,9 @@ TEST(RecordedTranscripts, AResumedRunOfEachEngineEqualsItsUninterruptedRunBitwis
   }
 }
 
-TEST(RecordedTranscripts, ResumesWithoutTheRngOrTheDataPositionDiverge) {
+// (That their states diverge is judged from the files they write: tests/engines.)
+TEST(RecordedTranscripts, ResumesWithoutTheRngOrTheDataPositionSaySoInTheirRestore) {
   for (const std::string engine : {"ddp", "deepspeed"}) {
-    const nlohmann::json a = Replay(engine + "-uninterrupted").result()["final_state"];
-    for (const char* control : {"-no-restore-rng", "-no-restore-data"}) {
-      const EngineTranscript c = Replay(engine + control);
-      EXPECT_NE(a["fingerprints"], c.result()["final_state"]["fingerprints"]) << engine << control;
-    }
     EXPECT_EQ(Replay(engine + "-no-restore-rng").result()["restore"]["rng_restored"], false);
     EXPECT_EQ(Replay(engine + "-no-restore-data").result()["restore"]["data_restored"], false);
   }

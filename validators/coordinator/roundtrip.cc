@@ -8,6 +8,9 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <thread>
+#include <tuple>
+#include <utility>
 
 #include "base/failure.h"
 #include "base/file_io.h"
@@ -17,6 +20,7 @@
 #include "compat/catalog.h"
 #include "coordinator/engine_command.h"
 #include "coordinator/engine_spec.h"
+#include "coordinator/state_file.h"
 #include "engines/native/checkpoint.h"
 #include "plan/memory_model.h"
 #include "plan/memory_remedies.h"
@@ -51,6 +55,13 @@ struct WorkerRun {
   bool killed_by_us = false;
   uint64_t peak_rss_bytes = 0;                                // sampled while it ran
   std::optional<uint64_t> oom_kills_before, oom_kills_after;  // the cgroup's OOM-killer count
+  double seconds = 0;                                         // from its start to its end
+  // Its final state, as this process read it from the file it told the engine to write.
+  std::optional<StateDigest> state;
+  fs::path state_file;  // that file while it is kept (small enough to diff), else empty
+  // Seconds from its start to the first event of each name: where a process's time goes
+  // (interpreter and imports before `hello`, the model and restore before the first `step`).
+  nlohmann::json first_event_s = nlohmann::json::object();
 };
 
 // How often the coordinator looks at an engine's stderr while it waits for its output, how
@@ -60,6 +71,8 @@ constexpr std::chrono::milliseconds kEngineWatchSlice(100);
 constexpr std::chrono::milliseconds kEngineLeftoverGrace(500);
 constexpr uint64_t kMaxEngineOutputBytes = uint64_t{256} << 20;
 constexpr uint64_t kMaxEngineStderrBytes = uint64_t{256} << 20;
+// Final states up to this size stay in the work directory, for the element-wise difference.
+constexpr uint64_t kKeptStateBytes = uint64_t{1} << 30;
 
 double Seconds(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -79,16 +92,30 @@ class Coordinator {
     std::unique_ptr<RssSampler> rss;
     Clock::time_point started;
     EngineTranscript transcript;
+    std::optional<fs::path> final_state;  // where it was told to write its final state
+    // While its output is read: every line kept beside the results, up to the cap.
+    std::unique_ptr<std::ofstream> log;
+    uint64_t logged = 0;
+    std::optional<Clock::time_point> exited_at;
+    bool output_done = false;
+    Clock::time_point output_done_at;
   };
   Launched Launch(const std::string& name, const std::vector<std::string>& extra) const;
   EngineExpectation Expectation(const std::vector<std::string>& extra) const;
   // Reads the process's output lines into its transcript and log until the output ends (or
   // the process exited and what it left holds the output past a grace), the deadline passes,
   // or the output or its stderr passes its cap (a violation).
-  void ReadEvents(Launched& l, WorkerRun& run, Preempt preempt) const;
+  bool ReadSome(Launched& l, Preempt preempt) const;
+  bool Done(Launched& l) const;
+  bool ShouldPreempt(const EngineTranscript& t, Preempt preempt) const;
   // Reads the process's events until its output ends (SIGKILLing it as `preempt` says), waits
   // for it and folds what it said into its result; `*seconds` gets its wall time.
   WorkerRun Finish(Launched launched, Preempt preempt, double* seconds) const;
+  // Finishes two processes that run side by side, reading both as they go (so each one's
+  // times are its own, not the time the other took).
+  std::pair<WorkerRun, WorkerRun> FinishBoth(Launched first, Launched second) const;
+  WorkerRun Collect(Launched& launched) const;
+  void ReadFinalState(const fs::path& file, WorkerRun& run) const;
   WorkerRun Start(const std::string& name, const std::vector<std::string>& extra, Preempt preempt,
                   double* seconds) const {
     return Finish(Launch(name, extra), preempt, seconds);
@@ -170,6 +197,9 @@ Coordinator::Launched Coordinator::Launch(const std::string& name,
   l.transcript = EngineTranscript(Expectation(with_world));
   l.run.pid = l.child->pid();
   l.rss = std::make_unique<RssSampler>(l.run.pid);
+  if (const auto at = std::find(extra.begin(), extra.end(), "--final-state");
+      at != extra.end() && at + 1 != extra.end())
+    l.final_state = *(at + 1);
   return l;
 }
 
@@ -188,58 +218,89 @@ EngineExpectation Coordinator::Expectation(const std::vector<std::string>& extra
   return e;
 }
 
-void Coordinator::ReadEvents(Launched& l, WorkerRun& run, Preempt preempt) const {
+// Reads what is there of `l`'s output, waiting at most one watch slice; false once its
+// output is done (ended, capped, broken, or left held by something it started).
+bool Coordinator::ReadSome(Launched& l, Preempt preempt) const {
+  WorkerRun& run = l.run;
   const auto deadline = l.started + std::chrono::seconds(o_.timeout_s);
+  if (l.output_done || Clock::now() >= deadline) return Done(l);
+  if (!l.log) l.log = std::make_unique<std::ofstream>(o_.work_dir / (run.name + ".jsonl"));
+  auto line = l.child->ReadLine(std::min(deadline, Clock::now() + kEngineWatchSlice));
+  std::error_code ec;
   const fs::path stderr_file = o_.work_dir / (run.name + ".stderr");
-  // Every line is read (a process must never block on a full pipe) and kept beside the
-  // results, so what an engine said can be read after the run, up to the cap.
-  std::ofstream log(o_.work_dir / (run.name + ".jsonl"));
-  uint64_t logged = 0;
-  std::optional<Clock::time_point> exited_at;
-  while (Clock::now() < deadline) {
-    auto line = l.child->ReadLine(std::min(deadline, Clock::now() + kEngineWatchSlice));
-    std::error_code ec;
-    if (const auto err = fs::file_size(stderr_file, ec); !ec && err > kMaxEngineStderrBytes) {
-      l.transcript.Violate("its stderr passed " + std::to_string(kMaxEngineStderrBytes >> 20) +
-                           " MiB");
-      break;
-    }
-    if (!line) {
-      if (l.child->OutputEnded()) break;
-      // Exited, but something it started holds its stdout: that one is not waited for.
-      if (!exited_at && l.child->Exited()) exited_at = Clock::now();
-      if (exited_at && Clock::now() - *exited_at > kEngineLeftoverGrace) break;
-      continue;
-    }
-    logged += line->size() + 1;
-    if (logged > kMaxEngineOutputBytes) {
-      l.transcript.Violate("its output passed " + std::to_string(kMaxEngineOutputBytes >> 20) +
-                           " MiB");
-      break;
-    }
-    if (line->size() <= kMaxEngineLineBytes) log << *line << "\n";
-    const std::string event = l.transcript.Add(*line);
-    if (!l.transcript.violation().empty()) break;  // nothing more it says counts: stopped
-    if (event != "checkpoint" || run.killed_by_us) continue;
-    const bool committed = l.transcript.LastCheckpoint("committed").has_value();
-    const std::optional<int64_t> started = l.transcript.LastCheckpoint("started");
-    const bool kill =
-        (preempt == Preempt::kAfterCommit && committed) ||
-        (preempt == Preempt::kDuringSave && committed && started && *started > o_.checkpoint_at);
-    if (kill) {
-      l.child->Kill();
-      run.killed_by_us = true;
-    }
+  if (const auto err = fs::file_size(stderr_file, ec); !ec && err > kMaxEngineStderrBytes) {
+    l.transcript.Violate("its stderr passed " + std::to_string(kMaxEngineStderrBytes >> 20) +
+                         " MiB");
+    return Done(l);
   }
+  if (!line) {
+    if (l.child->OutputEnded()) return Done(l);
+    // Exited, but something it started holds its stdout: that one is not waited for.
+    if (!l.exited_at && l.child->Exited()) l.exited_at = Clock::now();
+    if (l.exited_at && Clock::now() - *l.exited_at > kEngineLeftoverGrace) return Done(l);
+    return true;
+  }
+  l.logged += line->size() + 1;
+  if (l.logged > kMaxEngineOutputBytes) {
+    l.transcript.Violate("its output passed " + std::to_string(kMaxEngineOutputBytes >> 20) +
+                         " MiB");
+    return Done(l);
+  }
+  if (line->size() <= kMaxEngineLineBytes) *l.log << *line << "\n";
+  const std::string event = l.transcript.Add(*line);
+  if (!event.empty() && !run.first_event_s.contains(event))
+    run.first_event_s[event] = Seconds(l.started);
+  if (!l.transcript.violation().empty()) return Done(l);  // nothing more it says counts
+  if (event == "checkpoint" && !run.killed_by_us && ShouldPreempt(l.transcript, preempt)) {
+    l.child->Kill();
+    run.killed_by_us = true;
+  }
+  return true;
+}
+
+bool Coordinator::Done(Launched& l) const {
+  if (l.output_done) return false;
   if (!l.transcript.violation().empty()) l.child->Kill();
+  l.output_done = true;
+  l.output_done_at = Clock::now();
+  return false;
+}
+
+// Whether the checkpoint events so far are where `preempt` says the process dies.
+bool Coordinator::ShouldPreempt(const EngineTranscript& t, Preempt preempt) const {
+  const bool committed = t.LastCheckpoint("committed").has_value();
+  const std::optional<int64_t> started = t.LastCheckpoint("started");
+  return (preempt == Preempt::kAfterCommit && committed) ||
+         (preempt == Preempt::kDuringSave && committed && started && *started > o_.checkpoint_at);
 }
 
 WorkerRun Coordinator::Finish(Launched l, Preempt preempt, double* seconds) const {
+  while (ReadSome(l, preempt)) {
+  }
+  WorkerRun run = Collect(l);
+  if (seconds) *seconds = run.seconds;
+  return run;
+}
+
+std::pair<WorkerRun, WorkerRun> Coordinator::FinishBoth(Launched first, Launched second) const {
+  bool first_open = true, second_open = true;
+  while (first_open || second_open) {
+    if (first_open) first_open = ReadSome(first, Preempt::kNever);
+    if (second_open) second_open = ReadSome(second, Preempt::kNever);
+  }
+  // The one whose output ended first is collected first: its seconds end when it did.
+  WorkerRun a = Collect(first);
+  WorkerRun b = Collect(second);
+  return {std::move(a), std::move(b)};
+}
+
+// After its output is done: waits for `l`, ends what it left, and folds what it said.
+WorkerRun Coordinator::Collect(Launched& l) const {
   WorkerRun run = std::move(l.run);
-  ReadEvents(l, run, preempt);
+  l.log.reset();
   run.exit_code = l.child->Wait(l.started + std::chrono::seconds(o_.timeout_s));
   l.child->KillLeftovers();  // what it started ends with it (a daemon holding its stdout too)
-  if (seconds) *seconds = Seconds(l.started);
+  run.seconds = std::chrono::duration<double>(l.output_done_at - l.started).count();
   run.peak_rss_bytes = l.rss->peak_bytes();
   l.rss.reset();
   run.oom_kills_after = CgroupOomKills();
@@ -252,7 +313,21 @@ WorkerRun Coordinator::Finish(Launched l, Preempt preempt, double* seconds) cons
                                            l.transcript.violation()}};
   }
   run.stderr_tail = TailOfFile(o_.work_dir / (run.name + ".stderr"), 5);
+  if (l.final_state) ReadFinalState(*l.final_state, run);
   return run;
+}
+
+// Digests the state file `run` was told to write. A large one is deleted once digested: the
+// next process's state must fit beside the checkpoints, and only small states are diffed.
+void Coordinator::ReadFinalState(const fs::path& file, WorkerRun& run) const {
+  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+  run.state = DigestStateFile(file, threads);
+  std::error_code ec;
+  if (run.state->problem.empty() && run.state->bytes <= kKeptStateBytes) {
+    run.state_file = file;
+  } else if (fs::is_regular_file(fs::symlink_status(file, ec))) {
+    fs::remove(file, ec);
+  }
 }
 
 // The portable process (D) only evaluates, so it can share the device with the resumed one
@@ -359,17 +434,22 @@ std::string ShapeMismatch(const TrainStepMetrics& m, const TrainConfig& config) 
   return "";
 }
 
-// The final state's per-tensor digests `run` reported (an empty object when none).
+// The per-tensor digests of the final state `run` wrote, as this process computed them from
+// the file (an empty object when none): never the digests an engine prints.
 nlohmann::json Fingerprints(const WorkerRun& run) {
-  const nlohmann::json state = run.result.value("final_state", nlohmann::json::object());
-  return state.value("fingerprints", nlohmann::json::object());
+  nlohmann::json out = nlohmann::json::object();
+  if (run.state)
+    for (const auto& [name, digest] : run.state->tensors) out[name] = digest;
+  return out;
 }
 
-// The file `run` wrote its final state to, "" when none.
-std::string StateFile(const WorkerRun& run) {
-  const nlohmann::json state = run.result.value("final_state", nlohmann::json::object());
-  const nlohmann::json file = state.value("file", nlohmann::json());
-  return file.is_string() ? file.get<std::string>() : "";
+// Why `run`'s final state cannot be compared, "" when it can.
+std::string StateProblem(const WorkerRun& run) {
+  if (!run.state) return "process " + run.name + " was not asked for its final state";
+  if (!run.state->problem.empty())
+    return "process " + run.name + "'s final state: " + run.state->problem;
+  if (run.state->tensors.empty()) return "process " + run.name + "'s final state holds no tensor";
+  return "";
 }
 
 // The step of the last checkpoint `run` reported committed; -1 when none.
@@ -377,6 +457,11 @@ int64_t LastCommittedStep(const WorkerRun& run) {
   const nlohmann::json save = run.result.value("save", nlohmann::json::object());
   const nlohmann::json step = save.is_object() ? save.value("step", nlohmann::json()) : nullptr;
   return step.is_number_integer() ? step.get<int64_t>() : -1;
+}
+
+// How long `run` took, and when each of its events first arrived (RoundtripMetrics::processes).
+nlohmann::json ProcessTimes(const WorkerRun& run) {
+  return {{"seconds", run.seconds}, {"first_event_s", run.first_event_s}};
 }
 
 // Which engine trained, as its processes said, and what of the protocol they broke.
@@ -624,6 +709,19 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
     r.metrics = ToJson(m);
     return r;
   }
+  for (const WorkerRun* run : {&a, &c}) {
+    if (const std::string problem = StateProblem(*run); !problem.empty()) {
+      r.status = CheckStatus::kFail;
+      r.summary = problem +
+                  ": the round trip is judged from the states the processes wrote, "
+                  "never from digests they print";
+      r.remedy = "the engine must write its final state (safetensors) to --final-state; see " +
+                 (o_.work_dir / (run->name + ".stderr")).string();
+      m.bitwise_equal = false;
+      r.metrics = ToJson(m);
+      return r;
+    }
+  }
   double max_diff = 0;
   int64_t first_divergent = 0;
   bool losses_equal = la.size() == static_cast<size_t>(o_.steps) && resumed.size() == la.size();
@@ -647,13 +745,10 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
         break;
       }
     }
-    state_diff = std::nullopt;  // unknown unless both states were written out
-    // Only the native engine's state files are safetensors this process reads; a Python
-    // engine's are its own (the digests name the first tensor that differs).
-    const std::string file_a = StateFile(a), file_c = StateFile(c);
-    if (o_.engine == "native" && !file_a.empty() && !file_c.empty()) {
+    state_diff = std::nullopt;  // unknown unless both states were small enough to keep
+    if (!a.state_file.empty() && !c.state_file.empty()) {
       std::string ignored;
-      state_diff = MaxAbsStateDifference(file_a, file_c, &ignored);
+      state_diff = MaxAbsStateDifference(a.state_file, c.state_file, &ignored);
     }
   }
   bool bitwise = losses_equal && states_equal;
@@ -741,6 +836,9 @@ CheckResult Coordinator::ReshardCheck(const WorkerRun& a, const WorkerRun& e,
   if (const std::string failure = Failure(e); !failure.empty()) {
     roundtrip.status = CheckStatus::kFail;
     roundtrip.summary = what + ": process e-resharded: " + failure;
+  } else if (const std::string problem = StateProblem(e); !problem.empty()) {
+    roundtrip.status = CheckStatus::kFail;
+    roundtrip.summary = what + ": " + problem;
   } else if (m.restored_step != std::optional<int64_t>(o_.checkpoint_at)) {
     roundtrip.status = CheckStatus::kFail;
     roundtrip.summary = what + ": the resharded process did not restore the committed step " +
@@ -898,9 +996,15 @@ std::vector<CheckResult> Coordinator::Run() {
   Launched c_launched = Launch("c-resumed", c_args);
   std::optional<Launched> d_launched;
   if (beside) d_launched = Launch("d-portable", {"--role", "portable"});
-  WorkerRun d = beside ? Finish(std::move(*d_launched), Preempt::kNever, &d_s) : WorkerRun{};
-  WorkerRun c = Finish(std::move(c_launched), Preempt::kNever, &c_s);
-  if (!beside) d = Start("d-portable", {"--role", "portable"}, Preempt::kNever, &d_s);
+  WorkerRun c, d;
+  if (beside) {
+    std::tie(c, d) = FinishBoth(std::move(c_launched), std::move(*d_launched));
+  } else {
+    c = Finish(std::move(c_launched), Preempt::kNever, nullptr);
+    d = Start("d-portable", {"--role", "portable"}, Preempt::kNever, nullptr);
+  }
+  c_s = c.seconds;
+  d_s = d.seconds;
 
   // A check outside --only is never judged, though its processes ran for a selected one.
   std::vector<CheckResult> checks = {
@@ -910,6 +1014,8 @@ std::vector<CheckResult> Coordinator::Run() {
       RunSelected(o_.only, "ckpt.portable", [&] { return PortableCheck(b, d); })};
   const bool roundtrip_judged = Selected(o_.only, {"train.roundtrip"});
   if (roundtrip_judged) checks[1].duration_s = a_s + b_s + c_s;
+  nlohmann::json processes = nlohmann::json::object();
+  for (const WorkerRun* run : {&a, &b, &c, &d}) processes[run->name] = ProcessTimes(*run);
   if (o_.reshard_to > 0 && roundtrip_judged) {
     double e_s = 0;
     WorkerRun e = Start("e-resharded",
@@ -918,9 +1024,11 @@ std::vector<CheckResult> Coordinator::Run() {
                         Preempt::kNever, &e_s);
     checks[1] = ReshardCheck(a, e, std::move(checks[1]));
     checks[1].duration_s += e_s;
+    processes[e.name] = ProcessTimes(e);
   }
   RoundtripMetrics placement;
   placement.portable_beside_resume = beside;
+  placement.processes = processes;
   const TelemetryMetrics sampled =
       telemetry.Finish(ReadMetrics<TrainStepMetrics>(a.result).device.value_or(""));
   placement.telemetry = ToJson(sampled);

@@ -50,7 +50,7 @@ class EngineTranscript {
   // The fold, under the members the round trip's checks read: "hello", "losses" [{step,
   // loss}], "restore", "save" (the committed checkpoint), "save_started" (the last save begun),
   // "measurement", "eval_after_save", "eval_after_restore", "eval", "final_state"
-  // {fingerprints, bytes, file}, "error", "done", train.step's device, data, model and
+  // {bytes, file}, "error", "done", train.step's device, data, model and
   // artifacts members, and "protocol_warnings" (lines ignored, with the first reason).
   const nlohmann::json& result() const { return result_; }
 

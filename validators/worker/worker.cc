@@ -412,24 +412,14 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
   }
   if (checkpointer.in_flight()) AnnounceCommitted(o, checkpointer, result);
   if (!o.final_state.empty()) {
-    // Fingerprints of every tensor, computed on the device; the state itself is written out
-    // (for the element-wise difference when runs disagree) only while it is small.
-    std::vector<NamedTensor> state = trainer->FinalState(/*on_device=*/true);
-    nlohmann::json fingerprints = nlohmann::json::object();
-    uint64_t bytes = 0;
-    for (const NamedTensor& t : state) {
-      fingerprints[t.name] = TensorFingerprint(t.tensor);
-      bytes += static_cast<uint64_t>(t.tensor.numel()) * t.tensor.element_size();
-    }
-    result["final_state"] = {{"fingerprints", fingerprints}, {"bytes", bytes}};
-    nlohmann::json digests = {
-        {"step", trainer->step()}, {"digests", fingerprints}, {"bytes", bytes}};
-    if (bytes <= (uint64_t{1} << 30)) {
-      WriteSafetensors(o.final_state, state);
-      result["final_state"]["file"] = o.final_state.string();
-      digests["file"] = o.final_state.string();
-    }
-    Emit("state", std::move(digests));
+    // The coordinator digests the file itself (coordinator/state_file.h): nothing printed here
+    // stands in for it.
+    const WrittenFile written =
+        WriteSafetensors(o.final_state, trainer->FinalState(/*on_device=*/true), {},
+                         /*durable=*/false);
+    result["final_state"] = {{"bytes", written.bytes}, {"file", o.final_state.string()}};
+    Emit("state",
+         {{"step", trainer->step()}, {"bytes", written.bytes}, {"file", o.final_state.string()}});
   }
   if (result.contains("measurement")) {
     MeasureInRunMode(*trainer, setup.config.training.deterministic, result);

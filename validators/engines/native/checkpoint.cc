@@ -275,24 +275,4 @@ std::optional<fs::path> LatestCheckpoint(const fs::path& root) {
   return latest;
 }
 
-double MaxAbsStateDifference(const std::filesystem::path& a, const std::filesystem::path& b,
-                             std::string* first_different) {
-  auto ta = ReadSafetensors(a);
-  auto tb = ReadSafetensors(b);
-  double max_diff = 0;
-  for (const auto& [name, tensor] : ta) {
-    auto it = tb.find(name);
-    if (it == tb.end() || it->second.sizes() != tensor.sizes()) {
-      if (first_different && first_different->empty()) *first_different = name;
-      max_diff = std::numeric_limits<double>::infinity();
-      continue;
-    }
-    double d =
-        (tensor.to(torch::kDouble) - it->second.to(torch::kDouble)).abs().max().item<double>();
-    if (d != 0 && first_different && first_different->empty()) *first_different = name;
-    max_diff = std::max(max_diff, d);
-  }
-  return max_diff;
-}
-
 }  // namespace trainlock::validate

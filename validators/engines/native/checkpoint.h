@@ -51,9 +51,4 @@ CheckpointContents LoadCheckpoint(const std::filesystem::path& dir, CheckpointIo
 // The newest complete checkpoint under ROOT (a step-* directory with a manifest), if any.
 std::optional<std::filesystem::path> LatestCheckpoint(const std::filesystem::path& root);
 
-// Largest absolute element difference between two state files of the same tensors, and the
-// name of the first tensor that differs ("" when identical). Implemented with LibTorch.
-double MaxAbsStateDifference(const std::filesystem::path& a, const std::filesystem::path& b,
-                             std::string* first_different);
-
 }  // namespace trainlock::validate

@@ -28,10 +28,13 @@ struct WrittenFile {
 
 // Writes `tensors` (any device; copied to CPU) in name order, with optional string metadata
 // (always with "format": "pt", which older Hugging Face loaders require; a given "format"
-// wins), then fsyncs the file. Throws std::runtime_error naming the file on I/O failure.
+// wins). A `durable` write is hashed and fsynced (a checkpoint); otherwise the bytes are only
+// handed to the page cache (a state the coordinator reads at once) and `sha256` stays empty.
+// Throws std::runtime_error naming the file on I/O failure.
 WrittenFile WriteSafetensors(const std::filesystem::path& file,
                              const std::vector<NamedTensor>& tensors,
-                             const std::map<std::string, std::string>& metadata = {});
+                             const std::map<std::string, std::string>& metadata = {},
+                             bool durable = true);
 
 // Reads every tensor of a file onto the CPU. Validates the header with
 // ParseSafetensorsHeader (safetensors_header.h) and throws SafetensorsError on any problem,

@@ -26,7 +26,8 @@ The common API an engine builds on (one concept per module):
                 watch_logits_dtype(model)
     schedule    warmup + cosine learning rate (lambda_for(spec) for LambdaLR)
     rng         capture()/restore()/streams() of every RNG stream
-    digests     per-tensor SHA-256 of a final state; optimizer state by parameter name
+    digests     the final state written as safetensors for the coordinator (which digests it
+                itself); optimizer state by parameter name
     commit      the commit marker: write_marker, latest_committed, verify, prune
     safe_load   torch.load for hostile checkpoint files (no arbitrary unpickling)
     measure     StepTimer, device_memory, step_flops, gather_rank_peaks, measurement()

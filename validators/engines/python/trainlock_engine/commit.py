@@ -1,15 +1,20 @@
 """When a checkpoint counts: the commit marker.
 
 A step directory (`<root>/step-00000004`) is committed only once the framework's save has
-returned (every rank) and `trainlock-commit.json` ({step, files: [{path, sha256, size}]},
+returned (every rank) and `trainlock-commit.json` ({step, files: [{path, block_sha256, size}]},
 every other file of the directory, hashed after the save) was written atomically: temporary
 file, fsync, rename, fsync of the directory. A save killed in flight leaves no marker, and the
 restore skips that directory (reported as `skipped_uncommitted`). A marker whose files do not
 verify (changed, missing, or a file it does not list) is refused: the restore fails with kind
 `checkpoint` rather than fall back to an older one or load the damaged one. Markers are
 hostile input: read bounded, paths relative and inside the directory.
+
+A file's `block_sha256` is the SHA-256 of the concatenated SHA-256 digests of its 64 MiB
+blocks, the blocks hashed on several threads: a pilot's DCP shard is one 16 GB file per rank,
+which one thread hashes in about 8 s, at every commit and every restore.
 """
 
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -27,16 +32,33 @@ def step_dir(root, step):
     return os.path.join(root, "step-%08d" % step)
 
 
+BLOCK_BYTES = 64 << 20
+HASH_THREADS = max(1, min(8, os.cpu_count() or 1))
+
+
+def _hash_block(fd, offset, length):
+    digest = hashlib.sha256()
+    while length > 0:
+        chunk = os.pread(fd, min(length, 8 << 20), offset)
+        if not chunk:
+            break  # the file shrank while it was hashed: the size check refuses it
+        digest.update(chunk)  # hashlib lets go of the GIL for large buffers
+        offset += len(chunk)
+        length -= len(chunk)
+    return digest.digest()
+
+
 def _hash(path):
-    digest, size = hashlib.sha256(), 0
-    with open(path, "rb") as f:
-        while True:
-            chunk = f.read(8 << 20)
-            if not chunk:
-                break
-            digest.update(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
+    """(block_sha256, size) of a file (see the module's docstring)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        size = os.fstat(fd).st_size
+        offsets = range(0, size, BLOCK_BYTES)
+        with concurrent.futures.ThreadPoolExecutor(HASH_THREADS) as pool:
+            blocks = list(pool.map(lambda o: _hash_block(fd, o, min(BLOCK_BYTES, size - o)), offsets))
+    finally:
+        os.close(fd)
+    return hashlib.sha256(b"".join(blocks)).hexdigest(), size
 
 
 def _listing(directory):
@@ -70,7 +92,7 @@ def write_marker(directory, step):
         finally:
             os.close(fd)
         sha, size = _hash(path)
-        files.append({"path": rel, "sha256": sha, "size": size})
+        files.append({"path": rel, "block_sha256": sha, "size": size})
     for base, _, _ in os.walk(directory):
         _fsync_dir(base)
     tmp = os.path.join(directory, MARKER + ".tmp")
@@ -99,7 +121,7 @@ def _read_marker(directory):
         for f in files:
             rel = f["path"]
             if (not isinstance(rel, str) or os.path.isabs(rel) or os.path.normpath(rel) != rel
-                    or rel.startswith("..") or not isinstance(f["sha256"], str) or not isinstance(f["size"], int)):
+                    or rel.startswith("..") or not isinstance(f["block_sha256"], str) or not isinstance(f["size"], int)):
                 raise ValueError("bad file entry %r" % (f,))
         return doc
     except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
@@ -121,8 +143,9 @@ def verify(directory, step):
         if os.path.islink(path) or not os.path.isfile(path):
             raise EngineError("checkpoint", "%s: missing or not a regular file" % path)
         sha, size = _hash(path)
-        if sha != f["sha256"] or size != f["size"]:
-            raise EngineError("checkpoint", "%s: sha256 %s (%d bytes), the commit marker says %s (%d bytes)" % (path, sha, size, f["sha256"], f["size"]))
+        if sha != f["block_sha256"] or size != f["size"]:
+            raise EngineError("checkpoint", "%s: block sha256 %s (%d bytes), the commit marker says %s (%d bytes)" % (
+                path, sha, size, f["block_sha256"], f["size"]))
     return sum(f["size"] for f in doc["files"])
 
 

@@ -66,14 +66,20 @@ def _count_recomputation(model):
     model.trainlock_recomputed = counter
 
 
-def build_hf_llama(spec, emit):
-    """(LlamaForCausalLM on the CPU in fp32, setup's `model` member)."""
+def build_hf_llama(spec, emit, device=None):
+    """(LlamaForCausalLM in fp32, setup's `model` member): built on `device` (an engine that
+    trains there: the seeded initialisation runs on it, seconds faster than on the CPU for a
+    pilot's billion parameters), else on the CPU for the framework to move."""
     from transformers import LlamaForCausalLM
 
     m = spec["model"]
     config = hf_config(spec)
     torch.manual_seed(spec["seed"])
-    model = LlamaForCausalLM(config)
+    if device is None:
+        model = LlamaForCausalLM(config)
+    else:
+        with torch.device(device):  # torch >= 2.0, as every engine that passes a device needs
+            model = LlamaForCausalLM(config)
     if m["files"]:
         weights.load_into(model, weights.read_pinned(m["files"], emit), m["tie_embeddings"])
         source = "weights"

@@ -3,7 +3,7 @@ loader, the RNG streams, the commit markers and the protocol's events; an Engine
 owns the framework (model, optimizer, scheduler, its checkpoint format).
 
 Role train: [restore the newest committed checkpoint] -> steps up to --steps, saving at each
---save-at, measuring --measure-step -> the final state's digests (--final-state) -> when the
+--save-at, measuring --measure-step -> the final state's file (--final-state) -> when the
 config does not ask for deterministic kernels, the step measured again with the run's kernels
 (measure.py).
 Role portable: restore in a fresh process and report the eval loss.
@@ -173,9 +173,10 @@ class Driver:
             # Training was held up until save() returned, and then while a step waited for a
             # staging copy still in flight (a handle's staging_wait_s, engines/fsdp2.py).
             staging_wait = getattr(handle, "staging_wait_s", 0.0) if handle is not None else 0.0
+            staging = {"staging_s": handle.staging_s} if getattr(handle, "staging_s", None) is not None else {}
             self.ctx.emit("checkpoint", phase="committed", step=step, dir=directory, bytes=size, seconds=seconds,
                           blocking_s=blocking + staging_wait if handle is not None else seconds, write_s=seconds,
-                          staging_wait_s=staging_wait, files=len(files), **{"async": handle is not None})
+                          staging_wait_s=staging_wait, files=len(files), **staging, **{"async": handle is not None})
             commit.prune(self.opts.checkpoint_root, self.opts.keep_last)
         runtime.barrier(self.world)
 
@@ -305,12 +306,8 @@ class Driver:
         if self.ctx.rank != 0:
             return
         flat = digests.flatten_state(params, optim, rng.streams(rng.capture()), self.loader.state())
-        table, total = digests.digest_all(flat)
-        path = digests.write_final_state(flat, self.opts.final_state, total)
-        members = {"step": self.step, "digests": table, "bytes": total}
-        if path:
-            members["file"] = os.path.abspath(path)
-        self.ctx.emit("state", **members)
+        path = os.path.abspath(self.opts.final_state)
+        self.ctx.emit("state", step=self.step, bytes=digests.write_final_state(flat, path), file=path)
 
     def portable(self):
         self.restore(for_training=False)

@@ -17,6 +17,7 @@ callbacks and report what they saw.
 """
 
 import contextlib
+import os
 
 import torch
 
@@ -69,19 +70,26 @@ class WindowDataset(torch.utils.data.Dataset):
 
 
 class StepRecorder:
+    """Each micro-batch's loss and windows, kept as tensors until the optimizer step ends:
+    reading them mid-step (the framework moved the batch to the device) would wait for the
+    forward pass and stall the launch queue: the suspected cause of the lightning engine's step
+    measuring twice the framework's own loop's at a launch-bound shape
+    (bench/results/2026-12-02-h200-engine-files; not yet measured again with this change)."""
+
     def __init__(self):
         self.losses, self.windows, self.last_windows = [], [], []
 
     def micro(self, loss, windows):
         self.losses.append(loss.detach().float())
-        self.windows.extend(int(w) for w in windows.reshape(-1).tolist())
+        self.windows.append(windows.detach().reshape(-1))
 
     def step_loss(self, step):
         """The optimizer step's loss: the mean of its micro-batch losses."""
         if not self.losses:
             raise EngineError("training", "step %d ended with no micro-batch loss recorded" % step, step=step)
         loss = float(torch.stack(self.losses).mean().item())
-        self.last_windows, self.losses, self.windows = self.windows, [], []
+        windows = [int(w) for t in self.windows for w in t.tolist()]
+        self.last_windows, self.losses, self.windows = windows, [], []
         if loss != loss or loss in (float("inf"), float("-inf")):
             raise EngineError("non_finite_loss", "step %d's loss is %r" % (step, loss), step=step)
         return loss
@@ -201,11 +209,5 @@ def emit_final_state(ctx, step, model, optimizer, position):
     params = {n: p.detach().cpu() for n, p in model.named_parameters()}
     optim = digests.optimizer_by_name(optimizer, names)
     flat = digests.flatten_state(params, optim, rng.streams(rng.capture()), position)
-    table, total = digests.digest_all(flat)
-    members = {"step": step, "digests": table, "bytes": total}
-    path = digests.write_final_state(flat, ctx.opts.final_state, total)
-    if path:
-        import os
-
-        members["file"] = os.path.abspath(path)
-    ctx.emit("state", **members)
+    path = os.path.abspath(ctx.opts.final_state)
+    ctx.emit("state", step=step, bytes=digests.write_final_state(flat, path), file=path)

@@ -2,11 +2,11 @@
 fully_shard (each decoder layer, then the root), bf16 through MixedPrecisionPolicy (fp32
 reductions), AdamW + the config's schedule, checkpoints with torch.distributed.checkpoint:
 model and optimizer through get_state_dict / set_state_dict (sharded, each rank writes its
-shards), dcp.async_save for every checkpoint, as an FSDP2 user saves. async_save stages the
-state before it returns unless TRAINLOCK_FSDP2_STAGER=default asks for DefaultStager on a CUDA
-device (see _async_stager: its second save failed on torch 2.11); with it the next optimizer
-step waits for the staging copy to finish before it changes the parameters, and that wait
-counts as time training was held up (the handle's staging_wait_s; roundtrip.py adds it to
+shards), dcp.async_save for every checkpoint, as an FSDP2 user saves. On a GPU with a torch that
+has it (2.9 and later), each save gets a DefaultStager of its own (see _async_stager: one reused
+across saves fails on torch 2.11); the next optimizer step waits for its staging copy to finish
+before it changes the parameters, and that wait counts as time training was held up (the
+handle's staging_wait_s; roundtrip.py adds it to
 blocking_s, which train.roundtrip reports as save_blocking_s). The checkpoint is committed only
 once the save's future resolved on every rank.
 
@@ -76,16 +76,17 @@ def _single_process_group(device):
 
 
 def _async_stager(device):
-    """DefaultStager as an FSDP2 user configures it on a GPU (torch >= 2.9), else None (the
-    async_save default: staged before async_save returns).
+    """A DefaultStager as an FSDP2 user configures it on a GPU (torch >= 2.9: pinned host buffers,
+    async staging on a side stream, non-blocking copies), else None (async_save's own staging,
+    before it returns).
 
-    Only where TRAINLOCK_FSDP2_STAGER=default asks for it: on torch 2.11.0+cu130 (H200, 2026-12-02,
-    bench/results/2026-12-02-h200-fsdp2) DefaultStager's staging of get_state_dict's FSDP2 state
-    raised KeyError(<class 'type'>) in _state_dict_stager.deepcopy_with_tensor_offload, so the
-    default is async_save's own staging, which that torch completes."""
+    A new one for every save: torch 2.11's DefaultStager closes its StateDictStager at the end
+    of each staging, so a reused one fails its second save with KeyError(<class 'type'>)
+    (pytorch/pytorch#183413, fixed after 2.11 by #183424; seen on the H200 on 2026-12-02,
+    bench/results/2026-12-02-h200-fsdp2)."""
     import torch.distributed.checkpoint as dcp
 
-    if device.type != "cuda" or os.environ.get("TRAINLOCK_FSDP2_STAGER") != "default":
+    if device.type != "cuda":
         return None
     try:
         import inspect
@@ -105,10 +106,19 @@ class FutureSave:
     """dcp.async_save's result as a driver handle: its upload future, and (newer torch) the
     staging future the next optimizer step must wait for."""
 
-    def __init__(self, response):
+    def __init__(self, response, stager=None):
         self.future = getattr(response, "upload_completion", response)  # newer torch: AsyncSaveResponse
         self.staging = getattr(response, "staging_completion", None)
+        self.stager = stager  # this save's own DefaultStager, closed once the upload is done
         self.staging_wait_s = 0.0
+        self.staging_s = None  # from async_save's return until the staged copy was complete
+        if self.staging is not None:
+            started = time.perf_counter()
+
+            def staged(_future):
+                self.staging_s = time.perf_counter() - started
+
+            self.staging.add_done_callback(staged)
 
     def wait_for_staging(self):
         """Blocks until the staged copy is complete (the parameters may change from then on)."""
@@ -132,6 +142,10 @@ class FutureSave:
             self.future.result()
         except Exception as e:  # noqa: BLE001 - any failure of the save refuses the commit
             raise EngineError("checkpoint", "the asynchronous DCP save failed: %s" % e)
+        finally:
+            if self.stager is not None:
+                self.stager.close()
+                self.stager = None
 
 
 class Fsdp2Engine(roundtrip.Engine):
@@ -148,8 +162,7 @@ class Fsdp2Engine(roundtrip.Engine):
             raise EngineError("unsupported", "training.precision bf16 needs a CUDA device; this process runs on %s" % self.device)
         _single_process_group(self.device)
         fully_shard, MixedPrecisionPolicy = _fsdp()
-        self.model, info = build_hf_llama(self.spec, self.ctx.emit)
-        self.model.to(self.device)
+        self.model, info = build_hf_llama(self.spec, self.ctx.emit, self.device)
         watch_logits_dtype(self.model)
         policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if t["precision"] == "bf16" else MixedPrecisionPolicy()
         # The mesh on this process's device: fully_shard's default mesh is the accelerator's,
@@ -164,8 +177,9 @@ class Fsdp2Engine(roundtrip.Engine):
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=o["lr"], betas=(o["beta1"], o["beta2"]),
                                            eps=o["eps"], weight_decay=o["weight_decay"])
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda_for(self.spec))
-        self.async_group = None
-        self.stager = None
+        # The async saves' own group, made once as DCP's docs show: a save's collectives must not
+        # interleave with training's, and making it inside the first save would block that save.
+        self.async_group = torch.distributed.new_group(backend="gloo")
         self.in_flight = None  # the last async save's handle, until its staging is complete
         info["class"] += " sharded with fully_shard"
         return info
@@ -207,7 +221,6 @@ class Fsdp2Engine(roundtrip.Engine):
         return {"model": model_sd, "optim": optim_sd}
 
     def save(self, directory, step, asynchronous):
-        import torch.distributed as dist
         import torch.distributed.checkpoint as dcp
 
         if self.ctx.rank == 0:
@@ -217,11 +230,10 @@ class Fsdp2Engine(roundtrip.Engine):
         if not asynchronous:
             dcp.save(state, checkpoint_id=target)
             return None
-        if self.async_group is None:  # the save's collectives must not interleave with training's
-            self.async_group = dist.new_group(backend="gloo")
-            self.stager = _async_stager(self.device)
-        extra = {"async_stager": self.stager} if self.stager is not None else {}
-        self.in_flight = FutureSave(dcp.async_save(state, checkpoint_id=target, process_group=self.async_group, **extra))
+        stager = _async_stager(self.device)
+        extra = {"async_stager": stager} if stager is not None else {}
+        self.in_flight = FutureSave(dcp.async_save(state, checkpoint_id=target, process_group=self.async_group, **extra),
+                                    stager)
         return self.in_flight
 
     def load(self, directory):

@@ -75,6 +75,7 @@ class StatefulBatches:
     def __init__(self, loader, micro_batch, accept_state):
         self.loader, self.micro_batch, self.accept_state = loader, micro_batch, accept_state
         self.consumed_state = loader.state()
+        self.pending = None  # (loader state, the last consumed batch's position tensor)
         self.offered, self.loaded = False, False
 
     def __iter__(self):
@@ -85,13 +86,19 @@ class StatefulBatches:
             yield inputs, targets, torch.tensor(windows, dtype=torch.long), after
 
     def consumed(self, after):
-        epoch, cursor = (int(x) for x in after.tolist())
-        self.consumed_state = dict(self.loader.state(), epoch=epoch, cursor=cursor)
+        # Read when Lightning asks for the state: `after` is on the device by now, and reading
+        # it here would wait for the forward pass (see fw.StepRecorder).
+        self.pending = (self.loader.state(), after.detach())
 
     def state_dict(self):
+        if self.pending is not None:
+            state, after = self.pending
+            epoch, cursor = (int(x) for x in after.tolist())
+            self.consumed_state, self.pending = dict(state, epoch=epoch, cursor=cursor), None
         return dict(self.consumed_state)
 
     def load_state_dict(self, state):
+        self.pending = None
         self.offered = True
         if self.accept_state:
             self.loader.restore(state)
