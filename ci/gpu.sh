@@ -9,8 +9,11 @@
 # SKIP_MULTI (the collectives and the pilot on every GPU), SKIP_TWO_NODES, SKIP_ENGINES (the
 # Python engines: fsdp2 on the pilot beside a plain FSDP2 script, a kill during async_save,
 # resharding 2 -> 1 over gloo on the CPUs, hf-trainer and lightning); VALIDATOR_TESTS_FILTER
-# runs only the validator tests it names (a GoogleTest filter). SKIP_ENGINE_KDS, SKIP_ENGINE_RESHARD,
-# SKIP_ENGINE_CONTROLS, SKIP_FRAMEWORKS leave out single engine stages; FUZZ_SECONDS (below)
+# runs only the validator tests it names (a GoogleTest filter). SKIP_ENGINE_PILOT, SKIP_ENGINE_KDS,
+# SKIP_ENGINE_RESHARD, SKIP_ENGINE_CONTROLS, SKIP_FRAMEWORKS leave out single engine stages, SKIP_PERF the pilot's
+# perf.matmul and targets stages; FRAMEWORKS_STEP_ONLY=1 runs only process A of hf-trainer and
+# lightning beside their frameworks' own loops; PLAIN_SAVES=N sets the plain FSDP2 script's
+# DefaultStager saves (default 2); FUZZ_SECONDS (below)
 # fuzzes beside them.
 # Also: the pilot's train.step beside Hugging Face transformers' LlamaForCausalLM (bench/hf_step.py,
 # three AdamW variants), the targets of perf.*, the checkpoint stall, `plan` on the 8B
@@ -164,7 +167,7 @@ save_compare() {
 matmul_peak() {
   python3 bench/matmul_peak.py "$OUT/h200-pilot-report.json" | tee "$OUT/matmul-table.md"
 }
-[ -n "${SKIP_PILOT:-}" ] || stage "perf.matmul beside torch.mm" matmul_peak
+[ -n "${SKIP_PILOT:-}${SKIP_PERF:-}" ] || stage "perf.matmul beside torch.mm" matmul_peak
 
 # What users run instead: transformers' LlamaForCausalLM at the pilot's shape, in this run, with
 # the AdamW TrainingArguments picks by default here (the baseline), torch's foreach and fused.
@@ -208,7 +211,7 @@ print(f"perf.hbm metrics {json.dumps(hb)[:400]}")
 sys.exit(0 if ok else 1)
 PY
 }
-[ -n "${SKIP_PILOT:-}" ] || stage "targets: perf.matmul, perf.hbm, checkpoint stall" targets
+[ -n "${SKIP_PILOT:-}${SKIP_PERF:-}" ] || stage "targets: perf.matmul, perf.hbm, checkpoint stall" targets
 
 # An example that cannot fit must fail train.step with numbers and remedies, exit 1, no crash.
 oom() {
@@ -281,6 +284,18 @@ engine_validate() {  # engine_validate NAME PROJECT [validator options...]: one 
   end=$(date +%s.%N)
   grep -E "^  (PASS|FAIL|ERROR)|^verdict" "$OUT/engines/$name.log"
   echo "$name: exit $rc, $(python3 -c "print(round($end - $start, 1))") s" | tee -a "$OUT/engines/times.txt"
+  # Where the round trip's time went: each process's seconds and its first event of each kind.
+  python3 - "$OUT/engines/$name-report.json" <<'PY' | tee -a "$OUT/engines/times.txt"
+import json, sys
+try:
+    checks = {c["id"]: c for c in json.load(open(sys.argv[1]))["checks"]}
+except (OSError, ValueError, KeyError):
+    sys.exit(0)
+for name, p in (checks.get("train.roundtrip", {}).get("metrics", {}).get("processes") or {}).items():
+    events = ", ".join("%s %.1f" % (k, v) for k, v in sorted(p.get("first_event_s", {}).items(), key=lambda kv: kv[1]))
+    print("  %-18s %6.1f s  (first: %s)" % (name, p.get("seconds", 0), events))
+PY
+  grep -h '"committed"' "$PWD"/build-gpu/work-"$name"/*/b-preempted.jsonl 2>/dev/null | cut -c1-500
   return $rc
 }
 fsdp2_pilot() {
@@ -298,7 +313,7 @@ fsdp2_beside_plain() {  # the fsdp2 engine on the pilot and a plain FSDP2 script
   fsdp2_pilot || return 1
   # Written from PyTorch's documentation, not from the engine: the pilot's config, the run's
   # kernels, the output dropped before backward, dcp.async_save with torch's DefaultStager.
-  python3 bench/fsdp2_plain.py --config examples/h200-pilot/configs/llama-1b.yaml \
+  python3 bench/fsdp2_plain.py --config examples/h200-pilot/configs/llama-1b.yaml --saves "${PLAIN_SAVES:-2}" \
     >"$OUT/engines/plain-fsdp2.jsonl" || return 1
   python3 - "$OUT/engines/fsdp2-pilot-report.json" "$OUT/engines/plain-fsdp2.jsonl" <<'PY' | tee "$OUT/engines/fsdp2-vs-plain.md"
 import json, sys
@@ -315,7 +330,9 @@ print("|---|---|---|---|")
 rows = (("step_time_s (s, median)", step.get("step_time_s"), plain.get("step_time_s"), 1),
         ("peak_allocated (MiB)", step.get("peak_allocated_bytes"), plain.get("peak_allocated_bytes"), 2**20),
         ("peak_reserved (MiB)", step.get("peak_reserved_bytes"), plain.get("peak_reserved_bytes"), 2**20),
-        ("async_save blocking (s)", roundtrip.get("save_blocking_s"), plain.get("save_blocking_s"), 1))
+        ("async_save blocking (s), plain with DefaultStager", roundtrip.get("save_blocking_s"), plain.get("save_blocking_s"), 1),
+        ("async_save blocking (s), plain with its own staging", roundtrip.get("save_blocking_s"),
+         next((s["save_blocking_s"] for s in plain.get("saves", []) if s.get("save") == "own-staging"), None), 1))
 for name, a, b, scale in rows:
     if a is None or b is None or not b:
         print("| %s | %s | %s | - |" % (name, a, b)); continue
@@ -324,8 +341,10 @@ PY
 }
 fsdp2_reshard_cpu() {  # save at world size 2, restore at 1, on the CPUs over gloo
   mkdir -p "$OUT/engines"
+  # The lock pins this machine's torch, as re-locking here would (the engine's hello must name it).
   python3 bench/engine_project.py examples/tiny build-gpu/tiny-fsdp2 --engine fsdp2 \
-    --parallelism fsdp >/dev/null || return 1
+    --parallelism fsdp --torch "$(python3 -c 'import torch; print(torch.__version__.split("+")[0])')" \
+    >/dev/null || return 1
   engine_validate fsdp2-reshard-2-to-1-cpu build-gpu/tiny-fsdp2 --device cpu --engine-nproc 2 \
     --reshard-to 1
 }
@@ -347,10 +366,10 @@ fsdp2_controls() {  # the negative controls on the GPU: without the RNG or data 
   done
   return $rc
 }
-framework_engines() {  # hf-trainer and lightning on a small Llama shape on the GPU
+framework_engines() {  # hf-trainer and lightning on the GPU, beside Trainer.train() / Trainer.fit()
   mkdir -p "$OUT/engines"
   TRAINLOCK_ENGINE_PYTHON=$(command -v python3) PYTHONPATH=tests/engines \
-    python3 tests/engines/gpu_engines.py 2>&1 | tee "$OUT/engines/hf-trainer-lightning.txt"
+    python3 tests/engines/gpu_engines.py --beside-plain ${FRAMEWORKS_STEP_ONLY:+--step-only} 2>&1 | tee "$OUT/engines/hf-trainer-lightning.txt"
 }
 if [ -z "${SKIP_ENGINES:-}" ]; then
   [ -n "${SKIP_ENGINE_PILOT:-}" ] ||

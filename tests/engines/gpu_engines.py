@@ -6,11 +6,18 @@ SIGKILLed after `committed`), C (resumed), D (portable), plus the two negative c
 bitwise yes/no, first divergent step, max loss difference, the restored flags. Not part of the
 CPU suite; each process has a timeout.
 
+With --beside-plain the shape is a larger one (hidden 1024, 8 layers, seq 1024) and each
+engine's measured step (process A) is printed beside the framework's own Trainer.train() /
+Trainer.fit() at the same shape, run by bench/framework_plain.py in the same call.
+
     PYTHONPATH=tests/engines python3 tests/engines/gpu_engines.py [ENGINE...] [--precision P] [--timeout S]
+        [--beside-plain [--step-only]]
 """
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -20,13 +27,63 @@ import harness
 STEPS, SAVE_AT = 6, 3
 
 
-def spec_for(engine, precision):
-    return harness.tiny_spec(engine=engine, **{
-        "model.hidden_size": 256, "model.num_layers": 4, "model.num_heads": 4, "model.num_kv_heads": 2,
-        "model.intermediate_size": 688, "model.vocab_size": 512, "model.dropout": 0.1,
-        "training.seq_len": 256, "training.micro_batch": 4, "training.grad_accum": 2, "training.precision": precision,
-        "training.deterministic": False,  # trainlock's default: the step is measured with the run's kernels
-        "data.length": 200000})
+def spec_for(engine, precision, larger=False):
+    if larger:  # the shape compared with the frameworks' own loops: big enough to time
+        shape = {"model.hidden_size": 1024, "model.num_layers": 8, "model.num_heads": 16, "model.num_kv_heads": 8,
+                 "model.intermediate_size": 2816, "model.vocab_size": 32000, "model.dropout": 0.0,
+                 "training.seq_len": 1024, "data.length": 2000000}
+    else:
+        shape = {"model.hidden_size": 256, "model.num_layers": 4, "model.num_heads": 4, "model.num_kv_heads": 2,
+                 "model.intermediate_size": 688, "model.vocab_size": 512, "model.dropout": 0.1,
+                 "training.seq_len": 256, "data.length": 200000}
+    return harness.tiny_spec(engine=engine, **shape, **{
+        "training.micro_batch": 4, "training.grad_accum": 2, "training.precision": precision,
+        "training.deterministic": False})  # trainlock's default: the step is measured with the run's kernels
+
+
+def plain_shape(spec):
+    """The numbers bench/framework_plain.py reads (it shares no code with the engines)."""
+    m, t = spec["model"], spec["training"]
+    return {"model": {k: m[k] for k in ("hidden_size", "num_layers", "num_heads", "num_kv_heads",
+                                        "intermediate_size", "vocab_size")},
+            "training": {"seq_len": t["seq_len"], "micro_batch": t["micro_batch"], "grad_accum": t["grad_accum"],
+                         "precision": t["precision"], "lr": t["optimizer"]["lr"],
+                         "weight_decay": t["optimizer"]["weight_decay"], "grad_clip": t["grad_clip"],
+                         "warmup_steps": t["scheduler"]["warmup_steps"]}}
+
+
+def beside_plain(engine, spec, measurement, work):
+    """The engine's measured step beside the framework's own loop at the same shape."""
+    shape = os.path.join(work, "shape.json")
+    with open(shape, "w") as f:
+        json.dump(plain_shape(spec), f)
+    script = os.path.join(harness.ROOT, "bench", "framework_plain.py")
+    out = subprocess.run([sys.executable, script, shape, "--framework", engine], capture_output=True, text=True,
+                         timeout=600)
+    rows = []
+    for line in out.stdout.splitlines():  # the frameworks print dicts of their own on stdout too
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and row.get("framework") == engine:
+            rows.append(row)
+    if not rows:
+        print("   the plain %s loop failed: %s" % (engine, out.stderr[-2000:]))
+        return False
+    plain = rows[-1]
+    print("   | | trainlock %s engine | the framework's own loop | engine / plain |" % engine)
+    print("   |---|---|---|---|")
+    ok = True
+    for key, scale in (("step_time_s", 1), ("peak_allocated_bytes", 2 ** 20), ("peak_reserved_bytes", 2 ** 20)):
+        a, b = measurement.get(key), plain.get(key)
+        ratio = a / b if a and b else None
+        print("   | %s | %.4g | %.4g | %s |" % (key, (a or 0) / scale, (b or 0) / scale,
+                                                "%.3f" % ratio if ratio else "-"))
+        if key != "peak_reserved_bytes":
+            ok = ok and ratio is not None and abs(ratio - 1) <= 0.05
+    print("   within 5%% of the framework's own loop: %s" % ("yes" if ok else "NO"))
+    return ok
 
 
 def compare(a, c):
@@ -35,8 +92,8 @@ def compare(a, c):
     steps = sorted(s for s in la if s > SAVE_AT)
     first = next((s for s in steps if la.get(s) != lc.get(s)), None)
     diffs = [abs(la[s] - lc[s]) for s in steps if s in lc and la[s] is not None and lc[s] is not None]
-    da = a.one("state")["digests"] if a.of("state") else {}
-    dc = c.one("state")["digests"] if c.of("state") else {}
+    da = a.state_digests() if a.of("state") else {}
+    dc = c.state_digests() if c.of("state") else {}
     differ = sorted(k for k in set(da) | set(dc) if da.get(k) != dc.get(k))
     bitwise = bool(da) and not differ and first is None and len(lc) == len(steps)
     return bitwise, first, max(diffs) if diffs else None, differ
@@ -53,8 +110,9 @@ def show_failure(name, run):
         print("   %s exit %s: %s" % (name, run.code, err[0] if err else run.stderr[-1500:]))
 
 
-def engine_round_trip(engine, precision, timeout, work):
-    spec = harness.write_spec(work, spec_for(engine, precision))
+def engine_round_trip(engine, precision, timeout, work, larger=False, step_only=False):
+    spec_doc = spec_for(engine, precision, larger)
+    spec = harness.write_spec(work, spec_doc)
     base = ["--engine", engine, "--spec", spec, "--device", "cuda", "--steps", str(STEPS)]
 
     def go(name, args, root, kill_after=None):
@@ -66,14 +124,17 @@ def engine_round_trip(engine, precision, timeout, work):
         return run
 
     print("== %s (%s)" % (engine, precision))
-    a = go("A uninterrupted", ["--measure-step", "2", "--final-state", os.path.join(work, "a.pt")], "a")
+    a = go("A uninterrupted", ["--measure-step", "2", "--final-state", os.path.join(work, "a.safetensors")], "a")
     if a.of("hello"):
         print("   versions", a.events[0].get("versions"))
+    if step_only:
+        m = a.of("measurement")
+        return bool(m) and beside_plain(engine, spec_doc, m[0], work)
     b = go("B preempted", ["--save-at", str(SAVE_AT)], "b", kill_after=harness.committed_at(SAVE_AT))
-    c = go("C resumed", ["--restore", "--final-state", os.path.join(work, "c.pt")], "b")
+    c = go("C resumed", ["--restore", "--final-state", os.path.join(work, "c.safetensors")], "b")
     d = go("D portable", ["--role", "portable"], "b")
-    nr = go("no-restore-rng", ["--restore", "--no-restore-rng", "--final-state", os.path.join(work, "r.pt")], "b")
-    nd = go("no-restore-data", ["--restore", "--no-restore-data", "--final-state", os.path.join(work, "d.pt")], "b")
+    nr = go("no-restore-rng", ["--restore", "--no-restore-rng", "--final-state", os.path.join(work, "r.safetensors")], "b")
+    nd = go("no-restore-data", ["--restore", "--no-restore-data", "--final-state", os.path.join(work, "d.safetensors")], "b")
     bitwise, first, maxdiff, differ = compare(a, c)
     print("   bitwise: %s  first divergent step: %s  max loss diff: %s" % ("yes" if bitwise else "no", first, maxdiff))
     if differ:
@@ -93,6 +154,8 @@ def engine_round_trip(engine, precision, timeout, work):
         modes_ok = m[0].get("mode") == "default" and reference.get("mode") == "deterministic"
         if not modes_ok:
             print("   the step was not measured with the run's kernels beside the deterministic ones")
+        if larger:
+            modes_ok = beside_plain(engine, spec_doc, m[0], work) and modes_ok
     return bitwise and modes_ok
 
 
@@ -101,12 +164,17 @@ def main():
     p.add_argument("engines", nargs="*", default=["hf-trainer", "lightning"])
     p.add_argument("--precision", default="bf16")
     p.add_argument("--timeout", type=int, default=120)
+    p.add_argument("--beside-plain", action="store_true",
+                   help="a larger shape, and each engine's step beside the framework's own loop")
+    p.add_argument("--step-only", action="store_true",
+                   help="with --beside-plain: only process A and the framework's own loop")
     opts = p.parse_args()
     results = {}
     for engine in opts.engines:
         with tempfile.TemporaryDirectory(prefix="trainlock-gpu-%s-" % engine) as work:
             try:
-                results[engine] = engine_round_trip(engine, opts.precision, opts.timeout, work)
+                results[engine] = engine_round_trip(engine, opts.precision, opts.timeout, work, opts.beside_plain,
+                                                    opts.step_only)
             except Exception as e:  # noqa: BLE001 - one engine's failure must not hide the other's result
                 print("   %s: the check itself failed: %s: %s" % (engine, type(e).__name__, e))
                 results[engine] = False
