@@ -202,7 +202,8 @@ TEST_F(AptArchive, APackageInTheSecondGzipMemberOfTheIndexIsFound) {
   const fs::path p = Project("\"libfoo\", \"libbaz\"");
   auto r = RunTrainlock({"lock", p.string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const Target& cpu = Lock(p).targets.at("cpu");
+  const Spec lock = Lock(p);
+  const Target& cpu = lock.targets.at("cpu");
   ASSERT_EQ(cpu.debs.size(), 2u);
   EXPECT_EQ(cpu.debs[1].name, "libbaz");
   EXPECT_EQ(cpu.debs[1].version, "3.0-1");
