@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,7 +87,8 @@ TEST_F(Gate, ReportOfAnotherLockIsRefused) {
 }
 
 TEST_F(Gate, ImageDigestOtherThanTheLockedImageIsRefused) {
-  lock_.images["cpu"] = {"registry.example/tiny:1", "sha256:" + std::string(64, 'b')};
+  lock_.images["cpu"] = {"registry.example/tiny:1", "sha256:" + std::string(64, 'b'), std::nullopt,
+                         ""};
   report_["image"] = {{"ref", "registry.example/tiny:1"},
                       {"digest", "sha256:" + std::string(64, 'c')}};
   GateDecision d = Decide();
@@ -94,14 +96,15 @@ TEST_F(Gate, ImageDigestOtherThanTheLockedImageIsRefused) {
 }
 
 TEST_F(Gate, ReportOutsideTheLockedImageIsRefused) {
-  lock_.images["cpu"] = {"registry.example/tiny:1", "sha256:" + std::string(64, 'b')};
+  lock_.images["cpu"] = {"registry.example/tiny:1", "sha256:" + std::string(64, 'b'), std::nullopt,
+                         ""};
   GateDecision d = Decide();
   EXPECT_TRUE(HasReason(d, "image", "not produced inside the locked cpu image"));
 }
 
 TEST_F(Gate, MatchingImageDigestClears) {
   const std::string digest = "sha256:" + std::string(64, 'b');
-  lock_.images["cpu"] = {"registry.example/tiny:1", digest};
+  lock_.images["cpu"] = {"registry.example/tiny:1", digest, std::nullopt, ""};
   report_["image"] = {{"ref", "registry.example/tiny:1"}, {"digest", digest}};
   EXPECT_TRUE(Decide().allowed());
 }
@@ -319,7 +322,7 @@ class AttestedGate : public Gate {
  protected:
   void SetUp() override {
     Gate::SetUp();
-    lock_.images["cpu"] = {"registry.example/tiny:1", kImage};
+    lock_.images["cpu"] = {"registry.example/tiny:1", kImage, std::nullopt, ""};
     report_["image"] = {{"ref", "registry.example/tiny:1"}, {"digest", kImage}};
     keys_ = GenerateEd25519KeyPair();
     SignReport(report_, keys_.private_pem);

@@ -290,6 +290,19 @@ TEST_F(CpuImage, TheTinyExampleIsLockedBuiltReproduciblyValidatedInsideAndGated)
       refused.err.find("is not the project's (/trainlock/project/trainlock.lock, lock-sha256"),
       std::string::npos)
       << refused.err;
+
+  // Later, in a new shell without SOURCE_DATE_EPOCH: the script serves its registry and index
+  // again where the lock names them, and `image build --check` rebuilds from the lock alone (its
+  // recorded epoch and validator) to the digest it records.
+  start = std::chrono::steady_clock::now();
+  RunResult recheck =
+      RunCommand({"env", "-u", "SOURCE_DATE_EPOCH", "bash",
+                  (testing::SourceDir() / "examples/offline/image-path.sh").string(), "--recheck",
+                  work.string(), "--bin", testing::BinDir().string()});
+  EXPECT_EQ(recheck.exit_code, 0) << recheck.out << recheck.err;
+  EXPECT_NE(recheck.out.find("built with buildah: " + image.digest), std::string::npos)
+      << recheck.out << recheck.err;
+  Timing("examples/offline/image-path.sh --recheck", start);
 }
 
 TEST_F(CpuImage, ATamperedOrIncompleteClosureFailsTheBuild) {

@@ -206,6 +206,20 @@ TEST(HandEditedLock, AnUneditedExampleLockIsClean) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
+// What a push records for `image build --check` (the epoch, the validator) is kept by the
+// re-derivation, so a lock that records it stays up to date.
+TEST(HandEditedLock, ARecordedImagesEpochAndValidatorKeepTheLockUpToDate) {
+  testing::TempDir dir;
+  const fs::path project = testing::CopyExample("tiny", dir.path());
+  std::string lock = testing::ReadFile(project / "trainlock.lock");
+  testing::WriteFile(project / "trainlock.lock",
+                     lock + "\n[images.cpu]\nref = 'registry.example/tiny:1'\ndigest = 'sha256:" +
+                         std::string(64, 'a') + "'\nsource-date-epoch = 1764460800\n" +
+                         "validator-sha256 = '" + std::string(64, 'b') + "'\n");
+  auto r = testing::RunTrainlock({"lock", project.string(), "--check"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
 TEST(HandEditedLock, AnAddedImagesTableChangesTheLockId) {
   testing::TempDir dir;
   const fs::path project = testing::CopyExample("tiny", dir.path());

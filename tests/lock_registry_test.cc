@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <memory>
+#include <optional>
 
 #include "project/project.h"
 #include "project/spec_loader.h"
@@ -317,6 +318,72 @@ TEST_F(ImageBuild, CheckIsExit1NamingBothDigestsWhenAFileThatGoesIntoTheImageCha
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("the rebuild of [images.cpu] gives sha256:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(", the lock records " + recorded), std::string::npos) << r.err;
+}
+
+// The lock records what a rebuild needs besides itself: --check in a new shell, without
+// SOURCE_DATE_EPOCH, rebuilds with the recorded one and gets the recorded digest.
+TEST_F(ImageBuild, CheckNeedsNoSourceDateEpochTheLockRecordsTheBuildsOwn) {
+  fs::path project = BuildProject("/bin/busybox true");
+  ASSERT_EQ(Build(project, "test/epoch:v1").exit_code, 0);
+  const BuiltImage recorded = Lock(project).images.at("cpu");
+  EXPECT_EQ(recorded.source_date_epoch, std::optional<int64_t>(1764460800));
+  auto r = testing::RunCommand(
+      {"env", "-u", "SOURCE_DATE_EPOCH", (testing::BinDir() / "trainlock").string(), "image",
+       "build", project.string(), "--target", "cpu", "--container-engine", "buildah",
+       "--containerfile", (project / "Containerfile").string(), "--check", "--no-tls-verify",
+       "--storage-root", (project_dir_.path() / "epoch-storage").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("built with buildah: " + recorded.digest), std::string::npos) << r.out;
+}
+
+TEST_F(ImageBuild, CheckWithAnotherSourceDateEpochThanTheRecordedIsRefusedBeforeBuilding) {
+  fs::path project = BuildProject("/bin/busybox true");
+  ASSERT_EQ(Build(project, "test/other-epoch:v1").exit_code, 0);
+  auto r =
+      RunTrainlock({"image", "build", project.string(), "--target", "cpu", "--container-engine",
+                    "buildah", "--containerfile", (project / "Containerfile").string(), "--check",
+                    "--no-tls-verify", "--source-date-epoch", "1", "--storage-root",
+                    (project_dir_.path() / "unused-storage").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("SOURCE_DATE_EPOCH is 1 but [images.cpu] was built with 1764460800"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(project_dir_.path() / "unused-storage"));
+}
+
+// A lock that no longer follows from the project records the image of another lock: said
+// before anything is built, naming the lock.
+TEST_F(ImageBuild, CheckOfAStaleLockIsRefusedBeforeBuilding) {
+  fs::path project = BuildProject("/bin/busybox true");
+  ASSERT_EQ(Build(project, "test/stale:v1").exit_code, 0);
+  const fs::path config = project / Lock(project).config;
+  testing::WriteFile(config, testing::ReadFile(config) + "# changed since the lock\n");
+  auto r = Check(project, "stale-storage");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("trainlock.lock: stale"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[images.cpu] records the image of the lock as it was"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(project_dir_.path() / "stale-storage"));
+}
+
+// The validator a cpu image copies is part of its bytes: one other than the recorded build's is
+// named before anything is built.
+TEST_F(ImageBuild, CheckWithAnotherValidatorThanTheRecordedIsRefusedBeforeBuilding) {
+  fs::path project = BuildProject("/bin/busybox true");
+  testing::WriteFile(project / "trainlock.lock",
+                     testing::ReadFile(project / "trainlock.lock") +
+                         "\n[images.cpu]\nref = \"x\"\ndigest = \"sha256:" + std::string(64, 'a') +
+                         "\"\nsource-date-epoch = 1764460800\nvalidator-sha256 = \"" +
+                         std::string(64, 'b') + "\"\n");
+  auto r = RunTrainlock({"image", "build", project.string(), "--target", "cpu",
+                         "--container-engine", "buildah", "--validator",
+                         (project / "Containerfile").string(), "--check", "--no-tls-verify",
+                         "--storage-root", (project_dir_.path() / "validator-storage").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("[images.cpu] was built with trainlock-validate sha256 bbbbbbbbbbbbbbbb"
+                       "..., this build stages "),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(ImageBuild, CheckIsExit2WhenTheLockRecordsNoDigestForTheTarget) {

@@ -67,8 +67,8 @@ struct BuildCommandOptions {
 
 int RunBuild(BuildCommandOptions options, const GlobalOptions& global) {
   if (options.build.image.source_date_epoch < 0) {
-    if (const char* env = std::getenv("SOURCE_DATE_EPOCH"))
-      options.build.image.source_date_epoch = std::atoll(env);
+    const char* env = std::getenv("SOURCE_DATE_EPOCH");
+    if (env && *env) options.build.image.source_date_epoch = std::atoll(env);  // "" is unset
   }
   options.build.source_dir = options.source_dir;
   options.build.containerfile = options.containerfile;
@@ -83,7 +83,7 @@ int RunBuild(BuildCommandOptions options, const GlobalOptions& global) {
   std::unique_ptr<Progress> progress = MakeProgress(global, "trainlock image build");
   options.build.progress = progress.get();
   BuiltImageResult r = BuildImage(options.dir, options.build);
-  if (!r.ref.empty()) RecordBuiltImage(options.dir, options.build.image.target, r.ref, r.digest);
+  if (!r.ref.empty()) RecordBuiltImage(options.dir, options.build.image.target, r);
   if (options.json) {
     std::cout << DumpJsonOutput(nlohmann::json{
                      {"engine", r.engine},

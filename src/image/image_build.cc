@@ -13,6 +13,7 @@
 #include "base/toml_document.h"
 #include "base/tree_hash.h"
 #include "image/engine.h"
+#include "lock/lock_check.h"
 #include "lock/lock_resolver.h"
 #include "project/artifact_paths.h"
 #include "project/project.h"
@@ -241,7 +242,7 @@ std::string PushOnce(const std::string& engine, const ImageBuildOptions& o, cons
 
 // --check's reference: the digest the lock records for the target (exit 2 when none, before
 // any work).
-std::string RecordedDigest(const Project& project, const ImageBuildOptions& o) {
+const BuiltImage& RecordedImage(const Project& project, const ImageBuildOptions& o) {
   if (!o.push.empty())
     throw Failure("--check rebuilds and compares; it does not push (drop --push)", kExitBadInput);
   auto it = project.lock->images.find(o.image.target);
@@ -250,7 +251,64 @@ std::string RecordedDigest(const Project& project, const ImageBuildOptions& o) {
                       "] records no digest to check against; build it with --push first",
                   kExitBadInput);
   }
-  return it->second.digest;
+  return it->second;
+}
+
+// --check rebuilds with what the lock recorded: its SOURCE_DATE_EPOCH unless one is given (and
+// then it must be the same). Locks written before the epoch was recorded need it given.
+int64_t CheckEpoch(const BuiltImage& recorded, int64_t given, const std::string& table) {
+  if (!recorded.source_date_epoch) return given;
+  if (given >= 0 && given != *recorded.source_date_epoch) {
+    throw Failure("SOURCE_DATE_EPOCH is " + std::to_string(given) + " but " + table +
+                      " was built with " + std::to_string(*recorded.source_date_epoch) +
+                      ": unset it (--check uses the lock's) or give that one",
+                  kExitBadInput);
+  }
+  return *recorded.source_date_epoch;
+}
+
+// A lock that no longer follows from the project's files records an image of another lock:
+// said before anything is built (the offline check of `lock --check`).
+void RefuseStaleLock(const fs::path& project_dir, const Project& project,
+                     const std::string& table) {
+  LockOptions offline;
+  offline.offline = true;
+  offline.skip_python = true;
+  const LockCheckResult check = CheckLockAgainstFiles(project_dir, offline);
+  if (check.up_to_date) return;
+  std::string fields;
+  for (const std::string& f : check.fields) fields += "; " + f;
+  throw Failure(project.lock_path + ": " + check.problem + fields + ": " + table +
+                    " records the image of the lock as it was; re-lock and build it again "
+                    "with --push, or check out the commit that pushed it",
+                kExitVerdict);
+}
+
+// The validator a cpu image copies is part of its bytes: one other than the recorded build's
+// cannot give its digest, so that is said before building.
+void RefuseOtherValidator(const BuiltImage& recorded, const std::string& staged,
+                          const ImageBuildOptions& o, const std::string& table) {
+  if (recorded.validator_sha256.empty() || staged.empty() || staged == recorded.validator_sha256)
+    return;
+  const fs::path validator =
+      o.image.validator.empty() ? DefaultValidatorBinary() : o.image.validator;
+  throw Failure(table + " was built with trainlock-validate sha256 " +
+                    recorded.validator_sha256.substr(0, 16) + "..., this build stages " +
+                    validator.string() + " (sha256 " + staged.substr(0, 16) +
+                    "...): give that validator with --validator FILE, or build trainlock at the "
+                    "commit that pushed the image",
+                kExitVerdict);
+}
+
+// The validator sha256 the staged image.json records ("" when the image compiles it).
+std::string StagedValidatorSha256(const fs::path& context) {
+  std::error_code ec;
+  if (!fs::is_regular_file(context / "image.json", ec) ||
+      !fs::is_regular_file(context / "trainlock-validate", ec))
+    return "";
+  const nlohmann::json record =
+      nlohmann::json::parse(ReadInputFile(context / "image.json", "image.json"), nullptr, false);
+  return record.is_object() ? record.value("validator_sha256", "") : "";
 }
 
 }  // namespace
@@ -261,15 +319,32 @@ std::string LockTextForImage(const std::string& lock_text, const std::string& di
   return LockFileText(doc);
 }
 
+// The build itself, with --check's recorded image (null without --check).
+static BuiltImageResult BuildChecked(const fs::path& project_dir, const Project& project,
+                                     const ImageBuildOptions& o, const BuiltImage* recorded);
+
 BuiltImageResult BuildImage(const fs::path& project_dir, const ImageBuildOptions& o) {
   Project project = LoadProject(project_dir);
   if (!project.lock)
     throw Failure(project.lock_path + ": missing; run `trainlock lock` first", kExitBadInput);
+  const std::string table = "[images." + o.image.target + "]";
+  const BuiltImage* recorded = o.check ? &RecordedImage(project, o) : nullptr;
+  ImageBuildOptions opts = o;
+  if (recorded) {
+    opts.image.source_date_epoch = CheckEpoch(*recorded, o.image.source_date_epoch, table);
+    RefuseStaleLock(project_dir, project, table);
+  }
+  return BuildChecked(project_dir, project, opts, recorded);
+}
+
+static BuiltImageResult BuildChecked(const fs::path& project_dir, const Project& project,
+                                     const ImageBuildOptions& o, const BuiltImage* recorded) {
   if (o.image.source_date_epoch < 0) {
     throw Failure("image build needs SOURCE_DATE_EPOCH (or --source-date-epoch)", kExitBadInput);
   }
-  const std::string recorded = o.check ? RecordedDigest(project, o) : "";
+  const std::string table = "[images." + o.image.target + "]";
   BuiltImageResult result;
+  result.source_date_epoch = o.image.source_date_epoch;
   result.engine = PickEngine(o.engine, EngineUse::kBuild);
   // The base comes over plain HTTP from a loopback registry (or with --no-tls-verify).
   const auto target = project.lock->targets.find(o.image.target);
@@ -279,6 +354,8 @@ BuiltImageResult BuildImage(const fs::path& project_dir, const ImageBuildOptions
   Progress& progress = o.progress ? *o.progress : quiet;
   progress.Begin("staging the build context");
   const fs::path context = StageContext(project_dir, project, o);
+  result.validator_sha256 = StagedValidatorSha256(context);
+  if (recorded) RefuseOtherValidator(*recorded, result.validator_sha256, o, table);
   const fs::path work = context.parent_path() / ("build-" + o.image.target + "-out");
   fs::remove_all(work);
   fs::create_directories(work);
@@ -302,9 +379,15 @@ BuiltImageResult BuildImage(const fs::path& project_dir, const ImageBuildOptions
     }
   }
   progress.End();
-  if (o.check && result.digest != recorded) {
-    throw Failure("the rebuild of [images." + o.image.target + "] gives " + result.digest +
-                      ", the lock records " + recorded,
+  if (recorded && result.digest != recorded->digest) {
+    throw Failure("the rebuild of " + table + " gives " + result.digest + ", the lock records " +
+                      recorded->digest + " (same lock, SOURCE_DATE_EPOCH " +
+                      std::to_string(o.image.source_date_epoch) +
+                      (result.validator_sha256.empty()
+                           ? std::string()
+                           : ", validator " + result.validator_sha256.substr(0, 16) + "...") +
+                      "): what the build fetched differs (the base, a wheel or a Debian package) "
+                      "or a file that goes into the image changed",
                   kExitVerdict);
   }
   if (!o.push.empty()) result.ref = o.push;
@@ -312,12 +395,16 @@ BuiltImageResult BuildImage(const fs::path& project_dir, const ImageBuildOptions
 }
 
 void RecordBuiltImage(const fs::path& project_dir, const std::string& target,
-                      const std::string& ref, const std::string& digest) {
+                      const BuiltImageResult& built) {
   const fs::path path = project_dir / kLockFile;
   const std::string text = ReadInputFile(path, path.string());
   toml::table doc = ParseTomlDocument(text, path.string());
   if (!doc["images"].is_table()) doc.insert_or_assign("images", toml::table{});
-  doc["images"].as_table()->insert_or_assign(target, toml::table{{"ref", ref}, {"digest", digest}});
+  toml::table image{{"ref", built.ref}, {"digest", built.digest}};
+  // What `--check` needs to rebuild it from the lock alone.
+  if (built.source_date_epoch >= 0) image.insert("source-date-epoch", built.source_date_epoch);
+  if (!built.validator_sha256.empty()) image.insert("validator-sha256", built.validator_sha256);
+  doc["images"].as_table()->insert_or_assign(target, std::move(image));
   const std::string text_out = LockFileText(doc);
   LoadSpec(text_out, path.string(), SpecKind::kLock);  // still a valid lock
   WriteFileAtomically(path, text_out);

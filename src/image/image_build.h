@@ -34,9 +34,11 @@ struct ImageBuildOptions {
 
 struct BuiltImageResult {
   std::string engine;
-  std::string digest;         // of the pushed (or locally written) manifest
-  std::string second_digest;  // --verify-reproducible: the second build's
-  std::string ref;            // pushed reference, "" when not pushed
+  std::string digest;              // of the pushed (or locally written) manifest
+  std::string second_digest;       // --verify-reproducible: the second build's
+  std::string ref;                 // pushed reference, "" when not pushed
+  int64_t source_date_epoch = -1;  // the one the build used (--check: the lock's by default)
+  std::string validator_sha256;    // the cpu image's staged validator; "" when compiled in it
 };
 
 // Throws a Failure (failure.h): exit 3 when no engine exists or a build or push fails, 1 when
@@ -52,9 +54,10 @@ BuiltImageResult BuildImage(const std::filesystem::path& project_dir,
 // Throws InputError naming `display` for a lock that is not TOML.
 std::string LockTextForImage(const std::string& lock_text, const std::string& display);
 
-// Sets [images.<target>] in DIR/trainlock.lock to ref and digest (lock-sha256 changes; its
-// build identity, which the image carries, does not).
+// Sets [images.<target>] in DIR/trainlock.lock to the pushed ref and digest, with what a
+// rebuild needs besides the lock (source-date-epoch, validator-sha256): lock-sha256 changes; its
+// build identity, which the image carries, does not.
 void RecordBuiltImage(const std::filesystem::path& project_dir, const std::string& target,
-                      const std::string& ref, const std::string& digest);
+                      const BuiltImageResult& built);
 
 }  // namespace trainlock

@@ -444,8 +444,12 @@ ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& options) {
   if (old && !old->images.empty()) {
     // Built images are outputs recorded in the lock: a re-lock keeps them.
     toml::table images;
-    for (const auto& [target, image] : old->images)
-      images.insert(target, toml::table{{"ref", image.ref}, {"digest", image.digest}});
+    for (const auto& [target, image] : old->images) {
+      toml::table kept{{"ref", image.ref}, {"digest", image.digest}};
+      if (image.source_date_epoch) kept.insert("source-date-epoch", *image.source_date_epoch);
+      if (!image.validator_sha256.empty()) kept.insert("validator-sha256", image.validator_sha256);
+      images.insert(target, std::move(kept));
+    }
     doc.insert_or_assign("images", images);
   }
   std::ostringstream text;

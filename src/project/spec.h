@@ -160,6 +160,11 @@ struct ExtCommand {
 struct BuiltImage {
   std::string ref;
   std::string digest;
+  // What a rebuild (`image build --check`) needs besides the lock, recorded by the build that
+  // pushed: its SOURCE_DATE_EPOCH, and the SHA-256 of the cpu image's prebuilt validator ("" when
+  // the image compiled it from sources). Absent in locks written before 2026-12-02.
+  std::optional<int64_t> source_date_epoch;
+  std::string validator_sha256;
 };
 
 struct Spec {

@@ -6,6 +6,7 @@
 #include "project/spec_loader.h"
 
 #include <cctype>
+#include <limits>
 #include <regex>
 #include <set>
 
@@ -880,6 +881,15 @@ void SpecReader::ReadImages(const toml::table& t) {
         f.Error(f.Pos("digest"), "'images." + target + ".digest': " + problem);
       }
       built.digest = *digest;
+    }
+    built.source_date_epoch =
+        f.Integer("source-date-epoch", Need::kOptional, 0, std::numeric_limits<int64_t>::max());
+    if (auto sha = f.String("validator-sha256", Need::kOptional)) {
+      if (!IsSha256Hex(*sha)) {
+        f.Error(f.Pos("validator-sha256"),
+                "'images." + target + ".validator-sha256' is not 64 lower-case hex characters");
+      }
+      built.validator_sha256 = *sha;
     }
     f.Finish();
     if (!spec_.targets.count(target)) {
