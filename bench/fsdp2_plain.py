@@ -19,7 +19,12 @@ reserved device memory over those steps (largest rank), then --saves plain
 one training step: blocking_s is the time until async_save returned, staging_wait_s the time
 that step's optimizer.step() waited for the staged copy (torch's DefaultStager with async
 staging, where the torch has it), save_blocking_s their sum, upload_s the time until the
-upload's future resolved.
+upload's future resolved. Because the staging thread competes with training for the
+interpreter and the host, a save can also stretch the step that follows it without making
+optimizer.step() wait: staged_s is the time from async_save's return until the staged copy
+was complete, step_after_save_s that following step's synchronised wall time, and stall_s
+blocking_s plus how much longer that step took than the median step (the save's whole cost
+to the training timeline, at least save_blocking_s).
 
 Output: JSON lines on stdout (rank 0): one `step` line per timed step, one `save` line per
 save, and a last `result` line with everything.
@@ -149,7 +154,26 @@ def train(run, args, rank):
     return times, int(peaks[0]), int(peaks[1])
 
 
-def save(run, args, rank, directory):
+def staged_clock(response, started):
+    """[seconds from `started` until the staging future resolved], filled in by its callback."""
+    seen = [None]
+    staging = getattr(response, "staging_completion", None)
+    if staging is not None:
+        staging.add_done_callback(lambda _f: seen.__setitem__(0, time.perf_counter() - started))
+    return seen
+
+
+def timed_step(run):
+    """(seconds optimizer.step() waited for the staged copy, the step's synchronised wall time)."""
+    batches = run.batches()
+    sync(run.device)
+    started = time.perf_counter()
+    waited = run.step(batches)
+    sync(run.device)
+    return waited, time.perf_counter() - started
+
+
+def save(run, args, rank, directory, median_step):
     from torch.distributed.checkpoint.state_dict import get_state_dict
 
     saves = []
@@ -164,11 +188,13 @@ def save(run, args, rank, directory):
         started = time.perf_counter()
         response = dcp.async_save({"model": model_sd, "optim": optim_sd}, checkpoint_id=target, **extra)
         blocking = time.perf_counter() - started
+        staged = staged_clock(response, started + blocking)
         run.staging = getattr(response, "staging_completion", None)
         upload = getattr(response, "upload_completion", response)
-        waited = run.step(run.batches())  # training goes on; its update waits for the staged copy
+        waited, wall = timed_step(run)  # training goes on; its update waits for the staged copy
         upload.result()
         row = {"save": n + 1, "blocking_s": blocking, "staging_wait_s": waited, "save_blocking_s": blocking + waited,
+               "staged_s": staged[0], "step_after_save_s": wall, "stall_s": blocking + max(0.0, wall - median_step),
                "upload_s": time.perf_counter() - started, "stager": type(stage).__name__ if stage else None}
         emit(rank, event="save", **row)
         saves.append(row)
@@ -186,12 +212,13 @@ def save(run, args, rank, directory):
         response = dcp.async_save({"model": model_sd, "optim": optim_sd}, checkpoint_id=os.path.join(directory, "own"))
         blocking = time.perf_counter() - started
         run.staging = None
-        run.step(run.batches())
+        _, wall = timed_step(run)
         getattr(response, "upload_completion", response).result()
         dist.barrier()
         if rank == 0:
             shutil.rmtree(os.path.join(directory, "own"), ignore_errors=True)
         row = {"save": "own-staging", "blocking_s": blocking, "staging_wait_s": 0.0, "save_blocking_s": blocking,
+               "staged_s": 0.0, "step_after_save_s": wall, "stall_s": blocking + max(0.0, wall - median_step),
                "upload_s": time.perf_counter() - started, "stager": None}
         emit(rank, event="save", **row)
         saves.append(row)
@@ -225,7 +252,7 @@ def main():
     run = Run(cfg, device)
     times, allocated, reserved = train(run, args, rank)
     directory = args.checkpoint_dir or tempfile.mkdtemp(prefix="fsdp2-plain-")
-    saves = save(run, args, rank, directory) if args.saves > 0 else []
+    saves = save(run, args, rank, directory, statistics.median(times)) if args.saves > 0 else []
     import transformers
 
     emit(rank, event="result", script="fsdp2_plain", torch=torch.__version__, transformers=transformers.__version__,
@@ -233,7 +260,8 @@ def main():
          deterministic=bool(t.get("deterministic", False)), warmup_steps=args.warmup, step_times_s=times,
          step_time_s=statistics.median(times), peak_allocated_bytes=allocated, peak_reserved_bytes=reserved,
          tokens_per_step=t["micro_batch"] * t["seq_len"] * t.get("grad_accum", 1) * dist.get_world_size(),
-         saves=saves, save_blocking_s=saves[0]["save_blocking_s"] if saves else None)
+         saves=saves, save_blocking_s=saves[0]["save_blocking_s"] if saves else None,
+         save_stall_s=saves[0]["stall_s"] if saves else None)
     dist.barrier()
     if not args.checkpoint_dir and rank == 0:
         shutil.rmtree(directory, ignore_errors=True)

@@ -13,7 +13,10 @@
 # SKIP_ENGINE_RESHARD, SKIP_ENGINE_CONTROLS, SKIP_FRAMEWORKS leave out single engine stages, SKIP_PERF the pilot's
 # perf.matmul and targets stages; FRAMEWORKS_STEP_ONLY=1 runs only process A of hf-trainer and
 # lightning beside their frameworks' own loops; PLAIN_SAVES=N sets the plain FSDP2 script's
-# DefaultStager saves (default 2); FUZZ_SECONDS (below)
+# DefaultStager saves (default 2); SKIP_FRAMEWORK_ROUNDTRIPS leaves out hf-trainer's and
+# lightning's round trips through `trainlock validate` on examples/tiny (FRAMEWORK_CONTROLS=""
+# without their rng/data controls, FRAMEWORK_PASS="" only the controls, FRAMEWORK_ENGINES one); STAGING_PROBE=1 adds bench/dcp_staging_probe.py (PROBE_GIB);
+# FUZZ_SECONDS (below)
 # fuzzes beside them.
 # Also: the pilot's train.step beside Hugging Face transformers' LlamaForCausalLM (bench/hf_step.py,
 # three AdamW variants), the targets of perf.*, the checkpoint stall, `plan` on the 8B
@@ -276,8 +279,11 @@ engine_validate() {  # engine_validate NAME PROJECT [validator options...]: one 
   local name=$1 project=$2; shift 2
   local start end
   start=$(date +%s.%N)
+  # ENGINE_ONLY=all: every check (the full verdict), else the training checks or those it names.
+  local only=(--only "${ENGINE_ONLY:-train.step,train.roundtrip,train.eval,ckpt.portable}")
+  [ "${ENGINE_ONLY:-}" != all ] || only=()
   build-gpu/bin/trainlock validate "$project" --python "$(command -v python3)" \
-    --only "${ENGINE_ONLY:-train.step,train.roundtrip,train.eval,ckpt.portable}" --progress log \
+    "${only[@]}" --progress log \
     --out "$OUT/engines/$name-report.json" --work-dir "$PWD/build-gpu/work-$name" --keep-work "$@" \
     >"$OUT/engines/$name.log" 2>&1
   local rc=$?
@@ -331,12 +337,16 @@ rows = (("step_time_s (s, median)", step.get("step_time_s"), plain.get("step_tim
         ("peak_allocated (MiB)", step.get("peak_allocated_bytes"), plain.get("peak_allocated_bytes"), 2**20),
         ("peak_reserved (MiB)", step.get("peak_reserved_bytes"), plain.get("peak_reserved_bytes"), 2**20),
         ("async_save blocking (s), plain with DefaultStager", roundtrip.get("save_blocking_s"), plain.get("save_blocking_s"), 1),
+        ("the save's whole cost to the plain script's timeline (s): blocking + the next step's stretch",
+         roundtrip.get("save_blocking_s"), plain.get("save_stall_s"), 1),
         ("async_save blocking (s), plain with its own staging", roundtrip.get("save_blocking_s"),
          next((s["save_blocking_s"] for s in plain.get("saves", []) if s.get("save") == "own-staging"), None), 1))
 for name, a, b, scale in rows:
     if a is None or b is None or not b:
         print("| %s | %s | %s | - |" % (name, a, b)); continue
     print("| %s | %.4g | %.4g | %.3f |" % (name, a / scale, b / scale, a / b))
+for row in plain.get("saves", []):
+    print("plain save %s: %s" % (row.get("save"), {k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}))
 PY
 }
 fsdp2_reshard_cpu() {  # save at world size 2, restore at 1, on the CPUs over gloo
@@ -366,12 +376,44 @@ fsdp2_controls() {  # the negative controls on the GPU: without the RNG or data 
   done
   return $rc
 }
+framework_roundtrips() {  # hf-trainer and lightning through trainlock validate on the GPU, controls too
+  mkdir -p "$OUT/engines"
+  local engine control status rc=0 torch_version
+  torch_version=$(python3 -c 'import torch; print(torch.__version__.split("+")[0])')
+  for engine in ${FRAMEWORK_ENGINES:-hf-trainer lightning}; do
+    # The lock pins this machine's torch, as re-locking here would (the engine's hello must name it).
+    python3 bench/engine_project.py examples/tiny "build-gpu/tiny-$engine" --engine "$engine" \
+      --torch "$torch_version" >/dev/null || return 1
+    [ -z "${FRAMEWORK_PASS-1}" ] || ENGINE_ONLY="" engine_validate "$engine-tiny" "build-gpu/tiny-$engine" --device cuda || rc=1
+    [ -n "${FRAMEWORK_CONTROLS-1}" ] || continue
+    for control in rng data; do
+      ENGINE_ONLY="" engine_validate "$engine-control-$control" "build-gpu/tiny-$engine" --device cuda \
+        --negative-control "$control"
+      status=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print([c["status"] for c in r["checks"] if c["id"]=="train.roundtrip"][0])' \
+        "$OUT/engines/$engine-control-$control-report.json" 2>/dev/null)
+      [ "$status" = fail ] || { echo "$engine: the $control control did not fail train.roundtrip (it is: ${status:-absent})"; rc=1; }
+    done
+  done
+  return $rc
+}
+staging_probe() {  # where an async_save's staging and upload time goes; the engine's import time
+  mkdir -p "$OUT/engines"
+  python3 bench/dcp_staging_probe.py --gib "${PROBE_GIB:-4}" --dir "$PWD/build-gpu/dcp-probe" \
+    | tee "$OUT/engines/dcp-staging-probe.jsonl" || return 1
+  local t0 t1 t2
+  t0=$(date +%s.%N); python3 -I -c 'import torch' || return 1
+  t1=$(date +%s.%N); python3 -I -c 'import torch, transformers; from transformers import LlamaForCausalLM' || return 1
+  t2=$(date +%s.%N)
+  python3 -c "print('import torch: %.2f s; torch + transformers LlamaForCausalLM: %.2f s' % ($t1 - $t0, $t2 - $t1))" \
+    | tee -a "$OUT/engines/dcp-staging-probe.jsonl"
+}
 framework_engines() {  # hf-trainer and lightning on the GPU, beside Trainer.train() / Trainer.fit()
   mkdir -p "$OUT/engines"
   TRAINLOCK_ENGINE_PYTHON=$(command -v python3) PYTHONPATH=tests/engines \
     python3 tests/engines/gpu_engines.py --beside-plain ${FRAMEWORKS_STEP_ONLY:+--step-only} 2>&1 | tee "$OUT/engines/hf-trainer-lightning.txt"
 }
 if [ -z "${SKIP_ENGINES:-}" ]; then
+  [ -z "${STAGING_PROBE:-}" ] || stage "async_save staging probe (kernel modes, writer threads)" staging_probe
   [ -n "${SKIP_ENGINE_PILOT:-}" ] ||
     stage "fsdp2 on h200-pilot beside a plain FSDP2 script (step, peak, async_save ratios)" \
       fsdp2_beside_plain
@@ -380,6 +422,8 @@ if [ -z "${SKIP_ENGINES:-}" ]; then
   [ -n "${SKIP_ENGINE_RESHARD:-}" ] || stage "fsdp2 resharding 2 -> 1 over gloo (CPU)" fsdp2_reshard_cpu
   [ -n "${SKIP_ENGINE_CONTROLS:-}" ] || stage "fsdp2's negative controls on the GPU" fsdp2_controls
   [ -n "${SKIP_FRAMEWORKS:-}" ] || stage "hf-trainer and lightning on the GPU" framework_engines
+  [ -n "${SKIP_FRAMEWORK_ROUNDTRIPS:-}" ] ||
+    stage "hf-trainer and lightning round trips through trainlock validate (and their controls)" framework_roundtrips
 fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$OUT/gpu.txt" || true
 objdump -T build-gpu/bin/trainlock-validate | grep -c "GLIBCXX.*filesystem" | sed 's/^/filesystem symbols bound to libstdc++: /'

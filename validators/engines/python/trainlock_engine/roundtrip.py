@@ -200,7 +200,8 @@ class Driver:
             raise EngineError("checkpoint", "%s: the driver state is not step %d's" % (directory, step))
         world_saved, accum_saved = driver.get("world_size"), driver.get("grad_accum")
         self.rescale_accumulation(world_saved, accum_saved)
-        self.engine.load(directory)
+        with runtime.filling(measure.asks_deterministic(self.spec)):  # as the run's resume allocates
+            self.engine.load(directory)
         rng_restored = self.restore_rng(directory, world_saved)
         data_restored = False
         if not self.opts.no_restore_data:
@@ -302,12 +303,14 @@ class Driver:
         self.ctx.emit("measurement", **measure.run_kernels_measurement(self.step, self.reference, timed))
 
     def final_state(self):
-        params, optim = self.engine.full_state()
-        if self.ctx.rank != 0:
-            return
-        flat = digests.flatten_state(params, optim, rng.streams(rng.capture()), self.loader.state())
-        path = os.path.abspath(self.opts.final_state)
-        self.ctx.emit("state", step=self.step, bytes=digests.write_final_state(flat, path), file=path)
+        rngs = rng.capture()  # before anything below could draw
+        with runtime.filling(False):  # gathered copies, each written in full; only trainlock reads them
+            params, optim = self.engine.full_state()
+            if self.ctx.rank != 0:
+                return
+            flat = digests.flatten_state(params, optim, rng.streams(rngs), self.loader.state())
+            path = os.path.abspath(self.opts.final_state)
+            self.ctx.emit("state", step=self.step, bytes=digests.write_final_state(flat, path), file=path)
 
     def portable(self):
         self.restore(for_training=False)

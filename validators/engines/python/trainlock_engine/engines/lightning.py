@@ -194,6 +194,10 @@ class LightningRun:
                           precision=PRECISION[t["precision"]], deterministic=deterministic, benchmark=False, logger=False,
                           enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                           num_sanity_val_steps=0, limit_val_batches=0, callbacks=[_callback_class(pl)(self)],
+                          # One process, started by trainlock: Lightning's cluster detection would
+                          # import mpi4py where it is installed, whose MPI_Init aborts the process
+                          # without the site hooks the isolated engine runs without.
+                          plugins=[pl.plugins.environments.LightningEnvironment()],
                           default_root_dir=os.path.join(self.opts.checkpoint_root, "lightning-output"))
 
     # -- resume --------------------------------------------------------------------------
