@@ -7,13 +7,15 @@ again with torch's default ones (use_run_kernels) once the round trip's state is
 (roundtrip.py, engines/_framework.py); cuBLAS keeps the workspace setting it started with. The process group times out (TRAINLOCK_ENGINE_DIST_TIMEOUT seconds, default 300)
 so a rank whose peer died does not wait forever.
 
-Deterministic mode also makes torch fill every new tensor with NaN before use
-(torch.utils.deterministic.fill_uninitialized_memory): about 2 GB/s of one CPU core, 8 s for the
-pilot's 16 GB of staged optimizer state. Buffers written in full before anything reads them are
-allocated as the run would allocate them (filling_as_the_run, set_fill): unfilled unless its
-config asks for deterministic kernels, unfilled always for what only trainlock reads (the final
-state). A kernel that did read unfilled memory would make the uninterrupted and the resumed run
-differ, failing the round trip, never passing it.
+Deterministic mode also makes torch fill every tensor it allocates uninitialised (empty,
+empty_like, .cpu() copies) with NaN first (torch.utils.deterministic.fill_uninitialized_memory),
+on one CPU core. Buffers written in full before anything reads them need no fill: the gathered
+final state only trainlock reads is made without it, and a checkpoint is read back as the run's
+own resume would read it (filled only if its config asks for deterministic kernels); `filling`
+switches it for such a block. A kernel that did read unfilled memory would make the
+uninterrupted and the resumed run differ, failing the round trip, never passing it. (DCP's
+DefaultStager allocates untyped storage, which is never filled: bench/dcp_staging_probe.py
+measured the same staging time in both modes.)
 """
 
 import contextlib

@@ -8,10 +8,7 @@ across saves fails on torch 2.11); the next optimizer step waits for its staging
 before it changes the parameters, and that wait counts as time training was held up (the
 handle's staging_wait_s; roundtrip.py adds it to
 blocking_s, which train.roundtrip reports as save_blocking_s). The checkpoint is committed only
-once the save's future resolved on every rank. The staged copies are allocated as the run's own
-save allocates them: the round trip trains in deterministic mode, which would fill each new host
-buffer with NaN first (8 s of the pilot's 16 GB), a cost the run pays only if its config asks
-for deterministic kernels (runtime.set_fill, switched back once the staging is over).
+once the save's future resolved on every rank.
 
 The step drops the model's output before backward, as torchtitan's training loop does (the
 loss is computed, the logits released, then loss.backward()): the measured peak is that
@@ -109,28 +106,19 @@ class FutureSave:
     """dcp.async_save's result as a driver handle: its upload future, and (newer torch) the
     staging future the next optimizer step must wait for."""
 
-    def __init__(self, response, stager=None, fill_before=None):
+    def __init__(self, response, stager=None):
         self.future = getattr(response, "upload_completion", response)  # newer torch: AsyncSaveResponse
         self.staging = getattr(response, "staging_completion", None)
         self.stager = stager  # this save's own DefaultStager, closed once the upload is done
         self.staging_wait_s = 0.0
         self.staging_s = None  # from async_save's return until the staged copy was complete
-        self.fill_before = fill_before  # the fill setting to put back once the staging is over
         if self.staging is not None:
             started = time.perf_counter()
 
             def staged(_future):
                 self.staging_s = time.perf_counter() - started
-                self.restore_fill()
 
             self.staging.add_done_callback(staged)
-        else:
-            self.restore_fill()  # async_save staged before it returned
-
-    def restore_fill(self):
-        before, self.fill_before = self.fill_before, None
-        if before is not None:
-            runtime.set_fill(before)
 
     def wait_for_staging(self):
         """Blocks until the staged copy is complete (the parameters may change from then on)."""
@@ -144,7 +132,6 @@ class FutureSave:
                 raise EngineError("checkpoint", "staging the asynchronous DCP save failed: %s" % e)
             self.staging_wait_s += time.perf_counter() - started
         self.staging = None
-        self.restore_fill()
 
     def done(self):
         return self.future.done()
@@ -245,15 +232,8 @@ class Fsdp2Engine(roundtrip.Engine):
             return None
         stager = _async_stager(self.device)
         extra = {"async_stager": stager} if stager is not None else {}
-        # The staged copies are allocated as the run's own save allocates them (runtime.py).
-        fill_before = runtime.set_fill(measure.asks_deterministic(self.spec))
-        try:
-            response = dcp.async_save(state, checkpoint_id=target, process_group=self.async_group, **extra)
-        except BaseException:
-            if fill_before is not None:
-                runtime.set_fill(fill_before)
-            raise
-        self.in_flight = FutureSave(response, stager, fill_before)
+        self.in_flight = FutureSave(dcp.async_save(state, checkpoint_id=target, process_group=self.async_group, **extra),
+                                    stager)
         return self.in_flight
 
     def load(self, directory):
