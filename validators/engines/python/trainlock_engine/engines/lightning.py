@@ -26,6 +26,7 @@ deterministic=False (measure.py, _framework.Measure). One process only; refused 
 lightning (or pytorch_lightning) or transformers.
 """
 
+import importlib
 import os
 import time
 
@@ -197,7 +198,7 @@ class LightningRun:
                           # One process, started by trainlock: Lightning's cluster detection would
                           # import mpi4py where it is installed, whose MPI_Init aborts the process
                           # without the site hooks the isolated engine runs without.
-                          plugins=[pl.plugins.environments.LightningEnvironment()],
+                          plugins=[importlib.import_module(pl.__name__ + ".plugins.environments").LightningEnvironment()],
                           default_root_dir=os.path.join(self.opts.checkpoint_root, "lightning-output"))
 
     # -- resume --------------------------------------------------------------------------
