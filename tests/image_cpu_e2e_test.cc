@@ -303,6 +303,35 @@ TEST_F(CpuImage, TheTinyExampleIsLockedBuiltReproduciblyValidatedInsideAndGated)
   EXPECT_NE(recheck.out.find("built with buildah: " + image.digest), std::string::npos)
       << recheck.out << recheck.err;
   Timing("examples/offline/image-path.sh --recheck", start);
+
+  // A lock that records another image (here the base the build starts from): the rebuild's
+  // digest differs, and --check names what differs, the configuration first, then the layers.
+  std::string lock_text = testing::ReadFile(project / "trainlock.lock");
+  const size_t images = lock_text.find("[images.cpu]");
+  ASSERT_NE(images, std::string::npos) << lock_text;
+  const std::string base_ref = cpu.base.substr(0, cpu.base.find('@'));
+  const std::string base_digest = cpu.base.substr(cpu.base.find('@') + 1);
+  for (const auto& [key, value] :
+       {std::pair{std::string("ref = '"), base_ref}, {"digest = '", base_digest}}) {
+    const size_t at = lock_text.find(key, images);
+    ASSERT_NE(at, std::string::npos) << lock_text;
+    const size_t end = lock_text.find('\'', at + key.size());
+    lock_text.replace(at + key.size(), end - at - key.size(), value);
+  }
+  testing::WriteFile(project / "trainlock.lock", lock_text);
+  start = std::chrono::steady_clock::now();
+  RunResult differs =
+      RunCommand({"env", "-u", "SOURCE_DATE_EPOCH", "bash",
+                  (testing::SourceDir() / "examples/offline/image-path.sh").string(), "--recheck",
+                  work.string(), "--bin", testing::BinDir().string()});
+  EXPECT_EQ(differs.exit_code, 1) << differs.out << differs.err;
+  EXPECT_NE(differs.err.find("the lock records " + base_digest), std::string::npos) << differs.err;
+  EXPECT_NE(differs.err.find("what differs from the recorded image (recorded -> rebuilt):"),
+            std::string::npos)
+      << differs.err;
+  EXPECT_NE(differs.err.find("image.json config."), std::string::npos) << differs.err;
+  EXPECT_NE(differs.err.find("rebuilt"), std::string::npos) << differs.err;
+  Timing("image build --check against another recorded image", start);
 }
 
 TEST_F(CpuImage, ATamperedOrIncompleteClosureFailsTheBuild) {

@@ -1,6 +1,7 @@
 // Building, verifying and pushing images; see image_build.h.
 #include "image/image_build.h"
 
+#include <cctype>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -10,9 +11,11 @@
 #include "base/refs.h"
 #include "base/sha256.h"
 #include "base/subprocess.h"
+#include "base/terminal_text.h"
 #include "base/toml_document.h"
 #include "base/tree_hash.h"
 #include "image/engine.h"
+#include "image/image_diff.h"
 #include "lock/lock_check.h"
 #include "lock/lock_resolver.h"
 #include "project/artifact_paths.h"
@@ -240,6 +243,54 @@ std::string PushOnce(const std::string& engine, const ImageBuildOptions& o, cons
   return DigestFromFile(engine, digest_file);
 }
 
+// The repository of an image reference, without its tag or digest: "host:5000/name:tag" ->
+// "host:5000/name".
+std::string RepositoryOf(const std::string& ref) {
+  std::string repo = ref.substr(0, ref.find('@'));
+  const size_t slash = repo.rfind('/');
+  const size_t colon = repo.rfind(':');
+  if (colon != std::string::npos && (slash == std::string::npos || colon > slash))
+    repo.resize(colon);
+  return repo;
+}
+
+// What a --check rebuild that gives another digest differs in from the recorded image
+// (image_diff.h): the recorded one is pulled by digest from where the lock says it was pushed
+// and written as an OCI layout beside the rebuild's. Lines for Failure's notes; when the
+// recorded image cannot be fetched or read, one line saying why (the digests alone remain).
+std::vector<std::string> WhatDiffers(const std::string& engine, const ImageBuildOptions& o,
+                                     const BuiltImage& recorded, const fs::path& rebuilt,
+                                     const fs::path& layout) {
+  constexpr size_t kMaxDifferenceLines = 40;
+  if (recorded.ref.empty())
+    return {"no per-file account: the lock records no ref to fetch the recorded image from"};
+  if (engine == "docker")
+    return {
+        "no per-file account with docker (buildah or podman writes both images as OCI layouts)"};
+  const std::string source = RepositoryOf(recorded.ref) + "@" + recorded.digest;
+  try {
+    std::vector<std::string> pull = EngineCommand(engine, o.storage);
+    pull.insert(pull.end(), {"pull", "--quiet"});
+    if (PlainHttpRegistry(source, o.tls_verify)) pull.push_back("--tls-verify=false");
+    pull.push_back("docker://" + source);
+    std::string id = TailLines(
+        Run(pull, "pull the recorded image " + source, o.verbose, EngineCall::kTransfer), 1);
+    while (!id.empty() && std::isspace(static_cast<unsigned char>(id.back()))) id.pop_back();
+    if (id.empty() || id.find_first_not_of("0123456789abcdef") != std::string::npos)
+      throw Failure("the pull printed no image id", kExitEnvironment);
+    fs::remove_all(layout);
+    std::vector<std::string> push = EngineCommand(engine, o.storage);
+    push.insert(push.end(), {"push", id, "oci:" + layout.string()});
+    Run(push, "write the recorded image as an OCI layout", o.verbose, EngineCall::kTransfer);
+    std::vector<std::string> lines = DescribeImageDifference(layout, rebuilt, kMaxDifferenceLines);
+    if (lines.empty()) lines.push_back("the two images hold the same configuration and files");
+    lines.insert(lines.begin(), "what differs from the recorded image (recorded -> rebuilt):");
+    return lines;
+  } catch (const std::exception& e) {
+    return {"no per-file account: " + CleanText(e.what()).substr(0, 400)};
+  }
+}
+
 // --check's reference: the digest the lock records for the target (exit 2 when none, before
 // any work).
 const BuiltImage& RecordedImage(const Project& project, const ImageBuildOptions& o) {
@@ -380,6 +431,10 @@ static BuiltImageResult BuildChecked(const fs::path& project_dir, const Project&
   }
   progress.End();
   if (recorded && result.digest != recorded->digest) {
+    progress.Begin("comparing with the recorded image");
+    std::vector<std::string> differences =
+        WhatDiffers(result.engine, o, *recorded, work / "image-1", work / "recorded");
+    progress.End();
     throw Failure("the rebuild of " + table + " gives " + result.digest + ", the lock records " +
                       recorded->digest + " (same lock, SOURCE_DATE_EPOCH " +
                       std::to_string(o.image.source_date_epoch) +
@@ -388,7 +443,7 @@ static BuiltImageResult BuildChecked(const fs::path& project_dir, const Project&
                            : ", validator " + result.validator_sha256.substr(0, 16) + "...") +
                       "): what the build fetched differs (the base, a wheel or a Debian package) "
                       "or a file that goes into the image changed",
-                  kExitVerdict);
+                  kExitVerdict, std::move(differences));
   }
   if (!o.push.empty()) result.ref = o.push;
   return result;

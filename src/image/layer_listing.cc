@@ -1,0 +1,350 @@
+// Listing a layer's tar stream; see layer_listing.h.
+#include "image/layer_listing.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <optional>
+
+#include "base/file_stream.h"
+#include "base/sha256.h"
+
+namespace trainlock {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr size_t kBlock = 512;
+constexpr uint64_t kMaxPaxBytes = 1u << 20;
+
+bool AllZero(std::string_view block) {
+  return std::all_of(block.begin(), block.end(), [](char c) { return c == 0; });
+}
+
+// A NUL-terminated field of at most `size` bytes.
+std::string HeaderField(std::string_view header, size_t at, size_t size) {
+  std::string_view f = header.substr(at, size);
+  return std::string(f.substr(0, f.find('\0')));
+}
+
+// The path as extracting the layer would place it: no leading "./" or "/", no trailing "/".
+std::string NormalPath(std::string path) {
+  while (path.starts_with("./")) path.erase(0, 2);
+  while (path.starts_with('/')) path.erase(0, 1);
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path.empty() || path == "." ? "." : path;
+}
+
+}  // namespace
+
+struct TarReader::State {
+  enum class Phase { kHeader, kBody, kPadding, kEnd };
+  explicit State(std::string d) : display(std::move(d)) {}
+
+  std::string display;
+  uint64_t offset = 0;  // bytes of the tar stream consumed
+  Phase phase = Phase::kHeader;
+  std::string header;
+  int zero_blocks = 0;
+  // The entry whose body is being read.
+  char body_type = 0;
+  std::string path;
+  LayerEntry entry;
+  uint64_t remaining = 0, padding = 0;
+  std::string meta;  // the body of a pax header or a GNU long name
+  std::unique_ptr<Sha256> hash;
+  // What a pax header or GNU long name sets for the next entry.
+  std::optional<std::string> next_path, next_link;
+  std::optional<uint64_t> next_size, next_uid, next_gid;
+  std::optional<int64_t> next_mtime;
+  LayerListing listing;
+
+  [[noreturn]] void Fail(const std::string& why, uint64_t at) const {
+    throw LayerError(display + ": " + why + " at byte " + std::to_string(at) +
+                     " of the tar stream");
+  }
+
+  uint64_t Number(size_t at, size_t size) const {
+    std::string_view f = std::string_view(header).substr(at, size);
+    const auto first = static_cast<unsigned char>(f[0]);
+    if (first & 0x80) {  // GNU base-256
+      if (first == 0xff) Fail("a negative number in a tar header", offset);
+      uint64_t v = first & 0x7f;
+      for (size_t i = 1; i < f.size(); ++i) {
+        if (v >> 55) Fail("a number beyond 64 bits in a tar header", offset);
+        v = (v << 8) | static_cast<unsigned char>(f[i]);
+      }
+      return v;
+    }
+    uint64_t v = 0;
+    size_t i = 0;
+    while (i < f.size() && f[i] == ' ') ++i;
+    for (; i < f.size() && f[i] >= '0' && f[i] <= '7'; ++i) {
+      if (v >> 60) Fail("a number beyond 64 bits in a tar header", offset);
+      v = v * 8 + static_cast<uint64_t>(f[i] - '0');
+    }
+    if (i < f.size() && f[i] != '\0' && f[i] != ' ')
+      Fail("a tar header field that is not octal", offset);
+    return v;
+  }
+
+  void CheckSum() const {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < kBlock; ++i)
+      sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(header[i]);
+    if (Number(148, 8) != sum) Fail("a tar header whose checksum does not match", offset);
+  }
+
+  void ProcessHeader() {
+    const uint64_t at = offset - kBlock;
+    if (AllZero(header)) {
+      header.clear();
+      if (++zero_blocks == 2) phase = Phase::kEnd;
+      return;
+    }
+    zero_blocks = 0;
+    CheckSum();
+    char type = header[156] == '\0' ? '0' : header[156];
+    uint64_t size = Number(124, 12);
+    if (type == 'x' || type == 'g' || type == 'L' || type == 'K') {
+      const uint64_t cap = (type == 'x' || type == 'g') ? kMaxPaxBytes : kMaxLayerNameBytes;
+      if (size > cap) Fail("an extended header of " + std::to_string(size) + " bytes", at);
+      BeginBody(type, size);
+      return;
+    }
+    std::string name = HeaderField(header, 0, 100);
+    const std::string magic = HeaderField(header, 257, 6);
+    const std::string prefix = magic == "ustar" ? HeaderField(header, 345, 155) : std::string();
+    if (!prefix.empty()) name = prefix + "/" + name;
+    path = NormalPath(next_path.value_or(name));
+    entry = LayerEntry{};
+    entry.type = type;
+    entry.mode = static_cast<uint32_t>(Number(100, 8) & 07777);
+    entry.uid = next_uid.value_or(Number(108, 8));
+    entry.gid = next_gid.value_or(Number(116, 8));
+    entry.mtime = next_mtime.value_or(static_cast<int64_t>(Number(136, 12)));
+    entry.link = next_link.value_or(HeaderField(header, 157, 100));
+    size = next_size.value_or(size);
+    next_path.reset(), next_link.reset(), next_size.reset(), next_uid.reset(), next_gid.reset(),
+        next_mtime.reset();
+    if (listing.size() >= kMaxLayerEntries && !listing.contains(path))
+      Fail("more than " + std::to_string(kMaxLayerEntries) + " entries", at);
+    entry.size = size;
+    BeginBody(type, size);
+  }
+
+  void BeginBody(char type, uint64_t size) {
+    body_type = type;
+    remaining = size;
+    padding = (kBlock - size % kBlock) % kBlock;
+    meta.clear();
+    const bool file = type == '0' || type == '7';
+    hash = file ? std::make_unique<Sha256>() : nullptr;
+    header.clear();
+    if (remaining == 0) {
+      EndBody();
+    } else {
+      phase = Phase::kBody;
+    }
+  }
+
+  void Body(std::string_view bytes) {
+    if (hash) hash->Update(bytes);
+    if (body_type == 'x' || body_type == 'g' || body_type == 'L' || body_type == 'K')
+      meta.append(bytes);
+  }
+
+  void EndBody() {
+    switch (body_type) {
+      case 'x':
+        ApplyPax();
+        break;
+      case 'g':  // global defaults: not what the entries differ in
+        break;
+      case 'L':
+        next_path = meta.substr(0, meta.find('\0'));
+        break;
+      case 'K':
+        next_link = meta.substr(0, meta.find('\0'));
+        break;
+      default:
+        if (hash) entry.sha256 = hash->HexDigest();
+        listing[path] = entry;
+    }
+    hash.reset();
+    phase = padding ? Phase::kPadding : Phase::kHeader;
+  }
+
+  // "LEN key=value\n" records.
+  void ApplyPax() {
+    size_t pos = 0;
+    while (pos < meta.size()) {
+      const size_t space = meta.find(' ', pos);
+      if (space == std::string::npos || space == pos || space - pos > 20)
+        Fail("a malformed pax record", offset);
+      uint64_t len = 0;
+      for (size_t i = pos; i < space; ++i) {
+        if (meta[i] < '0' || meta[i] > '9') Fail("a malformed pax record length", offset);
+        len = len * 10 + static_cast<uint64_t>(meta[i] - '0');
+      }
+      if (len <= space - pos + 1 || pos + len > meta.size() || meta[pos + len - 1] != '\n')
+        Fail("a pax record whose length does not match", offset);
+      const std::string record = meta.substr(space + 1, pos + len - 1 - space - 1);
+      pos += len;
+      const size_t eq = record.find('=');
+      if (eq == std::string::npos) Fail("a pax record without '='", offset);
+      const std::string key = record.substr(0, eq), value = record.substr(eq + 1);
+      if (key == "path") next_path = value;
+      if (key == "linkpath") next_link = value;
+      if (key == "size") next_size = Decimal(value);
+      if (key == "uid") next_uid = Decimal(value);
+      if (key == "gid") next_gid = Decimal(value);
+      if (key == "mtime")
+        next_mtime = static_cast<int64_t>(Decimal(value.substr(0, value.find('.'))));
+    }
+  }
+
+  uint64_t Decimal(const std::string& text) const {
+    if (text.empty() || text.size() > 19 ||
+        text.find_first_not_of("0123456789") != std::string::npos)
+      Fail("a pax number that is not a decimal: " + text.substr(0, 32), offset);
+    return std::stoull(text);
+  }
+};
+
+TarReader::TarReader(std::string display) : state_(std::make_unique<State>(std::move(display))) {}
+TarReader::~TarReader() = default;
+
+void TarReader::Feed(std::string_view bytes) {
+  State& s = *state_;
+  while (!bytes.empty()) {
+    if (s.offset > kMaxLayerBytes)
+      s.Fail("more than " + std::to_string(kMaxLayerBytes >> 30) + " GiB uncompressed", s.offset);
+    size_t n = 0;
+    switch (s.phase) {
+      case State::Phase::kEnd:  // the zero blocks that pad the archive to its record size
+        s.offset += bytes.size();
+        return;
+      case State::Phase::kHeader:
+        n = std::min(kBlock - s.header.size(), bytes.size());
+        s.header.append(bytes.substr(0, n));
+        s.offset += n;
+        if (s.header.size() == kBlock) s.ProcessHeader();
+        break;
+      case State::Phase::kBody:
+        n = static_cast<size_t>(std::min<uint64_t>(s.remaining, bytes.size()));
+        s.Body(bytes.substr(0, n));
+        s.offset += n;
+        s.remaining -= n;
+        if (s.remaining == 0) s.EndBody();
+        break;
+      case State::Phase::kPadding:
+        n = static_cast<size_t>(std::min<uint64_t>(s.padding, bytes.size()));
+        s.offset += n;
+        s.padding -= n;
+        if (s.padding == 0) s.phase = State::Phase::kHeader;
+        break;
+    }
+    bytes.remove_prefix(n);
+  }
+}
+
+LayerListing TarReader::Finish() {
+  State& s = *state_;
+  if (s.phase == State::Phase::kBody || s.phase == State::Phase::kPadding || !s.header.empty())
+    s.Fail("the archive ends inside an entry", s.offset);
+  return std::move(s.listing);
+}
+
+namespace {
+
+// Inflates gzip members fed in pieces into `out`.
+class Gunzipper {
+ public:
+  Gunzipper(TarReader& out, std::string display) : out_(out), display_(std::move(display)) {
+    if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK)
+      throw LayerError(display_ + ": cannot start gunzip");
+  }
+  ~Gunzipper() { inflateEnd(&z_); }
+  Gunzipper(const Gunzipper&) = delete;
+  Gunzipper& operator=(const Gunzipper&) = delete;
+
+  void Feed(std::string_view in) {
+    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+    z_.avail_in = static_cast<uInt>(in.size());
+    while (z_.avail_in > 0) {
+      if (member_done_) {  // another member follows, or bytes that are not one
+        if (*z_.next_in != 0x1f || inflateReset(&z_) != Z_OK)
+          throw LayerError(display_ + ": bytes after the last gzip member");
+        member_done_ = false;
+      }
+      z_.next_out = reinterpret_cast<Bytef*>(buf_.data());
+      z_.avail_out = static_cast<uInt>(buf_.size());
+      const int rc = inflate(&z_, Z_NO_FLUSH);
+      if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
+        throw LayerError(display_ + ": not a valid gzip stream (" +
+                         (z_.msg ? z_.msg : "zlib error") + ")");
+      out_.Feed(std::string_view(buf_.data(), buf_.size() - z_.avail_out));
+      if (rc == Z_STREAM_END) member_done_ = true;
+      if (rc == Z_BUF_ERROR && z_.avail_out != 0) break;
+    }
+  }
+
+  void Finish() {
+    // Whatever is still buffered inside zlib.
+    while (!member_done_) {
+      z_.next_in = nullptr;
+      z_.avail_in = 0;
+      z_.next_out = reinterpret_cast<Bytef*>(buf_.data());
+      z_.avail_out = static_cast<uInt>(buf_.size());
+      const int rc = inflate(&z_, Z_FINISH);
+      out_.Feed(std::string_view(buf_.data(), buf_.size() - z_.avail_out));
+      if (rc == Z_STREAM_END)
+        member_done_ = true;
+      else if (z_.avail_out != 0)
+        throw LayerError(display_ + ": not a complete gzip stream");
+    }
+  }
+
+ private:
+  TarReader& out_;
+  std::string display_;
+  z_stream z_{};
+  std::array<char, 1 << 16> buf_{};
+  bool member_done_ = false;
+};
+
+}  // namespace
+
+LayerListing ListLayerFile(const fs::path& path, const std::string& display) {
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(path, ec)))
+    throw LayerError(display + ": a symbolic link, not followed");
+  TarReader tar(display);
+  std::unique_ptr<Gunzipper> gunzip;
+  bool first = true;
+  try {
+    StreamRegularFile(path, [&](std::string_view chunk) {
+      if (first && !chunk.empty()) {
+        first = false;
+        const auto b0 = static_cast<unsigned char>(chunk[0]);
+        const auto b1 = chunk.size() > 1 ? static_cast<unsigned char>(chunk[1]) : 0;
+        if (b0 == 0x28 && b1 == 0xb5)
+          throw LayerError(
+              display + ": a zstd-compressed layer (trainlock compares gzip and plain tar layers)");
+        if (b0 == 0x1f && b1 == 0x8b) gunzip = std::make_unique<Gunzipper>(tar, display);
+      }
+      if (gunzip) {
+        gunzip->Feed(chunk);
+      } else {
+        tar.Feed(chunk);
+      }
+    });
+  } catch (const StreamError& e) {
+    throw LayerError(e.what());
+  }
+  if (gunzip) gunzip->Finish();
+  return tar.Finish();
+}
+
+}  // namespace trainlock
