@@ -22,7 +22,7 @@ seconds=$1
 shift
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(loaders report gpu_binary safetensors checkpoint checkpoint_state registry hub pep503 pep691
-  metadata debian_index)
+  metadata debian_index layer)
 jobs=${FUZZ_JOBS:-1}
 workers=${FUZZ_WORKERS:-1}
 results=$src/bench/results/${FUZZ_DATE:-$(date -u +%F)}-fuzz

@@ -17,6 +17,7 @@
 #include "engines/native/checkpoint_state.h"
 #include "engines/native/safetensors_header.h"
 #include "engines/native/token_data.h"
+#include "image/layer_listing.h"
 #include "lock/debian_index.h"
 #include "lock/hub_json.h"
 #include "lock/python_index.h"
@@ -293,6 +294,23 @@ void DebianIndex(std::string_view input) {
   }
 }
 
+// A container layer's tar stream, fed in two pieces: accepted or LayerError; every file
+// listed has a digest and no entry is named twice.
+void Layer(std::string_view input) {
+  TarReader reader("fuzz.layer");
+  try {
+    const size_t half = input.size() / 2;
+    reader.Feed(input.substr(0, half));
+    reader.Feed(input.substr(half));
+    for (const auto& [path, entry] : reader.Finish()) {
+      Require(!path.empty(), "an entry without a path");
+      Require((entry.type == '0' || entry.type == '7') == !entry.sha256.empty(),
+              "a file without a digest");
+    }
+  } catch (const LayerError&) {
+  }
+}
+
 const std::vector<FuzzTarget>& FuzzTargets() {
   static const std::vector<FuzzTarget> targets = {
       {"loaders", Loaders},
@@ -307,6 +325,7 @@ const std::vector<FuzzTarget>& FuzzTargets() {
       {"pep691", Pep691},
       {"metadata", Metadata},
       {"debian_index", DebianIndex},
+      {"layer", Layer},
   };
   return targets;
 }

@@ -45,6 +45,9 @@ void Pep691(std::string_view input);
 // A wheel's core metadata: ParseCoreMetadata.
 void Metadata(std::string_view input);
 
+// A container layer's tar stream: TarReader (layer_listing.h).
+void Layer(std::string_view input);
+
 struct FuzzTarget {
   const char* name;  // the target's folder under tests/fuzz/seeds and tests/fuzz/regressions
   void (*run)(std::string_view input);

@@ -191,6 +191,26 @@ write("debian_index", "Packages", "".join(
     f"Filename: pool/main/libf/libfoo/libfoo_{v.split(':')[-1]}_amd64.deb\nSHA256: {sha(v)}\n"
     "Description: a library\n continued line\n\n" for v in ("1:1.0~rc1-1", "1.0-2")))
 
+# ---- layer: a container layer's tar (a directory, a file, a symlink, a pax long path) ----
+
+def layer_tar():
+    import io
+    import tarfile
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, kind, data in (("usr/", tarfile.DIRTYPE, b""), ("usr/bin/tool", tarfile.REGTYPE, b"tool v1\n"),
+                                 ("usr/bin/alias", tarfile.SYMTYPE, b""),
+                                 ("opt/" + "d" * 120 + "/file.py", tarfile.REGTYPE, b"print(1)\n")):
+            info = tarfile.TarInfo(name)
+            info.type, info.size, info.mtime, info.mode = kind, len(data), 1700000000, 0o755
+            if kind == tarfile.SYMTYPE:
+                info.linkname = "tool"
+            tar.addfile(info, io.BytesIO(data) if data else None)
+    return out.getvalue()
+
+
+write("layer", "layer.tar", layer_tar())
+
 # ---- checkpoint_state: the state in manifest.json, as the native engine writes it ----
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../examples/tiny/configs/tiny.yaml")) as f:
