@@ -332,6 +332,16 @@ TEST_F(CpuImage, TheTinyExampleIsLockedBuiltReproduciblyValidatedInsideAndGated)
   EXPECT_NE(differs.err.find("image.json config."), std::string::npos) << differs.err;
   EXPECT_NE(differs.err.find("rebuilt"), std::string::npos) << differs.err;
   Timing("image build --check against another recorded image", start);
+
+  // What the project's .trainlock holds, and its container storage freed through buildah.
+  RunResult listed = testing::RunTrainlock({"image", "storage", project.string()});
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("  containers "), std::string::npos) << listed.out;
+  RunResult freed = testing::RunTrainlock({"image", "storage", project.string(), "--free"});
+  EXPECT_EQ(freed.exit_code, 0) << freed.out << freed.err;
+  EXPECT_TRUE(freed.out.starts_with("freed ")) << freed.out;
+  EXPECT_EQ(freed.out.find("freed 0 "), std::string::npos) << freed.out;
+  EXPECT_FALSE(fs::exists(project / ".trainlock/containers")) << freed.out;
 }
 
 TEST_F(CpuImage, ATamperedOrIncompleteClosureFailsTheBuild) {

@@ -1,18 +1,22 @@
 // `trainlock image generate DIR --target cpu|cuda|rocm`: write the target's Containerfile,
 // requirements.txt and image.json (image_generate.h); `trainlock image build`: build, verify
-// and push it (image_build.h).
+// and push it (image_build.h); `trainlock image storage`: what DIR/.trainlock holds, and
+// freeing its container storage (storage_usage.h).
 #include <cstdlib>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
+#include "base/diagnostic.h"
 #include "base/exit_code.h"
 #include "base/file_io.h"
 #include "base/json_file.h"
+#include "base/text_format.h"
 #include "cli/commands.h"
 #include "image/image_build.h"
 #include "image/image_generate.h"
 #include "image/in_image_paths.h"
+#include "image/storage_usage.h"
 #include "project/artifact_paths.h"
 #include "project/project.h"
 
@@ -110,6 +114,89 @@ int RunBuild(BuildCommandOptions options, const GlobalOptions& global) {
   return kExitOk;
 }
 
+struct StorageCommandOptions {
+  std::string dir = ".";
+  bool free = false;
+  bool json = false;
+  std::string driver = "vfs";
+};
+
+// What each entry of DIR/.trainlock is, for the listing.
+std::string EntryPurpose(const std::string& name) {
+  if (name == "containers") return "buildah/podman storage (--free frees it)";
+  if (name == "cache") return "pinned model and dataset files (trainlock fetch writes them again)";
+  if (name == "reports") return "validate's reports";
+  if (name.starts_with("image-")) return "image generate's Containerfile and files";
+  if (name.starts_with("build-") && name.ends_with("-out"))
+    return "the last image build's OCI layouts";
+  if (name.starts_with("build-")) return "the last image build's context";
+  if (name == ".gitignore") return "keeps .trainlock out of git";
+  return "";
+}
+
+uintmax_t Total(const std::vector<StorageEntry>& entries) {
+  uintmax_t total = 0;
+  for (const StorageEntry& e : entries) total += e.bytes;
+  return total;
+}
+
+uintmax_t BytesOf(const std::vector<StorageEntry>& entries, const std::string& name) {
+  for (const StorageEntry& e : entries)
+    if (e.name == name) return e.bytes;
+  return 0;
+}
+
+int RunStorage(const StorageCommandOptions& o, const GlobalOptions& global) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(o.dir, ec))
+    throw InputError(Diagnostic{o.dir, {}, "is not a project directory", ""});
+  if (o.free) CheckStorageDriver(o.driver);
+  const fs::path root = fs::path(o.dir) / ".trainlock";
+  const std::vector<StorageEntry> before = TrainlockDirUsage(root);
+  std::string left;
+  std::vector<StorageEntry> after = before;
+  if (o.free) {
+    left = FreeContainerStorage({DefaultStorageRoot(fs::absolute(o.dir)), o.driver},
+                                global.verbosity > 0);
+    after = TrainlockDirUsage(root);
+  }
+  const uintmax_t freed = BytesOf(before, "containers") -
+                          std::min(BytesOf(before, "containers"), BytesOf(after, "containers"));
+  if (o.json) {
+    nlohmann::json entries = nlohmann::json::array();
+    for (const StorageEntry& e : after)
+      entries.push_back(
+          {{"name", e.name}, {"bytes", e.bytes}, {"files", e.files}, {"unreadable", e.unreadable}});
+    std::cout << DumpJsonOutput(
+                     {{"dir", root.string()},
+                      {"entries", entries},
+                      {"total_bytes", Total(after)},
+                      {"freed_bytes", o.free ? nlohmann::json(freed) : nlohmann::json(nullptr)}})
+              << "\n";
+  } else {
+    if (o.free)
+      std::cout << "freed " << FormatBytes(static_cast<double>(freed)) << " of container storage\n";
+    if (after.empty())
+      std::cout << root.string() << ": nothing stored\n";
+    else
+      std::cout << root.string() << ": " << FormatBytes(static_cast<double>(Total(after)))
+                << " in all\n";
+    for (const StorageEntry& e : after) {
+      std::string size = FormatBytes(static_cast<double>(e.bytes)) + (e.unreadable ? "+" : "");
+      std::string name = e.name;
+      name.resize(std::max<size_t>(name.size(), 14), ' ');
+      size.insert(0, size.size() < 11 ? 11 - size.size() : 0, ' ');
+      std::cout << "  " << name << size << "  " << EntryPurpose(e.name) << "\n";
+    }
+  }
+  if (!left.empty()) {
+    std::cerr << "trainlock image storage: error: " << left << "\n";
+    return kExitEnvironment;
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 // --validator and --build-validator, which both subcommands take for the cpu target.
@@ -188,7 +275,22 @@ Command RegisterImage(CLI::App& app, const GlobalOptions& global) {
                 "buildah/podman storage driver: vfs (works unprivileged) or overlay (faster)")
       ->capture_default_str();
   AddValidatorOptions(b, build->build.image);
-  return [options, build, b, &global] {
+
+  auto storage = std::make_shared<StorageCommandOptions>();
+  CLI::App* st = image->add_subcommand(
+      "storage",
+      "What DIR/.trainlock holds, entry by entry (sizes as du counts them); --free removes its "
+      "buildah/podman storage through the engine");
+  st->add_option("DIR", storage->dir, "Project directory (or its trainlock.lock or trainlock.toml)")
+      ->transform(ProjectDirArgument());
+  st->add_flag("--free", storage->free,
+               "Remove DIR/.trainlock/containers (every image and container in it)");
+  st->add_flag("--json", storage->json, "Print the entries as JSON");
+  st->add_option("--storage-driver", storage->driver,
+                 "the storage driver it was written with: vfs or overlay")
+      ->capture_default_str();
+  return [options, build, b, storage, st, &global] {
+    if (st->parsed()) return RunStorage(*storage, global);
     if (b->parsed()) return RunBuild(*build, global);
     return RunGenerate(*options, global);
   };
