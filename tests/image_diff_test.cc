@@ -278,7 +278,7 @@ TEST(LayerListing, ATruncatedArchiveIsRefusedWithItsOffset) {
   try {
     ListLayerFile(dir.path() / "layer", "layer");
     FAIL() << "a truncated archive was listed";
-  } catch (const LayerError& e) {
+  } catch (const Failure& e) {
     EXPECT_NE(std::string(e.what()).find("layer: the archive ends inside an entry at byte 1500"),
               std::string::npos)
         << e.what();
@@ -290,7 +290,7 @@ TEST(LayerListing, AHeaderWhoseChecksumFailsIsRefused) {
   std::string tar = Tar({F("a", "x")});
   tar[0] = 'b';
   Write(dir.path() / "layer", tar);
-  EXPECT_THROW(ListLayerFile(dir.path() / "layer", "layer"), LayerError);
+  EXPECT_THROW(ListLayerFile(dir.path() / "layer", "layer"), Failure);
 }
 
 TEST(LayerListing, AnOversizedExtendedHeaderIsRefusedBeforeItIsRead) {
@@ -298,7 +298,7 @@ TEST(LayerListing, AnOversizedExtendedHeaderIsRefusedBeforeItIsRead) {
   try {
     reader.Feed(Header("PaxHeader", 1ull << 32, 0644, 0, 'x', "", 0));
     FAIL() << "a 4 GiB pax header was accepted";
-  } catch (const LayerError& e) {
+  } catch (const Failure& e) {
     EXPECT_NE(std::string(e.what()).find("an extended header of 4294967296 bytes at byte 0"),
               std::string::npos)
         << e.what();
@@ -311,7 +311,7 @@ TEST(LayerListing, AZstdLayerIsNamedNotMisread) {
   try {
     ListLayerFile(dir.path() / "layer", "layer");
     FAIL() << "a zstd layer was listed";
-  } catch (const LayerError& e) {
+  } catch (const Failure& e) {
     EXPECT_NE(std::string(e.what()).find("zstd"), std::string::npos) << e.what();
   }
 }
@@ -322,7 +322,7 @@ TEST(OciLayout, ABlobDigestThatIsNotSha256HexIsRefused) {
   try {
     ReadOciLayout(dir.path());
     FAIL() << "a path-like digest was followed";
-  } catch (const LayerError& e) {
+  } catch (const Failure& e) {
     EXPECT_NE(std::string(e.what()).find("index.json: its first manifest has no sha256 digest"),
               std::string::npos)
         << e.what();
@@ -336,7 +336,7 @@ TEST(OciLayout, ABlobThatIsASymlinkIsNotFollowed) {
   fs::remove(image.layers[0]);
   Write(dir.path() / "outside", Gzip(Tar(Base())));
   fs::create_symlink(dir.path() / "outside", image.layers[0]);
-  EXPECT_THROW(ListLayerFile(image.layers[0], image.layers[0].string()), LayerError);
+  EXPECT_THROW(ListLayerFile(image.layers[0], image.layers[0].string()), Failure);
 }
 
 }  // namespace

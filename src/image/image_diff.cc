@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <map>
 
+#include "base/exit_code.h"
+#include "base/failure.h"
 #include "base/file_io.h"
 #include "base/json_file.h"
 #include "base/sha256.h"
@@ -27,11 +29,11 @@ std::string Shown(const std::string& text) {
 nlohmann::json ReadLayoutJson(const fs::path& file, const std::string& display) {
   std::error_code ec;
   if (fs::is_symlink(fs::symlink_status(file, ec)))
-    throw LayerError(display + ": a symbolic link, not followed");
+    throw Failure(display + ": a symbolic link, not followed", kExitEnvironment);
   std::string problem;
   std::optional<nlohmann::json> parsed = TryReadJsonFile(file, &problem);
   if (!parsed || !parsed->is_object())
-    throw LayerError(display + ": " + (parsed ? "not a JSON object" : problem));
+    throw Failure(display + ": " + (parsed ? "not a JSON object" : problem), kExitEnvironment);
   return *parsed;
 }
 
@@ -41,8 +43,9 @@ fs::path BlobPath(const fs::path& dir, const nlohmann::json& descriptor, const s
       descriptor.is_object() && descriptor.contains("digest") ? &descriptor["digest"] : nullptr;
   const std::string text = digest && digest->is_string() ? digest->get<std::string>() : "";
   if (!text.starts_with("sha256:") || !IsSha256Hex(text.substr(7)))
-    throw LayerError((dir / "index.json").string() + ": " + what +
-                     " has no sha256 digest: " + Shown(text));
+    throw Failure(
+        (dir / "index.json").string() + ": " + what + " has no sha256 digest: " + Shown(text),
+        kExitEnvironment);
   return dir / "blobs" / "sha256" / text.substr(7);
 }
 
@@ -143,7 +146,7 @@ OciLayoutImage ReadOciLayout(const fs::path& dir) {
   const nlohmann::json index = ReadLayoutJson(dir / "index.json", (dir / "index.json").string());
   const auto manifests = index.find("manifests");
   if (manifests == index.end() || !manifests->is_array() || manifests->empty())
-    throw LayerError((dir / "index.json").string() + ": names no manifest");
+    throw Failure((dir / "index.json").string() + ": names no manifest", kExitEnvironment);
   const fs::path manifest_path = BlobPath(dir, (*manifests)[0], "its first manifest");
   const nlohmann::json manifest = ReadLayoutJson(manifest_path, manifest_path.string());
   OciLayoutImage image;
@@ -152,7 +155,7 @@ OciLayoutImage ReadOciLayout(const fs::path& dir) {
   image.config = ReadLayoutJson(config_path, config_path.string());
   const auto layers = manifest.find("layers");
   if (layers == manifest.end() || !layers->is_array())
-    throw LayerError(manifest_path.string() + ": the manifest lists no layers");
+    throw Failure(manifest_path.string() + ": the manifest lists no layers", kExitEnvironment);
   for (const auto& layer : *layers) {
     image.layers.push_back(BlobPath(dir, layer, "a layer"));
     image.layer_digests.push_back(layer["digest"].get<std::string>());

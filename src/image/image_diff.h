@@ -27,8 +27,8 @@ struct OciLayoutImage {
   std::vector<std::string> layer_digests;
 };
 
-// The single image of the layout at `dir` (its index.json's first manifest). LayerError naming
-// the file when something is missing, malformed or outside the layout.
+// The single image of the layout at `dir` (its index.json's first manifest). Failure (exit 3)
+// naming the file when something is missing, malformed or outside the layout.
 OciLayoutImage ReadOciLayout(const std::filesystem::path& dir);
 
 // "image.json <field>: <recorded> -> <rebuilt>" for each configuration field (a JSON path such

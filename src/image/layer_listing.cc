@@ -7,6 +7,8 @@
 #include <array>
 #include <optional>
 
+#include "base/exit_code.h"
+#include "base/failure.h"
 #include "base/file_stream.h"
 #include "base/sha256.h"
 
@@ -60,8 +62,8 @@ struct TarReader::State {
   LayerListing listing;
 
   [[noreturn]] void Fail(const std::string& why, uint64_t at) const {
-    throw LayerError(display + ": " + why + " at byte " + std::to_string(at) +
-                     " of the tar stream");
+    throw Failure(display + ": " + why + " at byte " + std::to_string(at) + " of the tar stream",
+                  kExitEnvironment);
   }
 
   uint64_t Number(size_t at, size_t size) const {
@@ -263,7 +265,7 @@ class Gunzipper {
  public:
   Gunzipper(TarReader& out, std::string display) : out_(out), display_(std::move(display)) {
     if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK)
-      throw LayerError(display_ + ": cannot start gunzip");
+      throw Failure(display_ + ": cannot start gunzip", kExitEnvironment);
   }
   ~Gunzipper() { inflateEnd(&z_); }
   Gunzipper(const Gunzipper&) = delete;
@@ -275,15 +277,16 @@ class Gunzipper {
     while (z_.avail_in > 0) {
       if (member_done_) {  // another member follows, or bytes that are not one
         if (*z_.next_in != 0x1f || inflateReset(&z_) != Z_OK)
-          throw LayerError(display_ + ": bytes after the last gzip member");
+          throw Failure(display_ + ": bytes after the last gzip member", kExitEnvironment);
         member_done_ = false;
       }
       z_.next_out = reinterpret_cast<Bytef*>(buf_.data());
       z_.avail_out = static_cast<uInt>(buf_.size());
       const int rc = inflate(&z_, Z_NO_FLUSH);
       if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
-        throw LayerError(display_ + ": not a valid gzip stream (" +
-                         (z_.msg ? z_.msg : "zlib error") + ")");
+        throw Failure(
+            display_ + ": not a valid gzip stream (" + (z_.msg ? z_.msg : "zlib error") + ")",
+            kExitEnvironment);
       out_.Feed(std::string_view(buf_.data(), buf_.size() - z_.avail_out));
       if (rc == Z_STREAM_END) member_done_ = true;
       if (rc == Z_BUF_ERROR && z_.avail_out != 0) break;
@@ -302,7 +305,7 @@ class Gunzipper {
       if (rc == Z_STREAM_END)
         member_done_ = true;
       else if (z_.avail_out != 0)
-        throw LayerError(display_ + ": not a complete gzip stream");
+        throw Failure(display_ + ": not a complete gzip stream", kExitEnvironment);
     }
   }
 
@@ -319,7 +322,7 @@ class Gunzipper {
 LayerListing ListLayerFile(const fs::path& path, const std::string& display) {
   std::error_code ec;
   if (fs::is_symlink(fs::symlink_status(path, ec)))
-    throw LayerError(display + ": a symbolic link, not followed");
+    throw Failure(display + ": a symbolic link, not followed", kExitEnvironment);
   TarReader tar(display);
   std::unique_ptr<Gunzipper> gunzip;
   bool first = true;
@@ -330,8 +333,9 @@ LayerListing ListLayerFile(const fs::path& path, const std::string& display) {
         const auto b0 = static_cast<unsigned char>(chunk[0]);
         const auto b1 = chunk.size() > 1 ? static_cast<unsigned char>(chunk[1]) : 0;
         if (b0 == 0x28 && b1 == 0xb5)
-          throw LayerError(
-              display + ": a zstd-compressed layer (trainlock compares gzip and plain tar layers)");
+          throw Failure(
+              display + ": a zstd-compressed layer (trainlock compares gzip and plain tar layers)",
+              kExitEnvironment);
         if (b0 == 0x1f && b1 == 0x8b) gunzip = std::make_unique<Gunzipper>(tar, display);
       }
       if (gunzip) {
@@ -341,7 +345,7 @@ LayerListing ListLayerFile(const fs::path& path, const std::string& display) {
       }
     });
   } catch (const StreamError& e) {
-    throw LayerError(e.what());
+    throw Failure(e.what(), kExitEnvironment);
   }
   if (gunzip) gunzip->Finish();
   return tar.Finish();

@@ -6,15 +6,14 @@
 // Layers come from registries, so the reader is bounded: POSIX ustar with pax extended headers
 // (path, linkpath, size, mtime, uid, gid) and GNU long names, at most kMaxLayerEntries entries,
 // names and pax records of bounded size, a bounded total of uncompressed bytes; anything else
-// (a truncated archive, a header whose checksum fails, a zstd layer) is a LayerError naming the
-// layer and the byte offset. Nothing is written to disk.
+// (a truncated archive, a header whose checksum fails, a zstd layer) is a Failure (exit 3) naming
+// the layer and the byte offset. Nothing is written to disk.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -23,11 +22,6 @@ namespace trainlock {
 inline constexpr size_t kMaxLayerEntries = 2'000'000;
 inline constexpr size_t kMaxLayerNameBytes = 64 * 1024;
 inline constexpr uint64_t kMaxLayerBytes = 256ull << 30;  // uncompressed
-
-class LayerError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct LayerEntry {
   char type = '0';  // tar's typeflag: '0' file, '5' directory, '2' symlink, '1' hard link, ...
@@ -51,8 +45,8 @@ class TarReader {
   TarReader(const TarReader&) = delete;
   TarReader& operator=(const TarReader&) = delete;
 
-  void Feed(std::string_view bytes);  // throws LayerError
-  // The listing once the stream ended; LayerError when it ended inside an entry.
+  void Feed(std::string_view bytes);  // throws Failure (exit 3)
+  // The listing once the stream ended; Failure when it ended inside an entry.
   LayerListing Finish();
 
  private:

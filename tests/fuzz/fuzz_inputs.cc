@@ -294,7 +294,7 @@ void DebianIndex(std::string_view input) {
   }
 }
 
-// A container layer's tar stream, fed in two pieces: accepted or LayerError; every file
+// A container layer's tar stream, fed in two pieces: accepted or Failure; every file
 // listed has a digest and no entry is named twice.
 void Layer(std::string_view input) {
   TarReader reader("fuzz.layer");
@@ -307,7 +307,7 @@ void Layer(std::string_view input) {
       Require((entry.type == '0' || entry.type == '7') == !entry.sha256.empty(),
               "a file without a digest");
     }
-  } catch (const LayerError&) {
+  } catch (const Failure&) {
   }
 }
 
