@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/failure.h"
 #include "base/sha256.h"
 #include "image/image_diff.h"
 #include "image/layer_listing.h"
