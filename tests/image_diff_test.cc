@@ -306,6 +306,17 @@ TEST(LayerListing, AnOversizedExtendedHeaderIsRefusedBeforeItIsRead) {
   }
 }
 
+TEST(LayerListing, APaxPathLongerThanTheNameCapIsRefused) {
+  TarReader reader("layer");
+  try {
+    reader.Feed(Tar({F(std::string(kMaxLayerNameBytes + 1, 'p'), "")}));
+    FAIL() << "a path over the cap was listed";
+  } catch (const Failure& e) {
+    EXPECT_NE(std::string(e.what()).find("a name longer than 65536 bytes"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(LayerListing, AZstdLayerIsNamedNotMisread) {
   TempDir dir;
   Write(dir.path() / "layer", std::string("\x28\xb5\x2f\xfd", 4) + std::string(100, 'z'));

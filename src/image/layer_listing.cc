@@ -60,6 +60,7 @@ struct TarReader::State {
   std::optional<uint64_t> next_size, next_uid, next_gid;
   std::optional<int64_t> next_mtime;
   LayerListing listing;
+  uint64_t names_bytes = 0;  // of the paths and link targets listed, for the memory cap
 
   [[noreturn]] void Fail(const std::string& why, uint64_t at) const {
     throw Failure(display + ": " + why + " at byte " + std::to_string(at) + " of the tar stream",
@@ -129,8 +130,15 @@ struct TarReader::State {
     size = next_size.value_or(size);
     next_path.reset(), next_link.reset(), next_size.reset(), next_uid.reset(), next_gid.reset(),
         next_mtime.reset();
-    if (listing.size() >= kMaxLayerEntries && !listing.contains(path))
-      Fail("more than " + std::to_string(kMaxLayerEntries) + " entries", at);
+    if (path.size() > kMaxLayerNameBytes || entry.link.size() > kMaxLayerNameBytes)
+      Fail("a name longer than " + std::to_string(kMaxLayerNameBytes) + " bytes", at);
+    if (!listing.contains(path)) {
+      if (listing.size() >= kMaxLayerEntries)
+        Fail("more than " + std::to_string(kMaxLayerEntries) + " entries", at);
+      names_bytes += path.size() + entry.link.size();
+      if (names_bytes > kMaxLayerNamesTotalBytes)
+        Fail("more than " + std::to_string(kMaxLayerNamesTotalBytes >> 20) + " MiB of names", at);
+    }
     entry.size = size;
     BeginBody(type, size);
   }

@@ -5,9 +5,9 @@
 //
 // Layers come from registries, so the reader is bounded: POSIX ustar with pax extended headers
 // (path, linkpath, size, mtime, uid, gid) and GNU long names, at most kMaxLayerEntries entries,
-// names and pax records of bounded size, a bounded total of uncompressed bytes; anything else
-// (a truncated archive, a header whose checksum fails, a zstd layer) is a Failure (exit 3) naming
-// the layer and the byte offset. Nothing is written to disk.
+// names, all names together and pax records of bounded size, a bounded total of uncompressed bytes;
+// anything else (a truncated archive, a header whose checksum fails, a zstd layer) is a Failure
+// (exit 3) naming the layer and the byte offset. Nothing is written to disk.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +20,10 @@
 namespace trainlock {
 
 inline constexpr size_t kMaxLayerEntries = 2'000'000;
-inline constexpr size_t kMaxLayerNameBytes = 64 * 1024;
-inline constexpr uint64_t kMaxLayerBytes = 256ull << 30;  // uncompressed
+inline constexpr size_t kMaxLayerNameBytes = 64 * 1024;  // one path or link target
+inline constexpr uint64_t kMaxLayerNamesTotalBytes = 256u
+                                                     << 20;  // all of them: the listing's memory
+inline constexpr uint64_t kMaxLayerBytes = 256ull << 30;     // uncompressed
 
 struct LayerEntry {
   char type = '0';  // tar's typeflag: '0' file, '5' directory, '2' symlink, '1' hard link, ...
