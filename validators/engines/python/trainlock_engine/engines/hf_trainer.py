@@ -80,7 +80,9 @@ def _training_arguments(ctx, resume):
         gradient_checkpointing=t["activation_checkpointing"], seed=spec["seed"], data_seed=spec["seed"],
         save_strategy="steps", save_steps=min(opts.save_at) if opts.save_at else opts.steps, save_total_limit=None,
         report_to=[], logging_strategy="no", disable_tqdm=True, remove_unused_columns=False,
-        dataloader_num_workers=0, dataloader_drop_last=True, dataloader_pin_memory=False,
+        # The Trainer's own data loading (its default pinned host memory on a GPU): the loop a
+        # user of the Trainer runs, and what train.step measures.
+        dataloader_num_workers=0, dataloader_drop_last=True,
         ignore_data_skip=bool(resume and opts.no_restore_data))
     if t["activation_checkpointing"]:
         wanted["gradient_checkpointing_kwargs"] = {"use_reentrant": False}
