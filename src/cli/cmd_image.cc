@@ -171,7 +171,7 @@ int RunStorage(const StorageCommandOptions& o, const GlobalOptions& global) {
     std::cout << DumpJsonOutput(
                      {{"dir", root.string()},
                       {"entries", entries},
-                      {"total_bytes", Total(after)},
+                      {"bytes_in_all", Total(after)},
                       {"freed_bytes", o.free ? nlohmann::json(freed) : nlohmann::json(nullptr)}})
               << "\n";
   } else {
