@@ -243,17 +243,6 @@ std::string PushOnce(const std::string& engine, const ImageBuildOptions& o, cons
   return DigestFromFile(engine, digest_file);
 }
 
-// The repository of an image reference, without its tag or digest: "host:5000/name:tag" ->
-// "host:5000/name".
-std::string RepositoryOf(const std::string& ref) {
-  std::string repo = ref.substr(0, ref.find('@'));
-  const size_t slash = repo.rfind('/');
-  const size_t colon = repo.rfind(':');
-  if (colon != std::string::npos && (slash == std::string::npos || colon > slash))
-    repo.resize(colon);
-  return repo;
-}
-
 // What a --check rebuild that gives another digest differs in from the recorded image
 // (image_diff.h): the recorded one is pulled by digest from where the lock says it was pushed
 // and written as an OCI layout beside the rebuild's. Lines for Failure's notes; when the
@@ -267,7 +256,11 @@ std::vector<std::string> WhatDiffers(const std::string& engine, const ImageBuild
   if (engine == "docker")
     return {
         "no per-file account with docker (buildah or podman writes both images as OCI layouts)"};
-  const std::string source = RepositoryOf(recorded.ref) + "@" + recorded.digest;
+  std::string problem;
+  const std::optional<ImageRef> parsed = ParseImageRef(recorded.ref, &problem);
+  if (!parsed)
+    return {"no per-file account: the recorded ref " + CleanText(recorded.ref) + ": " + problem};
+  const std::string source = parsed->Name() + "@" + recorded.digest;  // the repository, by digest
   try {
     std::vector<std::string> pull = EngineCommand(engine, o.storage);
     pull.insert(pull.end(), {"pull", "--quiet"});
