@@ -16,6 +16,7 @@
 # DefaultStager saves (default 2); SKIP_FRAMEWORK_ROUNDTRIPS leaves out hf-trainer's and
 # lightning's round trips through `trainlock validate` on examples/tiny (FRAMEWORK_CONTROLS=""
 # without their rng/data controls, FRAMEWORK_PASS="" only the controls, FRAMEWORK_ENGINES one); STAGING_PROBE=1 adds bench/dcp_staging_probe.py (PROBE_GIB);
+# SKIP_PLAIN_FSDP2=1 runs the fsdp2 pilot's validation without the plain FSDP2 script beside it;
 # FUZZ_SECONDS (below)
 # fuzzes beside them.
 # Also: the pilot's train.step beside Hugging Face transformers' LlamaForCausalLM (bench/hf_step.py,
@@ -302,6 +303,7 @@ for name, p in (checks.get("train.roundtrip", {}).get("metrics", {}).get("proces
     print("  %-18s %6.1f s  (first: %s)" % (name, p.get("seconds", 0), events))
 PY
   grep -h '"committed"' "$PWD"/build-gpu/work-"$name"/*/b-preempted.jsonl 2>/dev/null | cut -c1-500
+  grep -h "^trainlock-engine: " "$PWD"/build-gpu/work-"$name"/*/*.stderr 2>/dev/null | tee -a "$OUT/engines/times.txt"
   return $rc
 }
 fsdp2_pilot() {
@@ -317,6 +319,7 @@ fsdp2_kill_during_save() {
 }
 fsdp2_beside_plain() {  # the fsdp2 engine on the pilot and a plain FSDP2 script, one call
   fsdp2_pilot || return 1
+  [ -z "${SKIP_PLAIN_FSDP2:-}" ] || return 0  # the engine's verdict alone (its time, its phases)
   # Written from PyTorch's documentation, not from the engine: the pilot's config, the run's
   # kernels, the output dropped before backward, dcp.async_save with torch's DefaultStager.
   python3 bench/fsdp2_plain.py --config examples/h200-pilot/configs/llama-1b.yaml --saves "${PLAIN_SAVES:-2}" \

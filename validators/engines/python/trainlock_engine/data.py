@@ -12,6 +12,11 @@ import struct
 
 import torch
 
+try:
+    import numpy as _np
+except ImportError:  # torch runs without numpy; the synthetic stream then reads in pure Python
+    _np = None
+
 from . import pinned
 from .protocol import EngineError
 
@@ -25,6 +30,14 @@ def splitmix64(x):
     return x ^ (x >> 31)
 
 
+def _splitmix64_array(x):
+    """splitmix64 over a numpy uint64 array (its arithmetic wraps modulo 2**64, as C's)."""
+    x = x + _np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> _np.uint64(30))) * _np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> _np.uint64(27))) * _np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> _np.uint64(31))
+
+
 class SyntheticTokens:
     """Blocks of 8 tokens: a seeded hash, then an arithmetic run (learnable)."""
 
@@ -35,6 +48,16 @@ class SyntheticTokens:
         return self.length
 
     def read(self, start, n):
+        """Tokens start .. start+n-1. Vectorised with numpy where it is installed: in pure
+        Python a window of 1025 tokens costs about 3 ms, which a framework's in-step data
+        loading (the Trainer's DataLoader) adds to every micro-batch of the measured step."""
+        if _np is None:
+            return self._read_python(start, n)
+        p = _np.arange(start, start + n, dtype=_np.uint64)
+        block = _splitmix64_array(_np.uint64(self.seed) ^ _splitmix64_array(p // _np.uint64(8))) % _np.uint64(self.vocab)
+        return ((block + _np.uint64(7) * (p % _np.uint64(8))) % _np.uint64(self.vocab)).tolist()
+
+    def _read_python(self, start, n):
         out = []
         for p in range(start, start + n):
             block = splitmix64(self.seed ^ splitmix64(p // 8)) % self.vocab

@@ -168,8 +168,10 @@ class Driver:
         runtime.barrier(self.world)
         self.pending = None
         if self.ctx.rank == 0:
+            uploaded = time.perf_counter()
             files, size = commit.write_marker(directory, step)
             seconds = time.perf_counter() - started
+            phase_note("checkpoint %d" % step, uploaded=uploaded - started, marked=seconds - (uploaded - started))
             # Training was held up until save() returned, and then while a step waited for a
             # staging copy still in flight (a handle's staging_wait_s, engines/fsdp2.py).
             staging_wait = getattr(handle, "staging_wait_s", 0.0) if handle is not None else 0.0
@@ -200,8 +202,10 @@ class Driver:
             raise EngineError("checkpoint", "%s: the driver state is not step %d's" % (directory, step))
         world_saved, accum_saved = driver.get("world_size"), driver.get("grad_accum")
         self.rescale_accumulation(world_saved, accum_saved)
+        verified = time.perf_counter()
         with runtime.filling(measure.asks_deterministic(self.spec)):  # as the run's resume allocates
             self.engine.load(directory)
+        phase_note("restore", found=verified - started, loaded=time.perf_counter() - verified)
         rng_restored = self.restore_rng(directory, world_saved)
         data_restored = False
         if not self.opts.no_restore_data:
@@ -304,17 +308,28 @@ class Driver:
 
     def final_state(self):
         rngs = rng.capture()  # before anything below could draw
+        started = time.perf_counter()
         with runtime.filling(False):  # gathered copies, each written in full; only trainlock reads them
             params, optim = self.engine.full_state()
             if self.ctx.rank != 0:
                 return
+            gathered = time.perf_counter()
             flat = digests.flatten_state(params, optim, rng.streams(rngs), self.loader.state())
             path = os.path.abspath(self.opts.final_state)
-            self.ctx.emit("state", step=self.step, bytes=digests.write_final_state(flat, path), file=path)
+            size = digests.write_final_state(flat, path)
+            phase_note("final state", gathered=gathered - started, written=time.perf_counter() - gathered)
+            self.ctx.emit("state", step=self.step, bytes=size, file=path)
 
     def portable(self):
         self.restore(for_training=False)
         self.eval("portable")
+
+
+def phase_note(what, **seconds):
+    """One line on stderr with a phase's parts in seconds: where a round trip's time goes, for
+    whoever reads the process's stderr file (the coordinator judges nothing from it)."""
+    parts = ", ".join("%s in %.2f s" % (k, v) for k, v in seconds.items())
+    print("trainlock-engine: %s: %s" % (what, parts), file=sys.stderr, flush=True)
 
 
 def _group_world_size():
