@@ -26,8 +26,9 @@ The common API an engine builds on (one concept per module):
                 watch_logits_dtype(model)
     schedule    warmup + cosine learning rate (lambda_for(spec) for LambdaLR)
     rng         capture()/restore()/streams() of every RNG stream
-    digests     the final state written as safetensors for the coordinator (which digests it
-                itself); optimizer state by parameter name
+    digests     the final state flattened (optimizer state by parameter name), and digests
+                for in-process comparisons
+    final_state the final state streamed into the safetensors file the coordinator digests
     commit      the commit marker: write_marker, latest_committed, verify, prune
     safe_load   torch.load for hostile checkpoint files (no arbitrary unpickling)
     measure     StepTimer, device_memory, step_flops, gather_rank_peaks, measurement()
@@ -39,5 +40,6 @@ The common API an engine builds on (one concept per module):
 
 An engine whose framework owns the training loop (hf-trainer, lightning) can skip roundtrip's
 Driver and use the pieces directly: data.loader_for, rng, commit.write_marker /
-latest_committed, digests.flatten_state / digest_all, measure, and ctx.emit for the events.
+latest_committed, digests.flatten_state / digest_all, final_state.write, measure, and ctx.emit
+for the events.
 """

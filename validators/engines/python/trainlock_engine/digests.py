@@ -1,12 +1,9 @@
-"""A final training state: flattened, written for the coordinator, and digested in-process.
+"""A final training state, flattened (final_state.py writes it for the coordinator), and
+digested in-process.
 
-The coordinator judges the round trip from the file `--final-state` names, which it digests
-itself (validators/coordinator/state_file.h); the `state` event says only where the file is and
-its size. The file is safetensors: every tensor full (unsharded), contiguous, on the CPU, so two
-processes' files agree exactly when every bit agrees. Names: param/<name>, optim/<param
-name>/<key> (optimizer state keyed by parameter name, never by position), rng/<stream>,
-data/position. Non-tensor state (Python's RNG, the data position) is stored as the U8 bytes of
-its canonical JSON.
+Names: param/<name>, optim/<param name>/<key> (optimizer state keyed by parameter name, never
+by position), rng/<stream>, data/position. Non-tensor state (Python's RNG, the data position)
+stays a JSON value; final_state.py stores it as the U8 bytes of its canonical JSON.
 
 The digests here (SHA-256 of `<dtype>|<shape>|` and the bytes) compare RNG streams inside one
 process (engines/_framework.py); nothing the coordinator reads.
@@ -15,11 +12,9 @@ process (engines/_framework.py); nothing the coordinator reads.
 import ctypes
 import hashlib
 import json
-import struct
 
 import torch
 
-from .protocol import EngineError
 
 SAFETENSORS_DTYPES = {
     torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
@@ -82,46 +77,3 @@ def digest_all(flat):
         else:
             digests[name] = json_digest(value)
     return digests, total
-
-
-def _stored(value):
-    """The CPU tensor a flattened state entry is stored as."""
-    if not torch.is_tensor(value):
-        return torch.frombuffer(bytearray(canonical_json(value)), dtype=torch.uint8)
-    if value.dtype not in SAFETENSORS_DTYPES:
-        raise EngineError("training", "final state: safetensors cannot store dtype %s" % value.dtype)
-    return value.detach().to("cpu").contiguous()
-
-
-def write_final_state(flat, path):
-    """Writes `flat` ({name: tensor or JSON value}) to `path` as safetensors, one tensor at a
-    time; returns the bytes written."""
-    names = sorted(flat)
-    header, offset = {}, 0
-    for name in names:
-        value = flat[name]
-        if torch.is_tensor(value):
-            dtype, shape, size = value.dtype, list(value.shape), value.numel() * value.element_size()
-        else:
-            dtype, shape, size = torch.uint8, [len(canonical_json(value))], len(canonical_json(value))
-        if dtype not in SAFETENSORS_DTYPES:
-            raise EngineError("training", "final state: safetensors cannot store %s's dtype %s" % (name, dtype))
-        header[name] = {"dtype": SAFETENSORS_DTYPES[dtype], "shape": shape, "data_offsets": [offset, offset + size]}
-        offset += size
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text)
-        for name in names:
-            _write_tensor(f, _stored(flat[name]))
-    return 8 + len(text) + offset
-
-
-def _write_tensor(f, t):
-    """The tensor's bytes, without a copy where numpy can view them (a pilot's state is 16 GB)."""
-    if t.numel() == 0:
-        return
-    try:
-        f.write(t.reshape(-1).view(torch.uint8).numpy())
-    except (RuntimeError, TypeError, ImportError):  # no numpy, or a torch that cannot view the bytes
-        f.write(tensor_bytes(t))

@@ -23,7 +23,7 @@ import time
 
 import torch
 
-from . import commit, data, digests, measure, rng, runtime, safe_load
+from . import commit, data, digests, final_state, measure, rng, runtime, safe_load
 from .protocol import EngineError
 
 DRIVER_FILE = "trainlock-driver.pt"
@@ -60,7 +60,8 @@ class Engine:
         raise NotImplementedError
 
     def full_state(self):
-        """({param name: tensor}, {param name: {key: tensor}}): full, unsharded, on rank 0."""
+        """({param name: tensor}, {param name: {key: tensor}}) on any device; a sharded
+        DTensor is gathered by final_state.write, on every rank in the same order."""
         raise NotImplementedError
 
     def measured_shape(self):
@@ -309,16 +310,14 @@ class Driver:
     def final_state(self):
         rngs = rng.capture()  # before anything below could draw
         started = time.perf_counter()
-        with runtime.filling(False):  # gathered copies, each written in full; only trainlock reads them
-            params, optim = self.engine.full_state()
-            if self.ctx.rank != 0:
-                return
-            gathered = time.perf_counter()
-            flat = digests.flatten_state(params, optim, rng.streams(rngs), self.loader.state())
-            path = os.path.abspath(self.opts.final_state)
-            size = digests.write_final_state(flat, path)
-            phase_note("final state", gathered=gathered - started, written=time.perf_counter() - gathered)
-            self.ctx.emit("state", step=self.step, bytes=size, file=path)
+        params, optim = self.engine.full_state()
+        flat = digests.flatten_state(params, optim, rng.streams(rngs), self.loader.state())
+        path = os.path.abspath(self.opts.final_state)
+        size = final_state.write(flat, path, writing=self.ctx.rank == 0)  # every rank gathers
+        if self.ctx.rank != 0:
+            return
+        phase_note("final state", written=time.perf_counter() - started)
+        self.ctx.emit("state", step=self.step, bytes=size, file=path)
 
     def portable(self):
         self.restore(for_training=False)

@@ -21,7 +21,7 @@ import os
 
 import torch
 
-from .. import digests, measure, rng, runtime
+from .. import digests, final_state, measure, rng, runtime
 from ..model import causal_lm_loss, matmul_parameters
 from ..protocol import EngineError
 
@@ -206,8 +206,8 @@ class Measure:
 
 def emit_final_state(ctx, step, model, optimizer, position):
     names = [n for n, _ in model.named_parameters()]
-    params = {n: p.detach().cpu() for n, p in model.named_parameters()}
+    params = {n: p.detach() for n, p in model.named_parameters()}
     optim = digests.optimizer_by_name(optimizer, names)
     flat = digests.flatten_state(params, optim, rng.streams(rng.capture()), position)
     path = os.path.abspath(ctx.opts.final_state)
-    ctx.emit("state", step=step, bytes=digests.write_final_state(flat, path), file=path)
+    ctx.emit("state", step=step, bytes=final_state.write(flat, path), file=path)

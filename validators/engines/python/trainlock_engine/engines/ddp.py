@@ -137,7 +137,7 @@ class DdpEngine(roundtrip.Engine):
             raise EngineError("checkpoint", "%s: does not fit this model and optimizer (%s)" % (directory, str(e).splitlines()[0]))
 
     def full_state(self):
-        params = {n: p.detach().cpu() for n, p in self.model.named_parameters()}
+        params = {n: p.detach() for n, p in self.model.named_parameters()}
         return params, digests.optimizer_by_name(self.optimizer, self.names)
 
     def measured_shape(self):

@@ -177,7 +177,7 @@ class DeepSpeedEngine(roundtrip.Engine):
             raise EngineError("checkpoint", "%s: the checkpoint's client_state is not step %d's (%r)" % (directory, step, client))
 
     def full_state(self):
-        params = {n: p.detach().cpu() for n, p in self.model.named_parameters()}
+        params = {n: p.detach() for n, p in self.model.named_parameters()}
         base = self.engine.optimizer
         inner = getattr(base, "optimizer", None)  # ZeRO wraps torch's optimizer
         if inner is None:
@@ -187,7 +187,7 @@ class DeepSpeedEngine(roundtrip.Engine):
         optim = {}
         for g, group in enumerate(inner.param_groups):
             for i, p in enumerate(group["params"]):
-                entry = {"master": p.detach().cpu()}
+                entry = {"master": p.detach()}
                 entry.update(inner.state.get(p, {}))
                 optim["zero/rank%d/group%d/%d" % (self.ctx.rank, g, i)] = entry
         return params, optim

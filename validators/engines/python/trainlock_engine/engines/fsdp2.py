@@ -27,7 +27,7 @@ import time
 
 import torch
 
-from .. import measure, roundtrip, runtime, safe_load
+from .. import digests, measure, roundtrip, runtime, safe_load
 from ..model import causal_lm_loss, matmul_parameters
 from ..protocol import EngineError
 from ..schedule import lambda_for
@@ -251,13 +251,12 @@ class Fsdp2Engine(roundtrip.Engine):
             raise EngineError("checkpoint", "%s: the DCP checkpoint does not load (%s)" % (directory, str(e).splitlines()[0][:300]))
 
     def full_state(self):
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
-
-        options = StateDictOptions(full_state_dict=True, cpu_offload=True)
-        model_sd, optim_sd = get_state_dict(self.model, self.optimizer, options=options)
-        params = {k: v for k, v in model_sd.items() if torch.is_tensor(v)}
-        optim = {name: dict(state) for name, state in optim_sd.get("state", {}).items()}
-        return params, optim
+        # The sharded DTensors themselves: final_state.write gathers each in turn (the
+        # parameters' names are their FQNs: fully_shard and Hugging Face's gradient
+        # checkpointing wrap no module).
+        names = [n for n, _ in self.model.named_parameters()]
+        params = {n: p.detach() for n, p in self.model.named_parameters()}
+        return params, digests.optimizer_by_name(self.optimizer, names)
 
     def measured_shape(self):
         seen = self.model.trainlock_logits_dtype[0]
