@@ -99,8 +99,15 @@ class Coordinator {
     std::optional<Clock::time_point> exited_at;
     bool output_done = false;
     Clock::time_point output_done_at;
+    std::optional<fs::path> gate;  // a process started ahead of its turn waits for this file
   };
-  Launched Launch(const std::string& name, const std::vector<std::string>& extra) const;
+  // Starts a process. A gated Python engine is started ahead of its turn: it does its imports
+  // and waits (--start-after) until Release, so the seconds of its interpreter and framework
+  // imports pass while the process before it still runs.
+  Launched Launch(const std::string& name, const std::vector<std::string>& extra,
+                  bool gated = false) const;
+  // Lets a gated process go; its times and its deadline count from now.
+  void Release(Launched& l) const;
   EngineExpectation Expectation(const std::vector<std::string>& extra) const;
   // Reads the process's output lines into its transcript and log until the output ends (or
   // the process exited and what it left holds the output past a grace), the deadline passes,
@@ -184,8 +191,15 @@ Coordinator::Launched Coordinator::Launch(const std::string& name,
   std::vector<std::string> with_world = extra;
   if (o_.engine != "native" && std::find(extra.begin(), extra.end(), "--nproc") == extra.end())
     with_world.insert(with_world.end(), {"--nproc", std::to_string(o_.engine_nproc)});
+  std::vector<std::string> argv_extra = with_world;
+  if (gated && o_.engine != "native") {  // the native worker starts in a second: no gate
+    l.gate = o_.work_dir / (name + ".start");
+    std::error_code ec;
+    fs::remove(*l.gate, ec);
+    argv_extra.insert(argv_extra.end(), {"--start-after", l.gate->string()});
+  }
   EngineLaunch launch =
-      EngineCommand(o_.engine, python_, engine_dir_, CommonArgs(name), with_world);
+      EngineCommand(o_.engine, python_, engine_dir_, CommonArgs(name), argv_extra);
   // CUDA refuses to start inside a new PID namespace in some sandboxes (cudaGetDeviceCount: error
   // 304, "operation not supported on this OS", on the H200 machine of bench/results/
   // 2026-12-02-h200-pilot-pass): an engine that may train on a GPU gets its own process group,
@@ -201,6 +215,11 @@ Coordinator::Launched Coordinator::Launch(const std::string& name,
       at != extra.end() && at + 1 != extra.end())
     l.final_state = *(at + 1);
   return l;
+}
+
+void Coordinator::Release(Launched& l) const {
+  if (l.gate) WriteFileAtomically(*l.gate, "");
+  l.started = Clock::now();
 }
 
 // What the lock says each process's hello must say: its engine, the torch of its targets (a
@@ -942,11 +961,21 @@ std::vector<CheckResult> Coordinator::Run() {
   TelemetryWindow telemetry(o_.device);  // NVML samples while the processes train
   const std::string steps = std::to_string(o_.steps), at = std::to_string(o_.checkpoint_at);
   double a_s = 0, b_s = 0, c_s = 0, d_s = 0;
-  WorkerRun a =
-      Start("a-uninterrupted",
-            {"--steps", steps, "--measure-step", std::to_string(std::min<int64_t>(2, o_.steps)),
-             "--final-state", (o_.work_dir / "a-final.safetensors").string()},
-            Preempt::kNever, &a_s);
+  Launched a_launched =
+      Launch("a-uninterrupted",
+             {"--steps", steps, "--measure-step", std::to_string(std::min<int64_t>(2, o_.steps)),
+              "--final-state", (o_.work_dir / "a-final.safetensors").string()});
+  std::vector<std::string> b_args = {"--steps", steps, "--save-at", at};
+  if (o_.kill_during_save) {
+    // A second save after the committed one, killed while it is being written: C must
+    // restore the committed checkpoint and never the torn one.
+    b_args.insert(b_args.end(),
+                  {"--save-at", std::to_string(o_.checkpoint_at + 1), "--async-save"});
+  }
+  // B does its imports while A trains; it is ended unreleased when A decides there is no B.
+  std::optional<Launched> b_launched;
+  if (!o_.step_only) b_launched = Launch("b-preempted", b_args, /*gated=*/true);
+  WorkerRun a = Finish(std::move(a_launched), Preempt::kNever, &a_s);
   if (a.result.contains("error") && a.result["error"].value("kind", "") == "unsupported") {
     // The engine refused what this environment gives it (engine_probe.h decides most of it
     // before any work): the node is not judged, nothing is failed.
@@ -975,27 +1004,24 @@ std::vector<CheckResult> Coordinator::Run() {
         telemetry.Finish(ReadMetrics<TrainStepMetrics>(a.result).device.value_or("")), &checks[0]);
     return checks;
   }
-  std::vector<std::string> b_args = {"--steps", steps, "--save-at", at};
-  if (o_.kill_during_save) {
-    // A second save after the committed one, killed while it is being written: C must
-    // restore the committed checkpoint and never the torn one.
-    b_args.insert(b_args.end(),
-                  {"--save-at", std::to_string(o_.checkpoint_at + 1), "--async-save"});
-  }
-  WorkerRun b = Start("b-preempted", b_args,
-                      o_.kill_during_save ? Preempt::kDuringSave : Preempt::kAfterCommit, &b_s);
-  if (o_.negative_control == NegativeControl::kCorruptCheckpoint && b.killed_by_us)
-    CorruptLatestCheckpoint();
+  Release(*b_launched);
   std::vector<std::string> c_args = {"--steps", steps, "--restore", "--final-state",
                                      (o_.work_dir / "c-final.safetensors").string()};
   if (o_.negative_control == NegativeControl::kSkipRngRestore) c_args.push_back("--no-restore-rng");
   if (o_.negative_control == NegativeControl::kSkipDataRestore)
     c_args.push_back("--no-restore-data");
-  // C and D only read the committed checkpoint: run them side by side when they fit.
+  // C and D only read the committed checkpoint: run them side by side when they fit, both
+  // started (and their imports done) while B trains; neither reads anything before release.
   const bool beside = PortableFitsBesideResume(a);
-  Launched c_launched = Launch("c-resumed", c_args);
+  Launched c_launched = Launch("c-resumed", c_args, /*gated=*/true);
   std::optional<Launched> d_launched;
-  if (beside) d_launched = Launch("d-portable", {"--role", "portable"});
+  if (beside) d_launched = Launch("d-portable", {"--role", "portable"}, /*gated=*/true);
+  WorkerRun b = Finish(std::move(*b_launched),
+                       o_.kill_during_save ? Preempt::kDuringSave : Preempt::kAfterCommit, &b_s);
+  if (o_.negative_control == NegativeControl::kCorruptCheckpoint && b.killed_by_us)
+    CorruptLatestCheckpoint();
+  Release(c_launched);
+  if (beside) Release(*d_launched);
   WorkerRun c, d;
   if (beside) {
     std::tie(c, d) = FinishBoth(std::move(c_launched), std::move(*d_launched));

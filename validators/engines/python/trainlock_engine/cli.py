@@ -4,7 +4,7 @@
         --checkpoint-root DIR --steps N [--save-at K]... [--measure-step M] [--restore]
         [--no-restore-rng] [--no-restore-data] [--final-state FILE]
         [--device auto|cpu|cuda|cuda:I] [--threads T] [--keep-last K] [--nproc P]
-        [--async-save]
+        [--async-save] [--start-after FILE]
 
 An option the engine cannot honour is refused before any work: `hello`, then `error` kind
 `input` and exit 2. With --nproc P > 1 this process only launches the ranks (launch.py).
@@ -41,6 +41,7 @@ def _parser():
     p.add_argument("--keep-last", type=int, default=0)
     p.add_argument("--nproc", type=int, default=1)
     p.add_argument("--async-save", action="store_true")
+    p.add_argument("--start-after", default=None)
     return p
 
 

@@ -12,7 +12,7 @@ import traceback
 
 import torch
 
-from . import engines, launch, measure, runtime
+from . import engines, launch, measure, runtime, start_gate
 from .protocol import PROTOCOL, EngineError, Emitter
 
 FRAMEWORK_MODULES = ("transformers", "accelerate", "lightning", "pytorch_lightning", "deepspeed", "safetensors", "numpy")
@@ -66,9 +66,11 @@ def _start(ctx):
     runtime.set_deterministic()
     if ctx.opts.threads:
         torch.set_num_threads(ctx.opts.threads)
-    ctx.device = runtime.pick_device(ctx.opts.device, ctx.local_rank, ctx.world_size)
     engine = engines.load(ctx.opts.engine)
-    engine.prepare(ctx)
+    engine.prepare(ctx)  # the framework's imports: seconds, on the CPU only
+    if ctx.opts.start_after:
+        start_gate.wait(ctx.opts.start_after)
+    ctx.device = runtime.pick_device(ctx.opts.device, ctx.local_rank, ctx.world_size)
     runtime.init_distributed(ctx.device, ctx.world_size)
     ctx.hello()
     return engine
