@@ -183,7 +183,7 @@ void Coordinator::PrepareEngine() {
 }
 
 Coordinator::Launched Coordinator::Launch(const std::string& name,
-                                          const std::vector<std::string>& extra) const {
+                                          const std::vector<std::string>& extra, bool gated) const {
   Launched l;
   l.run.name = name;
   l.started = Clock::now();

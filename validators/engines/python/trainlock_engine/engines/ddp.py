@@ -11,10 +11,9 @@ import os
 
 import torch
 
-from .. import digests, measure, roundtrip, runtime, safe_load, weights
+from .. import digests, measure, optim, roundtrip, runtime, safe_load, weights
 from ..model import Llama, causal_lm_loss, matmul_parameters
 from ..protocol import EngineError
-from ..schedule import lambda_for
 
 STATE_FILE = "ddp-state.pt"
 AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -61,11 +60,9 @@ class DdpEngine(roundtrip.Engine):
 
             ids = [self.device.index] if self.device.type == "cuda" else None
             self.wrapped = DistributedDataParallel(self.model, device_ids=ids)
-        o = t["optimizer"]
         self.names = [n for n, _ in self.model.named_parameters()]
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=o["lr"], betas=(o["beta1"], o["beta2"]),
-                                           eps=o["eps"], weight_decay=o["weight_decay"])
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda_for(self.spec))
+        self.optimizer = optim.build_optimizer(self.spec, self.model.parameters())
+        self.scheduler = optim.build_scheduler(self.spec, self.optimizer)
         self.autocast = AUTOCAST.get(t["precision"]) if self.device.type == "cuda" else None
         self.scaler = torch.cuda.amp.GradScaler() if t["precision"] == "fp16" else None
         return {"source": source, "class": "plain PyTorch Llama in DistributedDataParallel",

@@ -27,10 +27,9 @@ import re
 
 import torch
 
-from .. import commit, digests, measure, roundtrip, runtime, weights
+from .. import commit, digests, measure, optim, roundtrip, runtime, weights
 from ..model import Llama, causal_lm_loss, matmul_parameters
 from ..protocol import EngineError
-from ..schedule import lambda_for
 
 TAG = "step-%d"
 
@@ -99,7 +98,7 @@ class DeepSpeedEngine(roundtrip.Engine):
         spec = self.spec
         self.engine, self.optimizer, _, self.scheduler = deepspeed.initialize(
             model=model, model_parameters=model.parameters(), config=ds_config(self.spec, self.ctx.world_size),
-            lr_scheduler=lambda optimizer: torch.optim.lr_scheduler.LambdaLR(optimizer, lambda_for(spec)))
+            lr_scheduler=lambda optimizer: optim.build_scheduler(spec, optimizer))
         self.model = self.engine.module
         info["class"] += " under deepspeed.initialize (ZeRO 1)"
         return info

@@ -27,10 +27,9 @@ import time
 
 import torch
 
-from .. import digests, measure, roundtrip, runtime, safe_load
+from .. import digests, measure, optim, roundtrip, runtime, safe_load
 from ..model import causal_lm_loss, matmul_parameters
 from ..protocol import EngineError
-from ..schedule import lambda_for
 
 DCP_DIR = "dcp"
 SCHEDULER_FILE = "fsdp2-scheduler.pt"
@@ -173,10 +172,8 @@ class Fsdp2Engine(roundtrip.Engine):
         for layer in self.model.model.layers:
             fully_shard(layer, mesh=mesh, mp_policy=policy)
         fully_shard(self.model, mesh=mesh, mp_policy=policy)
-        o = t["optimizer"]
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=o["lr"], betas=(o["beta1"], o["beta2"]),
-                                           eps=o["eps"], weight_decay=o["weight_decay"])
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda_for(self.spec))
+        self.optimizer = optim.build_optimizer(self.spec, self.model.parameters())
+        self.scheduler = optim.build_scheduler(self.spec, self.optimizer)
         # The async saves' own group, made once as DCP's docs show: a save's collectives must not
         # interleave with training's, and making it inside the first save would block that save.
         self.async_group = torch.distributed.new_group(backend="gloo")

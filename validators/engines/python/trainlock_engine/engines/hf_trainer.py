@@ -5,8 +5,9 @@ configures it from the spec and watches through a TrainerCallback.
 Configured: TrainingArguments from the spec (per-device batch = micro_batch,
 gradient_accumulation_steps, max_grad_norm, bf16/fp16, gradient_checkpointing, seed and
 data_seed, save_strategy "steps", report_to none); torch's AdamW with the spec's
-hyper-parameters and the spec's warmup + cosine schedule as a LambdaLR, handed over through
-`optimizers=(optimizer, scheduler)`; the training windows (data.py) as a map-style Dataset.
+hyper-parameters, in the kernel the Trainer's own `optim` default names (fused on a recent
+torch and a GPU), and the spec's warmup + cosine schedule as a LambdaLR (optim.py), handed over
+through `optimizers=(optimizer, scheduler)`; the training windows (data.py) as a map-style Dataset.
 The Trainer's own sampler (accelerate's seeded RandomSampler) is what decides the order, and
 on resume the Trainer's own batch skipping: that is the thing under test.
 
@@ -39,12 +40,11 @@ import time
 
 import torch
 
-from .. import commit, rng, weights
+from .. import commit, optim, rng, weights
 from ..hf_model import _count_recomputation, build_hf_llama, watch_logits_dtype
 from ..model import causal_lm_loss
 from ..protocol import EngineError
 from ..roundtrip import seed_everything
-from ..schedule import lambda_for
 from . import _framework as fw
 
 NAME = "hf-trainer"
@@ -154,16 +154,19 @@ class HfTrainerRun:
         self.model, info = build_hf_llama(self.spec, ctx.emit)
         watch_logits_dtype(self.model)
         self.model.to(ctx.device)
-        o = self.spec["training"]["optimizer"]
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=o["lr"], betas=(o["beta1"], o["beta2"]),
-                                           eps=o["eps"], weight_decay=o["weight_decay"])
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda_for(self.spec))
+        self.resume = self._resume_point() if self.opts.restore else None
+        args = _training_arguments(ctx, self.resume)
+        # The AdamW kernel the Trainer would build from these arguments (adamw_torch_fused by
+        # default on a recent torch): the spec's hyper-parameters, the Trainer user's kernel.
+        fused = "fused" in str(getattr(args.optim, "value", args.optim)) and ctx.device.type == "cuda"
+        self.optimizer = optim.build_optimizer(self.spec, self.model.parameters(), fused=fused)
+        self.scheduler = optim.build_scheduler(self.spec, self.optimizer)
         self.recorder = fw.StepRecorder()
         self.measure = fw.Measure(ctx, NAME, self.model, self.opts.measure_step)
-        self.resume = self._resume_point() if self.opts.restore else None
         info["class"] += " under transformers.Trainer"
+        info["optimizer"] = "torch AdamW (%s)" % ("fused" if fused else "foreach")
         ctx.emit("setup", data=self.loader.describe(), model=info, seconds=time.perf_counter() - started)
-        self.trainer = _trainer_class()(model=self.model, args=_training_arguments(ctx, self.resume), train_dataset=fw.WindowDataset(self.loader),
+        self.trainer = _trainer_class()(model=self.model, args=args, train_dataset=fw.WindowDataset(self.loader),
                                         optimizers=(self.optimizer, self.scheduler), callbacks=[_callback_class()(self)])
         self.trainer.trainlock = self
         self._check_device()

@@ -32,12 +32,11 @@ import time
 
 import torch
 
-from .. import commit, rng, safe_load, weights
+from .. import commit, optim, rng, safe_load, weights
 from ..hf_model import build_hf_llama, watch_logits_dtype
 from ..model import causal_lm_loss
 from ..protocol import EngineError
 from ..roundtrip import seed_everything
-from ..schedule import lambda_for
 from . import _framework as fw
 
 NAME = "lightning"
@@ -170,10 +169,8 @@ class LightningRun:
         self.model, info = build_hf_llama(self.spec, ctx.emit)
         watch_logits_dtype(self.model)
         self.model.to(ctx.device)
-        o = self.spec["training"]["optimizer"]
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=o["lr"], betas=(o["beta1"], o["beta2"]),
-                                           eps=o["eps"], weight_decay=o["weight_decay"])
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda_for(self.spec))
+        self.optimizer = optim.build_optimizer(self.spec, self.model.parameters())
+        self.scheduler = optim.build_scheduler(self.spec, self.optimizer)
         self.recorder = fw.StepRecorder()
         self.measure = fw.Measure(ctx, NAME, self.model, self.opts.measure_step)
         self.resume, self.saved_rng, self.start_step = None, None, 0
