@@ -9,23 +9,14 @@ make run() call roundtrip.run(ctx, TheirEngine).
 """
 
 import importlib
+import pkgutil
 
-MODULES = {
-    "ddp": "ddp",
-    "fsdp2": "fsdp2",
-    "hf-trainer": "hf_trainer",
-    "lightning": "lightning",
-    "deepspeed": "deepspeed",
-}
-
-
-def _present(module):
-    import importlib.util
-
-    return importlib.util.find_spec(__name__ + "." + module) is not None
-
-
-NAMES = tuple(name for name, module in MODULES.items() if _present(module))
+# The engine list is written once, in trainlock's C++ (src/project/round_trip_engines.cc, with
+# what each can do); here an engine is its module: `hf-trainer` is hf_trainer.py. Modules whose
+# name starts with "_" are shared pieces. RoundTripEngines.EveryPythonEngineIsAModuleOfThePackage
+# checks the two against each other.
+MODULES = {m.name.replace("_", "-"): m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")}
+NAMES = tuple(sorted(MODULES))
 
 
 def load(name):
