@@ -175,6 +175,16 @@ def latest_committed(root):
     return None, None, 0, skipped
 
 
+def newest_committed(root):
+    """(step, dir, bytes, skipped_uncommitted) of the checkpoint a resume starts from; refuses
+    (kind `checkpoint`) when there is none, naming the uncommitted directories it skipped."""
+    step, directory, size, skipped = latest_committed(root)
+    if step is None:
+        raise EngineError("checkpoint", "no committed checkpoint under %s%s" % (
+            root, " (uncommitted: %s)" % ", ".join(skipped) if skipped else ""))
+    return step, directory, size, skipped
+
+
 def prepare_dir(root, step):
     """A fresh, empty step directory (an earlier attempt at the same step is removed)."""
     directory = step_dir(root, step)

@@ -188,16 +188,13 @@ class Driver:
         found = None
         if self.ctx.rank == 0:
             try:
-                found = ("ok",) + commit.latest_committed(self.opts.checkpoint_root)
+                found = ("ok",) + commit.newest_committed(self.opts.checkpoint_root)
             except EngineError as e:
                 found = ("error", e.kind, e.message)
         found = runtime.broadcast_object(found, self.world)
         if found[0] == "error":
             raise EngineError(found[1], found[2])
         _, step, directory, size, skipped = found
-        if step is None:
-            raise EngineError("checkpoint", "no committed checkpoint under %s%s" % (
-                self.opts.checkpoint_root, " (uncommitted: %s)" % ", ".join(skipped) if skipped else ""))
         driver = safe_load.load(os.path.join(directory, DRIVER_FILE))
         if not isinstance(driver, dict) or driver.get("step") != step:
             raise EngineError("checkpoint", "%s: the driver state is not step %d's" % (directory, step))

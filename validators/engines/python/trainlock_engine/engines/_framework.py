@@ -18,6 +18,7 @@ callbacks and report what they saw.
 
 import contextlib
 import os
+import time
 
 import torch
 
@@ -202,6 +203,48 @@ class Measure:
             self.ctx.emit("measurement", **reference)
         else:
             self.reference = reference
+
+
+def set_up(run, ctx, engine):
+    """What both framework engines start with, on `run`: ctx, spec, opts; the data loader;
+    the seeded (or pinned) Hugging Face Llama on the device, its logits dtype watched; the step
+    recorder and the measurement. Returns (the time it started, setup's `model` member)."""
+    from .. import data
+    from ..hf_model import build_hf_llama, watch_logits_dtype
+    from ..roundtrip import seed_everything
+
+    run.ctx, run.spec, run.opts = ctx, ctx.spec, ctx.opts
+    check_precision(run.spec, ctx.device)
+    started = time.perf_counter()
+    seed_everything(run.spec["seed"])
+    run.loader = data.loader_for(run.spec, ctx.emit, 1)
+    run.model, info = build_hf_llama(run.spec, ctx.emit)
+    watch_logits_dtype(run.model)
+    run.model.to(ctx.device)
+    run.recorder = StepRecorder()
+    run.measure = Measure(ctx, engine, run.model, run.opts.measure_step)
+    return started, info
+
+
+def portable(ctx, model_weights):
+    """ckpt.portable's process for an engine whose framework owns the checkpoint: a fresh
+    model gets the newest committed checkpoint's weights (model_weights(directory): {name:
+    tensor}, read without the framework) and the eval loss is reported."""
+    from .. import commit, data, weights
+    from ..hf_model import build_hf_llama
+    from ..roundtrip import seed_everything
+
+    started = time.perf_counter()
+    seed_everything(ctx.spec["seed"])
+    loader = data.loader_for(ctx.spec, ctx.emit, 1)
+    model, info = build_hf_llama(ctx.spec, ctx.emit)
+    ctx.emit("setup", data=loader.describe(), model=info, seconds=time.perf_counter() - started)
+    step, directory, size, skipped = commit.newest_committed(ctx.opts.checkpoint_root)
+    weights.load_into(model, model_weights(directory), ctx.spec["model"]["tie_embeddings"])
+    model.to(ctx.device)
+    ctx.emit("restored", step=step, dir=directory, bytes=size, seconds=time.perf_counter() - started, rng_restored=False,
+             data_restored=False, world_size_saved=1, data_position_carried=False, weights_only=True, skipped_uncommitted=skipped)
+    ctx.emit("eval", when="portable", loss=eval_loss(model, loader, ctx.spec, ctx.device), step=step)
 
 
 def emit_final_state(ctx, step, model, optimizer, position):

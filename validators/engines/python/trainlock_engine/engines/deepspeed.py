@@ -23,7 +23,6 @@ Without deepspeed (or, with the real one, without transformers) the engine is re
 """
 
 import os
-import re
 
 import torch
 

@@ -40,11 +40,10 @@ import time
 
 import torch
 
-from .. import commit, optim, rng, weights
-from ..hf_model import _count_recomputation, build_hf_llama, watch_logits_dtype
+from .. import commit, optim, rng
+from ..hf_model import _count_recomputation
 from ..model import causal_lm_loss
 from ..protocol import EngineError
-from ..roundtrip import seed_everything
 from . import _framework as fw
 
 NAME = "hf-trainer"
@@ -144,16 +143,7 @@ def _callback_class():
 
 class HfTrainerRun:
     def __init__(self, ctx):
-        self.ctx, self.spec, self.opts = ctx, ctx.spec, ctx.opts
-        fw.check_precision(self.spec, ctx.device)
-        started = time.perf_counter()
-        seed_everything(self.spec["seed"])
-        from .. import data
-
-        self.loader = data.loader_for(self.spec, ctx.emit, 1)
-        self.model, info = build_hf_llama(self.spec, ctx.emit)
-        watch_logits_dtype(self.model)
-        self.model.to(ctx.device)
+        started, info = fw.set_up(self, ctx, NAME)
         self.resume = self._resume_point() if self.opts.restore else None
         args = _training_arguments(ctx, self.resume)
         # The AdamW kernel the Trainer would build from these arguments (adamw_torch_fused by
@@ -161,8 +151,6 @@ class HfTrainerRun:
         fused = "fused" in str(getattr(args.optim, "value", args.optim)) and ctx.device.type == "cuda"
         self.optimizer = optim.build_optimizer(self.spec, self.model.parameters(), fused=fused)
         self.scheduler = optim.build_scheduler(self.spec, self.optimizer)
-        self.recorder = fw.StepRecorder()
-        self.measure = fw.Measure(ctx, NAME, self.model, self.opts.measure_step)
         info["class"] += " under transformers.Trainer"
         info["optimizer"] = "torch AdamW (%s)" % ("fused" if fused else "foreach")
         ctx.emit("setup", data=self.loader.describe(), model=info, seconds=time.perf_counter() - started)
@@ -181,10 +169,7 @@ class HfTrainerRun:
 
     # -- resume --------------------------------------------------------------------------
     def _resume_point(self):
-        step, directory, size, skipped = commit.latest_committed(self.opts.checkpoint_root)
-        if step is None:
-            raise EngineError("checkpoint", "no committed checkpoint under %s%s" % (
-                self.opts.checkpoint_root, " (uncommitted: %s)" % ", ".join(skipped) if skipped else ""))
+        step, directory, size, skipped = commit.newest_committed(self.opts.checkpoint_root)
         state = _trainer_state(directory)
         if state.get("global_step") != step:
             raise EngineError("checkpoint", "%s: trainer_state.json says global_step %r" % (directory, state.get("global_step")))
@@ -299,27 +284,19 @@ def _read_rng(directory):
     return safe_load.load(path) if os.path.exists(path) else None
 
 
-def portable(ctx):
-    """A fresh process reads the newest committed checkpoint's weights with trainlock's own
-    safetensors reader (not the Trainer's) and reports the eval loss."""
-    from .. import data, safetensors_io
+def _model_weights(directory):
+    """The checkpoint's model weights, read with trainlock's own safetensors reader."""
+    from .. import safetensors_io
 
-    started = time.perf_counter()
-    seed_everything(ctx.spec["seed"])
-    loader = data.loader_for(ctx.spec, ctx.emit, 1)
-    model, info = build_hf_llama(ctx.spec, ctx.emit)
-    ctx.emit("setup", data=loader.describe(), model=info, seconds=time.perf_counter() - started)
-    step, directory, size, skipped = commit.latest_committed(ctx.opts.checkpoint_root)
-    if step is None:
-        raise EngineError("checkpoint", "no committed checkpoint under %s" % ctx.opts.checkpoint_root)
     path = os.path.join(directory, "model.safetensors")
     try:
         with open(path, "rb") as f:
-            tensors = safetensors_io.read(f.read(), path)
+            return safetensors_io.read(f.read(), path)
     except OSError as e:
         raise EngineError("checkpoint", "%s: %s" % (path, e.strerror or e))
-    weights.load_into(model, tensors, ctx.spec["model"]["tie_embeddings"])
-    model.to(ctx.device)
-    ctx.emit("restored", step=step, dir=directory, bytes=size, seconds=time.perf_counter() - started, rng_restored=False,
-             data_restored=False, world_size_saved=1, data_position_carried=False, weights_only=True, skipped_uncommitted=skipped)
-    ctx.emit("eval", when="portable", loss=fw.eval_loss(model, loader, ctx.spec, ctx.device), step=step)
+
+
+def portable(ctx):
+    """A fresh process reads the newest committed checkpoint's weights with trainlock's own
+    safetensors reader (not the Trainer's) and reports the eval loss."""
+    fw.portable(ctx, _model_weights)

@@ -32,11 +32,9 @@ import time
 
 import torch
 
-from .. import commit, optim, rng, safe_load, weights
-from ..hf_model import build_hf_llama, watch_logits_dtype
+from .. import commit, optim, rng, safe_load
 from ..model import causal_lm_loss
 from ..protocol import EngineError
-from ..roundtrip import seed_everything
 from . import _framework as fw
 
 NAME = "lightning"
@@ -157,22 +155,11 @@ def _callback_class(pl):
 
 class LightningRun:
     def __init__(self, ctx):
-        self.ctx, self.spec, self.opts = ctx, ctx.spec, ctx.opts
-        fw.check_precision(self.spec, ctx.device)
         pl = _pl()
-        started = time.perf_counter()
-        seed_everything(self.spec["seed"])
-        from .. import data
-
-        self.loader = data.loader_for(self.spec, ctx.emit, 1)
+        started, info = fw.set_up(self, ctx, NAME)
         self.batches = StatefulBatches(self.loader, self.spec["training"]["micro_batch"], not self.opts.no_restore_data)
-        self.model, info = build_hf_llama(self.spec, ctx.emit)
-        watch_logits_dtype(self.model)
-        self.model.to(ctx.device)
         self.optimizer = optim.build_optimizer(self.spec, self.model.parameters())
         self.scheduler = optim.build_scheduler(self.spec, self.optimizer)
-        self.recorder = fw.StepRecorder()
-        self.measure = fw.Measure(ctx, NAME, self.model, self.opts.measure_step)
         self.resume, self.saved_rng, self.start_step = None, None, 0
         if self.opts.restore:
             self.resume = self._resume_point()
@@ -200,10 +187,7 @@ class LightningRun:
 
     # -- resume --------------------------------------------------------------------------
     def _resume_point(self):
-        step, directory, size, skipped = commit.latest_committed(self.opts.checkpoint_root)
-        if step is None:
-            raise EngineError("checkpoint", "no committed checkpoint under %s%s" % (
-                self.opts.checkpoint_root, " (uncommitted: %s)" % ", ".join(skipped) if skipped else ""))
+        step, directory, size, skipped = commit.newest_committed(self.opts.checkpoint_root)
         path = os.path.join(directory, CKPT)
         if not os.path.isfile(path):
             raise EngineError("checkpoint", "%s: no %s" % (directory, CKPT))
@@ -285,26 +269,18 @@ class LightningRun:
         self.measure.finish_run_kernels(step + steps)
 
 
-def portable(ctx):
-    """A fresh process reads the newest committed checkpoint's model weights from the .ckpt
-    (trainlock's restricted loader, not Lightning) and reports the eval loss."""
-    from .. import data
-
-    started = time.perf_counter()
-    seed_everything(ctx.spec["seed"])
-    loader = data.loader_for(ctx.spec, ctx.emit, 1)
-    model, info = build_hf_llama(ctx.spec, ctx.emit)
-    ctx.emit("setup", data=loader.describe(), model=info, seconds=time.perf_counter() - started)
-    step, directory, size, skipped = commit.latest_committed(ctx.opts.checkpoint_root)
-    if step is None:
-        raise EngineError("checkpoint", "no committed checkpoint under %s" % ctx.opts.checkpoint_root)
-    checkpoint = safe_load.load(os.path.join(directory, CKPT))
+def _model_weights(directory):
+    """The model's weights from the .ckpt's state_dict (trainlock's restricted loader, not
+    Lightning's): the LightningModule's `model.` entries."""
+    path = os.path.join(directory, CKPT)
+    checkpoint = safe_load.load(path)
     state = checkpoint.get("state_dict") if isinstance(checkpoint, dict) else None
     if not isinstance(state, dict):
-        raise EngineError("checkpoint", "%s: no state_dict" % os.path.join(directory, CKPT))
-    tensors = {k[len("model."):]: v for k, v in state.items() if k.startswith("model.") and torch.is_tensor(v)}
-    weights.load_into(model, tensors, ctx.spec["model"]["tie_embeddings"])
-    model.to(ctx.device)
-    ctx.emit("restored", step=step, dir=directory, bytes=size, seconds=time.perf_counter() - started, rng_restored=False,
-             data_restored=False, world_size_saved=1, data_position_carried=False, weights_only=True, skipped_uncommitted=skipped)
-    ctx.emit("eval", when="portable", loss=fw.eval_loss(model, loader, ctx.spec, ctx.device), step=step)
+        raise EngineError("checkpoint", "%s: no state_dict" % path)
+    return {k[len("model."):]: v for k, v in state.items() if k.startswith("model.") and torch.is_tensor(v)}
+
+
+def portable(ctx):
+    """A fresh process reads the newest committed checkpoint's model weights from the .ckpt
+    and reports the eval loss."""
+    fw.portable(ctx, _model_weights)
