@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -120,7 +121,7 @@ const std::map<std::string, std::string>& KnownExceptionClasses() {
       {"NonFiniteLoss", "worker/worker.cc RunWorker: the worker's error kind non_finite_loss"},
       {"RankStoreError", "coordinator/validate.cc: failed comm checks"},
       {"SmokeProblem", "ops/custom_ops.cc SmokeTest: an ops.custom smoke_error"},
-      {"CommFailure", "comm/collectives.cc RunCommChecks: failed comm checks"},
+      {"CommFailure", "comm/collectives.cc RunCommChecks, by name: failed comm checks"},
   };
   return known;
 }
@@ -164,6 +165,61 @@ std::vector<Finding> ScanThrowSites(const fs::path& root) {
   return findings;
 }
 
+// "src/lock" for src/lock/hf_hub.cc: the module a file belongs to.
+std::string ModuleOf(const fs::path& root, const fs::path& file) {
+  const fs::path rel = fs::relative(file, root);
+  auto it = rel.begin();
+  const std::string top = it->string();
+  return ++it == rel.end() ? top : top + "/" + it->string();
+}
+
+// Each exception class of our own that is caught by name outside the module declaring it:
+// class -> the modules that catch it there.
+std::map<std::string, std::set<std::string>> CrossModuleExceptions(const fs::path& root) {
+  static const std::regex caught(R"(\bcatch\s*\(\s*const\s+(\w+)\s*&)");
+  std::map<std::string, std::string> declared_in = {{"Failure", "src/base"},
+                                                    {"InputError", "src/base"}};
+  std::map<std::string, std::set<std::string>> catchers;
+  for (const char* top : {"src", "validators"}) {
+    if (!fs::exists(root / top)) continue;
+    for (const auto& entry : fs::recursive_directory_iterator(root / top)) {
+      const std::string ext = entry.path().extension().string();
+      if (!entry.is_regular_file() || (ext != ".cc" && ext != ".h")) continue;
+      const std::string code = CodeOnly(testing::ReadFile(entry.path()));
+      const std::string module = ModuleOf(root, entry.path());
+      for (auto it = std::sregex_iterator(code.begin(), code.end(), StdDerivedClass());
+           it != std::sregex_iterator(); ++it)
+        declared_in[(*it)[2].str()] = module;
+      for (auto it = std::sregex_iterator(code.begin(), code.end(), caught);
+           it != std::sregex_iterator(); ++it)
+        catchers[(*it)[1].str()].insert(module);
+    }
+  }
+  std::map<std::string, std::set<std::string>> crossing;
+  for (const auto& [name, modules] : catchers) {
+    const auto home = declared_in.find(name);
+    if (home == declared_in.end()) continue;  // a library's exception
+    for (const std::string& m : modules)
+      if (m != home->second) crossing[name].insert(m);
+  }
+  return crossing;
+}
+
+// The exception classes DESIGN.md's "Exit codes" names as the ones that travel across
+// modules: every `Name` in backquotes in the paragraph from "Across modules" to its end.
+std::set<std::string> DesignNamedExceptions(const std::string& design) {
+  std::set<std::string> names;
+  const size_t start = design.find("Across modules");
+  if (start == std::string::npos) return names;
+  const size_t end = design.find("\n\n", start);
+  const std::string paragraph = design.substr(start, end - start);
+  static const std::regex named(R"(`([A-Z]\w+)`)");
+  for (auto it = std::sregex_iterator(paragraph.begin(), paragraph.end(), named);
+       it != std::sregex_iterator(); ++it)
+    names.insert((*it)[1].str());
+  return names;
+}
+
 std::string Describe(const std::vector<Finding>& findings) {
   std::string out;
   for (const Finding& f : findings) out += f.where + ": " + f.what + "\n";
@@ -204,6 +260,35 @@ TEST(ThrowSites, APlantedBareThrowIsFoundByFileAndLine) {
       << text;
   EXPECT_NE(text.find("validators/x/planted.h:4: bare std::filesystem"), std::string::npos) << text;
   EXPECT_NE(text.find("validators/x/planted.h:7: exception class Mine"), std::string::npos) << text;
+}
+
+TEST(ThrowSites, TheExceptionsThatCrossAModuleAreTheOnesDesignNames) {
+  const std::set<std::string> named =
+      DesignNamedExceptions(testing::ReadFile(testing::SourceDir() / "docs/DESIGN.md"));
+  ASSERT_TRUE(named.count("Failure")) << "DESIGN.md's \"Across modules\" paragraph is gone";
+  for (const auto& [name, modules] : CrossModuleExceptions(testing::SourceDir())) {
+    std::string where;
+    for (const std::string& m : modules) where += " " + m;
+    EXPECT_TRUE(named.count(name)) << name << " is caught outside its module (" << where
+                                   << ") but docs/DESIGN.md does not name it";
+  }
+}
+
+TEST(ThrowSites, AnExceptionCaughtInAnotherModuleIsFound) {
+  testing::TempDir tmp;
+  testing::WriteFile(tmp.path() / "src/a/mine.h",
+                     "struct MineError : public std::runtime_error { using runtime_error::"
+                     "runtime_error; };\n");
+  testing::WriteFile(tmp.path() / "src/a/own.cc",
+                     "void F() { try {} catch (const MineError&) {} }\n");
+  testing::WriteFile(tmp.path() / "src/b/other.cc",
+                     "void G() { try {} catch (const MineError& e) {} catch (const "
+                     "std::exception&) {} }\n");
+  const auto crossing = CrossModuleExceptions(tmp.path());
+  ASSERT_EQ(crossing.size(), 1u);
+  EXPECT_EQ(crossing.at("MineError"), std::set<std::string>{"src/b"});
+  EXPECT_FALSE(DesignNamedExceptions("Across modules only `Failure` travels.\n\n`MineError`")
+                   .count("MineError"));
 }
 
 TEST(ThrowSites, FailureAndInputErrorAreFine) {

@@ -20,6 +20,7 @@
 #include "project/check_ids.h"
 #include "project/project.h"
 #include "project/validator_options.h"
+#include "support/torch_build.h"
 #include "worker/worker.h"
 
 namespace {

@@ -395,7 +395,9 @@ CommOutcome RunCommChecks(const CommOptions& o, RankStore& rank_store) {
   try {
     Synchronize(device);
     group = MakeGroup(store, o, device);
-  } catch (const std::exception& e) {
+  } catch (const CommFailure& e) {  // this build has no backend for the device: says so itself
+    return FailedCommChecks(o, e.what());
+  } catch (const std::exception& e) {  // c10d's own errors: a store, a peer, the network
     return FailedCommChecks(o, std::string("cannot create the process group: ") + e.what());
   }
   for (const char* phase : {"all-reduce", "DDP"}) {

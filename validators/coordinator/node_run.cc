@@ -23,8 +23,8 @@
 #include "probes/perf_checks.h"
 #include "probes/visible_gpus.h"
 #include "support/check_selection.h"
+#include "support/torch_build.h"
 #include "support/worker_process.h"
-#include "worker/worker.h"
 
 namespace trainlock::validate {
 namespace fs = std::filesystem;

@@ -31,8 +31,8 @@
 #include "report/check_metrics.h"
 #include "support/check_selection.h"
 #include "support/engine_transcript.h"
+#include "support/torch_build.h"
 #include "support/worker_process.h"
-#include "worker/worker.h"
 
 namespace trainlock::validate {
 namespace fs = std::filesystem;

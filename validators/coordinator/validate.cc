@@ -37,7 +37,7 @@
 #include "report/report.h"
 #include "report/report_signing.h"
 #include "support/check_selection.h"
-#include "worker/worker.h"
+#include "support/torch_build.h"
 
 namespace trainlock::validate {
 namespace fs = std::filesystem;

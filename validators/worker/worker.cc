@@ -578,28 +578,6 @@ int RunNodeProbe(nlohmann::json& result) {
 
 }  // namespace
 
-std::string BuiltTorchVersion() {
-  return TorchVersion();
-}
-
-int BuiltCudaRuntimeVersion() {
-  int version = 0;
-#if defined(TRAINLOCK_WITH_CUDA)
-  if (cudaRuntimeGetVersion(&version) != cudaSuccess) version = 0;
-#endif
-  return version;
-}
-
-std::string BuiltTorchFlavour() {
-#if defined(TRAINLOCK_WITH_ROCM)
-  return "rocm";
-#elif defined(TRAINLOCK_WITH_CUDA)
-  return "cuda";
-#else
-  return "cpu";
-#endif
-}
-
 int RunWorker(const WorkerOptions& o) {
   // Deterministic kernels for the round trip's processes (cuBLAS needs its workspace pinned
   // before CUDA starts); the node probe measures the device with torch's defaults instead.

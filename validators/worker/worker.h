@@ -45,11 +45,4 @@ struct WorkerOptions {
 
 int RunWorker(const WorkerOptions& options);
 
-// "1.13.1" / "2.11.0": the LibTorch the validator was built against.
-std::string BuiltTorchVersion();
-// cudaRuntimeGetVersion() of the runtime LibTorch uses (13000 for 13.0); 0 off CUDA.
-int BuiltCudaRuntimeVersion();
-// "cpu", "cuda" or "rocm": how that LibTorch was built.
-std::string BuiltTorchFlavour();
-
 }  // namespace trainlock::validate
