@@ -179,7 +179,10 @@ std::vector<std::string> KeyLiteralsOutsideDefinition(const fs::path& root) {
       const std::string ext = entry.path().extension().string();
       if (!entry.is_regular_file() || (ext != ".cc" && ext != ".h" && ext != ".cu")) continue;
       const std::string file = entry.path().lexically_relative(root).generic_string();
-      if (file == "src/report/check_metrics.h" || file == "src/report/check_metrics.cc") continue;
+      // The definitions: the metrics, and the engine protocol's members (some are metric keys).
+      if (file == "src/report/check_metrics.h" || file == "src/report/check_metrics.cc" ||
+          file == "validators/support/engine_protocol.cc")
+        continue;
       std::ifstream in(entry.path());
       std::string line;
       for (int number = 1; std::getline(in, line); ++number) {

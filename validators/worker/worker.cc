@@ -24,6 +24,7 @@
 #include "project/artifact_paths.h"
 #include "project/project.h"
 #include "report/check_metrics.h"
+#include "support/engine_protocol.h"
 #include "support/engine_transcript.h"
 #include "support/pinned_files.h"
 #include "support/torch_compat.h"
@@ -228,6 +229,12 @@ void WriteResult(const WorkerOptions& o, const nlohmann::json& result) {
 // One event of the engine protocol (support/engine_transcript.h) on stdout, flushed: what the
 // coordinator reads of the train and portable roles, as it reads any engine's.
 void Emit(const char* event, nlohmann::json body = nlohmann::json::object()) {
+  for (const auto& [member, value] : body.items()) {
+    if (!ProtocolDeclares(event, member))  // a programming error of this worker, never a pass
+      throw Failure(std::string("the native worker's ") + event + " event carries " + member +
+                        ", which the engine protocol does not declare (support/engine_protocol.cc)",
+                    kExitEnvironment);
+  }
   body["event"] = event;
   std::cout << body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
 }

@@ -29,6 +29,30 @@ EXIT_CODES = {
 }
 
 
+# Every event and the members it may carry: the Python side of the table declared once for
+# every engine in validators/support/engine_protocol.cc (the native worker carries a few more
+# members of its own there). EngineProtocol.ThePythonTableIsTheDeclaredOne checks this one
+# against it; the Emitter refuses an event or a member that is not here.
+EVENTS = {
+    "hello": ("protocol", "engine", "role", "pid", "world_size", "device", "device_name", "versions"),
+    "artifact": ("path", "sha256", "bytes"),
+    "setup": ("data", "model", "seconds"),
+    "restored": ("step", "dir", "bytes", "seconds", "rng_restored", "data_restored", "world_size_saved",
+                 "data_position_carried", "data_position_offered", "grad_accum", "skipped_uncommitted",
+                 "resumed_from", "weights_only"),
+    "step": ("step", "loss"),
+    "measurement": ("step", "step_time_s", "tokens", "tokens_per_s", "flops", "peak_allocated_bytes",
+                    "peak_reserved_bytes", "device_used_bytes", "device_total_bytes", "peak_rss_bytes", "mode",
+                    "step_times_s", "deterministic", "measured_shape", "ranks"),
+    "checkpoint": ("phase", "step", "async", "dir", "bytes", "seconds", "blocking_s", "write_s", "staging_wait_s",
+                   "staging_s", "files"),
+    "eval": ("when", "loss", "step"),
+    "state": ("step", "bytes", "file"),
+    "error": ("kind", "message", "step", "memory"),
+    "done": (),
+}
+
+
 class EngineError(Exception):
     """A failure the process reports as an `error` event and exits on."""
 
@@ -69,6 +93,12 @@ class Emitter:
         self.count = 0
 
     def emit(self, event, **members):
+        declared = EVENTS.get(event)
+        undeclared = sorted(set(members) - set(declared)) if declared is not None else None
+        if declared is None or undeclared:
+            # A programming error of an engine: it ends the process as one `error` event.
+            what = "no event %s" % event if declared is None else "event %s has no member %s" % (event, ", ".join(undeclared))
+            raise EngineError("training", "the engine protocol (protocol.EVENTS) declares %s" % what)
         if not self.enabled:
             return
         record = {"event": event}
@@ -83,4 +113,6 @@ class Emitter:
         self.count += 1
 
     def error(self, err):
-        self.emit("error", kind=err.kind, message=err.message, **err.extra)
+        # Only the declared members of an error travel: the error event itself cannot fail.
+        extra = {k: v for k, v in err.extra.items() if k in EVENTS["error"]}
+        self.emit("error", kind=err.kind, message=err.message, **extra)
