@@ -15,7 +15,7 @@ std::vector<ProtocolEvent> MakeTable() {
   return {
       {"hello",
        {"protocol", "engine", "role", "pid", "world_size", "device", "device_name", "versions"}},
-      {"artifact", {"path", "sha256", "bytes"}},
+      {"artifact", {TRAINLOCK_ARTIFACT_ROW(TRAINLOCK_PROTOCOL_MEMBER)}},
       {"setup", {"data", "model", "seconds"}},
       {"restored",
        {"step", "dir", "bytes", "seconds", "rng_restored", "data_restored", "world_size_saved",
