@@ -130,14 +130,9 @@ int RunSummarize(const SummarizeOptions& o) {
   return summary.all_passed() ? kExitOk : kExitVerdict;
 }
 
-}  // namespace
-
-Command RegisterFleet(CLI::App& app, const GlobalOptions& global) {
-  CLI::App* fleet = app.add_subcommand(
-      "fleet", "Validate many nodes: generate a Kubernetes Job or Slurm script, summarise reports");
-  fleet->require_subcommand(1);
-
-  auto k8s = std::make_shared<FleetScriptOptions>();
+// `fleet k8s`: the Job's options, and the node-problem-detector plugin and affinity it can
+// write instead.
+CLI::App* AddK8sCommand(CLI::App* fleet, FleetScriptOptions& k8s) {
   CLI::App* k8s_cmd = fleet->add_subcommand(
       "k8s",
       "Write a Kubernetes batch/v1 indexed Job validating --nodes nodes: one pod per node\n"
@@ -149,118 +144,140 @@ Command RegisterFleet(CLI::App& app, const GlobalOptions& global) {
           " --nproc auto --out /reports/<node>.json` and printing\n"
           "the report to the log, TRAINLOCK_NODE_NAME from the downward API, /dev/shm in memory,\n"
           "no retries, restartPolicy Never.");
-  AddGenerateOptions(k8s_cmd, *k8s);
-  k8s_cmd->add_option("--reports-pvc", k8s->fleet.reports_pvc,
+  AddGenerateOptions(k8s_cmd, k8s);
+  k8s_cmd->add_option("--reports-pvc", k8s.fleet.reports_pvc,
                       "PersistentVolumeClaim (ReadWriteMany) for the reports (default: an "
                       "emptyDir; the reports leave through the pods' logs)");
-  k8s_cmd->add_option("--cpu", k8s->fleet.cpu_request, "CPU cores to request (default 4 per GPU)")
+  k8s_cmd->add_option("--cpu", k8s.fleet.cpu_request, "CPU cores to request (default 4 per GPU)")
       ->check(CLI::Range(1, 1024));
   k8s_cmd
-      ->add_option("--memory-gib", k8s->fleet.memory_request_gib,
+      ->add_option("--memory-gib", k8s.fleet.memory_request_gib,
                    "Memory to request, GiB (default per GPU: 12 bytes a parameter for the "
                    "checkpoint staging + 4 GiB)")
       ->check(CLI::Range(1, 65536));
-  k8s_cmd->add_option("--namespace", k8s->fleet.k8s_namespace, "Namespace of the Job");
+  k8s_cmd->add_option("--namespace", k8s.fleet.k8s_namespace, "Namespace of the Job");
   k8s_cmd
-      ->add_option("--node", k8s->fleet.node_names,
+      ->add_option("--node", k8s.fleet.node_names,
                    "Validate these nodes (kubernetes.io/hostname; repeated or a,b), e.g. the "
                    "freshly provisioned ones; --nodes defaults to their count")
       ->delimiter(',');
   k8s_cmd
-      ->add_option("--image-pull-secret", k8s->fleet.image_pull_secrets,
+      ->add_option("--image-pull-secret", k8s.fleet.image_pull_secrets,
                    "imagePullSecrets of the pods, for a private registry (repeated or a,b)")
       ->delimiter(',');
-  k8s_cmd->add_flag("--label-nodes", k8s->fleet.label_nodes,
+  k8s_cmd->add_flag("--label-nodes", k8s.fleet.label_nodes,
                     "After validating, each pod gates its signed report in the locked image and "
                     "labels its node (trainlock.io/validated=pass, lock, image, valid-until) or "
                     "taints it (trainlock.io/gate=<topic>:NoSchedule); adds the ServiceAccount "
                     "and RBAC. Needs --kubectl-image and --keys-secret");
-  k8s_cmd->add_option("--kubectl-image", k8s->fleet.kubectl_image,
+  k8s_cmd->add_option("--kubectl-image", k8s.fleet.kubectl_image,
                       "--label-nodes: an image with kubectl and sh, REF@sha256:<64 hex>");
-  k8s_cmd->add_option("--keys-secret", k8s->fleet.keys_secret,
+  k8s_cmd->add_option("--keys-secret", k8s.fleet.keys_secret,
                       "--label-nodes: the Secret holding trainlock.key (signs) and trainlock.pub "
                       "(the gate's key)");
   k8s_cmd
-      ->add_option("--service-account", k8s->fleet.service_account,
+      ->add_option("--service-account", k8s.fleet.service_account,
                    "--label-nodes: the pods' ServiceAccount")
       ->capture_default_str();
-  k8s_cmd->add_flag("--long-run-affinity", k8s->long_run_affinity,
+  k8s_cmd->add_flag("--long-run-affinity", k8s.long_run_affinity,
                     "Write instead the nodeAffinity a long run's pods need: nodes labelled "
                     "passing this lock and image, valid until after now");
-  k8s_cmd->add_flag("--npd-plugin", k8s->npd_plugin,
+  k8s_cmd->add_flag("--npd-plugin", k8s.npd_plugin,
                     "Write instead a node-problem-detector custom plugin gating the node's "
                     "report (exit 0 ok, 1 problem, 2 unknown); needs --key and --reports-dir");
-  k8s_cmd->add_option("--key", k8s->fleet.key,
+  k8s_cmd->add_option("--key", k8s.fleet.key,
                       "--npd-plugin: the Ed25519 public key (PEM) on the node, absolute");
-  k8s_cmd->add_option("--reports-dir", k8s->fleet.reports_dir,
+  k8s_cmd->add_option("--reports-dir", k8s.fleet.reports_dir,
                       "--npd-plugin: the directory of <node>.json reports on the node, absolute");
-  k8s_cmd->add_option("--node-lock", k8s->fleet.node_lock,
+  k8s_cmd->add_option("--node-lock", k8s.fleet.node_lock,
                       "--npd-plugin: trainlock.lock on the node (default: DIR's, absolute)");
-  k8s_cmd->add_option("--trainlock", k8s->fleet.trainlock_bin,
+  k8s_cmd->add_option("--trainlock", k8s.fleet.trainlock_bin,
                       "--npd-plugin: the trainlock program on the node (default: on PATH)");
+  return k8s_cmd;
+}
 
-  auto slurm = std::make_shared<FleetScriptOptions>();
+// `fleet slurm`: the sbatch script's options, and the prolog and revalidation it can write
+// instead.
+CLI::App* AddSlurmCommand(CLI::App* fleet, FleetScriptOptions& slurm) {
   CLI::App* slurm_cmd = fleet->add_subcommand(
       "slurm",
       "Write an sbatch script validating --nodes nodes: one task per node with all GPUs,\n"
       "exclusive, the lock's image by digest through pyxis/enroot (an Apptainer line in a\n"
       "comment), each node writing <reports>/<hostname>.json, then `trainlock fleet summarize`.");
-  AddGenerateOptions(slurm_cmd, *slurm);
-  slurm_cmd->add_option("--reports-dir", slurm->fleet.reports_dir,
+  AddGenerateOptions(slurm_cmd, slurm);
+  slurm_cmd->add_option("--reports-dir", slurm.fleet.reports_dir,
                         "Reports directory on a shared filesystem (default: "
                         "$SLURM_SUBMIT_DIR/trainlock-reports/<job id>)");
-  slurm_cmd->add_option("--partition", slurm->fleet.partition,
+  slurm_cmd->add_option("--partition", slurm.fleet.partition,
                         "Slurm partition (#SBATCH --partition)");
-  slurm_cmd->add_option("--account", slurm->fleet.account, "Slurm account (#SBATCH --account)");
-  slurm->fleet.slurm = true;
+  slurm_cmd->add_option("--account", slurm.fleet.account, "Slurm account (#SBATCH --account)");
+  slurm.fleet.slurm = true;
   slurm_cmd
-      ->add_option("--node", slurm->fleet.node_names,
+      ->add_option("--node", slurm.fleet.node_names,
                    "Validate these nodes (#SBATCH --nodelist; repeated or a,b), each once; --nodes "
                    "defaults to their count")
       ->delimiter(',');
-  slurm_cmd->add_option("--reservation", slurm->fleet.reservation,
+  slurm_cmd->add_option("--reservation", slurm.fleet.reservation,
                         "The validation job's reservation (#SBATCH --reservation); --prolog and "
                         "--revalidate: the operators' revalidation reservation (default " +
                             std::string(kDefaultRevalidationReservation) + ")");
   slurm_cmd->add_flag(
-      "--revalidate", slurm->revalidate,
+      "--revalidate", slurm.revalidate,
       "Write instead the operator's script bringing --node nodes back (drained by the gate, or\n"
       "new): reserve them in the revalidation reservation, resume those a trainlock reason\n"
       "drained, run the validation job there (sbatch --wait), delete the reservation. Needs\n"
       "--node, --reports-dir and --sign-key.");
-  slurm_cmd->add_option("--sign-key", slurm->fleet.sign_key,
+  slurm_cmd->add_option("--sign-key", slurm.fleet.sign_key,
                         "The validator signs each report with this Ed25519 private key (an "
                         "absolute path every node reads; mounted read-only)");
   slurm_cmd->add_flag(
-      "--prolog", slurm->prolog,
+      "--prolog", slurm.prolog,
       "Write the node gate instead: a bash script for slurm.conf's Prolog and\n"
       "HealthCheckProgram that gates <reports-dir>/<node>.json with `trainlock gate --key\n"
       "--image --node` (and the lock's valid-for, default 24h); a refusal drains the node\n"
       "with Reason=\"trainlock: <topic>: <why>\" and exits 1 (the job is requeued held), a\n"
       "pass resumes a node only trainlock drained. Needs --key and --reports-dir.");
-  slurm_cmd->add_option("--key", slurm->fleet.key,
+  slurm_cmd->add_option("--key", slurm.fleet.key,
                         "--prolog: the Ed25519 public key (PEM) reports must be signed with, as "
                         "an absolute path every node reads");
-  slurm_cmd->add_option("--node-lock", slurm->fleet.node_lock,
+  slurm_cmd->add_option("--node-lock", slurm.fleet.node_lock,
                         "--prolog: where the nodes read trainlock.lock (default: DIR's, made "
                         "absolute)");
-  slurm_cmd->add_option("--trainlock", slurm->fleet.trainlock_bin,
+  slurm_cmd->add_option("--trainlock", slurm.fleet.trainlock_bin,
                         "--prolog: the trainlock program on the nodes (default: trainlock on "
                         "PATH)");
+  return slurm_cmd;
+}
 
-  auto summarize = std::make_shared<SummarizeOptions>();
+// `fleet summarize`: one row per report.
+CLI::App* AddSummarizeCommand(CLI::App* fleet, SummarizeOptions& summarize) {
   CLI::App* summarize_cmd = fleet->add_subcommand(
       "summarize",
       "Print one row per report in DIR (every *.json, not recursive): node, verdict, GPUs,\n"
       "duration, lock, failing checks (failed, errored, and required ones skipped). A file that\n"
       "is not a valid report is an `unreadable` row. Warns when nodes validated different\n"
       "locks. Exit 0 all passed, 1 any failed, unreadable or missing, 2 no DIR or no *.json.");
-  summarize_cmd->add_option("DIR", summarize->dir, "Directory of <node>.json reports")->required();
+  summarize_cmd->add_option("DIR", summarize.dir, "Directory of <node>.json reports")->required();
   summarize_cmd
-      ->add_option("--nodes", summarize->expected_nodes,
+      ->add_option("--nodes", summarize.expected_nodes,
                    "Nodes expected to report; fewer reports is a failure")
       ->check(CLI::Range(1, kMaxFleetNodes));
-  summarize_cmd->add_flag("--json", summarize->json, "Print the summary as JSON");
+  summarize_cmd->add_flag("--json", summarize.json, "Print the summary as JSON");
+  return summarize_cmd;
+}
+
+}  // namespace
+
+Command RegisterFleet(CLI::App& app, const GlobalOptions& global) {
+  CLI::App* fleet = app.add_subcommand(
+      "fleet", "Validate many nodes: generate a Kubernetes Job or Slurm script, summarise reports");
+  fleet->require_subcommand(1);
+  auto k8s = std::make_shared<FleetScriptOptions>();
+  auto slurm = std::make_shared<FleetScriptOptions>();
+  auto summarize = std::make_shared<SummarizeOptions>();
+  CLI::App* k8s_cmd = AddK8sCommand(fleet, *k8s);
+  CLI::App* slurm_cmd = AddSlurmCommand(fleet, *slurm);
+  AddSummarizeCommand(fleet, *summarize);
 
   return [&global, k8s, k8s_cmd, slurm, slurm_cmd, summarize] {
     if (k8s_cmd->parsed()) return WriteFleetScript(*k8s, global, KubernetesJobYaml);

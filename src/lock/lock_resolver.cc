@@ -311,6 +311,141 @@ void PinEngine(const Spec& manifest, toml::table& doc, std::vector<std::string>&
   pinned.push_back("engine " + std::string(engine->name) + " files " + sha.substr(0, 12));
 }
 
+// The lock's network lookups (base digests, Hub revisions, Python closures, Debian
+// packages), all started at once by StartLookups and read by CollectLookups.
+struct Lookups {
+  std::map<std::string, std::future<PinnedBase>> bases;
+  std::map<std::string, std::future<HubRevision>> hubs;
+  std::map<std::string, TargetPython> pythons;  // read by the closures' lookups
+  std::map<std::string, std::future<std::optional<std::vector<PythonPin>>>> closures;
+  std::map<std::string, std::future<std::vector<DebianPackage>>> debs;
+};
+
+// Starts every lookup of `manifest`; `l`, `old` and `o` must outlive them (CollectLookups).
+void StartLookups(const Spec& manifest, const std::optional<Spec>& old, const LockOptions& o,
+                  Lookups& l) {
+  for (const auto& [name, target] : manifest.targets) {
+    if (target.base.empty()) continue;
+    l.bases[name] =
+        std::async(std::launch::async, PinBase, name, target.base, std::cref(old), std::cref(o));
+  }
+  for (const auto& [kind, artifact] :
+       {std::pair{"model", &manifest.model}, std::pair{"dataset", &manifest.dataset}}) {
+    if (*artifact && (*artifact)->source == "hf") {
+      l.hubs[kind] = std::async(std::launch::async, PinHub, std::string(kind), **artifact,
+                                std::cref(old), std::cref(o));
+    }
+  }
+  for (const auto& [name, target] : manifest.targets) {
+    l.pythons[name] = EffectivePython(target, manifest);
+    l.closures[name] = std::async(std::launch::async, PinClosure, name, std::cref(l.pythons[name]),
+                                  std::cref(old), std::cref(o));
+  }
+  for (const auto& [name, target] : manifest.targets) {
+    l.debs[name] = std::async(std::launch::async, PinDebs, name, std::cref(target), std::cref(old),
+                              std::cref(o));
+  }
+}
+
+// Writes every lookup's result into `doc` (and a line into `lines`); the failures are
+// returned, all of them, so that one run of `trainlock lock` reports every problem.
+std::vector<Failure> CollectLookups(const fs::path& dir, const Spec& manifest, Lookups& l,
+                                    toml::table& doc, std::vector<std::string>& lines) {
+  std::vector<Failure> problems;
+  for (auto& [name, future] : l.debs) {
+    try {
+      const std::vector<DebianPackage> pins = future.get();
+      WriteDebs(manifest.targets.at(name), pins, *doc["targets"][name].as_table());
+      if (!pins.empty()) {
+        lines.push_back("targets." + name + " Debian packages: " + std::to_string(pins.size()) +
+                        " from " + manifest.targets.at(name).AptSourceUrl());
+      }
+    } catch (const Failure& e) {
+      problems.push_back(e);
+    }
+  }
+  for (auto& [name, future] : l.closures) {
+    try {
+      std::optional<std::vector<PythonPin>> pins = future.get();
+      toml::table* t = doc["targets"][name].as_table();
+      t->insert_or_assign("python", l.pythons[name].python);
+      toml::array indexes;
+      for (const std::string& index : l.pythons[name].indexes) indexes.push_back(index);
+      t->insert_or_assign("python-index", indexes);
+      if (pins) {
+        t->insert_or_assign("wheels", WheelsArray(*pins));
+        lines.push_back("targets." + name + " Python closure: " + std::to_string(pins->size()) +
+                        " wheels");
+      } else {
+        lines.push_back("targets." + name +
+                        " Python closure left unresolved (--skip-python): `image generate` "
+                        "refuses this target until `trainlock lock` resolves it");
+      }
+    } catch (const Failure& e) {
+      problems.push_back(e);
+    }
+  }
+  try {
+    PinCustomOps(dir, manifest, doc, lines);
+  } catch (const Failure& e) {
+    problems.push_back(e);
+  }
+  for (auto& [name, future] : l.bases) {
+    try {
+      PinnedBase pinned = future.get();
+      toml::table* t = doc["targets"][name].as_table();
+      t->insert_or_assign("base", pinned.base);
+      if (!pinned.platforms.empty()) {
+        toml::table platforms;
+        for (const auto& [platform, digest] : pinned.platforms) platforms.insert(platform, digest);
+        t->insert_or_assign("base-platforms", platforms);
+      }
+      lines.push_back("targets." + name + ".base = " + pinned.base);
+    } catch (const Failure& e) {
+      problems.push_back(e);
+    }
+  }
+  for (auto& [kind, future] : l.hubs) {
+    try {
+      HubRevision pinned = future.get();
+      toml::table* t = doc[kind].as_table();
+      t->insert_or_assign("revision", pinned.commit);
+      t->insert_or_assign("files", FilesArray(pinned.files));
+      lines.push_back(kind + " " +
+                      (kind == "model" ? manifest.model->repo : manifest.dataset->repo) + " @ " +
+                      pinned.commit + " (" + std::to_string(pinned.files.size()) + " files)");
+    } catch (const Failure& e) {
+      problems.push_back(e);
+    }
+  }
+  for (const auto& [kind, artifact] :
+       {std::pair{"model", &manifest.model}, std::pair{"dataset", &manifest.dataset}}) {
+    if (*artifact && (*artifact)->source == "local" && !(*artifact)->files.empty()) {
+      try {
+        doc[kind].as_table()->insert_or_assign("files",
+                                               FilesArray(HashLocal(dir, **artifact, kind)));
+        lines.push_back(std::string(kind) + " local files hashed");
+      } catch (const Failure& e) {
+        problems.push_back(e);
+      }
+    }
+  }
+  return problems;
+}
+
+// Built images are outputs recorded in the lock: a re-lock keeps them.
+void KeepBuiltImages(const std::optional<Spec>& old, toml::table& doc) {
+  if (!old || old->images.empty()) return;
+  toml::table images;
+  for (const auto& [target, image] : old->images) {
+    toml::table kept{{"ref", image.ref}, {"digest", image.digest}};
+    if (image.source_date_epoch) kept.insert("source-date-epoch", *image.source_date_epoch);
+    if (!image.validator_sha256.empty()) kept.insert("validator-sha256", image.validator_sha256);
+    images.insert(target, std::move(kept));
+  }
+  doc.insert_or_assign("images", images);
+}
+
 }  // namespace
 
 ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& options) {
@@ -330,128 +465,15 @@ ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& options) {
   toml::table doc = ParseTomlDocument(manifest_text, manifest_path.string());
 
   // Every lookup at once; failures are collected so that all are reported.
-  std::map<std::string, std::future<PinnedBase>> bases;
-  for (const auto& [name, target] : manifest.targets) {
-    if (target.base.empty()) continue;
-    bases[name] =
-        std::async(std::launch::async, PinBase, name, target.base, std::cref(old), std::cref(o));
-  }
-  std::map<std::string, std::future<HubRevision>> hubs;
-  for (const auto& [kind, artifact] :
-       {std::pair{"model", &manifest.model}, std::pair{"dataset", &manifest.dataset}}) {
-    if (*artifact && (*artifact)->source == "hf") {
-      hubs[kind] = std::async(std::launch::async, PinHub, std::string(kind), **artifact,
-                              std::cref(old), std::cref(o));
-    }
-  }
-  std::map<std::string, TargetPython> pythons;
-  std::map<std::string, std::future<std::optional<std::vector<PythonPin>>>> closures;
-  for (const auto& [name, target] : manifest.targets) {
-    pythons[name] = EffectivePython(target, manifest);
-    closures[name] = std::async(std::launch::async, PinClosure, name, std::cref(pythons[name]),
-                                std::cref(old), std::cref(o));
-  }
-  std::map<std::string, std::future<std::vector<DebianPackage>>> debs;
-  for (const auto& [name, target] : manifest.targets) {
-    debs[name] = std::async(std::launch::async, PinDebs, name, std::cref(target), std::cref(old),
-                            std::cref(o));
-  }
-  std::vector<Failure> problems;
-  for (auto& [name, future] : debs) {
-    try {
-      const std::vector<DebianPackage> pins = future.get();
-      WriteDebs(manifest.targets.at(name), pins, *doc["targets"][name].as_table());
-      if (!pins.empty()) {
-        out.pinned.push_back("targets." + name +
-                             " Debian packages: " + std::to_string(pins.size()) + " from " +
-                             manifest.targets.at(name).AptSourceUrl());
-      }
-    } catch (const Failure& e) {
-      problems.push_back(e);
-    }
-  }
-  for (auto& [name, future] : closures) {
-    try {
-      std::optional<std::vector<PythonPin>> pins = future.get();
-      toml::table* t = doc["targets"][name].as_table();
-      t->insert_or_assign("python", pythons[name].python);
-      toml::array indexes;
-      for (const std::string& index : pythons[name].indexes) indexes.push_back(index);
-      t->insert_or_assign("python-index", indexes);
-      if (pins) {
-        t->insert_or_assign("wheels", WheelsArray(*pins));
-        out.pinned.push_back("targets." + name +
-                             " Python closure: " + std::to_string(pins->size()) + " wheels");
-      } else {
-        out.pinned.push_back("targets." + name +
-                             " Python closure left unresolved (--skip-python): `image generate` "
-                             "refuses this target until `trainlock lock` resolves it");
-      }
-    } catch (const Failure& e) {
-      problems.push_back(e);
-    }
-  }
-  try {
-    PinCustomOps(dir, manifest, doc, out.pinned);
-  } catch (const Failure& e) {
-    problems.push_back(e);
-  }
-  for (auto& [name, future] : bases) {
-    try {
-      PinnedBase pinned = future.get();
-      toml::table* t = doc["targets"][name].as_table();
-      t->insert_or_assign("base", pinned.base);
-      if (!pinned.platforms.empty()) {
-        toml::table platforms;
-        for (const auto& [platform, digest] : pinned.platforms) platforms.insert(platform, digest);
-        t->insert_or_assign("base-platforms", platforms);
-      }
-      out.pinned.push_back("targets." + name + ".base = " + pinned.base);
-    } catch (const Failure& e) {
-      problems.push_back(e);
-    }
-  }
-  for (auto& [kind, future] : hubs) {
-    try {
-      HubRevision pinned = future.get();
-      toml::table* t = doc[kind].as_table();
-      t->insert_or_assign("revision", pinned.commit);
-      t->insert_or_assign("files", FilesArray(pinned.files));
-      out.pinned.push_back(
-          kind + " " + (kind == "model" ? manifest.model->repo : manifest.dataset->repo) + " @ " +
-          pinned.commit + " (" + std::to_string(pinned.files.size()) + " files)");
-    } catch (const Failure& e) {
-      problems.push_back(e);
-    }
-  }
-  for (const auto& [kind, artifact] :
-       {std::pair{"model", &manifest.model}, std::pair{"dataset", &manifest.dataset}}) {
-    if (*artifact && (*artifact)->source == "local" && !(*artifact)->files.empty()) {
-      try {
-        doc[kind].as_table()->insert_or_assign("files",
-                                               FilesArray(HashLocal(dir, **artifact, kind)));
-        out.pinned.push_back(std::string(kind) + " local files hashed");
-      } catch (const Failure& e) {
-        problems.push_back(e);
-      }
-    }
-  }
+  Lookups lookups;
+  StartLookups(manifest, old, o, lookups);
+  std::vector<Failure> problems = CollectLookups(dir, manifest, lookups, doc, out.pinned);
   if (!problems.empty()) throw AllProblems(problems);
   PinEngine(manifest, doc, out.pinned);
   doc.insert_or_assign("lock-version", 1);
   doc.insert_or_assign("manifest-sha256", manifest_sha);
   doc["project"].as_table()->insert_or_assign("config-sha256", Sha256Hex(config_text));
-  if (old && !old->images.empty()) {
-    // Built images are outputs recorded in the lock: a re-lock keeps them.
-    toml::table images;
-    for (const auto& [target, image] : old->images) {
-      toml::table kept{{"ref", image.ref}, {"digest", image.digest}};
-      if (image.source_date_epoch) kept.insert("source-date-epoch", *image.source_date_epoch);
-      if (!image.validator_sha256.empty()) kept.insert("validator-sha256", image.validator_sha256);
-      images.insert(target, std::move(kept));
-    }
-    doc.insert_or_assign("images", images);
-  }
+  KeepBuiltImages(old, doc);
   std::ostringstream text;
   text
       << "# trainlock.lock: written by `trainlock lock` from trainlock.toml; do not edit by hand.\n"

@@ -133,9 +133,24 @@ class Coordinator {
   std::string Failure(const WorkerRun& run) const;
   void CorruptLatestCheckpoint();
 
+  // What processes B, C and D did: with A's run, what the round trip's checks judge.
+  struct ResumeRuns {
+    WorkerRun b, c, d;
+    bool beside = false;  // C and D ran side by side
+    double b_s = 0;       // B's wall time, its waiting for the kill included
+  };
+  std::optional<std::vector<CheckResult>> VerdictFromA(const WorkerRun& a, double a_s,
+                                                       TelemetryWindow& telemetry) const;
+  ResumeRuns RunResume(Launched b_launched, const WorkerRun& a);
+  std::vector<CheckResult> Judge(const WorkerRun& a, double a_s, const ResumeRuns& r,
+                                 TelemetryWindow& telemetry) const;
+
   CheckResult StepCheck(const WorkerRun& a) const;
   CheckResult OutOfMemoryCheck(const WorkerRun& a) const;
   std::vector<CheckResult> CannotRunChecks(const WorkerRun& a) const;
+  RoundtripMetrics RoundtripFacts(const WorkerRun& a, const WorkerRun& b, const WorkerRun& c) const;
+  std::optional<CheckResult> RoundtripNotComparable(const WorkerRun& a, const WorkerRun& b,
+                                                    const WorkerRun& c) const;
   CheckResult RoundtripCheck(const WorkerRun& a, const WorkerRun& b, const WorkerRun& c) const;
   CheckResult EvalCheck(const WorkerRun& b, const WorkerRun& c) const;
   CheckResult PortableCheck(const WorkerRun& b, const WorkerRun& d) const;
@@ -643,20 +658,21 @@ CheckResult Coordinator::OutOfMemoryCheck(const WorkerRun& a) const {
   return c;
 }
 
-CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
-                                        const WorkerRun& c) const {
-  CheckResult r{"train.roundtrip", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
-  std::vector<double> la = Losses(a.result), lb = Losses(b.result), lc = Losses(c.result);
+// The round trip's facts before any judgement: the losses of A and of B-then-C, the processes,
+// the save and the restore, and the engine as its processes described it.
+RoundtripMetrics Coordinator::RoundtripFacts(const WorkerRun& a, const WorkerRun& b,
+                                             const WorkerRun& c) const {
+  std::vector<double> lb = Losses(b.result);
   std::vector<double> resumed;
   for (int64_t i = 0; i < static_cast<int64_t>(lb.size()) && i < o_.checkpoint_at; ++i)
     resumed.push_back(lb[i]);
-  for (double l : lc) resumed.push_back(l);
+  for (double l : Losses(c.result)) resumed.push_back(l);
   RoundtripMetrics m;
   m.steps = o_.steps;
   m.checkpoint_at = o_.checkpoint_at;
   m.pids = {{"uninterrupted", a.pid}, {"preempted", b.pid}, {"resumed", c.pid}};
   m.preempted_with = "SIGKILL";
-  m.losses_uninterrupted = la;
+  m.losses_uninterrupted = Losses(a.result);
   m.losses_resumed = resumed;
   m.rng_restored = RestoredFlag(c.result, "rng_restored");
   m.data_restored = RestoredFlag(c.result, "data_restored");
@@ -681,100 +697,129 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
     m.restore_s = c.result["restore"].value("seconds", nlohmann::json());
     m.restore_gbps = c.result["restore"].value("gbps", nlohmann::json());
   }
+  return m;
+}
+
+// Why A and C cannot be compared (a process failed, the preemption or the kill during a save
+// did not happen, another step was restored, a final state is missing), as the check's
+// result; nullopt when they can.
+std::optional<CheckResult> Coordinator::RoundtripNotComparable(const WorkerRun& a,
+                                                               const WorkerRun& b,
+                                                               const WorkerRun& c) const {
+  auto result = [](CheckStatus status, std::string summary, std::string remedy = "") {
+    return CheckResult{"train.roundtrip",       status, 0, std::move(summary), std::move(remedy),
+                       nlohmann::json::object()};
+  };
   for (const WorkerRun* run : {&a, &b, &c}) {
-    std::string failure = Failure(*run);
-    if (!failure.empty()) {
-      r.status = CheckStatus::kFail;
-      r.summary = "process " + run->name + ": " + failure;
-      r.remedy =
-          run->result.contains("error") && run->result["error"].value("kind", "") == "checkpoint"
-              ? "the checkpoint did not verify: check the storage (checkpoint-dir) for corruption"
-              : "see the worker's stderr in " + o_.work_dir.string();
-      m.bitwise_equal = false;
-      r.metrics = ToJson(m);
-      return r;
+    if (std::string failure = Failure(*run); !failure.empty()) {
+      const bool checkpoint =
+          run->result.contains("error") && run->result["error"].value("kind", "") == "checkpoint";
+      return result(CheckStatus::kFail, "process " + run->name + ": " + failure,
+                    checkpoint
+                        ? "the checkpoint did not verify: check the storage (checkpoint-dir) for "
+                          "corruption"
+                        : "see the worker's stderr in " + o_.work_dir.string());
     }
   }
   if (!b.killed_by_us) {
-    r.status = CheckStatus::kError;
-    r.summary = o_.kill_during_save
-                    ? "the preempted process never began its second save after the committed one"
-                    : "the preempted process never announced its checkpoint";
-    m.bitwise_equal = false;
-    r.metrics = ToJson(m);
-    return r;
+    return result(CheckStatus::kError,
+                  o_.kill_during_save
+                      ? "the preempted process never began its second save after the committed one"
+                      : "the preempted process never announced its checkpoint");
   }
   if (o_.kill_during_save && LastCommittedStep(b) != o_.checkpoint_at) {
     // The second save became durable before the SIGKILL landed: nothing was torn, so the
     // restore proves nothing about torn checkpoints.
-    r.status = CheckStatus::kError;
-    r.summary = "the save after step " + std::to_string(o_.checkpoint_at) +
-                " was committed before the kill landed: the kill during a save was not exercised";
-    r.remedy = "rerun; a larger model's save takes long enough to be killed while it writes";
-    m.bitwise_equal = false;
-    r.metrics = ToJson(m);
-    return r;
+    return result(
+        CheckStatus::kError,
+        "the save after step " + std::to_string(o_.checkpoint_at) +
+            " was committed before the kill landed: the kill during a save was not exercised",
+        "rerun; a larger model's save takes long enough to be killed while it writes");
   }
   // The resume must start from the checkpoint the preempted process committed, not an older
   // or newer one left in the storage.
-  if (*m.restored_step != o_.checkpoint_at) {
-    r.status = CheckStatus::kFail;
-    r.summary = "the resumed process restored " +
-                (*m.restored_step ? "step " + std::to_string(**m.restored_step)
-                                  : std::string("no step it reported")) +
-                ", not the checkpoint committed at step " + std::to_string(o_.checkpoint_at);
-    r.remedy = "another checkpoint shares the checkpoint directory; give the run its own";
-    m.bitwise_equal = false;
-    r.metrics = ToJson(m);
-    return r;
+  const std::optional<int64_t> restored = RestoredStep(c.result);
+  if (restored != o_.checkpoint_at) {
+    return result(
+        CheckStatus::kFail,
+        "the resumed process restored " +
+            (restored ? "step " + std::to_string(*restored) : std::string("no step it reported")) +
+            ", not the checkpoint committed at step " + std::to_string(o_.checkpoint_at),
+        "another checkpoint shares the checkpoint directory; give the run its own");
   }
   for (const WorkerRun* run : {&a, &c}) {
     if (const std::string problem = StateProblem(*run); !problem.empty()) {
-      r.status = CheckStatus::kFail;
-      r.summary = problem +
-                  ": the round trip is judged from the states the processes wrote, "
-                  "never from digests they print";
-      r.remedy = "the engine must write its final state (safetensors) to --final-state; see " +
-                 (o_.work_dir / (run->name + ".stderr")).string();
-      m.bitwise_equal = false;
-      r.metrics = ToJson(m);
-      return r;
+      return result(CheckStatus::kFail,
+                    problem +
+                        ": the round trip is judged from the states the processes wrote, "
+                        "never from digests they print",
+                    "the engine must write its final state (safetensors) to --final-state; see " +
+                        (o_.work_dir / (run->name + ".stderr")).string());
     }
   }
-  double max_diff = 0;
-  int64_t first_divergent = 0;
-  bool losses_equal = la.size() == static_cast<size_t>(o_.steps) && resumed.size() == la.size();
+  return std::nullopt;
+}
+
+// A's losses and final state beside those of the run B began and C resumed.
+struct RoundtripComparison {
+  bool losses_equal = false;
+  double max_loss_diff = 0;
+  int64_t first_divergent_step = 0;  // 1-based; 0 when every loss is equal
+  bool states_equal = false;
+  std::string first_divergent_tensor;
+  std::optional<double> max_state_diff;  // unknown unless both states were kept
+};
+
+RoundtripComparison CompareRoundtrip(const WorkerRun& a, const WorkerRun& c,
+                                     const std::vector<double>& la,
+                                     const std::vector<double>& resumed, int64_t steps) {
+  RoundtripComparison out;
+  out.losses_equal = la.size() == static_cast<size_t>(steps) && resumed.size() == la.size();
   for (size_t i = 0; i < la.size() && i < resumed.size(); ++i) {
-    double d = std::fabs(la[i] - resumed[i]);
-    if (d != 0 && first_divergent == 0) first_divergent = static_cast<int64_t>(i) + 1;
-    max_diff = std::max(max_diff, d);
-    losses_equal = losses_equal && la[i] == resumed[i];
+    const double d = std::fabs(la[i] - resumed[i]);
+    if (d != 0 && out.first_divergent_step == 0)
+      out.first_divergent_step = static_cast<int64_t>(i) + 1;
+    out.max_loss_diff = std::max(out.max_loss_diff, d);
+    out.losses_equal = out.losses_equal && la[i] == resumed[i];
   }
   const nlohmann::json fa = Fingerprints(a);
   const nlohmann::json fc = Fingerprints(c);
-  bool states_equal = fa == fc && !fa.empty();
-  // What the uninterrupted run computed, to the bit: ranks on GPUs of one model must agree.
-  m.reference_digest = Sha256Hex(nlohmann::json(la).dump() + fa.dump());
-  std::string first_tensor;
-  std::optional<double> state_diff = 0.0;
-  if (!states_equal) {
-    for (auto& [name, fingerprint] : fa.items()) {
-      if (!fc.contains(name) || fc[name] != fingerprint) {
-        first_tensor = name;
-        break;
-      }
-    }
-    state_diff = std::nullopt;  // unknown unless both states were small enough to keep
-    if (!a.state_file.empty() && !c.state_file.empty()) {
-      std::string ignored;
-      state_diff = MaxAbsStateDifference(a.state_file, c.state_file, &ignored);
+  out.states_equal = fa == fc && !fa.empty();
+  out.max_state_diff = 0.0;
+  if (out.states_equal) return out;
+  for (auto& [name, fingerprint] : fa.items()) {
+    if (!fc.contains(name) || fc[name] != fingerprint) {
+      out.first_divergent_tensor = name;
+      break;
     }
   }
-  bool bitwise = losses_equal && states_equal;
+  out.max_state_diff = std::nullopt;
+  if (!a.state_file.empty() && !c.state_file.empty()) {
+    std::string ignored;
+    out.max_state_diff = MaxAbsStateDifference(a.state_file, c.state_file, &ignored);
+  }
+  return out;
+}
+
+CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
+                                        const WorkerRun& c) const {
+  RoundtripMetrics m = RoundtripFacts(a, b, c);
+  if (std::optional<CheckResult> refused = RoundtripNotComparable(a, b, c)) {
+    m.bitwise_equal = false;
+    refused->metrics = ToJson(m);
+    return *refused;
+  }
+  CheckResult r{"train.roundtrip", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
+  const std::vector<double>& la = *m.losses_uninterrupted;
+  const std::vector<double>& resumed = *m.losses_resumed;
+  const RoundtripComparison cmp = CompareRoundtrip(a, c, la, resumed, o_.steps);
+  // What the uninterrupted run computed, to the bit: ranks on GPUs of one model must agree.
+  m.reference_digest = Sha256Hex(nlohmann::json(la).dump() + Fingerprints(a).dump());
+  const bool bitwise = cmp.losses_equal && cmp.states_equal;
   m.bitwise_equal = bitwise;
-  m.max_abs_loss_diff = max_diff;
-  m.final_state_equal = states_equal;
-  m.max_abs_state_diff = state_diff;
+  m.max_abs_loss_diff = cmp.max_loss_diff;
+  m.final_state_equal = cmp.states_equal;
+  m.max_abs_state_diff = cmp.max_state_diff;
   m.loss_tolerance = o_.loss_tolerance;
   m.mode = "deterministic";  // every process of the round trip, for the bitwise check
   r.metrics = ToJson(m);
@@ -792,23 +837,25 @@ CheckResult Coordinator::RoundtripCheck(const WorkerRun& a, const WorkerRun& b,
   // did not restore every source of state.
   const bool restored_everything =
       m.rng_restored.value_or(false) && m.data_restored.value_or(false);
-  if (o_.loss_tolerance > 0 && max_diff <= o_.loss_tolerance && la.size() == resumed.size() &&
-      states_equal && restored_everything) {
+  if (o_.loss_tolerance > 0 && cmp.max_loss_diff <= o_.loss_tolerance &&
+      la.size() == resumed.size() && cmp.states_equal && restored_everything) {
     r.summary = "resumed run within the documented tolerance " + std::to_string(o_.loss_tolerance) +
-                " (max loss difference " + std::to_string(max_diff) + "), not bitwise";
+                " (max loss difference " + std::to_string(cmp.max_loss_diff) + "), not bitwise";
     return r;
   }
   r.status = CheckStatus::kFail;
-  m.first_divergent_step = first_divergent;
-  if (!first_tensor.empty()) m.first_divergent_tensor = first_tensor;
+  m.first_divergent_step = cmp.first_divergent_step;
+  if (!cmp.first_divergent_tensor.empty()) m.first_divergent_tensor = cmp.first_divergent_tensor;
   r.metrics = ToJson(m);
   std::ostringstream s;
   s << "resumed run diverges from the uninterrupted one";
-  if (first_divergent)
-    s << " at step " << first_divergent << " (max loss difference " << max_diff << ")";
-  if (!states_equal)
+  if (cmp.first_divergent_step)
+    s << " at step " << cmp.first_divergent_step << " (max loss difference " << cmp.max_loss_diff
+      << ")";
+  if (!cmp.states_equal)
     s << "; final state differs"
-      << (first_tensor.empty() ? "" : " first in '" + first_tensor + "'");
+      << (cmp.first_divergent_tensor.empty() ? ""
+                                             : " first in '" + cmp.first_divergent_tensor + "'");
   r.summary = s.str();
   r.remedy =
       "a checkpoint must carry every source of state: RNG streams (CPU and device), data-loader "
@@ -940,6 +987,122 @@ CheckResult Coordinator::PortableCheck(const WorkerRun& b, const WorkerRun& d) c
   return r;
 }
 
+// The checks when the engine's files are not the ones the lock pins: nothing may train.
+std::vector<CheckResult> EngineFilesRefusedChecks(const EngineFilesFailure& refused) {
+  std::vector<CheckResult> checks = {{"train.step", CheckStatus::kFail, 0, refused.what(),
+                                      "re-lock with this trainlock, or validate in the image "
+                                      "built from the lock",
+                                      nlohmann::json::object()}};
+  for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"}) {
+    checks.push_back({id, CheckStatus::kSkip, 0, "the engine's files are not the pinned ones",
+                      "see train.step", nlohmann::json::object()});
+  }
+  return checks;
+}
+
+// The checks when process A's run decides them alone: the engine cannot run here, the step
+// does not fit, or only train.step was selected. nullopt when the round trip goes on.
+std::optional<std::vector<CheckResult>> Coordinator::VerdictFromA(
+    const WorkerRun& a, double a_s, TelemetryWindow& telemetry) const {
+  const std::string kind =
+      a.result.contains("error") ? a.result["error"].value("kind", "") : std::string();
+  std::vector<CheckResult> checks;
+  if (kind == "unsupported") {
+    // The engine refused what this environment gives it (engine_probe.h decides most of it
+    // before any work): the node is not judged, nothing is failed.
+    checks = CannotRunChecks(a);
+  } else if (kind == "out_of_memory") {
+    // Nothing to resume: every later process would fail the same way.
+    const std::string why = "the training step does not fit (see train.step); nothing to resume";
+    checks = {StepCheck(a)};
+    for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"}) {
+      checks.push_back({id, CheckStatus::kSkip, 0, why, "apply a train.step remedy first",
+                        nlohmann::json::object()});
+    }
+  } else if (o_.step_only) {
+    checks = {StepCheck(a)};
+    for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"})
+      checks.push_back(
+          {id, CheckStatus::kSkip, 0, "not selected (--only)", "", nlohmann::json::object()});
+    ApplyThrottleFinding(
+        telemetry.Finish(ReadMetrics<TrainStepMetrics>(a.result).device.value_or("")), &checks[0]);
+  } else {
+    return std::nullopt;
+  }
+  checks[0].duration_s = a_s;
+  return checks;
+}
+
+// Releases B (started gated while A ran), starts C and D gated while B trains, preempts B
+// as the options say, then releases C and D (side by side when they fit) and finishes them.
+Coordinator::ResumeRuns Coordinator::RunResume(Launched b_launched, const WorkerRun& a) {
+  ResumeRuns out;
+  Release(b_launched);
+  std::vector<std::string> c_args = {"--steps", std::to_string(o_.steps), "--restore",
+                                     "--final-state",
+                                     (o_.work_dir / "c-final.safetensors").string()};
+  if (o_.negative_control == NegativeControl::kSkipRngRestore) c_args.push_back("--no-restore-rng");
+  if (o_.negative_control == NegativeControl::kSkipDataRestore)
+    c_args.push_back("--no-restore-data");
+  // C and D only read the committed checkpoint: run them side by side when they fit, both
+  // started (and their imports done) while B trains; neither reads anything before release.
+  out.beside = PortableFitsBesideResume(a);
+  Launched c_launched = Launch("c-resumed", c_args, /*gated=*/true);
+  std::optional<Launched> d_launched;
+  if (out.beside) d_launched = Launch("d-portable", {"--role", "portable"}, /*gated=*/true);
+  out.b = Finish(std::move(b_launched),
+                 o_.kill_during_save ? Preempt::kDuringSave : Preempt::kAfterCommit, &out.b_s);
+  if (o_.negative_control == NegativeControl::kCorruptCheckpoint && out.b.killed_by_us)
+    CorruptLatestCheckpoint();
+  Release(c_launched);
+  if (out.beside) {
+    Release(*d_launched);
+    std::tie(out.c, out.d) = FinishBoth(std::move(c_launched), std::move(*d_launched));
+  } else {
+    out.c = Finish(std::move(c_launched), Preempt::kNever, nullptr);
+    out.d = Start("d-portable", {"--role", "portable"}, Preempt::kNever, nullptr);
+  }
+  return out;
+}
+
+// The four checks judged from A's run and B's, C's and D's (and E's, which this runs when a
+// resharded resume was asked for), with where each process's time went.
+std::vector<CheckResult> Coordinator::Judge(const WorkerRun& a, double a_s, const ResumeRuns& r,
+                                            TelemetryWindow& telemetry) const {
+  // A check outside --only is never judged, though its processes ran for a selected one.
+  std::vector<CheckResult> checks = {
+      RunSelected(o_.only, "train.step", [&] { return StepCheck(a); }),
+      RunSelected(o_.only, "train.roundtrip", [&] { return RoundtripCheck(a, r.b, r.c); }),
+      RunSelected(o_.only, "train.eval", [&] { return EvalCheck(r.b, r.c); }),
+      RunSelected(o_.only, "ckpt.portable", [&] { return PortableCheck(r.b, r.d); })};
+  const bool roundtrip_judged = Selected(o_.only, {"train.roundtrip"});
+  if (roundtrip_judged) checks[1].duration_s = a_s + r.b_s + r.c.seconds;
+  nlohmann::json processes = nlohmann::json::object();
+  for (const WorkerRun* run : {&a, &r.b, &r.c, &r.d}) processes[run->name] = ProcessTimes(*run);
+  if (o_.reshard_to > 0 && roundtrip_judged) {
+    double e_s = 0;
+    WorkerRun e = Start(
+        "e-resharded",
+        {"--steps", std::to_string(o_.steps), "--restore", "--nproc", std::to_string(o_.reshard_to),
+         "--final-state", (o_.work_dir / "e-final.safetensors").string()},
+        Preempt::kNever, &e_s);
+    checks[1] = ReshardCheck(a, e, std::move(checks[1]));
+    checks[1].duration_s += e_s;
+    processes[e.name] = ProcessTimes(e);
+  }
+  RoundtripMetrics placement;
+  placement.portable_beside_resume = r.beside;
+  placement.processes = processes;
+  const TelemetryMetrics sampled =
+      telemetry.Finish(ReadMetrics<TrainStepMetrics>(a.result).device.value_or(""));
+  placement.telemetry = ToJson(sampled);
+  ApplyThrottleFinding(sampled, &checks[0]);  // a throttled step time is not the node's
+  if (roundtrip_judged) AddMetrics(&checks[1].metrics, ToJson(placement));
+  if (Selected(o_.only, {"train.eval"})) checks[2].duration_s = r.c.seconds;
+  if (Selected(o_.only, {"ckpt.portable"})) checks[3].duration_s = r.d.seconds;
+  return checks;
+}
+
 std::vector<CheckResult> Coordinator::Run() {
   fs::create_directories(o_.work_dir);
   fs::create_directories(o_.checkpoint_root);
@@ -947,20 +1110,10 @@ std::vector<CheckResult> Coordinator::Run() {
     PrepareEngine();
   } catch (const EngineFilesFailure& refused) {
     if (refused.exit_code() != kExitVerdict) throw;
-    // The engine's files are not the ones the lock pins: nothing may train with them.
-    std::vector<CheckResult> checks = {{"train.step", CheckStatus::kFail, 0, refused.what(),
-                                        "re-lock with this trainlock, or validate in the image "
-                                        "built from the lock",
-                                        nlohmann::json::object()}};
-    for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"}) {
-      checks.push_back({id, CheckStatus::kSkip, 0, "the engine's files are not the pinned ones",
-                        "see train.step", nlohmann::json::object()});
-    }
-    return checks;
+    return EngineFilesRefusedChecks(refused);
   }
   TelemetryWindow telemetry(o_.device);  // NVML samples while the processes train
   const std::string steps = std::to_string(o_.steps), at = std::to_string(o_.checkpoint_at);
-  double a_s = 0, b_s = 0, c_s = 0, d_s = 0;
   Launched a_launched =
       Launch("a-uninterrupted",
              {"--steps", steps, "--measure-step", std::to_string(std::min<int64_t>(2, o_.steps)),
@@ -975,94 +1128,12 @@ std::vector<CheckResult> Coordinator::Run() {
   // B does its imports while A trains; it is ended unreleased when A decides there is no B.
   std::optional<Launched> b_launched;
   if (!o_.step_only) b_launched = Launch("b-preempted", b_args, /*gated=*/true);
+  double a_s = 0;
   WorkerRun a = Finish(std::move(a_launched), Preempt::kNever, &a_s);
-  if (a.result.contains("error") && a.result["error"].value("kind", "") == "unsupported") {
-    // The engine refused what this environment gives it (engine_probe.h decides most of it
-    // before any work): the node is not judged, nothing is failed.
-    std::vector<CheckResult> checks = CannotRunChecks(a);
-    checks[0].duration_s = a_s;
-    return checks;
-  }
-  if (a.result.contains("error") && a.result["error"].value("kind", "") == "out_of_memory") {
-    // Nothing to resume: every later process would fail the same way.
-    const std::string why = "the training step does not fit (see train.step); nothing to resume";
-    std::vector<CheckResult> checks = {StepCheck(a)};
-    for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"}) {
-      checks.push_back({id, CheckStatus::kSkip, 0, why, "apply a train.step remedy first",
-                        nlohmann::json::object()});
-    }
-    checks[0].duration_s = a_s;
-    return checks;
-  }
-  if (o_.step_only) {
-    std::vector<CheckResult> checks = {StepCheck(a)};
-    for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"})
-      checks.push_back(
-          {id, CheckStatus::kSkip, 0, "not selected (--only)", "", nlohmann::json::object()});
-    checks[0].duration_s = a_s;
-    ApplyThrottleFinding(
-        telemetry.Finish(ReadMetrics<TrainStepMetrics>(a.result).device.value_or("")), &checks[0]);
-    return checks;
-  }
-  Release(*b_launched);
-  std::vector<std::string> c_args = {"--steps", steps, "--restore", "--final-state",
-                                     (o_.work_dir / "c-final.safetensors").string()};
-  if (o_.negative_control == NegativeControl::kSkipRngRestore) c_args.push_back("--no-restore-rng");
-  if (o_.negative_control == NegativeControl::kSkipDataRestore)
-    c_args.push_back("--no-restore-data");
-  // C and D only read the committed checkpoint: run them side by side when they fit, both
-  // started (and their imports done) while B trains; neither reads anything before release.
-  const bool beside = PortableFitsBesideResume(a);
-  Launched c_launched = Launch("c-resumed", c_args, /*gated=*/true);
-  std::optional<Launched> d_launched;
-  if (beside) d_launched = Launch("d-portable", {"--role", "portable"}, /*gated=*/true);
-  WorkerRun b = Finish(std::move(*b_launched),
-                       o_.kill_during_save ? Preempt::kDuringSave : Preempt::kAfterCommit, &b_s);
-  if (o_.negative_control == NegativeControl::kCorruptCheckpoint && b.killed_by_us)
-    CorruptLatestCheckpoint();
-  Release(c_launched);
-  if (beside) Release(*d_launched);
-  WorkerRun c, d;
-  if (beside) {
-    std::tie(c, d) = FinishBoth(std::move(c_launched), std::move(*d_launched));
-  } else {
-    c = Finish(std::move(c_launched), Preempt::kNever, nullptr);
-    d = Start("d-portable", {"--role", "portable"}, Preempt::kNever, nullptr);
-  }
-  c_s = c.seconds;
-  d_s = d.seconds;
-
-  // A check outside --only is never judged, though its processes ran for a selected one.
-  std::vector<CheckResult> checks = {
-      RunSelected(o_.only, "train.step", [&] { return StepCheck(a); }),
-      RunSelected(o_.only, "train.roundtrip", [&] { return RoundtripCheck(a, b, c); }),
-      RunSelected(o_.only, "train.eval", [&] { return EvalCheck(b, c); }),
-      RunSelected(o_.only, "ckpt.portable", [&] { return PortableCheck(b, d); })};
-  const bool roundtrip_judged = Selected(o_.only, {"train.roundtrip"});
-  if (roundtrip_judged) checks[1].duration_s = a_s + b_s + c_s;
-  nlohmann::json processes = nlohmann::json::object();
-  for (const WorkerRun* run : {&a, &b, &c, &d}) processes[run->name] = ProcessTimes(*run);
-  if (o_.reshard_to > 0 && roundtrip_judged) {
-    double e_s = 0;
-    WorkerRun e = Start("e-resharded",
-                        {"--steps", steps, "--restore", "--nproc", std::to_string(o_.reshard_to),
-                         "--final-state", (o_.work_dir / "e-final.safetensors").string()},
-                        Preempt::kNever, &e_s);
-    checks[1] = ReshardCheck(a, e, std::move(checks[1]));
-    checks[1].duration_s += e_s;
-    processes[e.name] = ProcessTimes(e);
-  }
-  RoundtripMetrics placement;
-  placement.portable_beside_resume = beside;
-  placement.processes = processes;
-  const TelemetryMetrics sampled =
-      telemetry.Finish(ReadMetrics<TrainStepMetrics>(a.result).device.value_or(""));
-  placement.telemetry = ToJson(sampled);
-  ApplyThrottleFinding(sampled, &checks[0]);  // a throttled step time is not the node's
-  if (roundtrip_judged) AddMetrics(&checks[1].metrics, ToJson(placement));
-  if (Selected(o_.only, {"train.eval"})) checks[2].duration_s = c_s;
-  if (Selected(o_.only, {"ckpt.portable"})) checks[3].duration_s = d_s;
-  return checks;
+  if (std::optional<std::vector<CheckResult>> decided = VerdictFromA(a, a_s, telemetry))
+    return *decided;
+  const ResumeRuns resumed = RunResume(std::move(*b_launched), a);
+  return Judge(a, a_s, resumed, telemetry);
 }
 
 }  // namespace

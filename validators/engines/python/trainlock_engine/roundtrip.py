@@ -129,18 +129,25 @@ class Driver:
         return out
 
     def eval(self, when):
+        self.ctx.emit("eval", when=when, loss=self.eval_loss(), step=self.step)
+
+    def eval_loss(self):
         saved = rng.capture()  # evaluation must leave every stream where training left it
         mb = self.spec["training"]["micro_batch"]
         batches = [self.loader.eval_batch(i, mb, self.ctx.device) for i in range(self.spec["eval_batches"])]
         loss = self.engine.eval_loss(batches)
         rng.restore(saved)
-        self.ctx.emit("eval", when=when, loss=loss, step=self.step)
+        return loss
 
     # -- checkpoints -------------------------------------------------------------------
     def save(self, step):
         if self.pending is not None:
             self.finish(wait=True)
         asynchronous = self.opts.async_save or self.engine.saves_asynchronously
+        # The saved state's eval loss (after_save), taken before the save starts: evaluated
+        # after it, its forward passes would overlap an async save's staging and stretch the
+        # save beyond what the run's own loop (step, save, step) sees.
+        saved_state_loss = self.eval_loss()
         self.ctx.emit("checkpoint", phase="started", step=step, **{"async": asynchronous})
         started = time.perf_counter()
         directory = commit.step_dir(self.opts.checkpoint_root, step)
@@ -154,7 +161,7 @@ class Driver:
                        os.path.join(directory, DRIVER_FILE))
         handle = self.engine.save(directory, step, asynchronous)
         self.pending = (step, directory, handle, started, time.perf_counter() - started)
-        self.eval("after_save")
+        self.ctx.emit("eval", when="after_save", loss=saved_state_loss, step=self.step)
         if handle is None:
             self.finish(wait=True)
 
