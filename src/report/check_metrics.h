@@ -384,6 +384,42 @@ using Text = std::optional<std::string>;
 // A node check in a distributed validation's merged report (rank_merge.h): every node's status.
 #define TRAINLOCK_NODE_MERGE_METRICS(X) X(Free, nodes)
 
+// The engine protocol's `restored` and `checkpoint` event bodies (docs/validate.md, "The engine
+// protocol"), which the round trip's checks read: validators/support/engine_protocol.cc declares
+// the events' members from these lists, the native worker writes them with ToJson and the
+// coordinator reads them with ReadMetrics, so that no side spells a member by hand.
+#define TRAINLOCK_RESTORED_EVENT(X)                                                    \
+  X(Integer, step)                                                                     \
+  X(Text, dir)                                                                         \
+  X(Integer, bytes)                                                                    \
+  X(Number, seconds)                                                                   \
+  X(Flag, rng_restored)  /* false: the process was told not to (a negative control) */ \
+  X(Flag, data_restored) /* the same for the data position */                          \
+  X(Integer, world_size_saved)                                                         \
+  X(Flag, data_position_carried)                                                       \
+  X(Flag, data_position_offered)                                                       \
+  X(Integer, grad_accum)                                                               \
+  X(Free, skipped_uncommitted) /* the torn checkpoints passed over */                  \
+  X(Free, resumed_from)                                                                \
+  X(Flag, weights_only)                                                                \
+  X(Number, gbps)            /* the native worker's */                                 \
+  X(Integer, verified_files) /* the portable process's: tensor files, manifest, hash */
+
+#define TRAINLOCK_CHECKPOINT_EVENT(X)                                              \
+  X(Text, phase) /* "started" | "committed" */                                     \
+  X(Integer, step)                                                                 \
+  X(Flag, async)                                                                   \
+  X(Text, dir)                                                                     \
+  X(Integer, bytes)                                                                \
+  X(Number, seconds)    /* from the save's start to its commit */                  \
+  X(Number, blocking_s) /* training held up: the save call and any staging wait */ \
+  X(Number, write_s)                                                               \
+  X(Number, staging_wait_s)                                                        \
+  X(Number, staging_s)                                                             \
+  X(Integer, files)                                                                \
+  X(Number, staging_alloc_s) /* the native worker's */                             \
+  X(Number, gbps)
+
 #define TRAINLOCK_METRICS_MEMBER(type, name) type name;
 
 struct ArtifactRow {
@@ -473,6 +509,12 @@ struct CommandMetrics {
 struct NodeMergeMetrics {
   TRAINLOCK_NODE_MERGE_METRICS(TRAINLOCK_METRICS_MEMBER)
 };
+struct RestoredEvent {
+  TRAINLOCK_RESTORED_EVENT(TRAINLOCK_METRICS_MEMBER)
+};
+struct CheckpointEvent {
+  TRAINLOCK_CHECKPOINT_EVENT(TRAINLOCK_METRICS_MEMBER)
+};
 
 // The one writer and the one reader of each struct. ReadInto leaves the members the JSON lacks
 // as they are; ReadMetrics<T> starts from an empty T.
@@ -508,6 +550,8 @@ TRAINLOCK_DECLARE_METRICS(PackagesMetrics)
 TRAINLOCK_DECLARE_METRICS(TokenShardMetrics)
 TRAINLOCK_DECLARE_METRICS(CommandMetrics)
 TRAINLOCK_DECLARE_METRICS(NodeMergeMetrics)
+TRAINLOCK_DECLARE_METRICS(RestoredEvent)
+TRAINLOCK_DECLARE_METRICS(CheckpointEvent)
 #undef TRAINLOCK_DECLARE_METRICS
 
 template <class T>

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "report/check_metrics.h"
 #include "test_support.h"
 
 namespace trainlock::validate {
@@ -52,6 +53,34 @@ TEST(EngineProtocol, HelloComesFirstAndDoneCarriesNothing) {
 TEST(EngineProtocol, TheMeasurementCarriesTrainStepsMetrics) {
   for (const char* member : {"step_time_s", "peak_allocated_bytes", "mode", "measured_shape"})
     EXPECT_TRUE(ProtocolDeclares("measurement", member)) << member;
+}
+
+TEST(EngineProtocol, TheRestoredAndCheckpointBodiesAreTheTypedOnes) {
+  RestoredEvent restored;
+  restored.step = 4;
+  restored.rng_restored = true;
+  restored.verified_files = 7;
+  CheckpointEvent checkpoint;
+  checkpoint.phase = "committed";
+  checkpoint.blocking_s = 0.3;
+  checkpoint.staging_alloc_s = 0.1;
+  // (items() of a temporary would outlive it: the JSON is kept.)
+  const nlohmann::json restored_body = ToJson(restored), checkpoint_body = ToJson(checkpoint);
+  for (const auto& [key, value] : restored_body.items())
+    EXPECT_TRUE(ProtocolDeclares("restored", key)) << key;
+  for (const auto& [key, value] : checkpoint_body.items())
+    EXPECT_TRUE(ProtocolDeclares("checkpoint", key)) << key;
+}
+
+TEST(EngineProtocol, AnIllTypedRestoreFlagIsNoRestore) {
+  // The coordinator counts a source of state restored only when the engine says true.
+  const auto body = nlohmann::json::parse(
+      R"({"step": 4, "rng_restored": "yes", "data_restored": true, "bytes": 1.5e3})");
+  const RestoredEvent read = ReadMetrics<RestoredEvent>(body);
+  EXPECT_FALSE(read.rng_restored);
+  EXPECT_EQ(read.data_restored, std::optional<bool>(true));
+  EXPECT_EQ(read.step, std::optional<int64_t>(4));
+  EXPECT_EQ(read.bytes, std::optional<int64_t>(1500));
 }
 
 TEST(EngineProtocol, WhatIsNotDeclaredIsNot) {

@@ -30,6 +30,7 @@
 #include "project/train_shape.h"
 #include "report/check_metrics.h"
 #include "support/check_selection.h"
+#include "support/engine_protocol.h"
 #include "support/engine_transcript.h"
 #include "support/torch_build.h"
 #include "support/worker_process.h"
@@ -342,7 +343,7 @@ WorkerRun Coordinator::Collect(Launched& l) const {
   run.result = l.transcript.result();
   if (!l.transcript.violation().empty()) {
     // Nothing this process said counts: its result is the violation.
-    run.result["error"] = {{"kind", "protocol"},
+    run.result["error"] = {{"kind", kErrorProtocol},
                            {"message", "process " + run.name + " broke the engine protocol: " +
                                            l.transcript.violation()}};
   }
@@ -435,12 +436,10 @@ std::vector<double> Losses(const nlohmann::json& result) {
   return out;
 }
 
-// Whether the resumed worker restored `flag` ("rng_restored", "data_restored"): only when it
-// says so. A worker that never got to restore restored nothing.
-bool RestoredFlag(const nlohmann::json& result, const char* flag) {
-  if (!result.contains("restore") || !result["restore"].is_object()) return false;
-  const nlohmann::json& value = result["restore"].value(flag, nlohmann::json());
-  return value.is_boolean() && value.get<bool>();
+// What the resumed process said of its restore (the `restored` event); empty when it never
+// restored. A flag it did not send is nullopt: it restored only what it says it restored.
+RestoredEvent RestoreOf(const nlohmann::json& result) {
+  return ReadMetrics<RestoredEvent>(result.value("restore", nlohmann::json::object()));
 }
 
 // The step the resumed process found in the checkpoint it restored, as it reported it
@@ -509,9 +508,7 @@ void DescribeEngine(const WorkerRun& a, const WorkerRun& b, const WorkerRun& c,
     const nlohmann::json world = hello.value("world_size", nlohmann::json());
     if (world.is_number_integer()) m->world_size = world.get<int64_t>();
   }
-  m->skipped_uncommitted =
-      ReadMetrics<RoundtripMetrics>(c.result.value("restore", nlohmann::json::object()))
-          .skipped_uncommitted;
+  m->skipped_uncommitted = RestoreOf(c.result).skipped_uncommitted;
   for (const WorkerRun* run : {&a, &b, &c}) {
     if (run->result.contains("protocol_warnings")) {
       m->protocol_problems = {{run->name, run->result["protocol_warnings"]}};
@@ -540,10 +537,10 @@ std::vector<CheckResult> Coordinator::CannotRunChecks(const WorkerRun& a) const 
 CheckResult Coordinator::StepCheck(const WorkerRun& a) const {
   CheckResult c{"train.step", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
   std::string failure = Failure(a);
-  if (a.result.contains("error") && a.result["error"].value("kind", "") == "out_of_memory") {
+  if (a.result.contains("error") && a.result["error"].value("kind", "") == kErrorOutOfMemory) {
     return OutOfMemoryCheck(a);
   }
-  if (a.result.contains("error") && a.result["error"].value("kind", "") == "integrity") {
+  if (a.result.contains("error") && a.result["error"].value("kind", "") == kErrorIntegrity) {
     c.status = CheckStatus::kFail;
     c.summary = "a pinned file is not the one the lock pins: " + failure;
     c.remedy =
@@ -674,28 +671,28 @@ RoundtripMetrics Coordinator::RoundtripFacts(const WorkerRun& a, const WorkerRun
   m.preempted_with = "SIGKILL";
   m.losses_uninterrupted = Losses(a.result);
   m.losses_resumed = resumed;
-  m.rng_restored = RestoredFlag(c.result, "rng_restored");
-  m.data_restored = RestoredFlag(c.result, "data_restored");
+  const RestoredEvent restore = RestoreOf(c.result);
+  m.rng_restored = restore.rng_restored.value_or(false);
+  m.data_restored = restore.data_restored.value_or(false);
   m.restored_step = RestoredStep(c.result);
   DescribeEngine(a, b, c, &m);
+  auto raw = [](const auto& value) {  // the report keeps null for a value not said
+    return value ? nlohmann::json(*value) : nlohmann::json();
+  };
   if (b.result.contains("save")) {
-    const nlohmann::json& save = b.result["save"];
-    m.checkpoint_bytes = save.value("bytes", nlohmann::json());
-    m.save_s = save.value("seconds", nlohmann::json());  // to durable storage
-    m.save_gbps = save.value("gbps", nlohmann::json());
+    const CheckpointEvent save = ReadMetrics<CheckpointEvent>(b.result["save"]);
+    m.checkpoint_bytes = raw(save.bytes);
+    m.save_s = raw(save.seconds);  // to durable storage
+    m.save_gbps = raw(save.gbps);
     // What training was held up for (the copy into staging memory); the write went on beside it.
-    auto seconds = [&](const char* key) {
-      return save.contains(key) && save[key].is_number() ? Number(save[key].get<double>())
-                                                         : std::nullopt;
-    };
-    m.save_blocking_s = seconds("blocking_s");
-    m.save_staging_wait_s = seconds("staging_wait_s");
-    m.save_staging_alloc_s = seconds("staging_alloc_s");
-    m.save_write_s = seconds("write_s");
+    m.save_blocking_s = save.blocking_s;
+    m.save_staging_wait_s = save.staging_wait_s;
+    m.save_staging_alloc_s = save.staging_alloc_s;
+    m.save_write_s = save.write_s;
   }
   if (c.result.contains("restore")) {
-    m.restore_s = c.result["restore"].value("seconds", nlohmann::json());
-    m.restore_gbps = c.result["restore"].value("gbps", nlohmann::json());
+    m.restore_s = raw(restore.seconds);
+    m.restore_gbps = raw(restore.gbps);
   }
   return m;
 }
@@ -712,8 +709,8 @@ std::optional<CheckResult> Coordinator::RoundtripNotComparable(const WorkerRun& 
   };
   for (const WorkerRun* run : {&a, &b, &c}) {
     if (std::string failure = Failure(*run); !failure.empty()) {
-      const bool checkpoint =
-          run->result.contains("error") && run->result["error"].value("kind", "") == "checkpoint";
+      const bool checkpoint = run->result.contains("error") &&
+                              run->result["error"].value("kind", "") == kErrorCheckpoint;
       return result(CheckStatus::kFail, "process " + run->name + ": " + failure,
                     checkpoint
                         ? "the checkpoint did not verify: check the storage (checkpoint-dir) for "
@@ -1007,11 +1004,11 @@ std::optional<std::vector<CheckResult>> Coordinator::VerdictFromA(
   const std::string kind =
       a.result.contains("error") ? a.result["error"].value("kind", "") : std::string();
   std::vector<CheckResult> checks;
-  if (kind == "unsupported") {
+  if (kind == kErrorUnsupported) {
     // The engine refused what this environment gives it (engine_probe.h decides most of it
     // before any work): the node is not judged, nothing is failed.
     checks = CannotRunChecks(a);
-  } else if (kind == "out_of_memory") {
+  } else if (kind == kErrorOutOfMemory) {
     // Nothing to resume: every later process would fail the same way.
     const std::string why = "the training step does not fit (see train.step); nothing to resume";
     checks = {StepCheck(a)};

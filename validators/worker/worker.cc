@@ -337,20 +337,22 @@ void AnnounceCommitted(const WorkerOptions& o, AsyncCheckpointer& checkpointer,
                        nlohmann::json& result) {
   const CheckpointIo io = checkpointer.Wait();
   const AsyncSaveTimes& t = checkpointer.times();
-  result["save"] = {{"dir", io.dir.string()},
-                    {"step", o.save_at},
-                    {"files", io.files},
-                    {"bytes", io.bytes},
-                    {"seconds", t.durable_s},  // from the save's start to the committed rename
-                    {"write_s", io.seconds},
-                    {"blocking_s", t.blocking_s},
-                    {"staging_wait_s", t.staging_wait_s},
-                    {"staging_alloc_s", t.staging_alloc_s},
-                    {"gbps", Gbps(io.bytes, t.durable_s)}};
+  CheckpointEvent save;
+  save.dir = io.dir.string();
+  save.step = o.save_at;
+  save.files = static_cast<int64_t>(io.files);
+  save.bytes = static_cast<int64_t>(io.bytes);
+  save.seconds = t.durable_s;  // from the save's start to the committed rename
+  save.write_s = io.seconds;
+  save.blocking_s = t.blocking_s;
+  save.staging_wait_s = t.staging_wait_s;
+  save.staging_alloc_s = t.staging_alloc_s;
+  save.gbps = Gbps(io.bytes, t.durable_s);
+  result["save"] = ToJson(save);
   WriteResult(o, result);
-  nlohmann::json committed = result["save"];
-  committed.update({{"phase", "committed"}, {"async", true}});
-  Emit("checkpoint", std::move(committed));
+  save.phase = "committed";
+  save.async = true;
+  Emit("checkpoint", ToJson(save));
 }
 
 int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
@@ -375,19 +377,19 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
       }
       trainer->Restore(contents, {o.restore_rng, o.restore_data});
     });
-    result["restore"] = {{"dir", latest->string()},
-                         {"step", contents.step},
-                         {"bytes", io.bytes},
-                         {"seconds", io.seconds},
-                         {"gbps", Gbps(io.bytes, io.seconds)},
-                         {"rng_restored", o.restore_rng},
-                         {"data_restored", o.restore_data}};
-    nlohmann::json restored = result["restore"];
-    ReshardMetrics carried;  // one process, one world size: the position is carried as restored
-    carried.data_position_carried = o.restore_data;
-    restored.update(ToJson(carried));
-    restored["world_size_saved"] = 1;
-    Emit("restored", std::move(restored));
+    RestoredEvent restored;
+    restored.dir = latest->string();
+    restored.step = contents.step;
+    restored.bytes = static_cast<int64_t>(io.bytes);
+    restored.seconds = io.seconds;
+    restored.gbps = Gbps(io.bytes, io.seconds);
+    restored.rng_restored = o.restore_rng;
+    restored.data_restored = o.restore_data;
+    result["restore"] = ToJson(restored);
+    // One process, one world size: the position is carried as restored.
+    restored.data_position_carried = o.restore_data;
+    restored.world_size_saved = 1;
+    Emit("restored", ToJson(restored));
     result["eval_after_restore"] = trainer->EvalLoss();
     Emit("eval", {{"when", "after_restore"}, {"loss", result["eval_after_restore"]}});
   }
@@ -460,10 +462,12 @@ int RunPortable(const WorkerOptions& o, nlohmann::json& result) {
   EmitHello(o, device);
   EmitSetup(result);
   ReadingCheckpointState(*latest, [&] { trainer->Restore(contents); });
-  result["checkpoint"] = {{"dir", latest->string()},
-                          {"step", contents.step},
-                          {"bytes", io.bytes},
-                          {"verified_files", io.files + 2}};  // + manifest and its hash
+  RestoredEvent verified;
+  verified.dir = latest->string();
+  verified.step = contents.step;
+  verified.bytes = static_cast<int64_t>(io.bytes);
+  verified.verified_files = static_cast<int64_t>(io.files + 2);  // + manifest and its hash
+  result["checkpoint"] = ToJson(verified);
   Emit("restored", result["checkpoint"]);
   result["eval"] = trainer->EvalLoss();
   Emit("eval", {{"when", "portable"}, {"loss", result["eval"]}});
@@ -603,10 +607,10 @@ int RunWorker(const WorkerOptions& o) {
                                 : RunTrain(o, result);
   } catch (const ArtifactMismatch& e) {
     // A pinned file is not what the lock pins: the using check fails naming it (roundtrip.cc).
-    result["error"] = {{"kind", "integrity"}, {"message", e.what()}};
+    result["error"] = {{"kind", kErrorIntegrity}, {"message", e.what()}};
     code = kWorkerTrainingFailed;
   } catch (const CheckpointError& e) {
-    result["error"] = {{"kind", "checkpoint"}, {"message", e.what()}};
+    result["error"] = {{"kind", kErrorCheckpoint}, {"message", e.what()}};
     code = kWorkerCheckpointRefused;
   } catch (const ModelLoadError& e) {
     // The model directory's config or weights do not fit the training config: the model's
@@ -621,7 +625,7 @@ int RunWorker(const WorkerOptions& o) {
     code = kWorkerBadInput;
   } catch (const std::exception& e) {
     std::string message = e.what();
-    result["error"] = {{"kind", IsOutOfMemory(e) ? "out_of_memory" : "training"},
+    result["error"] = {{"kind", IsOutOfMemory(e) ? kErrorOutOfMemory : "training"},
                        {"message", message.substr(0, message.find('\n'))}};
     if (IsOutOfMemory(e)) {
       DeviceMemory m = ReadDeviceMemory(PickDevice(o.device));
