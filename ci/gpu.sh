@@ -16,7 +16,8 @@
 # DefaultStager saves (default 2); SKIP_FRAMEWORK_ROUNDTRIPS leaves out hf-trainer's and
 # lightning's round trips through `trainlock validate` on examples/tiny (FRAMEWORK_CONTROLS=""
 # without their rng/data controls, FRAMEWORK_PASS="" only the controls, FRAMEWORK_ENGINES one); STAGING_PROBE=1 adds bench/dcp_staging_probe.py (PROBE_GIB);
-# SKIP_PLAIN_FSDP2=1 runs the fsdp2 pilot's validation without the plain FSDP2 script beside it;
+# SKIP_PLAIN_FSDP2=1 runs the fsdp2 pilot's validation without the plain FSDP2 script beside it,
+# PLAIN_BESIDE_SAMPLER=1 runs that script a second time with nvidia-smi sampling at 200 ms;
 # FUZZ_SECONDS (below)
 # fuzzes beside them.
 # Also: the pilot's train.step beside Hugging Face transformers' LlamaForCausalLM (bench/hf_step.py,
@@ -324,6 +325,17 @@ fsdp2_beside_plain() {  # the fsdp2 engine on the pilot and a plain FSDP2 script
   # kernels, the output dropped before backward, dcp.async_save with torch's DefaultStager.
   python3 bench/fsdp2_plain.py --config examples/h200-pilot/configs/llama-1b.yaml --saves "${PLAIN_SAVES:-2}" \
     >"$OUT/engines/plain-fsdp2.jsonl" || return 1
+  if [ -n "${PLAIN_BESIDE_SAMPLER:-}" ]; then
+    # The same script again with an NVML sampler at the validator's telemetry interval (200 ms)
+    # beside it, as train.roundtrip's telemetry samples beside process B's save.
+    nvidia-smi --query-gpu=timestamp,power.draw,clocks.sm,temperature.gpu,clocks_event_reasons.active \
+      --format=csv -lms 200 >"$OUT/engines/plain-sampler.csv" 2>&1 &
+    local sampler=$!
+    python3 bench/fsdp2_plain.py --config examples/h200-pilot/configs/llama-1b.yaml --saves "${PLAIN_SAVES:-2}" \
+      >"$OUT/engines/plain-fsdp2-sampled.jsonl"
+    kill "$sampler" 2>/dev/null
+    grep -h '"event": "save"' "$OUT/engines/plain-fsdp2-sampled.jsonl" | cut -c1-400
+  fi
   python3 - "$OUT/engines/fsdp2-pilot-report.json" "$OUT/engines/plain-fsdp2.jsonl" <<'PY' | tee "$OUT/engines/fsdp2-vs-plain.md"
 import json, sys
 report = json.load(open(sys.argv[1]))
