@@ -153,7 +153,8 @@ using Text = std::optional<std::string>;
   X(Integer, first_divergent_step)                                                                 \
   X(Text, first_divergent_tensor)                                                                  \
   X(Flag, portable_beside_resume)                                                                  \
-  X(Free, processes) /* {process: {seconds, first_event_s: {event: seconds}}}: where time went */  \
+  X(Free, processes) /* {process: {seconds, first_event_s: {event: seconds}, spawned_s, started_s, \
+                        ended_s}}: where time went */                                              \
   X(OrNull<bool>, ranks_bitwise_identical) /* null: no two ranks of one GPU model */               \
   X(Free, ranks_computing_differently)                                                             \
   X(Text, engine)              /* the engine that trained, as its processes said (hello) */        \

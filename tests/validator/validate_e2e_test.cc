@@ -120,6 +120,22 @@ TEST_F(ValidateTiny, OnTheCpuTheRoundTripsTelemetryIsUnavailableSayingWhy) {
       << step["summary"];
 }
 
+// The native worker has no gate to wait at: each process of the round trip is spawned only
+// once the one it follows has ended (B training beside A would skew A's step; C could find
+// no checkpoint yet).
+TEST_F(ValidateTiny, EachNativeProcessIsSpawnedAfterTheOneItFollowsEnded) {
+  const auto& processes = Check(pass().report, "train.roundtrip")["metrics"]["processes"];
+  ASSERT_TRUE(processes.is_object()) << processes.dump();
+  const auto times = [&](const char* name, const char* what) {
+    return processes.at(name).at(what).get<double>();
+  };
+  EXPECT_LE(times("a-uninterrupted", "ended_s"), times("b-preempted", "spawned_s"));
+  EXPECT_LE(times("b-preempted", "ended_s"), times("c-resumed", "spawned_s"));
+  EXPECT_LE(times("b-preempted", "ended_s"), times("d-portable", "spawned_s"));
+  for (const char* name : {"a-uninterrupted", "b-preempted", "c-resumed", "d-portable"})
+    EXPECT_EQ(times(name, "spawned_s"), times(name, "started_s")) << name;
+}
+
 TEST_F(ValidateTiny, LossFallsOverTheRun) {
   const auto& losses = Check(pass().report, "train.roundtrip")["metrics"]["losses_uninterrupted"];
   ASSERT_GE(losses.size(), 2u);

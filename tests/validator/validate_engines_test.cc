@@ -95,6 +95,26 @@ TEST_F(ValidateDdpEngine, TheRoundTripPassesBitwiseThroughTheProtocol) {
   EXPECT_EQ(ReportSchemaViolations(pass().report), std::vector<std::string>{});
 }
 
+// A Python engine's next process is spawned ahead of its turn (its imports overlap the one
+// before it) but released only once that one has ended; C and D are spawned only after B's
+// save began, so their imports do not share the host with the save's staging.
+TEST_F(ValidateDdpEngine, EachProcessIsReleasedAfterTheOneItFollowsEnded) {
+  const auto& processes = CheckOf(pass().report, "train.roundtrip")["metrics"]["processes"];
+  ASSERT_TRUE(processes.is_object()) << processes.dump();
+  const auto times = [&](const char* name, const char* what) {
+    return processes.at(name).at(what).get<double>();
+  };
+  EXPECT_LT(times("b-preempted", "spawned_s"), times("a-uninterrupted", "ended_s"));
+  EXPECT_LE(times("a-uninterrupted", "ended_s"), times("b-preempted", "started_s"));
+  const double b_save_began =
+      times("b-preempted", "started_s") +
+      processes["b-preempted"]["first_event_s"].at("checkpoint").get<double>();
+  for (const char* next : {"c-resumed", "d-portable"}) {
+    EXPECT_LE(b_save_began, times(next, "spawned_s")) << next;
+    EXPECT_LE(times("b-preempted", "ended_s"), times(next, "started_s")) << next;
+  }
+}
+
 TEST_F(ValidateDdpEngine, TheReportNamesTheEngineAndTheFrameworkVersionsItMeasured) {
   const auto& roundtrip = CheckOf(pass().report, "train.roundtrip");
   EXPECT_EQ(roundtrip["metrics"]["engine"], "ddp");

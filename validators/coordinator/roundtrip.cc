@@ -57,6 +57,9 @@ struct WorkerRun {
   uint64_t peak_rss_bytes = 0;                                // sampled while it ran
   std::optional<uint64_t> oom_kills_before, oom_kills_after;  // the cgroup's OOM-killer count
   double seconds = 0;                                         // from its start to its end
+  // Seconds from the round trip's start until it was spawned, released (its clock's start:
+  // the same as spawned unless it was started ahead of its turn) and its output ended.
+  double spawned_s = 0, started_s = 0, ended_s = 0;
   // Its final state, as this process read it from the file it told the engine to write.
   std::optional<StateDigest> state;
   fs::path state_file;  // that file while it is kept (small enough to diff), else empty
@@ -81,7 +84,8 @@ double Seconds(Clock::time_point start) {
 
 class Coordinator {
  public:
-  Coordinator(const RoundtripOptions& o, const Project& project) : o_(o), project_(project) {}
+  Coordinator(const RoundtripOptions& o, const Project& project)
+      : o_(o), project_(project), epoch_(Clock::now()) {}
 
   std::vector<CheckResult> Run();
 
@@ -100,14 +104,19 @@ class Coordinator {
     std::optional<Clock::time_point> exited_at;
     bool output_done = false;
     Clock::time_point output_done_at;
-    std::optional<fs::path> gate;  // a process started ahead of its turn waits for this file
+    std::optional<fs::path> gate;         // a process started ahead of its turn waits for this file
+    std::vector<std::string> argv_extra;  // its own options, after the common ones
+    bool stepped_after_save = false;      // it sent a step after a checkpoint's start
   };
   // Starts a process. A gated Python engine is started ahead of its turn: it does its imports
   // and waits (--start-after) until Release, so the seconds of its interpreter and framework
-  // imports pass while the process before it still runs.
+  // imports pass while the process before it still runs. The native worker has no gate to
+  // wait at (and starts in a second): a gated one is spawned at its release.
   Launched Launch(const std::string& name, const std::vector<std::string>& extra,
                   bool gated = false) const;
-  // Lets a gated process go; its times and its deadline count from now.
+  void Spawn(Launched& l) const;
+  // Lets a gated process go (spawning it if it waits unspawned); its times and its deadline
+  // count from now.
   void Release(Launched& l) const;
   EngineExpectation Expectation(const std::vector<std::string>& extra) const;
   // Reads the process's output lines into its transcript and log until the output ends (or
@@ -156,9 +165,12 @@ class Coordinator {
   CheckResult EvalCheck(const WorkerRun& b, const WorkerRun& c) const;
   CheckResult PortableCheck(const WorkerRun& b, const WorkerRun& d) const;
 
+  double SinceStart() const { return Seconds(epoch_); }
+
   const RoundtripOptions& o_;
   const Project& project_;
-  fs::path engine_dir_;  // a Python engine's verified package
+  Clock::time_point epoch_;  // the round trip's start: what each process's times count from
+  fs::path engine_dir_;      // a Python engine's verified package
   fs::path python_;
   fs::path spec_file_;
 };
@@ -202,20 +214,31 @@ Coordinator::Launched Coordinator::Launch(const std::string& name,
                                           const std::vector<std::string>& extra, bool gated) const {
   Launched l;
   l.run.name = name;
-  l.started = Clock::now();
-  l.run.oom_kills_before = CgroupOomKills();
   std::vector<std::string> with_world = extra;
   if (o_.engine != "native" && std::find(extra.begin(), extra.end(), "--nproc") == extra.end())
     with_world.insert(with_world.end(), {"--nproc", std::to_string(o_.engine_nproc)});
-  std::vector<std::string> argv_extra = with_world;
-  if (gated && o_.engine != "native") {  // the native worker starts in a second: no gate
+  l.argv_extra = with_world;
+  if (gated && o_.engine != "native") {
     l.gate = o_.work_dir / (name + ".start");
     std::error_code ec;
     fs::remove(*l.gate, ec);
-    argv_extra.insert(argv_extra.end(), {"--start-after", l.gate->string()});
+    l.argv_extra.insert(l.argv_extra.end(), {"--start-after", l.gate->string()});
   }
+  l.transcript = EngineTranscript(Expectation(with_world));
+  if (const auto at = std::find(extra.begin(), extra.end(), "--final-state");
+      at != extra.end() && at + 1 != extra.end())
+    l.final_state = *(at + 1);
+  if (!gated || l.gate) Spawn(l);
+  return l;
+}
+
+void Coordinator::Spawn(Launched& l) const {
+  l.started = Clock::now();
+  l.run.spawned_s = l.run.started_s = SinceStart();
+  l.run.oom_kills_before = CgroupOomKills();
+  const std::string& name = l.run.name;
   EngineLaunch launch =
-      EngineCommand(o_.engine, python_, engine_dir_, CommonArgs(name), argv_extra);
+      EngineCommand(o_.engine, python_, engine_dir_, CommonArgs(name), l.argv_extra);
   // CUDA refuses to start inside a new PID namespace in some sandboxes (cudaGetDeviceCount: error
   // 304, "operation not supported on this OS", on the H200 machine of bench/results/
   // 2026-12-02-h200-pilot-pass): an engine that may train on a GPU gets its own process group,
@@ -224,18 +247,18 @@ Coordinator::Launched Coordinator::Launch(const std::string& name,
   ChildIsolation isolation{launch.env, launch.clean_env, launch.python,
                            launch.python && !may_use_gpu, launch.cwd};
   l.child = std::make_unique<Child>(launch.argv, o_.work_dir / (name + ".stderr"), isolation);
-  l.transcript = EngineTranscript(Expectation(with_world));
   l.run.pid = l.child->pid();
   l.rss = std::make_unique<RssSampler>(l.run.pid);
-  if (const auto at = std::find(extra.begin(), extra.end(), "--final-state");
-      at != extra.end() && at + 1 != extra.end())
-    l.final_state = *(at + 1);
-  return l;
 }
 
 void Coordinator::Release(Launched& l) const {
+  if (!l.child) {
+    Spawn(l);
+    return;
+  }
   if (l.gate) WriteFileAtomically(*l.gate, "");
   l.started = Clock::now();
+  l.run.started_s = SinceStart();
 }
 
 // What the lock says each process's hello must say: its engine, the torch of its targets (a
@@ -285,6 +308,7 @@ bool Coordinator::ReadSome(Launched& l, Preempt preempt) const {
   const std::string event = l.transcript.Add(*line);
   if (!event.empty() && !run.first_event_s.contains(event))
     run.first_event_s[event] = Seconds(l.started);
+  if (event == "step" && l.transcript.LastCheckpoint("started")) l.stepped_after_save = true;
   if (!l.transcript.violation().empty()) return Done(l);  // nothing more it says counts
   if (event == "checkpoint" && !run.killed_by_us && ShouldPreempt(l.transcript, preempt)) {
     l.child->Kill();
@@ -298,6 +322,7 @@ bool Coordinator::Done(Launched& l) const {
   if (!l.transcript.violation().empty()) l.child->Kill();
   l.output_done = true;
   l.output_done_at = Clock::now();
+  l.run.ended_s = SinceStart();
   return false;
 }
 
@@ -494,7 +519,11 @@ int64_t LastCommittedStep(const WorkerRun& run) {
 
 // How long `run` took, and when each of its events first arrived (RoundtripMetrics::processes).
 nlohmann::json ProcessTimes(const WorkerRun& run) {
-  return {{"seconds", run.seconds}, {"first_event_s", run.first_event_s}};
+  return {{"seconds", run.seconds},
+          {"first_event_s", run.first_event_s},
+          {"spawned_s", run.spawned_s},
+          {"started_s", run.started_s},
+          {"ended_s", run.ended_s}};
 }
 
 // Which engine trained, as its processes said, and what of the protocol they broke.
@@ -1030,8 +1059,10 @@ std::optional<std::vector<CheckResult>> Coordinator::VerdictFromA(
   return checks;
 }
 
-// Releases B (started gated while A ran), starts C and D gated while B trains, preempts B
-// as the options say, then releases C and D (side by side when they fit) and finishes them.
+// Releases B (started gated while A ran), starts C and D gated once B's save is staged,
+// preempts B as the options say, then releases C and D (side by side when they fit) and
+// finishes them. No process is released, and no native one spawned, before the one it
+// follows has ended.
 Coordinator::ResumeRuns Coordinator::RunResume(Launched b_launched, const WorkerRun& a) {
   ResumeRuns out;
   Release(b_launched);
@@ -1041,14 +1072,18 @@ Coordinator::ResumeRuns Coordinator::RunResume(Launched b_launched, const Worker
   if (o_.negative_control == NegativeControl::kSkipRngRestore) c_args.push_back("--no-restore-rng");
   if (o_.negative_control == NegativeControl::kSkipDataRestore)
     c_args.push_back("--no-restore-data");
+  const Preempt b_preempt = o_.kill_during_save ? Preempt::kDuringSave : Preempt::kAfterCommit;
   // C and D only read the committed checkpoint: run them side by side when they fit, both
-  // started (and their imports done) while B trains; neither reads anything before release.
+  // started (and their imports done) while B writes its checkpoint; neither reads anything
+  // before release. They start once B has stepped after its save began, so their imports do
+  // not share the host with the save's staging (the part of a save that holds training up).
+  while (!b_launched.stepped_after_save && ReadSome(b_launched, b_preempt)) {
+  }
   out.beside = PortableFitsBesideResume(a);
   Launched c_launched = Launch("c-resumed", c_args, /*gated=*/true);
   std::optional<Launched> d_launched;
   if (out.beside) d_launched = Launch("d-portable", {"--role", "portable"}, /*gated=*/true);
-  out.b = Finish(std::move(b_launched),
-                 o_.kill_during_save ? Preempt::kDuringSave : Preempt::kAfterCommit, &out.b_s);
+  out.b = Finish(std::move(b_launched), b_preempt, &out.b_s);
   if (o_.negative_control == NegativeControl::kCorruptCheckpoint && out.b.killed_by_us)
     CorruptLatestCheckpoint();
   Release(c_launched);
@@ -1122,7 +1157,8 @@ std::vector<CheckResult> Coordinator::Run() {
     b_args.insert(b_args.end(),
                   {"--save-at", std::to_string(o_.checkpoint_at + 1), "--async-save"});
   }
-  // B does its imports while A trains; it is ended unreleased when A decides there is no B.
+  // B does its imports while A trains (a native B is spawned at its release); it is ended
+  // unreleased when A decides there is no B.
   std::optional<Launched> b_launched;
   if (!o_.step_only) b_launched = Launch("b-preempted", b_args, /*gated=*/true);
   double a_s = 0;
