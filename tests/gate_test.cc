@@ -51,8 +51,11 @@ class Gate : public ::testing::Test {
     return r;
   }
 
-  GateDecision Decide(const GateRequest& request) {
-    return EvaluateGate(request, Catalog::Embedded());
+  GateDecision Decide(const GateRequest& request) { return EvaluateGate(request, catalog()); }
+  // Parsed once per test process: the byte-by-byte tests decide thousands of times.
+  static const Catalog& catalog() {
+    static const Catalog embedded = Catalog::Embedded();
+    return embedded;
   }
   GateDecision Decide() { return Decide(Request(report_.dump(2))); }
 

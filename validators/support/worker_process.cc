@@ -1,6 +1,7 @@
 // Child process handling; see subprocess.h.
 #include "support/worker_process.h"
 
+#include <algorithm>
 #include <deque>
 #include <fstream>
 #include <stdexcept>
@@ -48,12 +49,30 @@ std::optional<int> Child::Wait(std::chrono::steady_clock::time_point deadline) {
 }
 
 std::string TailOfFile(const std::filesystem::path& file, int lines) {
-  std::ifstream in(file);
+  std::ifstream in(file, std::ios::binary);
+  if (!in || lines <= 0) return "";
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size <= 0) return "";
+  // Only the end is read: an engine's stderr may be hundreds of MiB, in one line or many.
+  const std::streamoff from = std::max<std::streamoff>(0, size - kTailWindowBytes);
+  in.seekg(from);
+  std::string window(static_cast<size_t>(size - from), '\0');
+  in.read(window.data(), static_cast<std::streamsize>(window.size()));
+  window.resize(static_cast<size_t>(in.gcount()));
+  if (!window.empty() && window.back() == '\n') window.pop_back();
   std::deque<std::string> tail;
-  std::string line;
-  while (std::getline(in, line)) {
-    tail.push_back(line);
-    if (static_cast<int>(tail.size()) > lines) tail.pop_front();
+  size_t end = window.size();
+  while (static_cast<int>(tail.size()) < lines) {
+    const size_t newline = end == 0 ? std::string::npos : window.rfind('\n', end - 1);
+    const size_t begin = newline == std::string::npos ? 0 : newline + 1;
+    // A line that began before the window is kept only when it is all there is.
+    if (newline == std::string::npos && from > 0 && !tail.empty()) break;
+    std::string line = window.substr(begin, end - begin);
+    if (line.size() > kTailLineBytes) line = "..." + line.substr(line.size() - kTailLineBytes);
+    tail.push_front(std::move(line));
+    if (newline == std::string::npos) break;
+    end = newline;
   }
   std::string out;
   for (const std::string& l : tail) out += (out.empty() ? "" : "\n") + l;

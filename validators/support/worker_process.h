@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <ios>
 #include <map>
 #include <optional>
 #include <string>
@@ -63,7 +64,10 @@ class Child {
   Subprocess process_;
 };
 
-// The last `lines` lines of a text file ("" when unreadable), for error summaries.
+// The last `lines` lines of a text file ("" when unreadable), for error summaries: read from
+// the file's last kTailWindowBytes only, each line cut to its last kTailLineBytes.
+inline constexpr std::streamoff kTailWindowBytes = 64 << 10;
+inline constexpr size_t kTailLineBytes = 1000;
 std::string TailOfFile(const std::filesystem::path& file, int lines);
 
 }  // namespace trainlock::validate
