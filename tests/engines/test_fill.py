@@ -7,7 +7,9 @@ Run: /usr/bin/python3 -B -m unittest tests/engines/test_fill.py -v
 """
 
 import os
+import shutil
 import sys
+import tempfile
 import types
 import unittest
 
@@ -15,10 +17,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "validato
 
 import torch  # noqa: E402
 
-from trainlock_engine import runtime  # noqa: E402
+from trainlock_engine import roundtrip, runtime  # noqa: E402
 
 
-class WithTheSwitch(unittest.TestCase):
+class StandInSwitch(unittest.TestCase):
     """torch.utils.deterministic as torch >= 2.1 has it (a stand-in namespace on an older torch)."""
 
     def setUp(self):
@@ -32,6 +34,8 @@ class WithTheSwitch(unittest.TestCase):
         else:
             torch.utils.deterministic = self.saved
 
+
+class WithTheSwitch(StandInSwitch):
     def test_set_fill_returns_the_setting_it_replaced(self):
         self.assertIs(runtime.set_fill(False), True)
         self.assertIs(self.switch.fill_uninitialized_memory, False)
@@ -46,6 +50,71 @@ class WithTheSwitch(unittest.TestCase):
         with self.assertRaises(KeyError):
             with runtime.filling(False):
                 raise KeyError("load failed")
+        self.assertIs(self.switch.fill_uninitialized_memory, True)
+
+
+class RecordingEngine:
+    """Saves nothing but what the fill setting was while it was asked to save."""
+
+    def __init__(self, switch, asynchronous):
+        self.switch, self.saves_asynchronously = switch, asynchronous
+        self.fill_during_save = []
+
+    def save(self, directory, step, asynchronous):
+        self.fill_during_save.append(self.switch.fill_uninitialized_memory)
+        return FinishedSave() if asynchronous else None
+
+
+class FinishedSave:
+    staging_wait_s = 0.0
+    staging_s = None
+
+    def done(self):
+        return True
+
+    def wait(self):
+        pass
+
+
+class TheSaveAllocatesAsTheRunDoes(StandInSwitch):
+    """Deterministic mode is on for the bitwise comparison and fills every new tensor; the run's
+    own save (config without `deterministic: true`) fills nothing, so the round trip's save must
+    not either: an async save's 16 GB of staging buffers filled cost an H200 2.5-3 s."""
+
+    def driver(self, deterministic, asynchronous):
+        root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, root)
+        d = roundtrip.Driver.__new__(roundtrip.Driver)
+        d.ctx = types.SimpleNamespace(rank=0, emit=lambda *a, **k: None)
+        d.spec = {"training": {"deterministic": deterministic}, "lock_sha256": "0" * 64}
+        d.opts = types.SimpleNamespace(async_save=False, checkpoint_root=root, keep_last=2)
+        d.world, d.step, d.grad_accum, d.pending, d.fill_outside_save = 1, 3, 1, None, None
+        d.loader = types.SimpleNamespace(state=lambda: {"position": 3})
+        d.eval_loss = lambda: 1.0
+        d.engine = RecordingEngine(self.switch, asynchronous)
+        return d
+
+    def test_a_run_without_deterministic_kernels_saves_unfilled_and_fills_again_after(self):
+        for asynchronous in (False, True):
+            d = self.driver(deterministic=False, asynchronous=asynchronous)
+            d.save(3)
+            if d.pending is not None:
+                d.finish(wait=True)
+            self.assertEqual(d.engine.fill_during_save, [False])
+            self.assertIs(self.switch.fill_uninitialized_memory, True)
+
+    def test_an_async_save_stays_unfilled_until_it_commits(self):
+        d = self.driver(deterministic=False, asynchronous=True)
+        d.save(3)
+        self.assertIsNotNone(d.pending)
+        self.assertIs(self.switch.fill_uninitialized_memory, False)
+        d.finish(wait=True)
+        self.assertIs(self.switch.fill_uninitialized_memory, True)
+
+    def test_a_run_with_deterministic_kernels_saves_filled(self):
+        d = self.driver(deterministic=True, asynchronous=False)
+        d.save(3)
+        self.assertEqual(d.engine.fill_during_save, [True])
         self.assertIs(self.switch.fill_uninitialized_memory, True)
 
 

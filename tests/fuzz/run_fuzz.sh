@@ -42,7 +42,11 @@ case $mode in
   build)
     clangxx=$3
     mkdir -p "$build"
-    cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    # OSS-Fuzz's flags (-O1, line tables only): the one translation unit of trainlock_core
+    # compiles in 165 s instead of 237 s at RelWithDebInfo's -O2 -g on 2 CPUs, and crash stacks
+    # keep their file and line. NDEBUG as before: third-party asserts stay out of the verdict.
+    cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE= \
+      -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only -DNDEBUG" \
       -DCMAKE_CXX_COMPILER="$clangxx" -DTRAINLOCK_FUZZ=ON -DTRAINLOCK_TESTS=OFF \
       -DTRAINLOCK_VALIDATOR=OFF >"$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
     cmake --build "$build" --target fuzz_targets

@@ -111,6 +111,7 @@ class Driver:
         self.step = 0
         self.grad_accum = self.spec["training"]["grad_accum"]
         self.pending = None
+        self.fill_outside_save = None  # the fill setting to put back once the pending save commits
         self.reference = None  # the deterministic measurement, while the run's kernels are to come
         seed_everything(self.spec["seed"])
         started = time.perf_counter()
@@ -159,6 +160,12 @@ class Driver:
             torch.save({"step": step, "world_size": self.world, "grad_accum": self.grad_accum,
                         "data": self.loader.state(), "lock_sha256": self.spec["lock_sha256"]},
                        os.path.join(directory, DRIVER_FILE))
+        # The save allocates its buffers as the run's own save does: deterministic mode (on for
+        # the bitwise comparison) fills every new tensor, an async save's staging buffers too,
+        # which a run without `deterministic: true` never does; on an H200 the pilot's 16 GB
+        # staging took 2.5-3 s longer filled (bench/results/2026-12-03-h200-spawn-order). The
+        # setting is put back when the save commits; the steps between are never compared.
+        self.fill_outside_save = runtime.set_fill(measure.asks_deterministic(self.spec))
         handle = self.engine.save(directory, step, asynchronous)
         self.pending = (step, directory, handle, started, time.perf_counter() - started)
         self.ctx.emit("eval", when="after_save", loss=saved_state_loss, step=self.step)
@@ -173,6 +180,9 @@ class Driver:
             return
         if handle is not None:
             handle.wait()
+        if self.fill_outside_save is not None:
+            runtime.set_fill(self.fill_outside_save)
+            self.fill_outside_save = None
         runtime.barrier(self.world)
         self.pending = None
         if self.ctx.rank == 0:

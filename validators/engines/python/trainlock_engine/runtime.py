@@ -13,9 +13,11 @@ on one CPU core. Buffers written in full before anything reads them need no fill
 final state only trainlock reads is made without it, and a checkpoint is read back as the run's
 own resume would read it (filled only if its config asks for deterministic kernels); `filling`
 switches it for such a block. A kernel that did read unfilled memory would make the
-uninterrupted and the resumed run differ, failing the round trip, never passing it. (DCP's
-DefaultStager allocates untyped storage, which is never filled: bench/dcp_staging_probe.py
-measured the same staging time in both modes.)
+uninterrupted and the resumed run differ, failing the round trip, never passing it. A save
+allocates as the run's own save would, filled only if the config asks for deterministic kernels
+(roundtrip.Driver.save): DCP's DefaultStager staging of the pilot's 16 GB took 2.5-3 s longer
+filled on an H200 (bench/results/2026-12-03-h200-spawn-order; bench/dcp_staging_probe.py's
+4 GiB probe had shown no difference).
 """
 
 import contextlib
