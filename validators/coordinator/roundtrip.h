@@ -1,7 +1,7 @@
-// The coordinator of the train -> checkpoint -> kill -> restore -> resume test. It starts
-// the worker processes (worker.h), preempts the saving one with SIGKILL, compares what they
-// report and turns that into the train.step, train.roundtrip, train.eval and ckpt.portable
-// checks.
+// The train -> checkpoint -> kill -> restore -> resume test, in two halves: roundtrip.cc runs
+// the engine's processes A to E (starting them, preempting the saving one with SIGKILL) into
+// a value of what they did (roundtrip_runs.h), and roundtrip_checks.h's free functions judge
+// that value into the train.step, train.roundtrip, train.eval and ckpt.portable checks.
 #pragma once
 
 #include <filesystem>

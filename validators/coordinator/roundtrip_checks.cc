@@ -1,0 +1,700 @@
+// The round trip's judging half; see roundtrip_checks.h.
+#include "coordinator/roundtrip_checks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdint>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/failure.h"
+#include "base/sha256.h"
+#include "compat/catalog.h"
+#include "coordinator/state_file.h"
+#include "plan/memory_model.h"
+#include "plan/memory_remedies.h"
+#include "probes/gpu_telemetry.h"
+#include "probes/host_memory.h"
+#include "project/project.h"
+#include "project/train_shape.h"
+#include "report/check_metrics.h"
+#include "support/check_selection.h"
+#include "support/engine_protocol.h"
+
+namespace trainlock::validate {
+namespace fs = std::filesystem;
+namespace {
+
+CheckResult OutOfMemoryCheck(const JudgeInputs& in, const WorkerRun& a);
+
+// The kind of the error `run` reported, "" when none.
+std::string ErrorKind(const WorkerRun& run) {
+  return run.result.contains("error") ? run.result["error"].value("kind", "") : std::string();
+}
+
+// Why `run` failed, as the checks say it ("" when it did not): its timeout, its error event,
+// an outside SIGKILL (the OOM killer, when the cgroup counted one) or its exit status.
+std::string ProcessFailure(const JudgeInputs& in, const WorkerRun& run) {
+  if (!run.exit_code) {
+    return "process " + run.name + " did not finish within " + std::to_string(in.o.timeout_s) +
+           " s; its output is in " + in.o.work_dir.string();
+  }
+  if (run.result.contains("error")) return run.result["error"].value("message", "failed");
+  if (run.killed_by_us) return "";
+  if (*run.exit_code == 128 + SIGKILL) {
+    return DescribeOutsideKill(run.name, run.peak_rss_bytes, HostMemoryBytes(),
+                               run.oom_kills_before, run.oom_kills_after) +
+           "; its output is in " + in.o.work_dir.string();
+  }
+  if (*run.exit_code != 0) {
+    return "process " + run.name + " exited with " + std::to_string(*run.exit_code) +
+           (run.stderr_tail.empty()
+                ? ""
+                : ": " + run.stderr_tail.substr(run.stderr_tail.rfind('\n') + 1));
+  }
+  return "";
+}
+
+std::vector<double> Losses(const nlohmann::json& result) {
+  std::vector<double> out;
+  const nlohmann::json losses = result.value("losses", nlohmann::json::array());
+  for (const auto& l : losses) {
+    const nlohmann::json loss = l.is_object() ? l.value("loss", nlohmann::json()) : nullptr;
+    out.push_back(loss.is_number() ? loss.get<double>() : std::nan(""));
+  }
+  return out;
+}
+
+// What the resumed process said of its restore (the `restored` event); empty when it never
+// restored. A flag it did not send is nullopt: it restored only what it says it restored.
+RestoredEvent RestoreOf(const nlohmann::json& result) {
+  return ReadMetrics<RestoredEvent>(result.value("restore", nlohmann::json::object()));
+}
+
+// The step the resumed process found in the checkpoint it restored, as it reported it
+// (worker.cc's restore object); nullopt when it reported none.
+std::optional<int64_t> RestoredStep(const nlohmann::json& result) {
+  if (!result.contains("restore") || !result["restore"].is_object()) return std::nullopt;
+  const nlohmann::json& step = result["restore"].value("step", nlohmann::json());
+  return step.is_number_integer() ? std::optional<int64_t>(step.get<int64_t>()) : std::nullopt;
+}
+
+// What of the config's shape the worker's observed shape (measured_shape) contradicts, "" when
+// nothing: a step measured at another precision or without the recomputation the config asks
+// for is not the config's step. A worker that reported no observed shape contradicts it too.
+std::string ShapeMismatch(const TrainStepMetrics& m, const TrainConfig& config) {
+  if (!m.measured_shape || !m.measured_shape->is_object()) return "the worker reported no shape";
+  const auto seen = ReadMetrics<MeasuredShapeMetrics>(*m.measured_shape);
+  const TrainingConfig& t = config.training;
+  const std::string dtype = seen.activation_dtype.value_or("none");
+  if (dtype != t.precision)
+    return "activations in " + dtype + ", the config's precision is " + t.precision;
+  if (seen.activation_checkpointing.value_or(!t.activation_checkpointing) !=
+      t.activation_checkpointing)
+    return std::string("activation checkpointing ") + (t.activation_checkpointing ? "off" : "on") +
+           ", the config asks for it " + (t.activation_checkpointing ? "on" : "off");
+  return "";
+}
+
+// The per-tensor digests of the final state `run` wrote, as this process computed them from
+// the file (an empty object when none): never the digests an engine prints.
+nlohmann::json Fingerprints(const WorkerRun& run) {
+  nlohmann::json out = nlohmann::json::object();
+  if (run.state)
+    for (const auto& [name, digest] : run.state->tensors) out[name] = digest;
+  return out;
+}
+
+// Why `run`'s final state cannot be compared, "" when it can.
+std::string StateProblem(const WorkerRun& run) {
+  if (!run.state) return "process " + run.name + " was not asked for its final state";
+  if (!run.state->problem.empty())
+    return "process " + run.name + "'s final state: " + run.state->problem;
+  if (run.state->tensors.empty()) return "process " + run.name + "'s final state holds no tensor";
+  return "";
+}
+
+// The step of the last checkpoint `run` reported committed; -1 when none.
+int64_t LastCommittedStep(const WorkerRun& run) {
+  const nlohmann::json save = run.result.value("save", nlohmann::json::object());
+  const nlohmann::json step = save.is_object() ? save.value("step", nlohmann::json()) : nullptr;
+  return step.is_number_integer() ? step.get<int64_t>() : -1;
+}
+
+// How long `run` took, and when each of its events first arrived (RoundtripMetrics::processes).
+nlohmann::json ProcessTimes(const WorkerRun& run) {
+  return {{"seconds", run.seconds},
+          {"first_event_s", run.first_event_s},
+          {"spawned_s", run.spawned_s},
+          {"started_s", run.started_s},
+          {"ended_s", run.ended_s}};
+}
+
+// Which engine trained, as its processes said, and what of the protocol they broke.
+void DescribeEngine(const WorkerRun& a, const WorkerRun& b, const WorkerRun& c,
+                    RoundtripMetrics* m) {
+  const nlohmann::json hello = c.result.value("hello", a.result.value("hello", nlohmann::json()));
+  if (hello.is_object()) {
+    const nlohmann::json engine = hello.value("engine", nlohmann::json());
+    if (engine.is_string()) m->engine = engine.get<std::string>();
+    m->engine_versions = hello.value("versions", nlohmann::json::object());
+    const nlohmann::json world = hello.value("world_size", nlohmann::json());
+    if (world.is_number_integer()) m->world_size = world.get<int64_t>();
+  }
+  m->skipped_uncommitted = RestoreOf(c.result).skipped_uncommitted;
+  for (const WorkerRun* run : {&a, &b, &c}) {
+    if (run->result.contains("protocol_warnings")) {
+      m->protocol_problems = {{run->name, run->result["protocol_warnings"]}};
+      break;
+    }
+  }
+  m->killed_during_save = b.result.contains("save_started") && b.killed_by_us &&
+                          LastCommittedStep(b) >= 0 &&
+                          b.result["save_started"].value("step", nlohmann::json()) !=
+                              b.result["save"].value("step", nlohmann::json());
+}
+
+std::vector<CheckResult> CannotRunChecks(const JudgeInputs& in, const WorkerRun& a) {
+  TrainStepMetrics m;
+  m.cannot_run = "engine " + in.o.engine + ": " + in.python.string() + " cannot run it here (" +
+                 ProcessFailure(in, a) +
+                 "): install what it names in that interpreter or pass --python PATH";
+  std::vector<CheckResult> checks = {
+      {"train.step", CheckStatus::kError, 0, *m.cannot_run, "", ToJson(m)}};
+  for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"}) {
+    checks.push_back({id, CheckStatus::kSkip, 0, "not run: the engine cannot run here",
+                      "see train.step", nlohmann::json::object()});
+  }
+  return checks;
+}
+
+CheckResult StepCheck(const JudgeInputs& in, const WorkerRun& a) {
+  CheckResult c{"train.step", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
+  std::string failure = ProcessFailure(in, a);
+  if (a.result.contains("error") && a.result["error"].value("kind", "") == kErrorOutOfMemory) {
+    return OutOfMemoryCheck(in, a);
+  }
+  if (a.result.contains("error") && a.result["error"].value("kind", "") == kErrorIntegrity) {
+    c.status = CheckStatus::kFail;
+    c.summary = "a pinned file is not the one the lock pins: " + failure;
+    c.remedy =
+        "restore the file the lock pins, or re-lock (`trainlock lock`) if the change is "
+        "intended";
+    TrainStepMetrics m;
+    m.artifacts = ReadMetrics<TrainStepMetrics>(a.result).artifacts;
+    c.metrics = ToJson(m);
+    return c;
+  }
+  if (!failure.empty() || !a.result.contains("measurement")) {
+    c.status = CheckStatus::kFail;
+    c.summary = "the training step failed at the intended shape: " +
+                (failure.empty() ? "no measurement" : failure);
+    c.remedy =
+        "see the process output in the work directory; an out-of-memory is reported with remedies";
+    return c;
+  }
+  TrainStepMetrics m = ReadMetrics<TrainStepMetrics>(a.result["measurement"]);
+  // The worker names its device, data and model with train.step's members (worker.cc).
+  const auto worker = ReadMetrics<TrainStepMetrics>(a.result);
+  m.device = worker.device.value_or("");
+  m.device_name = worker.device_name;
+  m.data = worker.data.value_or("");
+  m.model = worker.model.value_or(nlohmann::json::object());
+  m.artifacts = worker.artifacts;
+  m.shape = TrainShapeJson(in.project.config);
+  if (const std::string off = ShapeMismatch(m, in.project.config); !off.empty()) {
+    c.status = CheckStatus::kFail;
+    c.metrics = ToJson(m);
+    c.summary = "the step did not run at the config's shape: " + off;
+    c.remedy =
+        "the engine trained another shape than the config states; a validation only "
+        "passes at the shape the long run trains";
+    return c;
+  }
+  const double step_time_s = m.step_time_s.value_or(0.0);
+  c.duration_s = step_time_s;
+  std::ostringstream s;
+  s.precision(3);
+  s << "step " << step_time_s << " s";
+  if (m.mode.value_or("") == "default") {
+    const auto deterministic =
+        ReadMetrics<TrainStepMetrics>(m.deterministic.value_or(nlohmann::json()));
+    s << " (the run's default kernels, median of " << (m.step_times_s ? m.step_times_s->size() : 0)
+      << "; deterministic " << deterministic.step_time_s.value_or(0.0) << " s)";
+  } else {
+    s << " (deterministic kernels, as the run's config asks)";
+  }
+  s << ", " << static_cast<int64_t>(m.tokens_per_s.value_or(0.0)) << " tokens/s at "
+    << m.tokens.value_or(0) << " tokens per step";
+  if (m.peak_allocated_bytes.value_or(-1) >= 0) {
+    s << ", peak allocated " << *m.peak_allocated_bytes / (1 << 20) << " MiB";
+  } else {
+    s << ", peak RSS " << m.peak_rss_bytes.value_or(0) / (1 << 20) << " MiB";
+  }
+  // MFU against the catalog's dense peak for this device and precision.
+  const Catalog catalog = Catalog::Embedded();  // FindGpu points into it: keep it alive
+  const GpuModel* gpu = catalog.FindGpu(m.device_name.value_or(""));
+  if (gpu && step_time_s > 0) {
+    const std::string& precision = in.project.config.training.precision;
+    double peak = (precision == "fp16" ? gpu->fp16_dense_tflops : gpu->bf16_dense_tflops) * 1e12;
+    if (peak > 0 && precision != "fp32") {
+      double mfu = m.flops.value_or(0.0) / step_time_s / peak;
+      m.mfu = mfu;
+      m.peak_tflops = peak / 1e12;
+      s << ", MFU " << static_cast<int>(mfu * 100 + 0.5) << "% of " << gpu->name << " dense "
+        << precision;
+    }
+  }
+  if (!m.mfu) m.mfu = std::optional<double>();  // written as null: unknown
+  c.metrics = ToJson(m);
+  c.summary = s.str();
+  return c;
+}
+
+// Out of memory at the intended shape is a finding with numbers and ranked remedies: the
+// fixes `trainlock plan` gives for this report, from the same engine (plan/memory_remedies.h).
+CheckResult OutOfMemoryCheck(const JudgeInputs& in, const WorkerRun& a) {
+  CheckResult c{"train.step", CheckStatus::kFail, 0, "", "", nlohmann::json::object()};
+  TrainStepMetrics m =
+      ReadMetrics<TrainStepMetrics>(a.result["error"].value("memory", nlohmann::json::object()));
+  const TrainConfig& config = in.project.config;
+  double total = static_cast<double>(m.device_total_bytes.value_or(-1));
+  MemoryEstimate estimate = EstimateTrainingMemory(config);
+  const auto worker = ReadMetrics<TrainStepMetrics>(a.result);
+  std::vector<std::string> remedies =
+      MemoryRemedies(config, worker.device_name.value_or(""), total, Catalog::Embedded());
+  m.device_name = worker.device_name;
+  m.out_of_memory = true;
+  m.error = a.result["error"].value("message", "");
+  m.seq_len = config.training.seq_len;
+  m.micro_batch = config.training.micro_batch;
+  m.shape = TrainShapeJson(config);
+  m.estimate = ToJson(MemoryEstimateMetrics{
+      estimate.parameters, estimate.weights_bytes, estimate.grads_bytes, estimate.optimizer_bytes,
+      estimate.activation_bytes, estimate.logits_bytes, estimate.total_bytes()});
+  m.remedies = remedies;
+  c.metrics = ToJson(m);
+  c.summary = "out of memory at seq_len " + std::to_string(config.training.seq_len) +
+              ", micro_batch " + std::to_string(config.training.micro_batch) +
+              ": the step needs about " + GiB(estimate.total_bytes()) + " (weights " +
+              GiB(estimate.weights_bytes) + ", grads " + GiB(estimate.grads_bytes) + ", AdamW " +
+              GiB(estimate.optimizer_bytes) + ", activations " + GiB(estimate.activation_bytes) +
+              ", logits " + GiB(estimate.logits_bytes) + ")" +
+              (total > 0 ? "; the device has " + GiB(total) + ", peak reserved " +
+                               GiB(static_cast<double>(m.peak_reserved_bytes.value_or(0)))
+                         : "");
+  for (size_t i = 0; i < remedies.size(); ++i) {
+    c.remedy += (i ? "; " : "") + std::to_string(i + 1) + ") " + remedies[i];
+  }
+  return c;
+}
+
+// The round trip's facts before any judgement: the losses of A and of B-then-C, the processes,
+// the save and the restore, and the engine as its processes described it.
+RoundtripMetrics RoundtripFacts(const JudgeInputs& in, const WorkerRun& a, const WorkerRun& b,
+                                const WorkerRun& c) {
+  std::vector<double> lb = Losses(b.result);
+  std::vector<double> resumed;
+  for (int64_t i = 0; i < static_cast<int64_t>(lb.size()) && i < in.o.checkpoint_at; ++i)
+    resumed.push_back(lb[i]);
+  for (double l : Losses(c.result)) resumed.push_back(l);
+  RoundtripMetrics m;
+  m.steps = in.o.steps;
+  m.checkpoint_at = in.o.checkpoint_at;
+  m.pids = {{"uninterrupted", a.pid}, {"preempted", b.pid}, {"resumed", c.pid}};
+  m.preempted_with = "SIGKILL";
+  m.losses_uninterrupted = Losses(a.result);
+  m.losses_resumed = resumed;
+  const RestoredEvent restore = RestoreOf(c.result);
+  m.rng_restored = restore.rng_restored.value_or(false);
+  m.data_restored = restore.data_restored.value_or(false);
+  m.restored_step = RestoredStep(c.result);
+  DescribeEngine(a, b, c, &m);
+  auto raw = [](const auto& value) {  // the report keeps null for a value not said
+    return value ? nlohmann::json(*value) : nlohmann::json();
+  };
+  if (b.result.contains("save")) {
+    const CheckpointEvent save = ReadMetrics<CheckpointEvent>(b.result["save"]);
+    m.checkpoint_bytes = raw(save.bytes);
+    m.save_s = raw(save.seconds);  // to durable storage
+    m.save_gbps = raw(save.gbps);
+    // What training was held up for (the copy into staging memory); the write went on beside it.
+    m.save_blocking_s = save.blocking_s;
+    m.save_staging_wait_s = save.staging_wait_s;
+    m.save_staging_alloc_s = save.staging_alloc_s;
+    m.save_write_s = save.write_s;
+  }
+  if (c.result.contains("restore")) {
+    m.restore_s = raw(restore.seconds);
+    m.restore_gbps = raw(restore.gbps);
+  }
+  return m;
+}
+
+// Why A and C cannot be compared (a process failed, the preemption or the kill during a save
+// did not happen, another step was restored, a final state is missing), as the check's
+// result; nullopt when they can.
+std::optional<CheckResult> RoundtripNotComparable(const JudgeInputs& in, const WorkerRun& a,
+                                                  const WorkerRun& b, const WorkerRun& c) {
+  auto result = [](CheckStatus status, std::string summary, std::string remedy = "") {
+    return CheckResult{"train.roundtrip",       status, 0, std::move(summary), std::move(remedy),
+                       nlohmann::json::object()};
+  };
+  for (const WorkerRun* run : {&a, &b, &c}) {
+    if (std::string failure = ProcessFailure(in, *run); !failure.empty()) {
+      const bool checkpoint = run->result.contains("error") &&
+                              run->result["error"].value("kind", "") == kErrorCheckpoint;
+      return result(CheckStatus::kFail, "process " + run->name + ": " + failure,
+                    checkpoint
+                        ? "the checkpoint did not verify: check the storage (checkpoint-dir) for "
+                          "corruption"
+                        : "see the worker's stderr in " + in.o.work_dir.string());
+    }
+  }
+  if (!b.killed_by_us) {
+    return result(CheckStatus::kError,
+                  in.o.kill_during_save
+                      ? "the preempted process never began its second save after the committed one"
+                      : "the preempted process never announced its checkpoint");
+  }
+  if (in.o.kill_during_save && LastCommittedStep(b) != in.o.checkpoint_at) {
+    // The second save became durable before the SIGKILL landed: nothing was torn, so the
+    // restore proves nothing about torn checkpoints.
+    return result(
+        CheckStatus::kError,
+        "the save after step " + std::to_string(in.o.checkpoint_at) +
+            " was committed before the kill landed: the kill during a save was not exercised",
+        "rerun; a larger model's save takes long enough to be killed while it writes");
+  }
+  // The resume must start from the checkpoint the preempted process committed, not an older
+  // or newer one left in the storage.
+  const std::optional<int64_t> restored = RestoredStep(c.result);
+  if (restored != in.o.checkpoint_at) {
+    return result(
+        CheckStatus::kFail,
+        "the resumed process restored " +
+            (restored ? "step " + std::to_string(*restored) : std::string("no step it reported")) +
+            ", not the checkpoint committed at step " + std::to_string(in.o.checkpoint_at),
+        "another checkpoint shares the checkpoint directory; give the run its own");
+  }
+  for (const WorkerRun* run : {&a, &c}) {
+    if (const std::string problem = StateProblem(*run); !problem.empty()) {
+      return result(CheckStatus::kFail,
+                    problem +
+                        ": the round trip is judged from the states the processes wrote, "
+                        "never from digests they print",
+                    "the engine must write its final state (safetensors) to --final-state; see " +
+                        (in.o.work_dir / (run->name + ".stderr")).string());
+    }
+  }
+  return std::nullopt;
+}
+
+// A's losses and final state beside those of the run B began and C resumed.
+struct RoundtripComparison {
+  bool losses_equal = false;
+  double max_loss_diff = 0;
+  int64_t first_divergent_step = 0;  // 1-based; 0 when every loss is equal
+  bool states_equal = false;
+  std::string first_divergent_tensor;
+  std::optional<double> max_state_diff;  // unknown unless both states were kept
+};
+
+RoundtripComparison CompareRoundtrip(const WorkerRun& a, const WorkerRun& c,
+                                     const std::vector<double>& la,
+                                     const std::vector<double>& resumed, int64_t steps) {
+  RoundtripComparison out;
+  out.losses_equal = la.size() == static_cast<size_t>(steps) && resumed.size() == la.size();
+  for (size_t i = 0; i < la.size() && i < resumed.size(); ++i) {
+    const double d = std::fabs(la[i] - resumed[i]);
+    if (d != 0 && out.first_divergent_step == 0)
+      out.first_divergent_step = static_cast<int64_t>(i) + 1;
+    out.max_loss_diff = std::max(out.max_loss_diff, d);
+    out.losses_equal = out.losses_equal && la[i] == resumed[i];
+  }
+  const nlohmann::json fa = Fingerprints(a);
+  const nlohmann::json fc = Fingerprints(c);
+  out.states_equal = fa == fc && !fa.empty();
+  out.max_state_diff = 0.0;
+  if (out.states_equal) return out;
+  for (auto& [name, fingerprint] : fa.items()) {
+    if (!fc.contains(name) || fc[name] != fingerprint) {
+      out.first_divergent_tensor = name;
+      break;
+    }
+  }
+  out.max_state_diff = std::nullopt;
+  if (!a.state_file.empty() && !c.state_file.empty()) {
+    std::string ignored;
+    out.max_state_diff = MaxAbsStateDifference(a.state_file, c.state_file, &ignored);
+  }
+  return out;
+}
+
+CheckResult RoundtripCheck(const JudgeInputs& in, const WorkerRun& a, const WorkerRun& b,
+                           const WorkerRun& c) {
+  RoundtripMetrics m = RoundtripFacts(in, a, b, c);
+  if (std::optional<CheckResult> refused = RoundtripNotComparable(in, a, b, c)) {
+    m.bitwise_equal = false;
+    refused->metrics = ToJson(m);
+    return *refused;
+  }
+  CheckResult r{"train.roundtrip", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
+  const std::vector<double>& la = *m.losses_uninterrupted;
+  const std::vector<double>& resumed = *m.losses_resumed;
+  const RoundtripComparison cmp = CompareRoundtrip(a, c, la, resumed, in.o.steps);
+  // What the uninterrupted run computed, to the bit: ranks on GPUs of one model must agree.
+  m.reference_digest = Sha256Hex(nlohmann::json(la).dump() + Fingerprints(a).dump());
+  const bool bitwise = cmp.losses_equal && cmp.states_equal;
+  m.bitwise_equal = bitwise;
+  m.max_abs_loss_diff = cmp.max_loss_diff;
+  m.final_state_equal = cmp.states_equal;
+  m.max_abs_state_diff = cmp.max_state_diff;
+  m.loss_tolerance = in.o.loss_tolerance;
+  m.mode = "deterministic";  // every process of the round trip, for the bitwise check
+  r.metrics = ToJson(m);
+  if (bitwise) {
+    r.summary =
+        "resumed run is bitwise equal to the uninterrupted one (losses, parameters, AdamW moments) "
+        "after SIGKILL at step " +
+        std::to_string(in.o.checkpoint_at) + " of " + std::to_string(in.o.steps);
+    if (in.o.engine != "native") r.summary += " (engine " + in.o.engine + ")";
+    if (m.killed_during_save.value_or(false))
+      r.summary += "; killed while the next save was being written, the torn one skipped";
+    return r;
+  }
+  // A tolerance forgives loss noise only: never a final state that differs, nor a resume that
+  // did not restore every source of state.
+  const bool restored_everything =
+      m.rng_restored.value_or(false) && m.data_restored.value_or(false);
+  if (in.o.loss_tolerance > 0 && cmp.max_loss_diff <= in.o.loss_tolerance &&
+      la.size() == resumed.size() && cmp.states_equal && restored_everything) {
+    r.summary = "resumed run within the documented tolerance " +
+                std::to_string(in.o.loss_tolerance) + " (max loss difference " +
+                std::to_string(cmp.max_loss_diff) + "), not bitwise";
+    return r;
+  }
+  r.status = CheckStatus::kFail;
+  m.first_divergent_step = cmp.first_divergent_step;
+  if (!cmp.first_divergent_tensor.empty()) m.first_divergent_tensor = cmp.first_divergent_tensor;
+  r.metrics = ToJson(m);
+  std::ostringstream s;
+  s << "resumed run diverges from the uninterrupted one";
+  if (cmp.first_divergent_step)
+    s << " at step " << cmp.first_divergent_step << " (max loss difference " << cmp.max_loss_diff
+      << ")";
+  if (!cmp.states_equal)
+    s << "; final state differs"
+      << (cmp.first_divergent_tensor.empty() ? ""
+                                             : " first in '" + cmp.first_divergent_tensor + "'");
+  r.summary = s.str();
+  r.remedy =
+      "a checkpoint must carry every source of state: RNG streams (CPU and device), data-loader "
+      "position, optimizer moments, scheduler and loss scaler";
+  return r;
+}
+
+// Process E restored B's checkpoint at another world size and trained to the end. The round
+// trip passes only when E too reproduced A; an engine that cannot carry its data position
+// across world sizes says so, and that is the finding instead of a pass.
+CheckResult ReshardCheck(const JudgeInputs& in, const WorkerRun& a, const WorkerRun& e,
+                         CheckResult roundtrip) {
+  ReshardMetrics m;
+  m.saved_world_size = in.o.engine_nproc;
+  m.restored_world_size = in.o.reshard_to;
+  m.restored_step = RestoredStep(e.result);
+  const auto said =
+      ReadMetrics<ReshardMetrics>(e.result.value("restore", nlohmann::json::object()));
+  m.data_position_carried = said.data_position_carried.value_or(false);
+  const auto rt = ReadMetrics<RoundtripMetrics>(roundtrip.metrics);
+  std::vector<double> la = Losses(a.result), resharded;
+  const std::vector<double> before = rt.losses_resumed.value_or(std::vector<double>{});
+  for (int64_t i = 0; i < in.o.checkpoint_at && i < static_cast<int64_t>(before.size()); ++i)
+    resharded.push_back(before[static_cast<size_t>(i)]);
+  for (double l : Losses(e.result)) resharded.push_back(l);
+  m.losses_resharded = resharded;
+  double max_diff = 0;
+  bool losses_equal = resharded.size() == la.size();
+  for (size_t i = 0; i < la.size() && i < resharded.size(); ++i) {
+    max_diff = std::max(max_diff, std::fabs(la[i] - resharded[i]));
+    losses_equal = losses_equal && la[i] == resharded[i];
+  }
+  const nlohmann::json fa = Fingerprints(a);
+  const nlohmann::json fe = Fingerprints(e);
+  m.final_state_equal = !fa.empty() && fa == fe;
+  m.bitwise_equal = losses_equal && *m.final_state_equal;
+  m.max_abs_loss_diff = max_diff;
+  RoundtripMetrics holder;
+  holder.reshard = ToJson(m);
+  AddMetrics(&roundtrip.metrics, ToJson(holder));
+  const std::string what =
+      "resharding " + std::to_string(in.o.engine_nproc) + " -> " + std::to_string(in.o.reshard_to);
+  if (roundtrip.status != CheckStatus::kPass) return roundtrip;
+  if (const std::string failure = ProcessFailure(in, e); !failure.empty()) {
+    roundtrip.status = CheckStatus::kFail;
+    roundtrip.summary = what + ": process e-resharded: " + failure;
+  } else if (const std::string problem = StateProblem(e); !problem.empty()) {
+    roundtrip.status = CheckStatus::kFail;
+    roundtrip.summary = what + ": " + problem;
+  } else if (m.restored_step != std::optional<int64_t>(in.o.checkpoint_at)) {
+    roundtrip.status = CheckStatus::kFail;
+    roundtrip.summary = what + ": the resharded process did not restore the committed step " +
+                        std::to_string(in.o.checkpoint_at);
+  } else if (!*m.data_position_carried) {
+    roundtrip.status = CheckStatus::kFail;
+    roundtrip.summary = what +
+                        ": the engine cannot carry its data position across world sizes, "
+                        "so a resharded resume does not continue the run's data order";
+    roundtrip.remedy =
+        "resume at the world size the checkpoint was saved at, or use an engine "
+        "whose sampler state is global (fsdp2)";
+  } else if (*m.bitwise_equal) {
+    roundtrip.summary += "; " + what + " also bitwise equal to the uninterrupted run";
+  } else {
+    roundtrip.status = CheckStatus::kFail;
+    std::ostringstream s;
+    s << what << ": the resumed run is not bitwise equal to the uninterrupted one (max loss "
+      << "difference " << max_diff << (*m.final_state_equal ? "" : "; final state differs") << ")";
+    roundtrip.summary = s.str();
+    roundtrip.remedy =
+        "a reduction over another number of ranks sums in another order; "
+        "compare within a tolerance only when the long run will reshard";
+  }
+  return roundtrip;
+}
+
+CheckResult EvalCheck(const JudgeInputs& in, const WorkerRun& b, const WorkerRun& c) {
+  CheckResult r{"train.eval", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
+  if (!b.result.contains("eval_after_save") || !c.result.contains("eval_after_restore")) {
+    r.status = CheckStatus::kFail;
+    r.summary = "no eval loss around the checkpoint: " +
+                ProcessFailure(in, c.result.contains("error") ? c : b);
+    return r;
+  }
+  double before = b.result.value("eval_after_save", 0.0);
+  double after = c.result.value("eval_after_restore", 0.0);
+  double diff = std::fabs(before - after);
+  r.metrics = ToJson(EvalMetrics{before, after, diff, in.o.eval_tolerance});
+  if (diff > in.o.eval_tolerance) {
+    r.status = CheckStatus::kFail;
+    r.summary = "eval loss changed across save/restore: " + std::to_string(before) + " -> " +
+                std::to_string(after);
+    r.remedy =
+        "the restored parameters differ from the saved ones; check the checkpoint writer and "
+        "reader";
+  } else {
+    r.summary = "eval loss " + std::to_string(before) + " before the save and after the restore";
+  }
+  return r;
+}
+
+CheckResult PortableCheck(const JudgeInputs& in, const WorkerRun& b, const WorkerRun& d) {
+  CheckResult r{"ckpt.portable", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
+  std::string failure = ProcessFailure(in, d);
+  if (!failure.empty() || !b.result.contains("eval_after_save")) {
+    r.status = CheckStatus::kFail;
+    r.summary = "a fresh process could not use the checkpoint: " +
+                (failure.empty() ? "no reference eval loss" : failure);
+    r.remedy =
+        "the checkpoint must be self-describing: config, seed and data description in "
+        "manifest.json";
+    return r;
+  }
+  double want = b.result.value("eval_after_save", 0.0), got = d.result.value("eval", 0.0);
+  r.metrics = ToJson(PortableMetrics{d.pid, got, want, std::fabs(got - want),
+                                     d.result.value("restore", nlohmann::json::object()),
+                                     in.o.eval_tolerance});
+  if (std::fabs(got - want) > in.o.eval_tolerance) {
+    r.status = CheckStatus::kFail;
+    r.summary = "a process with only the checkpoint computes eval loss " + std::to_string(got) +
+                ", the run computed " + std::to_string(want);
+    r.remedy = "the checkpoint does not carry everything the model needs";
+  } else {
+    r.summary =
+        "a separate process verified the checkpoint from its manifest alone and reproduced eval "
+        "loss " +
+        std::to_string(got);
+  }
+  return r;
+}
+
+}  // namespace
+
+bool DecidedByA(const JudgeInputs& in, const WorkerRun& a) {
+  const std::string kind = ErrorKind(a);
+  return kind == kErrorUnsupported || kind == kErrorOutOfMemory || in.o.step_only;
+}
+
+std::vector<CheckResult> JudgeFromA(const JudgeInputs& in, const RoundtripRuns& runs) {
+  const WorkerRun& a = runs.a;
+  const std::string kind = ErrorKind(a);
+  std::vector<CheckResult> checks;
+  if (kind == kErrorUnsupported) {
+    // The engine refused what this environment gives it (engine_probe.h decides most of it
+    // before any work): the node is not judged, nothing is failed.
+    checks = CannotRunChecks(in, a);
+  } else if (kind == kErrorOutOfMemory) {
+    // Nothing to resume: every later process would fail the same way.
+    const std::string why = "the training step does not fit (see train.step); nothing to resume";
+    checks = {StepCheck(in, a)};
+    for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"}) {
+      checks.push_back({id, CheckStatus::kSkip, 0, why, "apply a train.step remedy first",
+                        nlohmann::json::object()});
+    }
+  } else {  // only train.step was selected
+    checks = {StepCheck(in, a)};
+    for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"})
+      checks.push_back(
+          {id, CheckStatus::kSkip, 0, "not selected (--only)", "", nlohmann::json::object()});
+    ApplyThrottleFinding(runs.telemetry, &checks[0]);
+  }
+  checks[0].duration_s = runs.a_s;
+  return checks;
+}
+
+std::vector<CheckResult> JudgeRoundtrip(const JudgeInputs& in, const RoundtripRuns& r) {
+  const WorkerRun& a = r.a;
+  // A check outside --only is never judged, though its processes ran for a selected one.
+  std::vector<CheckResult> checks = {
+      RunSelected(in.o.only, "train.step", [&] { return StepCheck(in, a); }),
+      RunSelected(in.o.only, "train.roundtrip", [&] { return RoundtripCheck(in, a, r.b, r.c); }),
+      RunSelected(in.o.only, "train.eval", [&] { return EvalCheck(in, r.b, r.c); }),
+      RunSelected(in.o.only, "ckpt.portable", [&] { return PortableCheck(in, r.b, r.d); })};
+  const bool roundtrip_judged = Selected(in.o.only, {"train.roundtrip"});
+  if (roundtrip_judged) checks[1].duration_s = r.a_s + r.b_s + r.c.seconds;
+  nlohmann::json processes = nlohmann::json::object();
+  for (const WorkerRun* run : {&a, &r.b, &r.c, &r.d}) processes[run->name] = ProcessTimes(*run);
+  if (r.e && roundtrip_judged) {
+    checks[1] = ReshardCheck(in, a, *r.e, std::move(checks[1]));
+    checks[1].duration_s += r.e_s;
+    processes[r.e->name] = ProcessTimes(*r.e);
+  }
+  RoundtripMetrics placement;
+  placement.portable_beside_resume = r.beside;
+  placement.processes = processes;
+  placement.telemetry = ToJson(r.telemetry);
+  ApplyThrottleFinding(r.telemetry, &checks[0]);  // a throttled step time is not the node's
+  if (roundtrip_judged) AddMetrics(&checks[1].metrics, ToJson(placement));
+  if (Selected(in.o.only, {"train.eval"})) checks[2].duration_s = r.c.seconds;
+  if (Selected(in.o.only, {"ckpt.portable"})) checks[3].duration_s = r.d.seconds;
+  return checks;
+}
+
+// Nothing may train: the engine's files are not the ones the lock pins.
+std::vector<CheckResult> EngineFilesRefusedChecks(const trainlock::Failure& refused) {
+  std::vector<CheckResult> checks = {{"train.step", CheckStatus::kFail, 0, refused.what(),
+                                      "re-lock with this trainlock, or validate in the image "
+                                      "built from the lock",
+                                      nlohmann::json::object()}};
+  for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"}) {
+    checks.push_back({id, CheckStatus::kSkip, 0, "the engine's files are not the pinned ones",
+                      "see train.step", nlohmann::json::object()});
+  }
+  return checks;
+}
+
+}  // namespace trainlock::validate

@@ -1,0 +1,50 @@
+// What the round trip's processes did: the value roundtrip.cc's runner fills as it runs
+// processes A to E, and the only thing roundtrip_checks.h's checks judge (with the options and
+// the config the processes ran with).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "coordinator/state_file.h"
+#include "report/check_metrics.h"
+
+namespace trainlock::validate {
+
+// One process of the round trip, as the runner saw it.
+struct WorkerRun {
+  std::string name;
+  int pid = -1;
+  std::optional<int> exit_code;  // nullopt: timed out
+  nlohmann::json result;         // its result file (empty object when none)
+  std::string stderr_tail;
+  bool killed_by_us = false;
+  uint64_t peak_rss_bytes = 0;                                // sampled while it ran
+  std::optional<uint64_t> oom_kills_before, oom_kills_after;  // the cgroup's OOM-killer count
+  double seconds = 0;                                         // from its start to its end
+  // Seconds from the round trip's start until it was spawned, released (its clock's start:
+  // the same as spawned unless it was started ahead of its turn) and its output ended.
+  double spawned_s = 0, started_s = 0, ended_s = 0;
+  // Its final state, as this process read it from the file it told the engine to write.
+  std::optional<StateDigest> state;
+  std::filesystem::path state_file;  // that file while it is kept (small enough to diff)
+  // Seconds from its start to the first event of each name: where a process's time goes
+  // (interpreter and imports before `hello`, the model and restore before the first `step`).
+  nlohmann::json first_event_s = nlohmann::json::object();
+};
+
+// Every process of one round trip. B, C and D are empty when A's run decided the verdict
+// alone (DecidedByA); E ran only for --reshard-to with train.roundtrip selected.
+struct RoundtripRuns {
+  WorkerRun a, b, c, d;
+  std::optional<WorkerRun> e;
+  double a_s = 0, b_s = 0, e_s = 0;  // wall times; B's includes its waiting for the kill
+  bool beside = false;               // C and D ran side by side
+  TelemetryMetrics telemetry;        // NVML's samples while the processes trained
+};
+
+}  // namespace trainlock::validate
