@@ -162,6 +162,28 @@ std::vector<std::string> ValidatorLayeringViolations(const fs::path& validators)
   return problems;
 }
 
+// The round trip's judging half (coordinator/roundtrip_checks.*) judges a value of what the
+// processes did: it includes nothing that starts, reads or watches a process, so a check
+// cannot reach past that value. One line per such include.
+std::vector<std::string> JudgeReachingPastTheRuns(const fs::path& validators) {
+  static const char* const kRunning[] = {"support/worker_process.h", "support/engine_transcript.h",
+                                         "coordinator/engine_command.h", "base/subprocess.h"};
+  std::vector<std::string> problems;
+  for (const char* file : {"coordinator/roundtrip_checks.h", "coordinator/roundtrip_checks.cc"}) {
+    if (!fs::exists(validators / file)) {
+      problems.push_back(std::string("validators/") + file + ": missing");
+      continue;
+    }
+    ForEachQuotedInclude(validators / file, std::string("validators/") + file,
+                         [&](const std::string& at, const fs::path& header) {
+                           for (const char* running : kRunning)
+                             if (header.generic_string() == running)
+                               problems.push_back(at + "the judge includes '" + running + "'");
+                         });
+  }
+  return problems;
+}
+
 std::string Joined(const std::vector<std::string>& lines) {
   std::string all;
   for (const std::string& line : lines) all += line + "\n";
@@ -174,6 +196,21 @@ TEST(Layering, TheLibraryIncludesOnlyItsOwnAndEarlierStages) {
 
 TEST(Layering, TheValidatorsPartsIncludeOnlyTheLibraryTheirOwnAndEarlierParts) {
   EXPECT_EQ(Joined(ValidatorLayeringViolations(testing::SourceDir() / "validators")), "");
+}
+
+TEST(Layering, TheRoundTripsChecksIncludeNothingThatRunsAProcess) {
+  EXPECT_EQ(Joined(JudgeReachingPastTheRuns(testing::SourceDir() / "validators")), "");
+}
+
+TEST(Layering, AJudgeIncludingTheProcessRunnerIsRefused) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.path() / "coordinator/roundtrip_checks.h", "#pragma once\n");
+  testing::WriteFile(dir.path() / "coordinator/roundtrip_checks.cc",
+                     "#include \"coordinator/roundtrip_checks.h\"\n"
+                     "#include \"support/worker_process.h\"\n");
+  EXPECT_EQ(Joined(JudgeReachingPastTheRuns(dir.path())),
+            "validators/coordinator/roundtrip_checks.cc:2: the judge includes "
+            "'support/worker_process.h'\n");
 }
 
 TEST(Layering, AValidatorPartIncludingALaterPartIsRefused) {
