@@ -175,10 +175,10 @@ std::vector<CheckResult> CannotRunChecks(const JudgeInputs& in, const WorkerRun&
 CheckResult StepCheck(const JudgeInputs& in, const WorkerRun& a) {
   CheckResult c{"train.step", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
   std::string failure = ProcessFailure(in, a);
-  if (a.result.contains("error") && a.result["error"].value("kind", "") == kErrorOutOfMemory) {
+  if (ErrorKind(a) == kErrorOutOfMemory) {
     return OutOfMemoryCheck(in, a);
   }
-  if (a.result.contains("error") && a.result["error"].value("kind", "") == kErrorIntegrity) {
+  if (ErrorKind(a) == kErrorIntegrity) {
     c.status = CheckStatus::kFail;
     c.summary = "a pinned file is not the one the lock pins: " + failure;
     c.remedy =
@@ -346,8 +346,7 @@ std::optional<CheckResult> RoundtripNotComparable(const JudgeInputs& in, const W
   };
   for (const WorkerRun* run : {&a, &b, &c}) {
     if (std::string failure = ProcessFailure(in, *run); !failure.empty()) {
-      const bool checkpoint = run->result.contains("error") &&
-                              run->result["error"].value("kind", "") == kErrorCheckpoint;
+      const bool checkpoint = ErrorKind(*run) == kErrorCheckpoint;
       return result(CheckStatus::kFail, "process " + run->name + ": " + failure,
                     checkpoint
                         ? "the checkpoint did not verify: check the storage (checkpoint-dir) for "
