@@ -8,8 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/diagnostic.h"
-#include "project/hub_model_config.h"
-#include "project/rope_frequencies.h"
+#include "project/train_config.h"
+#include "run/hub_model_config.h"
+#include "run/rope_frequencies.h"
 #include "test_support.h"
 
 namespace trainlock {

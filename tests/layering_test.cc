@@ -19,8 +19,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // The stages in data-flow order: a stage may include its own headers and those of earlier ones.
-constexpr std::array<const char*, 10> kStages = {
-    "base", "project", "compat", "lock", "image", "report", "checks", "plan", "fleet", "cli",
+constexpr std::array<const char*, 11> kStages = {
+    "base", "run", "project", "compat", "lock", "image", "report", "checks", "plan", "fleet", "cli",
 };
 
 // The validator's parts (docs/DESIGN.md, "Architecture map"), lowest first. validators/ sits
@@ -184,6 +184,27 @@ std::vector<std::string> JudgeReachingPastTheRuns(const fs::path& validators) {
   return problems;
 }
 
+// The run reaches the worker and the engines only as the engine spec (run/engine_spec.h), which
+// the coordinator resolves from the project: nothing under validators/worker or
+// validators/engines includes a project/ header, so no rule of what runs is written twice.
+// One line per such include.
+std::vector<std::string> ProjectReadBesideTheSpec(const fs::path& validators) {
+  std::vector<std::string> problems;
+  for (const char* part : {"worker", "engines"}) {
+    if (!fs::exists(validators / part)) continue;
+    for (const Scanned& file : SourceFiles(validators / part, std::string("validators/") + part)) {
+      ForEachQuotedInclude(validators / part / file.rel, file.where,
+                           [&](const std::string& at, const fs::path& header) {
+                             if (header.begin()->string() == "project")
+                               problems.push_back(at + "includes '" + header.generic_string() +
+                                                  "': the run comes from the engine spec");
+                           });
+    }
+  }
+  std::sort(problems.begin(), problems.end());
+  return problems;
+}
+
 std::string Joined(const std::vector<std::string>& lines) {
   std::string all;
   for (const std::string& line : lines) all += line + "\n";
@@ -211,6 +232,23 @@ TEST(Layering, AJudgeIncludingTheProcessRunnerIsRefused) {
   EXPECT_EQ(Joined(JudgeReachingPastTheRuns(dir.path())),
             "validators/coordinator/roundtrip_checks.cc:2: the judge includes "
             "'support/worker_process.h'\n");
+}
+
+TEST(Layering, TheWorkerAndTheEnginesReadTheRunOnlyFromTheEngineSpec) {
+  EXPECT_EQ(Joined(ProjectReadBesideTheSpec(testing::SourceDir() / "validators")), "");
+}
+
+TEST(Layering, AnEngineIncludingTheProjectIsRefused) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.path() / "engines/native/trainer.cc",
+                     "#include \"engines/native/trainer.h\"\n#include \"run/run_config.h\"\n"
+                     "#include \"project/train_config.h\"\n");
+  testing::WriteFile(dir.path() / "worker/worker.cc", "#include \"project/project.h\"\n");
+  EXPECT_EQ(Joined(ProjectReadBesideTheSpec(dir.path())),
+            "validators/engines/native/trainer.cc:3: includes 'project/train_config.h': the run "
+            "comes from the engine spec\n"
+            "validators/worker/worker.cc:1: includes 'project/project.h': the run comes from the "
+            "engine spec\n");
 }
 
 TEST(Layering, AValidatorPartIncludingALaterPartIsRefused) {

@@ -113,7 +113,7 @@ const std::map<std::string, std::string>& KnownExceptionClasses() {
       {"InputError", "base/diagnostic.h: RunWithExitCodes prints it and exits 2"},
       {"HttpError", "lock/: hf_hub.cc, python_index.cc, oci_registry.cc make it a Failure"},
       {"KeyError", "cmd_gate.cc, cmd_validate.cc make it an InputError; validate.cc a check"},
-      {"ArtifactPathError", "lock_resolver.cc, checks/data_checks.cc"},
+      {"ArtifactPathError", "lock_resolver.cc, checks/data_checks.cc, coordinator/roundtrip.cc"},
       {"StreamError", "lock_resolver.cc, checks/data_checks.cc; elsewhere an I/O failure, exit 3"},
       {"ModelLoadError", "worker/worker.cc RunWorker: the worker's error kind \"model\""},
       {"CheckpointError", "worker/worker.cc RunWorker: kWorkerCheckpointRefused"},

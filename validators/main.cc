@@ -19,6 +19,7 @@
 #include "project/artifact_paths.h"
 #include "project/check_ids.h"
 #include "project/project.h"
+#include "project/validate_defaults.h"
 #include "project/validator_options.h"
 #include "support/torch_build.h"
 #include "worker/worker.h"
@@ -150,11 +151,14 @@ int Main(int argc, char** argv) {
   }
 
   WorkerOptions w;
-  std::string w_project, w_ckpt, w_result, w_final;
+  w.keep_last = kDefaultKeepLast;
+  std::string w_spec, w_project, w_ckpt, w_result, w_final;
   CLI::App* worker = app.add_subcommand("worker", "internal: one process of the resume test");
   worker->group("");  // hidden from --help
   worker->add_option("--role", w.role)->check(CLI::IsMember({"train", "portable", "node", "ops"}));
-  worker->add_option("--project", w_project);
+  worker->add_option("--spec", w_spec);
+  worker->add_option("--spec-sha256", w.spec_sha256);
+  worker->add_option("--project", w_project);  // the ops role's
   worker->add_option("--checkpoint-root", w_ckpt);
   worker->add_option("--result", w_result)->required();
   worker->add_option("--final-state", w_final);
@@ -167,7 +171,6 @@ int Main(int argc, char** argv) {
   worker->add_flag("!--no-restore-data", w.restore_data);
   worker->add_option("--device", w.device);
   worker->add_option("--threads", w.threads);
-  worker->add_option("--config-sha256", w.config_sha256);
 
   try {
     app.parse(argc, argv);
@@ -177,6 +180,7 @@ int Main(int argc, char** argv) {
     return kExitBadInput;
   }
   if (worker->parsed()) {
+    w.spec = w_spec;
     w.project = w_project;
     w.checkpoint_root = w_ckpt;
     w.result = w_result;

@@ -19,10 +19,10 @@
 #include "cli/commands.h"
 #include "lock/hf_hub.h"
 #include "project/artifact_paths.h"
-#include "project/hub_model_config.h"
 #include "project/project.h"
 #include "project/spec_loader.h"
 #include "project/train_config.h"
+#include "run/hub_model_config.h"
 
 namespace trainlock::cli {
 namespace {

@@ -6,7 +6,7 @@
 #include "base/file_io.h"
 #include "base/sha256.h"
 #include "project/artifact_paths.h"
-#include "project/hub_model_config.h"
+#include "run/hub_model_config.h"
 
 namespace trainlock {
 namespace {

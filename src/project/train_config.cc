@@ -14,38 +14,28 @@
 
 namespace trainlock {
 
-int64_t ModelConfig::ParameterCount() const {
-  int64_t kv_dim = num_heads ? num_kv_heads * head_dim() : 0;
-  int64_t attention = hidden_size * hidden_size * 2 + hidden_size * kv_dim * 2;
-  int64_t mlp = 3 * hidden_size * intermediate_size;
-  int64_t norms = 2 * hidden_size;
-  int64_t embeddings = vocab_size * hidden_size * (tie_embeddings ? 1 : 2);
-  return num_layers * (attention + mlp + norms) + embeddings + hidden_size;
-}
-
 namespace {
 
-constexpr int64_t kMaxBatch = int64_t{1} << 20;
+namespace R = shape_range;
 
 void ReadRopeScaling(YamlFields& f, RopeScaling& r) {
   // Only what the validator's Llama computes (rope_frequencies.h); dynamic, yarn and longrope
   // change the model in ways it does not implement, so they are refused, never ignored.
   static constexpr std::string_view kTypes[] = {"linear", "llama3"};
   r.type = f.Choice("type", Need::kRequired, kTypes).value_or("");
-  r.factor = f.Number("factor", Need::kRequired, 1.0, 1e6).value_or(r.factor);
+  r.factor = f.Number("factor", Need::kRequired, R::kRopeFactor.min, R::kRopeFactor.max)
+                 .value_or(r.factor);
   const Need llama3 = r.type == "llama3" ? Need::kRequired : Need::kOptional;
   if (r.type == "llama3") {
-    r.low_freq_factor = f.Number("low_freq_factor", llama3, 1e-6, 1e6).value_or(r.low_freq_factor);
+    r.low_freq_factor =
+        f.Number("low_freq_factor", llama3, R::kRopeFreqFactor.min, R::kRopeFreqFactor.max)
+            .value_or(r.low_freq_factor);
     r.high_freq_factor =
-        f.Number("high_freq_factor", llama3, 1e-6, 1e6).value_or(r.high_freq_factor);
-    r.original_max_position_embeddings =
-        f.Integer("original_max_position_embeddings", llama3, 1, int64_t{1} << 24)
-            .value_or(r.original_max_position_embeddings);
-    if (r.high_freq_factor <= r.low_freq_factor) {
-      f.Error(f.Pos("high_freq_factor"),
-              "'" + f.Qualified("high_freq_factor") + "' must be greater than low_freq_factor",
-              "Llama 3 uses low_freq_factor 1, high_freq_factor 4");
-    }
+        f.Number("high_freq_factor", llama3, R::kRopeFreqFactor.min, R::kRopeFreqFactor.max)
+            .value_or(r.high_freq_factor);
+    r.original_max_position_embeddings = f.Integer("original_max_position_embeddings", llama3,
+                                                   R::kRopeOriginalMax.min, R::kRopeOriginalMax.max)
+                                             .value_or(r.original_max_position_embeddings);
   }
   f.Finish();
 }
@@ -53,47 +43,41 @@ void ReadRopeScaling(YamlFields& f, RopeScaling& r) {
 void ReadModel(YamlFields& f, ModelConfig& m, const std::string& path, Diagnostics& diags) {
   static constexpr std::string_view kArchitectures[] = {"llama"};
   m.architecture = f.Choice("architecture", Need::kRequired, kArchitectures).value_or("");
-  constexpr int64_t kMaxDim = int64_t{1} << 20;
-  m.hidden_size = f.Integer("hidden_size", Need::kRequired, 1, kMaxDim).value_or(0);
-  m.num_layers = f.Integer("num_layers", Need::kRequired, 1, 4096).value_or(0);
-  m.num_heads = f.Integer("num_heads", Need::kRequired, 1, 4096).value_or(0);
+  m.hidden_size =
+      f.Integer("hidden_size", Need::kRequired, R::kHiddenSize.min, R::kHiddenSize.max).value_or(0);
+  m.num_layers = f.Integer("num_layers", Need::kRequired, R::kHeads.min, R::kHeads.max).value_or(0);
+  m.num_heads = f.Integer("num_heads", Need::kRequired, R::kHeads.min, R::kHeads.max).value_or(0);
   // Without num_kv_heads every head has its own kv head (no grouped-query attention).
-  m.num_kv_heads = f.Integer("num_kv_heads", Need::kOptional, 1, 4096).value_or(m.num_heads);
-  m.intermediate_size = f.Integer("intermediate_size", Need::kRequired, 1, kMaxDim * 4).value_or(0);
-  m.vocab_size = f.Integer("vocab_size", Need::kRequired, 2, int64_t{1} << 24).value_or(0);
+  m.num_kv_heads = f.Integer("num_kv_heads", Need::kOptional, R::kHeads.min, R::kHeads.max)
+                       .value_or(m.num_heads);
+  m.intermediate_size = f.Integer("intermediate_size", Need::kRequired, R::kIntermediateSize.min,
+                                  R::kIntermediateSize.max)
+                            .value_or(0);
+  m.vocab_size =
+      f.Integer("vocab_size", Need::kRequired, R::kVocabSize.min, R::kVocabSize.max).value_or(0);
   m.tie_embeddings = f.Bool("tie_embeddings", Need::kOptional).value_or(m.tie_embeddings);
-  m.rope_theta = f.Number("rope_theta", Need::kOptional, 1.0, 1e9).value_or(m.rope_theta);
+  m.rope_theta = f.Number("rope_theta", Need::kOptional, R::kRopeTheta.min, R::kRopeTheta.max)
+                     .value_or(m.rope_theta);
   if (auto r = f.Map("rope_scaling", Need::kOptional)) {
     YamlFields rf(*r, "model.rope_scaling", path, diags);
     ReadRopeScaling(rf, m.rope_scaling);
   }
-  m.norm_eps = f.Number("norm_eps", Need::kOptional, 1e-12, 1e-1).value_or(m.norm_eps);
-  m.dropout = f.Number("dropout", Need::kOptional, 0.0, 0.9).value_or(m.dropout);
+  m.norm_eps =
+      f.Number("norm_eps", Need::kOptional, R::kNormEps.min, R::kNormEps.max).value_or(m.norm_eps);
+  m.dropout =
+      f.Number("dropout", Need::kOptional, R::kDropout.min, R::kDropout.max).value_or(m.dropout);
   f.Finish();
 }
 
-// Shape rules that involve several fields; reported at the model mapping.
+// Shape rules that involve several fields (run_config.h), each reported at the field it names.
 void CheckModelShape(const ModelConfig& m, YamlFields& f) {
-  SourcePos pos = f.Pos("num_heads");
-  if (m.hidden_size && m.num_heads && m.hidden_size % m.num_heads != 0) {
-    f.Error(pos, "model.hidden_size " + std::to_string(m.hidden_size) +
-                     " is not divisible by model.num_heads " + std::to_string(m.num_heads));
-  } else if (m.head_dim() % 2 != 0) {
-    f.Error(pos, "model head dimension " + std::to_string(m.head_dim()) +
-                     " is odd; rotary embeddings need an even head dimension");
-  }
-  if (m.num_heads && m.num_kv_heads && m.num_heads % m.num_kv_heads != 0) {
-    f.Error(f.Pos("num_kv_heads"),
-            "model.num_heads " + std::to_string(m.num_heads) +
-                " is not a multiple of model.num_kv_heads " + std::to_string(m.num_kv_heads),
-            "grouped-query attention shares each kv head among num_heads / num_kv_heads heads");
-  }
+  for (const ShapeProblem& p : ModelShapeProblems(m)) f.Error(f.Pos(p.field), p.message, p.hint);
 }
 
 void ReadOptimizer(YamlFields& f, OptimizerConfig& o) {
   static constexpr std::string_view kOptimizers[] = {"adamw"};
   o.name = f.Choice("name", Need::kRequired, kOptimizers).value_or(o.name);
-  if (auto lr = f.Number("lr", Need::kRequired, -1e9, 10.0)) {
+  if (auto lr = f.Number("lr", Need::kRequired, -1e9, R::kLr.max)) {
     // A negative or zero learning rate is a classic typo; say what is wrong plainly.
     if (*lr <= 0) {
       f.Error(f.Pos("lr"), "'" + f.Qualified("lr") + "' must be positive",
@@ -123,8 +107,10 @@ void ReadOptimizer(YamlFields& f, OptimizerConfig& o) {
       }
     }
   }
-  o.eps = f.Number("eps", Need::kOptional, 0.0, 1.0).value_or(o.eps);
-  o.weight_decay = f.Number("weight_decay", Need::kOptional, 0.0, 10.0).value_or(o.weight_decay);
+  o.eps = f.Number("eps", Need::kOptional, R::kEps.min, R::kEps.max).value_or(o.eps);
+  o.weight_decay =
+      f.Number("weight_decay", Need::kOptional, R::kWeightDecay.min, R::kWeightDecay.max)
+          .value_or(o.weight_decay);
   f.Finish();
 }
 
@@ -132,17 +118,20 @@ void ReadScheduler(YamlFields& f, SchedulerConfig& s) {
   static constexpr std::string_view kSchedulers[] = {"cosine", "constant"};
   s.name = f.Choice("name", Need::kRequired, kSchedulers).value_or(s.name);
   s.warmup_steps =
-      f.Integer("warmup_steps", Need::kOptional, 0, int64_t{1} << 40).value_or(s.warmup_steps);
-  s.total_steps =
-      f.Integer("total_steps", Need::kOptional, 1, int64_t{1} << 40).value_or(s.total_steps);
-  s.min_lr = f.Number("min_lr", Need::kOptional, 0.0, 10.0).value_or(s.min_lr);
+      f.Integer("warmup_steps", Need::kOptional, R::kWarmupSteps.min, R::kWarmupSteps.max)
+          .value_or(s.warmup_steps);
+  s.total_steps = f.Integer("total_steps", Need::kOptional, R::kTotalSteps.min, R::kTotalSteps.max)
+                      .value_or(s.total_steps);
+  s.min_lr = f.Number("min_lr", Need::kOptional, R::kMinLr.min, R::kMinLr.max).value_or(s.min_lr);
   f.Finish();
 }
 
 void ReadTraining(YamlFields& f, TrainingConfig& t, const std::string& path, Diagnostics& diags) {
-  t.seq_len = f.Integer("seq_len", Need::kRequired, 1, kMaxBatch).value_or(0);
-  t.micro_batch = f.Integer("micro_batch", Need::kRequired, 1, kMaxBatch).value_or(0);
-  t.grad_accum = f.Integer("grad_accum", Need::kOptional, 1, 1 << 16).value_or(t.grad_accum);
+  t.seq_len = f.Integer("seq_len", Need::kRequired, R::kBatch.min, R::kBatch.max).value_or(0);
+  t.micro_batch =
+      f.Integer("micro_batch", Need::kRequired, R::kBatch.min, R::kBatch.max).value_or(0);
+  t.grad_accum = f.Integer("grad_accum", Need::kOptional, R::kGradAccum.min, R::kGradAccum.max)
+                     .value_or(t.grad_accum);
   static constexpr std::string_view kPrecisions[] = {"fp32", "bf16", "fp16"};
   t.precision = f.Choice("precision", Need::kRequired, kPrecisions).value_or(t.precision);
   if (auto o = f.Map("optimizer", Need::kRequired)) {
@@ -153,7 +142,8 @@ void ReadTraining(YamlFields& f, TrainingConfig& t, const std::string& path, Dia
     YamlFields sf(*s, "training.scheduler", path, diags);
     ReadScheduler(sf, t.scheduler);
   }
-  t.grad_clip = f.Number("grad_clip", Need::kOptional, 0.0, 1e6).value_or(t.grad_clip);
+  t.grad_clip = f.Number("grad_clip", Need::kOptional, R::kGradClip.min, R::kGradClip.max)
+                    .value_or(t.grad_clip);
   t.activation_checkpointing =
       f.Bool("activation_checkpointing", Need::kOptional).value_or(t.activation_checkpointing);
   static constexpr std::string_view kParallelism[] = {"ddp", "fsdp"};

@@ -141,6 +141,7 @@ using Text = std::optional<std::string>;
   X(Number, save_staging_wait_s)                                                                   \
   X(Number, save_staging_alloc_s)                                                                  \
   X(Number, save_write_s)                                                                          \
+  X(Number, save_stall_s) /* the Python engines': blocking + the next step's stretch */            \
   X(Free, restore_s)                                                                               \
   X(Free, restore_gbps)                                                                            \
   X(Flag, bitwise_equal)                                                                           \
@@ -406,20 +407,22 @@ using Text = std::optional<std::string>;
   X(Number, gbps)            /* the native worker's */                                 \
   X(Integer, verified_files) /* the portable process's: tensor files, manifest, hash */
 
-#define TRAINLOCK_CHECKPOINT_EVENT(X)                                              \
-  X(Text, phase) /* "started" | "committed" */                                     \
-  X(Integer, step)                                                                 \
-  X(Flag, async)                                                                   \
-  X(Text, dir)                                                                     \
-  X(Integer, bytes)                                                                \
-  X(Number, seconds)    /* from the save's start to its commit */                  \
-  X(Number, blocking_s) /* training held up: the save call and any staging wait */ \
-  X(Number, write_s)                                                               \
-  X(Number, staging_wait_s)                                                        \
-  X(Number, staging_s)                                                             \
-  X(Integer, files)                                                                \
-  X(Number, staging_alloc_s) /* the native worker's */                             \
-  X(Number, gbps)
+#define TRAINLOCK_CHECKPOINT_EVENT(X)                                               \
+  X(Text, phase) /* "started" | "committed" */                                      \
+  X(Integer, step)                                                                  \
+  X(Flag, async)                                                                    \
+  X(Text, dir)                                                                      \
+  X(Integer, bytes)                                                                 \
+  X(Number, seconds)    /* from the save's start to its commit */                   \
+  X(Number, blocking_s) /* training held up: the save call and any staging wait */  \
+  X(Number, write_s)                                                                \
+  X(Number, staging_wait_s)                                                         \
+  X(Number, staging_s)                                                              \
+  X(Integer, files)                                                                 \
+  X(Number, staging_alloc_s) /* the native worker's */                              \
+  X(Number, gbps)                                                                   \
+  X(Number, step_after_save_s) /* the Python engines': the next step's wall time */ \
+  X(Number, stall_s)           /* blocking_s + how much that step outlasted the steps before */
 
 #define TRAINLOCK_METRICS_MEMBER(type, name) type name;
 

@@ -55,6 +55,22 @@ class Refusals(unittest.TestCase):
         run = self.run_spec(harness.tiny_spec(**{"training.optimizer.lr": "fast"}), record="ddp-bad-spec")
         self.assert_refused(run, "input", 2, "spec.training.optimizer.lr")
 
+    def test_a_spec_changed_after_the_coordinator_wrote_it_is_an_integrity_error(self):
+        path = harness.write_spec(self.dir, harness.tiny_spec())
+        written = _sha(path)
+        with open(path, "a") as f:
+            f.write(" ")
+        run = harness.run_engine(["--engine", "ddp", "--spec", path, "--spec-sha256", written, "--checkpoint-root",
+                                  self.root, "--steps", "2", "--device", "cpu", "--threads", "1"])
+        self.assert_refused(run, "integrity", 5, "is not the coordinator's sha256 " + written)
+
+    def test_a_checkpoint_of_another_run_is_not_restored(self):
+        saved = self.run_spec(harness.tiny_spec(), ["--save-at", "1"], engine="ddp")
+        self.assertEqual(saved.code, 0, saved.stderr[-2000:])
+        other = harness.tiny_spec(seed=8)  # the same shape, another seed: another run
+        run = self.run_spec(other, ["--restore"])
+        self.assert_refused(run, "checkpoint", 4, "written for the run of spec")
+
     def test_a_spec_for_another_engine_is_refused(self):
         run = self.run_spec(harness.tiny_spec(engine="fsdp2"))
         self.assert_refused(run, "input", 2, "spec.engine")

@@ -28,6 +28,8 @@
 #include "project/train_config.h"
 #include "report/report.h"
 #include "report/report_render.h"
+#include "run/engine_spec.h"
+#include "run/run_config.h"
 
 namespace trainlock::fuzz {
 namespace {
@@ -159,16 +161,16 @@ namespace {
 // position, as the worker builds it; only for loaders small enough to build quickly (larger
 // ones are bounded by kMaxDataWindows, which CheckpointRunState promises below).
 void RestoreSyntheticLoader(const validate::CheckpointRunState& run, const nlohmann::json& state) {
-  const TrainingConfig& t = run.config.training;
-  const uint64_t length = run.data["length"].get<uint64_t>();
-  if ((length - 1) / static_cast<uint64_t>(t.seq_len) > (uint64_t{1} << 16) ||
+  const EngineSpec& spec = run.spec;
+  const TrainingConfig& t = spec.config.training;
+  if ((spec.data.length - 1) / static_cast<uint64_t>(t.seq_len) > (uint64_t{1} << 16) ||
       t.micro_batch * t.seq_len > (int64_t{1} << 20))
     return;
-  const auto source = validate::SyntheticTokens(run.data["seed"].get<uint64_t>(),
-                                                run.config.model.vocab_size, length);
+  const auto source =
+      validate::SyntheticTokens(spec.data.seed, spec.config.model.vocab_size, spec.data.length);
   try {
-    validate::WindowLoader loader(*source, t.seq_len, t.micro_batch, run.seed, t.shuffle,
-                                  run.eval_batches * t.micro_batch);
+    validate::WindowLoader loader(*source, t.seq_len, t.micro_batch, spec.seed, t.shuffle,
+                                  spec.eval_batches * t.micro_batch);
     loader.Restore(state.value("data_loader", nlohmann::json()));
     const validate::Batch batch = loader.Next();
     Require(batch.rows == t.micro_batch && batch.cols == t.seq_len, "a batch of another shape");
@@ -191,18 +193,21 @@ void CheckpointState(std::string_view input) {
   } catch (const validate::CheckpointError&) {
     return;
   }
-  Require(run.eval_batches >= 1 && run.eval_batches <= (int64_t{1} << 20),
+  const EngineSpec& spec = run.spec;
+  Require(spec.eval_batches >= 1 && spec.eval_batches <= kMaxEvalBatches,
           "eval_batches out of range was accepted");
-  const bool synthetic = run.data["kind"] == "synthetic";
-  Require(synthetic || run.data["kind"] == "shards", "an unknown data kind was accepted");
+  const bool synthetic = spec.data.kind == "synthetic";
+  Require(synthetic || spec.data.kind == "shards", "an unknown data kind was accepted");
+  Require(ModelShapeProblems(spec.config.model).empty(),
+          "a model shape with a problem was accepted");
   if (!synthetic) {
-    const int width = run.data["bytes_per_token"].get<int>();
-    Require(width == 2 || width == 4, "a token width other than 2 or 4 was accepted");
+    Require(spec.data.bytes_per_token == 2 || spec.data.bytes_per_token == 4,
+            "a token width other than 2 or 4 was accepted");
+    Require(!spec.data.files.empty(), "shards without files were accepted");
     return;
   }
-  Require((run.data["length"].get<uint64_t>() - 1) /
-                  static_cast<uint64_t>(run.config.training.seq_len) <=
-              validate::kMaxDataWindows,
+  Require((spec.data.length - 1) / static_cast<uint64_t>(spec.config.training.seq_len) <=
+              kMaxDataWindows,
           "more windows than kMaxDataWindows were accepted");
   RestoreSyntheticLoader(run, state);
 }

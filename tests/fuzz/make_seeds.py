@@ -213,19 +213,32 @@ write("layer", "layer.tar", layer_tar())
 
 # ---- checkpoint_state: the state in manifest.json, as the native engine writes it ----
 
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../examples/tiny/configs/tiny.yaml")) as f:
-    TINY_CONFIG = f.read()
+# examples/tiny's run as the coordinator resolves it (run/engine_spec.h, trainlock.engine-spec/1).
+TINY_SPEC = {
+    "schema": "trainlock.engine-spec/1", "engine": "native", "lock_sha256": sha("lock"),
+    "config_sha256": sha("config"), "seed": 7, "eval_batches": 2,
+    "model": {"architecture": "llama", "hidden_size": 64, "num_layers": 2, "num_heads": 4,
+              "num_kv_heads": 2, "intermediate_size": 160, "vocab_size": 256,
+              "tie_embeddings": False, "rope_theta": 10000.0, "rope_scaling": None,
+              "norm_eps": 1e-05, "dropout": 0.1, "files": []},
+    "training": {"seq_len": 32, "micro_batch": 4, "grad_accum": 2, "precision": "fp32",
+                 "optimizer": {"name": "adamw", "lr": 0.001, "beta1": 0.9, "beta2": 0.95,
+                               "eps": 1e-08, "weight_decay": 0.1},
+                 "scheduler": {"name": "cosine", "warmup_steps": 2, "total_steps": 100,
+                               "min_lr": 0.0001},
+                 "grad_clip": 1.0, "activation_checkpointing": False, "parallelism": "ddp",
+                 "shuffle": True, "deterministic": False},
+    "data": {"kind": "synthetic", "seed": 7, "length": 64 * 32 + 1}}
 LOADER = {"epoch": 0, "cursor": 16, "seed": 7, "shuffle": True, "train_windows": 56, "seq_len": 32}
 write("checkpoint_state", "synthetic.json", json.dumps({
-    "config_yaml": TINY_CONFIG, "seed": 7, "eval_batches": 2,
-    "data": {"kind": "synthetic", "seed": 7, "length": 64 * 32 + 1},
+    "spec": TINY_SPEC, "spec_sha256": sha("spec"), "torch": "2.11.0",
     "data_loader": LOADER, "rng": {"cpu": "00ff", "cuda": []}, "loss_scaler": None,
-    "optimizer": {"name": "adamw", "step": 4}, "lock_sha256": sha("lock")}, indent=2))
+    "optimizer": {"name": "adamw", "step": 4}}, indent=2))
+SHARDS = [{"path": "/data/shard-%d.bin" % i, "name": "shard-%d.bin" % i, "sha256": sha("s%d" % i), "size": 4096}
+          for i in range(2)]
 write("checkpoint_state", "shards.json", json.dumps({
-    "config_yaml": TINY_CONFIG, "seed": 7, "eval_batches": 1,
-    "data": {"kind": "shards", "files": ["data/shard-0.bin", "data/shard-1.bin"],
-             "sha256": [sha("s0"), sha("s1")], "bytes_per_token": 2},
-    "data_loader": dict(LOADER, shuffle=False)}, indent=2))
+    "spec": dict(TINY_SPEC, eval_batches=1, data={"kind": "shards", "files": SHARDS, "bytes_per_token": 2}),
+    "spec_sha256": sha("spec"), "data_loader": dict(LOADER, shuffle=False)}, indent=2))
 
 # ---- metadata: a wheel's METADATA headers ----
 

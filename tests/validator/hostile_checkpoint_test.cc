@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/sha256.h"
+#include "spec_for_tests.h"
 #include "support/engine_transcript.h"
 #include "support/worker_process.h"
 #include "test_support.h"
@@ -29,14 +30,31 @@ class HostileCheckpoint : public ::testing::Test {
   static void SetUpTestSuite() {
     root_ = new testing::TempDir();
     testing::CopyExample("tiny", Project());
+    const fs::path spec = root_->path() / "engine-spec.json";
+    const std::string spec_sha256 = testing::WriteEngineSpec(Project(), 2, spec);
     // A saving worker waits for the coordinator's SIGKILL once its checkpoint is committed
     // (worker.h): read its events until then and kill it, as the coordinator does.
-    validate::Child saver(
-        {std::string(TRAINLOCK_BIN_DIR) + "/trainlock-validate", "worker", "--role", "train",
-         "--project", Project().string(), "--checkpoint-root", (root_->path() / "ckpt").string(),
-         "--result", (root_->path() / "train.json").string(), "--steps", "2", "--save-at", "1",
-         "--device", "cpu", "--threads", "2"},
-        root_->path() / "train.stderr");
+    validate::Child saver({std::string(TRAINLOCK_BIN_DIR) + "/trainlock-validate",
+                           "worker",
+                           "--role",
+                           "train",
+                           "--spec",
+                           spec.string(),
+                           "--spec-sha256",
+                           spec_sha256,
+                           "--checkpoint-root",
+                           (root_->path() / "ckpt").string(),
+                           "--result",
+                           (root_->path() / "train.json").string(),
+                           "--steps",
+                           "2",
+                           "--save-at",
+                           "1",
+                           "--device",
+                           "cpu",
+                           "--threads",
+                           "2"},
+                          root_->path() / "train.stderr");
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
     validate::EngineTranscript said;
     while (auto line = saver.ReadLine(deadline)) {
@@ -104,17 +122,23 @@ TEST_F(HostileCheckpoint, AManifestHashFileWithASecondLineIsRefused) {
 }
 
 TEST_F(HostileCheckpoint, AZeroTokenWidthIsRefusedNotDividedBy) {
-  ExpectRefused(
-      Restore(Crafted([](nlohmann::json& state) {
-        state["data"] = {{"kind", "shards"}, {"files", {"/dev/null"}}, {"bytes_per_token", 0}};
-      })),
-      "state.data.bytes_per_token is not 2 or 4");
+  ExpectRefused(Restore(Crafted([](nlohmann::json& state) {
+                  state["spec"]["data"] = {{"kind", "shards"},
+                                           {"files",
+                                            {{{"path", "/dev/null"},
+                                              {"name", "null"},
+                                              {"sha256", std::string(64, '0')},
+                                              {"size", 0}}}},
+                                           {"bytes_per_token", 0}};
+                })),
+                "state.spec.data.bytes_per_token 0 is out of range [2, 4]");
 }
 
 TEST_F(HostileCheckpoint, AHugeSyntheticLengthIsRefusedNotAllocated) {
-  ExpectRefused(
-      Restore(Crafted([](nlohmann::json& state) { state["data"]["length"] = uint64_t{1} << 62; })),
-      "windows of seq_len");
+  ExpectRefused(Restore(Crafted([](nlohmann::json& state) {
+                  state["spec"]["data"]["length"] = uint64_t{1} << 62;
+                })),
+                "windows of seq_len");
 }
 
 TEST_F(HostileCheckpoint, AFifoWhereTheManifestShouldBeIsRefusedWithoutBlocking) {

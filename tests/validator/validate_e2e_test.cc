@@ -15,6 +15,7 @@
 #include "project/check_ids.h"
 #include "project/project.h"
 #include "report/report.h"
+#include "spec_for_tests.h"
 #include "test_support.h"
 
 namespace trainlock {
@@ -795,12 +796,14 @@ void ExpectTrainingRefuses(const fs::path& project, const std::string& file,
   }
 }
 
-TEST_F(ValidateTiny, TrainStepRecordsTheConfigItsWorkerVerified) {
+// The worker reads the run from the engine spec the coordinator wrote (from the config it
+// verified against the lock), verifies the spec's bytes and records them.
+TEST_F(ValidateTiny, TrainStepRecordsTheSpecItsWorkerVerified) {
   const auto& rows = Check(pass().report, "train.step")["metrics"]["artifacts"];
   ASSERT_TRUE(rows.is_array()) << Check(pass().report, "train.step");
   ASSERT_EQ(rows.size(), 1u) << rows;
-  EXPECT_TRUE(rows[0]["path"].get<std::string>().ends_with("configs/tiny.yaml")) << rows;
-  EXPECT_EQ(rows[0]["sha256"], pass().report["config_sha256"]);
+  EXPECT_TRUE(rows[0]["path"].get<std::string>().ends_with("engine-spec.json")) << rows;
+  EXPECT_TRUE(IsSha256Hex(rows[0]["sha256"].get<std::string>())) << rows;
   EXPECT_EQ(rows[0]["verified_by"], "worker");
   EXPECT_GT(rows[0]["bytes"].get<int64_t>(), 0);
 }
@@ -841,29 +844,48 @@ TEST(VerifyAtPointOfUse, AModelWeightFileChangedAfterLockingFailsTraining) {
   ExpectTrainingRefuses(project, "/model.safetensors", pinned, planted);
 }
 
-// The training config changed between the coordinator's drift check and the worker's read:
-// the worker, run as the coordinator runs it, refuses it naming both hashes.
-TEST(VerifyAtPointOfUse, ATrainingConfigChangedAfterLockingFailsTheTrainingWorker) {
+// The engine spec changed between the coordinator's writing it and the worker's reading it:
+// the worker, run as the coordinator runs it, refuses it naming both hashes, and trains nothing.
+TEST(VerifyAtPointOfUse, AnEngineSpecChangedAfterTheCoordinatorWroteItFailsTheTrainingWorker) {
   testing::TempDir dir;
   const fs::path project = dir.path() / "tiny";
   fs::create_directories(project);
   testing::CopyExample("tiny", project);
-  const fs::path config = project / "configs/tiny.yaml";
-  const std::string pinned = Sha256Hex(testing::ReadFile(config));
-  testing::WriteFile(config, testing::ReadFile(config) + "# edited after locking\n");
-  const std::string planted = Sha256Hex(testing::ReadFile(config));
+  const fs::path spec = dir.path() / "engine-spec.json";
+  const std::string written = testing::WriteEngineSpec(project, 1, spec);
+  testing::WriteFile(spec, testing::ReadFile(spec) + " ");
+  const std::string planted = Sha256Hex(testing::ReadFile(spec));
   const fs::path result = dir.path() / "a.json";
   auto r = testing::RunProgram(
-      "trainlock-validate",
-      {"worker", "--project", project.string(), "--checkpoint-root", (dir.path() / "ckpt").string(),
-       "--result", result.string(), "--steps", "1", "--threads", "2", "--device", "cpu"});
+      "trainlock-validate", {"worker", "--spec", spec.string(), "--spec-sha256", written,
+                             "--checkpoint-root", (dir.path() / "ckpt").string(), "--result",
+                             result.string(), "--steps", "1", "--threads", "2", "--device", "cpu"});
   EXPECT_EQ(r.exit_code, 5) << r.err;  // kWorkerTrainingFailed: train.step fails
   const nlohmann::json j = nlohmann::json::parse(testing::ReadFile(result));
   EXPECT_EQ(j["error"]["kind"], "integrity") << j;
   const std::string message = j["error"]["message"];
-  EXPECT_NE(message.find("configs/tiny.yaml: sha256 " + planted), std::string::npos) << message;
-  EXPECT_NE(message.find("the lock's sha256 " + pinned), std::string::npos) << message;
-  EXPECT_EQ(j["artifacts"][0]["sha256"], planted) << j;
+  EXPECT_NE(message.find("engine-spec.json: sha256 " + planted), std::string::npos) << message;
+  EXPECT_NE(message.find("the coordinator's sha256 " + written), std::string::npos) << message;
+  EXPECT_FALSE(j.contains("losses")) << j;
+}
+
+// The worker trains from the spec alone: a project it could read is not there to read.
+TEST(VerifyAtPointOfUse, TheTrainingWorkerNeedsNoProject) {
+  testing::TempDir dir;
+  const fs::path project = dir.path() / "tiny";
+  fs::create_directories(project);
+  testing::CopyExample("tiny", project);
+  const fs::path spec = dir.path() / "engine-spec.json";
+  const std::string written = testing::WriteEngineSpec(project, 1, spec);
+  fs::remove_all(project);
+  const fs::path result = dir.path() / "a.json";
+  auto r = testing::RunProgram(
+      "trainlock-validate", {"worker", "--spec", spec.string(), "--spec-sha256", written,
+                             "--checkpoint-root", (dir.path() / "ckpt").string(), "--result",
+                             result.string(), "--steps", "1", "--threads", "2", "--device", "cpu"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(testing::ReadFile(result));
+  EXPECT_EQ(j["losses"].size(), 1u) << j;
 }
 
 // A prebuilt op library replaced after locking: ops.custom fails before loading it.

@@ -15,14 +15,15 @@
 #include "base/json_file.h"
 #include "base/program_path.h"
 #include "coordinator/engine_command.h"
-#include "coordinator/engine_spec.h"
 #include "coordinator/roundtrip_checks.h"
 #include "coordinator/roundtrip_runs.h"
+#include "coordinator/spec_resolver.h"
 #include "coordinator/state_file.h"
 #include "engines/native/checkpoint.h"
 #include "plan/memory_model.h"
 #include "probes/gpu_telemetry.h"
 #include "probes/host_memory.h"
+#include "project/artifact_paths.h"
 #include "project/project.h"
 #include "report/check_metrics.h"
 #include "support/check_selection.h"
@@ -126,41 +127,46 @@ class RoundtripRunner {
   fs::path engine_dir_;      // a Python engine's verified package
   fs::path python_;
   fs::path spec_file_;
+  std::string spec_sha256_;  // of the spec file as written
 };
 
 // The protocol's options every process of this run gets (docs/validate.md, "The engine
-// protocol"); the native worker also reads the project itself and writes a result file.
+// protocol"): the spec and its hash, which the process verifies on the bytes it reads; the
+// native worker also writes a result file.
 std::vector<std::string> RoundtripRunner::CommonArgs(const std::string& name) const {
-  std::vector<std::string> args = {"--checkpoint-root", o_.checkpoint_root.string(),
-                                   "--device",          o_.device,
-                                   "--threads",         std::to_string(o_.threads),
-                                   "--keep-last",       std::to_string(o_.keep_last)};
+  std::vector<std::string> args = {"--checkpoint-root",
+                                   o_.checkpoint_root.string(),
+                                   "--device",
+                                   o_.device,
+                                   "--threads",
+                                   std::to_string(o_.threads),
+                                   "--keep-last",
+                                   std::to_string(o_.keep_last),
+                                   "--spec",
+                                   spec_file_.string(),
+                                   "--spec-sha256",
+                                   spec_sha256_};
   if (o_.engine != "native") {
     // Several processes of one engine run share the node's GPUs: each rank picks its own.
     if (std::max(o_.engine_nproc, o_.reshard_to) > 1 && o_.device.rfind("cuda:", 0) == 0)
       args[3] = "cuda";
-    args.insert(args.end(), {"--spec", spec_file_.string()});
     return args;
   }
-  args.insert(args.end(), {"--project", o_.project.string(), "--result",
-                           (o_.work_dir / (name + ".json")).string()});
-  // The config this run records differs from the lock's only under --allow-drift (validate.cc
-  // refuses it otherwise): the workers then verify the bytes they read against the recorded one.
-  if (project_.lock && project_.lock->config_sha256 != project_.config_sha256) {
-    args.push_back("--config-sha256");
-    args.push_back(project_.config_sha256);
-  }
+  args.insert(args.end(), {"--result", (o_.work_dir / (name + ".json")).string()});
   return args;
 }
 
-// A Python engine runs from the lock's pinned package, copied into this run's directory, and
-// trains the run the spec states.
+// The run every process trains, written once as the engine spec; a Python engine runs from
+// the lock's pinned package, copied into this run's directory.
 void RoundtripRunner::PrepareEngine() {
+  spec_file_ = o_.work_dir / "engine-spec.json";
+  const std::string spec =
+      EngineSpecJson(ResolveEngineSpec(project_, o_.steps, o_.engine)).dump(2) + "\n";
+  spec_sha256_ = Sha256Hex(spec);
+  WriteFileAtomically(spec_file_, spec);
   if (o_.engine == "native") return;
   engine_dir_ = InstallVerifiedEngine(*project_.lock, o_.work_dir);
   python_ = fs::absolute(EnginePython(o_.python));  // the engine runs in the work directory
-  spec_file_ = o_.work_dir / "engine-spec.json";
-  WriteFileAtomically(spec_file_, EngineSpec(project_, o_.steps).dump(2) + "\n");
 }
 
 RoundtripRunner::Launched RoundtripRunner::Launch(const std::string& name,
@@ -435,6 +441,8 @@ std::vector<CheckResult> RoundtripRunner::Run() {
   } catch (const trainlock::Failure& refused) {
     if (refused.exit_code() != kExitVerdict) throw;
     return EngineFilesRefusedChecks(refused);
+  } catch (const ArtifactPathError& outside) {
+    return PinnedFileRefusedChecks(outside.what());
   }
   TelemetryWindow telemetry(o_.device);  // NVML samples while the processes train
   const std::string steps = std::to_string(o_.steps), at = std::to_string(o_.checkpoint_at);

@@ -327,6 +327,7 @@ RoundtripMetrics RoundtripFacts(const JudgeInputs& in, const WorkerRun& a, const
     m.save_staging_wait_s = save.staging_wait_s;
     m.save_staging_alloc_s = save.staging_alloc_s;
     m.save_write_s = save.write_s;
+    m.save_stall_s = save.stall_s;
   }
   if (c.result.contains("restore")) {
     m.restore_s = raw(restore.seconds);
@@ -684,16 +685,30 @@ std::vector<CheckResult> JudgeRoundtrip(const JudgeInputs& in, const RoundtripRu
 }
 
 // Nothing may train: the engine's files are not the ones the lock pins.
-std::vector<CheckResult> EngineFilesRefusedChecks(const trainlock::Failure& refused) {
-  std::vector<CheckResult> checks = {{"train.step", CheckStatus::kFail, 0, refused.what(),
-                                      "re-lock with this trainlock, or validate in the image "
-                                      "built from the lock",
-                                      nlohmann::json::object()}};
-  for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"}) {
-    checks.push_back({id, CheckStatus::kSkip, 0, "the engine's files are not the pinned ones",
-                      "see train.step", nlohmann::json::object()});
-  }
+namespace {
+// train.step fails with `summary` and `remedy`; the other three skip, since nothing trained.
+std::vector<CheckResult> NothingTrainedChecks(const std::string& summary, const std::string& remedy,
+                                              const std::string& skipped) {
+  std::vector<CheckResult> checks = {
+      {"train.step", CheckStatus::kFail, 0, summary, remedy, nlohmann::json::object()}};
+  for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"})
+    checks.push_back(
+        {id, CheckStatus::kSkip, 0, skipped, "see train.step", nlohmann::json::object()});
   return checks;
+}
+}  // namespace
+
+std::vector<CheckResult> EngineFilesRefusedChecks(const trainlock::Failure& refused) {
+  return NothingTrainedChecks(refused.what(),
+                              "re-lock with this trainlock, or validate in the image built from "
+                              "the lock",
+                              "the engine's files are not the pinned ones");
+}
+
+std::vector<CheckResult> PinnedFileRefusedChecks(const std::string& refused) {
+  return NothingTrainedChecks("a pinned file is not trained on: " + refused,
+                              "keep pinned files inside the project (data.* names the file)",
+                              "nothing was trained: a pinned file leads outside the project");
 }
 
 }  // namespace trainlock::validate

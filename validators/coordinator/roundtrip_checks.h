@@ -33,5 +33,8 @@ std::vector<CheckResult> JudgeFromA(const JudgeInputs& in, const RoundtripRuns& 
 std::vector<CheckResult> JudgeRoundtrip(const JudgeInputs& in, const RoundtripRuns& runs);
 // The four checks when the engine's files are not the ones the lock pins (nothing ran).
 std::vector<CheckResult> EngineFilesRefusedChecks(const trainlock::Failure& refused);
+// The four checks when a pinned file the run would train from leads outside the project
+// (`refused`: "PATH: WHY"): nothing ran, and nothing read it.
+std::vector<CheckResult> PinnedFileRefusedChecks(const std::string& refused);
 
 }  // namespace trainlock::validate

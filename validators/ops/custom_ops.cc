@@ -2,6 +2,7 @@
 #include "ops/custom_ops.h"
 
 #include "ops/op_library_path.h"
+#include "project/project.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -443,7 +444,8 @@ OpsDevice DescribeOpsDevice(torch::Device device) {
   return d;
 }
 
-json RunCustomOps(const Project& project, const OpsDevice& device) {
+json RunCustomOps(const fs::path& project_dir, const OpsDevice& device) {
+  const Project project = LoadProject(project_dir, ManifestRequirement::kOptional);
   json libraries = json::array();
   for (const CustomOpLibrary& lib : project.effective().custom_ops)
     libraries.push_back(CheckLibrary(project, lib, device));

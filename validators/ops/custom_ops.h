@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "project/project.h"
+#include <filesystem>
 
 namespace trainlock::validate {
 
@@ -24,8 +24,11 @@ struct OpsDevice {
 
 OpsDevice DescribeOpsDevice(torch::Device device);
 
+// The custom-op libraries of the lock in `project_dir` (the ops role's --project: what the ops
+// check needs is the lock's op list, not the run's description, which the train roles read
+// from the engine spec), each checked on `device`:
 // {"device": ..., "libraries": [{library, path, failures: [{kind, op, message, remedy}],
 //   code: {...}, ops: [{op, kernel_keys, smoke: [...]}]}]}
-nlohmann::json RunCustomOps(const Project& project, const OpsDevice& device);
+nlohmann::json RunCustomOps(const std::filesystem::path& project_dir, const OpsDevice& device);
 
 }  // namespace trainlock::validate

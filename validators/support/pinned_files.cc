@@ -19,9 +19,10 @@ std::vector<ArtifactRow>& Log() {
 }  // namespace
 
 ArtifactMismatch::ArtifactMismatch(const std::string& path, const std::string& measured,
-                                   const std::string& pinned)
-    : Failure(path + ": sha256 " + measured + " (measured by the worker reading it) is not the " +
-                  "lock's sha256 " + pinned + ": the file changed after `trainlock lock`",
+                                   const std::string& pinned, const std::string& pinned_by,
+                                   const std::string& why)
+    : Failure(path + ": sha256 " + measured + " (measured by the worker reading it) is not " +
+                  pinned_by + " sha256 " + pinned + ": " + why,
               kExitVerdict) {}
 
 void VerifyPinned(const std::string& path, const std::string& measured, uint64_t bytes,

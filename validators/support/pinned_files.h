@@ -15,10 +15,13 @@
 
 namespace trainlock::validate {
 
-// A pinned file whose bytes, as read by the worker, are not the ones the lock pins.
+// A pinned file whose bytes, as read by the worker, are not the ones the lock pins (or, for
+// the engine spec, the ones the coordinator wrote: `pinned_by` and `why` say so).
 class ArtifactMismatch : public Failure {
  public:
-  ArtifactMismatch(const std::string& path, const std::string& measured, const std::string& pinned);
+  ArtifactMismatch(const std::string& path, const std::string& measured, const std::string& pinned,
+                   const std::string& pinned_by = "the lock's",
+                   const std::string& why = "the file changed after `trainlock lock`");
 };
 
 // Compares `measured` (the SHA-256 of the `bytes` bytes just read from `path`) with `pinned`

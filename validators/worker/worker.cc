@@ -21,9 +21,8 @@
 #include "engines/native/model_loader.h"
 #include "engines/native/trainer.h"
 #include "ops/custom_ops.h"
-#include "project/artifact_paths.h"
-#include "project/project.h"
 #include "report/check_metrics.h"
+#include "run/engine_spec.h"
 #include "support/engine_protocol.h"
 #include "support/engine_transcript.h"
 #include "support/pinned_files.h"
@@ -53,17 +52,14 @@ class NonFiniteLoss : public std::runtime_error {
   int64_t step_;
 };
 
-// Everything a trainer needs, described so that a checkpoint can carry it and a process
-// with nothing but the checkpoint can rebuild it (the portable role).
+// Everything a trainer needs: the engine spec (which a checkpoint carries, so that a process
+// with nothing but the checkpoint rebuilds the run: the portable role) and, for a run that
+// starts from pinned weights, where they are.
 struct RunSetup {
-  TrainConfig config;
-  std::string config_yaml;
-  uint64_t seed = 0;
-  int64_t eval_batches = 1;
-  nlohmann::json data;  // {"kind": "synthetic", "length"} or {"kind": "shards", ...}
-  fs::path model_dir;   // "" = seeded initialisation
+  EngineSpec spec;
+  fs::path model_dir;                              // "" = seeded initialisation
   std::map<std::string, std::string> model_files;  // model_dir's pinned files -> lock sha256
-  nlohmann::json identity;
+  nlohmann::json identity;                         // what the checkpoint's state carries
 };
 
 // "cpu", "auto", "cuda" (device 0) or "cuda:N" (a rank's own GPU). A CUDA device becomes the
@@ -88,87 +84,35 @@ torch::Device PickDevice(const std::string& requested) {
   return torch::kCPU;
 }
 
-std::unique_ptr<TokenSource> MakeData(const nlohmann::json& data, int64_t vocab) {
-  if (data.at("kind") == "shards") {
+std::unique_ptr<TokenSource> MakeData(const SpecData& data, int64_t vocab) {
+  if (data.kind == "shards") {
     std::vector<fs::path> files;
-    for (const auto& f : data.at("files")) files.push_back(f.get<std::string>());
     std::vector<std::string> sha256;  // the lock's, verified on the mapped bytes
-    for (const auto& h : data.value("sha256", nlohmann::json::array()))
-      sha256.push_back(h.get<std::string>());
-    return ShardTokens(files, data.at("bytes_per_token").get<int>(), vocab, sha256);
-  }
-  return SyntheticTokens(data.at("seed").get<uint64_t>(), vocab, data.at("length").get<uint64_t>());
-}
-
-// The files the lock pins for `a`, resolved as the data checks resolve them: a local file
-// that leads out of the project through a symlink throws ArtifactPathError, so the worker
-// never trains on (or loads) what the data checks refused.
-std::vector<fs::path> PinnedFiles(const fs::path& dir, const ArtifactSource& a,
-                                  std::string_view kind) {
-  std::vector<fs::path> files;
-  for (const PinnedFile& f : a.files) files.push_back(ResolvePinnedFile(dir, a, kind, f.path));
-  return files;
-}
-
-bool AllPresent(const std::vector<fs::path>& files) {
-  return !files.empty() &&
-         std::all_of(files.begin(), files.end(), [](const fs::path& f) { return fs::exists(f); });
-}
-
-RunSetup SetupFromProject(const fs::path& dir, int64_t steps, const std::string& config_sha256) {
-  Project project = LoadProject(dir, ManifestRequirement::kOptional);
-  if (!project.lock) {
-    throw InputError(Diagnostic{project.lock_path, {}, "no lock", "run `trainlock lock` first"});
-  }
-  const Spec& lock = *project.lock;
-  RunSetup s;
-  s.config_yaml = ReadInputFile(dir / lock.config, project.config_path);
-  // The training config this process trains with, verified on the bytes it read and parsed
-  // from those same bytes (not from LoadProject's earlier read). Under
-  // --allow-drift the coordinator records the drifted config's hash in the report and hands
-  // it down as `want`; otherwise `want` is empty and the lock's hash is the reference.
-  const std::string want = config_sha256.empty() ? lock.config_sha256 : config_sha256;
-  VerifyPinned(DisplayPath(dir, lock.config), Sha256Hex(s.config_yaml), s.config_yaml.size(), want);
-  s.config = LoadTrainConfig(s.config_yaml, project.config_path);
-  s.seed = static_cast<uint64_t>(lock.seed);
-  s.eval_batches = std::max<int64_t>(1, lock.validate.eval_batches);
-  s.identity = {{"lock_sha256", project.lock_sha256},
-                {"config_sha256", project.config_sha256},
-                {"torch", TorchVersion()},
-                {"seed", s.seed},
-                {"eval_batches", s.eval_batches},
-                {"config_yaml", s.config_yaml}};
-  const TrainingConfig& t = s.config.training;
-  if (lock.dataset && !lock.dataset->token_dtype.empty()) {
-    const std::vector<fs::path> shards = PinnedFiles(dir, *lock.dataset, "dataset");
-    if (AllPresent(shards)) {
-      nlohmann::json files = nlohmann::json::array();
-      nlohmann::json sha256 = nlohmann::json::array();
-      for (const fs::path& shard : shards) files.push_back(fs::absolute(shard).string());
-      for (const PinnedFile& f : lock.dataset->files) sha256.push_back(f.sha256);
-      s.data = {{"kind", "shards"},
-                {"files", files},
-                {"sha256", sha256},
-                {"bytes_per_token", lock.dataset->token_dtype == "uint16" ? 2 : 4}};
+    for (const SpecFile& f : data.files) {
+      files.push_back(f.path);
+      sha256.push_back(f.sha256);
     }
+    return ShardTokens(files, data.bytes_per_token, vocab, sha256);
   }
-  if (s.data.is_null()) {
-    int64_t windows = std::max<int64_t>(64, steps * t.grad_accum * t.micro_batch) +
-                      s.eval_batches * t.micro_batch;
-    s.data = {{"kind", "synthetic"},
-              {"seed", s.seed},
-              {"length", static_cast<uint64_t>(windows * t.seq_len + 1)}};
-  }
-  if (lock.model) {
-    fs::path model_dir = ArtifactDir(dir, *lock.model, "model");
-    for (const PinnedFile& f : lock.model->files) s.model_files[f.path] = f.sha256;
-    // Weights only when the lock pins some: a pinned config.json alone is not a model.
-    const bool pins_weights =
-        std::any_of(s.model_files.begin(), s.model_files.end(),
-                    [](const auto& file) { return file.first.ends_with(".safetensors"); });
-    if (pins_weights && AllPresent(PinnedFiles(dir, *lock.model, "model"))) s.model_dir = model_dir;
-  }
-  s.identity["data"] = s.data;
+  return SyntheticTokens(data.seed, vocab, data.length);
+}
+
+// The run the coordinator resolved (coordinator/spec_resolver.h), read from the spec file and
+// verified against the hash the coordinator gave for it: this worker trains what the spec
+// states and reads nothing of the project.
+RunSetup SetupFromSpec(const fs::path& file, const std::string& want_sha256) {
+  const std::string text = ReadEngineSpecFile(file);
+  const std::string sha256 = Sha256Hex(text);
+  if (sha256 != want_sha256)
+    throw ArtifactMismatch(file.string(), sha256, want_sha256, "the coordinator's",
+                           "the spec changed after the coordinator wrote it");
+  VerifyPinned(file.string(), sha256, text.size(), want_sha256);  // train.step's row
+  RunSetup s;
+  s.spec = ParseEngineSpec(text, file.string());
+  s.model_dir = ModelDirectory(s.spec, file.string());
+  for (const SpecFile& f : s.spec.model_files) s.model_files[f.name] = f.sha256;
+  s.identity = {
+      {"spec", EngineSpecJson(s.spec)}, {"spec_sha256", sha256}, {"torch", TorchVersion()}};
   return s;
 }
 
@@ -188,19 +132,15 @@ RunSetup SetupFromCheckpoint(const CheckpointContents& c, const fs::path& dir) {
   CheckpointRunState state = ReadCheckpointRunState(c.state, (dir / "manifest.json").string());
   RunSetup s;
   s.identity = c.state;
-  s.config_yaml = std::move(state.config_yaml);
-  s.config = std::move(state.config);
-  s.seed = state.seed;
-  s.eval_batches = state.eval_batches;
-  s.data = std::move(state.data);
+  s.spec = std::move(state.spec);
   return s;
 }
 
 std::unique_ptr<Trainer> MakeTrainer(const RunSetup& s, torch::Device device,
                                      nlohmann::json* result) {
-  TrainerOptions options{device, s.seed, s.eval_batches, s.identity};
-  auto trainer =
-      std::make_unique<Trainer>(s.config, options, MakeData(s.data, s.config.model.vocab_size));
+  TrainerOptions options{device, s.spec.seed, s.spec.eval_batches, s.identity};
+  auto trainer = std::make_unique<Trainer>(s.spec.config, options,
+                                           MakeData(s.spec.data, s.spec.config.model.vocab_size));
   // train.step's data and model, under its members' names (coordinator/roundtrip.cc).
   TrainStepMetrics made;
   made.data = trainer->data().Describe();
@@ -267,7 +207,7 @@ void EmitSetup(const nlohmann::json& result) {
 }
 
 // Seconds since RunWorker began: the setup a worker pays before its work (reading the
-// project, creating the CUDA context, building the model on the device).
+// spec, creating the CUDA context, building the model on the device).
 double SecondsSinceWorkerStart() {
   static const auto start = std::chrono::steady_clock::now();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -357,7 +297,7 @@ void AnnounceCommitted(const WorkerOptions& o, AsyncCheckpointer& checkpointer,
 
 int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
   torch::Device device = PickDevice(o.device);
-  RunSetup setup = SetupFromProject(o.project, o.steps, o.config_sha256);
+  RunSetup setup = SetupFromSpec(o.spec, o.spec_sha256);
   std::unique_ptr<Trainer> trainer = MakeTrainer(setup, device, &result);
   result["setup_s"] = SecondsSinceWorkerStart();
   EmitHello(o, device);
@@ -369,11 +309,12 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
     CheckpointIo io;
     CheckpointContents contents = LoadCheckpoint(*latest, &io);
     ReadingCheckpointState(*latest, [&] {
-      if (contents.state.value("lock_sha256", "") !=
-          setup.identity["lock_sha256"].get<std::string>()) {
-        throw CheckpointError(latest->string() + ": written for lock " +
-                              Quoted(contents.state.value("lock_sha256", "?").substr(0, 12)) +
-                              "..., not this lock");
+      // The checkpoint's spec is this run's: the same model, recipe, data and seed.
+      if (contents.state.value("spec_sha256", "") !=
+          setup.identity["spec_sha256"].get<std::string>()) {
+        throw CheckpointError(latest->string() + ": written for the run of spec " +
+                              Quoted(contents.state.value("spec_sha256", "?").substr(0, 12)) +
+                              "..., not this run's");
       }
       trainer->Restore(contents, {o.restore_rng, o.restore_data});
     });
@@ -431,7 +372,7 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
          {{"step", trainer->step()}, {"bytes", written.bytes}, {"file", o.final_state.string()}});
   }
   if (result.contains("measurement")) {
-    MeasureInRunMode(*trainer, setup.config.training.deterministic, result);
+    MeasureInRunMode(*trainer, setup.spec.config.training.deterministic, result);
     Emit("measurement", result["measurement"]);
   }
   if (o.save_at > 0) {
@@ -444,8 +385,7 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
 }
 
 int RunOps(const WorkerOptions& o, nlohmann::json& result) {
-  Project project = LoadProject(o.project, ManifestRequirement::kOptional);
-  result.update(RunCustomOps(project, DescribeOpsDevice(PickDevice(o.device))));
+  result.update(RunCustomOps(o.project, DescribeOpsDevice(PickDevice(o.device))));
   return 0;
 }
 

@@ -14,8 +14,6 @@
 #include <filesystem>
 #include <string>
 
-#include "project/validate_defaults.h"
-
 namespace trainlock::validate {
 
 // Worker exit codes beyond 0.
@@ -25,22 +23,23 @@ inline constexpr int kWorkerBadInput = 2;
 
 struct WorkerOptions {
   std::string role = "train";  // "train" | "portable" | "node" | "ops"
-  std::filesystem::path project;
+  // The engine spec the train role trains (run/engine_spec.h) and the SHA-256 the coordinator
+  // wrote it with, which the worker verifies on the bytes it reads.
+  std::filesystem::path spec;
+  std::string spec_sha256;
+  std::filesystem::path project;  // the ops role's: the lock's custom-op libraries
   std::filesystem::path checkpoint_root;
   std::filesystem::path result;
   std::filesystem::path final_state;  // where to write the final parameters and moments
   int64_t steps = 0;
   int64_t save_at = 0;       // 0: never save
   int64_t measure_step = 0;  // 0: measure nothing
-  int64_t keep_last = kDefaultKeepLast;
+  int64_t keep_last = 0;  // complete checkpoints kept: --keep-last, else kDefaultKeepLast (main.cc)
   bool restore = false;
   bool restore_rng = true;
   bool restore_data = true;
   std::string device = "auto";
   int threads = 0;  // 0: LibTorch's default
-  // The training config's sha256 to verify against instead of the lock's: given by the
-  // coordinator only under --allow-drift (the drifted config the report records).
-  std::string config_sha256;
 };
 
 int RunWorker(const WorkerOptions& options);

@@ -8,7 +8,7 @@
 
 #include <ATen/autocast_mode.h>
 
-#include "project/rope_frequencies.h"
+#include "run/rope_frequencies.h"
 #include "support/torch_compat.h"
 
 namespace trainlock::validate {

@@ -9,7 +9,7 @@
 #include <atomic>
 #include <memory>
 
-#include "project/train_config.h"
+#include "run/run_config.h"
 
 namespace trainlock::validate {
 

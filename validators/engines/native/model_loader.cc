@@ -12,7 +12,7 @@
 #include "base/safe_paths.h"
 #include "base/sha256.h"
 #include "engines/native/safetensors.h"
-#include "project/hub_model_config.h"
+#include "run/hub_model_config.h"
 #include "support/pinned_files.h"
 
 namespace trainlock::validate {

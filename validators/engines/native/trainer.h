@@ -12,7 +12,7 @@
 #include "engines/native/checkpoint.h"
 #include "engines/native/llama.h"
 #include "engines/native/token_data.h"
-#include "project/train_config.h"
+#include "run/run_config.h"
 
 namespace trainlock::validate {
 

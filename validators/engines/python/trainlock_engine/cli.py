@@ -1,6 +1,6 @@
 """The engine's command line (trainlock.engine/1's option set) and the process's main().
 
-    python3 -m trainlock_engine --engine NAME --role train|portable --spec FILE
+    python3 -m trainlock_engine --engine NAME --role train|portable --spec FILE [--spec-sha256 HEX]
         --checkpoint-root DIR --steps N [--save-at K]... [--measure-step M] [--restore]
         [--no-restore-rng] [--no-restore-data] [--final-state FILE]
         [--device auto|cpu|cuda|cuda:I] [--threads T] [--keep-last K] [--nproc P]
@@ -28,6 +28,7 @@ def _parser():
     p.add_argument("--engine", required=True)
     p.add_argument("--role", choices=("train", "portable"), default="train")
     p.add_argument("--spec", required=True)
+    p.add_argument("--spec-sha256", default=None)  # the coordinator always gives it
     p.add_argument("--checkpoint-root", required=True)
     p.add_argument("--steps", type=int, default=0)
     p.add_argument("--save-at", type=int, action="append", default=[])

@@ -84,7 +84,7 @@ def run(opts):
         engine = _start(ctx)
         from . import spec
 
-        ctx.spec = spec.load(opts.spec)
+        ctx.spec = spec.load(opts.spec, opts.spec_sha256)
         if ctx.spec["engine"] not in (None, opts.engine):
             raise EngineError("input", "spec.engine is %s, the process was started as --engine %s" % (ctx.spec["engine"], opts.engine))
         engine.run(ctx)

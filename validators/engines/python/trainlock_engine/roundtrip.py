@@ -112,6 +112,8 @@ class Driver:
         self.grad_accum = self.spec["training"]["grad_accum"]
         self.pending = None
         self.fill_outside_save = None  # the fill setting to put back once the pending save commits
+        self.step_times = []  # each step's wall time, but the one after a save (note_step_time)
+        self.step_after_save = None
         self.reference = None  # the deterministic measurement, while the run's kernels are to come
         seed_everything(self.spec["seed"])
         started = time.perf_counter()
@@ -150,6 +152,7 @@ class Driver:
         # save beyond what the run's own loop (step, save, step) sees.
         saved_state_loss = self.eval_loss()
         self.ctx.emit("checkpoint", phase="started", step=step, **{"async": asynchronous})
+        self.step_after_save = None
         started = time.perf_counter()
         directory = commit.step_dir(self.opts.checkpoint_root, step)
         if self.ctx.rank == 0:
@@ -158,7 +161,8 @@ class Driver:
         torch.save(rng.capture(), os.path.join(directory, RNG_FILE % self.ctx.rank))
         if self.ctx.rank == 0:
             torch.save({"step": step, "world_size": self.world, "grad_accum": self.grad_accum,
-                        "data": self.loader.state(), "lock_sha256": self.spec["lock_sha256"]},
+                        "data": self.loader.state(), "lock_sha256": self.spec["lock_sha256"],
+                        "spec_sha256": self.spec.get("sha256")},
                        os.path.join(directory, DRIVER_FILE))
         # The save allocates its buffers as the run's own save does: deterministic mode (on for
         # the bitwise comparison) fills every new tensor, an async save's staging buffers too,
@@ -194,9 +198,11 @@ class Driver:
             # staging copy still in flight (a handle's staging_wait_s, engines/fsdp2.py).
             staging_wait = getattr(handle, "staging_wait_s", 0.0) if handle is not None else 0.0
             staging = {"staging_s": handle.staging_s} if getattr(handle, "staging_s", None) is not None else {}
+            held = blocking + staging_wait if handle is not None else seconds
+            after = {} if self.step_after_save is None else {"step_after_save_s": self.step_after_save}
             self.ctx.emit("checkpoint", phase="committed", step=step, dir=directory, bytes=size, seconds=seconds,
-                          blocking_s=blocking + staging_wait if handle is not None else seconds, write_s=seconds,
-                          staging_wait_s=staging_wait, files=len(files), **staging, **{"async": handle is not None})
+                          blocking_s=held, write_s=seconds, staging_wait_s=staging_wait, files=len(files),
+                          stall_s=held + self.save_stretch(), **after, **staging, **{"async": handle is not None})
             commit.prune(self.opts.checkpoint_root, self.opts.keep_last)
         runtime.barrier(self.world)
 
@@ -215,6 +221,9 @@ class Driver:
         driver = safe_load.load(os.path.join(directory, DRIVER_FILE))
         if not isinstance(driver, dict) or driver.get("step") != step:
             raise EngineError("checkpoint", "%s: the driver state is not step %d's" % (directory, step))
+        if driver.get("spec_sha256") != self.spec.get("sha256"):  # the same model, recipe, data and seed
+            raise EngineError("checkpoint", "%s: written for the run of spec %s, not this run's (%s)"
+                              % (directory, str(driver.get("spec_sha256"))[:12], str(self.spec.get("sha256"))[:12]))
         world_saved, accum_saved = driver.get("world_size"), driver.get("grad_accum")
         self.rescale_accumulation(world_saved, accum_saved)
         verified = time.perf_counter()
@@ -260,10 +269,12 @@ class Driver:
         save_at = set(self.opts.save_at)
         while self.step < self.opts.steps:
             self.ctx.step = self.step + 1
+            started = time.perf_counter()
             if self.step + 1 == self.opts.measure_step:
                 loss = self.measured_step()
             else:
                 loss = self.engine.train_step(self.micro_batches())
+            self.note_step_time(time.perf_counter() - started)
             self.step += 1
             if loss != loss or loss in (float("inf"), float("-inf")):
                 raise EngineError("non_finite_loss", "step %d's loss is %r" % (self.step, loss), step=self.step)
@@ -279,6 +290,26 @@ class Driver:
             self.final_state()
         if self.reference is not None:
             self.measure_run_kernels()
+
+    def note_step_time(self, seconds):
+        """Keeps each step's wall time (the step ends in the loss's .item(), so the device's
+        work is in it); the first step after a save is the save's `step_after_save_s`: how long
+        the save's staging, which goes on beside it, stretched it."""
+        if self.pending is not None and self.step_after_save is None:
+            self.step_after_save = seconds
+        else:
+            self.step_times.append(seconds)
+
+    def save_stretch(self):
+        """How much longer than the steps before it the step after the save took (0 when it was
+        not longer, or no step came after it): the save's cost to training that its blocking time
+        does not show, as a plain async_save's next step shows it (bench/fsdp2_plain.py)."""
+        if self.step_after_save is None:
+            return 0.0
+        before = sorted(self.step_times[1:] or self.step_times)  # the first step warms up
+        if not before:
+            return 0.0
+        return max(0.0, self.step_after_save - before[len(before) // 2])
 
     def measured_step(self):
         timer = measure.StepTimer(self.ctx.device)

@@ -5,6 +5,7 @@ bounded and checked member by member: a missing member or one of the wrong type 
 Pinned files are listed here but not read here: pinned.py hashes each at its point of use.
 """
 
+import hashlib
 import json
 import os
 
@@ -170,7 +171,10 @@ def parse(spec):
     return out
 
 
-def load(path):
+def load(path, sha256=None):
+    """The spec at `path`; with `sha256` (the coordinator's, --spec-sha256) the bytes read are
+    verified against it before anything is parsed. The result's "sha256" is the spec's identity,
+    which every checkpoint carries."""
     try:
         with open(path, "rb") as f:
             raw = f.read(MAX_SPEC_BYTES + 1)
@@ -178,8 +182,14 @@ def load(path):
         raise EngineError("input", "%s: %s" % (path, e.strerror or e))
     if len(raw) > MAX_SPEC_BYTES:
         raise EngineError("input", "%s: larger than %d bytes" % (path, MAX_SPEC_BYTES))
+    digest = hashlib.sha256(raw).hexdigest()
+    if sha256 is not None and digest != sha256:
+        raise EngineError("integrity", "%s: sha256 %s (measured by the engine reading it) is not the coordinator's "
+                          "sha256 %s: the spec changed after the coordinator wrote it" % (path, digest, sha256))
     try:
         doc = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
         raise EngineError("input", "%s: not JSON (%s)" % (path, e))
-    return parse(doc)
+    out = parse(doc)
+    out["sha256"] = digest
+    return out

@@ -1,5 +1,5 @@
 // RoPE frequencies; see rope_frequencies.h.
-#include "project/rope_frequencies.h"
+#include "run/rope_frequencies.h"
 
 #include <cmath>
 #include <numbers>

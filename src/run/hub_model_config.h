@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/diagnostic.h"
-#include "project/train_config.h"
+#include "run/run_config.h"
 
 namespace trainlock {
 

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "project/train_config.h"
+#include "run/run_config.h"
 
 namespace trainlock {
 

@@ -1,5 +1,5 @@
 // config.json into ModelConfig, and training-config mismatches; see hub_model_config.h.
-#include "project/hub_model_config.h"
+#include "run/hub_model_config.h"
 
 #include <yaml-cpp/yaml.h>
 
