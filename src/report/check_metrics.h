@@ -424,6 +424,44 @@ using Text = std::optional<std::string>;
   X(Number, step_after_save_s) /* the Python engines': the next step's wall time */ \
   X(Number, stall_s)           /* blocking_s + how much that step outlasted the steps before */
 
+// The protocol's other event bodies, typed as `restored` and `checkpoint` are: the native
+// worker writes them with ToJson, the coordinator's fold (support/engine_transcript.cc) reads
+// them with ReadMetrics, and engine_protocol.cc declares the events' members from these lists.
+#define TRAINLOCK_HELLO_EVENT(X)               \
+  X(Text, protocol) /* "trainlock.engine/1" */ \
+  X(Text, engine)                              \
+  X(Text, role)                                \
+  X(Integer, pid)                              \
+  X(Integer, world_size)                       \
+  X(Text, device)                              \
+  X(Text, device_name)                         \
+  X(Free, versions) /* {package: version}, read from the running framework */
+
+#define TRAINLOCK_SETUP_EVENT(X)                                          \
+  X(Free, data)  /* what it trains on (train.step's data) */              \
+  X(Free, model) /* {source: "weights" | "seeded initialisation", ...} */ \
+  X(Number, seconds)
+
+#define TRAINLOCK_STEP_EVENT(X) \
+  X(Integer, step)              \
+  X(Free, loss) /* a number; null when the engine could not say */
+
+#define TRAINLOCK_EVAL_EVENT(X)                                   \
+  X(Text, when) /* "after_save" | "after_restore" | "portable" */ \
+  X(Number, loss)                                                 \
+  X(Integer, step)
+
+#define TRAINLOCK_STATE_EVENT(X) \
+  X(Integer, step)               \
+  X(Integer, bytes)              \
+  X(Text, file) /* where it says it wrote; the coordinator reads the file it named */
+
+#define TRAINLOCK_ERROR_EVENT(X)                                       \
+  X(Text, kind) /* engine_protocol.h's kinds, and model, input, ... */ \
+  X(Text, message)                                                     \
+  X(Integer, step)                                                     \
+  X(Free, memory) /* out_of_memory: train.step's memory members */
+
 #define TRAINLOCK_METRICS_MEMBER(type, name) type name;
 
 struct ArtifactRow {
@@ -516,6 +554,24 @@ struct NodeMergeMetrics {
 struct RestoredEvent {
   TRAINLOCK_RESTORED_EVENT(TRAINLOCK_METRICS_MEMBER)
 };
+struct HelloEvent {
+  TRAINLOCK_HELLO_EVENT(TRAINLOCK_METRICS_MEMBER)
+};
+struct SetupEvent {
+  TRAINLOCK_SETUP_EVENT(TRAINLOCK_METRICS_MEMBER)
+};
+struct StepEvent {
+  TRAINLOCK_STEP_EVENT(TRAINLOCK_METRICS_MEMBER)
+};
+struct EvalEvent {
+  TRAINLOCK_EVAL_EVENT(TRAINLOCK_METRICS_MEMBER)
+};
+struct StateEvent {
+  TRAINLOCK_STATE_EVENT(TRAINLOCK_METRICS_MEMBER)
+};
+struct ErrorEvent {
+  TRAINLOCK_ERROR_EVENT(TRAINLOCK_METRICS_MEMBER)
+};
 struct CheckpointEvent {
   TRAINLOCK_CHECKPOINT_EVENT(TRAINLOCK_METRICS_MEMBER)
 };
@@ -555,6 +611,12 @@ TRAINLOCK_DECLARE_METRICS(TokenShardMetrics)
 TRAINLOCK_DECLARE_METRICS(CommandMetrics)
 TRAINLOCK_DECLARE_METRICS(NodeMergeMetrics)
 TRAINLOCK_DECLARE_METRICS(RestoredEvent)
+TRAINLOCK_DECLARE_METRICS(HelloEvent)
+TRAINLOCK_DECLARE_METRICS(SetupEvent)
+TRAINLOCK_DECLARE_METRICS(StepEvent)
+TRAINLOCK_DECLARE_METRICS(EvalEvent)
+TRAINLOCK_DECLARE_METRICS(StateEvent)
+TRAINLOCK_DECLARE_METRICS(ErrorEvent)
 TRAINLOCK_DECLARE_METRICS(CheckpointEvent)
 #undef TRAINLOCK_DECLARE_METRICS
 

@@ -844,47 +844,57 @@ TEST(VerifyAtPointOfUse, AModelWeightFileChangedAfterLockingFailsTraining) {
   ExpectTrainingRefuses(project, "/model.safetensors", pinned, planted);
 }
 
+// examples/tiny's engine spec for one step, written under `dir` as the coordinator writes it;
+// returns the project, the spec and the spec's sha256.
+struct TinySpec {
+  fs::path project, spec;
+  std::string sha256;
+};
+TinySpec WriteTinySpec(const fs::path& dir) {
+  TinySpec t{dir / "tiny", dir / "engine-spec.json", ""};
+  fs::create_directories(t.project);
+  testing::CopyExample("tiny", t.project);
+  t.sha256 = testing::WriteEngineSpec(t.project, 1, t.spec);
+  return t;
+}
+
+// The training worker, run as the coordinator runs it, for one step of `t`'s spec; its result
+// file's JSON in *result.
+testing::RunResult TrainOneStep(const fs::path& dir, const TinySpec& t, nlohmann::json* result) {
+  const fs::path file = dir / "a.json";
+  testing::RunResult r = testing::RunProgram(
+      "trainlock-validate", {"worker", "--spec", t.spec.string(), "--spec-sha256", t.sha256,
+                             "--checkpoint-root", (dir / "ckpt").string(), "--result",
+                             file.string(), "--steps", "1", "--threads", "2", "--device", "cpu"});
+  *result = nlohmann::json::parse(testing::ReadFile(file));
+  return r;
+}
+
 // The engine spec changed between the coordinator's writing it and the worker's reading it:
-// the worker, run as the coordinator runs it, refuses it naming both hashes, and trains nothing.
+// the worker refuses it naming both hashes, and trains nothing.
 TEST(VerifyAtPointOfUse, AnEngineSpecChangedAfterTheCoordinatorWroteItFailsTheTrainingWorker) {
   testing::TempDir dir;
-  const fs::path project = dir.path() / "tiny";
-  fs::create_directories(project);
-  testing::CopyExample("tiny", project);
-  const fs::path spec = dir.path() / "engine-spec.json";
-  const std::string written = testing::WriteEngineSpec(project, 1, spec);
-  testing::WriteFile(spec, testing::ReadFile(spec) + " ");
-  const std::string planted = Sha256Hex(testing::ReadFile(spec));
-  const fs::path result = dir.path() / "a.json";
-  auto r = testing::RunProgram(
-      "trainlock-validate", {"worker", "--spec", spec.string(), "--spec-sha256", written,
-                             "--checkpoint-root", (dir.path() / "ckpt").string(), "--result",
-                             result.string(), "--steps", "1", "--threads", "2", "--device", "cpu"});
+  const TinySpec t = WriteTinySpec(dir.path());
+  testing::WriteFile(t.spec, testing::ReadFile(t.spec) + " ");
+  const std::string planted = Sha256Hex(testing::ReadFile(t.spec));
+  nlohmann::json j;
+  const testing::RunResult r = TrainOneStep(dir.path(), t, &j);
   EXPECT_EQ(r.exit_code, 5) << r.err;  // kWorkerTrainingFailed: train.step fails
-  const nlohmann::json j = nlohmann::json::parse(testing::ReadFile(result));
   EXPECT_EQ(j["error"]["kind"], "integrity") << j;
   const std::string message = j["error"]["message"];
   EXPECT_NE(message.find("engine-spec.json: sha256 " + planted), std::string::npos) << message;
-  EXPECT_NE(message.find("the coordinator's sha256 " + written), std::string::npos) << message;
+  EXPECT_NE(message.find("the coordinator's sha256 " + t.sha256), std::string::npos) << message;
   EXPECT_FALSE(j.contains("losses")) << j;
 }
 
 // The worker trains from the spec alone: a project it could read is not there to read.
 TEST(VerifyAtPointOfUse, TheTrainingWorkerNeedsNoProject) {
   testing::TempDir dir;
-  const fs::path project = dir.path() / "tiny";
-  fs::create_directories(project);
-  testing::CopyExample("tiny", project);
-  const fs::path spec = dir.path() / "engine-spec.json";
-  const std::string written = testing::WriteEngineSpec(project, 1, spec);
-  fs::remove_all(project);
-  const fs::path result = dir.path() / "a.json";
-  auto r = testing::RunProgram(
-      "trainlock-validate", {"worker", "--spec", spec.string(), "--spec-sha256", written,
-                             "--checkpoint-root", (dir.path() / "ckpt").string(), "--result",
-                             result.string(), "--steps", "1", "--threads", "2", "--device", "cpu"});
+  const TinySpec t = WriteTinySpec(dir.path());
+  fs::remove_all(t.project);
+  nlohmann::json j;
+  const testing::RunResult r = TrainOneStep(dir.path(), t, &j);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  const nlohmann::json j = nlohmann::json::parse(testing::ReadFile(result));
   EXPECT_EQ(j["losses"].size(), 1u) << j;
 }
 

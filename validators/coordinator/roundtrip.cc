@@ -268,9 +268,9 @@ bool RoundtripRunner::ReadSome(Launched& l, Preempt preempt) const {
   const std::string event = l.transcript.Add(*line);
   if (!event.empty() && !run.first_event_s.contains(event))
     run.first_event_s[event] = Seconds(l.started);
-  if (event == "step" && l.transcript.LastCheckpoint("started")) l.stepped_after_save = true;
+  if (event == kEventStep && l.transcript.LastCheckpoint("started")) l.stepped_after_save = true;
   if (!l.transcript.violation().empty()) return Done(l);  // nothing more it says counts
-  if (event == "checkpoint" && !run.killed_by_us && ShouldPreempt(l.transcript, preempt)) {
+  if (event == kEventCheckpoint && !run.killed_by_us && ShouldPreempt(l.transcript, preempt)) {
     l.child->Kill();
     run.killed_by_us = true;
   }
@@ -328,9 +328,11 @@ WorkerRun RoundtripRunner::Collect(Launched& l) const {
   run.result = l.transcript.result();
   if (!l.transcript.violation().empty()) {
     // Nothing this process said counts: its result is the violation.
-    run.result["error"] = {{"kind", kErrorProtocol},
-                           {"message", "process " + run.name + " broke the engine protocol: " +
-                                           l.transcript.violation()}};
+    ErrorEvent broke;
+    broke.kind = kErrorProtocol;
+    broke.message =
+        "process " + run.name + " broke the engine protocol: " + l.transcript.violation();
+    run.result[kEventError] = ToJson(broke);
   }
   run.stderr_tail = TailOfFile(o_.work_dir / (run.name + ".stderr"), 5);
   if (l.final_state) ReadFinalState(*l.final_state, run);

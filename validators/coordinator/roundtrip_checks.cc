@@ -31,9 +31,14 @@ namespace {
 
 CheckResult OutOfMemoryCheck(const JudgeInputs& in, const WorkerRun& a);
 
+// The error `run` reported (the fold's typed `error` event); empty when none.
+ErrorEvent ErrorOf(const WorkerRun& run) {
+  return ReadMetrics<ErrorEvent>(run.result.value(kEventError, nlohmann::json::object()));
+}
+
 // The kind of the error `run` reported, "" when none.
 std::string ErrorKind(const WorkerRun& run) {
-  return run.result.contains("error") ? run.result["error"].value("kind", "") : std::string();
+  return ErrorOf(run).kind.value_or("");
 }
 
 // Why `run` failed, as the checks say it ("" when it did not): its timeout, its error event,
@@ -43,7 +48,7 @@ std::string ProcessFailure(const JudgeInputs& in, const WorkerRun& run) {
     return "process " + run.name + " did not finish within " + std::to_string(in.o.timeout_s) +
            " s; its output is in " + in.o.work_dir.string();
   }
-  if (run.result.contains("error")) return run.result["error"].value("message", "failed");
+  if (run.result.contains(kEventError)) return ErrorOf(run).message.value_or("failed");
   if (run.killed_by_us) return "";
   if (*run.exit_code == 128 + SIGKILL) {
     return DescribeOutsideKill(run.name, run.peak_rss_bytes, HostMemoryBytes(),
@@ -78,9 +83,7 @@ RestoredEvent RestoreOf(const nlohmann::json& result) {
 // The step the resumed process found in the checkpoint it restored, as it reported it
 // (worker.cc's restore object); nullopt when it reported none.
 std::optional<int64_t> RestoredStep(const nlohmann::json& result) {
-  if (!result.contains("restore") || !result["restore"].is_object()) return std::nullopt;
-  const nlohmann::json& step = result["restore"].value("step", nlohmann::json());
-  return step.is_number_integer() ? std::optional<int64_t>(step.get<int64_t>()) : std::nullopt;
+  return RestoreOf(result).step;
 }
 
 // What of the config's shape the worker's observed shape (measured_shape) contradicts, "" when
@@ -120,9 +123,8 @@ std::string StateProblem(const WorkerRun& run) {
 
 // The step of the last checkpoint `run` reported committed; -1 when none.
 int64_t LastCommittedStep(const WorkerRun& run) {
-  const nlohmann::json save = run.result.value("save", nlohmann::json::object());
-  const nlohmann::json step = save.is_object() ? save.value("step", nlohmann::json()) : nullptr;
-  return step.is_number_integer() ? step.get<int64_t>() : -1;
+  return ReadMetrics<CheckpointEvent>(run.result.value("save", nlohmann::json::object()))
+      .step.value_or(-1);
 }
 
 // How long `run` took, and when each of its events first arrived (RoundtripMetrics::processes).
@@ -154,8 +156,8 @@ void DescribeEngine(const WorkerRun& a, const WorkerRun& b, const WorkerRun& c,
   }
   m->killed_during_save = b.result.contains("save_started") && b.killed_by_us &&
                           LastCommittedStep(b) >= 0 &&
-                          b.result["save_started"].value("step", nlohmann::json()) !=
-                              b.result["save"].value("step", nlohmann::json());
+                          ReadMetrics<CheckpointEvent>(b.result["save_started"]).step !=
+                              ReadMetrics<CheckpointEvent>(b.result["save"]).step;
 }
 
 std::vector<CheckResult> CannotRunChecks(const JudgeInputs& in, const WorkerRun& a) {
@@ -259,8 +261,9 @@ CheckResult StepCheck(const JudgeInputs& in, const WorkerRun& a) {
 // fixes `trainlock plan` gives for this report, from the same engine (plan/memory_remedies.h).
 CheckResult OutOfMemoryCheck(const JudgeInputs& in, const WorkerRun& a) {
   CheckResult c{"train.step", CheckStatus::kFail, 0, "", "", nlohmann::json::object()};
+  const ErrorEvent error = ErrorOf(a);
   TrainStepMetrics m =
-      ReadMetrics<TrainStepMetrics>(a.result["error"].value("memory", nlohmann::json::object()));
+      ReadMetrics<TrainStepMetrics>(error.memory.value_or(nlohmann::json::object()));
   const TrainConfig& config = in.project.config;
   double total = static_cast<double>(m.device_total_bytes.value_or(-1));
   MemoryEstimate estimate = EstimateTrainingMemory(config);
@@ -269,7 +272,7 @@ CheckResult OutOfMemoryCheck(const JudgeInputs& in, const WorkerRun& a) {
       MemoryRemedies(config, worker.device_name.value_or(""), total, Catalog::Embedded());
   m.device_name = worker.device_name;
   m.out_of_memory = true;
-  m.error = a.result["error"].value("message", "");
+  m.error = error.message.value_or("");
   m.seq_len = config.training.seq_len;
   m.micro_batch = config.training.micro_batch;
   m.shape = TrainShapeJson(config);
@@ -572,7 +575,7 @@ CheckResult EvalCheck(const JudgeInputs& in, const WorkerRun& b, const WorkerRun
   if (!b.result.contains("eval_after_save") || !c.result.contains("eval_after_restore")) {
     r.status = CheckStatus::kFail;
     r.summary = "no eval loss around the checkpoint: " +
-                ProcessFailure(in, c.result.contains("error") ? c : b);
+                ProcessFailure(in, c.result.contains(kEventError) ? c : b);
     return r;
   }
   double before = b.result.value("eval_after_save", 0.0);

@@ -8,6 +8,7 @@
 #include "base/json_file.h"
 #include "base/program_path.h"
 #include "report/check_metrics.h"
+#include "support/engine_protocol.h"
 #include "support/worker_process.h"
 
 namespace trainlock::validate {
@@ -81,8 +82,8 @@ CheckResult OpsCheckFromRun(const OpsRun& run) {
         !run.exit_code         ? "did not finish within " + std::to_string(run.timeout_s) + " s"
         : *run.exit_code > 128 ? "was killed by signal " + std::to_string(*run.exit_code - 128)
                                : "exited with " + std::to_string(*run.exit_code);
-    std::string error = run.result.contains("error")
-                            ? run.result["error"].value("message", "")
+    std::string error = run.result.contains(kEventError)
+                            ? ReadMetrics<ErrorEvent>(run.result[kEventError]).message.value_or("")
                             : run.stderr_tail.substr(run.stderr_tail.rfind('\n') + 1);
     failures.push_back({{"kind", op_failure::kCrashed},
                         {"op", ""},

@@ -13,18 +13,17 @@ namespace {
 
 std::vector<ProtocolEvent> MakeTable() {
   return {
-      {"hello",
-       {"protocol", "engine", "role", "pid", "world_size", "device", "device_name", "versions"}},
-      {"artifact", {TRAINLOCK_ARTIFACT_ROW(TRAINLOCK_PROTOCOL_MEMBER)}},
-      {"setup", {"data", "model", "seconds"}},
-      {"restored", {TRAINLOCK_RESTORED_EVENT(TRAINLOCK_PROTOCOL_MEMBER)}},
-      {"step", {"step", "loss"}},
-      {"measurement", {TRAINLOCK_TRAIN_STEP_METRICS(TRAINLOCK_PROTOCOL_MEMBER)}},
-      {"checkpoint", {TRAINLOCK_CHECKPOINT_EVENT(TRAINLOCK_PROTOCOL_MEMBER)}},
-      {"eval", {"when", "loss", "step"}},
-      {"state", {"step", "bytes", "file"}},
-      {"error", {"kind", "message", "step", "memory"}},
-      {"done", {}},
+      {kEventHello, {TRAINLOCK_HELLO_EVENT(TRAINLOCK_PROTOCOL_MEMBER)}},
+      {kEventArtifact, {TRAINLOCK_ARTIFACT_ROW(TRAINLOCK_PROTOCOL_MEMBER)}},
+      {kEventSetup, {TRAINLOCK_SETUP_EVENT(TRAINLOCK_PROTOCOL_MEMBER)}},
+      {kEventRestored, {TRAINLOCK_RESTORED_EVENT(TRAINLOCK_PROTOCOL_MEMBER)}},
+      {kEventStep, {TRAINLOCK_STEP_EVENT(TRAINLOCK_PROTOCOL_MEMBER)}},
+      {kEventMeasurement, {TRAINLOCK_TRAIN_STEP_METRICS(TRAINLOCK_PROTOCOL_MEMBER)}},
+      {kEventCheckpoint, {TRAINLOCK_CHECKPOINT_EVENT(TRAINLOCK_PROTOCOL_MEMBER)}},
+      {kEventEval, {TRAINLOCK_EVAL_EVENT(TRAINLOCK_PROTOCOL_MEMBER)}},
+      {kEventState, {TRAINLOCK_STATE_EVENT(TRAINLOCK_PROTOCOL_MEMBER)}},
+      {kEventError, {TRAINLOCK_ERROR_EVENT(TRAINLOCK_PROTOCOL_MEMBER)}},
+      {kEventDone, {}},
   };
 }
 

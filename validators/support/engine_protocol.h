@@ -2,9 +2,9 @@
 // once for every engine: the Python engines' table (trainlock_engine/protocol.py EVENTS) is
 // checked against this one by a test, the native worker refuses to emit an undeclared member,
 // and docs/validate.md's event table describes the same members. `measurement` carries
-// train.step's metrics (check_metrics.h's TrainStepMetrics keys); `restored` and `checkpoint`
-// carry check_metrics.h's RestoredEvent and CheckpointEvent, which both sides read and write
-// typed.
+// train.step's metrics (check_metrics.h's TrainStepMetrics keys); every other event's body is
+// a struct of check_metrics.h (HelloEvent, ArtifactRow, SetupEvent, RestoredEvent, StepEvent,
+// CheckpointEvent, EvalEvent, StateEvent, ErrorEvent), which both sides read and write typed.
 #pragma once
 
 #include <string_view>
@@ -20,6 +20,20 @@ inline constexpr const char* kErrorCheckpoint = "checkpoint";
 inline constexpr const char* kErrorIntegrity = "integrity";
 inline constexpr const char* kErrorUnsupported = "unsupported";
 inline constexpr const char* kErrorProtocol = "protocol";
+
+// The member that names a line's event, and the events' names in the order a process says them.
+inline constexpr const char* kEventMember = "event";
+inline constexpr const char* kEventHello = "hello";
+inline constexpr const char* kEventArtifact = "artifact";
+inline constexpr const char* kEventSetup = "setup";
+inline constexpr const char* kEventRestored = "restored";
+inline constexpr const char* kEventStep = "step";
+inline constexpr const char* kEventMeasurement = "measurement";
+inline constexpr const char* kEventCheckpoint = "checkpoint";
+inline constexpr const char* kEventEval = "eval";
+inline constexpr const char* kEventState = "state";
+inline constexpr const char* kEventError = "error";
+inline constexpr const char* kEventDone = "done";
 
 struct ProtocolEvent {
   std::string_view name;

@@ -7,6 +7,7 @@
 #include "base/json_file.h"
 #include "base/version.h"
 #include "report/check_metrics.h"
+#include "support/engine_protocol.h"
 
 namespace trainlock::validate {
 namespace {
@@ -20,10 +21,9 @@ nlohmann::json Take(nlohmann::json& body, const char* member) {
   return value;
 }
 
-std::optional<int64_t> IntegerMember(const nlohmann::json& body, const char* member) {
-  auto it = body.find(member);
-  if (it == body.end() || !it->is_number_integer()) return std::nullopt;
-  return it->get<int64_t>();
+// A text member as the engine said it, for a message: quoted, or null when it said none.
+std::string Said(const std::optional<std::string>& text) {
+  return text ? nlohmann::json(*text).dump() : "null";
 }
 
 // The first number in `value` (at `where`) that is not finite or outside the protocol's range,
@@ -62,10 +62,10 @@ void EngineTranscript::Violate(const std::string& why) {
 
 void EngineTranscript::End(bool exited_cleanly) {
   if (!expect_) return;
-  if (!hello_ && !result_.contains("error")) return Violate("the engine never said hello");
-  const bool ended = result_.contains("done") || result_.contains("error");
+  if (!hello_ && !result_.contains(kEventError)) return Violate("the engine never said hello");
+  const bool ended = result_.contains(kEventDone) || result_.contains(kEventError);
   if (exited_cleanly && !ended) Violate("the engine exited without done or error");
-  if (result_.contains("done") && expect_ &&
+  if (result_.contains(kEventDone) && expect_ &&
       (!world_said_ || (!torch_said_ && !expect_->torch.empty())))
     Violate("the engine's hello named no world size or torch version, yet it said done");
 }
@@ -75,25 +75,23 @@ void EngineTranscript::End(bool exited_cleanly) {
 // versions null: End() then refuses a `done`.
 bool EngineTranscript::CheckHello(const nlohmann::json& body) {
   if (!expect_) return true;
-  const nlohmann::json protocol = body.value("protocol", nlohmann::json());
-  if (protocol != kEngineProtocol) {
-    Violate("the engine's hello speaks " + protocol.dump() + ", not " + kEngineProtocol);
+  const HelloEvent hello = ReadMetrics<HelloEvent>(body);
+  if (hello.protocol != kEngineProtocol) {
+    Violate("the engine's hello speaks " + Said(hello.protocol) + ", not " + kEngineProtocol);
     return false;
   }
-  const nlohmann::json engine = body.value("engine", nlohmann::json());
-  if (engine != expect_->engine) {
-    Violate("the engine's hello names engine " + engine.dump() + ", the lock's is " +
+  if (hello.engine != expect_->engine) {
+    Violate("the engine's hello names engine " + Said(hello.engine) + ", the lock's is " +
             expect_->engine);
     return false;
   }
-  const nlohmann::json world = body.value("world_size", nlohmann::json());
-  world_said_ = !world.is_null();
-  if (world_said_ && world != expect_->world_size) {
-    Violate("the engine's hello names world size " + world.dump() + ", this process runs " +
-            std::to_string(expect_->world_size));
+  world_said_ = hello.world_size.has_value();
+  if (world_said_ && hello.world_size != expect_->world_size) {
+    Violate("the engine's hello names world size " + std::to_string(*hello.world_size) +
+            ", this process runs " + std::to_string(expect_->world_size));
     return false;
   }
-  const nlohmann::json versions = body.value("versions", nlohmann::json::object());
+  const nlohmann::json versions = hello.versions.value_or(nlohmann::json::object());
   const nlohmann::json torch =
       versions.is_object() ? versions.value("torch", nlohmann::json()) : nlohmann::json();
   torch_said_ = torch.is_string();
@@ -132,7 +130,7 @@ std::string EngineTranscript::Add(std::string_view line) {
     return "";
   }
   nlohmann::json body = std::move(*parsed);
-  const nlohmann::json event = Take(body, "event");
+  const nlohmann::json event = Take(body, kEventMember);
   if (!event.is_string()) {
     Problem("a JSON line without an \"event\" name");
     return "";
@@ -145,7 +143,7 @@ std::string EngineTranscript::Add(std::string_view line) {
   }
   // Before hello only a failure may be said: an error and the pinned files read before it (the
   // native worker reports a mismatching pinned file that way).
-  if (expect_ && !hello_ && name != "hello" && name != "error" && name != "artifact") {
+  if (expect_ && !hello_ && name != kEventHello && name != kEventError && name != kEventArtifact) {
     Violate("the engine's event " + nlohmann::json(name).dump() + " came before its hello");
     return "";
   }
@@ -155,7 +153,7 @@ std::string EngineTranscript::Add(std::string_view line) {
 
 void EngineTranscript::Fold(const std::string& event, nlohmann::json& body) {
   nlohmann::json& r = result_;
-  if (event == "hello") {
+  if (event == kEventHello) {
     if (hello_ && expect_) return Violate("the engine said hello twice");
     hello_ = true;
     if (!CheckHello(body)) return;
@@ -166,7 +164,7 @@ void EngineTranscript::Fold(const std::string& event, nlohmann::json& body) {
     where.device_name = said.device_name;
     AddMetrics(&r, ToJson(where));
     r["hello"] = std::move(body);
-  } else if (event == "artifact") {
+  } else if (event == kEventArtifact) {
     if (artifacts_ == kMaxEngineArtifacts)
       return Violate("more than " + std::to_string(kMaxEngineArtifacts) + " artifact events");
     if (body.dump().size() > kMaxEngineArtifactBytes)
@@ -184,65 +182,65 @@ void EngineTranscript::Fold(const std::string& event, nlohmann::json& body) {
       if (!rows.is_array()) rows = nlohmann::json::array();
       for (nlohmann::json& a : added) rows.push_back(std::move(a));
     }
-  } else if (event == "setup") {
-    const auto said = ReadMetrics<TrainStepMetrics>(body);
+  } else if (event == kEventSetup) {
+    const SetupEvent said = ReadMetrics<SetupEvent>(body);
     TrainStepMetrics made;
     made.data = said.data;
     made.model = said.model;
     AddMetrics(&r, ToJson(made));
-    r["setup_s"] = Take(body, "seconds");
-  } else if (event == "restored") {
+    r["setup_s"] = said.seconds ? nlohmann::json(*said.seconds) : nlohmann::json();
+  } else if (event == kEventRestored) {
     r["restore"] = std::move(body);
-  } else if (event == "step") {
-    nlohmann::json step = Take(body, "step"), loss = Take(body, "loss");
-    if (!step.is_number_integer() || !(loss.is_number() || loss.is_null())) {
+  } else if (event == kEventStep) {
+    StepEvent said = ReadMetrics<StepEvent>(body);
+    const nlohmann::json loss = said.loss.value_or(nullptr);
+    if (!said.step || !(loss.is_number() || loss.is_null())) {
       Problem("a step event without an integer step and a numeric loss");
       return;
     }
+    said.loss = loss;
     nlohmann::json& losses = r["losses"];
     if (!losses.is_array()) losses = nlohmann::json::array();
-    losses.push_back({{"step", step}, {"loss", loss}});
-  } else if (event == "measurement") {
+    losses.push_back(ToJson(said));
+  } else if (event == kEventMeasurement) {
     r["measurement"] = std::move(body);
-  } else if (event == "checkpoint") {
-    const nlohmann::json phase = body.value("phase", nlohmann::json());
-    if (phase == "started") {
-      last_started_ = IntegerMember(body, "step");
+  } else if (event == kEventCheckpoint) {
+    const CheckpointEvent said = ReadMetrics<CheckpointEvent>(body);
+    if (said.phase == "started") {
+      last_started_ = said.step;
       r["save_started"] = std::move(body);
-    } else if (phase == "committed") {
-      last_committed_ = IntegerMember(body, "step");
+    } else if (said.phase == "committed") {
+      last_committed_ = said.step;
       r["save"] = std::move(body);
     } else {
       Problem("a checkpoint event whose phase is neither \"started\" nor \"committed\"");
     }
-  } else if (event == "eval") {
-    const nlohmann::json when = Take(body, "when");
-    const nlohmann::json loss = Take(body, "loss");
-    if (!loss.is_number())
+  } else if (event == kEventEval) {
+    const EvalEvent said = ReadMetrics<EvalEvent>(body);
+    if (!said.loss)
       Problem("an eval event without a numeric loss");
-    else if (when == "after_save")
-      r["eval_after_save"] = loss;
-    else if (when == "after_restore")
-      r["eval_after_restore"] = loss;
-    else if (when == "portable")
-      r["eval"] = loss;
+    else if (said.when == "after_save")
+      r["eval_after_save"] = *said.loss;
+    else if (said.when == "after_restore")
+      r["eval_after_restore"] = *said.loss;
+    else if (said.when == "portable")
+      r["eval"] = *said.loss;
     else
       Problem("an eval event of an unknown \"when\"");
-  } else if (event == "state") {
+  } else if (event == kEventState) {
     // Only where the state went and its size: the coordinator digests the file itself
     // (coordinator/state_file.h), so digests an engine adds are not read.
-    r["final_state"] = {{"bytes", Take(body, "bytes")}};
-    if (const nlohmann::json file = Take(body, "file"); file.is_string())
-      r["final_state"]["file"] = file;
-  } else if (event == "error") {
+    StateEvent said = ReadMetrics<StateEvent>(body);
+    said.step.reset();
+    r["final_state"] = ToJson(said);
+  } else if (event == kEventError) {
     // The checks read a kind and a one-line message: an engine's error always has both.
-    const nlohmann::json kind = body.value("kind", nlohmann::json());
-    const nlohmann::json message = body.value("message", nlohmann::json());
-    if (!kind.is_string()) body["kind"] = "training";
-    if (!message.is_string()) body["message"] = "the engine reported an error without a message";
-    r["error"] = std::move(body);
-  } else if (event == "done") {
-    r["done"] = true;
+    ErrorEvent said = ReadMetrics<ErrorEvent>(body);
+    if (!said.kind) said.kind = "training";
+    if (!said.message) said.message = "the engine reported an error without a message";
+    r[kEventError] = ToJson(said);
+  } else if (event == kEventDone) {
+    r[kEventDone] = true;
   } else {
     Problem("an unknown event " + nlohmann::json(event).dump());
   }

@@ -175,35 +175,51 @@ void Emit(const char* event, nlohmann::json body = nlohmann::json::object()) {
                         ", which the engine protocol does not declare (support/engine_protocol.cc)",
                     kExitEnvironment);
   }
-  body["event"] = event;
+  body[kEventMember] = event;
   std::cout << body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
 }
 
+void EmitEval(const char* when, const nlohmann::json& loss) {
+  EvalEvent eval;
+  eval.when = when;
+  if (loss.is_number()) eval.loss = loss.get<double>();
+  Emit(kEventEval, ToJson(eval));
+}
+
+ErrorEvent Failed(const std::string& kind, const std::string& message) {
+  ErrorEvent error;
+  error.kind = kind;
+  error.message = message;
+  return error;
+}
+
 void EmitHello(const WorkerOptions& o, const torch::Device& device) {
-  TrainStepMetrics where;
+  TrainStepMetrics where;  // train.step's device members, as the hello says them
   where.device = device.str();
 #if defined(TRAINLOCK_WITH_CUDA)
   if (device.is_cuda()) where.device_name = at::cuda::getDeviceProperties(device.index())->name;
 #endif
-  nlohmann::json hello = ToJson(where);
-  hello.update({{"protocol", kEngineProtocol},
-                {"engine", "native"},
-                {"role", o.role},
-                {"pid", ::getpid()},
-                {"world_size", 1},
-                {"versions", {{"torch", TorchVersion()}}}});
-  Emit("hello", std::move(hello));
+  HelloEvent hello;
+  hello.protocol = kEngineProtocol;
+  hello.engine = "native";
+  hello.role = o.role;
+  hello.pid = ::getpid();
+  hello.world_size = 1;
+  hello.device = where.device;
+  hello.device_name = where.device_name;
+  hello.versions = nlohmann::json::object();
+  (*hello.versions)["torch"] = TorchVersion();
+  Emit(kEventHello, ToJson(hello));
 }
 
 // The data and model MakeTrainer recorded in `result`, and the setup's seconds.
 void EmitSetup(const nlohmann::json& result) {
   const auto said = ReadMetrics<TrainStepMetrics>(result);
-  TrainStepMetrics made;
-  made.data = said.data;
-  made.model = said.model;
-  nlohmann::json setup = ToJson(made);
-  setup["seconds"] = result.value("setup_s", 0.0);
-  Emit("setup", std::move(setup));
+  SetupEvent setup;
+  setup.data = said.data;
+  setup.model = said.model;
+  setup.seconds = result.value("setup_s", 0.0);
+  Emit(kEventSetup, ToJson(setup));
 }
 
 // Seconds since RunWorker began: the setup a worker pays before its work (reading the
@@ -292,7 +308,7 @@ void AnnounceCommitted(const WorkerOptions& o, AsyncCheckpointer& checkpointer,
   WriteResult(o, result);
   save.phase = "committed";
   save.async = true;
-  Emit("checkpoint", ToJson(save));
+  Emit(kEventCheckpoint, ToJson(save));
 }
 
 int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
@@ -330,9 +346,9 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
     // One process, one world size: the position is carried as restored.
     restored.data_position_carried = o.restore_data;
     restored.world_size_saved = 1;
-    Emit("restored", ToJson(restored));
+    Emit(kEventRestored, ToJson(restored));
     result["eval_after_restore"] = trainer->EvalLoss();
-    Emit("eval", {{"when", "after_restore"}, {"loss", result["eval_after_restore"]}});
+    EmitEval("after_restore", result["eval_after_restore"]);
   }
   AsyncCheckpointer checkpointer;
   if (o.save_at > 0) checkpointer.Prepare(trainer->Capture());
@@ -347,16 +363,23 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
       loss = trainer->Step();
     }
     if (!std::isfinite(loss)) throw NonFiniteLoss(trainer->step(), loss);
-    losses.push_back({{"step", trainer->step()}, {"loss", loss}});
+    StepEvent stepped;
+    stepped.step = trainer->step();
+    stepped.loss = loss;
+    losses.push_back(ToJson(stepped));
     result["losses"] = losses;
-    Emit("step", {{"step", trainer->step()}, {"loss", loss}});
+    Emit(kEventStep, ToJson(stepped));
     if (trainer->step() == o.save_at) {
       // Training is held up only for the copy into the staging buffers; the write goes on
       // beside the next steps, and the coordinator hears of the checkpoint once it is durable.
       checkpointer.Start(o.checkpoint_root, trainer->Capture(), o.keep_last);
-      Emit("checkpoint", {{"phase", "started"}, {"step", o.save_at}, {"async", true}});
+      CheckpointEvent started;
+      started.phase = "started";
+      started.step = o.save_at;
+      started.async = true;
+      Emit(kEventCheckpoint, ToJson(started));
       result["eval_after_save"] = trainer->EvalLoss();
-      Emit("eval", {{"when", "after_save"}, {"loss", result["eval_after_save"]}});
+      EmitEval("after_save", result["eval_after_save"]);
     }
     if (checkpointer.Finished()) AnnounceCommitted(o, checkpointer, result);
   }
@@ -367,13 +390,19 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
     const WrittenFile written =
         WriteSafetensors(o.final_state, trainer->FinalState(/*on_device=*/true), {},
                          /*durable=*/false);
-    result["final_state"] = {{"bytes", written.bytes}, {"file", o.final_state.string()}};
-    Emit("state",
-         {{"step", trainer->step()}, {"bytes", written.bytes}, {"file", o.final_state.string()}});
+    StateEvent kept;
+    kept.bytes = static_cast<int64_t>(written.bytes);
+    kept.file = o.final_state.string();
+    result["final_state"] = ToJson(kept);
+    StateEvent state;
+    state.step = trainer->step();
+    state.bytes = static_cast<int64_t>(written.bytes);
+    state.file = o.final_state.string();
+    Emit(kEventState, ToJson(state));
   }
   if (result.contains("measurement")) {
     MeasureInRunMode(*trainer, setup.spec.config.training.deterministic, result);
-    Emit("measurement", result["measurement"]);
+    Emit(kEventMeasurement, result["measurement"]);
   }
   if (o.save_at > 0) {
     // The saving worker is the one the coordinator preempts: wait for its SIGKILL.
@@ -407,10 +436,10 @@ int RunPortable(const WorkerOptions& o, nlohmann::json& result) {
   verified.step = contents.step;
   verified.bytes = static_cast<int64_t>(io.bytes);
   verified.verified_files = static_cast<int64_t>(io.files + 2);  // + manifest and its hash
-  result["checkpoint"] = ToJson(verified);
-  Emit("restored", result["checkpoint"]);
+  result["restore"] = ToJson(verified);
+  Emit(kEventRestored, result["restore"]);
   result["eval"] = trainer->EvalLoss();
-  Emit("eval", {{"when", "portable"}, {"loss", result["eval"]}});
+  EmitEval("portable", result["eval"]);
   return 0;
 }
 
@@ -538,7 +567,10 @@ int RunWorker(const WorkerOptions& o) {
   }
   SecondsSinceWorkerStart();  // starts the clock
   if (o.threads > 0) torch::set_num_threads(o.threads);
-  nlohmann::json result = {{"role", o.role}, {"pid", ::getpid()}};
+  HelloEvent who;  // the result file says which process wrote it, as its hello does
+  who.role = o.role;
+  who.pid = ::getpid();
+  nlohmann::json result = ToJson(who);
   int code = 0;
   try {
     code = o.role == "portable" ? RunPortable(o, result)
@@ -547,26 +579,28 @@ int RunWorker(const WorkerOptions& o) {
                                 : RunTrain(o, result);
   } catch (const ArtifactMismatch& e) {
     // A pinned file is not what the lock pins: the using check fails naming it (roundtrip.cc).
-    result["error"] = {{"kind", kErrorIntegrity}, {"message", e.what()}};
+    result[kEventError] = ToJson(Failed(kErrorIntegrity, e.what()));
     code = kWorkerTrainingFailed;
   } catch (const CheckpointError& e) {
-    result["error"] = {{"kind", kErrorCheckpoint}, {"message", e.what()}};
+    result[kEventError] = ToJson(Failed(kErrorCheckpoint, e.what()));
     code = kWorkerCheckpointRefused;
   } catch (const ModelLoadError& e) {
     // The model directory's config or weights do not fit the training config: the model's
     // fault, named as such, not a training failure.
-    result["error"] = {{"kind", "model"}, {"message", e.what()}};
+    result[kEventError] = ToJson(Failed("model", e.what()));
     code = kWorkerTrainingFailed;
   } catch (const NonFiniteLoss& e) {
-    result["error"] = {{"kind", "non_finite_loss"}, {"message", e.what()}, {"step", e.step()}};
+    ErrorEvent diverged = Failed("non_finite_loss", e.what());
+    diverged.step = e.step();
+    result[kEventError] = ToJson(diverged);
     code = kWorkerTrainingFailed;
   } catch (const InputError& e) {
-    result["error"] = {{"kind", "input"}, {"message", e.what()}};
+    result[kEventError] = ToJson(Failed("input", e.what()));
     code = kWorkerBadInput;
   } catch (const std::exception& e) {
-    std::string message = e.what();
-    result["error"] = {{"kind", IsOutOfMemory(e) ? kErrorOutOfMemory : "training"},
-                       {"message", message.substr(0, message.find('\n'))}};
+    const std::string message = e.what();
+    ErrorEvent failed = Failed(IsOutOfMemory(e) ? kErrorOutOfMemory : "training",
+                               message.substr(0, message.find('\n')));
     if (IsOutOfMemory(e)) {
       DeviceMemory m = ReadDeviceMemory(PickDevice(o.device));
       TrainStepMetrics memory;
@@ -574,8 +608,9 @@ int RunWorker(const WorkerOptions& o) {
       memory.peak_reserved_bytes = m.peak_reserved_bytes;
       memory.device_used_bytes = m.device_used_bytes;
       memory.device_total_bytes = m.device_total_bytes;
-      result["error"]["memory"] = ToJson(memory);
+      failed.memory = ToJson(memory);
     }
+    result[kEventError] = ToJson(failed);
     code = kWorkerTrainingFailed;
   }
   // What this process read of the pinned files and measured, pass or fail.
@@ -586,15 +621,15 @@ int RunWorker(const WorkerOptions& o) {
   }
   WriteResult(o, result);
   if (o.role == "train" || o.role == "portable") {
-    for (const ArtifactRow& row : VerifiedArtifacts()) Emit("artifact", ToJson(row));
+    for (const ArtifactRow& row : VerifiedArtifacts()) Emit(kEventArtifact, ToJson(row));
     if (code != 0)
-      Emit("error", result["error"]);
+      Emit(kEventError, result[kEventError]);
     else
-      Emit("done");
+      Emit(kEventDone);
   }
   if (code != 0)
-    std::cerr << "worker " << o.role << ": " << result["error"]["message"].get<std::string>()
-              << "\n";
+    std::cerr << "worker " << o.role << ": "
+              << ReadMetrics<ErrorEvent>(result[kEventError]).message.value_or("") << "\n";
   return code;
 }
 
