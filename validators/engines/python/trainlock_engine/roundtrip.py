@@ -158,12 +158,14 @@ class Driver:
         if self.ctx.rank == 0:
             commit.prepare_dir(self.opts.checkpoint_root, step)
         runtime.barrier(self.world)
-        torch.save(rng.capture(), os.path.join(directory, RNG_FILE % self.ctx.rank))
+        # The RNG streams and the driver's state as of this step, captured now and written when
+        # the save commits (finish): writing them here held training up for a quarter second
+        # on the pilot, which a run's own save does not (bench/results/2026-12-03-h200-fill-fix).
+        beside = {RNG_FILE % self.ctx.rank: rng.capture()}
         if self.ctx.rank == 0:
-            torch.save({"step": step, "world_size": self.world, "grad_accum": self.grad_accum,
-                        "data": self.loader.state(), "lock_sha256": self.spec["lock_sha256"],
-                        "spec_sha256": self.spec.get("sha256")},
-                       os.path.join(directory, DRIVER_FILE))
+            beside[DRIVER_FILE] = {"step": step, "world_size": self.world, "grad_accum": self.grad_accum,
+                                   "data": self.loader.state(), "lock_sha256": self.spec["lock_sha256"],
+                                   "spec_sha256": self.spec.get("sha256")}
         # The save allocates its buffers as the run's own save does: deterministic mode (on for
         # the bitwise comparison) fills every new tensor, an async save's staging buffers too,
         # which a run without `deterministic: true` never does; on an H200 the pilot's 16 GB
@@ -171,7 +173,7 @@ class Driver:
         # setting is put back when the save commits; the steps between are never compared.
         self.fill_outside_save = runtime.set_fill(measure.asks_deterministic(self.spec))
         handle = self.engine.save(directory, step, asynchronous)
-        self.pending = (step, directory, handle, started, time.perf_counter() - started)
+        self.pending = (step, directory, handle, started, time.perf_counter() - started, beside)
         self.ctx.emit("eval", when="after_save", loss=saved_state_loss, step=self.step)
         if handle is None:
             self.finish(wait=True)
@@ -179,11 +181,13 @@ class Driver:
     def finish(self, wait):
         """Commits the pending save once every rank's part is complete; with wait=False only
         when it already is (polled between steps while training goes on)."""
-        step, directory, handle, started, blocking = self.pending
+        step, directory, handle, started, blocking, beside = self.pending
         if not wait and not runtime.all_ranks_ok(handle is None or handle.done(), self.world, self.ctx.device):
             return
         if handle is not None:
             handle.wait()
+        for name, state in beside.items():  # before the marker, which lists every file
+            torch.save(state, os.path.join(directory, name))
         if self.fill_outside_save is not None:
             runtime.set_fill(self.fill_outside_save)
             self.fill_outside_save = None
