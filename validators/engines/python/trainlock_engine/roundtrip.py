@@ -158,6 +158,7 @@ class Driver:
         if self.ctx.rank == 0:
             commit.prepare_dir(self.opts.checkpoint_root, step)
         runtime.barrier(self.world)
+        prepared = time.perf_counter()
         # The RNG streams and the driver's state as of this step, captured now and written when
         # the save commits (finish): writing them here held training up for a quarter second
         # on the pilot, which a run's own save does not (bench/results/2026-12-03-h200-fill-fix).
@@ -171,9 +172,14 @@ class Driver:
         # which a run without `deterministic: true` never does; on an H200 the pilot's 16 GB
         # staging took 2.5-3 s longer filled (bench/results/2026-12-03-h200-spawn-order). The
         # setting is put back when the save commits; the steps between are never compared.
+        captured = time.perf_counter()
         self.fill_outside_save = runtime.set_fill(measure.asks_deterministic(self.spec))
         handle = self.engine.save(directory, step, asynchronous)
-        self.pending = (step, directory, handle, started, time.perf_counter() - started, beside)
+        returned = time.perf_counter()
+        self.pending = (step, directory, handle, started, returned - started, beside)
+        # Where the time training is held up goes (the blocking part of blocking_s).
+        phase_note("save %d" % step, prepared=prepared - started, captured=captured - prepared,
+                   saved=returned - captured)
         self.ctx.emit("eval", when="after_save", loss=saved_state_loss, step=self.step)
         if handle is None:
             self.finish(wait=True)

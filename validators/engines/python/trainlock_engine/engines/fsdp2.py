@@ -223,14 +223,17 @@ class Fsdp2Engine(roundtrip.Engine):
         if self.ctx.rank == 0:
             torch.save(self.scheduler.state_dict(), os.path.join(directory, SCHEDULER_FILE))
         target = os.path.join(directory, DCP_DIR)
+        started = time.perf_counter()
         state = self._sharded_state()
         if not asynchronous:
             dcp.save(state, checkpoint_id=target)
             return None
+        stated = time.perf_counter()
         stager = _async_stager(self.device)
         extra = {"async_stager": stager} if stager is not None else {}
         self.in_flight = FutureSave(dcp.async_save(state, checkpoint_id=target, process_group=self.async_group, **extra),
                                     stager)
+        roundtrip.phase_note("fsdp2 save", state_dict=stated - started, async_save=time.perf_counter() - stated)
         return self.in_flight
 
     def load(self, directory):
