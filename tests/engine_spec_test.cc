@@ -45,11 +45,12 @@ TEST(EngineSpec, ReadsBackTheRunItWrote) {
   spec.config.model.rope_scaling = {"llama3", 8.0, 1.0, 4.0, 8192};
   spec.model_files = {{"/p/model/model.safetensors", "model.safetensors", std::string(64, 'c'), 10},
                       {"/p/model/config.json", "config.json", std::string(64, 'd'), 5}};
+  spec.model_dir = "/p/model";
   const nlohmann::json written = EngineSpecJson(spec);
   const EngineSpec read = ReadEngineSpec(written, "engine-spec.json");
   EXPECT_EQ(EngineSpecJson(read), written);
   EXPECT_EQ(read.config.model.rope_scaling, spec.config.model.rope_scaling);
-  EXPECT_EQ(ModelDirectory(read, "engine-spec.json"), "/p/model");
+  EXPECT_EQ(read.model_dir, "/p/model");
 }
 
 TEST(EngineSpec, ReadsShardsWithTheirHashes) {
@@ -105,16 +106,24 @@ TEST(EngineSpec, RefusesARelativeOrUnhashedPinnedFile) {
   EXPECT_EQ(RefusalOf(doc), "spec.data.files[0].sha256 is not a lowercase hex SHA-256");
 }
 
-TEST(EngineSpec, RefusesModelFilesOutsideOneDirectory) {
+// A local model's file may be a symlink inside the project: its path is where it resolves,
+// its name what the loader reads under the model's directory.
+TEST(EngineSpec, ReadsAModelFileWhosePathIsNotUnderItsDirectory) {
   EngineSpec spec = TinySpec();
-  spec.model_files = {{"/p/model/model.safetensors", "model.safetensors", std::string(64, 'c'), 10},
-                      {"/q/config.json", "config.json", std::string(64, 'd'), 5}};
-  EXPECT_EQ(RefusalOf(EngineSpecJson(spec)),
-            "spec.model.files[1].path is outside the model's directory '/p/model'");
+  spec.model_files = {{"/p/blobs/ab12", "model.safetensors", std::string(64, 'c'), 10}};
+  spec.model_dir = "/p/model";
+  EXPECT_EQ(RefusalOf(EngineSpecJson(spec)), "");
+}
+
+TEST(EngineSpec, RefusesModelFilesWithoutAnAbsoluteDirectory) {
+  EngineSpec spec = TinySpec();
   spec.model_files = {
-      {"/p/model/other.safetensors", "model.safetensors", std::string(64, 'c'), 10}};
-  EXPECT_EQ(RefusalOf(EngineSpecJson(spec)),
-            "spec.model.files[0].path does not end in its name 'model.safetensors'");
+      {"/p/model/model.safetensors", "model.safetensors", std::string(64, 'c'), 10}};
+  spec.model_dir = "model";
+  EXPECT_EQ(RefusalOf(EngineSpecJson(spec)), "spec.model.dir is not an absolute path");
+  nlohmann::json doc = EngineSpecJson(spec);
+  doc["model"].erase("dir");
+  EXPECT_EQ(RefusalOf(doc), "spec.model.dir is missing");
 }
 
 TEST(EngineSpec, RefusesASyntheticStreamTooLongToAllocate) {

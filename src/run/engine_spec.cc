@@ -130,7 +130,8 @@ json ModelJson(const EngineSpec& spec) {
           {"rope_scaling", rope},
           {"norm_eps", m.norm_eps},
           {"dropout", m.dropout},
-          {"files", FilesJson(spec.model_files)}};
+          {"files", FilesJson(spec.model_files)},
+          {"dir", spec.model_dir}};
 }
 
 json TrainingJson(const TrainingConfig& t) {
@@ -289,9 +290,14 @@ EngineSpec ReadEngineSpec(const json& doc, const std::string& display) {
   const Members model = root.Object("model");
   spec.config.model = ReadModel(model);
   spec.model_files = ReadFiles(model, "files");
+  if (!spec.model_files.empty()) {
+    // The directory a loader reads the files' names under (a Hugging Face model directory).
+    spec.model_dir = model.String("dir");
+    if (!fs::path(spec.model_dir).is_absolute())
+      model.Fail(model.Name("dir"), "is not an absolute path");
+  }
   spec.config.training = ReadTraining(root.Object("training"));
   spec.data = ReadData(root.Object("data"), spec.config.training);
-  ModelDirectory(spec, display);  // files that disagree about their directory are refused here
   return spec;
 }
 
@@ -308,32 +314,6 @@ std::string ReadEngineSpecFile(const fs::path& file) {
 
 EngineSpec ParseEngineSpec(std::string_view text, const std::string& display) {
   return ReadEngineSpec(ParseJsonText(text, display), display);
-}
-
-fs::path ModelDirectory(const EngineSpec& spec, const std::string& display) {
-  fs::path dir;
-  for (size_t i = 0; i < spec.model_files.size(); ++i) {
-    const SpecFile& f = spec.model_files[i];
-    const std::string path = fs::path(f.path).lexically_normal().generic_string();
-    const std::string name = fs::path(f.name).lexically_normal().generic_string();
-    const bool relative_name =
-        !name.empty() && !fs::path(name).is_absolute() && !name.starts_with("../") && name != "..";
-    fs::path here;
-    if (relative_name && path.size() > name.size() + 1 && path.ends_with("/" + name))
-      here = path.substr(0, path.size() - name.size() - 1);
-    const std::string where = "spec.model.files[" + std::to_string(i) + "]";
-    if (here.empty())
-      throw InputError(
-          Diagnostic{display, {}, where + ".path does not end in its name " + Quoted(f.name), ""});
-    if (!dir.empty() && here != dir)
-      throw InputError(
-          Diagnostic{display,
-                     {},
-                     where + ".path is outside the model's directory " + Quoted(dir.string()),
-                     ""});
-    dir = here;
-  }
-  return dir;
 }
 
 }  // namespace trainlock

@@ -53,7 +53,10 @@ struct EngineSpec {
   uint64_t seed = 0;
   int64_t eval_batches = 1;
   TrainConfig config;
-  std::vector<SpecFile> model_files;  // the pinned weights and their files; empty: seeded
+  // The pinned weights and their files (each `name` relative to model_dir, `path` where that
+  // name resolves, a symlink inside the project followed); empty: seeded initialisation.
+  std::vector<SpecFile> model_files;
+  std::string model_dir;  // absolute; "" when model_files is empty
   SpecData data;
 };
 
@@ -70,9 +73,5 @@ EngineSpec ReadEngineSpec(const nlohmann::json& spec, const std::string& display
 std::string ReadEngineSpecFile(const std::filesystem::path& file);
 // ReadEngineSpec over a spec file's text, parsed with the JSON limits (base/json_file.h).
 EngineSpec ParseEngineSpec(std::string_view text, const std::string& display);
-
-// The directory the model's files sit in (each file's path less its name); "" when there
-// are none. Throws InputError when the files disagree about it.
-std::filesystem::path ModelDirectory(const EngineSpec& spec, const std::string& display);
 
 }  // namespace trainlock

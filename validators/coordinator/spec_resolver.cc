@@ -40,8 +40,11 @@ EngineSpec ResolveEngineSpec(const Project& project, int64_t steps, const std::s
     std::vector<SpecFile> files = PinnedSpecFiles(project.dir, *lock.model, "model");
     // Weights only when the lock pins some: a pinned config.json alone is not a model.
     if (std::any_of(files.begin(), files.end(),
-                    [](const SpecFile& f) { return f.name.ends_with(".safetensors"); }))
+                    [](const SpecFile& f) { return f.name.ends_with(".safetensors"); })) {
       spec.model_files = std::move(files);
+      spec.model_dir =
+          fs::absolute(ArtifactDir(project.dir, *lock.model, "model")).lexically_normal().string();
+    }
   }
   if (lock.dataset && !lock.dataset->token_dtype.empty()) {
     std::vector<SpecFile> files = PinnedSpecFiles(project.dir, *lock.dataset, "dataset");

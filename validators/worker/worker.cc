@@ -109,7 +109,7 @@ RunSetup SetupFromSpec(const fs::path& file, const std::string& want_sha256) {
   VerifyPinned(file.string(), sha256, text.size(), want_sha256);  // train.step's row
   RunSetup s;
   s.spec = ParseEngineSpec(text, file.string());
-  s.model_dir = ModelDirectory(s.spec, file.string());
+  s.model_dir = s.spec.model_dir;
   for (const SpecFile& f : s.spec.model_files) s.model_files[f.name] = f.sha256;
   s.identity = {
       {"spec", EngineSpecJson(s.spec)}, {"spec_sha256", sha256}, {"torch", TorchVersion()}};
