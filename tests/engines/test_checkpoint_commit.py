@@ -119,6 +119,53 @@ class CommitMarker(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(self.root)), ["step-00000002", "step-00000003", os.path.basename(torn)])
 
 
+class StateCapturedAtTheSave(unittest.TestCase):
+    """An engine's small files (fsdp2's scheduler) are captured when the save starts and written
+    when it commits, outside the time training is held up, and the marker lists them."""
+
+    class Handle:
+        def __init__(self):
+            self.beside = {"engine-scheduler.pt": {"last_epoch": 4}}
+            self.waited = False
+
+        def done(self):
+            return True
+
+        def wait(self):
+            self.waited = True
+
+    def driver_with_pending(self, directory, handle):
+        import types
+
+        from trainlock_engine import roundtrip
+        d = roundtrip.Driver.__new__(roundtrip.Driver)
+        d.ctx = types.SimpleNamespace(rank=0, emit=lambda *a, **k: None)
+        d.opts = types.SimpleNamespace(checkpoint_root=self.root, keep_last=0)
+        d.world, d.fill_outside_save, d.step_times, d.step_after_save = 1, None, [], None
+        d.pending = (4, directory, handle, 0.0, 0.01, {"driver.pt": {"step": 4}})
+        return d
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="trainlock-commit-")
+
+    def tearDown(self):
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def test_the_engines_captured_files_are_written_at_the_commit_and_listed(self):
+        import torch
+
+        directory = commit.prepare_dir(self.root, 4)
+        handle = self.Handle()
+        self.driver_with_pending(directory, handle).finish(wait=True)
+        self.assertTrue(handle.waited)
+        self.assertEqual(torch.load(os.path.join(directory, "engine-scheduler.pt")), {"last_epoch": 4})
+        step, committed, _, _ = commit.latest_committed(self.root)
+        self.assertEqual((step, committed), (4, directory))
+        with open(os.path.join(directory, commit.MARKER)) as f:
+            listed = {entry["path"] for entry in json.load(f)["files"]}
+        self.assertEqual(listed, {"engine-scheduler.pt", "driver.pt"})
+
+
 class CommitThroughTheEngine(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

@@ -53,7 +53,9 @@ class Engine:
 
     def save(self, directory, step, asynchronous):
         """Writes the framework's checkpoint into directory. Returns None when it is complete,
-        else a handle with done() and wait() (an asynchronous save)."""
+        else a handle with done() and wait() (an asynchronous save), and optionally `beside`:
+        {file name: state captured at the save} that the driver writes when the save commits,
+        outside the time training is held up."""
         raise NotImplementedError
 
     def load(self, directory):
@@ -192,6 +194,7 @@ class Driver:
             return
         if handle is not None:
             handle.wait()
+            beside = {**beside, **getattr(handle, "beside", {})}  # what the engine captured at the save
         for name, state in beside.items():  # before the marker, which lists every file
             torch.save(state, os.path.join(directory, name))
         if self.fill_outside_save is not None:
