@@ -152,13 +152,14 @@ int Main(int argc, char** argv) {
 
   WorkerOptions w;
   w.keep_last = kDefaultKeepLast;
-  std::string w_spec, w_project, w_ckpt, w_result, w_final;
+  std::string w_spec, w_ops_spec, w_ckpt, w_result, w_final;
   CLI::App* worker = app.add_subcommand("worker", "internal: one process of the resume test");
   worker->group("");  // hidden from --help
   worker->add_option("--role", w.role)->check(CLI::IsMember({"train", "portable", "node", "ops"}));
   worker->add_option("--spec", w_spec);
   worker->add_option("--spec-sha256", w.spec_sha256);
-  worker->add_option("--project", w_project);  // the ops role's
+  worker->add_option("--ops-spec", w_ops_spec);  // the ops role's
+  worker->add_option("--ops-spec-sha256", w.ops_spec_sha256);
   worker->add_option("--checkpoint-root", w_ckpt);
   worker->add_option("--result", w_result)->required();
   worker->add_option("--final-state", w_final);
@@ -181,7 +182,7 @@ int Main(int argc, char** argv) {
   }
   if (worker->parsed()) {
     w.spec = w_spec;
-    w.project = w_project;
+    w.ops_spec = w_ops_spec;
     w.checkpoint_root = w_ckpt;
     w.result = w_result;
     w.final_state = w_final;

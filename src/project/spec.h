@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/diagnostic.h"
@@ -97,6 +98,13 @@ struct Target {
     return apt_snapshot.empty() ? archive : archive + "/" + apt_snapshot;
   }
 };
+
+// What a smoke test's inputs may be, for every reader of them (the lock, the ops spec).
+inline constexpr std::string_view kSmokeDtypes[] = {"fp32", "bf16",  "fp16",
+                                                    "fp64", "int64", "int32"};
+inline constexpr int64_t kMaxSmokeDim = int64_t{1} << 31;
+inline constexpr size_t kMaxSmokeRank = 8;
+inline constexpr double kMaxSmokeTolerance = 1e3;
 
 struct TensorSpec {
   std::vector<int64_t> shape;

@@ -695,7 +695,6 @@ void SpecReader::ReadCustomOps(const toml::array& a) {
 }
 
 void SpecReader::ReadSmoke(const toml::array& a, const std::string& name, CustomOpLibrary& lib) {
-  static constexpr std::string_view kDtypes[] = {"fp32", "bf16", "fp16", "fp64", "int64", "int32"};
   size_t index = 0;
   for (const toml::node& element : a) {
     std::string smoke_name = name + ".smoke[" + std::to_string(index++) + "]";
@@ -725,25 +724,26 @@ void SpecReader::ReadSmoke(const toml::array& a, const std::string& name, Custom
         TomlFields fi = Fields(*it, f.Qualified("inputs"));
         TensorSpec tensor;
         if (auto dtype = fi.String("dtype", Need::kRequired)) {
-          if (std::find(std::begin(kDtypes), std::end(kDtypes), *dtype) == std::end(kDtypes)) {
+          if (std::find(std::begin(kSmokeDtypes), std::end(kSmokeDtypes), *dtype) ==
+              std::end(kSmokeDtypes)) {
             fi.Error(fi.Pos("dtype"),
                      "'" + fi.Qualified("dtype") + "' = " + Quoted(*dtype) +
                          " is not one of fp32, bf16, fp16, fp64, int64, int32",
-                     DidYouMean(*dtype, kDtypes));
+                     DidYouMean(*dtype, kSmokeDtypes));
           }
           tensor.dtype = *dtype;
         }
         if (const toml::array* shape = fi.Array("shape", Need::kRequired)) {
           for (const toml::node& dim : *shape) {
             const auto* d = dim.as_integer();
-            if (!d || d->get() < 1 || d->get() > (int64_t{1} << 31)) {
+            if (!d || d->get() < 1 || d->get() > kMaxSmokeDim) {
               fi.Error(PosOf(dim), "'" + fi.Qualified("shape") +
                                        "' dimensions must be integers from 1 to 2^31");
               continue;
             }
             tensor.shape.push_back(d->get());
           }
-          if (shape->empty() || shape->size() > 8) {
+          if (shape->empty() || shape->size() > kMaxSmokeRank) {
             fi.Error(fi.Pos("shape"), "a shape has 1 to 8 dimensions");
           }
         }
@@ -751,10 +751,12 @@ void SpecReader::ReadSmoke(const toml::array& a, const std::string& name, Custom
         smoke.inputs.push_back(std::move(tensor));
       }
     }
-    smoke.rtol = f.Number("rtol", Need::kOptional, 0, 1e3).value_or(smoke.rtol);
-    smoke.atol = f.Number("atol", Need::kOptional, 0, 1e3).value_or(smoke.atol);
-    smoke.grad_rtol = f.Number("grad-rtol", Need::kOptional, 0, 1e3).value_or(smoke.grad_rtol);
-    smoke.grad_atol = f.Number("grad-atol", Need::kOptional, 0, 1e3).value_or(smoke.grad_atol);
+    smoke.rtol = f.Number("rtol", Need::kOptional, 0, kMaxSmokeTolerance).value_or(smoke.rtol);
+    smoke.atol = f.Number("atol", Need::kOptional, 0, kMaxSmokeTolerance).value_or(smoke.atol);
+    smoke.grad_rtol =
+        f.Number("grad-rtol", Need::kOptional, 0, kMaxSmokeTolerance).value_or(smoke.grad_rtol);
+    smoke.grad_atol =
+        f.Number("grad-atol", Need::kOptional, 0, kMaxSmokeTolerance).value_or(smoke.grad_atol);
     f.Finish();
     lib.smoke.push_back(std::move(smoke));
   }

@@ -7,6 +7,7 @@
 #include "base/file_io.h"
 #include "base/json_file.h"
 #include "base/sha256.h"  // IsSha256Hex
+#include "run/spec_members.h"
 
 namespace trainlock {
 namespace {
@@ -14,91 +15,6 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 namespace R = shape_range;
-
-// The members of one object of the spec; the first problem throws, naming the member by its
-// path from the spec's root ("spec.training.seq_len").
-class Members {
- public:
-  Members(const json& object, std::string where, const std::string& display)
-      : object_(object), where_(std::move(where)), display_(display) {
-    if (!object_.is_object()) Fail(where_, "is not an object");
-  }
-
-  const json& Get(const std::string& key) const {
-    const auto it = object_.find(key);
-    if (it == object_.end()) Fail(Name(key), "is missing");
-    return *it;
-  }
-  bool Has(const std::string& key) const {
-    const auto it = object_.find(key);
-    return it != object_.end() && !it->is_null();
-  }
-  int64_t Integer(const std::string& key, IntRange range) const {
-    const json& v = Get(key);
-    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX))
-      Fail(Name(key), "is not an integer");
-    const int64_t value = v.get<int64_t>();
-    if (value < range.min || value > range.max)
-      Fail(Name(key), std::to_string(value) + " is out of range [" + std::to_string(range.min) +
-                          ", " + std::to_string(range.max) + "]");
-    return value;
-  }
-  uint64_t Unsigned(const std::string& key) const {
-    const json& v = Get(key);
-    if (!v.is_number_unsigned()) Fail(Name(key), "is not a non-negative integer");
-    return v.get<uint64_t>();
-  }
-  double Number(const std::string& key, NumberRange range) const {
-    const json& v = Get(key);
-    if (!v.is_number()) Fail(Name(key), "is not a number");
-    const double value = v.get<double>();
-    if (!(value >= range.min && value <= range.max))
-      Fail(Name(key), v.dump() + " is out of range [" + NumberText(range.min) + ", " +
-                          NumberText(range.max) + "]");
-    return value;
-  }
-  bool Bool(const std::string& key) const {
-    const json& v = Get(key);
-    if (!v.is_boolean()) Fail(Name(key), "is not true or false");
-    return v.get<bool>();
-  }
-  std::string String(const std::string& key) const {
-    const json& v = Get(key);
-    if (!v.is_string()) Fail(Name(key), "is not a string");
-    return v.get<std::string>();
-  }
-  std::string OneOf(const std::string& key, std::initializer_list<std::string_view> choices) const {
-    std::string value = String(key);
-    if (std::find(choices.begin(), choices.end(), value) == choices.end())
-      Fail(Name(key), Quoted(value) + " is not one the engines train");
-    return value;
-  }
-  Members Object(const std::string& key) const { return Members(Get(key), Name(key), display_); }
-  const json& Array(const std::string& key) const {
-    const json& v = Get(key);
-    if (!v.is_array()) Fail(Name(key), "is not a list");
-    return v;
-  }
-
-  std::string Name(const std::string& key) const { return where_ + "." + key; }
-  [[noreturn]] void Fail(const std::string& member, const std::string& what) const {
-    throw InputError(Diagnostic{display_,
-                                {},
-                                member + " " + what,
-                                "the spec is written by trainlock-validate's coordinator"});
-  }
-  const std::string& display() const { return display_; }
-
- private:
-  static std::string NumberText(double value) {
-    json j = value;
-    return j.dump();
-  }
-
-  const json& object_;
-  std::string where_;
-  const std::string& display_;
-};
 
 json FilesJson(const std::vector<SpecFile>& files) {
   json out = json::array();
@@ -167,11 +83,11 @@ json DataJson(const SpecData& d) {
   return {{"kind", "synthetic"}, {"seed", d.seed}, {"length", d.length}};
 }
 
-std::vector<SpecFile> ReadFiles(const Members& m, const std::string& key) {
+std::vector<SpecFile> ReadFiles(const SpecMembers& m, const std::string& key) {
   std::vector<SpecFile> files;
   const json& list = m.Array(key);
   for (size_t i = 0; i < list.size(); ++i) {
-    const Members f(list[i], m.Name(key) + "[" + std::to_string(i) + "]", m.display());
+    const SpecMembers f(list[i], m.Name(key) + "[" + std::to_string(i) + "]", m.display());
     SpecFile file{f.String("path"), f.String("name"), f.String("sha256"),
                   f.Integer("size", {0, INT64_MAX})};
     if (!fs::path(file.path).is_absolute()) f.Fail(f.Name("path"), "is not an absolute path");
@@ -181,7 +97,7 @@ std::vector<SpecFile> ReadFiles(const Members& m, const std::string& key) {
   return files;
 }
 
-RopeScaling ReadRopeScaling(const Members& m) {
+RopeScaling ReadRopeScaling(const SpecMembers& m) {
   RopeScaling r;
   r.type = m.OneOf("type", {"linear", "llama3"});
   r.factor = m.Number("factor", R::kRopeFactor);
@@ -194,7 +110,7 @@ RopeScaling ReadRopeScaling(const Members& m) {
   return r;
 }
 
-ModelConfig ReadModel(const Members& m) {
+ModelConfig ReadModel(const SpecMembers& m) {
   ModelConfig c;
   c.architecture = m.OneOf("architecture", {"llama"});
   c.hidden_size = m.Integer("hidden_size", R::kHiddenSize);
@@ -213,13 +129,13 @@ ModelConfig ReadModel(const Members& m) {
   return c;
 }
 
-TrainingConfig ReadTraining(const Members& m) {
+TrainingConfig ReadTraining(const SpecMembers& m) {
   TrainingConfig t;
   t.seq_len = m.Integer("seq_len", R::kBatch);
   t.micro_batch = m.Integer("micro_batch", R::kBatch);
   t.grad_accum = m.Integer("grad_accum", R::kGradAccum);
   t.precision = m.OneOf("precision", {"fp32", "bf16", "fp16"});
-  const Members o = m.Object("optimizer");
+  const SpecMembers o = m.Object("optimizer");
   t.optimizer.name = o.OneOf("name", {"adamw"});
   t.optimizer.lr = o.Number("lr", R::kLr);
   if (t.optimizer.lr <= 0) o.Fail(o.Name("lr"), "is not above 0");
@@ -229,7 +145,7 @@ TrainingConfig ReadTraining(const Members& m) {
     o.Fail(o.Name("beta1"), "or beta2 is not below 1");
   t.optimizer.eps = o.Number("eps", R::kEps);
   t.optimizer.weight_decay = o.Number("weight_decay", R::kWeightDecay);
-  const Members s = m.Object("scheduler");
+  const SpecMembers s = m.Object("scheduler");
   t.scheduler.name = s.OneOf("name", {"cosine", "constant"});
   t.scheduler.warmup_steps = s.Integer("warmup_steps", R::kWarmupSteps);
   t.scheduler.total_steps = s.Integer("total_steps", R::kTotalSteps);
@@ -242,7 +158,7 @@ TrainingConfig ReadTraining(const Members& m) {
   return t;
 }
 
-SpecData ReadData(const Members& m, const TrainingConfig& t) {
+SpecData ReadData(const SpecMembers& m, const TrainingConfig& t) {
   SpecData d;
   d.kind = m.OneOf("kind", {"synthetic", "shards"});
   if (d.kind == "shards") {
@@ -278,7 +194,7 @@ json EngineSpecJson(const EngineSpec& spec) {
 }
 
 EngineSpec ReadEngineSpec(const json& doc, const std::string& display) {
-  const Members root(doc, "spec", display);
+  const SpecMembers root(doc, "spec", display);
   if (root.String("schema") != kEngineSpecSchema)
     root.Fail(root.Name("schema"), Quoted(root.String("schema")) + " is not " + kEngineSpecSchema);
   EngineSpec spec;
@@ -287,7 +203,7 @@ EngineSpec ReadEngineSpec(const json& doc, const std::string& display) {
   spec.config_sha256 = root.String("config_sha256");
   spec.seed = root.Unsigned("seed");
   spec.eval_batches = root.Integer("eval_batches", {1, kMaxEvalBatches});
-  const Members model = root.Object("model");
+  const SpecMembers model = root.Object("model");
   spec.config.model = ReadModel(model);
   spec.model_files = ReadFiles(model, "files");
   if (!spec.model_files.empty()) {

@@ -47,9 +47,9 @@ class CustomOps : public ::testing::Test {
                            "\"\ninputs = [{ shape = [8, 64], dtype = \"" + lib.dtype +
                            "\" }, { shape = [64], dtype = \"" + lib.dtype +
                            "\" }]\nreference = \"" + lib.reference + "\"\n" + tol);
-    fs::remove(project / "trainlock.toml");  // the worker reads the lock alone
+    fs::remove(project / "trainlock.toml");  // the libraries come from the lock alone
     OpsCheckOptions o;
-    o.project = project;
+    o.libraries = ResolveOpsLibraries(LoadProject(project, ManifestRequirement::kOptional));
     o.validator = testing::BinDir() / "trainlock-validate";
     o.work_dir = dir_.path();
     o.device = device;

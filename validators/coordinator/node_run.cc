@@ -173,7 +173,7 @@ NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project, const No
   } else {
     progress.Begin("ops.custom: loading and smoke-testing the custom ops");
     report.checks.push_back(
-        RunOpsCheck({fs::absolute(o.project), {}, work, o.device, o.timeout_s}));
+        RunOpsCheck({ResolveOpsLibraries(project), {}, work, o.device, o.timeout_s}));
     progress.End();
   }
   AnnounceChecks(progress, report);

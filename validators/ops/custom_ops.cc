@@ -1,9 +1,6 @@
 // The ops worker: load, inspect and smoke-test custom-op libraries; see custom_ops.h.
 #include "ops/custom_ops.h"
 
-#include "ops/op_library_path.h"
-#include "project/project.h"
-
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -314,8 +311,8 @@ json CodeJson(const GpuBinaryInfo& code) {
   return {{"sass", code.sass}, {"ptx", ptx}, {"gfx", code.gfx}};
 }
 
-json CheckLibrary(const Project& project, const CustomOpLibrary& lib, const OpsDevice& device) {
-  const fs::path path = CustomOpLibraryPath(project, lib);
+json CheckLibrary(const OpsLibrary& lib, const OpsDevice& device) {
+  const fs::path path = lib.path;
   json out = {{"library", lib.library}, {"path", path.string()}};
   json failures = json::array();
   auto finish = [&] {
@@ -444,15 +441,13 @@ OpsDevice DescribeOpsDevice(torch::Device device) {
   return d;
 }
 
-json RunCustomOps(const fs::path& project_dir, const OpsDevice& device) {
-  const Project project = LoadProject(project_dir, ManifestRequirement::kOptional);
-  json libraries = json::array();
-  for (const CustomOpLibrary& lib : project.effective().custom_ops)
-    libraries.push_back(CheckLibrary(project, lib, device));
+json RunCustomOps(const std::vector<OpsLibrary>& libraries, const OpsDevice& device) {
+  json checked = json::array();
+  for (const OpsLibrary& lib : libraries) checked.push_back(CheckLibrary(lib, device));
   return {{"device", device.device.str()},
           {"sm", device.sm},
           {"driver_cuda", device.driver_cuda},
-          {"libraries", libraries}};
+          {"libraries", checked}};
 }
 
 }  // namespace trainlock::validate

@@ -1,5 +1,5 @@
 // The ops worker's side of ops.custom (worker role "ops"): loads each custom-op library of
-// the lock into this process, checks its ops' schemas, their kernels for the device's
+// the ops spec into this process, checks its ops' schemas, their kernels for the device's
 // dispatch key and the library's GPU code against the device, then smoke-tests every op
 // against its reference (forward and gradients within tolerance, time per call). Each
 // problem is a failure of a named kind with a remedy; the coordinator (ops_check.h) turns
@@ -10,7 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include <filesystem>
+#include <vector>
+
+#include "ops/ops_spec.h"
 
 namespace trainlock::validate {
 
@@ -24,11 +26,10 @@ struct OpsDevice {
 
 OpsDevice DescribeOpsDevice(torch::Device device);
 
-// The custom-op libraries of the lock in `project_dir` (the ops role's --project: what the ops
-// check needs is the lock's op list, not the run's description, which the train roles read
-// from the engine spec), each checked on `device`:
+// Each library of the ops spec (ops_spec.h: what the coordinator resolved from the lock)
+// checked on `device`:
 // {"device": ..., "libraries": [{library, path, failures: [{kind, op, message, remedy}],
 //   code: {...}, ops: [{op, kernel_keys, smoke: [...]}]}]}
-nlohmann::json RunCustomOps(const std::filesystem::path& project_dir, const OpsDevice& device);
+nlohmann::json RunCustomOps(const std::vector<OpsLibrary>& libraries, const OpsDevice& device);
 
 }  // namespace trainlock::validate

@@ -7,6 +7,7 @@
 
 #include "base/json_file.h"
 #include "base/program_path.h"
+#include "ops/op_library_path.h"
 #include "report/check_metrics.h"
 #include "support/engine_protocol.h"
 #include "support/worker_process.h"
@@ -115,17 +116,29 @@ CheckResult OpsCheckFromRun(const OpsRun& run) {
   return c;
 }
 
+std::vector<OpsLibrary> ResolveOpsLibraries(const Project& project) {
+  std::vector<OpsLibrary> out;
+  for (const CustomOpLibrary& lib : project.effective().custom_ops) {
+    out.push_back({lib.library, fs::absolute(CustomOpLibraryPath(project, lib)).string(),
+                   lib.sha256, lib.ops, lib.smoke});
+  }
+  return out;
+}
+
 CheckResult RunOpsCheck(const OpsCheckOptions& o) {
   auto start = std::chrono::steady_clock::now();
   const fs::path result_file = o.work_dir / "ops.json";
   const fs::path stderr_file = o.work_dir / "ops.stderr";
+  const fs::path spec_file = o.work_dir / "ops-spec.json";
+  const std::string spec_sha256 = WriteOpsSpec(spec_file, o.libraries);
   OpsRun run;
   run.timeout_s = o.timeout_s;
   {
     const fs::path validator = o.validator.empty() ? RunningExecutable() : o.validator;
-    Child child({validator.string(), "worker", "--role", "ops", "--project", o.project.string(),
-                 "--device", o.device, "--result", result_file.string()},
-                stderr_file);
+    Child child(
+        {validator.string(), "worker", "--role", "ops", "--ops-spec", spec_file.string(),
+         "--ops-spec-sha256", spec_sha256, "--device", o.device, "--result", result_file.string()},
+        stderr_file);
     run.exit_code = child.Wait(start + std::chrono::seconds(o.timeout_s));
   }
   json result = TryReadJsonFile(result_file, nullptr).value_or(json());

@@ -8,8 +8,11 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "compat/gpu_binary.h"
+#include "ops/ops_spec.h"
+#include "project/project.h"
 #include "report/report.h"
 
 namespace trainlock::validate {
@@ -45,15 +48,20 @@ struct OpsRun {
 // The ops.custom check from one ops worker run.
 CheckResult OpsCheckFromRun(const OpsRun& run);
 
+// The lock's custom-op libraries, each at the path this node loads it from
+// (op_library_path.h): what the ops worker is given to check.
+std::vector<OpsLibrary> ResolveOpsLibraries(const Project& project);
+
 struct OpsCheckOptions {
-  std::filesystem::path project;
-  std::filesystem::path validator;  // trainlock-validate; "" = this executable
+  std::vector<OpsLibrary> libraries;  // ResolveOpsLibraries
+  std::filesystem::path validator;    // trainlock-validate; "" = this executable
   std::filesystem::path work_dir;
   std::string device = "auto";
   int timeout_s = 600;
 };
 
-// Starts `trainlock-validate worker --role ops` and returns ops.custom.
+// Writes the ops spec of options.libraries into the work directory, starts
+// `trainlock-validate worker --role ops` on it and returns ops.custom.
 CheckResult RunOpsCheck(const OpsCheckOptions& options);
 
 }  // namespace trainlock::validate

@@ -414,7 +414,8 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
 }
 
 int RunOps(const WorkerOptions& o, nlohmann::json& result) {
-  result.update(RunCustomOps(o.project, DescribeOpsDevice(PickDevice(o.device))));
+  const std::vector<OpsLibrary> libraries = ReadOpsSpecFile(o.ops_spec, o.ops_spec_sha256);
+  result.update(RunCustomOps(libraries, DescribeOpsDevice(PickDevice(o.device))));
   return 0;
 }
 

@@ -27,7 +27,10 @@ struct WorkerOptions {
   // wrote it with, which the worker verifies on the bytes it reads.
   std::filesystem::path spec;
   std::string spec_sha256;
-  std::filesystem::path project;  // the ops role's: the lock's custom-op libraries
+  // The ops role's: the custom-op libraries the coordinator resolved from the lock
+  // (ops/ops_spec.h) and the SHA-256 it wrote them with.
+  std::filesystem::path ops_spec;
+  std::string ops_spec_sha256;
   std::filesystem::path checkpoint_root;
   std::filesystem::path result;
   std::filesystem::path final_state;  // where to write the final parameters and moments
