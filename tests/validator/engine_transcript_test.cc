@@ -17,10 +17,10 @@ TEST(EngineTranscript, StepEventsBecomeLossesInOrder) {
   EngineTranscript t;
   EXPECT_EQ(t.Add(R"({"event":"step","step":1,"loss":2.5})"), "step");
   EXPECT_EQ(t.Add(R"({"event":"step","step":2,"loss":2.25})"), "step");
-  const nlohmann::json& losses = t.result()["losses"];
+  const std::vector<StepEvent>& losses = t.result().losses;
   ASSERT_EQ(losses.size(), 2u);
-  EXPECT_EQ(losses[1]["step"], 2);
-  EXPECT_EQ(losses[1]["loss"], 2.25);
+  EXPECT_EQ(losses[1].step, 2);
+  EXPECT_EQ(losses[1].loss, 2.25);
 }
 
 TEST(EngineTranscript, CheckpointPhasesAreTrackedSeparately) {
@@ -30,8 +30,10 @@ TEST(EngineTranscript, CheckpointPhasesAreTrackedSeparately) {
   EXPECT_FALSE(t.LastCheckpoint("committed"));
   t.Add(R"({"event":"checkpoint","phase":"committed","step":4,"bytes":10,"seconds":0.1})");
   EXPECT_EQ(t.LastCheckpoint("committed"), 4);
-  EXPECT_EQ(t.result()["save"]["bytes"], 10);
-  EXPECT_FALSE(t.result()["save"].contains("event"));
+  ASSERT_TRUE(t.result().save);
+  EXPECT_EQ(t.result().save->bytes, 10);
+  EXPECT_EQ(t.result().save->step, 4);
+  EXPECT_EQ(t.result().save_started->step, 4);
 }
 
 // The coordinator digests the state file itself (coordinator/state_file.h): digests an engine
@@ -39,7 +41,8 @@ TEST(EngineTranscript, CheckpointPhasesAreTrackedSeparately) {
 TEST(EngineTranscript, AStateEventKeepsItsFileAndSizeButNotTheDigestsAnEngineClaims) {
   EngineTranscript t;
   t.Add(R"({"event":"state","step":6,"digests":{"param/w":"ab"},"bytes":8,"file":"/w/a.st"})");
-  EXPECT_EQ(t.result()["final_state"], nlohmann::json({{"bytes", 8}, {"file", "/w/a.st"}}));
+  ASSERT_TRUE(t.result().final_state);
+  EXPECT_EQ(ToJson(*t.result().final_state), nlohmann::json({{"bytes", 8}, {"file", "/w/a.st"}}));
 }
 
 TEST(EngineTranscript, EvalEventsLandWhereTheChecksReadThem) {
@@ -47,24 +50,26 @@ TEST(EngineTranscript, EvalEventsLandWhereTheChecksReadThem) {
   t.Add(R"({"event":"eval","when":"after_save","loss":1.5})");
   t.Add(R"({"event":"eval","when":"after_restore","loss":1.5})");
   t.Add(R"({"event":"eval","when":"portable","loss":1.25})");
-  EXPECT_EQ(t.result()["eval_after_save"], 1.5);
-  EXPECT_EQ(t.result()["eval_after_restore"], 1.5);
-  EXPECT_EQ(t.result()["eval"], 1.25);
+  EXPECT_EQ(t.result().eval_after_save, 1.5);
+  EXPECT_EQ(t.result().eval_after_restore, 1.5);
+  EXPECT_EQ(t.result().eval, 1.25);
 }
 
 TEST(EngineTranscript, HelloNamesTheDeviceOfTrainStep) {
   EngineTranscript t;
   t.Add(
       R"({"event":"hello","engine":"ddp","device":"cpu","world_size":2,"versions":{"torch":"1.13.1"}})");
-  EXPECT_EQ(t.result()["device"], "cpu");
-  EXPECT_EQ(t.result()["hello"]["engine"], "ddp");
+  EXPECT_EQ(t.result().said.device, "cpu");
+  ASSERT_TRUE(t.result().hello);
+  EXPECT_EQ(t.result().hello->engine, "ddp");
+  EXPECT_EQ(t.result().hello->world_size, 2);
 }
 
 TEST(EngineTranscript, AnArtifactIsRecordedAsVerifiedByTheWorker) {
   EngineTranscript t;
   t.Add(
       R"({"event":"artifact","path":"data/a.bin","sha256":"00","bytes":4,"verified_by":"nobody"})");
-  const auto step = ReadMetrics<TrainStepMetrics>(t.result());
+  const TrainStepMetrics& step = t.result().said;
   ASSERT_TRUE(step.artifacts);
   ASSERT_EQ(step.artifacts->size(), 1u);
   EXPECT_EQ((*step.artifacts)[0].verified_by, "worker");
@@ -77,8 +82,10 @@ TEST(EngineTranscript, LinesThatAreNotEventsAreIgnoredAndCounted) {
   EXPECT_EQ(t.Add("{not json"), "");
   EXPECT_EQ(t.Add(R"({"step":1})"), "");
   EXPECT_EQ(t.Add(R"({"event":"teleport"})"), "teleport");
-  EXPECT_EQ(t.result()["protocol_warnings"]["ignored_lines"], 3);
-  EXPECT_FALSE(t.result().contains("losses"));
+  EXPECT_EQ(t.result().ignored_lines, 3);
+  EXPECT_NE(t.result().first_ignored.find("not JSON"), std::string::npos)
+      << t.result().first_ignored;
+  EXPECT_TRUE(t.result().losses.empty());
 }
 
 TEST(EngineTranscript, ADeeplyNestedLineIsRefusedNotParsed) {
@@ -86,7 +93,7 @@ TEST(EngineTranscript, ADeeplyNestedLineIsRefusedNotParsed) {
   std::string deep =
       R"({"event":"error","message":)" + std::string(10000, '[') + std::string(10000, ']') + "}";
   EXPECT_EQ(t.Add(deep), "");
-  EXPECT_FALSE(t.result().contains("error"));
+  EXPECT_FALSE(t.result().error);
 }
 
 TEST(EngineTranscript, AnOversizedLineIsRefused) {
@@ -94,7 +101,7 @@ TEST(EngineTranscript, AnOversizedLineIsRefused) {
   std::string huge = R"({"event":"step","step":1,"loss":1,"pad":")" +
                      std::string(kMaxEngineLineBytes, 'x') + "\"}";
   EXPECT_EQ(t.Add(huge), "");
-  EXPECT_FALSE(t.result().contains("losses"));
+  EXPECT_TRUE(t.result().losses.empty());
 }
 
 TEST(EngineTranscript, EventsBeyondTheCapAreAViolation) {
@@ -102,7 +109,7 @@ TEST(EngineTranscript, EventsBeyondTheCapAreAViolation) {
   for (size_t i = 0; i < kMaxEngineEvents; ++i) t.Add(R"({"event":"done"})");
   EXPECT_EQ(t.violation(), "");
   EXPECT_EQ(t.Add(R"({"event":"step","step":1,"loss":1})"), "");
-  EXPECT_FALSE(t.result().contains("losses"));
+  EXPECT_TRUE(t.result().losses.empty());
   EXPECT_NE(t.violation().find("more than 100000 events"), std::string::npos) << t.violation();
 }
 
@@ -140,7 +147,7 @@ TEST(EngineTranscriptHello, AnotherTorchThanTheLocksIsAViolation) {
   EXPECT_NE(t.violation().find("names torch \"0.0.1+evil\", the lock pins 1.13.0"),
             std::string::npos)
       << t.violation();
-  EXPECT_FALSE(t.result().contains("hello"));
+  EXPECT_FALSE(t.result().hello);
 }
 
 TEST(EngineTranscriptHello, AnotherProtocolIsAViolation) {
@@ -166,7 +173,7 @@ TEST(EngineTranscriptHello, AnotherWorldSizeThanTheProcessRunsIsAViolation) {
 TEST(EngineTranscriptHello, AnEventBeforeHelloIsAViolationAndNotFolded) {
   EngineTranscript t(DdpLock());
   EXPECT_EQ(t.Add(R"({"event":"step","step":1,"loss":1})"), "");
-  EXPECT_FALSE(t.result().contains("losses"));
+  EXPECT_TRUE(t.result().losses.empty());
   EXPECT_NE(t.violation().find("before its hello"), std::string::npos) << t.violation();
 }
 
@@ -204,7 +211,7 @@ TEST(EngineTranscriptHello, ARefusalsHelloWithoutAWorldSizeCannotEndDone) {
 TEST(EngineTranscriptNumbers, AnAbsurdThroughputIsAViolation) {
   EngineTranscript t;
   EXPECT_EQ(t.Add(R"({"event":"measurement","step_time_s":0.1,"tokens_per_s":1e300})"), "");
-  EXPECT_FALSE(t.result().contains("measurement"));
+  EXPECT_FALSE(t.result().measurement);
   EXPECT_NE(t.violation().find("measurement.tokens_per_s is 1e+300"), std::string::npos)
       << t.violation();
 }
@@ -218,7 +225,7 @@ TEST(EngineTranscriptNumbers, ANegativeStepTimeIsAViolation) {
 TEST(EngineTranscriptNumbers, ANumberBeyondADoubleIsAViolation) {
   EngineTranscript t;
   t.Add(R"({"event":"step","step":1,"loss":1e400})");
-  EXPECT_FALSE(t.result().contains("losses"));
+  EXPECT_TRUE(t.result().losses.empty());
 }
 
 TEST(EngineTranscriptNumbers, NestedNumbersAreCheckedToo) {
@@ -251,7 +258,7 @@ TEST(EngineTranscriptArtifacts, EveryArtifactUpToTheCapIsRecordedInOrder) {
   EngineTranscript t;
   for (size_t i = 0; i < kMaxEngineArtifacts; ++i) t.Add(Artifact(i));
   EXPECT_EQ(t.violation(), "");
-  const auto step = ReadMetrics<TrainStepMetrics>(t.result());
+  const TrainStepMetrics& step = t.result().said;
   ASSERT_TRUE(step.artifacts);
   ASSERT_EQ(step.artifacts->size(), kMaxEngineArtifacts);
   EXPECT_EQ(step.artifacts->back().path, std::to_string(kMaxEngineArtifacts - 1) + "pppppppppp");
@@ -269,7 +276,7 @@ TEST(EngineTranscriptArtifacts, AnArtifactWithAHugePathIsAViolation) {
   t.Add(Artifact(0, 512 * 1024));
   EXPECT_NE(t.violation().find("an artifact event longer than 8192 bytes"), std::string::npos)
       << t.violation();
-  EXPECT_FALSE(t.result().contains("artifacts"));
+  EXPECT_FALSE(t.result().said.artifacts);
 }
 
 // ---- transcripts recorded from the shipped engines (tests/engines/transcripts) ----
@@ -291,8 +298,7 @@ EngineTranscript Replay(const std::string& name) {
 
 std::vector<double> LossesOf(const EngineTranscript& t) {
   std::vector<double> out;
-  for (const auto& l : t.result().value("losses", nlohmann::json::array()))
-    out.push_back(l.value("loss", 0.0));
+  for (const StepEvent& l : t.result().losses) out.push_back(l.loss.value_or(0.0).get<double>());
   return out;
 }
 
@@ -302,10 +308,10 @@ TEST(RecordedTranscripts, EveryRecordedRunFoldsWithoutAProtocolProblemAndEndsDon
     if (e.path().extension() != ".jsonl") continue;
     ++count;
     const EngineTranscript t = Replay(e.path().stem().string());
-    const nlohmann::json& r = t.result();
-    EXPECT_FALSE(r.contains("protocol_warnings")) << e.path() << r["protocol_warnings"];
-    EXPECT_TRUE(r.contains("hello")) << e.path();
-    EXPECT_TRUE(r.value("done", false) || r.contains("error") ||
+    const EngineFold& r = t.result();
+    EXPECT_EQ(r.ignored_lines, 0) << e.path() << r.first_ignored;
+    EXPECT_TRUE(r.hello) << e.path();
+    EXPECT_TRUE(r.done || r.error ||
                 t.LastCheckpoint("committed").has_value())  // B ends killed after its commit
         << e.path();
   }
@@ -317,15 +323,14 @@ TEST(RecordedTranscripts, EveryRecordedRunFoldsWithoutAProtocolProblemAndEndsDon
 TEST(RecordedTranscripts, EveryRecordedRunKeepsTheHelloAndNumberRules) {
   for (const auto& e : std::filesystem::directory_iterator(TranscriptDir())) {
     if (e.path().extension() != ".jsonl") continue;
-    const nlohmann::json hello = Replay(e.path().stem().string()).result()["hello"];
+    const HelloEvent hello = Replay(e.path().stem().string()).result().hello.value_or(HelloEvent{});
     EngineExpectation expect;
-    expect.engine = hello.value("engine", "");
-    const nlohmann::json world = hello.value("world_size", nlohmann::json());
-    expect.world_size = world.is_number_integer() ? world.get<int64_t>() : 1;
+    expect.engine = hello.engine.value_or("");
+    expect.world_size = hello.world_size.value_or(1);
     EngineTranscript t(expect);
     std::ifstream in(e.path());
     for (std::string line; std::getline(in, line);) t.Add(line);
-    t.End(t.result().contains("done"));
+    t.End(t.result().done);
     EXPECT_EQ(t.violation(), "") << e.path();
   }
 }
@@ -338,26 +343,34 @@ TEST(RecordedTranscripts, AResumedRunOfEachEngineRepeatsItsUninterruptedRunsLoss
     ASSERT_EQ(la.size(), 6u) << engine;
     ASSERT_EQ(lc.size(), 3u) << engine;  // steps 4..6 after the restore of step 3
     EXPECT_EQ(std::vector<double>(la.begin() + 3, la.end()), lc) << engine;
-    EXPECT_EQ(c.result()["restore"]["step"], 3) << engine;
+    ASSERT_TRUE(c.result().restore) << engine;
+    EXPECT_EQ(c.result().restore->step, 3) << engine;
   }
 }
 
 // (That their states diverge is judged from the files they write: tests/engines.)
 TEST(RecordedTranscripts, ResumesWithoutTheRngOrTheDataPositionSaySoInTheirRestore) {
   for (const std::string engine : {"ddp", "deepspeed"}) {
-    EXPECT_EQ(Replay(engine + "-no-restore-rng").result()["restore"]["rng_restored"], false);
-    EXPECT_EQ(Replay(engine + "-no-restore-data").result()["restore"]["data_restored"], false);
+    const EngineFold no_rng = Replay(engine + "-no-restore-rng").result();
+    const EngineFold no_data = Replay(engine + "-no-restore-data").result();
+    ASSERT_TRUE(no_rng.restore && no_data.restore) << engine;
+    EXPECT_EQ(no_rng.restore->rng_restored, false) << engine;
+    EXPECT_EQ(no_data.restore->data_restored, false) << engine;
   }
 }
 
 TEST(RecordedTranscripts, RefusalsCarryTheKindTheChecksReadThem) {
-  EXPECT_EQ(Replay("hf-trainer-no-transformers").result()["error"]["kind"], "unsupported");
-  EXPECT_EQ(Replay("lightning-not-installed").result()["error"]["kind"], "unsupported");
-  EXPECT_EQ(Replay("deepspeed-not-installed").result()["error"]["kind"], "unsupported");
-  EXPECT_EQ(Replay("fsdp2-old-torch").result()["error"]["kind"], "unsupported");
-  EXPECT_EQ(Replay("ddp-tampered-shard").result()["error"]["kind"], "integrity");
-  EXPECT_EQ(Replay("ddp-tampered-checkpoint").result()["error"]["kind"], "checkpoint");
-  EXPECT_FALSE(Replay("ddp-tampered-shard").result().contains("losses"));
+  EXPECT_EQ(Replay("hf-trainer-no-transformers").result().error.value_or(ErrorEvent{}).kind,
+            "unsupported");
+  EXPECT_EQ(Replay("lightning-not-installed").result().error.value_or(ErrorEvent{}).kind,
+            "unsupported");
+  EXPECT_EQ(Replay("deepspeed-not-installed").result().error.value_or(ErrorEvent{}).kind,
+            "unsupported");
+  EXPECT_EQ(Replay("fsdp2-old-torch").result().error.value_or(ErrorEvent{}).kind, "unsupported");
+  EXPECT_EQ(Replay("ddp-tampered-shard").result().error.value_or(ErrorEvent{}).kind, "integrity");
+  EXPECT_EQ(Replay("ddp-tampered-checkpoint").result().error.value_or(ErrorEvent{}).kind,
+            "checkpoint");
+  EXPECT_TRUE(Replay("ddp-tampered-shard").result().losses.empty());
 }
 
 }  // namespace

@@ -57,13 +57,13 @@ double Seconds(Clock::time_point start) {
 }
 
 // Runs processes A to E as the options say (launching, gating, preempting, corrupting) into a
-// RoundtripRuns value, and hands that value to roundtrip_checks.h's judges.
+// RoundtripRuns value; roundtrip_checks.h's judges read that value.
 class RoundtripRunner {
  public:
   RoundtripRunner(const RoundtripOptions& o, const Project& project)
       : o_(o), project_(project), epoch_(Clock::now()) {}
 
-  std::vector<CheckResult> Run();
+  RoundtripRuns Run();
 
  private:
   std::vector<std::string> CommonArgs(const std::string& name) const;
@@ -332,7 +332,7 @@ WorkerRun RoundtripRunner::Collect(Launched& l) const {
     broke.kind = kErrorProtocol;
     broke.message =
         "process " + run.name + " broke the engine protocol: " + l.transcript.violation();
-    run.result[kEventError] = ToJson(broke);
+    run.result.error = broke;
   }
   run.stderr_tail = TailOfFile(o_.work_dir / (run.name + ".stderr"), 5);
   if (l.final_state) ReadFinalState(*l.final_state, run);
@@ -356,8 +356,7 @@ void RoundtripRunner::ReadFinalState(const fs::path& file, WorkerRun& run) const
 // (C) when the memory left beside a training step, as process A measured it, holds D's
 // weights and eval logits with a margin; otherwise D runs after C.
 bool RoundtripRunner::PortableFitsBesideResume(const WorkerRun& a) const {
-  const auto m =
-      ReadMetrics<TrainStepMetrics>(a.result.value("measurement", nlohmann::json::object()));
+  const TrainStepMetrics m = a.result.measurement.value_or(TrainStepMetrics{});
   const int64_t total = m.device_total_bytes.value_or(-1);
   const int64_t used = m.device_used_bytes.value_or(-1);
   if (total <= 0 || used < 0) return false;  // CPU, or nothing measured: keep them apart
@@ -435,17 +434,21 @@ void RoundtripRunner::RunResume(Launched b_launched, RoundtripRuns& out) {
   }
 }
 
-std::vector<CheckResult> RoundtripRunner::Run() {
+RoundtripRuns RoundtripRunner::Run() {
   fs::create_directories(o_.work_dir);
   fs::create_directories(o_.checkpoint_root);
+  RoundtripRuns runs;
   try {
     PrepareEngine();
   } catch (const trainlock::Failure& refused) {
     if (refused.exit_code() != kExitVerdict) throw;
-    return EngineFilesRefusedChecks(refused);
+    runs.refused = {RoundtripRefusal::Why::kEngineFiles, refused.what()};
+    return runs;
   } catch (const ArtifactPathError& outside) {
-    return PinnedFileRefusedChecks(outside.what());
+    runs.refused = {RoundtripRefusal::Why::kPinnedFileOutside, outside.what()};
+    return runs;
   }
+  runs.python = python_;
   TelemetryWindow telemetry(o_.device);  // NVML samples while the processes train
   const std::string steps = std::to_string(o_.steps), at = std::to_string(o_.checkpoint_at);
   Launched a_launched =
@@ -463,28 +466,33 @@ std::vector<CheckResult> RoundtripRunner::Run() {
   // unreleased when A decides there is no B.
   std::optional<Launched> b_launched;
   if (!o_.step_only) b_launched = Launch("b-preempted", b_args, /*gated=*/true);
-  RoundtripRuns runs;
   runs.a = Finish(std::move(a_launched), Preempt::kNever, &runs.a_s);
-  const JudgeInputs in{o_, project_, python_};
-  const std::string trained_on = ReadMetrics<TrainStepMetrics>(runs.a.result).device.value_or("");
-  if (DecidedByA(in, runs.a)) {
-    runs.telemetry = telemetry.Finish(trained_on);
-    return JudgeFromA(in, runs);
-  }
-  RunResume(std::move(*b_launched), runs);
+  const std::string trained_on = runs.a.result.said.device.value_or("");
+  runs.decided_by_a = DecidedByA({o_, project_, python_}, runs.a);
+  if (!runs.decided_by_a) RunResume(std::move(*b_launched), runs);
   runs.telemetry = telemetry.Finish(trained_on);
-  return JudgeRoundtrip(in, runs);
+  return runs;
 }
 
-}  // namespace
-
-std::vector<CheckResult> RunRoundtrip(const RoundtripOptions& options, const Project& project) {
-  // A Python engine runs in the work directory: every path it is given is absolute.
+// A Python engine runs in the work directory: every path it is given is absolute.
+RoundtripOptions WithAbsolutePaths(const RoundtripOptions& options) {
   RoundtripOptions absolute = options;
   absolute.work_dir = fs::absolute(options.work_dir);
   absolute.checkpoint_root = fs::absolute(options.checkpoint_root);
   absolute.project = fs::absolute(options.project);
-  return RoundtripRunner(absolute, project).Run();
+  return absolute;
+}
+
+}  // namespace
+
+RoundtripRuns RunRoundtripProcesses(const RoundtripOptions& options, const Project& project) {
+  return RoundtripRunner(WithAbsolutePaths(options), project).Run();
+}
+
+std::vector<CheckResult> RunRoundtrip(const RoundtripOptions& options, const Project& project) {
+  const RoundtripOptions absolute = WithAbsolutePaths(options);
+  const RoundtripRuns runs = RunRoundtripProcesses(absolute, project);
+  return JudgeRoundtrip({absolute, project, runs.python}, runs);
 }
 
 }  // namespace trainlock::validate

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/roundtrip_runs.h"
 #include "project/project.h"
 #include "project/validate_defaults.h"
 #include "report/report.h"
@@ -42,9 +43,14 @@ struct RoundtripOptions {
   std::vector<std::string> only;
 };
 
-// Runs the processes and returns the four checks, in report order. `project` is the project
-// the validation loaded (at options.project): the coordinator reads its config from here and
-// never loads it again; the workers load and verify it themselves.
+// Runs processes A to E as `options` say (launching, gating, preempting, corrupting) into
+// what they did, and judges nothing. `project` is the project the validation loaded (at
+// options.project): its lock and config are resolved into the engine spec the processes read.
+RoundtripRuns RunRoundtripProcesses(const RoundtripOptions& options, const Project& project);
+
+// Runs the processes and returns the four checks roundtrip_checks.h judges, in report order.
+// `project` is the project the validation loaded (at options.project): the coordinator reads its
+// config from here and never loads it again; the workers load and verify it themselves.
 std::vector<CheckResult> RunRoundtrip(const RoundtripOptions& options, const Project& project);
 
 }  // namespace trainlock::validate

@@ -31,9 +31,9 @@ namespace {
 
 CheckResult OutOfMemoryCheck(const JudgeInputs& in, const WorkerRun& a);
 
-// The error `run` reported (the fold's typed `error` event); empty when none.
+// The error `run` reported (the fold's `error` event); empty when none.
 ErrorEvent ErrorOf(const WorkerRun& run) {
-  return ReadMetrics<ErrorEvent>(run.result.value(kEventError, nlohmann::json::object()));
+  return run.result.error.value_or(ErrorEvent{});
 }
 
 // The kind of the error `run` reported, "" when none.
@@ -48,7 +48,7 @@ std::string ProcessFailure(const JudgeInputs& in, const WorkerRun& run) {
     return "process " + run.name + " did not finish within " + std::to_string(in.o.timeout_s) +
            " s; its output is in " + in.o.work_dir.string();
   }
-  if (run.result.contains(kEventError)) return ErrorOf(run).message.value_or("failed");
+  if (run.result.error) return run.result.error->message.value_or("failed");
   if (run.killed_by_us) return "";
   if (*run.exit_code == 128 + SIGKILL) {
     return DescribeOutsideKill(run.name, run.peak_rss_bytes, HostMemoryBytes(),
@@ -64,11 +64,11 @@ std::string ProcessFailure(const JudgeInputs& in, const WorkerRun& run) {
   return "";
 }
 
-std::vector<double> Losses(const nlohmann::json& result) {
+// The losses `run` said, in order; NaN where it said null.
+std::vector<double> Losses(const WorkerRun& run) {
   std::vector<double> out;
-  const nlohmann::json losses = result.value("losses", nlohmann::json::array());
-  for (const auto& l : losses) {
-    const nlohmann::json loss = l.is_object() ? l.value("loss", nlohmann::json()) : nullptr;
+  for (const StepEvent& s : run.result.losses) {
+    const nlohmann::json loss = s.loss.value_or(nullptr);
     out.push_back(loss.is_number() ? loss.get<double>() : std::nan(""));
   }
   return out;
@@ -76,14 +76,14 @@ std::vector<double> Losses(const nlohmann::json& result) {
 
 // What the resumed process said of its restore (the `restored` event); empty when it never
 // restored. A flag it did not send is nullopt: it restored only what it says it restored.
-RestoredEvent RestoreOf(const nlohmann::json& result) {
-  return ReadMetrics<RestoredEvent>(result.value("restore", nlohmann::json::object()));
+RestoredEvent RestoreOf(const WorkerRun& run) {
+  return run.result.restore.value_or(RestoredEvent{});
 }
 
-// The step the resumed process found in the checkpoint it restored, as it reported it
-// (worker.cc's restore object); nullopt when it reported none.
-std::optional<int64_t> RestoredStep(const nlohmann::json& result) {
-  return RestoreOf(result).step;
+// The step the resumed process found in the checkpoint it restored, as it reported it;
+// nullopt when it reported none.
+std::optional<int64_t> RestoredStep(const WorkerRun& run) {
+  return RestoreOf(run).step;
 }
 
 // What of the config's shape the worker's observed shape (measured_shape) contradicts, "" when
@@ -123,8 +123,7 @@ std::string StateProblem(const WorkerRun& run) {
 
 // The step of the last checkpoint `run` reported committed; -1 when none.
 int64_t LastCommittedStep(const WorkerRun& run) {
-  return ReadMetrics<CheckpointEvent>(run.result.value("save", nlohmann::json::object()))
-      .step.value_or(-1);
+  return run.result.save ? run.result.save->step.value_or(-1) : -1;
 }
 
 // How long `run` took, and when each of its events first arrived (RoundtripMetrics::processes).
@@ -139,25 +138,23 @@ nlohmann::json ProcessTimes(const WorkerRun& run) {
 // Which engine trained, as its processes said, and what of the protocol they broke.
 void DescribeEngine(const WorkerRun& a, const WorkerRun& b, const WorkerRun& c,
                     RoundtripMetrics* m) {
-  const nlohmann::json hello = c.result.value("hello", a.result.value("hello", nlohmann::json()));
-  if (hello.is_object()) {
-    const nlohmann::json engine = hello.value("engine", nlohmann::json());
-    if (engine.is_string()) m->engine = engine.get<std::string>();
-    m->engine_versions = hello.value("versions", nlohmann::json::object());
-    const nlohmann::json world = hello.value("world_size", nlohmann::json());
-    if (world.is_number_integer()) m->world_size = world.get<int64_t>();
+  const std::optional<HelloEvent>& hello = c.result.hello ? c.result.hello : a.result.hello;
+  if (hello) {
+    if (hello->engine) m->engine = hello->engine;
+    m->engine_versions = hello->versions.value_or(nlohmann::json::object());
+    if (hello->world_size) m->world_size = hello->world_size;
   }
-  m->skipped_uncommitted = RestoreOf(c.result).skipped_uncommitted;
+  m->skipped_uncommitted = RestoreOf(c).skipped_uncommitted;
   for (const WorkerRun* run : {&a, &b, &c}) {
-    if (run->result.contains("protocol_warnings")) {
-      m->protocol_problems = {{run->name, run->result["protocol_warnings"]}};
+    if (run->result.ignored_lines > 0) {
+      m->protocol_problems = {
+          {run->name,
+           {{"ignored_lines", run->result.ignored_lines}, {"first", run->result.first_ignored}}}};
       break;
     }
   }
-  m->killed_during_save = b.result.contains("save_started") && b.killed_by_us &&
-                          LastCommittedStep(b) >= 0 &&
-                          ReadMetrics<CheckpointEvent>(b.result["save_started"]).step !=
-                              ReadMetrics<CheckpointEvent>(b.result["save"]).step;
+  m->killed_during_save = b.result.save_started && b.killed_by_us && LastCommittedStep(b) >= 0 &&
+                          b.result.save_started->step != b.result.save->step;
 }
 
 std::vector<CheckResult> CannotRunChecks(const JudgeInputs& in, const WorkerRun& a) {
@@ -187,11 +184,11 @@ CheckResult StepCheck(const JudgeInputs& in, const WorkerRun& a) {
         "restore the file the lock pins, or re-lock (`trainlock lock`) if the change is "
         "intended";
     TrainStepMetrics m;
-    m.artifacts = ReadMetrics<TrainStepMetrics>(a.result).artifacts;
+    m.artifacts = a.result.said.artifacts;
     c.metrics = ToJson(m);
     return c;
   }
-  if (!failure.empty() || !a.result.contains("measurement")) {
+  if (!failure.empty() || !a.result.measurement) {
     c.status = CheckStatus::kFail;
     c.summary = "the training step failed at the intended shape: " +
                 (failure.empty() ? "no measurement" : failure);
@@ -199,9 +196,9 @@ CheckResult StepCheck(const JudgeInputs& in, const WorkerRun& a) {
         "see the process output in the work directory; an out-of-memory is reported with remedies";
     return c;
   }
-  TrainStepMetrics m = ReadMetrics<TrainStepMetrics>(a.result["measurement"]);
-  // The worker names its device, data and model with train.step's members (worker.cc).
-  const auto worker = ReadMetrics<TrainStepMetrics>(a.result);
+  TrainStepMetrics m = *a.result.measurement;
+  // The process names its device, data and model with train.step's members.
+  const TrainStepMetrics& worker = a.result.said;
   m.device = worker.device.value_or("");
   m.device_name = worker.device_name;
   m.data = worker.data.value_or("");
@@ -267,7 +264,7 @@ CheckResult OutOfMemoryCheck(const JudgeInputs& in, const WorkerRun& a) {
   const TrainConfig& config = in.project.config;
   double total = static_cast<double>(m.device_total_bytes.value_or(-1));
   MemoryEstimate estimate = EstimateTrainingMemory(config);
-  const auto worker = ReadMetrics<TrainStepMetrics>(a.result);
+  const TrainStepMetrics& worker = a.result.said;
   std::vector<std::string> remedies =
       MemoryRemedies(config, worker.device_name.value_or(""), total, Catalog::Embedded());
   m.device_name = worker.device_name;
@@ -300,28 +297,28 @@ CheckResult OutOfMemoryCheck(const JudgeInputs& in, const WorkerRun& a) {
 // the save and the restore, and the engine as its processes described it.
 RoundtripMetrics RoundtripFacts(const JudgeInputs& in, const WorkerRun& a, const WorkerRun& b,
                                 const WorkerRun& c) {
-  std::vector<double> lb = Losses(b.result);
+  std::vector<double> lb = Losses(b);
   std::vector<double> resumed;
   for (int64_t i = 0; i < static_cast<int64_t>(lb.size()) && i < in.o.checkpoint_at; ++i)
     resumed.push_back(lb[i]);
-  for (double l : Losses(c.result)) resumed.push_back(l);
+  for (double l : Losses(c)) resumed.push_back(l);
   RoundtripMetrics m;
   m.steps = in.o.steps;
   m.checkpoint_at = in.o.checkpoint_at;
   m.pids = {{"uninterrupted", a.pid}, {"preempted", b.pid}, {"resumed", c.pid}};
   m.preempted_with = "SIGKILL";
-  m.losses_uninterrupted = Losses(a.result);
+  m.losses_uninterrupted = Losses(a);
   m.losses_resumed = resumed;
-  const RestoredEvent restore = RestoreOf(c.result);
+  const RestoredEvent restore = RestoreOf(c);
   m.rng_restored = restore.rng_restored.value_or(false);
   m.data_restored = restore.data_restored.value_or(false);
-  m.restored_step = RestoredStep(c.result);
+  m.restored_step = RestoredStep(c);
   DescribeEngine(a, b, c, &m);
   auto raw = [](const auto& value) {  // the report keeps null for a value not said
     return value ? nlohmann::json(*value) : nlohmann::json();
   };
-  if (b.result.contains("save")) {
-    const CheckpointEvent save = ReadMetrics<CheckpointEvent>(b.result["save"]);
+  if (b.result.save) {
+    const CheckpointEvent& save = *b.result.save;
     m.checkpoint_bytes = raw(save.bytes);
     m.save_s = raw(save.seconds);  // to durable storage
     m.save_gbps = raw(save.gbps);
@@ -332,7 +329,7 @@ RoundtripMetrics RoundtripFacts(const JudgeInputs& in, const WorkerRun& a, const
     m.save_write_s = save.write_s;
     m.save_stall_s = save.stall_s;
   }
-  if (c.result.contains("restore")) {
+  if (c.result.restore) {
     m.restore_s = raw(restore.seconds);
     m.restore_gbps = raw(restore.gbps);
   }
@@ -375,7 +372,7 @@ std::optional<CheckResult> RoundtripNotComparable(const JudgeInputs& in, const W
   }
   // The resume must start from the checkpoint the preempted process committed, not an older
   // or newer one left in the storage.
-  const std::optional<int64_t> restored = RestoredStep(c.result);
+  const std::optional<int64_t> restored = RestoredStep(c);
   if (restored != in.o.checkpoint_at) {
     return result(
         CheckStatus::kFail,
@@ -509,16 +506,14 @@ CheckResult ReshardCheck(const JudgeInputs& in, const WorkerRun& a, const Worker
   ReshardMetrics m;
   m.saved_world_size = in.o.engine_nproc;
   m.restored_world_size = in.o.reshard_to;
-  m.restored_step = RestoredStep(e.result);
-  const auto said =
-      ReadMetrics<ReshardMetrics>(e.result.value("restore", nlohmann::json::object()));
-  m.data_position_carried = said.data_position_carried.value_or(false);
+  m.restored_step = RestoredStep(e);
+  m.data_position_carried = RestoreOf(e).data_position_carried.value_or(false);
   const auto rt = ReadMetrics<RoundtripMetrics>(roundtrip.metrics);
-  std::vector<double> la = Losses(a.result), resharded;
+  std::vector<double> la = Losses(a), resharded;
   const std::vector<double> before = rt.losses_resumed.value_or(std::vector<double>{});
   for (int64_t i = 0; i < in.o.checkpoint_at && i < static_cast<int64_t>(before.size()); ++i)
     resharded.push_back(before[static_cast<size_t>(i)]);
-  for (double l : Losses(e.result)) resharded.push_back(l);
+  for (double l : Losses(e)) resharded.push_back(l);
   m.losses_resharded = resharded;
   double max_diff = 0;
   bool losses_equal = resharded.size() == la.size();
@@ -572,14 +567,13 @@ CheckResult ReshardCheck(const JudgeInputs& in, const WorkerRun& a, const Worker
 
 CheckResult EvalCheck(const JudgeInputs& in, const WorkerRun& b, const WorkerRun& c) {
   CheckResult r{"train.eval", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
-  if (!b.result.contains("eval_after_save") || !c.result.contains("eval_after_restore")) {
+  if (!b.result.eval_after_save || !c.result.eval_after_restore) {
     r.status = CheckStatus::kFail;
-    r.summary = "no eval loss around the checkpoint: " +
-                ProcessFailure(in, c.result.contains(kEventError) ? c : b);
+    r.summary = "no eval loss around the checkpoint: " + ProcessFailure(in, c.result.error ? c : b);
     return r;
   }
-  double before = b.result.value("eval_after_save", 0.0);
-  double after = c.result.value("eval_after_restore", 0.0);
+  double before = *b.result.eval_after_save;
+  double after = *c.result.eval_after_restore;
   double diff = std::fabs(before - after);
   r.metrics = ToJson(EvalMetrics{before, after, diff, in.o.eval_tolerance});
   if (diff > in.o.eval_tolerance) {
@@ -598,7 +592,7 @@ CheckResult EvalCheck(const JudgeInputs& in, const WorkerRun& b, const WorkerRun
 CheckResult PortableCheck(const JudgeInputs& in, const WorkerRun& b, const WorkerRun& d) {
   CheckResult r{"ckpt.portable", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
   std::string failure = ProcessFailure(in, d);
-  if (!failure.empty() || !b.result.contains("eval_after_save")) {
+  if (!failure.empty() || !b.result.eval_after_save) {
     r.status = CheckStatus::kFail;
     r.summary = "a fresh process could not use the checkpoint: " +
                 (failure.empty() ? "no reference eval loss" : failure);
@@ -607,10 +601,11 @@ CheckResult PortableCheck(const JudgeInputs& in, const WorkerRun& b, const Worke
         "manifest.json";
     return r;
   }
-  double want = b.result.value("eval_after_save", 0.0), got = d.result.value("eval", 0.0);
-  r.metrics = ToJson(PortableMetrics{d.pid, got, want, std::fabs(got - want),
-                                     d.result.value("restore", nlohmann::json::object()),
-                                     in.o.eval_tolerance});
+  double want = *b.result.eval_after_save, got = d.result.eval.value_or(0.0);
+  r.metrics = ToJson(
+      PortableMetrics{d.pid, got, want, std::fabs(got - want),
+                      d.result.restore ? ToJson(*d.result.restore) : nlohmann::json::object(),
+                      in.o.eval_tolerance});
   if (std::fabs(got - want) > in.o.eval_tolerance) {
     r.status = CheckStatus::kFail;
     r.summary = "a process with only the checkpoint computes eval loss " + std::to_string(got) +
@@ -632,6 +627,9 @@ bool DecidedByA(const JudgeInputs& in, const WorkerRun& a) {
   return kind == kErrorUnsupported || kind == kErrorOutOfMemory || in.o.step_only;
 }
 
+namespace {
+
+// The four checks when DecidedByA: from runs.a (and runs.telemetry) alone.
 std::vector<CheckResult> JudgeFromA(const JudgeInputs& in, const RoundtripRuns& runs) {
   const WorkerRun& a = runs.a;
   const std::string kind = ErrorKind(a);
@@ -659,7 +657,7 @@ std::vector<CheckResult> JudgeFromA(const JudgeInputs& in, const RoundtripRuns& 
   return checks;
 }
 
-std::vector<CheckResult> JudgeRoundtrip(const JudgeInputs& in, const RoundtripRuns& r) {
+std::vector<CheckResult> JudgeEveryProcess(const JudgeInputs& in, const RoundtripRuns& r) {
   const WorkerRun& a = r.a;
   // A check outside --only is never judged, though its processes ran for a selected one.
   std::vector<CheckResult> checks = {
@@ -687,8 +685,6 @@ std::vector<CheckResult> JudgeRoundtrip(const JudgeInputs& in, const RoundtripRu
   return checks;
 }
 
-// Nothing may train: the engine's files are not the ones the lock pins.
-namespace {
 // train.step fails with `summary` and `remedy`; the other three skip, since nothing trained.
 std::vector<CheckResult> NothingTrainedChecks(const std::string& summary, const std::string& remedy,
                                               const std::string& skipped) {
@@ -699,19 +695,26 @@ std::vector<CheckResult> NothingTrainedChecks(const std::string& summary, const 
         {id, CheckStatus::kSkip, 0, skipped, "see train.step", nlohmann::json::object()});
   return checks;
 }
-}  // namespace
 
-std::vector<CheckResult> EngineFilesRefusedChecks(const trainlock::Failure& refused) {
-  return NothingTrainedChecks(refused.what(),
-                              "re-lock with this trainlock, or validate in the image built from "
-                              "the lock",
-                              "the engine's files are not the pinned ones");
-}
-
-std::vector<CheckResult> PinnedFileRefusedChecks(const std::string& refused) {
-  return NothingTrainedChecks("a pinned file is not trained on: " + refused,
+std::vector<CheckResult> RefusedChecks(const RoundtripRefusal& refused) {
+  if (refused.why == RoundtripRefusal::Why::kEngineFiles) {
+    // Nothing may train: the engine's files are not the ones the lock pins.
+    return NothingTrainedChecks(refused.message,
+                                "re-lock with this trainlock, or validate in the image built "
+                                "from the lock",
+                                "the engine's files are not the pinned ones");
+  }
+  return NothingTrainedChecks("a pinned file is not trained on: " + refused.message,
                               "keep pinned files inside the project (data.* names the file)",
                               "nothing was trained: a pinned file leads outside the project");
+}
+
+}  // namespace
+
+std::vector<CheckResult> JudgeRoundtrip(const JudgeInputs& in, const RoundtripRuns& runs) {
+  if (runs.refused) return RefusedChecks(*runs.refused);
+  if (runs.decided_by_a) return JudgeFromA(in, runs);
+  return JudgeEveryProcess(in, runs);
 }
 
 }  // namespace trainlock::validate

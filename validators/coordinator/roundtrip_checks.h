@@ -27,14 +27,9 @@ struct JudgeInputs {
 // Whether A's run decides the verdict alone: the engine cannot run here, the step does not
 // fit, or only train.step was selected. Then no other process runs.
 bool DecidedByA(const JudgeInputs& in, const WorkerRun& a);
-// The four checks when DecidedByA: from runs.a (and runs.telemetry) alone.
-std::vector<CheckResult> JudgeFromA(const JudgeInputs& in, const RoundtripRuns& runs);
-// The four checks from every process's run, with where each process's time went.
+// The four checks, in report order, from what the processes did: the refusal when none ran,
+// A's run alone when it decided the verdict, else every process's run with where each
+// process's time went.
 std::vector<CheckResult> JudgeRoundtrip(const JudgeInputs& in, const RoundtripRuns& runs);
-// The four checks when the engine's files are not the ones the lock pins (nothing ran).
-std::vector<CheckResult> EngineFilesRefusedChecks(const trainlock::Failure& refused);
-// The four checks when a pinned file the run would train from leads outside the project
-// (`refused`: "PATH: WHY"): nothing ran, and nothing read it.
-std::vector<CheckResult> PinnedFileRefusedChecks(const std::string& refused);
 
 }  // namespace trainlock::validate

@@ -12,6 +12,7 @@
 
 #include "coordinator/state_file.h"
 #include "report/check_metrics.h"
+#include "support/engine_fold.h"
 
 namespace trainlock::validate {
 
@@ -20,7 +21,7 @@ struct WorkerRun {
   std::string name;
   int pid = -1;
   std::optional<int> exit_code;  // nullopt: timed out
-  nlohmann::json result;         // its result file (empty object when none)
+  EngineFold result;             // what it said (its error, when it broke the protocol)
   std::string stderr_tail;
   bool killed_by_us = false;
   uint64_t peak_rss_bytes = 0;                                // sampled while it ran
@@ -37,9 +38,20 @@ struct WorkerRun {
   nlohmann::json first_event_s = nlohmann::json::object();
 };
 
-// Every process of one round trip. B, C and D are empty when A's run decided the verdict
-// alone (DecidedByA); E ran only for --reshard-to with train.roundtrip selected.
+// Why no process of a round trip ran: it was refused before any started.
+struct RoundtripRefusal {
+  enum class Why { kEngineFiles, kPinnedFileOutside };
+  Why why = Why::kEngineFiles;
+  std::string message;  // the refusal; for a pinned file "PATH: WHY"
+};
+
+// Every process of one round trip. Nothing ran when `refused`; B, C and D are empty when A's
+// run decided the verdict alone (`decided_by_a`, roundtrip_checks.h's DecidedByA); E ran only
+// for --reshard-to with train.roundtrip selected.
 struct RoundtripRuns {
+  std::optional<RoundtripRefusal> refused;
+  bool decided_by_a = false;
+  std::filesystem::path python;  // the interpreter a Python engine ran under
   WorkerRun a, b, c, d;
   std::optional<WorkerRun> e;
   double a_s = 0, b_s = 0, e_s = 0;  // wall times; B's includes its waiting for the kill

@@ -62,11 +62,10 @@ void EngineTranscript::Violate(const std::string& why) {
 
 void EngineTranscript::End(bool exited_cleanly) {
   if (!expect_) return;
-  if (!hello_ && !result_.contains(kEventError)) return Violate("the engine never said hello");
-  const bool ended = result_.contains(kEventDone) || result_.contains(kEventError);
+  if (!hello_ && !result_.error) return Violate("the engine never said hello");
+  const bool ended = result_.done || result_.error;
   if (exited_cleanly && !ended) Violate("the engine exited without done or error");
-  if (result_.contains(kEventDone) && expect_ &&
-      (!world_said_ || (!torch_said_ && !expect_->torch.empty())))
+  if (result_.done && expect_ && (!world_said_ || (!torch_said_ && !expect_->torch.empty())))
     Violate("the engine's hello named no world size or torch version, yet it said done");
 }
 
@@ -108,9 +107,7 @@ bool EngineTranscript::CheckHello(const nlohmann::json& body) {
 }
 
 void EngineTranscript::Problem(const std::string& why) {
-  nlohmann::json& p = result_["protocol_warnings"];
-  if (!p.is_object()) p = {{"ignored_lines", 0}, {"first", why}};
-  p["ignored_lines"] = p["ignored_lines"].get<int64_t>() + 1;
+  if (result_.ignored_lines++ == 0) result_.first_ignored = why;
 }
 
 std::string EngineTranscript::Add(std::string_view line) {
@@ -151,19 +148,16 @@ std::string EngineTranscript::Add(std::string_view line) {
   return name;
 }
 
-void EngineTranscript::Fold(const std::string& event, nlohmann::json& body) {
-  nlohmann::json& r = result_;
+void EngineTranscript::Fold(const std::string& event, const nlohmann::json& body) {
+  EngineFold& r = result_;
   if (event == kEventHello) {
     if (hello_ && expect_) return Violate("the engine said hello twice");
     hello_ = true;
     if (!CheckHello(body)) return;
+    r.hello = ReadMetrics<HelloEvent>(body);
     // The device it trains on names train.step's device members.
-    const auto said = ReadMetrics<TrainStepMetrics>(body);
-    TrainStepMetrics where;
-    where.device = said.device;
-    where.device_name = said.device_name;
-    AddMetrics(&r, ToJson(where));
-    r["hello"] = std::move(body);
+    r.said.device = r.hello->device;
+    r.said.device_name = r.hello->device_name;
   } else if (event == kEventArtifact) {
     if (artifacts_ == kMaxEngineArtifacts)
       return Violate("more than " + std::to_string(kMaxEngineArtifacts) + " artifact events");
@@ -173,45 +167,32 @@ void EngineTranscript::Fold(const std::string& event, nlohmann::json& body) {
     ArtifactRow row = ReadMetrics<ArtifactRow>(body);
     row.verified_by = "worker";  // the engine process hashed what it read (the protocol's rule)
     ++artifacts_;
-    TrainStepMetrics one;  // appended, not rewritten: the fold stays linear in the events
-    one.artifacts = std::vector<ArtifactRow>{std::move(row)};
-    // ToJson(one) is {key: [row]}, the key spelled once, in check_metrics.h.
-    nlohmann::json appended = ToJson(one);
-    for (auto& [key, added] : appended.items()) {
-      nlohmann::json& rows = r[key];
-      if (!rows.is_array()) rows = nlohmann::json::array();
-      for (nlohmann::json& a : added) rows.push_back(std::move(a));
-    }
+    if (!r.said.artifacts) r.said.artifacts.emplace();
+    r.said.artifacts->push_back(std::move(row));
   } else if (event == kEventSetup) {
     const SetupEvent said = ReadMetrics<SetupEvent>(body);
-    TrainStepMetrics made;
-    made.data = said.data;
-    made.model = said.model;
-    AddMetrics(&r, ToJson(made));
-    r["setup_s"] = said.seconds ? nlohmann::json(*said.seconds) : nlohmann::json();
+    if (said.data) r.said.data = said.data;
+    if (said.model) r.said.model = said.model;
+    r.setup_s = said.seconds;
   } else if (event == kEventRestored) {
-    r["restore"] = std::move(body);
+    r.restore = ReadMetrics<RestoredEvent>(body);
   } else if (event == kEventStep) {
     StepEvent said = ReadMetrics<StepEvent>(body);
     const nlohmann::json loss = said.loss.value_or(nullptr);
-    if (!said.step || !(loss.is_number() || loss.is_null())) {
-      Problem("a step event without an integer step and a numeric loss");
-      return;
-    }
+    if (!said.step || !(loss.is_number() || loss.is_null()))
+      return Problem("a step event without an integer step and a numeric loss");
     said.loss = loss;
-    nlohmann::json& losses = r["losses"];
-    if (!losses.is_array()) losses = nlohmann::json::array();
-    losses.push_back(ToJson(said));
+    r.losses.push_back(std::move(said));
   } else if (event == kEventMeasurement) {
-    r["measurement"] = std::move(body);
+    r.measurement = ReadMetrics<TrainStepMetrics>(body);
   } else if (event == kEventCheckpoint) {
     const CheckpointEvent said = ReadMetrics<CheckpointEvent>(body);
     if (said.phase == "started") {
       last_started_ = said.step;
-      r["save_started"] = std::move(body);
+      r.save_started = said;
     } else if (said.phase == "committed") {
       last_committed_ = said.step;
-      r["save"] = std::move(body);
+      r.save = said;
     } else {
       Problem("a checkpoint event whose phase is neither \"started\" nor \"committed\"");
     }
@@ -220,11 +201,11 @@ void EngineTranscript::Fold(const std::string& event, nlohmann::json& body) {
     if (!said.loss)
       Problem("an eval event without a numeric loss");
     else if (said.when == "after_save")
-      r["eval_after_save"] = *said.loss;
+      r.eval_after_save = said.loss;
     else if (said.when == "after_restore")
-      r["eval_after_restore"] = *said.loss;
+      r.eval_after_restore = said.loss;
     else if (said.when == "portable")
-      r["eval"] = *said.loss;
+      r.eval = said.loss;
     else
       Problem("an eval event of an unknown \"when\"");
   } else if (event == kEventState) {
@@ -232,15 +213,15 @@ void EngineTranscript::Fold(const std::string& event, nlohmann::json& body) {
     // (coordinator/state_file.h), so digests an engine adds are not read.
     StateEvent said = ReadMetrics<StateEvent>(body);
     said.step.reset();
-    r["final_state"] = ToJson(said);
+    r.final_state = said;
   } else if (event == kEventError) {
     // The checks read a kind and a one-line message: an engine's error always has both.
     ErrorEvent said = ReadMetrics<ErrorEvent>(body);
     if (!said.kind) said.kind = "training";
     if (!said.message) said.message = "the engine reported an error without a message";
-    r[kEventError] = ToJson(said);
+    r.error = said;
   } else if (event == kEventDone) {
-    r[kEventDone] = true;
+    r.done = true;
   } else {
     Problem("an unknown event " + nlohmann::json(event).dump());
   }

@@ -1,7 +1,7 @@
 // What an engine process said, in the engine protocol (`trainlock.engine/1`, docs/validate.md
-// "The engine protocol"): JSON lines on its stdout, folded into one result object that the
-// round trip's checks read, whatever engine ran. The engine's output is untrusted: lines and
-// events are capped, a line that is not a JSON object with a known "event" is counted and
+// "The engine protocol"): JSON lines on its stdout, folded into one typed value (EngineFold)
+// that the round trip's checks read, whatever engine ran. The engine's output is untrusted: lines
+// and events are capped, a line that is not a JSON object with a known "event" is counted and
 // ignored, and members the checks read are read tolerantly by them (report/check_metrics.h).
 // What would make a result count that is not the lock's run is a violation instead, which
 // fails the process's result: an event before `hello`, a hello that is not the protocol's or
@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "report/check_metrics.h"
+#include "support/engine_fold.h"
 
 namespace trainlock::validate {
 
@@ -37,6 +39,7 @@ struct EngineExpectation {
   std::vector<std::string> torch;  // the torch versions the lock's targets pin; empty: unchecked
   int64_t world_size = 1;          // this process's --nproc
 };
+
 class EngineTranscript {
  public:
   // Without an expectation the fold checks numbers and caps only (the fold's own tests); the
@@ -47,12 +50,8 @@ class EngineTranscript {
   // Folds one stdout line in; returns the event's name ("" for a line that is not an event).
   std::string Add(std::string_view line);
 
-  // The fold, under the members the round trip's checks read: "hello", "losses" [{step,
-  // loss}], "restore", "save" (the committed checkpoint), "save_started" (the last save begun),
-  // "measurement", "eval_after_save", "eval_after_restore", "eval", "final_state"
-  // {bytes, file}, "error", "done", train.step's device, data, model and
-  // artifacts members, and "protocol_warnings" (lines ignored, with the first reason).
-  const nlohmann::json& result() const { return result_; }
+  // What the process said so far.
+  const EngineFold& result() const { return result_; }
 
   // The step of the last checkpoint event of `phase` ("started", "committed"); nullopt if none.
   std::optional<int64_t> LastCheckpoint(std::string_view phase) const;
@@ -66,14 +65,14 @@ class EngineTranscript {
   const std::string& violation() const { return violation_; }
 
  private:
-  void Fold(const std::string& event, nlohmann::json& body);
+  void Fold(const std::string& event, const nlohmann::json& body);
   void Problem(const std::string& why);
   bool CheckHello(const nlohmann::json& body);
 
   std::optional<EngineExpectation> expect_;
   std::string violation_;
   bool hello_ = false, world_said_ = false, torch_said_ = false;
-  nlohmann::json result_ = nlohmann::json::object();
+  EngineFold result_;
   size_t events_ = 0;
   size_t artifacts_ = 0;
   std::optional<int64_t> last_started_, last_committed_;

@@ -1,0 +1,40 @@
+// What one engine process said, as a value: the engine protocol's events folded by
+// engine_transcript.h into the protocol's types (report/check_metrics.h). The round trip's
+// checks read this value (coordinator/roundtrip_runs.h holds one per process), never the lines.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/check_metrics.h"
+
+namespace trainlock::validate {
+
+// What one engine process said, folded into the protocol's types (report/check_metrics.h):
+// what the round trip's checks read, whatever engine said it. Each event's members are read
+// tolerantly (a mistyped member is left unset); an event the checks need whole (a step without
+// a numeric loss) is a protocol warning instead.
+struct EngineFold {
+  std::optional<HelloEvent> hello;
+  // train.step's members the process named: its device (hello), the data and model it trains
+  // (setup), and the pinned files it read and verified (artifact events, in order).
+  TrainStepMetrics said;
+  std::optional<double> setup_s;  // the setup event's seconds
+  std::optional<RestoredEvent> restore;
+  std::vector<StepEvent>
+      losses;  // in the order said; each step an integer, each loss a number or null
+  std::optional<TrainStepMetrics> measurement;                      // train.step's metrics
+  std::optional<CheckpointEvent> save;                              // the last checkpoint committed
+  std::optional<CheckpointEvent> save_started;                      // the last save begun
+  std::optional<double> eval_after_save, eval_after_restore, eval;  // eval events by `when`
+  std::optional<StateEvent> final_state;  // where it wrote its final state and its size
+  std::optional<ErrorEvent> error;        // always with a kind and a message
+  bool done = false;
+  // Lines that were not the protocol's, ignored: how many and the first one's reason.
+  int64_t ignored_lines = 0;
+  std::string first_ignored;
+};
+
+}  // namespace trainlock::validate
