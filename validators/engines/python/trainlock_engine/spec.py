@@ -14,6 +14,21 @@ from .protocol import EngineError
 SCHEMA = "trainlock.engine-spec/1"
 MAX_SPEC_BYTES = 16 << 20
 
+# The range of every numeric member, by member name, as the native reader applies them
+# (src/run/engine_spec.cc, from src/run/run_config.h's shape_range): a spec a checkpoint carries
+# is read with them too, so a crafted one is refused here as the native engine refuses it.
+# tests/engines/test_spec_ranges.py reads both C++ files and fails on any difference.
+RANGES = {
+    "hidden_size": (1, 1 << 20), "num_layers": (1, 4096), "num_heads": (1, 4096), "num_kv_heads": (1, 4096),
+    "intermediate_size": (1, 1 << 22), "vocab_size": (2, 1 << 24), "rope_theta": (1.0, 1e9),
+    "factor": (1.0, 1e6), "low_freq_factor": (1e-6, 1e6), "high_freq_factor": (1e-6, 1e6),
+    "original_max_position_embeddings": (1, 1 << 24), "norm_eps": (1e-12, 1e-1), "dropout": (0.0, 0.9),
+    "seq_len": (1, 1 << 20), "micro_batch": (1, 1 << 20), "grad_accum": (1, 1 << 16),
+    "lr": (0.0, 10.0), "beta1": (0.0, 1.0), "beta2": (0.0, 1.0), "eps": (0.0, 1.0), "weight_decay": (0.0, 10.0),
+    "warmup_steps": (0, 1 << 40), "total_steps": (1, 1 << 40), "min_lr": (0.0, 10.0), "grad_clip": (0.0, 1e6),
+    "bytes_per_token": (2, 4), "eval_batches": (1, 1 << 20), "size": (0, (1 << 63) - 1),
+}
+
 
 def _fail(path, what):
     raise EngineError("input", "spec.%s: %s" % (path, what))
@@ -50,6 +65,15 @@ def _positive(obj, key, path, allow_zero=False):
     return value
 
 
+def _ranged(obj, key, path, kind):
+    """The member `key`, of `kind` ("int" or "number"), within RANGES[key]."""
+    value = _get(obj, key, path, kind)
+    low, high = RANGES[key]
+    if not low <= value <= high:
+        _fail((path + "." if path else "") + key, "%s is out of range [%s, %s]" % (json.dumps(value), low, high))
+    return value if kind == "int" else float(value)
+
+
 def _one_of(obj, key, path, choices):
     value = _get(obj, key, path, "str")
     if value not in choices:
@@ -64,7 +88,7 @@ def _files(obj, key, path, named=False):
         if not isinstance(f, dict):
             _fail(where, "expected object")
         entry = {"path": _get(f, "path", where, "str"), "sha256": _get(f, "sha256", where, "str"),
-                 "size": _positive(f, "size", where, allow_zero=True)}
+                 "size": _ranged(f, "size", where, "int")}
         if not os.path.isabs(entry["path"]):
             _fail(where + ".path", "must be absolute")
         if len(entry["sha256"]) != 64 or any(c not in "0123456789abcdef" for c in entry["sha256"]):
@@ -83,11 +107,11 @@ def _rope_scaling(model):
         _fail("model.rope_scaling", "expected null or object")
     p = "model.rope_scaling"
     kind = _one_of(r, "type", p, ("linear", "llama3"))
-    out = {"type": kind, "factor": float(_get(r, "factor", p, "number"))}
+    out = {"type": kind, "factor": _ranged(r, "factor", p, "number")}
     if kind == "llama3":
         for key in ("low_freq_factor", "high_freq_factor"):
-            out[key] = float(_get(r, key, p, "number"))
-        out["original_max_position_embeddings"] = _positive(r, "original_max_position_embeddings", p)
+            out[key] = _ranged(r, key, p, "number")
+        out["original_max_position_embeddings"] = _ranged(r, "original_max_position_embeddings", p, "int")
     return out
 
 
@@ -97,18 +121,16 @@ def _model(spec):
     _one_of(m, "architecture", p, ("llama",))
     out = {"architecture": "llama"}
     for key in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size", "vocab_size"):
-        out[key] = _positive(m, key, p)
+        out[key] = _ranged(m, key, p, "int")
     if out["hidden_size"] % out["num_heads"] or out["num_heads"] % out["num_kv_heads"]:
         _fail(p + ".num_heads", "hidden_size, num_heads and num_kv_heads do not divide")
     if (out["hidden_size"] // out["num_heads"]) % 2:
         _fail(p + ".num_heads", "the head dimension must be even for rotary embeddings")
     out["tie_embeddings"] = _get(m, "tie_embeddings", p, "bool")
-    out["rope_theta"] = float(_get(m, "rope_theta", p, "number"))
+    out["rope_theta"] = _ranged(m, "rope_theta", p, "number")
     out["rope_scaling"] = _rope_scaling(m)
-    out["norm_eps"] = float(_get(m, "norm_eps", p, "number"))
-    out["dropout"] = float(_get(m, "dropout", p, "number"))
-    if not 0.0 <= out["dropout"] < 1.0:
-        _fail(p + ".dropout", "must be in [0, 1)")
+    out["norm_eps"] = _ranged(m, "norm_eps", p, "number")
+    out["dropout"] = _ranged(m, "dropout", p, "number")
     out["files"] = _files(m, "files", p, named=True) if m.get("files") is not None else []
     return out
 
@@ -116,21 +138,25 @@ def _model(spec):
 def _training(spec):
     t = _get(spec, "training", "", "object")
     p = "training"
-    out = {key: _positive(t, key, p) for key in ("seq_len", "micro_batch", "grad_accum")}
+    out = {key: _ranged(t, key, p, "int") for key in ("seq_len", "micro_batch", "grad_accum")}
     out["precision"] = _one_of(t, "precision", p, ("fp32", "bf16", "fp16"))
     o = _get(t, "optimizer", p, "object")
     po = p + ".optimizer"
     _one_of(o, "name", po, ("adamw",))
     out["optimizer"] = {"name": "adamw"}
     for key in ("lr", "beta1", "beta2", "eps", "weight_decay"):
-        out["optimizer"][key] = float(_get(o, key, po, "number"))
+        out["optimizer"][key] = _ranged(o, key, po, "number")
+    if out["optimizer"]["lr"] <= 0:  # the native reader's rule too: a rate of 0 never trains
+        _fail(po + ".lr", "is not above 0")
+    if out["optimizer"]["beta1"] >= 1 or out["optimizer"]["beta2"] >= 1:
+        _fail(po + ".beta1", "or beta2 is not below 1")
     s = _get(t, "scheduler", p, "object")
     ps = p + ".scheduler"
     out["scheduler"] = {"name": _one_of(s, "name", ps, ("cosine", "constant")),
-                        "warmup_steps": _positive(s, "warmup_steps", ps, allow_zero=True),
-                        "total_steps": _positive(s, "total_steps", ps),
-                        "min_lr": float(_get(s, "min_lr", ps, "number"))}
-    out["grad_clip"] = float(_get(t, "grad_clip", p, "number"))
+                        "warmup_steps": _ranged(s, "warmup_steps", ps, "int"),
+                        "total_steps": _ranged(s, "total_steps", ps, "int"),
+                        "min_lr": _ranged(s, "min_lr", ps, "number")}
+    out["grad_clip"] = _ranged(t, "grad_clip", p, "number")
     out["activation_checkpointing"] = _get(t, "activation_checkpointing", p, "bool")
     out["parallelism"] = _get(t, "parallelism", p, "str", optional=True, default="ddp")
     out["shuffle"] = _get(t, "shuffle", p, "bool")
@@ -144,7 +170,7 @@ def _data(spec):
     if kind == "synthetic":
         return {"kind": kind, "seed": _positive(d, "seed", "data", allow_zero=True),
                 "length": _positive(d, "length", "data")}
-    width = _get(d, "bytes_per_token", "data", "int")
+    width = _ranged(d, "bytes_per_token", "data", "int")
     if width not in (2, 4):
         _fail("data.bytes_per_token", "must be 2 or 4, got %d" % width)
     files = _files(d, "files", "data")
@@ -164,7 +190,7 @@ def parse(spec):
            "lock_sha256": _get(spec, "lock_sha256", "", "str", optional=True, default=""),
            "config_sha256": _get(spec, "config_sha256", "", "str", optional=True, default=""),
            "seed": _positive(spec, "seed", "", allow_zero=True),
-           "eval_batches": _positive(spec, "eval_batches", "")}
+           "eval_batches": _ranged(spec, "eval_batches", "", "int")}
     out["model"] = _model(spec)
     out["training"] = _training(spec)
     out["data"] = _data(spec)
