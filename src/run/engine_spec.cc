@@ -217,13 +217,13 @@ EngineSpec ReadEngineSpec(const json& doc, const std::string& display) {
   return spec;
 }
 
-std::string ReadEngineSpecFile(const fs::path& file) {
+std::string ReadSpecFile(const fs::path& file, const std::string& what) {
   std::string text = ReadInputFile(file, file.string());
   if (text.size() > kMaxEngineSpecBytes)
     throw InputError(Diagnostic{
         file.string(),
         {},
-        "the engine spec is larger than " + std::to_string(kMaxEngineSpecBytes >> 20) + " MiB",
+        "the " + what + " is larger than " + std::to_string(kMaxEngineSpecBytes >> 20) + " MiB",
         "the spec is written by trainlock-validate's coordinator"});
   return text;
 }

@@ -67,10 +67,11 @@ nlohmann::json EngineSpecJson(const EngineSpec& spec);
 // missing, mistyped or out of range.
 EngineSpec ReadEngineSpec(const nlohmann::json& spec, const std::string& display);
 
-// A spec file's bytes, read as the process that trains from it reads them: a regular file
-// of at most kMaxEngineSpecBytes (the caller hashes them before trusting them). Throws
-// InputError naming the file.
-std::string ReadEngineSpecFile(const std::filesystem::path& file);
+// A spec file's bytes (`what`: "engine spec", "ops spec"), read as the process that uses it
+// reads them: a regular file of at most kMaxEngineSpecBytes (the caller hashes them before
+// trusting them; validators/support/pinned_files.h's ReadCoordinatorSpec does both). Throws
+// InputError naming the file and `what`.
+std::string ReadSpecFile(const std::filesystem::path& file, const std::string& what);
 // ReadEngineSpec over a spec file's text, parsed with the JSON limits (base/json_file.h).
 EngineSpec ParseEngineSpec(std::string_view text, const std::string& display);
 

@@ -8,8 +8,10 @@
 #include <filesystem>
 
 #include "base/diagnostic.h"
+#include "base/file_io.h"
 #include "base/sha256.h"
 #include "ops/ops_spec.h"
+#include "run/engine_spec.h"  // kMaxEngineSpecBytes
 #include "support/pinned_files.h"
 #include "test_support.h"
 
@@ -125,6 +127,35 @@ TEST(OpsSpec, AFileChangedAfterTheCoordinatorWroteItIsRefusedWithBothHashes) {
   } catch (const ArtifactMismatch& e) {
     EXPECT_NE(std::string(e.what()).find(written), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find(other), std::string::npos) << e.what();
+  }
+}
+
+TEST(OpsSpec, AFileChangedAfterTheCoordinatorWroteItIsNamedAnOpsSpec) {
+  testing::TempDir dir;
+  const fs::path file = dir.path() / "ops-spec.json";
+  const std::string written = WriteOpsSpec(file, {SampleLibrary()});
+  try {
+    ReadOpsSpecFile(file, std::string(64, '0'));
+    FAIL() << "an ops spec with another hash was read";
+  } catch (const ArtifactMismatch& e) {
+    EXPECT_NE(std::string(e.what()).find("the ops spec changed after the coordinator wrote it"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(OpsSpec, AFileOverTheSpecSizeCapIsRefusedAsAnOpsSpecBeforeItIsHashed) {
+  testing::TempDir dir;
+  const fs::path file = dir.path() / "ops-spec.json";
+  const std::string text(static_cast<size_t>(kMaxEngineSpecBytes) + 1, ' ');
+  WriteFileAtomically(file, text);
+  try {
+    ReadOpsSpecFile(file, Sha256Hex(text));
+    FAIL() << "an oversized ops spec was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("the ops spec is larger than 16 MiB"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find(file.string()), std::string::npos) << e.what();
   }
 }
 

@@ -490,8 +490,8 @@ RoundtripRuns RunRoundtripProcesses(const RoundtripOptions& options, const Proje
 }
 
 std::vector<CheckResult> RunRoundtrip(const RoundtripOptions& options, const Project& project) {
-  const RoundtripOptions absolute = WithAbsolutePaths(options);
-  const RoundtripRuns runs = RunRoundtripProcesses(absolute, project);
+  const RoundtripOptions absolute = WithAbsolutePaths(options);  // the judge reads them too
+  const RoundtripRuns runs = RoundtripRunner(absolute, project).Run();
   return JudgeRoundtrip({absolute, project, runs.python}, runs);
 }
 

@@ -6,7 +6,6 @@
 #include "base/file_io.h"
 #include "base/json_file.h"
 #include "base/sha256.h"
-#include "run/engine_spec.h"  // ReadEngineSpecFile: one bounded read for every spec file
 #include "run/spec_members.h"
 #include "support/pinned_files.h"
 
@@ -125,12 +124,7 @@ std::string WriteOpsSpec(const std::filesystem::path& file,
 
 std::vector<OpsLibrary> ReadOpsSpecFile(const std::filesystem::path& file,
                                         const std::string& want_sha256) {
-  const std::string text = ReadEngineSpecFile(file);
-  const std::string sha256 = Sha256Hex(text);
-  if (sha256 != want_sha256)
-    throw ArtifactMismatch(file.string(), sha256, want_sha256, "the coordinator's",
-                           "the ops spec changed after the coordinator wrote it");
-  return ParseOpsSpec(text, file.string());
+  return ParseOpsSpec(ReadCoordinatorSpec(file, want_sha256, "ops spec").text, file.string());
 }
 
 }  // namespace trainlock::validate

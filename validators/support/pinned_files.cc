@@ -3,6 +3,9 @@
 
 #include <mutex>
 
+#include "base/sha256.h"
+#include "run/engine_spec.h"
+
 namespace trainlock::validate {
 namespace {
 
@@ -42,6 +45,17 @@ void VerifyPinned(const std::string& path, const std::string& measured, uint64_t
 std::vector<ArtifactRow> VerifiedArtifacts() {
   std::lock_guard<std::mutex> lock(LogMutex());
   return Log();
+}
+
+CoordinatorSpec ReadCoordinatorSpec(const std::filesystem::path& file,
+                                    const std::string& want_sha256, const std::string& what) {
+  CoordinatorSpec spec;
+  spec.text = ReadSpecFile(file, what);
+  spec.sha256 = Sha256Hex(spec.text);
+  if (spec.sha256 != want_sha256)
+    throw ArtifactMismatch(file.string(), spec.sha256, want_sha256, "the coordinator's",
+                           "the " + what + " changed after the coordinator wrote it");
+  return spec;
 }
 
 }  // namespace trainlock::validate

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,18 @@ class ArtifactMismatch : public Failure {
 // for the report and throws ArtifactMismatch when they differ.
 void VerifyPinned(const std::string& path, const std::string& measured, uint64_t bytes,
                   const std::string& pinned);
+
+// A spec file the coordinator wrote for this process and hashed (`what`: "engine spec", "ops
+// spec"): its text, read bounded (run/engine_spec.h's ReadSpecFile), and the sha256 of those
+// bytes, which must be `want_sha256`, the hash the coordinator passed on the command line; else
+// ArtifactMismatch ("the `what` changed after the coordinator wrote it"). The process then
+// trusts nothing but this text.
+struct CoordinatorSpec {
+  std::string text;
+  std::string sha256;
+};
+CoordinatorSpec ReadCoordinatorSpec(const std::filesystem::path& file,
+                                    const std::string& want_sha256, const std::string& what);
 
 // Everything this process verified so far, in order, as train.step's / ops.custom's
 // `artifacts` rows (verified_by "worker"). A process-wide log: each worker is one process, and

@@ -15,7 +15,6 @@
 #include "base/diagnostic.h"
 #include "base/failure.h"
 #include "base/file_io.h"
-#include "base/sha256.h"
 #include "engines/native/async_checkpoint.h"
 #include "engines/native/checkpoint_state.h"
 #include "engines/native/model_loader.h"
@@ -101,14 +100,11 @@ std::unique_ptr<TokenSource> MakeData(const SpecData& data, int64_t vocab) {
 // verified against the hash the coordinator gave for it: this worker trains what the spec
 // states and reads nothing of the project.
 RunSetup SetupFromSpec(const fs::path& file, const std::string& want_sha256) {
-  const std::string text = ReadEngineSpecFile(file);
-  const std::string sha256 = Sha256Hex(text);
-  if (sha256 != want_sha256)
-    throw ArtifactMismatch(file.string(), sha256, want_sha256, "the coordinator's",
-                           "the spec changed after the coordinator wrote it");
-  VerifyPinned(file.string(), sha256, text.size(), want_sha256);  // train.step's row
+  const CoordinatorSpec read = ReadCoordinatorSpec(file, want_sha256, "engine spec");
+  const std::string& sha256 = read.sha256;
+  VerifyPinned(file.string(), sha256, read.text.size(), want_sha256);  // train.step's row
   RunSetup s;
-  s.spec = ParseEngineSpec(text, file.string());
+  s.spec = ParseEngineSpec(read.text, file.string());
   s.model_dir = s.spec.model_dir;
   for (const SpecFile& f : s.spec.model_files) s.model_files[f.name] = f.sha256;
   s.identity = {
