@@ -26,20 +26,28 @@ interpreter and the host, a save can also stretch the step that follows it witho
 optimizer.step() wait: staged_s is the time from async_save's return until the staged copy
 was complete, step_after_save_s that following step's synchronised wall time, and stall_s
 blocking_s plus how much longer that step took than the median step (the save's whole cost
-to the training timeline, at least save_blocking_s).
+to the training timeline, at least save_blocking_s). Each save line also says how long making
+its stager took (stager_s, inside state_dict_s) and the garbage collector's pauses inside
+blocking_s (gc_collections, gc_s); --sample-later-saves adds where the main thread was during
+every save after the first (a diagnosis of their longer blocking; the first save, the one
+compared with the engine's, is never sampled).
 
 Output: JSON lines on stdout (rank 0): one `step` line per timed step, one `save` line per
 save, and a last `result` line with everything.
 Usage: [torchrun --nproc-per-node N] bench/fsdp2_plain.py --config CONFIG.yaml
-       [--warmup 3] [--steps 5] [--saves 2] [--checkpoint-dir DIR]
+       [--warmup 3] [--steps 5] [--saves 2] [--sample-later-saves] [--checkpoint-dir DIR]
 """
 import argparse
+import collections
+import gc
 import inspect
 import json
 import os
 import shutil
 import statistics
+import sys
 import tempfile
+import threading
 import time
 
 import torch
@@ -156,6 +164,54 @@ def train(run, args, rank):
     return times, int(peaks[0]), int(peaks[1])
 
 
+class GcPauses:
+    """Counts the garbage collector's pauses (gc.callbacks) from construction until stop()."""
+
+    def __init__(self):
+        self.count, self.seconds, self._began = 0, 0.0, None
+        gc.callbacks.append(self._seen)
+
+    def _seen(self, phase, _info):
+        if phase == "start":
+            self._began = time.perf_counter()
+        elif self._began is not None:
+            self.count, self.seconds, self._began = self.count + 1, self.seconds + time.perf_counter() - self._began, None
+
+    def stop(self):
+        gc.callbacks.remove(self._seen)
+
+
+class MainThreadSampler:
+    """Where the main thread is, sampled every millisecond from a thread (sys._current_frames)
+    until stop(): {"file:line function": samples} for the innermost frame and the innermost
+    torch.distributed frame. A diagnosis of a slow save only (the sampler takes the interpreter
+    lock itself), so never on the save compared with the engine's."""
+
+    def __init__(self):
+        self.main, self.counts, self.running = threading.get_ident(), collections.Counter(), True
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while self.running:
+            frame = sys._current_frames().get(self.main)
+            inner, dist_frame = None, None
+            while frame is not None:
+                here = "%s:%d %s" % (frame.f_code.co_filename.rsplit("site-packages/", 1)[-1], frame.f_lineno, frame.f_code.co_name)
+                inner = inner or here
+                if dist_frame is None and "torch/distributed" in frame.f_code.co_filename:
+                    dist_frame = here
+                frame = frame.f_back
+            self.counts["inner " + str(inner)] += 1
+            self.counts["dist " + str(dist_frame)] += 1
+            time.sleep(0.001)
+
+    def stop(self):
+        self.running = False
+        self.thread.join()
+        return dict(self.counts.most_common(24))
+
+
 def staged_clock(response, started):
     """[seconds from `started` until the staging future resolved], filled in by its callback."""
     seen = [None]
@@ -184,14 +240,19 @@ def save(run, args, rank, directory, median_step):
         # workaround its report gives).
         # The clock starts where the user's save starts (the stager, the state dict), as the
         # engine's save_blocking_s does; the previous timed step left the device idle.
+        pauses = GcPauses()
+        sampler = MainThreadSampler() if args.sample_later_saves and n > 0 else None
         started = time.perf_counter()
         stage = stager(run.device.type == "cuda")
+        stager_s = time.perf_counter() - started
         model_sd, optim_sd = get_state_dict(run.model, run.optimizer)
         state_dict_s = time.perf_counter() - started
         target = os.path.join(directory, "step-%d" % n)
         extra = {"async_stager": stage} if stage is not None else {}
         response = dcp.async_save({"model": model_sd, "optim": optim_sd}, checkpoint_id=target, **extra)
         blocking = time.perf_counter() - started
+        pauses.stop()
+        where = sampler.stop() if sampler is not None else None
         staged = staged_clock(response, started + blocking)
         run.staging = getattr(response, "staging_completion", None)
         upload = getattr(response, "upload_completion", response)
@@ -199,7 +260,10 @@ def save(run, args, rank, directory, median_step):
         upload.result()
         row = {"save": n + 1, "state_dict_s": state_dict_s, "blocking_s": blocking, "staging_wait_s": waited, "save_blocking_s": blocking + waited,
                "staged_s": staged[0], "step_after_save_s": wall, "stall_s": blocking + max(0.0, wall - median_step),
-               "upload_s": time.perf_counter() - started, "stager": type(stage).__name__ if stage else None}
+               "upload_s": time.perf_counter() - started, "stager": type(stage).__name__ if stage else None,
+               "stager_s": stager_s, "gc_collections": pauses.count, "gc_s": pauses.seconds}
+        if where is not None:
+            row["main_thread_samples"] = where
         emit(rank, event="save", **row)
         saves.append(row)
         if stage is not None:
@@ -234,6 +298,8 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--saves", type=int, default=2)
+    p.add_argument("--sample-later-saves", action="store_true",
+                   help="sample where the main thread is during every save after the first (a diagnosis)")
     p.add_argument("--checkpoint-dir", help="where the saves go (default: a temporary directory, removed)")
     args = p.parse_args()
     import yaml

@@ -13,7 +13,8 @@
 # SKIP_ENGINE_RESHARD, SKIP_ENGINE_CONTROLS, SKIP_FRAMEWORKS leave out single engine stages, SKIP_PERF the pilot's
 # perf.matmul and targets stages; FRAMEWORKS_STEP_ONLY=1 runs only process A of hf-trainer and
 # lightning beside their frameworks' own loops; PLAIN_SAVES=N sets the plain FSDP2 script's
-# DefaultStager saves (default 2); SKIP_FRAMEWORK_ROUNDTRIPS leaves out hf-trainer's and
+# DefaultStager saves (default 2), PLAIN_SAMPLE=1 samples where its main thread is in every save
+# after the first; SKIP_FRAMEWORK_ROUNDTRIPS leaves out hf-trainer's and
 # lightning's round trips through `trainlock validate` on examples/tiny (FRAMEWORK_CONTROLS=""
 # without their rng/data controls, FRAMEWORK_PASS="" only the controls, FRAMEWORK_ENGINES one); STAGING_PROBE=1 adds bench/dcp_staging_probe.py (PROBE_GIB);
 # SKIP_PLAIN_FSDP2=1 runs the fsdp2 pilot's validation without the plain FSDP2 script beside it,
@@ -324,7 +325,7 @@ fsdp2_beside_plain() {  # the fsdp2 engine on the pilot and a plain FSDP2 script
   # Written from PyTorch's documentation, not from the engine: the pilot's config, the run's
   # kernels, the output dropped before backward, dcp.async_save with torch's DefaultStager.
   python3 bench/fsdp2_plain.py --config examples/h200-pilot/configs/llama-1b.yaml --saves "${PLAIN_SAVES:-2}" \
-    >"$OUT/engines/plain-fsdp2.jsonl" || return 1
+    ${PLAIN_SAMPLE:+--sample-later-saves} >"$OUT/engines/plain-fsdp2.jsonl" || return 1
   if [ -n "${PLAIN_BESIDE_SAMPLER:-}" ]; then
     # The same script again with an NVML sampler at the validator's telemetry interval (200 ms)
     # beside it, as train.roundtrip's telemetry samples beside process B's save.

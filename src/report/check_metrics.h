@@ -141,7 +141,8 @@ using Text = std::optional<std::string>;
   X(Number, save_staging_wait_s)                                                                   \
   X(Number, save_staging_alloc_s)                                                                  \
   X(Number, save_write_s)                                                                          \
-  X(Number, save_stall_s) /* the Python engines': blocking + the next step's stretch */            \
+  X(Number, save_stall_s)   /* the Python engines': blocking + next step's stretch + release */    \
+  X(Number, save_release_s) /* the Python engines': releasing the staged copy at the commit */     \
   X(Free, restore_s)                                                                               \
   X(Free, restore_gbps)                                                                            \
   X(Flag, bitwise_equal)                                                                           \
@@ -422,7 +423,8 @@ using Text = std::optional<std::string>;
   X(Number, staging_alloc_s) /* the native worker's */                              \
   X(Number, gbps)                                                                   \
   X(Number, step_after_save_s) /* the Python engines': the next step's wall time */ \
-  X(Number, stall_s)           /* blocking_s + how much that step outlasted the steps before */
+  X(Number, stall_s)           /* blocking_s + that step's stretch + release_s */   \
+  X(Number, release_s)         /* the Python engines': releasing the staged copy at the commit */
 
 // The protocol's other event bodies, typed as `restored` and `checkpoint` are: the native
 // worker writes them with ToJson, the coordinator's fold (support/engine_transcript.cc) reads

@@ -1,9 +1,15 @@
 """The save's whole cost to training (`stall_s` on the committed `checkpoint` event): the time
-the save held training up plus how much the step after it outlasted the steps before it. An
-async save's staging runs beside that step and can stretch it several seconds while the save
-call itself returns at once, so blocking_s alone would understate what the run loses."""
+the save held training up, how much the step after it outlasted the steps before it, and the
+time the commit held training releasing the save's staged copy (`release_s`). An async save's
+staging runs beside that step and can stretch it several seconds while the save call itself
+returns at once, so blocking_s alone would understate what the run loses."""
 
+import os
+import shutil
 import sys
+import tempfile
+import time
+import types
 import unittest
 
 import harness
@@ -45,11 +51,58 @@ class SaveStall(unittest.TestCase):
         self.assertEqual(d.step_after_save, 2.0)
 
 
+class SlowRelease:
+    """Stands in for an async save's staged copy whose release holds the thread that drops it
+    (torch 2.11 unpins pinned host buffers there, about a second for the pilot's 16 GB)."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def __del__(self):
+        time.sleep(self.seconds)
+
+
+class FinishedSave:
+    """An async save's handle whose upload is done, holding its staged copy."""
+
+    def __init__(self, staged):
+        self.staged, self.beside, self.staging_wait_s, self.staging_s = staged, {}, 0.0, None
+
+    def done(self):
+        return True
+
+    def wait(self):
+        pass
+
+
+class ReleaseAtTheCommit(unittest.TestCase):
+    def committed_after_release(self, seconds):
+        directory = tempfile.mkdtemp(prefix="trainlock-release-")
+        self.addCleanup(shutil.rmtree, directory, True)
+        step_dir = os.path.join(directory, "step-00000002")
+        os.makedirs(step_dir)
+        events = []
+        d = driver_after([3.0, 0.4, 0.4], 0.4)
+        d.ctx = types.SimpleNamespace(rank=0, device=None, emit=lambda kind, **body: events.append(dict(kind=kind, **body)))
+        d.world, d.fill_outside_save = 1, None
+        d.opts = types.SimpleNamespace(checkpoint_root=directory, keep_last=0)
+        d.pending = (2, step_dir, FinishedSave(SlowRelease(seconds)), time.perf_counter(), 0.01, {})
+        d.finish(wait=True)
+        return [e for e in events if e["kind"] == "checkpoint"][0]
+
+    def test_the_time_releasing_the_staged_copy_is_said_and_counted_in_the_stall(self):
+        committed = self.committed_after_release(0.3)
+        self.assertGreaterEqual(committed["release_s"], 0.3)
+        self.assertGreaterEqual(committed["stall_s"], committed["blocking_s"] + committed["release_s"])
+        self.assertLess(committed["blocking_s"], 0.3)  # the save call's own time, not the release
+
+    def test_a_release_that_costs_nothing_adds_nothing(self):
+        committed = self.committed_after_release(0.0)
+        self.assertLess(committed["release_s"], 0.1)
+
+
 class CommittedEvent(unittest.TestCase):
     def commit_of(self, *extra):
-        import os
-        import shutil
-        import tempfile
         directory = tempfile.mkdtemp(prefix="trainlock-stall-")
         try:
             spec = harness.write_spec(directory, harness.tiny_spec())
@@ -65,12 +118,14 @@ class CommittedEvent(unittest.TestCase):
         committed = self.commit_of("--async-save")
         self.assertTrue(committed["async"], committed)
         self.assertIn("step_after_save_s", committed)
+        self.assertIn("release_s", committed)
         self.assertGreaterEqual(committed["stall_s"], committed["blocking_s"])
 
     def test_a_synchronous_save_stalls_training_for_its_whole_time(self):
         committed = self.commit_of()
         self.assertFalse(committed["async"], committed)
         self.assertNotIn("step_after_save_s", committed)
+        self.assertNotIn("release_s", committed)  # its release is inside its blocking time
         self.assertEqual(committed["stall_s"], committed["blocking_s"])
 
 

@@ -328,6 +328,7 @@ RoundtripMetrics RoundtripFacts(const JudgeInputs& in, const WorkerRun& a, const
     m.save_staging_alloc_s = save.staging_alloc_s;
     m.save_write_s = save.write_s;
     m.save_stall_s = save.stall_s;
+    m.save_release_s = save.release_s;
   }
   if (c.result.restore) {
     m.restore_s = raw(restore.seconds);

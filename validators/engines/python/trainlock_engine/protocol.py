@@ -45,7 +45,7 @@ EVENTS = {
                     "peak_reserved_bytes", "device_used_bytes", "device_total_bytes", "peak_rss_bytes", "mode",
                     "step_times_s", "deterministic", "measured_shape", "ranks"),
     "checkpoint": ("phase", "step", "async", "dir", "bytes", "seconds", "blocking_s", "write_s", "staging_wait_s",
-                   "staging_s", "files", "step_after_save_s", "stall_s"),
+                   "staging_s", "files", "step_after_save_s", "stall_s", "release_s"),
     "eval": ("when", "loss", "step"),
     "state": ("step", "bytes", "file"),
     "error": ("kind", "message", "step", "memory"),

@@ -15,6 +15,7 @@ trainlock-rng-rank-NNNNN.pt (each rank's RNG streams). The global batch
 size by scaling grad_accum, so the global data position means the same samples.
 """
 
+import gc
 import os
 import random
 import sys
@@ -176,12 +177,13 @@ class Driver:
         # setting is put back when the save commits; the steps between are never compared.
         captured = time.perf_counter()
         self.fill_outside_save = runtime.set_fill(measure.asks_deterministic(self.spec))
-        handle = self.engine.save(directory, step, asynchronous)
+        with GcPauses() as pauses:
+            handle = self.engine.save(directory, step, asynchronous)
         returned = time.perf_counter()
         self.pending = (step, directory, handle, started, returned - started, beside)
         # Where the time training is held up goes (the blocking part of blocking_s).
         phase_note("save %d" % step, prepared=prepared - started, captured=captured - prepared,
-                   saved=returned - captured)
+                   saved=returned - captured, gc=pauses.seconds)
         self.ctx.emit("eval", when="after_save", loss=saved_state_loss, step=self.step)
         if handle is None:
             self.finish(wait=True)
@@ -195,27 +197,38 @@ class Driver:
         if handle is not None:
             handle.wait()
             beside = {**beside, **getattr(handle, "beside", {})}  # what the engine captured at the save
+        waited = time.perf_counter()
+        # The handle's last references go here, and with them whatever staged copy it still holds
+        # (an async save's pinned host buffers): unpinning them holds this thread up.
+        staging_wait = getattr(handle, "staging_wait_s", 0.0) if handle is not None else 0.0
+        staging = {"staging_s": handle.staging_s} if getattr(handle, "staging_s", None) is not None else {}
+        asynchronous = handle is not None
+        self.pending = handle = None
+        released = time.perf_counter() - waited
         for name, state in beside.items():  # before the marker, which lists every file
             torch.save(state, os.path.join(directory, name))
         if self.fill_outside_save is not None:
             runtime.set_fill(self.fill_outside_save)
             self.fill_outside_save = None
         runtime.barrier(self.world)
-        self.pending = None
         if self.ctx.rank == 0:
             uploaded = time.perf_counter()
             files, size = commit.write_marker(directory, step)
             seconds = time.perf_counter() - started
-            phase_note("checkpoint %d" % step, uploaded=uploaded - started, marked=seconds - (uploaded - started))
+            phase_note("checkpoint %d" % step, uploaded=waited - started, released=released,
+                       written=uploaded - waited - released, marked=seconds - (uploaded - started))
             # Training was held up until save() returned, and then while a step waited for a
-            # staging copy still in flight (a handle's staging_wait_s, engines/fsdp2.py).
-            staging_wait = getattr(handle, "staging_wait_s", 0.0) if handle is not None else 0.0
-            staging = {"staging_s": handle.staging_s} if getattr(handle, "staging_s", None) is not None else {}
-            held = blocking + staging_wait if handle is not None else seconds
+            # staging copy still in flight (a handle's staging_wait_s, engines/fsdp2.py), and
+            # here again while the save's staged copy was released (release_s): torch 2.11 pins
+            # a fresh 16 GB for each of the pilot's saves and unpins it on the thread that drops
+            # it, about a second, which a run's own loop pays at one of its saves too.
+            held = blocking + staging_wait if asynchronous else seconds
             after = {} if self.step_after_save is None else {"step_after_save_s": self.step_after_save}
+            release = {"release_s": released} if asynchronous else {}
             self.ctx.emit("checkpoint", phase="committed", step=step, dir=directory, bytes=size, seconds=seconds,
                           blocking_s=held, write_s=seconds, staging_wait_s=staging_wait, files=len(files),
-                          stall_s=held + self.save_stretch(), **after, **staging, **{"async": handle is not None})
+                          stall_s=held + self.save_stretch() + (released if asynchronous else 0.0), **after,
+                          **staging, **release, **{"async": asynchronous})
             commit.prune(self.opts.checkpoint_root, self.opts.keep_last)
         runtime.barrier(self.world)
 
@@ -384,9 +397,32 @@ class Driver:
 
 def phase_note(what, **seconds):
     """One line on stderr with a phase's parts in seconds: where a round trip's time goes, for
-    whoever reads the process's stderr file (the coordinator judges nothing from it)."""
-    parts = ", ".join("%s in %.2f s" % (k, v) for k, v in seconds.items())
+    whoever reads the process's stderr file (the coordinator judges nothing from it). To the
+    tenth of a millisecond: a save's blocking parts are milliseconds."""
+    parts = ", ".join("%s in %.4f s" % (k, v) for k, v in seconds.items())
     print("trainlock-engine: %s: %s" % (what, parts), file=sys.stderr, flush=True)
+
+
+class GcPauses:
+    """The garbage collector's pauses while entered (gc.callbacks): how many, how long. A
+    collection inside a save's window holds training up as the save does; a phase note says
+    how much of the window it was."""
+
+    def __init__(self):
+        self.count, self.seconds, self._began = 0, 0.0, None
+
+    def _seen(self, phase, _info):
+        if phase == "start":
+            self._began = time.perf_counter()
+        elif self._began is not None:
+            self.count, self.seconds, self._began = self.count + 1, self.seconds + time.perf_counter() - self._began, None
+
+    def __enter__(self):
+        gc.callbacks.append(self._seen)
+        return self
+
+    def __exit__(self, *_exc):
+        gc.callbacks.remove(self._seen)
 
 
 def _group_world_size():

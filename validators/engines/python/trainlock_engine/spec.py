@@ -29,6 +29,12 @@ RANGES = {
     "bytes_per_token": (2, 4), "eval_batches": (1, 1 << 20), "size": (0, (1 << 63) - 1),
 }
 
+# The most windows a synthetic stream may hold, counted (length - 1) // seq_len, as
+# src/run/engine_spec.h's kMaxDataWindows: the stream's shuffled window order is allocated
+# whole, so a crafted length would otherwise allocate without bound (8 bytes a window).
+# tests/engines/test_spec_ranges.py reads the C++ constant and the C++ count.
+MAX_DATA_WINDOWS = 1 << 26
+
 
 def _fail(path, what):
     raise EngineError("input", "spec.%s: %s" % (path, what))
@@ -115,6 +121,27 @@ def _rope_scaling(model):
     return out
 
 
+def _shape_problems(m):
+    """[(member, message)]: the rules over several members that the model `m` (its members
+    already in range) breaks, as src/run/run_config.cc's ModelShapeProblems; the reader refuses
+    the first, as the native one does. test_spec_shape.py plants each."""
+    problems = []
+    if m["hidden_size"] % m["num_heads"]:
+        problems.append(("num_heads", "model.hidden_size %d is not divisible by model.num_heads %d"
+                         % (m["hidden_size"], m["num_heads"])))
+    elif (m["hidden_size"] // m["num_heads"]) % 2:  # as in C++: asked only of a whole head dimension
+        problems.append(("num_heads", "model head dimension %d is odd; rotary embeddings need an even head "
+                         "dimension" % (m["hidden_size"] // m["num_heads"])))
+    if m["num_heads"] % m["num_kv_heads"]:
+        problems.append(("num_kv_heads", "model.num_heads %d is not a multiple of model.num_kv_heads %d"
+                         % (m["num_heads"], m["num_kv_heads"])))
+    r = m["rope_scaling"]
+    if r is not None and r["type"] == "llama3" and r["high_freq_factor"] <= r["low_freq_factor"]:
+        problems.append(("rope_scaling", "'model.rope_scaling.high_freq_factor' must be greater than "
+                         "low_freq_factor"))
+    return problems
+
+
 def _model(spec):
     m = _get(spec, "model", "", "object")
     p = "model"
@@ -122,15 +149,16 @@ def _model(spec):
     out = {"architecture": "llama"}
     for key in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size", "vocab_size"):
         out[key] = _ranged(m, key, p, "int")
-    if out["hidden_size"] % out["num_heads"] or out["num_heads"] % out["num_kv_heads"]:
-        _fail(p + ".num_heads", "hidden_size, num_heads and num_kv_heads do not divide")
-    if (out["hidden_size"] // out["num_heads"]) % 2:
-        _fail(p + ".num_heads", "the head dimension must be even for rotary embeddings")
     out["tie_embeddings"] = _get(m, "tie_embeddings", p, "bool")
     out["rope_theta"] = _ranged(m, "rope_theta", p, "number")
     out["rope_scaling"] = _rope_scaling(m)
     out["norm_eps"] = _ranged(m, "norm_eps", p, "number")
     out["dropout"] = _ranged(m, "dropout", p, "number")
+    # Checked after every member is read and before the files, where the native reader checks it.
+    problems = _shape_problems(out)
+    if problems:
+        field, message = problems[0]
+        _fail(p + "." + field, "breaks a rule: " + message)
     out["files"] = _files(m, "files", p, named=True) if m.get("files") is not None else []
     return out
 
@@ -164,12 +192,23 @@ def _training(spec):
     return out
 
 
-def _data(spec):
+def _synthetic_length(d, seq_len):
+    """data.length, as src/run/engine_spec.cc's ReadData: at least 2 tokens (one window) and at
+    most MAX_DATA_WINDOWS windows of seq_len."""
+    length = _positive(d, "length", "data")
+    if length < 2:
+        _fail("data.length", "is below 2 tokens")
+    if (length - 1) // seq_len > MAX_DATA_WINDOWS:
+        _fail("data.length", "%d is over %d windows of seq_len %d" % (length, MAX_DATA_WINDOWS, seq_len))
+    return length
+
+
+def _data(spec, seq_len):
     d = _get(spec, "data", "", "object")
     kind = _one_of(d, "kind", "data", ("synthetic", "shards"))
     if kind == "synthetic":
         return {"kind": kind, "seed": _positive(d, "seed", "data", allow_zero=True),
-                "length": _positive(d, "length", "data")}
+                "length": _synthetic_length(d, seq_len)}
     width = _ranged(d, "bytes_per_token", "data", "int")
     if width not in (2, 4):
         _fail("data.bytes_per_token", "must be 2 or 4, got %d" % width)
@@ -193,7 +232,7 @@ def parse(spec):
            "eval_batches": _ranged(spec, "eval_batches", "", "int")}
     out["model"] = _model(spec)
     out["training"] = _training(spec)
-    out["data"] = _data(spec)
+    out["data"] = _data(spec, out["training"]["seq_len"])
     return out
 
 

@@ -16,10 +16,10 @@ loop's, not one that keeps the logits alive through backward.
 
 The scheduler's state is captured at the save and written beside at its commit (rank 0); RNG
 streams and the data position by the driver (roundtrip.py). torch.distributed.checkpoint is
-imported when the engine is built, as a user's script imports it at its top: imported inside
-the first save, and with the scheduler file written there, B's save held training up 0.21 s
-against the plain script's 0.03 s (bench/results/2026-12-04-h200-save-blocking). A checkpoint resumes at another --nproc: DCP reshards the tensors and
-the driver keeps the global batch.
+imported when the engine is built, as a user's script imports it at its top: imported inside the
+first save, and with the scheduler file written there, B's save held training up 0.21 s against
+the plain script's 0.03 s (bench/results/2026-12-04-h200-save-blocking). A checkpoint resumes at
+another --nproc: DCP reshards the tensors and the driver keeps the global batch.
 
 Needs torch >= 2.4 (fully_shard) and transformers; otherwise refused as `unsupported` before
 any work. fp16 is refused (FSDP2 would need a sharded gradient scaler).
@@ -126,6 +126,7 @@ class FutureSave:
         self.future = getattr(response, "upload_completion", response)  # newer torch: AsyncSaveResponse
         self.staging = getattr(response, "staging_completion", None)
         self.stager = stager  # this save's own DefaultStager, closed once the upload is done
+        self.stager_closed = False
         self.staging_wait_s = 0.0
         self.staging_s = None  # from async_save's return until the staged copy was complete
         if self.staging is not None:
@@ -159,9 +160,11 @@ class FutureSave:
         except Exception as e:  # noqa: BLE001 - any failure of the save refuses the commit
             raise EngineError("checkpoint", "the asynchronous DCP save failed: %s" % e)
         finally:
-            if self.stager is not None:
+            # Closed, but kept until the handle goes: the driver times the handle's release,
+            # which frees the pinned staged copy the stager's staging future still holds.
+            if self.stager is not None and not self.stager_closed:
                 self.stager.close()
-                self.stager = None
+                self.stager_closed = True
 
 
 class Fsdp2Engine(roundtrip.Engine):
@@ -250,9 +253,11 @@ class Fsdp2Engine(roundtrip.Engine):
         stated = time.perf_counter()
         stager = _async_stager(self.device)
         extra = {"async_stager": stager} if stager is not None else {}
+        staged = time.perf_counter()
         self.in_flight = FutureSave(dcp.async_save(state, checkpoint_id=target, process_group=self.async_group, **extra),
                                     stager, beside)
-        roundtrip.phase_note("fsdp2 save", state_dict=stated - started, async_save=time.perf_counter() - stated)
+        roundtrip.phase_note("fsdp2 save", state_dict=stated - started, stager=staged - stated,
+                             async_save=time.perf_counter() - staged)
         return self.in_flight
 
     def load(self, directory):
