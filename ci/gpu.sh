@@ -16,7 +16,8 @@
 # DefaultStager saves (default 2), PLAIN_SAMPLE=1 samples where its main thread is in every save
 # after the first; SKIP_FRAMEWORK_ROUNDTRIPS leaves out hf-trainer's and
 # lightning's round trips through `trainlock validate` on examples/tiny (FRAMEWORK_CONTROLS=""
-# without their rng/data controls, FRAMEWORK_PASS="" only the controls, FRAMEWORK_ENGINES one); STAGING_PROBE=1 adds bench/dcp_staging_probe.py (PROBE_GIB);
+# without their rng/data controls, FRAMEWORK_PASS="" only the controls, FRAMEWORK_ENGINES one); STAGING_PROBE=1 adds bench/dcp_staging_probe.py (PROBE_GIB),
+# STATE_DICT_PROBE=1 bench/state_dict_probe.py;
 # SKIP_PLAIN_FSDP2=1 runs the fsdp2 pilot's validation without the plain FSDP2 script beside it,
 # PLAIN_BESIDE_SAMPLER=1 runs that script a second time with nvidia-smi sampling at 200 ms;
 # FUZZ_SECONDS (below)
@@ -461,8 +462,13 @@ framework_engines() {  # hf-trainer and lightning on the GPU, beside Trainer.tra
   TRAINLOCK_ENGINE_PYTHON=$(command -v python3) PYTHONPATH=tests/engines \
     python3 tests/engines/gpu_engines.py --beside-plain ${FRAMEWORKS_STEP_ONLY:+--step-only} 2>&1 | tee "$OUT/engines/hf-trainer-lightning.txt"
 }
+state_dict_probe() {  # get_state_dict's time under each kernel mode, interleaved in one process
+  mkdir -p "$OUT/engines"
+  python3 bench/state_dict_probe.py | tee "$OUT/engines/state-dict-probe.jsonl"
+}
 if [ -z "${SKIP_ENGINES:-}" ]; then
   [ -z "${STAGING_PROBE:-}" ] || stage "async_save staging probe (kernel modes, writer threads)" staging_probe
+  [ -z "${STATE_DICT_PROBE:-}" ] || stage "get_state_dict probe (kernel modes)" state_dict_probe
   [ -n "${SKIP_ENGINE_PILOT:-}" ] ||
     stage "fsdp2 on h200-pilot beside a plain FSDP2 script (step, peak, async_save ratios)" \
       fsdp2_beside_plain

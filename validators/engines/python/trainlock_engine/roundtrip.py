@@ -197,12 +197,14 @@ class Driver:
         if handle is not None:
             handle.wait()
             beside = {**beside, **getattr(handle, "beside", {})}  # what the engine captured at the save
-        waited = time.perf_counter()
-        # The handle's last references go here, and with them whatever staged copy it still holds
-        # (an async save's pinned host buffers): unpinning them holds this thread up.
         staging_wait = getattr(handle, "staging_wait_s", 0.0) if handle is not None else 0.0
         staging = {"staging_s": handle.staging_s} if getattr(handle, "staging_s", None) is not None else {}
         asynchronous = handle is not None
+        waited = time.perf_counter()
+        # The handle lets go of the save's staged copy here (an async save's pinned host buffers,
+        # which unpinning holds this thread up for), where release_s times it.
+        if hasattr(handle, "release"):
+            handle.release()
         self.pending = handle = None
         released = time.perf_counter() - waited
         for name, state in beside.items():  # before the marker, which lists every file

@@ -119,23 +119,34 @@ def _async_stager(device):
 
 class FutureSave:
     """dcp.async_save's result as a driver handle: its upload future, and (newer torch) the
-    staging future the next optimizer step must wait for."""
+    staging future the next optimizer step must wait for.
+
+    The stager's staging future holds the staged copy, whose pinned host buffers torch 2.11
+    unpins (weakref finalizers of _state_dict_stager.py) on the thread that drops the last
+    reference: about a second for the pilot's 16 GB, which a plain script pays at its next save
+    (bench/results/2026-12-04-h200-save-release). release() drops it where the driver times it
+    (`release_s`). Nothing here refers back to the handle: a reference cycle through the staging
+    future's callback would leave the copy to the cyclic garbage collector, which unpins it at
+    an unforeseen step, and the release would not be measured at all."""
 
     def __init__(self, response, stager=None, beside=None):
         self.beside = beside or {}  # {file name: state} the driver writes at the commit
         self.future = getattr(response, "upload_completion", response)  # newer torch: AsyncSaveResponse
         self.staging = getattr(response, "staging_completion", None)
         self.stager = stager  # this save's own DefaultStager, closed once the upload is done
-        self.stager_closed = False
         self.staging_wait_s = 0.0
-        self.staging_s = None  # from async_save's return until the staged copy was complete
+        self._staged_after = []  # [seconds from async_save's return until the staged copy was complete]
         if self.staging is not None:
-            started = time.perf_counter()
+            started, staged_after = time.perf_counter(), self._staged_after
+            self.staging.add_done_callback(lambda _future: staged_after.append(time.perf_counter() - started))
 
-            def staged(_future):
-                self.staging_s = time.perf_counter() - started
+    @property
+    def staging_s(self):
+        return self._staged_after[0] if self._staged_after else None
 
-            self.staging.add_done_callback(staged)
+    def release(self):
+        """Drops the stager and the futures, and with them the staged copy."""
+        self.stager = self.staging = self.future = None
 
     def wait_for_staging(self):
         """Blocks until the staged copy is complete (the parameters may change from then on)."""
@@ -160,11 +171,10 @@ class FutureSave:
         except Exception as e:  # noqa: BLE001 - any failure of the save refuses the commit
             raise EngineError("checkpoint", "the asynchronous DCP save failed: %s" % e)
         finally:
-            # Closed, but kept until the handle goes: the driver times the handle's release,
-            # which frees the pinned staged copy the stager's staging future still holds.
-            if self.stager is not None and not self.stager_closed:
+            # Closed (its threads), but kept: its staging future holds the staged copy until
+            # release().
+            if self.stager is not None:
                 self.stager.close()
-                self.stager_closed = True
 
 
 class Fsdp2Engine(roundtrip.Engine):
