@@ -9,7 +9,6 @@ Prints JSON: peak_allocated_bytes, peak_reserved_bytes, step_time_s (the measure
 like the validator) and step_time_median_s over the steps after the warm-up."""
 import argparse
 import json
-import math
 import statistics
 import sys
 import time

@@ -30,7 +30,7 @@ def tiny_spec(**overrides):
         "seed": 1234, "eval_batches": 2,
         "model": {"architecture": "llama", "hidden_size": 64, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2,
                   "intermediate_size": 160, "vocab_size": 256, "tie_embeddings": False, "rope_theta": 10000,
-                  "rope_scaling": None, "norm_eps": 1e-5, "dropout": 0.1, "files": []},
+                  "rope_scaling": None, "norm_eps": 1e-5, "dropout": 0.1, "files": [], "dir": ""},
         "training": {"seq_len": 32, "micro_batch": 4, "grad_accum": 2, "precision": "fp32",
                      "optimizer": {"name": "adamw", "lr": 1e-3, "beta1": 0.9, "beta2": 0.95, "eps": 1e-8,
                                    "weight_decay": 0.1},

@@ -70,7 +70,7 @@ class DeepSpeedProtocolRoundTrip(unittest.TestCase):
         self.assertEqual((r["step"], r["rng_restored"], r["data_restored"]), (SAVE_AT, True, True))
 
     def test_resumed_state_and_losses_are_bitwise_the_uninterrupted_ones(self):
-        a, c = self.a.one("state"), self.c.one("state")
+        self.a.one("state"), self.c.one("state")  # each wrote exactly one final state
         digests = self.a.state_digests()
         self.assertEqual(digests, self.c.state_digests())
         for prefix in ("param/", "optim/", "rng/torch_cpu", "data/position"):

@@ -96,7 +96,7 @@ class Refusals(unittest.TestCase):
         shard = os.path.join(self.dir, "train-0000.bin")
         with open(shard, "wb") as f:
             f.write(struct.pack("<%dH" % tokens, *[(i * 7 + i // 8) % 256 for i in range(tokens)]))
-        files = [{"path": shard, "sha256": _sha(shard), "size": os.path.getsize(shard)}]
+        files = [{"path": shard, "name": "train-0000.bin", "sha256": _sha(shard), "size": os.path.getsize(shard)}]
         return shard, harness.tiny_spec(data={"kind": "shards", "files": files, "bytes_per_token": 2})
 
     def test_a_pinned_shard_that_verifies_is_an_artifact_and_trains(self):
@@ -121,7 +121,7 @@ class Refusals(unittest.TestCase):
         with open(shard, "r+b") as f:  # the last token: past the last window of seq_len + 1 tokens
             f.seek(2 * 2399)
             f.write(struct.pack("<H", 300))
-        spec["data"]["files"] = [{"path": shard, "sha256": _sha(shard), "size": os.path.getsize(shard)}]
+        spec["data"]["files"] = [{"path": shard, "name": "train-0000.bin", "sha256": _sha(shard), "size": os.path.getsize(shard)}]
         run = self.run_spec(spec)
         self.assert_refused(run, "input", 2, "%s: token 300 at index 2399 is outside the vocabulary (256)" % shard)
 
@@ -144,6 +144,7 @@ class Refusals(unittest.TestCase):
         with open(path, "wb") as f:
             f.write(struct.pack("<Q", len(head)) + head + b"".join(blobs))
         spec["model"]["files"] = [{"path": path, "name": "model.safetensors", "sha256": _sha(path), "size": os.path.getsize(path)}]
+        spec["model"]["dir"] = self.dir  # as the coordinator writes it: the files' names are under it
         return path, spec
 
     def test_pinned_weights_are_verified_and_loaded(self):

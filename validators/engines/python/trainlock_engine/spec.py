@@ -35,16 +35,23 @@ RANGES = {
 # tests/engines/test_spec_ranges.py reads the C++ constant and the C++ count.
 MAX_DATA_WINDOWS = 1 << 26
 
+# The largest seed or synthetic length: src/run/spec_members.h's Unsigned reads a uint64_t.
+MAX_UNSIGNED = (1 << 64) - 1
+
+# training.parallelism's values, as src/run/engine_spec.cc's ReadTraining allows them
+# (tests/engines/test_spec_members.py reads the C++ list).
+PARALLELISM = ("ddp", "fsdp")
+
 
 def _fail(path, what):
     raise EngineError("input", "spec.%s: %s" % (path, what))
 
 
-def _get(obj, key, path, kinds, optional=False, default=None):
+def _get(obj, key, path, kinds):
+    """The member `key` of `obj`, of `kinds`: every member read is required, as the native
+    reader's (src/run/spec_members.h's Get); null is a wrong type, never a default."""
     where = path + "." + key if path else key
-    if key not in obj or (optional and obj[key] is None):
-        if optional:
-            return default
+    if key not in obj:
         _fail(where, "missing")
     value = obj[key]
     if kinds == "int":
@@ -64,10 +71,14 @@ def _get(obj, key, path, kinds, optional=False, default=None):
     return value
 
 
-def _positive(obj, key, path, allow_zero=False):
+def _unsigned(obj, key, path):
+    """A non-negative integer that fits 64 bits, as src/run/spec_members.h's Unsigned."""
+    where = (path + "." if path else "") + key
     value = _get(obj, key, path, "int")
-    if value < (0 if allow_zero else 1):
-        _fail(path + "." + key, "must be %s, got %d" % ("non-negative" if allow_zero else "positive", value))
+    if value < 0:
+        _fail(where, "must be non-negative, got %d" % value)
+    if value > MAX_UNSIGNED:
+        _fail(where, "%d is above 2^64-1" % value)
     return value
 
 
@@ -87,20 +98,20 @@ def _one_of(obj, key, path, choices):
     return value
 
 
-def _files(obj, key, path, named=False):
+def _files(obj, key, path):
+    """The pinned files listed at `key`, each member required and read in the order of
+    src/run/engine_spec.cc's ReadFiles (a `name` for a shard too: the coordinator writes one)."""
     out = []
     for i, f in enumerate(_get(obj, key, path, "list")):
         where = "%s.%s[%d]" % (path, key, i)
         if not isinstance(f, dict):
             _fail(where, "expected object")
-        entry = {"path": _get(f, "path", where, "str"), "sha256": _get(f, "sha256", where, "str"),
-                 "size": _ranged(f, "size", where, "int")}
+        entry = {"path": _get(f, "path", where, "str"), "name": _get(f, "name", where, "str"),
+                 "sha256": _get(f, "sha256", where, "str"), "size": _ranged(f, "size", where, "int")}
         if not os.path.isabs(entry["path"]):
             _fail(where + ".path", "must be absolute")
         if len(entry["sha256"]) != 64 or any(c not in "0123456789abcdef" for c in entry["sha256"]):
             _fail(where + ".sha256", "not a lowercase hex SHA-256")
-        if named:
-            entry["name"] = _get(f, "name", where, "str")
         out.append(entry)
     return out
 
@@ -159,7 +170,14 @@ def _model(spec):
     if problems:
         field, message = problems[0]
         _fail(p + "." + field, "breaks a rule: " + message)
-    out["files"] = _files(m, "files", p, named=True) if m.get("files") is not None else []
+    out["files"] = _files(m, "files", p)
+    # The directory the files' names are under, read only when there are files (as the native
+    # reader, which writes "" without them).
+    out["dir"] = ""
+    if out["files"]:
+        out["dir"] = _get(m, "dir", p, "str")
+        if not os.path.isabs(out["dir"]):
+            _fail(p + ".dir", "must be absolute")
     return out
 
 
@@ -186,16 +204,16 @@ def _training(spec):
                         "min_lr": _ranged(s, "min_lr", ps, "number")}
     out["grad_clip"] = _ranged(t, "grad_clip", p, "number")
     out["activation_checkpointing"] = _get(t, "activation_checkpointing", p, "bool")
-    out["parallelism"] = _get(t, "parallelism", p, "str", optional=True, default="ddp")
+    out["parallelism"] = _one_of(t, "parallelism", p, PARALLELISM)
     out["shuffle"] = _get(t, "shuffle", p, "bool")
-    out["deterministic"] = _get(t, "deterministic", p, "bool", optional=True, default=True)
+    out["deterministic"] = _get(t, "deterministic", p, "bool")
     return out
 
 
 def _synthetic_length(d, seq_len):
     """data.length, as src/run/engine_spec.cc's ReadData: at least 2 tokens (one window) and at
     most MAX_DATA_WINDOWS windows of seq_len."""
-    length = _positive(d, "length", "data")
+    length = _unsigned(d, "length", "data")
     if length < 2:
         _fail("data.length", "is below 2 tokens")
     if (length - 1) // seq_len > MAX_DATA_WINDOWS:
@@ -207,7 +225,7 @@ def _data(spec, seq_len):
     d = _get(spec, "data", "", "object")
     kind = _one_of(d, "kind", "data", ("synthetic", "shards"))
     if kind == "synthetic":
-        return {"kind": kind, "seed": _positive(d, "seed", "data", allow_zero=True),
+        return {"kind": kind, "seed": _unsigned(d, "seed", "data"),
                 "length": _synthetic_length(d, seq_len)}
     width = _ranged(d, "bytes_per_token", "data", "int")
     if width not in (2, 4):
@@ -225,15 +243,20 @@ def parse(spec):
     if schema != SCHEMA:
         _fail("schema", "%r is not %s" % (schema, SCHEMA))
     out = {"schema": schema,
-           "engine": _get(spec, "engine", "", "str", optional=True),
-           "lock_sha256": _get(spec, "lock_sha256", "", "str", optional=True, default=""),
-           "config_sha256": _get(spec, "config_sha256", "", "str", optional=True, default=""),
-           "seed": _positive(spec, "seed", "", allow_zero=True),
+           "engine": _get(spec, "engine", "", "str"),  # required strings, as the native reader's
+           "lock_sha256": _get(spec, "lock_sha256", "", "str"),  # (no form asked of the hashes)
+           "config_sha256": _get(spec, "config_sha256", "", "str"),
+           "seed": _unsigned(spec, "seed", ""),
            "eval_batches": _ranged(spec, "eval_batches", "", "int")}
     out["model"] = _model(spec)
     out["training"] = _training(spec)
     out["data"] = _data(spec, out["training"]["seq_len"])
     return out
+
+
+def _not_json(name):
+    """NaN, Infinity, -Infinity: Python's json reads them, the native reader's JSON refuses them."""
+    raise ValueError("%s is not a JSON value" % name)
 
 
 def load(path, sha256=None):
@@ -252,7 +275,7 @@ def load(path, sha256=None):
         raise EngineError("integrity", "%s: sha256 %s (measured by the engine reading it) is not the coordinator's "
                           "sha256 %s: the spec changed after the coordinator wrote it" % (path, digest, sha256))
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        doc = json.loads(raw.decode("utf-8"), parse_constant=_not_json)
     except (UnicodeDecodeError, ValueError) as e:
         raise EngineError("input", "%s: not JSON (%s)" % (path, e))
     out = parse(doc)
