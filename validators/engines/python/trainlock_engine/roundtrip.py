@@ -56,7 +56,8 @@ class Engine:
         """Writes the framework's checkpoint into directory. Returns None when it is complete,
         else a handle with done() and wait() (an asynchronous save), and optionally `beside`:
         {file name: state captured at the save} that the driver writes when the save commits,
-        outside the time training is held up."""
+        outside the time training is held up, and release(): lets go of what the save still
+        holds (a staged copy), called once at the commit, where the driver times it (release_s)."""
         raise NotImplementedError
 
     def load(self, directory):

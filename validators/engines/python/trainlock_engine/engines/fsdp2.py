@@ -263,11 +263,11 @@ class Fsdp2Engine(roundtrip.Engine):
         stated = time.perf_counter()
         stager = _async_stager(self.device)
         extra = {"async_stager": stager} if stager is not None else {}
-        staged = time.perf_counter()
+        stager_made = time.perf_counter()
         self.in_flight = FutureSave(dcp.async_save(state, checkpoint_id=target, process_group=self.async_group, **extra),
                                     stager, beside)
-        roundtrip.phase_note("fsdp2 save", state_dict=stated - started, stager=staged - stated,
-                             async_save=time.perf_counter() - staged)
+        roundtrip.phase_note("fsdp2 save", state_dict=stated - started, stager=stager_made - stated,
+                             async_save=time.perf_counter() - stager_made)
         return self.in_flight
 
     def load(self, directory):
