@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 
+from . import bounded_json
 from .protocol import EngineError
 
 MARKER = "trainlock-commit.json"
@@ -113,7 +114,7 @@ def _read_marker(directory):
             raw = f.read(MAX_MARKER_BYTES + 1)
         if len(raw) > MAX_MARKER_BYTES:
             raise ValueError("larger than %d bytes" % MAX_MARKER_BYTES)
-        doc = json.loads(raw.decode("utf-8"))
+        doc = bounded_json.loads(raw)
         files = doc["files"]
         step = doc["step"]
         if not isinstance(step, int) or isinstance(step, bool) or not isinstance(files, list):

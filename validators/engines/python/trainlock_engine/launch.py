@@ -21,8 +21,11 @@ import sys
 import tempfile
 import time
 
+from . import bounded_json
+
 CHILD_FLAG = "TRAINLOCK_ENGINE_RANK_PROCESS"
 ERROR_DIR = "TRAINLOCK_ENGINE_ERROR_DIR"
+MAX_RANK_ERROR_BYTES = 1 << 20  # a rank's error record: a kind, a message, a few members
 
 
 def is_rank_process():
@@ -98,15 +101,30 @@ def run_ranks(opts, argv):
 
 
 def _rank_errors(error_dir):
+    """[(rank, record)] from the error reports the ranks left, oldest first. A rank process is
+    untrusted like any other: a report that is too large, not JSON within bounded_json's
+    limits, or not an object is passed over (the rank's exit code still counts)."""
     out = []
     for name in os.listdir(error_dir):
-        if name.startswith("rank-") and name.endswith(".json"):
+        if name.startswith("rank-") and name.endswith(".json") and name[5:-5].isdigit():
             try:
-                with open(os.path.join(error_dir, name)) as f:
-                    out.append((int(name[5:-5]), json.load(f)))
+                with open(os.path.join(error_dir, name), "rb") as f:
+                    raw = f.read(MAX_RANK_ERROR_BYTES + 1)
+                record = bounded_json.loads(raw) if len(raw) <= MAX_RANK_ERROR_BYTES else None
             except (OSError, ValueError):
-                pass
+                continue
+            if _well_formed(record):
+                out.append((int(name[5:-5]), record))
     return sorted(out, key=lambda item: item[1].get("time", 0))
+
+
+def _well_formed(record):
+    """A record write_rank_error could have written: a known kind, a message, a time, extras."""
+    from .protocol import EXIT_CODES
+
+    return (isinstance(record, dict) and record.get("kind") in EXIT_CODES and isinstance(record.get("message"), str)
+            and isinstance(record.get("time", 0), (int, float)) and not isinstance(record.get("time", 0), bool)
+            and isinstance(record.get("extra", {}), dict) and all(isinstance(k, str) for k in record.get("extra", {})))
 
 
 def _report(opts, codes, error_dir):

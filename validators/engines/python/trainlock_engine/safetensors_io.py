@@ -4,11 +4,11 @@ Hostile files are normal: every offset, shape and dtype is checked before use, a
 is a `model` error naming it.
 """
 
-import json
 import struct
 
 import torch
 
+from . import bounded_json
 from .protocol import EngineError
 
 DTYPES = {
@@ -52,9 +52,9 @@ def read(buf, name):
     if size > MAX_HEADER or 8 + size > len(buf):
         _bad(name, "header length %d" % size)
     try:
-        header = json.loads(bytes(buf[8:8 + size]).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        _bad(name, "header is not JSON")
+        header = bounded_json.loads(buf[8:8 + size])
+    except ValueError as e:  # UnicodeDecodeError is one
+        _bad(name, "header is not JSON within the reader's limits (%s)" % str(e)[:200])
     if not isinstance(header, dict):
         _bad(name, "header is not an object")
     return {key: _entry_tensor(buf, 8 + size, name, key, entry)

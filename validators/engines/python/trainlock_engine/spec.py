@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 
+from . import bounded_json
 from .protocol import EngineError
 
 SCHEMA = "trainlock.engine-spec/1"
@@ -254,11 +255,6 @@ def parse(spec):
     return out
 
 
-def _not_json(name):
-    """NaN, Infinity, -Infinity: Python's json reads them, the native reader's JSON refuses them."""
-    raise ValueError("%s is not a JSON value" % name)
-
-
 def load(path, sha256=None):
     """The spec at `path`; with `sha256` (the coordinator's, --spec-sha256) the bytes read are
     verified against it before anything is parsed. The result's "sha256" is the spec's identity,
@@ -275,7 +271,7 @@ def load(path, sha256=None):
         raise EngineError("integrity", "%s: sha256 %s (measured by the engine reading it) is not the coordinator's "
                           "sha256 %s: the spec changed after the coordinator wrote it" % (path, digest, sha256))
     try:
-        doc = json.loads(raw.decode("utf-8"), parse_constant=_not_json)
+        doc = bounded_json.loads(raw)
     except (UnicodeDecodeError, ValueError) as e:
         raise EngineError("input", "%s: not JSON (%s)" % (path, e))
     out = parse(doc)

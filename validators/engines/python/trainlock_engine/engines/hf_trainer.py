@@ -33,14 +33,13 @@ One process only (--nproc 1); refused as `unsupported` without transformers or a
 """
 
 import dataclasses
-import json
 import os
 import shutil
 import time
 
 import torch
 
-from .. import commit, optim, rng
+from .. import bounded_json, commit, optim, rng
 from ..hf_model import _count_recomputation
 from ..model import causal_lm_loss
 from ..protocol import EngineError
@@ -49,6 +48,7 @@ from . import _framework as fw
 NAME = "hf-trainer"
 OUTPUT_DIR = "hf-trainer-output"
 RESUME_COPY = "hf-trainer-resume-without-rng"
+MAX_TRAINER_STATE_BYTES = 64 << 20  # transformers' trainer_state.json (a log line per logging step)
 RNG_FILE = "trainlock-rng.pt"  # the streams at save time, to observe the Trainer's restore
 
 
@@ -268,8 +268,10 @@ def _trainer_state(directory):
     path = os.path.join(directory, "trainer_state.json")
     try:
         with open(path, "rb") as f:
-            raw = f.read(64 << 20)
-        state = json.loads(raw.decode("utf-8"))
+            raw = f.read(MAX_TRAINER_STATE_BYTES + 1)
+        if len(raw) > MAX_TRAINER_STATE_BYTES:
+            raise ValueError("larger than %d bytes" % MAX_TRAINER_STATE_BYTES)
+        state = bounded_json.loads(raw)
         if not isinstance(state, dict):
             raise ValueError("not an object")
         return state
