@@ -138,8 +138,9 @@ class Readers(unittest.TestCase):
         self.assertEqual(launch._rank_errors(self.dir), [(5, dict(good, time=1.0, kind="training")), (0, good)])
 
 
-class TrainerState(unittest.TestCase):
-    """hf-trainer's resume reads transformers' trainer_state.json from the checkpoint."""
+class HfTrainerCheckpointFiles(unittest.TestCase):
+    """hf-trainer's resume reads transformers' trainer_state.json from the checkpoint, and
+    ckpt.portable its model.safetensors: a crafted one is a refused checkpoint (exit 4)."""
 
     def setUp(self):
         try:
@@ -166,6 +167,15 @@ class TrainerState(unittest.TestCase):
         with self.assertRaises(EngineError) as caught:
             self.hf_trainer._trainer_state(self.dir)
         self.assertIn("larger than %d bytes" % self.hf_trainer.MAX_TRAINER_STATE_BYTES, caught.exception.message)
+
+    def test_checkpoint_weights_with_a_crafted_header_are_a_refused_checkpoint(self):
+        header = b'{"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, "w": 1}'
+        with open(os.path.join(self.dir, "model.safetensors"), "wb") as f:
+            f.write(struct.pack("<Q", len(header)) + header + b"\0" * 4)
+        with self.assertRaises(EngineError) as caught:
+            self.hf_trainer._model_weights(self.dir)
+        self.assertEqual((caught.exception.kind, caught.exception.exit_code), ("checkpoint", 4))
+        self.assertIn('model.safetensors: not a safetensors file the engine can read', caught.exception.message)
 
 
 if __name__ == "__main__":

@@ -296,6 +296,8 @@ def _model_weights(directory):
             return safetensors_io.read(f.read(), path)
     except OSError as e:
         raise EngineError("checkpoint", "%s: %s" % (path, e.strerror or e))
+    except EngineError as e:  # the reader's kind is a model file's; this one is a checkpoint's
+        raise EngineError("checkpoint", e.message)
 
 
 def portable(ctx):
