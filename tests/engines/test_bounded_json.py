@@ -6,6 +6,7 @@ reported as a failed training step, and never read as something else than it say
 
 import json
 import os
+import random
 import re
 import shutil
 import struct
@@ -73,6 +74,37 @@ class Limits(unittest.TestCase):
         for text in ("[NaN]", "[Infinity]", "[-Infinity]"):
             with self.assertRaisesRegex(ValueError, "not a JSON value", msg=text):
                 bounded_json.loads(text)
+
+    def test_mutated_documents_are_read_as_json_reads_them_or_refused_with_a_value_error(self):
+        seed_doc = json.dumps({"step": 4, "files": [{"path": "a/b.pt", "block_sha256": "0" * 8, "size": -1.5e3, "lr": 1e300}],
+                               "s": "q\\\\\"[{", "t": [[], {}, None, True]})
+        alphabet = '[]{}",:\\0123456789eE.-+ anNI'
+        limits = ("nested deeper", "appears twice", "beyond the range", "not a JSON value")
+        rng = random.Random(20261204)
+        for _ in range(3000):
+            text = list(seed_doc)
+            for _ in range(rng.randint(1, 4)):
+                at = rng.randrange(len(text) + 1)
+                op = rng.randrange(3)
+                if op == 0:
+                    text.insert(at, rng.choice(alphabet) * rng.choice((1, 1, 2, 70)))
+                elif text and op == 1:
+                    del text[min(at, len(text) - 1)]
+                elif text:
+                    text[min(at, len(text) - 1)] = rng.choice(alphabet)
+            text = "".join(text)
+            try:
+                expected = json.loads(text)
+            except (ValueError, RecursionError):
+                expected = ValueError
+            try:
+                got = bounded_json.loads(text)
+            except ValueError as e:
+                if expected is not ValueError:  # Python reads it: only a limit may refuse it
+                    self.assertTrue(any(limit in str(e) for limit in limits), (text, str(e)))
+                continue
+            self.assertIsNot(expected, ValueError, text)
+            self.assertEqual(json.dumps(got), json.dumps(expected), text)
 
     def test_bytes_that_are_not_utf8_are_a_value_error(self):
         with self.assertRaises(ValueError):
