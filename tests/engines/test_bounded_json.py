@@ -63,12 +63,15 @@ class Limits(unittest.TestCase):
         self.assertEqual(bounded_json.loads('[{"a": 1}, {"a": 2}]'), [{"a": 1}, {"a": 2}])
 
     def test_a_number_beyond_a_double_is_refused(self):
-        for text in ('{"x": 1e999}', '[-1e400]', "[1" + "0" * 400 + "]"):
+        for text in ('{"x": 1e999}', '[-1e400]', "[1" + "0" * 400 + "]", "[99e307]", "[1" + "0" * 250 + "e99]",
+                     "[2" + "0" * 308 + ".5]"):
             with self.assertRaisesRegex(ValueError, "beyond the range of a double", msg=text):
                 bounded_json.loads(text)
 
     def test_numbers_within_a_double_are_read(self):
-        self.assertEqual(bounded_json.loads("[-1e308, 18446744073709551615, 0.5]"), [-1e308, 18446744073709551615, 0.5])
+        self.assertEqual(bounded_json.loads("[-1e308, 18446744073709551615, 0.5, 1e-999]"),
+                         [-1e308, 18446744073709551615, 0.5, 0.0])
+        self.assertEqual(bounded_json.loads("[1" + "0" * 250 + "]"), [10 ** 250])
 
     def test_nan_and_infinity_are_refused(self):
         for text in ("[NaN]", "[Infinity]", "[-Infinity]"):
