@@ -78,6 +78,11 @@ class Limits(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "not a JSON value", msg=text):
                 bounded_json.loads(text)
 
+    def test_nan_and_infinity_are_read_where_the_writer_is_pythons_json(self):
+        value = bounded_json.loads('{"grad_norm": Infinity, "loss": NaN}', nonfinite=True)
+        self.assertEqual(value["grad_norm"], float("inf"))
+        self.assertNotEqual(value["loss"], value["loss"])
+
     def test_mutated_documents_are_read_as_json_reads_them_or_refused_with_a_value_error(self):
         seed_doc = json.dumps({"step": 4, "files": [{"path": "a/b.pt", "block_sha256": "0" * 8, "size": -1.5e3, "lr": 1e300}],
                                "s": "q\\\\\"[{", "t": [[], {}, None, True]})
@@ -162,6 +167,11 @@ class Readers(unittest.TestCase):
         self.assertIn('model.safetensors: not a safetensors file the engine can read (header is not JSON within the '
                       'reader\'s limits (at byte 62: member "w" appears twice', caught.exception.message)
 
+    def test_a_rank_error_with_a_nan_in_its_extras_reaches_the_launcher(self):
+        launch.write_rank_error(self.dir, 2, EngineError("out_of_memory", "no room", memory={"free": float("nan")}))
+        [(rank, record)] = launch._rank_errors(self.dir)
+        self.assertEqual((rank, record["kind"], record["extra"]), (2, "out_of_memory", {"memory": {"free": None}}))
+
     def test_a_rank_error_record_the_launcher_cannot_trust_is_passed_over(self):
         good = {"kind": "checkpoint", "message": "torn", "extra": {}, "time": 2.0}
         self.write("rank-0.json", json.dumps(good))
@@ -195,6 +205,11 @@ class HfTrainerCheckpointFiles(unittest.TestCase):
             self.hf_trainer._trainer_state(self.dir)
         self.assertEqual(caught.exception.kind, "checkpoint")
         self.assertIn("nested deeper", caught.exception.message)
+
+    def test_a_trainer_state_logging_an_overflowed_step_is_read(self):
+        with open(os.path.join(self.dir, "trainer_state.json"), "w") as f:
+            json.dump({"global_step": 4, "log_history": [{"grad_norm": float("inf"), "loss": 2.5, "step": 4}]}, f)
+        self.assertEqual(self.hf_trainer._trainer_state(self.dir)["log_history"][0]["grad_norm"], float("inf"))
 
     def test_an_oversized_trainer_state_is_refused_not_read_in_part(self):
         with open(os.path.join(self.dir, "trainer_state.json"), "wb") as f:

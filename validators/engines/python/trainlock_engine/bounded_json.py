@@ -111,16 +111,18 @@ def _refused(text, breach):
     return ValueError("at byte %d: %s" % (len(text[:breach[0]].encode("utf-8")), breach[1]))
 
 
-def loads(raw):
+def loads(raw, nonfinite=False):
     """The value of `raw` (bytes as UTF-8, or str); ValueError where it is not JSON or breaks a
-    limit (UnicodeDecodeError, a ValueError, for bytes that are not UTF-8)."""
+    limit (UnicodeDecodeError, a ValueError, for bytes that are not UTF-8). nonfinite=True reads
+    NaN, Infinity and -Infinity as Python's json writes them (transformers' trainer state logs a
+    gradient norm of inf at an fp16 step that overflowed)."""
     text = bytes(raw).decode("utf-8") if isinstance(raw, (bytes, bytearray, memoryview)) else raw
     if _may_breach(text):
         breach = _breach(text)
         if breach is not None:
             raise _refused(text, breach)
     try:
-        return json.loads(text, object_pairs_hook=_members, parse_constant=_not_json)
+        return json.loads(text, object_pairs_hook=_members, parse_constant=None if nonfinite else _not_json)
     except _Breach as e:
         breach = _breach(text)
         raise _refused(text, breach) if breach is not None else ValueError(str(e))

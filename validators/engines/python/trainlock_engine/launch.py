@@ -33,10 +33,13 @@ def is_rank_process():
 
 
 def write_rank_error(directory, rank, err):
-    record = {"kind": err.kind, "message": err.message, "extra": err.extra, "time": time.time()}
+    from .protocol import json_safe
+
+    # NaN and infinities as null, as every event carries them: the launcher's reader refuses them.
+    record = json_safe({"kind": err.kind, "message": err.message, "extra": err.extra, "time": time.time()})
     tmp = os.path.join(directory, "rank-%d.json.tmp" % rank)
     with open(tmp, "w") as f:
-        json.dump(record, f)
+        json.dump(record, f, allow_nan=False)
     os.rename(tmp, os.path.join(directory, "rank-%d.json" % rank))
 
 

@@ -69,15 +69,15 @@ class EngineError(Exception):
         return EXIT_CODES[self.kind]
 
 
-def _json_safe(value):
+def json_safe(value):
     """NaN and infinities are not JSON: they travel as null (a loss that is not finite is
     reported through its own error kind)."""
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         return None
     if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 
@@ -102,7 +102,7 @@ class Emitter:
         if not self.enabled:
             return
         record = {"event": event}
-        record.update(_json_safe(members))
+        record.update(json_safe(members))
         line = json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n"
         data = line.encode("utf-8")
         if len(data) > MAX_LINE:

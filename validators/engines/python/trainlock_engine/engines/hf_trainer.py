@@ -271,7 +271,7 @@ def _trainer_state(directory):
             raw = f.read(MAX_TRAINER_STATE_BYTES + 1)
         if len(raw) > MAX_TRAINER_STATE_BYTES:
             raise ValueError("larger than %d bytes" % MAX_TRAINER_STATE_BYTES)
-        state = bounded_json.loads(raw)
+        state = bounded_json.loads(raw, nonfinite=True)  # written by Python's json.dump
         if not isinstance(state, dict):
             raise ValueError("not an object")
         return state
