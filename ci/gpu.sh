@@ -6,7 +6,7 @@
 # the collectives beside torch.distributed and the pilot on every GPU (--nproc auto and under
 # torchrun); it leaves reports and tables in $OUT (default build-gpu/out). Stages can be left
 # out: SKIP_TESTS, SKIP_PILOT, SKIP_TORCHRUN, SKIP_SAVE_COMPARE, SKIP_REFERENCE, SKIP_HF,
-# SKIP_MULTI (the collectives and the pilot on every GPU), SKIP_TWO_NODES, SKIP_ENGINES (the
+# SKIP_MULTI (the collectives, the pilot and fsdp2 on every GPU), SKIP_TWO_NODES, SKIP_ENGINES (the
 # Python engines: fsdp2 on the pilot beside a plain FSDP2 script, a kill during async_save,
 # resharding 2 -> 1 over gloo on the CPUs, hf-trainer and lightning); VALIDATOR_TESTS_FILTER
 # runs only the validator tests it names (a GoogleTest filter). SKIP_ENGINE_PILOT, SKIP_ENGINE_KDS,
@@ -338,7 +338,11 @@ fsdp2_beside_plain() {  # the fsdp2 engine on the pilot and a plain FSDP2 script
     kill "$sampler" 2>/dev/null
     grep -h '"event": "save"' "$OUT/engines/plain-fsdp2-sampled.jsonl" | cut -c1-400
   fi
-  python3 - "$OUT/engines/fsdp2-pilot-report.json" "$OUT/engines/plain-fsdp2.jsonl" <<'PY' | tee "$OUT/engines/fsdp2-vs-plain.md"
+  engine_plain_table "$OUT/engines/fsdp2-pilot-report.json" "$OUT/engines/plain-fsdp2.jsonl" |
+    tee "$OUT/engines/fsdp2-vs-plain.md"
+}
+engine_plain_table() {  # engine_plain_table REPORT PLAIN_JSONL: the engine beside the plain script
+  python3 - "$1" "$2" <<'PY'
 import json, sys
 report = json.load(open(sys.argv[1]))
 checks = {c["id"]: c for c in report["checks"]}
@@ -377,6 +381,22 @@ for name, a, b, scale in rows:
 for row in plain.get("saves", []):
     print("plain save %s: %s" % (row.get("save"), {k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}))
 PY
+}
+fsdp2_every_gpu() {  # fsdp2 on the pilot, a rank per GPU, beside the plain script under torchrun
+  local n rc
+  n=$(nvidia-smi -L | wc -l)
+  [ "$n" -ge 2 ] || { echo "one GPU: fsdp2 over every GPU waits for a machine with two or more"; return 0; }
+  [ -d build-gpu/pilot-fsdp2 ] || python3 bench/engine_project.py examples/h200-pilot build-gpu/pilot-fsdp2 \
+    --engine fsdp2 --parallelism fsdp >/dev/null || return 1
+  engine_validate "fsdp2-pilot-$n-gpus" build-gpu/pilot-fsdp2 --engine-nproc "$n"
+  rc=$?
+  python3 -m torch.distributed.run --standalone --nproc-per-node "$n" bench/fsdp2_plain.py \
+    --config examples/h200-pilot/configs/llama-1b.yaml --saves "${PLAIN_SAVES:-2}" \
+    >"$OUT/engines/plain-fsdp2-$n-gpus.jsonl" 2>"$OUT/engines/plain-fsdp2-$n-gpus.stderr" ||
+    { tail -20 "$OUT/engines/plain-fsdp2-$n-gpus.stderr"; return 1; }
+  engine_plain_table "$OUT/engines/fsdp2-pilot-$n-gpus-report.json" "$OUT/engines/plain-fsdp2-$n-gpus.jsonl" |
+    tee "$OUT/engines/fsdp2-vs-plain-$n-gpus.md"
+  return $rc
 }
 fsdp2_reshard_cpu() {  # save at world size 2, restore at 1, on the CPUs over gloo
   mkdir -p "$OUT/engines"
@@ -467,6 +487,10 @@ state_dict_probe() {  # get_state_dict's time under each kernel mode, interleave
   python3 bench/state_dict_probe.py | tee "$OUT/engines/state-dict-probe.jsonl"
 }
 if [ -z "${SKIP_ENGINES:-}" ]; then
+  # What waits for a machine with two GPUs or more goes first (skipped with SKIP_MULTI, like the
+  # collectives and the pilot on every GPU).
+  [ -n "${SKIP_MULTI:-}" ] ||
+    stage "fsdp2 on h200-pilot over every GPU beside a plain FSDP2 script under torchrun" fsdp2_every_gpu
   [ -z "${STAGING_PROBE:-}" ] || stage "async_save staging probe (kernel modes, writer threads)" staging_probe
   [ -z "${STATE_DICT_PROBE:-}" ] || stage "get_state_dict probe (kernel modes)" state_dict_probe
   [ -n "${SKIP_ENGINE_PILOT:-}" ] ||
