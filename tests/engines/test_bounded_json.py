@@ -49,7 +49,8 @@ class Limits(unittest.TestCase):
             bounded_json.loads(DEEP)
 
     def test_brackets_inside_strings_do_not_nest(self):
-        self.assertEqual(bounded_json.loads(json.dumps({"s": "[" * 1000, "t": "\\\"[{"})), {"s": "[" * 1000, "t": "\\\"[{"})
+        value = {"s": "[" * 1000, "t": "\\\"[{"}
+        self.assertEqual(bounded_json.loads(json.dumps(value)), value)
 
     def test_a_member_named_twice_is_refused_with_its_offset(self):
         with self.assertRaisesRegex(ValueError, r'at byte 12: member "step" appears twice'):
@@ -84,7 +85,8 @@ class Limits(unittest.TestCase):
         self.assertNotEqual(value["loss"], value["loss"])
 
     def test_mutated_documents_are_read_as_json_reads_them_or_refused_with_a_value_error(self):
-        seed_doc = json.dumps({"step": 4, "files": [{"path": "a/b.pt", "block_sha256": "0" * 8, "size": -1.5e3, "lr": 1e300}],
+        entry = {"path": "a/b.pt", "block_sha256": "0" * 8, "size": -1.5e3, "lr": 1e300}
+        seed_doc = json.dumps({"step": 4, "files": [entry],
                                "s": "q\\\\\"[{", "t": [[], {}, None, True]})
         alphabet = '[]{}",:\\0123456789eE.-+ anNI'
         limits = ("nested deeper", "appears twice", "beyond the range", "not a JSON value")
