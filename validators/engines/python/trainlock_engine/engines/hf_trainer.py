@@ -293,11 +293,9 @@ def _model_weights(directory):
     path = os.path.join(directory, "model.safetensors")
     try:
         with open(path, "rb") as f:
-            return safetensors_io.read(f.read(), path)
+            return safetensors_io.read(f.read(), path, kind="checkpoint")
     except OSError as e:
         raise EngineError("checkpoint", "%s: %s" % (path, e.strerror or e))
-    except EngineError as e:  # the reader's kind is a model file's; this one is a checkpoint's
-        raise EngineError("checkpoint", e.message)
 
 
 def portable(ctx):
