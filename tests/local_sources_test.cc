@@ -1,6 +1,7 @@
-// `trainlock lock` hashes a local source's files only when they are regular files inside the
-// project: a symlink out of the project or a FIFO is bad input (exit 2), named, and no lock is
-// written. The validator's data checks apply the same rule (data_checks_test.cc).
+// `trainlock lock` hashes a local source's files, and a prebuilt custom-op library, only when
+// they are regular files inside the project: a symlink out of the project or a FIFO is bad
+// input (exit 2), named, and no lock is written. The validator's data checks apply the same
+// rule (data_checks_test.cc).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -66,6 +67,25 @@ TEST_F(LocalSources, ALinkThatStaysInsideTheProjectIsHashedAsItsTarget) {
       LoadSpec(testing::ReadFile(project_ / "trainlock.lock"), "trainlock.lock", SpecKind::kLock);
   ASSERT_TRUE(lock.dataset);
   EXPECT_EQ(lock.dataset->files.at(0).sha256, Sha256Hex("token bytes"));
+}
+
+TEST_F(LocalSources, APrebuiltCustomOpLibraryLinkedOutOfTheProjectIsRefused) {
+  const fs::path project = testing::UnlockedTiny(
+      dir_.path() / "ops-project", "",
+      "\n[[custom-ops]]\nlibrary = \"ops/libx.so\"\nops = [\"x::y\"]\n");
+  testing::WriteFile(dir_.path() / "outside/libx.so", "secret bytes");
+  fs::create_directories(project / "ops");
+  fs::create_symlink(dir_.path() / "outside/libx.so", project / "ops/libx.so");
+  auto r = testing::RunCommand({"timeout", "60", (testing::BinDir() / "trainlock").string(),
+                                "lock", project.string(), "--offline"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find((project / "ops/libx.so").string() + ": error: resolves to "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("a prebuilt custom-op library must be inside the project"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(project / "trainlock.lock"));
 }
 
 }  // namespace

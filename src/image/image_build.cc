@@ -119,12 +119,19 @@ void StageCustomOps(const fs::path& project_dir, const Project& project, const f
       have = TreeSha256(dir);
       want = lib.source_sha256;
     } else if (!lib.sha256.empty()) {
-      const fs::path file = project_dir / lib.library;
-      if (!fs::is_regular_file(file))
+      const fs::path named = project_dir / lib.library;
+      fs::path real;
+      try {  // a prebuilt library must be inside the project: never another file's bytes
+        real = ResolveWithinProject(project_dir, named, "a prebuilt custom-op library");
+      } catch (const ArtifactPathError& e) {
+        throw Failure(what + e.what(), kExitBadInput);
+      }
+      if (!fs::is_regular_file(real))
         throw Failure(what + "library " + lib.library + ": no such file", kExitBadInput);
+      const fs::path copy = dir / named.filename();
       fs::create_directories(dir);
-      fs::copy_file(file, dir / file.filename());
-      have = Sha256FileHex(dir / file.filename());
+      fs::copy_file(real, copy);
+      have = Sha256FileHex(copy);
       want = lib.sha256;
     } else {
       continue;  // GenerateImage already refused it

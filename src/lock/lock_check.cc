@@ -57,6 +57,11 @@ std::vector<LockFieldDifference> PinProblems(const std::filesystem::path& dir) {
 
 LockCheckResult CheckLockAgainstFiles(const std::filesystem::path& dir, const LockOptions& o) {
   LockCheckResult result;
+  // A lock that does not load is bad input at its position (exit 2), not a stale one:
+  // ResolveLock passes over it so that `trainlock lock` can replace it.
+  const std::filesystem::path lock_path = dir / kLockFile;
+  if (std::error_code ec; std::filesystem::exists(lock_path, ec))
+    LoadSpec(ReadInputFile(lock_path, lock_path.string()), lock_path.string(), SpecKind::kLock);
   ResolvedLock lock;
   try {
     lock = ResolveLock(dir, o);
@@ -70,7 +75,7 @@ LockCheckResult CheckLockAgainstFiles(const std::filesystem::path& dir, const Lo
   const std::vector<LockFieldDifference> pins =
       lock.existing_lock_sha256.empty() ? std::vector<LockFieldDifference>{} : PinProblems(dir);
   if (lock.existing_lock_sha256.empty()) {
-    result.problem = "missing or invalid";
+    result.problem = "missing";
   } else if (!pins.empty() && lock.existing_lock_sha256 == lock.lock_sha256) {
     result.problem = "edited: the lock's pins do not follow from trainlock.toml";
   } else if (lock.existing_lock_sha256 != lock.lock_sha256) {

@@ -12,7 +12,7 @@ namespace trainlock {
 
 struct LockCheckResult {
   bool up_to_date = false;
-  // When not up to date: "missing or invalid", or "stale: <why>".
+  // When not up to date: "missing", "edited: ...", or "stale: <why>".
   std::string problem;
   // When stale: each field that differs, by name ("validate.required: [] but trainlock.toml
   // says [...]"), so that a hand edit is named; then the lock lines re-locking would write.

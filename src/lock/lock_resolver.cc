@@ -22,6 +22,7 @@
 #include "project/project.h"
 #include "project/round_trip_engines.h"
 #include "project/spec_loader.h"
+#include "project/train_config.h"
 
 namespace trainlock {
 namespace fs = std::filesystem;
@@ -239,6 +240,17 @@ void WriteDebs(const Target& want, const std::vector<DebianPackage>& debs, toml:
   t.insert_or_assign("debs", arr);
 }
 
+// A prebuilt custom-op library as it is on disk; one that leads out of the project through a
+// symlink is bad input naming it (the image would carry another file's bytes). Sources may
+// live beside the project ('..', spec_loader.cc), so they are hashed where they are named.
+fs::path CustomOpLibraryPath(const fs::path& dir, const std::string& relative) {
+  try {
+    return ResolveWithinProject(dir, dir / relative, "a prebuilt custom-op library");
+  } catch (const ArtifactPathError& e) {
+    throw InputError(Diagnostic{e.path().lexically_normal().string(), {}, e.why(), {}});
+  }
+}
+
 // [[custom-ops]]: the source tree's hash, or the prebuilt library's when it exists.
 void PinCustomOps(const fs::path& dir, const Spec& manifest, toml::table& doc,
                   std::vector<std::string>& pinned) {
@@ -254,7 +266,7 @@ void PinCustomOps(const fs::path& dir, const Spec& manifest, toml::table& doc,
       }
       pinned.push_back("custom op sources " + lib.source + " hashed");
     } else if (!fs::path(lib.library).is_absolute() && fs::is_regular_file(dir / lib.library)) {
-      t->insert_or_assign("sha256", Sha256FileHex(dir / lib.library));
+      t->insert_or_assign("sha256", Sha256FileHex(CustomOpLibraryPath(dir, lib.library)));
       pinned.push_back("custom op library " + lib.library + " hashed");
     }
   }
@@ -433,6 +445,19 @@ std::vector<Failure> CollectLookups(const fs::path& dir, const Spec& manifest, L
   return problems;
 }
 
+// `url` sources load (the lock format has room for them) but nothing resolves them yet: a lock
+// written from one would pin file names without hashes, so it is refused at its field.
+void RefuseUrlSources(const Spec& manifest) {
+  for (const auto& [kind, artifact] :
+       {std::pair{"model", &manifest.model}, std::pair{"dataset", &manifest.dataset}}) {
+    if (!*artifact || (*artifact)->source != "url") continue;
+    const std::string field = std::string(kind) + ".source";
+    throw InputError(Diagnostic{manifest.path, manifest.Pos(field),
+                                "'" + field + "' = 'url' is not resolved by `trainlock lock` yet",
+                                "download the files into the project and use source = \"local\""});
+  }
+}
+
 // Built images are outputs recorded in the lock: a re-lock keeps them.
 void KeepBuiltImages(const std::optional<Spec>& old, toml::table& doc) {
   if (!old || old->images.empty()) return;
@@ -458,8 +483,12 @@ ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& options) {
   std::string manifest_sha;
   Spec manifest =
       LoadSpec(manifest_text, manifest_path.string(), SpecKind::kManifest, &manifest_sha);
+  RefuseUrlSources(manifest);
   const fs::path config_path = dir / manifest.config;
   const std::string config_text = ReadInputFile(config_path, config_path.string());
+  // The lock pins the config by its hash; one that does not load is refused before it is
+  // pinned, with its position, as `check` and `image generate` would refuse it later.
+  LoadTrainConfig(config_text, config_path.string());
   ResolvedLock out;
   std::optional<Spec> old = ExistingLock(dir, &out.existing_lock_sha256);
   toml::table doc = ParseTomlDocument(manifest_text, manifest_path.string());

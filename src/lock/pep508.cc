@@ -183,21 +183,6 @@ class MarkerParser {
 
 }  // namespace
 
-std::string NormalizePackageName(std::string_view name) {
-  std::string out;
-  bool separator = false;
-  for (char c : name) {
-    if (c == '-' || c == '_' || c == '.') {
-      separator = true;
-      continue;
-    }
-    if (separator && !out.empty()) out += '-';
-    separator = false;
-    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
 std::optional<PyRequirement> ParsePyRequirement(std::string_view text, std::string* error) {
   auto fail = [&](const std::string& why) -> std::optional<PyRequirement> {
     if (error) *error = "'" + std::string(text) + "' is not a requirement: " + why;

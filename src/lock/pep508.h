@@ -10,12 +10,10 @@
 #include <string>
 #include <string_view>
 
+#include "base/package_name.h"
 #include "lock/pep440.h"
 
 namespace trainlock {
-
-// PEP 503 normalisation: lower case, runs of '-', '_' and '.' as one '-'.
-std::string NormalizePackageName(std::string_view name);
 
 // The marker variables of the environment a closure is resolved for.
 using MarkerEnvironment = std::map<std::string, std::string>;

@@ -64,8 +64,13 @@ void InspectCustomOp(const fs::path& dir, const CustomOpLibrary& lib, PinnedFile
     return;
   }
   try {
-    ComparePinnedHash(display, tree ? TreeSha256(path) : Sha256FileHex(path),
+    // Sources may live beside the project ('..'); a prebuilt library must be inside it.
+    const fs::path real =
+        tree ? path : ResolveWithinProject(dir, path, "a prebuilt custom-op library");
+    ComparePinnedHash(display, tree ? TreeSha256(real) : Sha256FileHex(real),
                       tree ? lib.source_sha256 : lib.sha256, out);
+  } catch (const ArtifactPathError& e) {
+    out.unusable.push_back(display + ": " + e.why());
   } catch (const std::exception& e) {
     out.unusable.push_back(display + ": " + e.what());
   }

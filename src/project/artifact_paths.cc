@@ -57,11 +57,9 @@ bool IsWithin(const std::filesystem::path& path, const std::filesystem::path& di
 
 }  // namespace
 
-std::filesystem::path ResolvePinnedFile(const std::filesystem::path& project_dir,
-                                        const ArtifactSource& artifact, std::string_view kind,
-                                        const std::string& relative) {
-  const std::filesystem::path named = ArtifactDir(project_dir, artifact, kind) / relative;
-  if (artifact.source != "local") return named;  // the cache: written by fetch, no links
+std::filesystem::path ResolveWithinProject(const std::filesystem::path& project_dir,
+                                           const std::filesystem::path& named,
+                                           std::string_view what) {
   std::error_code ec;
   const std::filesystem::path real = std::filesystem::canonical(named, ec);
   if (ec) return named;
@@ -69,10 +67,18 @@ std::filesystem::path ResolvePinnedFile(const std::filesystem::path& project_dir
   if (ec) return named;
   if (!IsWithin(real, project)) {
     throw ArtifactPathError(named, "resolves to " + real.string() +
-                                       " outside the project through a symbolic link; a local "
-                                       "source's files must be inside the project");
+                                       " outside the project through a symbolic link; " +
+                                       std::string(what) + " must be inside the project");
   }
   return real;
+}
+
+std::filesystem::path ResolvePinnedFile(const std::filesystem::path& project_dir,
+                                        const ArtifactSource& artifact, std::string_view kind,
+                                        const std::string& relative) {
+  const std::filesystem::path named = ArtifactDir(project_dir, artifact, kind) / relative;
+  if (artifact.source != "local") return named;  // the cache: written by fetch, no links
+  return ResolveWithinProject(project_dir, named, "a local source's files");
 }
 
 }  // namespace trainlock

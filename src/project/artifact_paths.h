@@ -59,6 +59,15 @@ class ArtifactPathError : public std::runtime_error {
   std::string why_;
 };
 
+// `named` (a path under `project_dir` that the manifest names) with every symlink resolved:
+// ArtifactPathError when it leads out of the project's real directory, naming `what` must be
+// inside it, so that no file outside the project is hashed, pinned or copied into an image in
+// the project's name. A path that does not exist is returned as named, for the caller to
+// report missing.
+std::filesystem::path ResolveWithinProject(const std::filesystem::path& project_dir,
+                                           const std::filesystem::path& named,
+                                           std::string_view what);
+
 // The file `relative` of `artifact` as it is on disk, with every symlink resolved: the one
 // rule `trainlock lock`, the data checks and the validator's workers share. A local source's
 // file must resolve inside the project's real directory; one that leads out of it through a

@@ -5,12 +5,16 @@
 // then Finish() reports unknown keys.
 #include "project/spec_loader.h"
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
+#include <map>
 #include <regex>
 #include <set>
+#include <tuple>
 
 #include "base/canonical.h"
+#include "base/package_name.h"
 #include "base/refs.h"
 #include "base/sha256.h"
 #include "base/strings.h"
@@ -610,6 +614,9 @@ void SpecReader::ReadPython(const toml::table& t) {
   // Each number at most 18 digits (it fits an int64_t; pep440.h reads no longer one).
   static const std::regex kExact(
       R"(^[0-9]{1,18}(\.[0-9]{1,18})*([a-z]+[0-9]{0,18})?(\.post[0-9]{1,18})?(\+[A-Za-z0-9.]+)?$)");
+  // PEP 503 makes 'My_Pkg' and 'my-pkg' one package: two spellings would pin it twice and the
+  // resolver would keep one of them without a word.
+  std::map<std::string, std::pair<std::string, SourcePos>> spelled;  // normalised -> key, where
   for (auto&& [key, node] : t) {
     std::string name(key.str());
     SourcePos pos = PosOf(node);
@@ -629,6 +636,19 @@ void SpecReader::ReadPython(const toml::table& t) {
       diags_.Error(path_, pos,
                    "'python." + name + "' = " + Quoted(version->get()) + " is not an exact version",
                    "pin one release, e.g. \"1.2.3\"; ranges and wildcards are not reproducible");
+      continue;
+    }
+    const SourcePos key_pos = PosOf(key.source());
+    auto [other, fresh] = spelled.try_emplace(NormalizePackageName(name), name, key_pos);
+    if (!fresh) {  // named at the later of the two lines, in the file's order
+      const auto& [first_name, first_pos] = other->second;
+      const bool before = std::tie(first_pos.line, first_pos.column) <
+                          std::tie(key_pos.line, key_pos.column);
+      diags_.Error(path_, before ? key_pos : first_pos,
+                   "[python] names " + other->first + " twice (" +
+                       Quoted(before ? first_name : name) + " and " +
+                       Quoted(before ? name : first_name) + ")",
+                   "package names compare without case and '-', '_', '.'; keep one pin");
       continue;
     }
     spec_.python[name] = version->get();
