@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "compat/catalog.h"
 #include "compat/compat.h"
@@ -160,6 +162,23 @@ TEST(CatalogData, EveryRequiredAcceleratorIsListed) {
     EXPECT_GT(gpu->memory_gb, 0) << name;
     EXPECT_GT(gpu->hbm_tbps, 0) << name;
   }
+}
+
+TEST(CatalogData, ADeviceNameAsNvmlGivesItFindsItsModel) {
+  const Catalog catalog = Catalog::Embedded();
+  for (const auto& [nvml, model] : std::vector<std::pair<const char*, const char*>>{
+           {"NVIDIA H100 80GB HBM3", "H100-80GB"},
+           {"NVIDIA A100-SXM4-80GB", "A100-80GB"},
+           {"NVIDIA A100-SXM4-40GB", "A100-40GB"},
+           {"NVIDIA H200", "H200"},
+           {"NVIDIA L40S", "L40S"},
+           {"Tesla T4", "T4"}}) {
+    const GpuModel* gpu = catalog.FindGpu(nvml);
+    ASSERT_NE(gpu, nullptr) << nvml;
+    EXPECT_EQ(gpu->name, model) << nvml;
+  }
+  EXPECT_EQ(catalog.FindGpu("NVIDIA RTX 9999"), nullptr);
+  EXPECT_EQ(catalog.FindGpu("NVIDIA "), nullptr);
 }
 
 TEST(CatalogData, Cuda13DroppedVoltaAndKeptTuring) {

@@ -128,14 +128,26 @@ Catalog Catalog::FromDirectory(const std::filesystem::path& dir) {
   return catalog;
 }
 
-const GpuModel* Catalog::FindGpu(std::string_view name) const {
-  std::string wanted = AsciiLower(name);
-  for (const GpuModel& gpu : gpus_) {
+namespace {
+
+const GpuModel* FindByName(const std::vector<GpuModel>& gpus, const std::string& wanted) {
+  for (const GpuModel& gpu : gpus) {
     if (AsciiLower(gpu.name) == wanted) return &gpu;
     for (const std::string& alias : gpu.aliases) {
       if (AsciiLower(alias) == wanted) return &gpu;
     }
   }
+  return nullptr;
+}
+
+}  // namespace
+
+const GpuModel* Catalog::FindGpu(std::string_view name) const {
+  const std::string wanted = AsciiLower(name);
+  if (const GpuModel* gpu = FindByName(gpus_, wanted)) return gpu;
+  // NVML names most data-center GPUs "NVIDIA <model>"; the catalog's aliases are the models.
+  constexpr std::string_view kNvidia = "nvidia ";
+  if (wanted.starts_with(kNvidia)) return FindByName(gpus_, wanted.substr(kNvidia.size()));
   return nullptr;
 }
 

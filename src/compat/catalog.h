@@ -57,7 +57,9 @@ class Catalog {
   // Parses one named file's text into this catalog (the name selects the table).
   void AddFile(const std::string& filename, const std::string& text, const std::string& display);
 
-  // Looks a GPU up by name or alias (case-insensitive).
+  // Looks a GPU up by name or alias (case-insensitive); a name NVML gives ("NVIDIA H100 80GB
+  // HBM3", "NVIDIA A100-SXM4-80GB") is also looked up without its "NVIDIA " prefix, so every
+  // reader of a device name (env.devices, perf.*, comm.*, MFU, gate, plan) finds its model.
   const GpuModel* FindGpu(std::string_view name) const;
   std::vector<std::string> GpuNames() const;
   // The driver requirement of a CUDA release: the exact update if listed, else its major.minor.

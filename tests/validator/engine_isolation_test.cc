@@ -110,7 +110,10 @@ const char* const kHooks[] = {"cwd-trainlock_engine",
                               "pythonpath-torch",
                               "usercustomize",
                               "user-pth",
-                              "prefix-pth"};
+                              "prefix-pth",
+                              "path-uname",
+                              "path-lscpu",
+                              "path-ldconfig"};
 
 Plants PlantHooks(const fs::path& d) {
   Plants p{d / "cwd", d / "prefix" / "bin" / "python3", d / "markers", {}};
@@ -138,8 +141,17 @@ Plants PlantHooks(const fs::path& d) {
                      "home = /usr/bin\ninclude-system-site-packages = true\n");
   testing::WriteFile(prefix_site / "hook.pth",
                      "import os; " + WritesMarker(p.markers / "prefix-pth"));
+  // Programs a library might start by name (platform.processor() runs `uname -p`): found on
+  // PATH first, each writes its marker. PATH is on the engine's allow-list.
+  fs::create_directories(d / "pathbin");
+  for (const std::string program : {"uname", "lscpu", "ldconfig"}) {
+    testing::WriteFile(d / "pathbin" / program,
+                       "#!/bin/sh\necho run > " + (p.markers / ("path-" + program)).string() + "\n");
+    fs::permissions(d / "pathbin" / program, fs::perms::owner_all);
+  }
   p.env = {"PYTHONPATH=" + (d / "pythonpath").string(),
-           "PYTHONUSERBASE=" + (d / "userbase").string()};
+           "PYTHONUSERBASE=" + (d / "userbase").string(),
+           "PATH=" + (d / "pathbin").string() + ":/usr/local/bin:/usr/bin:/bin"};
   return p;
 }
 
@@ -174,6 +186,9 @@ TEST(EngineIsolation, TheSameHooksFireForAnInterpreterStartedUnisolated) {
                        (dir.path() / "markers").string(), p.python.string()},
                       p.env);
   EXPECT_TRUE(Fired(p, "pythonpath-torch"));
+  testing::RunCommand({p.python.string(), "-I", "-c", "import platform; platform.processor()"},
+                      p.env);
+  EXPECT_TRUE(Fired(p, "path-uname"));
 }
 
 // ---- hostile engines: a stand-in interpreter that says what it likes ----

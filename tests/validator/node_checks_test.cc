@@ -239,6 +239,14 @@ TEST(NodeChecks, AGpuNotAmongTheTargetsAcceleratorsFailsDevices) {
             std::string::npos);
 }
 
+TEST(NodeChecks, AnH100NamedAsNvmlNamesItIsAmongThePilotsAccelerators) {
+  NodeProbe node = HealthyH200Node();
+  node.gpus[0].name = "NVIDIA H100 80GB HBM3";  // NVML's name; the catalog's alias lacks "NVIDIA "
+  node.gpus[0].memory_total_bytes = 85520809984;
+  CheckResult c = Find(CheckNode(node), "env.devices");
+  EXPECT_EQ(c.status, CheckStatus::kPass) << c.summary;
+}
+
 TEST(NodeChecks, DevicesAreListedForTheReport) {
   nlohmann::json devices = nlohmann::json::array();
   NodeChecks(PilotLock(), HealthyH200Node(), kCuda130, Catalog::Embedded(), DeviceRuns{}, &devices);

@@ -102,7 +102,6 @@ TelemetryDevice GpuTelemetry::Summary() const {
 
 std::optional<double> SustainedSmClockOf(const Catalog& catalog, const std::string& nvml_name) {
   const GpuModel* model = catalog.FindGpu(nvml_name);
-  if (!model && nvml_name.rfind("NVIDIA ", 0) == 0) model = catalog.FindGpu(nvml_name.substr(7));
   if (!model || model->sustained_sm_clock_mhz <= 0) return std::nullopt;
   return model->sustained_sm_clock_mhz;
 }

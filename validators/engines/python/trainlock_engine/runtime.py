@@ -89,9 +89,9 @@ def pick_device(choice, local_rank, world):
 def device_name(device):
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    import platform
-
-    return platform.processor() or platform.machine() or "cpu"
+    # os.uname(), not platform.processor(): that runs `uname -p` found on PATH, a program the
+    # isolated engine must not start (docs/validate.md, "Isolation").
+    return os.uname().machine or "cpu"
 
 
 def init_distributed(device, world):
