@@ -668,6 +668,46 @@ TEST_F(FleetSummarize, FewerReportsThanExpectedNodesFail) {
   EXPECT_NE(r.out.find("1 missing"), std::string::npos) << r.out;
 }
 
+// A rank's own report, as `--nproc` leaves beside the merged one (`<node>.rank-N.json`).
+json RankReport(json report, int rank) {
+  report["partial"] = true;
+  report["rank"] = {{"rank", rank}, {"world_size", 2}, {"local_rank", rank}, {"launcher", "torchrun"}};
+  return report;
+}
+
+TEST_F(FleetSummarize, RankReportsBesideTheMergedReportAreSetAsideNotCountedAsNodes) {
+  Put("gpu-a.json", Passing("gpu-a"));
+  Put("gpu-a.rank-0.json", RankReport(Passing("gpu-a"), 0));
+  Put("gpu-a.rank-1.json", RankReport(Passing("gpu-a"), 1));
+  FleetSummary s = SummarizeReports(tmp_.path(), "reports", 3);
+  ASSERT_EQ(s.nodes.size(), 1u);
+  EXPECT_EQ(s.rank_reports, (std::vector<std::string>{"gpu-a.rank-0.json", "gpu-a.rank-1.json"}));
+  EXPECT_EQ(s.missing(), 2);
+  RunResult r = Summarize({"--nodes", "3"});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("(2 rank reports set aside"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 node: 1 passed, 0 failed, 2 missing"), std::string::npos) << r.out;
+}
+
+TEST_F(FleetSummarize, ANodeWithOnlyRankReportsFailsAsPartial) {
+  Put("gpu-a.json", Passing("gpu-a"));
+  Put("gpu-b.rank-0.json", RankReport(Passing("gpu-b"), 0));
+  Put("gpu-b.rank-1.json", RankReport(Passing("gpu-b"), 1));
+  RunResult r = Summarize({"--nodes", "2"});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("gpu-b  partial"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("gpu-b's merged report was never written"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 nodes: 1 passed, 1 failed"), std::string::npos) << r.out;
+}
+
+TEST_F(FleetSummarize, CopiesOfOneNodesReportCountAsOneNode) {
+  for (const char* file : {"a.json", "b.json", "c.json", "d.json"}) Put(file, Passing("gpu-a"));
+  RunResult r = Summarize({"--nodes", "4"});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("1 node in 4 reports: 4 passed, 0 failed, 3 missing"), std::string::npos)
+      << r.out;
+}
+
 TEST_F(FleetSummarize, DifferentLocksAreWarned) {
   Put("gpu-a.json", Passing("gpu-a"));
   json other = Passing("gpu-b");

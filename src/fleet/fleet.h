@@ -192,7 +192,7 @@ struct FailingCheck {
 struct NodeSummary {
   std::string node;    // host.hostname, else the file name without ".json"
   std::string file;    // the file's name in the directory
-  std::string status;  // "pass" | "fail" | "error" (not judged) | "unreadable"
+  std::string status;  // "pass" | "fail" | "error" (not judged) | "unreadable" | "partial"
   std::string reason;  // unreadable: the first problem (of `problems` in all); error: why
   int gpu_count = 0;
   std::string gpu_model;  // "NVIDIA H200"; models joined with " + " on a mixed node
@@ -205,11 +205,16 @@ struct NodeSummary {
 struct FleetSummary {
   std::string dir;                 // as the user wrote it
   std::vector<NodeSummary> nodes;  // sorted by node name, then file name
-  int expected_nodes = 0;          // 0 = not given
+  // Ranks' own reports (`<node>.rank-N.json`, IsPartialReport) of nodes that have their merged
+  // report: set aside, never a row. A node with rank reports only is one "partial" row (failed:
+  // its merged report was never written).
+  std::vector<std::string> rank_reports;
+  int expected_nodes = 0;  // 0 = not given
 
   int passed() const;
-  int failed() const;   // fail and unreadable
-  int missing() const;  // expected_nodes minus reports, when more were expected
+  int failed() const;    // fail, error, unreadable and partial
+  int reported() const;  // distinct nodes among the rows: copies of one node's report count once
+  int missing() const;   // expected_nodes minus the nodes reported, when more were expected
   bool all_passed() const { return failed() == 0 && missing() == 0; }
   // Distinct lock_sha256 values of the readable reports, most common first.
   std::vector<std::pair<std::string, int>> Locks() const;
@@ -218,7 +223,7 @@ struct FleetSummary {
 };
 
 // Reads every *.json directly in `dir` (not recursively) through ReadReportFile; a file that is
-// not a valid report becomes an "unreadable" row. Throws InputError (exit 2) when `dir` is not a
+// not a valid report becomes an "unreadable" row, a rank's own report is set aside (above). Throws InputError (exit 2) when `dir` is not a
 // directory or holds no *.json file.
 FleetSummary SummarizeReports(const std::filesystem::path& dir, const std::string& display,
                               int expected_nodes = 0);

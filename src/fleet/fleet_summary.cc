@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <system_error>
 
 #include "base/diagnostic.h"
@@ -81,14 +82,30 @@ NodeSummary ReportRow(const fs::path& file, const ReportView& report) {
   return row;
 }
 
-NodeSummary SummarizeFile(const fs::path& file, const std::string& display) {
+// A row, and whether the file is one rank's part of a distributed run (IsPartialReport).
+std::pair<NodeSummary, bool> SummarizeFile(const fs::path& file, const std::string& display) {
   try {
-    return ReportRow(file, ViewOfReport(ReadReportFile(file, display)));
+    const ReportView report = ViewOfReport(ReadReportFile(file, display));
+    return {ReportRow(file, report), report.partial};
   } catch (const InputError& e) {
-    return UnreadableRow(file, FirstProblem(e));
+    return {UnreadableRow(file, FirstProblem(e)), false};
   } catch (const std::exception& e) {
-    return UnreadableRow(file, display + ": error: not a trainlock.report/v1 report: " + e.what());
+    return {UnreadableRow(file, display + ": error: not a trainlock.report/v1 report: " + e.what()),
+            false};
   }
+}
+
+// The rank reports of a node whose merged report never came: one failing row naming them.
+NodeSummary PartialRow(const std::string& node, const std::vector<NodeSummary>& ranks) {
+  NodeSummary row = ranks.front();
+  row.status = "partial";
+  row.failing.clear();
+  std::string files;
+  for (const NodeSummary& rank : ranks) files += (files.empty() ? "" : ", ") + rank.file;
+  row.file = files;
+  row.reason = "only rank reports (" + files + "): " + node +
+               "'s merged report was never written; only a merged report passes";
+  return row;
 }
 
 std::vector<fs::path> JsonFiles(const fs::path& dir, const std::string& display) {
@@ -125,7 +142,8 @@ std::string GpuText(const NodeSummary& row) {
 }
 
 std::string FailingText(const NodeSummary& row) {
-  if (row.status == "unreadable" || row.status == "error") return row.reason;
+  if (row.status == "unreadable" || row.status == "error" || row.status == "partial")
+    return row.reason;
   if (row.failing.empty()) return row.status == "pass" ? "-" : "(verdict fail)";
   std::string text;
   for (const FailingCheck& check : row.failing) {
@@ -171,8 +189,14 @@ int FleetSummary::failed() const {
   return static_cast<int>(nodes.size()) - passed();
 }
 
+int FleetSummary::reported() const {
+  std::set<std::string> names;
+  for (const NodeSummary& n : nodes) names.insert(n.node);
+  return static_cast<int>(names.size());
+}
+
 int FleetSummary::missing() const {
-  return std::max(0, expected_nodes - static_cast<int>(nodes.size()));
+  return std::max(0, expected_nodes - reported());
 }
 
 std::vector<std::pair<std::string, int>> FleetSummary::Locks() const {
@@ -208,7 +232,7 @@ std::vector<std::string> FleetSummary::Warnings() const {
   }
   if (missing() > 0) {
     warnings.push_back(std::to_string(expected_nodes) + " nodes expected, " +
-                       std::to_string(nodes.size()) + " reported: " + std::to_string(missing()) +
+                       std::to_string(reported()) + " reported: " + std::to_string(missing()) +
                        " missing");
   }
   return warnings;
@@ -218,9 +242,22 @@ FleetSummary SummarizeReports(const fs::path& dir, const std::string& display, i
   FleetSummary summary;
   summary.dir = display;
   summary.expected_nodes = expected_nodes;
+  std::map<std::string, std::vector<NodeSummary>> ranks_of_node;
   for (const fs::path& file : JsonFiles(dir, display)) {
-    summary.nodes.push_back(SummarizeFile(file, (fs::path(display) / file.filename()).string()));
+    auto [row, partial] = SummarizeFile(file, (fs::path(display) / file.filename()).string());
+    if (partial) {
+      ranks_of_node[row.node].push_back(std::move(row));
+    } else {
+      summary.nodes.push_back(std::move(row));
+    }
   }
+  for (auto& [node, ranks] : ranks_of_node) {
+    const bool merged = std::any_of(summary.nodes.begin(), summary.nodes.end(),
+                                    [&](const NodeSummary& n) { return n.node == node; });
+    if (!merged) summary.nodes.push_back(PartialRow(node, ranks));
+    for (const NodeSummary& rank : ranks) summary.rank_reports.push_back(rank.file);
+  }
+  std::sort(summary.rank_reports.begin(), summary.rank_reports.end());
   std::sort(summary.nodes.begin(), summary.nodes.end(),
             [](const NodeSummary& a, const NodeSummary& b) {
               return a.node != b.node ? a.node < b.node : a.file < b.file;
@@ -241,9 +278,15 @@ std::string RenderFleetSummaryText(const FleetSummary& summary) {
   std::string out = Columns(rows) + "\n";
   for (const std::string& warning : summary.Warnings())
     out += "warning: " + TerminalLine(warning) + "\n";
-  out += Plural(static_cast<int>(summary.nodes.size()), "node") + ": " +
-         std::to_string(summary.passed()) + " passed, " + std::to_string(summary.failed()) +
-         " failed";
+  if (!summary.rank_reports.empty()) {
+    out += "(" + Plural(static_cast<int>(summary.rank_reports.size()), "rank report") +
+           " set aside: a node's merged report is the one that counts)\n";
+  }
+  out += Plural(summary.reported(), "node");
+  if (summary.nodes.size() != static_cast<size_t>(summary.reported()))
+    out += " in " + Plural(static_cast<int>(summary.nodes.size()), "report");
+  out += ": " + std::to_string(summary.passed()) + " passed, " +
+         std::to_string(summary.failed()) + " failed";
   if (summary.missing() > 0) out += ", " + std::to_string(summary.missing()) + " missing";
   return out + "\n";
 }
@@ -254,7 +297,7 @@ nlohmann::json FleetSummaryJson(const FleetSummary& summary) {
     nlohmann::json failing = nlohmann::json::array();
     for (const FailingCheck& c : n.failing) failing.push_back({{"id", c.id}, {"status", c.status}});
     nlohmann::json row = {{"node", n.node}, {"file", n.file}, {"verdict", n.status}};
-    if (n.status == "unreadable") {
+    if (n.status == "unreadable" || n.status == "partial") {
       row["reason"] = n.reason;
     } else {
       row["gpus"] = {{"count", n.gpu_count}, {"model", n.gpu_model}};
@@ -272,6 +315,8 @@ nlohmann::json FleetSummaryJson(const FleetSummary& summary) {
   return {{"dir", summary.dir},
           {"nodes", nodes},
           {"total", summary.nodes.size()},
+          {"reported_nodes", summary.reported()},
+          {"rank_reports", summary.rank_reports},
           {"passed", summary.passed()},
           {"failed", summary.failed()},
           {"expected_nodes",
