@@ -5,7 +5,10 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "base/diagnostic.h"
+#include "base/json_file.h"
 #include "base/redact.h"
 #include "base/terminal_text.h"
 #include "checks/smoke_command.h"
@@ -127,6 +130,30 @@ TEST(NoSecretPrinted, AnImageBaseReferenceWithCredentials) {
     EXPECT_NE(r.err.find("is not an image reference"), std::string::npos) << r.err;
     EXPECT_EQ((r.out + r.err).find("hunter2-secret"), std::string::npos) << r.err;
   }
+}
+
+TEST(NoSecretPrinted, JsonOutputRedactsEveryStringAndMemberName) {
+  const nlohmann::json value = {
+      {"summary", "pull https://alice:hunter2-secret@registry.example/x failed"},
+      {"https://bob:pw2-secret@h.example", "a member name"},
+      {"list", {"user:pw3-secret@registry.example/org/img:1.0", 7}}};
+  const std::string out = DumpJsonOutput(value);
+  for (const char* secret : {"hunter2-secret", "pw2-secret", "pw3-secret"})
+    EXPECT_EQ(out.find(secret), std::string::npos) << out;
+  EXPECT_NE(out.find("https://***@registry.example/x"), std::string::npos) << out;
+  EXPECT_NE(out.find("7"), std::string::npos) << out;
+}
+
+TEST(NoSecretPrinted, FleetSummarizeJsonOfAReportQuotingACredential) {
+  testing::TempDir dir;
+  nlohmann::json report = nlohmann::json::parse(
+      testing::ReadFile(testing::SourceDir() / "tests/fixtures/reports/h200-pilot-report.json"));
+  report["host"]["hostname"] = "https://bob:pw2-secret@h.example";
+  testing::WriteFile(dir.path() / "node.json", report.dump(2));
+  auto r = testing::RunTrainlock({"fleet", "summarize", dir.path().string(), "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ((r.out + r.err).find("pw2-secret"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("https://***@h.example"), std::string::npos) << r.out;
 }
 
 }  // namespace

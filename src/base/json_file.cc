@@ -7,6 +7,7 @@
 
 #include "base/file_io.h"
 #include "base/json_limits.h"
+#include "base/redact.h"
 #include "base/terminal_text.h"
 
 namespace trainlock {
@@ -102,9 +103,30 @@ nlohmann::json ReadJsonFile(const std::filesystem::path& file, const std::string
   return ParseJsonText(ReadInputFile(file, display), display);
 }
 
+namespace {
+
+// `value` with every string, member names included, through RedactCredentials: --json output
+// quotes reports and registry answers trainlock did not write, as the text output does.
+nlohmann::json Redacted(const nlohmann::json& value) {
+  if (value.is_string()) return RedactCredentials(value.get_ref<const std::string&>());
+  if (value.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const nlohmann::json& element : value) out.push_back(Redacted(element));
+    return out;
+  }
+  if (value.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [key, member] : value.items()) out[RedactCredentials(key)] = Redacted(member);
+    return out;
+  }
+  return value;
+}
+
+}  // namespace
+
 std::string DumpJsonOutput(const nlohmann::json& value, int indent) {
   return EscapeJsonForTerminal(
-      value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace));
+      Redacted(value).dump(indent, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 }  // namespace trainlock
