@@ -818,6 +818,70 @@ TEST(Evidence, EveryCheckIdHasAnEvidenceRule) {
   EXPECT_FALSE(HasEvidenceRule("env.nonesuch"));  // the test can fail
 }
 
+// The real H200 report's checks, edited one field at a time: each rule recomputes its pass.
+json H200Report() {
+  return json::parse(ReadFile(SourceDir() / "tests/fixtures/reports/h200-pilot-report.json"));
+}
+
+json& MetricsOf(json& report, const std::string& id) {
+  for (json& c : report["checks"])
+    if (c["id"] == id) return c["metrics"];
+  ADD_FAILURE() << "no check " << id;
+  static json none;
+  return none;
+}
+
+bool Contradicted(const json& report, const std::string& text) {
+  const std::vector<std::string> found = EvidenceContradictions(ViewOfReport(report));
+  return std::any_of(found.begin(), found.end(),
+                     [&](const std::string& why) { return why.find(text) != std::string::npos; });
+}
+
+TEST(Evidence, TheRealH200ReportContradictsNoPass) {
+  EXPECT_EQ(EvidenceContradictions(ViewOfReport(H200Report())), std::vector<std::string>{});
+}
+
+TEST(Evidence, ATorchThatIsOnlyATextPrefixOfTheLockedOneIsNotIt) {
+  json report = H200Report();
+  ASSERT_EQ(MetricsOf(report, "env.versions")["torch_locked"], "2.11.0+cu130");
+  for (const char* torch : {"2.1", "2", "2.11"}) {
+    MetricsOf(report, "env.versions")["torch"] = torch;
+    EXPECT_TRUE(Contradicted(report, std::string("env.versions: pass, but torch ") + torch +
+                                         " is not the locked 2.11.0+cu130"))
+        << torch;
+  }
+  for (const char* torch : {"2.11.0", "2.11.0+cu130"}) {
+    MetricsOf(report, "env.versions")["torch"] = torch;
+    EXPECT_FALSE(Contradicted(report, "env.versions")) << torch;
+  }
+}
+
+TEST(Evidence, AHealthPassOfNoDeviceOrOfADeviceItsOwnFieldsCallUnhealthyIsContradicted) {
+  const json healthy = H200Report();
+  json report = healthy;
+  MetricsOf(report, "env.health") = json::object();
+  EXPECT_TRUE(Contradicted(report, "env.health: pass, but it judged no device"));
+  for (const auto& [field, value] : std::vector<std::pair<const char*, json>>{
+           {"ecc_enabled", false},
+           {"ecc_uncorrected_volatile", 7},
+           {"remap_failed", true},
+           {"remap_pending", true},
+           {"retired_pages_pending", true},
+           {"pcie_width", 1}}) {
+    report = healthy;
+    MetricsOf(report, "env.health")["devices"][0][field] = value;
+    EXPECT_TRUE(Contradicted(report, "env.health: pass, but a device's own fields say")) << field;
+  }
+}
+
+TEST(Evidence, AnArchPassWhoseKernelGaveNoKnownAnswerIsContradicted) {
+  json report = H200Report();
+  MetricsOf(report, "env.arch")["launches"][0]["launch_ok"] = false;
+  EXPECT_TRUE(Contradicted(report, "env.arch: pass, but a launch did not give the known answer"));
+  MetricsOf(report, "env.arch")["launches"] = json::array({0});
+  EXPECT_TRUE(Contradicted(report, "env.arch: pass, but a launch did not give the known answer"));
+}
+
 TEST_F(Gate, AReportLackingACheckIdIsRefused) {
   json& checks = report_["checks"];
   checks.erase(std::remove_if(checks.begin(), checks.end(),

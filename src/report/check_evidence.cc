@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace trainlock {
@@ -110,10 +111,46 @@ std::string Perf(const Json& metrics) {
   return "";
 }
 
+// One device's stated fields that contradict a healthy GPU (env_health.cc's rules on what NVML
+// read), "" when none does; a field that is absent or of another type says nothing here.
+std::string UnhealthyDevice(const Json& d) {
+  const auto integer = [&](const char* key) -> std::optional<int64_t> {
+    auto it = d.find(key);
+    if (it == d.end() || !it->is_number_integer()) return std::nullopt;
+    return it->get<int64_t>();
+  };
+  const auto flag = [&](const char* key) {
+    auto it = d.find(key);
+    return it != d.end() && it->is_boolean() && it->get<bool>();
+  };
+  if (auto it = d.find("ecc_enabled"); it != d.end() && it->is_boolean() && !it->get<bool>())
+    return "ECC disabled";
+  if (integer("ecc_uncorrected_volatile").value_or(0) > 0) return "uncorrectable ECC errors";
+  if (flag("retired_pages_pending") || flag("remap_failed") || flag("remap_pending"))
+    return "pending retirements or remaps, or a failed remap";
+  const auto below = [&](const char* value, const char* limit) {
+    auto v = integer(value), l = integer(limit);
+    return v && l && *v < *l;
+  };
+  if (auto t = integer("temperature_c"), slow = integer("temperature_slowdown_c");
+      t && slow && *t >= *slow)
+    return "at its slowdown temperature";
+  if (below("pcie_width", "pcie_width_max") || below("pcie_gen_max", "pcie_gen_gpu_max"))
+    return "a PCIe link below its maximum";
+  return "";
+}
+
+// env.health: NVML read every field of at least one device and none of them contradicts it.
 std::string Health(const Json& metrics) {
   const auto m = ReadMetrics<HealthMetrics>(metrics);
   if (m.unknown && (!m.unknown->is_array() || !m.unknown->empty()))
     return "NVML fields are unknown";
+  if (!m.devices || !m.devices->is_array() || m.devices->empty()) return "it judged no device";
+  for (const Json& device : *m.devices) {
+    if (!device.is_object()) return "a device has no fields";
+    if (std::string why = UnhealthyDevice(device); !why.empty())
+      return "a device's own fields say " + why;
+  }
   return "";
 }
 
@@ -162,20 +199,27 @@ std::string Runtime(const Json& metrics) {
              : "it read no runtime version";
 }
 
-// env.versions: the torch that ran is the locked one ("2.11.0" of "2.11.0+cu130").
+// env.versions: the torch that ran is the locked one: the same text, or its release with the
+// lock's local build tag ("2.11.0" of "2.11.0+cu130"; never "2.1", a prefix of other text).
 std::string Versions(const Json& metrics) {
   const auto m = ReadMetrics<EnvVersionMetrics>(metrics);
   if (!Said(m.torch)) return "it has no torch version";
-  if (Said(m.torch_locked) && !m.torch_locked->starts_with(*m.torch))
+  if (Said(m.torch_locked) && *m.torch_locked != *m.torch &&
+      !m.torch_locked->starts_with(*m.torch + "+"))
     return "torch " + *m.torch + " is not the locked " + *m.torch_locked;
   return "";
 }
 
-// env.arch: a known-answer kernel launched on the devices.
+// env.arch: a known-answer kernel launched on the devices, and gave its known answer on each.
 std::string Arch(const Json& metrics) {
   const auto m = ReadMetrics<EnvDeviceMetrics>(metrics);
   if (!m.launches || !m.launches->is_array() || m.launches->empty())
     return "it launched no kernel (launches)";
+  for (const Json& launch : *m.launches) {
+    auto ok = launch.is_object() ? launch.find("launch_ok") : launch.end();
+    if (!launch.is_object() || ok == launch.end() || !ok->is_boolean() || !ok->get<bool>())
+      return "a launch did not give the known answer (launch_ok)";
+  }
   return "";
 }
 
