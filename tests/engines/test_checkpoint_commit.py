@@ -105,6 +105,27 @@ class CommitMarker(unittest.TestCase):
             commit.latest_committed(self.root)
         self.assertIn("unreadable commit marker", caught.exception.message)
 
+    def test_a_symlinked_directory_in_a_checkpoint_is_refused(self):
+        outside = tempfile.mkdtemp(prefix="trainlock-outside-")
+        self.addCleanup(shutil.rmtree, outside, True)
+        directory = _plant(self.root, 4, {"a.pt": b"four"})
+        os.symlink(outside, os.path.join(directory, "dcp"))
+        with open(os.path.join(outside, "shard.distcp"), "wb") as f:
+            f.write(b"bytes outside the checkpoint")
+        with self.assertRaises(EngineError) as caught:
+            commit.verify(directory, 4)
+        self.assertEqual(caught.exception.kind, "checkpoint")
+        self.assertIn("a symbolic link in a checkpoint", caught.exception.message)
+        with self.assertRaises(EngineError):
+            commit.write_marker(directory, 4)
+
+    def test_a_symlinked_file_in_a_checkpoint_is_refused(self):
+        directory = _plant(self.root, 4, {"a.pt": b"four"})
+        os.symlink(os.path.join(directory, "a.pt"), os.path.join(directory, "b.pt"))
+        with self.assertRaises(EngineError) as caught:
+            commit.latest_committed(self.root)
+        self.assertIn("b.pt: a symbolic link in a checkpoint", caught.exception.message)
+
     def test_a_marker_of_another_step_is_refused(self):
         directory = _plant(self.root, 4, {"a.pt": b"four"})
         os.rename(directory, commit.step_dir(self.root, 6))

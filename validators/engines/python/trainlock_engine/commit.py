@@ -63,10 +63,16 @@ def _hash(path):
 
 
 def _listing(directory):
-    """Relative paths of the directory's regular files, the marker and temporaries excepted."""
+    """Relative paths of the directory's regular files, the marker and temporaries excepted.
+    A symbolic link anywhere below it (to a file or a directory) is refused: its bytes live
+    outside the checkpoint, so no marker may cover them and os.walk would not look inside."""
     out = []
     for base, dirs, files in os.walk(directory):
         dirs.sort()
+        for name in dirs + files:
+            if os.path.islink(os.path.join(base, name)):
+                raise EngineError("checkpoint", "%s: a symbolic link in a checkpoint; it holds regular files only"
+                                  % os.path.join(base, name))
         for name in sorted(files):
             rel = os.path.relpath(os.path.join(base, name), directory)
             if rel != MARKER and not rel.startswith(MARKER + "."):
