@@ -152,6 +152,39 @@ TEST(NodeChecks, UncorrectableEccErrorsFailHealth) {
   EXPECT_NE(c.summary.find("GPU 0: 3 uncorrectable ECC errors"), std::string::npos);
 }
 
+// A GPU NVML counts but cannot open must not drop out of the evidence (7 healthy of 8).
+TEST(NodeChecks, AGpuNvmlCountsButCannotOpenFailsHealthNamingTheFault) {
+  NodeProbe node = HealthyH200Node();
+  node.unopened = {{1, 15}};  // NVML_ERROR_GPU_IS_LOST
+  CheckResult c = Find(CheckNode(node), "env.health");
+  EXPECT_EQ(c.status, CheckStatus::kFail) << c.summary;
+  EXPECT_NE(c.summary.find("GPU 1: NVML cannot open it: NVML_ERROR_GPU_IS_LOST"), std::string::npos)
+      << c.summary;
+}
+
+TEST(NodeChecks, AGpuOfAnotherJobsDeviceCgroupIsNotAFinding) {
+  NodeProbe node = HealthyH200Node();
+  node.unopened = {{1, 4}};  // NVML_ERROR_NO_PERMISSION: Slurm's ConstrainDevices
+  EXPECT_EQ(Find(CheckNode(node), "env.health").status, CheckStatus::kPass);
+}
+
+TEST(NodeChecks, AnUnexplainedStatusOpeningAGpuIsAnErrorNotAPass) {
+  NodeProbe node = HealthyH200Node();
+  node.unopened = {{1, 999}};
+  CheckResult c = Find(CheckNode(node), "env.health");
+  EXPECT_EQ(c.status, CheckStatus::kError) << c.summary;
+  EXPECT_NE(c.summary.find("GPU 1 (NVML status 999 opening it)"), std::string::npos) << c.summary;
+}
+
+TEST(NodeChecks, AGpuCountNvmlCouldNotGiveIsAnErrorNotASkip) {
+  NodeProbe node = HealthyH200Node();
+  node.gpus.clear();
+  node.count_status = 999;
+  CheckResult c = Find(CheckNode(node), "env.health");
+  EXPECT_EQ(c.status, CheckStatus::kError) << c.summary;
+  EXPECT_NE(c.summary.find("the GPU count (NVML status 999)"), std::string::npos) << c.summary;
+}
+
 TEST(NodeChecks, PendingRowRemapFailsHealth) {
   NodeProbe node = HealthyH200Node();
   node.gpus[0].remap_pending = true;

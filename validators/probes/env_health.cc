@@ -139,8 +139,26 @@ CheckResult Result(CheckStatus status, std::string summary, std::string remedy,
 
 }  // namespace
 
+// The GPUs NVML counts but could not open: a fault is a problem, an unexplained status unknown,
+// and a count NVML could not give leaves every GPU unknown.
+void JudgeUnopened(const NodeProbe& node, std::vector<std::string>& problems,
+                   std::vector<std::string>& unknown) {
+  if (node.count_status != 0)
+    unknown.push_back("the GPU count (NVML status " + std::to_string(node.count_status) + ")");
+  for (const UnopenedGpu& gpu : node.unopened) {
+    const std::string fault = UnopenedGpuFault(gpu.nvml_status);
+    const std::string name = "GPU " + std::to_string(gpu.index);
+    if (fault.starts_with("fault: ")) {
+      problems.push_back(name + ": NVML cannot open it: " + fault.substr(7));
+    } else if (!fault.empty()) {
+      unknown.push_back(name + " (" + fault.substr(9) + " opening it)");
+    }
+  }
+}
+
 CheckResult HealthCheck(const NodeProbe& node) {
   std::vector<std::string> problems, unknown;
+  JudgeUnopened(node, problems, unknown);
   nlohmann::json per_device = nlohmann::json::array();
   for (const GpuProbe& g : node.gpus) {
     GpuHealth health(g);
@@ -151,7 +169,7 @@ CheckResult HealthCheck(const NodeProbe& node) {
     per_device.push_back(DeviceMetrics(g, health.unknown()));
   }
   const nlohmann::json m = ToJson(HealthMetrics{per_device, unknown});
-  if (node.gpus.empty())
+  if (node.gpus.empty() && problems.empty() && unknown.empty())
     return Result(CheckStatus::kSkip, "no GPU to judge", "check env.devices", m);
   if (!problems.empty()) {
     std::string summary = JoinStrings(problems, "; ");

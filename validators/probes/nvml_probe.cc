@@ -197,13 +197,36 @@ NodeProbe ProbeNode() {
     nvml.Call("nvmlSystemGetCudaDriverVersion", &node.cuda_driver_version);
   }
   unsigned count = 0;
-  nvml.Call("nvmlDeviceGetCount_v2", &count);
+  node.count_status = nvml.Status("nvmlDeviceGetCount_v2", &count);
   for (unsigned i = 0; i < count; ++i) {
     Device d = nullptr;
-    if (nvml.Call("nvmlDeviceGetHandleByIndex_v2", i, &d))
+    const int status = nvml.Status("nvmlDeviceGetHandleByIndex_v2", i, &d);
+    if (status == 0) {
       node.gpus.push_back(ProbeGpu(nvml, i, d));
+    } else {
+      node.unopened.push_back({i, status});  // a lost GPU must not vanish from the evidence
+    }
   }
   return node;
+}
+
+std::string UnopenedGpuFault(int nvml_status) {
+  switch (nvml_status) {
+    case 4:  // NVML_ERROR_NO_PERMISSION
+      return "";
+    case 8:
+      return "fault: NVML_ERROR_INSUFFICIENT_POWER (a power cable is not seated)";
+    case 11:
+      return "fault: NVML_ERROR_IRQ_ISSUE (the kernel reported an interrupt problem)";
+    case 14:
+      return "fault: NVML_ERROR_CORRUPTED_INFOROM";
+    case 15:
+      return "fault: NVML_ERROR_GPU_IS_LOST (it fell off the bus)";
+    case 16:
+      return "fault: NVML_ERROR_RESET_REQUIRED";
+    default:
+      return "unknown: NVML status " + std::to_string(nvml_status);
+  }
 }
 
 NvmlSession::NvmlSession() : nvml_(std::make_unique<Nvml>()) {

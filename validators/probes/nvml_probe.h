@@ -36,12 +36,27 @@ struct GpuProbe {
   std::vector<std::string> not_supported;  // fields this device does not have (see above)
 };
 
+// A GPU NVML counts but could not open (nvmlDeviceGetHandleByIndex_v2 failed): its index and
+// NVML's status (nvmlReturn_t). env.health judges it (UnopenedGpuFault): never left out unseen.
+struct UnopenedGpu {
+  unsigned index = 0;
+  int nvml_status = 0;
+};
+
+// What an unopened GPU's status says: "" for NVML_ERROR_NO_PERMISSION (a device cgroup gives
+// this process other GPUs: Slurm's ConstrainDevices; not this process's GPU), the fault that takes
+// the GPU out of service for GPU_IS_LOST, INSUFFICIENT_POWER, IRQ_ISSUE, CORRUPTED_INFOROM and
+// RESET_REQUIRED ("fault: ..."), else "unknown: NVML status N".
+std::string UnopenedGpuFault(int nvml_status);
+
 struct NodeProbe {
   bool nvml_loaded = false;
   std::string unavailable_reason;  // why NVML could not be used ("" when it could)
   std::string driver_version;      // "580.159.04"
   int cuda_driver_version = 0;     // 13000 for CUDA 13.0
+  int count_status = 0;            // nvmlDeviceGetCount_v2's status: not 0, the count is unknown
   std::vector<GpuProbe> gpus;
+  std::vector<UnopenedGpu> unopened;
   // GPUs NVML lists that this process cannot see (CUDA_VISIBLE_DEVICES): not judged here, only
   // named in env.devices (visible_gpus.h).
   std::vector<GpuProbe> hidden;
