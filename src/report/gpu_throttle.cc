@@ -204,6 +204,9 @@ std::string ThrottleNotes(const TelemetryMetrics& t) {
 
 std::string NotJudged(const TelemetryDevice& d) {
   std::vector<std::string> out;
+  // Reasons never read look like none held: a slowdown could have gone unseen.
+  if (d.reason_samples && *d.reason_samples == 0 && d.samples.value_or(0) > 0)
+    out.push_back("throttle reasons not judged (NVML gave no clocks-event reasons)");
   if (!d.power_limit_w || !d.default_power_limit_w) {
     out.push_back(std::string("power limit not judged (NVML gave no ") +
                   (d.power_limit_w ? "default" : "enforced") + " power limit)");

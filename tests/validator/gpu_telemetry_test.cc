@@ -93,6 +93,25 @@ TEST(ThrottleFinding, AHealthyH200HeldAtItsDefaultPowerLimitPassesSayingSo) {
   EXPECT_FALSE(d.not_judged) << *d.not_judged;
 }
 
+TEST(ThrottleFinding, ReasonsNvmlNeverGaveAreNotJudgedAndTheStepSaysSo) {
+  GpuTelemetry gpu(H200(), H200Sustained());
+  for (int i = 1; i <= 20; ++i) {
+    GpuReading r = Busy(0);
+    r.clocks_event_reasons.reset();  // NOT_SUPPORTED or NO_PERMISSION on every sample
+    gpu.Add(i * 0.2, r);
+  }
+  const TelemetryMetrics t = TelemetryOf({gpu}, 0.2);
+  const TelemetryDevice& d = t.devices->at(0);
+  EXPECT_EQ(d.reason_samples, 0);
+  ASSERT_TRUE(d.not_judged);
+  EXPECT_NE(d.not_judged->find("throttle reasons not judged (NVML gave no clocks-event reasons)"),
+            std::string::npos)
+      << *d.not_judged;
+  CheckResult step = PassingStep();
+  ApplyThrottleFinding(t, &step);
+  EXPECT_NE(step.summary.find("throttle reasons not judged"), std::string::npos) << step.summary;
+}
+
 TEST(ThrottleFinding, AThermalSlowdownFailsTheStepNamingTheReasonAndItsDuration) {
   CheckResult step = PassingStep();
   ApplyThrottleFinding(Window(kHwThermalSlowdown, 50, 16), &step);

@@ -45,6 +45,7 @@ void GpuTelemetry::Add(double t_s, const GpuReading& r) {
   read(r.sm_clock_mhz, 1, sm_clock_mhz_, sample.sm_clock_mhz);
   read(r.utilization_pct, 1, utilization_pct_, sample.utilization_pct);
   if (r.clocks_event_reasons) {
+    ++reason_samples_;
     sample.clocks_event_reasons = static_cast<int64_t>(*r.clocks_event_reasons);
     bool throttled = false;
     for (const std::string& name : ClocksEventReasonNames(*r.clocks_event_reasons)) {
@@ -95,6 +96,7 @@ TelemetryDevice GpuTelemetry::Summary() const {
   for (const auto& [name, held] : reasons_) reasons.push_back({name, held.samples, held.seconds});
   d.throttle_reasons_seen = reasons;
   d.throttled_s = throttled_s_;
+  d.reason_samples = reason_samples_;
   if (std::string why = NotJudged(d); !why.empty()) d.not_judged = why;
   d.series = series_;
   return d;

@@ -55,7 +55,7 @@ class GpuTelemetry {
   NvmlGpu gpu_;  // its handle unused
   std::optional<double> sustained_sm_clock_mhz_;
   size_t series_cap_;
-  int64_t samples_ = 0;
+  int64_t samples_ = 0, reason_samples_ = 0;
   double last_t_s_ = 0, throttled_s_ = 0, busy_at_power_cap_s_ = 0;
   Range power_w_, temperature_c_, sm_clock_mhz_, utilization_pct_, sm_clock_at_power_cap_mhz_;
   std::vector<std::pair<std::string, Held>> reasons_;  // in the order first seen
