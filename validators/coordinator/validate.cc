@@ -22,6 +22,7 @@
 #include "comm/rank_merge.h"
 #include "comm/rank_phase.h"
 #include "compat/lock_drift.h"
+#include "coordinator/accelerator_presence.h"
 #include "coordinator/engine_probe.h"
 #include "coordinator/engine_requests.h"
 #include "coordinator/image_binding.h"
@@ -353,7 +354,9 @@ int RunValidate(const ValidateOptions& o) {
   const Project project = LoadLockedProject(o);
   RefuseWrongBuild(o, project, BuiltTorchFlavour());
   const std::vector<Finding> drift = CheckDrift(o, project);
-  RefuseUnsupportedEngineRun(project, o, TrainsOnCpu(o, rank));
+  const std::string no_gpu = MissingAccelerator(BuiltTorchFlavour(), o.device, *project.lock,
+                                                VisibleAcceleratorCount());
+  if (no_gpu.empty()) RefuseUnsupportedEngineRun(project, o, TrainsOnCpu(o, rank));
   const CheckpointStorage storage = ChooseCheckpointStorage(o, project);
   RequireCheckpointStorage(storage, project);
   const std::string sign_pem = ReadSigningKey(o.sign_key);
@@ -363,6 +366,7 @@ int RunValidate(const ValidateOptions& o) {
       BindImage(kProjectInImage, project, RunningExecutable(), std::getenv("TRAINLOCK_IMAGE_REF"),
                 std::getenv("TRAINLOCK_IMAGE_DIGEST"));
   Report report = NewReport(o, project, drift, lead, image);
+  if (!no_gpu.empty()) return ReportNotJudged(o, project, rank, no_gpu, sign_pem, start, report);
   if (const std::optional<EngineProbe> engine = ProbeLockEngine(o, project, TrainsOnCpu(o, rank))) {
     report.engine = ReportEngine{engine->engine, engine->python, engine->torch, engine->versions};
     if (!engine->error.empty())
