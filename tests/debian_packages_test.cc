@@ -234,6 +234,45 @@ TEST_F(AptArchive, CheckUpstreamReportsANewerVersionThatCheckOfflineDoesNotAsk) 
   EXPECT_NE(upstream.err.find("says \"1.1-1\""), std::string::npos) << upstream.err;
 }
 
+// A pin renamed by hand would install another package; the lock's own pool file says so.
+TEST_F(AptArchive, APinRenamedByHandIsRefusedOfflineNamingTheField) {
+  Publish({"1.0-1"});
+  const fs::path p = Project();
+  ASSERT_EQ(RunTrainlock({"lock", p.string()}).exit_code, 0);
+  ASSERT_EQ(RunTrainlock({"lock", p.string(), "--check"}).exit_code, 0);
+  std::string lock = testing::ReadFile(p / "trainlock.lock");
+  const std::string pin = "name = 'libfoo'";
+  ASSERT_NE(lock.find(pin), std::string::npos) << lock;
+  testing::WriteFile(p / "trainlock.lock", lock.replace(lock.find(pin), pin.size(),
+                                                        "name = 'openssh-server'"));
+  auto r = RunTrainlock({"lock", p.string(), "--check"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("targets.cpu.debs[0].name: 'openssh-server' is not among "
+                       "targets.cpu.debian-packages"),
+            std::string::npos)
+      << r.err;
+  auto check = RunTrainlock({"check", p.string()});
+  EXPECT_EQ(check.exit_code, 1) << check.out << check.err;
+  EXPECT_NE(check.out.find("lock.edited"), std::string::npos) << check.out;
+}
+
+TEST_F(AptArchive, APoolFileOfAnotherPackageOrVersionIsRefused) {
+  Publish({"1.0-1"});
+  const fs::path p = Project();
+  ASSERT_EQ(RunTrainlock({"lock", p.string()}).exit_code, 0);
+  std::string lock = testing::ReadFile(p / "trainlock.lock");
+  const std::string file = "libfoo_1.0-1_amd64.deb";
+  ASSERT_NE(lock.find(file), std::string::npos) << lock;
+  testing::WriteFile(p / "trainlock.lock",
+                     lock.replace(lock.find(file), file.size(), "libfoo_0.9-1_amd64.deb"));
+  auto r = RunTrainlock({"lock", p.string(), "--check"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("targets.cpu.debs[0].file: 'pool/main/libf/libfoo/libfoo_0.9-1_amd64.deb' "
+                       "is not libfoo at '1.0-1'"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(AptArchive, TheContainerfileInstallsExactlyThePinsFromTheSnapshot) {
   Publish({"1.0-1"});
   const fs::path p = Project();

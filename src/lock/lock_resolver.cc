@@ -213,6 +213,7 @@ std::vector<DebianPackage> PinDebs(const std::string& target, const Target& want
   if (o.offline || o.python_only) {
     if (old && old->targets.count(target)) {
       const Target& t = old->targets.at(target);
+      // Reused as pinned: a pin edited by hand is named by PinConsistencyProblems (CheckDebs).
       if (t.debian_packages == want.debian_packages && t.AptSourceUrl() == want.AptSourceUrl() &&
           EffectiveAptSuite(t) == EffectiveAptSuite(want) &&
           t.debs.size() == want.debian_packages.size())

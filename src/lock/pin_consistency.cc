@@ -2,6 +2,7 @@
 #include "lock/pin_consistency.h"
 
 #include <map>
+#include <set>
 
 #include "base/diagnostic.h"
 #include "base/refs.h"
@@ -89,12 +90,42 @@ void CheckBase(const std::string& target, const Target& t, Problems& out) {
   }
 }
 
+// Each pinned .deb is a package the target's debian-packages names, every name has one, and
+// its pool file is that package at that version ("pool/.../<name>_<version>_<arch>.deb", the
+// epoch left out as Debian's file names leave it): a renamed pin would install another package.
+void CheckDebs(const std::string& target, const Target& t, Problems& out) {
+  std::set<std::string> named(t.debian_packages.begin(), t.debian_packages.end()), pinned;
+  for (size_t i = 0; i < t.debs.size(); ++i) {
+    const DebianPackage& deb = t.debs[i];
+    const std::string field = "targets." + target + ".debs[" + std::to_string(i) + "]";
+    pinned.insert(deb.name);
+    if (!named.contains(deb.name)) {
+      out.push_back({field + ".name", "", "",
+                     Quoted(deb.name) + " is not among targets." + target + ".debian-packages"});
+      continue;
+    }
+    const size_t colon = deb.version.find(':');
+    const std::string version =
+        colon == std::string::npos ? deb.version : deb.version.substr(colon + 1);
+    const std::string base = deb.file.substr(deb.file.rfind('/') + 1);
+    if (!base.starts_with(deb.name + "_" + version + "_")) {
+      out.push_back({field + ".file", "", "",
+                     Quoted(deb.file) + " is not " + deb.name + " at " + Quoted(deb.version)});
+    }
+  }
+  for (const std::string& name : named) {
+    if (!pinned.contains(name))
+      out.push_back({"targets." + target + ".debs", "", "", "no pin of " + Quoted(name)});
+  }
+}
+
 }  // namespace
 
 std::vector<LockFieldDifference> PinConsistencyProblems(const Spec& lock, const Spec& manifest) {
   Problems out;
   for (const auto& [name, t] : lock.targets) {
     CheckBase(name, t, out);
+    CheckDebs(name, t, out);
     auto wanted = manifest.targets.find(name);
     if (!t.wheels || wanted == manifest.targets.end()) continue;       // the re-derivation says so
     std::map<std::string, std::pair<std::string, std::string>> roots;  // name -> version, who
