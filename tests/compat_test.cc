@@ -166,13 +166,13 @@ TEST(CatalogData, EveryRequiredAcceleratorIsListed) {
 
 TEST(CatalogData, ADeviceNameAsNvmlGivesItFindsItsModel) {
   const Catalog catalog = Catalog::Embedded();
-  for (const auto& [nvml, model] : std::vector<std::pair<const char*, const char*>>{
-           {"NVIDIA H100 80GB HBM3", "H100-80GB"},
-           {"NVIDIA A100-SXM4-80GB", "A100-80GB"},
-           {"NVIDIA A100-SXM4-40GB", "A100-40GB"},
-           {"NVIDIA H200", "H200"},
-           {"NVIDIA L40S", "L40S"},
-           {"Tesla T4", "T4"}}) {
+  for (const auto& [nvml, model] :
+       std::vector<std::pair<const char*, const char*>>{{"NVIDIA H100 80GB HBM3", "H100-80GB"},
+                                                        {"NVIDIA A100-SXM4-80GB", "A100-80GB"},
+                                                        {"NVIDIA A100-SXM4-40GB", "A100-40GB"},
+                                                        {"NVIDIA H200", "H200"},
+                                                        {"NVIDIA L40S", "L40S"},
+                                                        {"Tesla T4", "T4"}}) {
     const GpuModel* gpu = catalog.FindGpu(nvml);
     ASSERT_NE(gpu, nullptr) << nvml;
     EXPECT_EQ(gpu->name, model) << nvml;

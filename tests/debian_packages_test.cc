@@ -243,8 +243,8 @@ TEST_F(AptArchive, APinRenamedByHandIsRefusedOfflineNamingTheField) {
   std::string lock = testing::ReadFile(p / "trainlock.lock");
   const std::string pin = "name = 'libfoo'";
   ASSERT_NE(lock.find(pin), std::string::npos) << lock;
-  testing::WriteFile(p / "trainlock.lock", lock.replace(lock.find(pin), pin.size(),
-                                                        "name = 'openssh-server'"));
+  testing::WriteFile(p / "trainlock.lock",
+                     lock.replace(lock.find(pin), pin.size(), "name = 'openssh-server'"));
   auto r = RunTrainlock({"lock", p.string(), "--check"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("targets.cpu.debs[0].name: 'openssh-server' is not among "

@@ -671,7 +671,8 @@ TEST_F(FleetSummarize, FewerReportsThanExpectedNodesFail) {
 // A rank's own report, as `--nproc` leaves beside the merged one (`<node>.rank-N.json`).
 json RankReport(json report, int rank) {
   report["partial"] = true;
-  report["rank"] = {{"rank", rank}, {"world_size", 2}, {"local_rank", rank}, {"launcher", "torchrun"}};
+  report["rank"] = {
+      {"rank", rank}, {"world_size", 2}, {"local_rank", rank}, {"launcher", "torchrun"}};
   return report;
 }
 

@@ -861,13 +861,13 @@ TEST(Evidence, AHealthPassOfNoDeviceOrOfADeviceItsOwnFieldsCallUnhealthyIsContra
   json report = healthy;
   MetricsOf(report, "env.health") = json::object();
   EXPECT_TRUE(Contradicted(report, "env.health: pass, but it judged no device"));
-  for (const auto& [field, value] : std::vector<std::pair<const char*, json>>{
-           {"ecc_enabled", false},
-           {"ecc_uncorrected_volatile", 7},
-           {"remap_failed", true},
-           {"remap_pending", true},
-           {"retired_pages_pending", true},
-           {"pcie_width", 1}}) {
+  for (const auto& [field, value] :
+       std::vector<std::pair<const char*, json>>{{"ecc_enabled", false},
+                                                 {"ecc_uncorrected_volatile", 7},
+                                                 {"remap_failed", true},
+                                                 {"remap_pending", true},
+                                                 {"retired_pages_pending", true},
+                                                 {"pcie_width", 1}}) {
     report = healthy;
     MetricsOf(report, "env.health")["devices"][0][field] = value;
     EXPECT_TRUE(Contradicted(report, "env.health: pass, but a device's own fields say")) << field;

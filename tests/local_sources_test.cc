@@ -70,14 +70,14 @@ TEST_F(LocalSources, ALinkThatStaysInsideTheProjectIsHashedAsItsTarget) {
 }
 
 TEST_F(LocalSources, APrebuiltCustomOpLibraryLinkedOutOfTheProjectIsRefused) {
-  const fs::path project = testing::UnlockedTiny(
-      dir_.path() / "ops-project", "",
-      "\n[[custom-ops]]\nlibrary = \"ops/libx.so\"\nops = [\"x::y\"]\n");
+  const fs::path project =
+      testing::UnlockedTiny(dir_.path() / "ops-project", "",
+                            "\n[[custom-ops]]\nlibrary = \"ops/libx.so\"\nops = [\"x::y\"]\n");
   testing::WriteFile(dir_.path() / "outside/libx.so", "secret bytes");
   fs::create_directories(project / "ops");
   fs::create_symlink(dir_.path() / "outside/libx.so", project / "ops/libx.so");
-  auto r = testing::RunCommand({"timeout", "60", (testing::BinDir() / "trainlock").string(),
-                                "lock", project.string(), "--offline"});
+  auto r = testing::RunCommand({"timeout", "60", (testing::BinDir() / "trainlock").string(), "lock",
+                                project.string(), "--offline"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find((project / "ops/libx.so").string() + ": error: resolves to "),
             std::string::npos)

@@ -86,8 +86,9 @@ TEST(LockInput, AUrlSourceIsRefusedAtItsSourceField) {
   const fs::path project = Tiny(dir);
   const std::string manifest = testing::ReadFile(project / "trainlock.toml");
   testing::WriteFile(project / "trainlock.toml",
-                     manifest + "\n[model]\nsource = \"url\"\nurl = \"https://example.com/m\"\n"
-                                "files = [\"model.safetensors\"]\n");
+                     manifest +
+                         "\n[model]\nsource = \"url\"\nurl = \"https://example.com/m\"\n"
+                         "files = [\"model.safetensors\"]\n");
   auto r = testing::RunTrainlock({"lock", project.string(), "--offline"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find((project / "trainlock.toml").string() + ":"), std::string::npos) << r.err;

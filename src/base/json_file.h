@@ -38,8 +38,8 @@ std::optional<nlohmann::json> TryReadJsonFile(const std::filesystem::path& file,
 // `value` as trainlock prints it for --json and writes it to a terminal or pipe: indented by
 // `indent` (-1: one line), every string's credentials redacted (base/redact.h: --json quotes
 // reports and registries trainlock did not write), invalid UTF-8 replaced by U+FFFD (never the
-// JSON library's exception), and C1 controls, bidirectional formatting characters and U+2028/U+2029 escaped
-// as \uNNNN (terminal_text.h: EscapeJsonForTerminal). No newline is appended.
+// JSON library's exception), and C1 controls, bidirectional formatting characters and U+2028/U+2029
+// escaped as \uNNNN (terminal_text.h: EscapeJsonForTerminal). No newline is appended.
 std::string DumpJsonOutput(const nlohmann::json& value, int indent = 2);
 
 // Reads and parses a JSON file with ParseJsonText; throws InputError (exit 2) naming the file

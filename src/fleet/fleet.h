@@ -223,8 +223,8 @@ struct FleetSummary {
 };
 
 // Reads every *.json directly in `dir` (not recursively) through ReadReportFile; a file that is
-// not a valid report becomes an "unreadable" row, a rank's own report is set aside (above). Throws InputError (exit 2) when `dir` is not a
-// directory or holds no *.json file.
+// not a valid report becomes an "unreadable" row, a rank's own report is set aside (above). Throws
+// InputError (exit 2) when `dir` is not a directory or holds no *.json file.
 FleetSummary SummarizeReports(const std::filesystem::path& dir, const std::string& display,
                               int expected_nodes = 0);
 

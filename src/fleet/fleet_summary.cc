@@ -251,11 +251,12 @@ FleetSummary SummarizeReports(const fs::path& dir, const std::string& display, i
       summary.nodes.push_back(std::move(row));
     }
   }
-  for (auto& [node, ranks] : ranks_of_node) {
+  for (const auto& entry : ranks_of_node) {
+    const std::string& node = entry.first;  // a lambda may not capture a structured binding
     const bool merged = std::any_of(summary.nodes.begin(), summary.nodes.end(),
-                                    [&](const NodeSummary& n) { return n.node == node; });
-    if (!merged) summary.nodes.push_back(PartialRow(node, ranks));
-    for (const NodeSummary& rank : ranks) summary.rank_reports.push_back(rank.file);
+                                    [&node](const NodeSummary& n) { return n.node == node; });
+    if (!merged) summary.nodes.push_back(PartialRow(node, entry.second));
+    for (const NodeSummary& rank : entry.second) summary.rank_reports.push_back(rank.file);
   }
   std::sort(summary.rank_reports.begin(), summary.rank_reports.end());
   std::sort(summary.nodes.begin(), summary.nodes.end(),
@@ -285,8 +286,8 @@ std::string RenderFleetSummaryText(const FleetSummary& summary) {
   out += Plural(summary.reported(), "node");
   if (summary.nodes.size() != static_cast<size_t>(summary.reported()))
     out += " in " + Plural(static_cast<int>(summary.nodes.size()), "report");
-  out += ": " + std::to_string(summary.passed()) + " passed, " +
-         std::to_string(summary.failed()) + " failed";
+  out += ": " + std::to_string(summary.passed()) + " passed, " + std::to_string(summary.failed()) +
+         " failed";
   if (summary.missing() > 0) out += ", " + std::to_string(summary.missing()) + " missing";
   return out + "\n";
 }

@@ -642,8 +642,8 @@ void SpecReader::ReadPython(const toml::table& t) {
     auto [other, fresh] = spelled.try_emplace(NormalizePackageName(name), name, key_pos);
     if (!fresh) {  // named at the later of the two lines, in the file's order
       const auto& [first_name, first_pos] = other->second;
-      const bool before = std::tie(first_pos.line, first_pos.column) <
-                          std::tie(key_pos.line, key_pos.column);
+      const bool before =
+          std::tie(first_pos.line, first_pos.column) < std::tie(key_pos.line, key_pos.column);
       diags_.Error(path_, before ? key_pos : first_pos,
                    "[python] names " + other->first + " twice (" +
                        Quoted(before ? first_name : name) + " and " +

@@ -208,8 +208,8 @@ using Text = std::optional<std::string>;
   X(Free, sm_clock_at_power_cap_mhz) /* TelemetryRange: min, mean, max of those samples */         \
   X(Rows<TelemetryReason>, throttle_reasons_seen) /* every clocks-event reason, idle too */        \
   X(Integer, reason_samples) /* samples whose clocks-event reasons NVML gave (0: none judged) */   \
-  X(Number, throttled_s) /* seconds a slowdown reason (hardware, thermal, brake) held */           \
-  X(Text, not_judged)    /* the throttle rule's tests this GPU's data cannot decide, and why */    \
+  X(Number, throttled_s)     /* seconds a slowdown reason (hardware, thermal, brake) held */       \
+  X(Text, not_judged) /* the throttle rule's tests this GPU's data cannot decide, and why */       \
   X(Rows<TelemetrySample>, series) /* capped, evenly thinned (gpu_telemetry.h) */
 
 #define TRAINLOCK_TELEMETRY_RANGE(X) \

@@ -145,8 +145,9 @@ Plants PlantHooks(const fs::path& d) {
   // PATH first, each writes its marker. PATH is on the engine's allow-list.
   fs::create_directories(d / "pathbin");
   for (const std::string program : {"uname", "lscpu", "ldconfig"}) {
-    testing::WriteFile(d / "pathbin" / program,
-                       "#!/bin/sh\necho run > " + (p.markers / ("path-" + program)).string() + "\n");
+    testing::WriteFile(
+        d / "pathbin" / program,
+        "#!/bin/sh\necho run > " + (p.markers / ("path-" + program)).string() + "\n");
     fs::permissions(d / "pathbin" / program, fs::perms::owner_all);
   }
   p.env = {"PYTHONPATH=" + (d / "pythonpath").string(),

@@ -11,10 +11,11 @@ std::string MissingAccelerator(const std::string& build, const std::string& devi
   if (lock.targets.contains("cpu")) return "";  // a cpu project on a GPU host trains on the CPU
   std::string targets;
   for (const auto& [name, target] : lock.targets) targets += (targets.empty() ? "" : ", ") + name;
-  const char* visible = std::getenv(build == "rocm" ? "HIP_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES");
+  const char* visible =
+      std::getenv(build == "rocm" ? "HIP_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES");
   return "this " + build + " build of the validator sees no GPU" +
-         (visible ? std::string(" (") + (build == "rocm" ? "HIP" : "CUDA") +
-                        "_VISIBLE_DEVICES='" + visible + "')"
+         (visible ? std::string(" (") + (build == "rocm" ? "HIP" : "CUDA") + "_VISIBLE_DEVICES='" +
+                        visible + "')"
                   : "") +
          " and the lock's targets (" + targets +
          ") train on one: start the container with its GPUs (--gpus all, a CDI spec, the NVIDIA "

@@ -354,8 +354,8 @@ int RunValidate(const ValidateOptions& o) {
   const Project project = LoadLockedProject(o);
   RefuseWrongBuild(o, project, BuiltTorchFlavour());
   const std::vector<Finding> drift = CheckDrift(o, project);
-  const std::string no_gpu = MissingAccelerator(BuiltTorchFlavour(), o.device, *project.lock,
-                                                VisibleAcceleratorCount());
+  const std::string no_gpu =
+      MissingAccelerator(BuiltTorchFlavour(), o.device, *project.lock, VisibleAcceleratorCount());
   if (no_gpu.empty()) RefuseUnsupportedEngineRun(project, o, TrainsOnCpu(o, rank));
   const CheckpointStorage storage = ChooseCheckpointStorage(o, project);
   RequireCheckpointStorage(storage, project);
