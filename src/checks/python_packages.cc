@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/package_name.h"
 #include "base/strings.h"
 #include "base/subprocess.h"
 #include "lock/pep440.h"
@@ -174,18 +175,7 @@ std::string FilesFinding(const InstalledFiles& f) {
 }  // namespace
 
 std::string NormalizedDistributionName(std::string_view name) {
-  std::string out;
-  bool run = false;
-  for (char c : name) {
-    if (c == '-' || c == '_' || c == '.') {
-      run = true;
-      continue;
-    }
-    if (run && !out.empty()) out += '-';
-    run = false;
-    out += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  }
-  return out;
+  return NormalizePackageName(name);
 }
 
 SitePackagesScan ScanSitePackages(const std::vector<fs::path>& dirs, Deadline deadline) {

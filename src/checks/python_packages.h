@@ -38,7 +38,7 @@ struct SitePackagesScan {
   InstalledFiles files;                // RECORD hashes and ownership (installed_files.h)
 };
 
-// PEP 503: lower case, every run of '-', '_' and '.' one '-'.
+// PEP 503: lower case, every run of '-', '_' and '.' one '-' (base/package_name.h, the one rule).
 std::string NormalizedDistributionName(std::string_view name);
 
 // Every distribution under `dirs` (each read once: the same directory named twice counts once),
