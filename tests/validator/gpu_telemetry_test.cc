@@ -337,5 +337,32 @@ TEST(VisibleGpu, AnOrdinalNoNvmlGpuMatchesIsRefusedWithWhy) {
   EXPECT_FALSE(NvmlGpuForCudaOrdinal(FourGpus(), 0, "", &why));
 }
 
+TEST(TrainedOrdinals, OneProcessTrainsOnTheOrdinalItsDeviceNames) {
+  EXPECT_EQ(TrainedCudaOrdinals("cuda:3", 1), (std::vector<int>{3}));
+  EXPECT_EQ(TrainedCudaOrdinals("auto", 1), (std::vector<int>{0}));
+  EXPECT_EQ(TrainedCudaOrdinals("cpu", 2), std::nullopt);
+}
+
+TEST(TrainedOrdinals, EveryRankOfAnEngineRunIsSampledOnTheGpuItPicks) {
+  EXPECT_EQ(TrainedCudaOrdinals("cuda", 4), (std::vector<int>{0, 1, 2, 3}));
+  // Ranks pick cuda:<local rank> whatever --device named (runtime.py's pick_device).
+  EXPECT_EQ(TrainedCudaOrdinals("cuda:3", 2), (std::vector<int>{0, 1}));
+}
+
+TEST(ThrottleFinding, ASlowdownOnTheSecondRanksGpuFailsTheStepNamingThatGpu) {
+  NvmlGpu second = H200();
+  second.index = 1;
+  GpuTelemetry healthy(H200(), H200Sustained()), throttled(second, H200Sustained());
+  for (int i = 1; i <= 205; ++i) {
+    healthy.Add(i * 0.2, Busy(0));
+    throttled.Add(i * 0.2, Busy(i > 50 && i <= 66 ? kHwThermalSlowdown : 0));
+  }
+  CheckResult step = PassingStep();
+  ApplyThrottleFinding(TelemetryOf({healthy, throttled}, 0.2), &step);
+  EXPECT_EQ(step.status, CheckStatus::kFail);
+  EXPECT_NE(step.summary.find("GPU 1: hw_thermal_slowdown for 3.2 s of 41 s"), std::string::npos)
+      << step.summary;
+}
+
 }  // namespace
 }  // namespace trainlock::validate

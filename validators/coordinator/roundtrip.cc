@@ -449,7 +449,8 @@ RoundtripRuns RoundtripRunner::Run() {
     return runs;
   }
   runs.python = python_;
-  TelemetryWindow telemetry(o_.device);  // NVML samples while the processes train
+  // NVML samples every GPU the processes train on (a resharded E's too) while they train.
+  TelemetryWindow telemetry(o_.device, std::max(o_.engine_nproc, o_.reshard_to));
   const std::string steps = std::to_string(o_.steps), at = std::to_string(o_.checkpoint_at);
   Launched a_launched =
       Launch("a-uninterrupted",

@@ -189,28 +189,41 @@ std::optional<int> CudaOrdinalOf(const std::string& device) {
 
 }  // namespace
 
-TelemetryWindow::TelemetryWindow(const std::string& device, std::chrono::milliseconds interval)
-    : interval_(interval), start_(std::chrono::steady_clock::now()) {
+std::optional<std::vector<int>> TrainedCudaOrdinals(const std::string& device, int processes) {
   const std::optional<int> ordinal = CudaOrdinalOf(device);
-  if (!ordinal) {
+  if (!ordinal) return std::nullopt;
+  if (processes <= 1) return std::vector<int>{*ordinal};
+  std::vector<int> ordinals;
+  for (int rank = 0; rank < processes; ++rank) ordinals.push_back(rank);
+  return ordinals;
+}
+
+TelemetryWindow::TelemetryWindow(const std::string& device, int processes,
+                                 std::chrono::milliseconds interval)
+    : interval_(interval), start_(std::chrono::steady_clock::now()) {
+  const std::optional<std::vector<int>> ordinals = TrainedCudaOrdinals(device, processes);
+  if (!ordinals) {
     unavailable_ = device == "cpu" ? "CPU run" : "--device " + device + " is not a CUDA GPU";
     return;
   }
-  ordinal_ = *ordinal;
+  ordinals_ = *ordinals;
   nvml_.emplace();
   if (!nvml_->unavailable_reason().empty()) {
     unavailable_ = "no NVML: " + nvml_->unavailable_reason();
     return;
   }
-  std::string why;
-  const std::optional<size_t> i =
-      NvmlGpuForCudaOrdinal(nvml_->gpus(), ordinal_, std::getenv("CUDA_VISIBLE_DEVICES"), &why);
-  if (!i) {
-    unavailable_ = why;
-    return;
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  for (const int ordinal : ordinals_) {
+    std::string why;
+    const std::optional<size_t> i = NvmlGpuForCudaOrdinal(nvml_->gpus(), ordinal, visible, &why);
+    if (!i) {
+      unavailable_ = why;
+      return;
+    }
+    gpus_.push_back(nvml_->gpus()[*i]);
   }
-  gpu_ = nvml_->gpus()[*i];
-  telemetry_.emplace_back(*gpu_, SustainedSmClockOf(Catalog::Embedded(), gpu_->name));
+  for (const NvmlGpu& gpu : gpus_)
+    telemetry_.emplace_back(gpu, SustainedSmClockOf(Catalog::Embedded(), gpu.name));
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -223,7 +236,7 @@ void TelemetryWindow::Loop() {
   while (!stop_) {
     const double t =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    telemetry_[0].Add(t, nvml_->Read(*gpu_));
+    for (size_t i = 0; i < gpus_.size(); ++i) telemetry_[i].Add(t, nvml_->Read(gpus_[i]));
     wake_.wait_for(lock, interval_, [this] { return stop_; });
   }
 }
@@ -247,9 +260,9 @@ TelemetryMetrics TelemetryWindow::Finish(const std::string& trained_on) {
                                          : "trained on " + trained_on + ", not a CUDA GPU";
   } else if (!unavailable_.empty()) {
     t.unavailable = unavailable_;
-  } else if (*trained != ordinal_) {
-    t.unavailable =
-        "trained on " + trained_on + ", but cuda:" + std::to_string(ordinal_) + " was sampled";
+  } else if (*trained != ordinals_.front()) {
+    t.unavailable = "trained on " + trained_on + ", but cuda:" + std::to_string(ordinals_.front()) +
+                    " was sampled";
   } else {
     t = TelemetryOf(telemetry_, std::chrono::duration<double>(interval_).count());
   }

@@ -84,19 +84,27 @@ std::optional<size_t> NvmlGpuForCudaOrdinal(const std::vector<NvmlGpu>& gpus, in
 // nothing was sampled: ThrottleNotes) after its summary. A step that failed is left as it is.
 void ApplyThrottleFinding(const TelemetryMetrics& t, CheckResult* step);
 
-// Samples the GPU that `device` (the validator's --device: "auto", "cuda", "cuda:N", "cpu")
-// trains on from construction until Finish or destruction.
+// The CUDA ordinals a run's training processes use: one process trains on the ordinal `device`
+// (the validator's --device: "auto" and "cuda" are cuda:0) names; `processes` > 1 ranks of a
+// Python engine each pick cuda:<local rank> whatever ordinal --device named (runtime.py's
+// pick_device). nullopt for a device that is not a CUDA GPU ("cpu").
+std::optional<std::vector<int>> TrainedCudaOrdinals(const std::string& device, int processes);
+
+// Samples every GPU the run's training processes use (TrainedCudaOrdinals) from construction
+// until Finish or destruction: a GPU held back under a rank other than 0 slows every step as
+// much as one under rank 0, so each is judged.
 class TelemetryWindow {
  public:
-  explicit TelemetryWindow(const std::string& device,
+  explicit TelemetryWindow(const std::string& device, int processes = 1,
                            std::chrono::milliseconds interval = kTelemetryInterval);
   ~TelemetryWindow();
   TelemetryWindow(const TelemetryWindow&) = delete;
   TelemetryWindow& operator=(const TelemetryWindow&) = delete;
 
-  // Stops sampling; the telemetry of the device the training worker reported it trained on
-  // (train.step's `device`: "cuda:0", "cpu"). Unavailable, with why, on a CPU run, without
-  // NVML, or when that is not the GPU sampled.
+  // Stops sampling; the telemetry of the GPUs sampled, given the device the training worker (rank
+  // 0) reported it trained on (train.step's `device`: "cuda:0", "cpu"). Unavailable, with why,
+  // on a CPU run, without NVML, when one of the run's GPUs cannot be told (every one or none is
+  // judged), or when rank 0's is not the GPU sampled first.
   TelemetryMetrics Finish(const std::string& trained_on);
 
  private:
@@ -105,11 +113,11 @@ class TelemetryWindow {
 
   std::chrono::milliseconds interval_;
   std::chrono::steady_clock::time_point start_;
-  std::optional<NvmlSession> nvml_;  // none on a CPU run
-  std::string unavailable_;          // why nothing is sampled
-  int ordinal_ = 0;                  // the CUDA ordinal sampled
-  std::optional<NvmlGpu> gpu_;
-  std::vector<GpuTelemetry> telemetry_;  // the one GPU sampled, or none
+  std::optional<NvmlSession> nvml_;      // none on a CPU run
+  std::string unavailable_;              // why nothing is sampled
+  std::vector<int> ordinals_;            // the CUDA ordinals sampled, rank 0's first
+  std::vector<NvmlGpu> gpus_;            // NVML's GPU for each ordinal
+  std::vector<GpuTelemetry> telemetry_;  // one per GPU sampled, or none
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;
