@@ -584,6 +584,36 @@ TEST_F(CliGate, JsonOutputIsTheDecision) {
   EXPECT_TRUE(out["reasons"].empty());
 }
 
+TEST_F(CliGate, VerboseListsTheReportsChecks) {
+  auto r = testing::RunTrainlock({"gate", Fixture(), "--lock", Tiny(), "--allow-unsigned", "-v"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("\n  pass train.step (required)\n"), std::string::npos) << r.out;
+}
+
+TEST_F(CliGate, VerboseListsTheChecksOfTheReportAVerifiedEnvelopeCarries) {
+  const std::string prefix = (tmp_.path() / "ci").string();
+  ASSERT_EQ(testing::RunTrainlock({"keygen", prefix}).exit_code, 0);
+  json report = json::parse(ReadFile(Fixture()));
+  report["image"] = {{"ref", "registry.example/tiny:1"},
+                     {"digest", "sha256:" + std::string(64, 'b')}};
+  SignReport(report, ReadFile(prefix + ".key"));
+  testing::WriteFile(tmp_.path() / "report.json", SignedReportText(report));
+  const std::string envelope = (tmp_.path() / "report.intoto.json").string();
+  ASSERT_EQ(testing::RunTrainlock({"report", (tmp_.path() / "report.json").string(), "--format",
+                                   "intoto", "--key", prefix + ".key", "--out", envelope})
+                .exit_code,
+            0);
+  auto verified =
+      testing::RunTrainlock({"gate", envelope, "--lock", Tiny(), "--key", prefix + ".pub", "-v"});
+  EXPECT_NE(verified.out.find("  pass train.step (required)\n"), std::string::npos) << verified.out;
+  // Another key opens nothing: no check of an unverified envelope is shown.
+  ASSERT_EQ(testing::RunTrainlock({"keygen", (tmp_.path() / "other").string()}).exit_code, 0);
+  auto other = testing::RunTrainlock(
+      {"gate", envelope, "--lock", Tiny(), "--key", (tmp_.path() / "other.pub").string(), "-v"});
+  EXPECT_EQ(other.exit_code, 1) << other.out << other.err;
+  EXPECT_EQ(other.out.find("train.step"), std::string::npos) << other.out;
+}
+
 TEST_F(CliGate, NonJsonReportIsBadInputNamingThePosition) {
   testing::WriteFile(tmp_.path() / "report.json", "{\n  \"schema\": x\n}\n");
   auto r =

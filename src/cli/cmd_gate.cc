@@ -4,6 +4,7 @@
 #include <chrono>
 #include <iostream>
 #include <optional>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -26,6 +27,7 @@
 #include "project/project.h"
 #include "project/round_trip_engines.h"
 #include "report/gate.h"
+#include "report/report_attestation.h"
 #include "report/report_signing.h"
 #include "report/report_view.h"
 
@@ -172,10 +174,24 @@ GateRequest BuildRequest(const GateOptions& options, const Project& project) {
 // decision can be read against the evidence. Nothing when the report is not JSON (the
 // decision above already says so).
 // With `evidence` (-vv) each check's summary and the metrics it rests on follow it.
+// The report whose checks -v lists: the given one, or the one an attestation envelope carries
+// once its key verifies it (nothing for an envelope that does not open: its checks are not the
+// signer's to show).
+std::optional<std::string> ReportToList(const GateRequest& request) {
+  if (!LooksLikeEnvelope(request.report_text)) return request.report_text;
+  std::string report_text;
+  if (!request.public_key_pem ||
+      !OpenReportAttestation(request.report_text, *request.public_key_pem, &report_text).empty())
+    return std::nullopt;
+  return report_text;
+}
+
 void PrintReportChecks(const GateRequest& request, const std::vector<std::string>& require,
                        bool evidence) {
+  const std::optional<std::string> report_text = ReportToList(request);
+  if (!report_text) return;
   std::string problem;
-  std::optional<nlohmann::json> report = TryParseJsonText(request.report_text, &problem);
+  std::optional<nlohmann::json> report = TryParseJsonText(*report_text, &problem);
   if (!report) return;
   const ReportView view = ViewOfReport(*report);
   if (view.checks.empty()) return;
