@@ -310,6 +310,19 @@ TEST(NodeChecks, ArchPassesWhenTheLibraryHasSm90AndTheLaunchRan) {
   EXPECT_EQ(c.status, CheckStatus::kPass) << c.summary;
 }
 
+TEST(NodeChecks, ArchWithNoGpuVisibleIsSkippedNotPassed) {
+  NodeProbe node = HealthyH200Node();
+  node.hidden = node.gpus;  // as RestrictToVisibleGpus leaves a process that sees none
+  node.gpus.clear();
+  DeviceRuns runs = RunsOnOneH200({90});
+  runs.devices.clear();
+  nlohmann::json devices = nlohmann::json::array();
+  CheckResult c = Find(NodeChecks(PilotLock(), node, kCuda130, Catalog::Embedded(), runs, &devices),
+                       "env.arch");
+  EXPECT_EQ(c.status, CheckStatus::kSkip) << c.summary;
+  EXPECT_NE(c.summary.find("no GPU visible"), std::string::npos) << c.summary;
+}
+
 TEST(NodeChecks, ArchFailsWhenTheLibraryLacksCodeForTheDevice) {
   CheckResult c = ArchOf(RunsOnOneH200({80}));
   EXPECT_EQ(c.status, CheckStatus::kFail);

@@ -188,6 +188,10 @@ CheckResult Devices(const Target* target, const NodeProbe& node, const Catalog& 
 }
 
 CheckResult Arch(const NodeProbe& node, const DeviceRuns& runs) {
+  // With no GPU every per-GPU test below holds vacuously: nothing was judged, so no pass.
+  if (node.gpus.empty())
+    return Make("env.arch", CheckStatus::kSkip,
+                "no GPU visible to this process: no device to check code and a kernel launch on");
   nlohmann::json libs = nlohmann::json::array();
   std::vector<std::string> problems;
   for (const auto& [path, info] : runs.libraries) {
