@@ -102,6 +102,22 @@ TEST(NodeChecks, ARuntimeNewerThanTheDriverSupportsFails) {
   EXPECT_NE(c.remedy.find("580.65.06"), std::string::npos);
 }
 
+TEST(NodeChecks, ADriverVersionNvmlDidNotGiveIsAnErrorNotAPass) {
+  NodeProbe node = HealthyH200Node();
+  node.driver_version.clear();
+  CheckResult c = Find(CheckNode(node), "env.driver");
+  EXPECT_EQ(c.status, CheckStatus::kError) << c.summary;
+  EXPECT_EQ(c.summary, "NVML gave no driver version");
+}
+
+TEST(NodeChecks, ACudaDriverVersionNvmlDidNotGiveIsAnErrorNotAFailingNode) {
+  NodeProbe node = HealthyH200Node();
+  node.cuda_driver_version = 0;
+  CheckResult c = Find(CheckNode(node), "env.runtime");
+  EXPECT_EQ(c.status, CheckStatus::kError) << c.summary;
+  EXPECT_NE(c.summary.find("NVML gave no CUDA version for the driver"), std::string::npos);
+}
+
 TEST(NodeChecks, TorchOrCudaDifferentFromTheLockFailsVersions) {
   CheckResult c =
       Find(CheckNode(HealthyH200Node(), {"cuda", "2.10.0", 12080, 0, "", ""}), "env.versions");

@@ -26,6 +26,8 @@ CheckResult Driver(const Target* target, const NodeProbe& node) {
   v.driver_version = node.driver_version;
   v.cuda_driver_version = CudaVersionString(node.cuda_driver_version);
   nlohmann::json m = ToJson(v);
+  if (node.driver_version.empty())  // nothing measured: neither a pass nor a failing node
+    return Make("env.driver", CheckStatus::kError, "NVML gave no driver version", {}, m);
   if (!target || target->driver_min.empty()) {
     return Make("env.driver", CheckStatus::kPass,
                 "driver " + node.driver_version + " (the lock sets no driver-min)", {}, m);
@@ -53,6 +55,9 @@ CheckResult Runtime(const NodeProbe& node, const BuildInfo& build, const Catalog
   const nlohmann::json m = ToJson(versions);
   if (build.cuda_runtime == 0)
     return Make("env.runtime", CheckStatus::kSkip, "not a CUDA build of the validator", {}, m);
+  if (node.cuda_driver_version <= 0)  // unread, not a driver too old
+    return Make("env.runtime", CheckStatus::kError,
+                "NVML gave no CUDA version for the driver (nvmlSystemGetCudaDriverVersion)", {}, m);
   if (node.cuda_driver_version < build.cuda_runtime) {
     std::string need;
     if (auto v = ParseVersion(CudaVersionString(build.cuda_runtime))) {
