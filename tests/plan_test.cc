@@ -531,6 +531,36 @@ TEST(PlanReport, InputCarriesTheMeasuredNumbersOfTrainStep) {
   EXPECT_FALSE(in.out_of_memory);
 }
 
+// The pilot's report with one train.step metric set to `value`; what planning it throws.
+std::string RefusalWith(const char* metric, double value) {
+  nlohmann::json report =
+      nlohmann::json::parse(testing::ReadFile(Fixture("h200-pilot-report.json")));
+  for (auto& check : report["checks"]) {
+    if (check["id"] != "train.step") continue;
+    if (std::string(metric) == "parameters")
+      check["metrics"]["shape"][metric] = value;
+    else
+      check["metrics"][metric] = value;
+  }
+  try {
+    PlanInputFromReport(report, "r.json");
+  } catch (const InputError& e) {
+    return e.diagnostics().items()[0].Format();
+  }
+  return "accepted";
+}
+
+TEST(PlanReport, NumbersNoTrainingStepHasAreRefusedNamingTheField) {
+  EXPECT_EQ(RefusalWith("mfu", 50),
+            "r.json: error: train.step's \"mfu\" is 50, above 1: no training step measures that");
+  EXPECT_NE(RefusalWith("tokens_per_s", 1e300).find("\"tokens_per_s\" is 1e+300"),
+            std::string::npos);
+  EXPECT_NE(RefusalWith("parameters", 1e300).find("\"parameters\""), std::string::npos);
+  EXPECT_NE(RefusalWith("peak_allocated_bytes", 1e300).find("\"peak_allocated_bytes\""),
+            std::string::npos);
+  EXPECT_EQ(RefusalWith("mfu", 0.45), "accepted");  // a real MFU
+}
+
 TEST(PlanReport, TrainStepWithoutAShapeIsRefusedNamingTheFile) {
   nlohmann::json report = nlohmann::json::parse(testing::ReadFile(Fixture("tiny-report.json")));
   for (auto& check : report["checks"]) {

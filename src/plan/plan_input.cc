@@ -57,6 +57,31 @@ void CheckIntegers(const nlohmann::json& shape, const std::string& source) {
   });
 }
 
+// A crafted or corrupt report can carry any number, and the plan would print arithmetic on it
+// as if it were measured ("budget: 0.0 days", 60-digit token rates). Numbers no training step
+// can have are refused, naming the field: an MFU above 1, and magnitudes far past any machine
+// (a petabyte of device memory, 10^15 parameters, a million TFLOP/s per device).
+void CheckMeasured(const PlanInput& in, const std::string& source) {
+  auto bound = [&](const char* field, double value, double max) {
+    if (value > max) {
+      char text[64];
+      std::snprintf(text, sizeof text, "%g, above %g", value, max);
+      RefusePlanInput(source, std::string("train.step's \"") + field + "\" is " + text +
+                                  ": no training step measures that");
+    }
+  };
+  bound("mfu", in.mfu, 1.0);
+  bound("parameters", in.parameters, 1e15);
+  bound("tokens_per_s", in.tokens_per_s, 1e12);
+  bound("peak_tflops", in.device_peak_tflops, 1e6);
+  bound("step_time_s", in.step_time_s, 1e7);
+  constexpr double kPetabyte = 1e15;
+  bound("device_total_bytes", in.device_total_bytes, kPetabyte);
+  bound("peak_allocated_bytes", in.peak_allocated_bytes, kPetabyte);
+  bound("peak_reserved_bytes", in.peak_reserved_bytes, kPetabyte);
+  bound("device_used_bytes", in.device_used_bytes, kPetabyte);
+}
+
 }  // namespace
 
 PlanInput PlanInputFromReport(const nlohmann::json& report, const std::string& source) {
@@ -100,6 +125,7 @@ PlanInput PlanInputFromReport(const nlohmann::json& report, const std::string& s
       in.device_total_bytes = first.memory_bytes.value_or(-1);
   }
   if (in.device_total_bytes > 0 && in.device_name.empty()) in.device_name = "GPU";
+  CheckMeasured(in, source);
   return in;
 }
 
