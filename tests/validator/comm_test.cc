@@ -275,6 +275,34 @@ TEST(CommFailure, ARankThatNeverJoinsIsNamedWithinTheJoinTimeout) {
   }
 }
 
+TEST(CommFailure, ARankSendingWrongDataFailsBothCollectiveChecks) {
+  testing::TempDir dir;
+  std::vector<std::string> args = CommArgs(dir.path() / "report.json");
+  args.insert(args.begin() + 2, {"--nproc", "2"});
+  RunResult run = testing::RunProgram("trainlock", args, {"TRAINLOCK_FAULT_CORRUPT_RANK=1"});
+  SKIP_WITHOUT_GLOO(dir.path() / "report.json");
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  json merged = json::parse(testing::ReadFile(dir.path() / "report.json"));
+  const json& allreduce = CheckOf(merged, "comm.allreduce");
+  EXPECT_EQ(allreduce["status"], "fail");
+  EXPECT_NE(allreduce["summary"].get<std::string>().find("sums WRONG"), std::string::npos)
+      << allreduce["summary"];
+  EXPECT_EQ(allreduce["metrics"]["sums_exact"], false);
+  const json& ddp = CheckOf(merged, "comm.ddp");
+  EXPECT_EQ(ddp["status"], "fail");
+  EXPECT_NE(ddp["summary"].get<std::string>().find("DIFFER FROM the single-process gradients"),
+            std::string::npos)
+      << ddp["summary"];
+}
+
+TEST(CommStraggler, ARankSlowerThanTheMedianByMoreThanTheMarginIsNamed) {
+  double spread = 0;
+  EXPECT_EQ(StragglerRank({0.10, 0.10, 0.13, 0.10}, 0.20, &spread), 2);
+  EXPECT_DOUBLE_EQ(spread, 1.3);
+  EXPECT_EQ(StragglerRank({0.10, 0.11, 0.10, 0.10}, 0.20, &spread), -1);  // 10 %: within it
+  EXPECT_EQ(StragglerRank({}, 0.20, &spread), -1);
+}
+
 TEST(CommBusBandwidth, IsAlgorithmBandwidthTimesTwoNMinusOneOverN) {
   EXPECT_DOUBLE_EQ(validate::BusBandwidth(1e9, 1.0, 8), 1.75);
   EXPECT_DOUBLE_EQ(validate::BusBandwidth(1e9, 1.0, 2), 1.0);

@@ -165,6 +165,7 @@ CheckResult AllReduceCheck(GroupBase& group, const CommOptions& o, const torch::
     auto t =
         (torch::arange(n, opts.dtype(torch::kInt64)).remainder(7) + (o.rank.rank + 1)).to(opts);
     if (bytes == (int64_t{1} << 21)) MaybeDie(o, "all-reduce");
+    if (o.fault_corrupt_rank == o.rank.rank) t[0].add_(1);
     AllReduce(group, t, o);
     Synchronize(device);
     exact = exact && SumIsExact(t, world);
@@ -264,6 +265,7 @@ CheckResult DdpCheck(GroupBase& group, const StorePtr& store, const CommOptions&
   auto local_x = x.narrow(0, rank * kBatch, kBatch), local_y = y.narrow(0, rank * kBatch, kBatch);
   torch::Tensor averaged = LocalGrads(model, local_x, local_y).clone();
   MaybeDie(o, "the DDP gradient all-reduce");
+  if (o.fault_corrupt_rank == rank) averaged.add_(0.01);
   AllReduce(group, averaged, o);
   averaged.div_(world);
   Synchronize(device);
@@ -323,18 +325,14 @@ CheckResult DdpCheck(GroupBase& group, const StorePtr& store, const CommOptions&
       row.median_step_s = t;
       per_rank.push_back(ToJson(row));
     }
-    std::vector<double> sorted = medians;
-    std::sort(sorted.begin(), sorted.end());
-    const double mid = sorted[sorted.size() / 2];
-    const auto slowest = std::max_element(medians.begin(), medians.end());
-    const double spread = mid > 0 ? *slowest / mid : 1.0;
+    double spread = 1.0;
+    const int straggler = StragglerRank(medians, o.straggler_margin, &spread);
     m.step_s_per_rank = per_rank;
     m.spread = spread;
     m.straggler_margin = o.straggler_margin;
     s << "; slowest rank's step " << std::fixed << std::setprecision(2) << spread << "x the median"
       << std::defaultfloat << std::setprecision(3);
-    if (spread > 1.0 + o.straggler_margin) {
-      const int straggler = static_cast<int>(slowest - medians.begin());
+    if (straggler >= 0) {
       m.straggler_rank = straggler;
       s << ": rank " << straggler << " is a straggler";
       if (device.is_cuda()) {
@@ -352,6 +350,21 @@ CheckResult DdpCheck(GroupBase& group, const StorePtr& store, const CommOptions&
   c.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
   return c;
 }
+
+}  // namespace
+
+int StragglerRank(const std::vector<double>& medians, double margin, double* spread) {
+  *spread = 1.0;
+  if (medians.empty()) return -1;
+  std::vector<double> sorted = medians;
+  std::sort(sorted.begin(), sorted.end());
+  const double mid = sorted[sorted.size() / 2];
+  const auto slowest = std::max_element(medians.begin(), medians.end());
+  if (mid > 0) *spread = *slowest / mid;
+  return *spread > 1.0 + margin ? static_cast<int>(slowest - medians.begin()) : -1;
+}
+
+namespace {
 
 CheckResult Failed(const std::string& id, const std::string& why, const CommOptions& o) {
   CheckResult c{id, CheckStatus::kFail, 0, why, "", Json::object()};

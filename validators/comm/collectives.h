@@ -27,7 +27,15 @@ struct CommOptions {
   double busbw_threshold_gbps = 0;  // 0: none known for this accelerator and rank count
   std::string threshold_source;
   int fault_kill_rank = -1;  // fault injection for tests: this rank exits mid-collective
+  // Fault injection for tests: this rank sends wrong data into every collective it checks (its
+  // all-reduce pattern off by one, its DDP gradients off by 0.01), as a bad link or a rank with
+  // other weights would.
+  int fault_corrupt_rank = -1;
 };
+
+// comm.ddp's straggler rule: the rank whose median step is slower than the median of the ranks'
+// medians by more than `margin` (0.2: 20 %), or -1; `spread` gets slowest / median.
+int StragglerRank(const std::vector<double>& medians, double margin, double* spread);
 
 struct CommOutcome {
   std::vector<CheckResult> checks;  // comm.allreduce, comm.ddp

@@ -23,6 +23,8 @@ CommOptions CommOptionsFor(const RankEnv& rank, const ValidateOptions& o, const 
   c.max_bytes = (o.comm_max_mib > 0 ? o.comm_max_mib : (cuda ? 1024 : 16)) * (int64_t{1} << 20);
   if (const char* fault = std::getenv("TRAINLOCK_FAULT_KILL_RANK"); fault && *fault)
     c.fault_kill_rank = std::atoi(fault);
+  if (const char* fault = std::getenv("TRAINLOCK_FAULT_CORRUPT_RANK"); fault && *fault)
+    c.fault_corrupt_rank = std::atoi(fault);
   // Thresholds describe one node's interconnect: only when every rank is on this node.
   const char* local_world = std::getenv("LOCAL_WORLD_SIZE");
   const bool one_node =
