@@ -14,19 +14,54 @@ callbacks and report what they saw.
                       config does not ask for deterministic ones (measure.py)
     emit_final_state  the `state` event (and --final-state file) of model, optimizer, RNG and
                       the observed data position
+    write_run_identity / check_run_identity   which run a step directory was written for
+                      (the spec's SHA-256), written before the commit marker covers it and
+                      checked before a restore: a checkpoint of another spec is refused, as
+                      the ddp and fsdp2 driver state refuses it
 """
 
 import contextlib
+import json
 import os
 import time
 
 import torch
 
-from .. import digests, final_state, measure, rng, runtime
+from .. import bounded_json, digests, final_state, measure, rng, runtime
 from ..model import causal_lm_loss, matmul_parameters
 from ..protocol import EngineError
 
 AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
+RUN_FILE = "trainlock-run.json"
+MAX_RUN_FILE_BYTES = 4096
+
+
+def write_run_identity(directory, step, spec):
+    """Before the commit marker (which then covers it): the step and the spec it was written for."""
+    with open(os.path.join(directory, RUN_FILE), "w") as f:
+        json.dump({"step": step, "spec_sha256": spec.get("sha256")}, f)
+
+
+def check_run_identity(directory, step, spec):
+    """Refuses (kind `checkpoint`) a committed step directory written for another spec or step,
+    or one that does not say which run wrote it."""
+    path = os.path.join(directory, RUN_FILE)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_RUN_FILE_BYTES + 1)
+    except OSError as e:
+        raise EngineError("checkpoint", "%s: no %s: not written by a trainlock engine's save (%s)" % (directory, RUN_FILE, e.strerror))
+    try:
+        if len(raw) > MAX_RUN_FILE_BYTES:
+            raise ValueError("over %d bytes" % MAX_RUN_FILE_BYTES)
+        written = bounded_json.loads(raw)
+    except (ValueError, EngineError) as e:
+        raise EngineError("checkpoint", "%s: unreadable: %s" % (path, e))
+    if not isinstance(written, dict) or written.get("step") != step:
+        raise EngineError("checkpoint", "%s: not step %d's" % (path, step))
+    if written.get("spec_sha256") != spec.get("sha256"):  # the same model, recipe, data and seed
+        raise EngineError("checkpoint", "%s: written for the run of spec %s, not this run's (%s)"
+                          % (directory, str(written.get("spec_sha256"))[:12], str(spec.get("sha256"))[:12]))
 
 
 def refuse_without(engine, *modules):
@@ -240,6 +275,7 @@ def portable(ctx, model_weights):
     model, info = build_hf_llama(ctx.spec, ctx.emit)
     ctx.emit("setup", data=loader.describe(), model=info, seconds=time.perf_counter() - started)
     step, directory, size, skipped = commit.newest_committed(ctx.opts.checkpoint_root)
+    check_run_identity(directory, step, ctx.spec)
     weights.load_into(model, model_weights(directory), ctx.spec["model"]["tie_embeddings"])
     model.to(ctx.device)
     ctx.emit("restored", step=step, dir=directory, bytes=size, seconds=time.perf_counter() - started, rng_restored=False,

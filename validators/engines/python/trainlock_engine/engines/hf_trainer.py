@@ -170,6 +170,7 @@ class HfTrainerRun:
     # -- resume --------------------------------------------------------------------------
     def _resume_point(self):
         step, directory, size, skipped = commit.newest_committed(self.opts.checkpoint_root)
+        fw.check_run_identity(directory, step, self.spec)
         state = _trainer_state(directory)
         if state.get("global_step") != step:
             raise EngineError("checkpoint", "%s: trainer_state.json says global_step %r" % (directory, state.get("global_step")))
@@ -228,6 +229,7 @@ class HfTrainerRun:
         torch.save(rng.capture(), os.path.join(target, RNG_FILE))  # no stream drew since the Trainer's save
         blocking = time.perf_counter() - self.save_started
         self.ctx.emit("eval", when="after_save", loss=fw.eval_loss(self.model, self.loader, self.spec, self.ctx.device), step=step)
+        fw.write_run_identity(target, step, self.spec)
         files, size = commit.write_marker(target, step)
         seconds = time.perf_counter() - self.save_started
         self.ctx.emit("checkpoint", phase="committed", step=step, dir=target, bytes=size, seconds=seconds, blocking_s=blocking,

@@ -188,6 +188,7 @@ class LightningRun:
     # -- resume --------------------------------------------------------------------------
     def _resume_point(self):
         step, directory, size, skipped = commit.newest_committed(self.opts.checkpoint_root)
+        fw.check_run_identity(directory, step, self.spec)
         path = os.path.join(directory, CKPT)
         if not os.path.isfile(path):
             raise EngineError("checkpoint", "%s: no %s" % (directory, CKPT))
@@ -236,6 +237,7 @@ class LightningRun:
             raise EngineError("checkpoint", "trainer.save_checkpoint returned without writing %s" % CKPT)
         blocking = time.perf_counter() - started
         self.ctx.emit("eval", when="after_save", loss=fw.eval_loss(self.model, self.loader, self.spec, self.ctx.device), step=step)
+        fw.write_run_identity(directory, step, self.spec)
         files, size = commit.write_marker(directory, step)
         seconds = time.perf_counter() - started
         self.ctx.emit("checkpoint", phase="committed", step=step, dir=directory, bytes=size, seconds=seconds, blocking_s=blocking,
