@@ -288,16 +288,64 @@ def _read_rng(directory):
     return safe_load.load(path) if os.path.exists(path) else None
 
 
-def _model_weights(directory):
-    """The checkpoint's model weights, read with trainlock's own safetensors reader."""
+SHARD_INDEX = "model.safetensors.index.json"  # save_pretrained's, above max_shard_size
+MAX_SHARD_INDEX_BYTES = 16 << 20
+
+
+def _read_safetensors(directory, file_name):
     from .. import safetensors_io
 
-    path = os.path.join(directory, "model.safetensors")
+    path = os.path.join(directory, file_name)
     try:
         with open(path, "rb") as f:
             return safetensors_io.read(f.read(), path, kind="checkpoint")
     except OSError as e:
         raise EngineError("checkpoint", "%s: %s" % (path, e.strerror or e))
+
+
+def _shard_index(directory):
+    """The index's weight_map ({tensor name: shard file}); every shard a plain .safetensors file
+    name in the checkpoint's own directory (the commit marker verified each before this)."""
+    path = os.path.join(directory, SHARD_INDEX)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_SHARD_INDEX_BYTES + 1)
+        if len(raw) > MAX_SHARD_INDEX_BYTES:
+            raise ValueError("over %d bytes" % MAX_SHARD_INDEX_BYTES)
+        doc = bounded_json.loads(raw)
+    except (OSError, ValueError) as e:
+        raise EngineError("checkpoint", "%s: unreadable (%s)" % (path, e))
+    weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise EngineError("checkpoint", "%s: no weight_map" % path)
+    for name, shard in weight_map.items():
+        if (not isinstance(shard, str) or os.path.basename(shard) != shard or shard.startswith(".")
+                or not shard.endswith(".safetensors")):
+            raise EngineError("checkpoint", "%s: tensor %s maps to %r, not a .safetensors file of this directory"
+                              % (path, name, shard))
+    return weight_map
+
+
+def _model_weights(directory):
+    """The checkpoint's model weights, read with trainlock's own safetensors reader: the one
+    model.safetensors, or the shards a sharded save's index names, each tensor in the shard the
+    index says and every tensor the index names found."""
+    if os.path.exists(os.path.join(directory, "model.safetensors")) or not os.path.exists(
+            os.path.join(directory, SHARD_INDEX)):
+        return _read_safetensors(directory, "model.safetensors")
+    weight_map = _shard_index(directory)
+    weights = {}
+    for shard in sorted(set(weight_map.values())):
+        for name, tensor in _read_safetensors(directory, shard).items():
+            if weight_map.get(name) != shard:
+                raise EngineError("checkpoint", "%s: tensor %s is in %s, but %s maps it to %r"
+                                  % (directory, name, shard, SHARD_INDEX, weight_map.get(name)))
+            weights[name] = tensor
+    missing = sorted(set(weight_map) - set(weights))
+    if missing:
+        raise EngineError("checkpoint", "%s: %d tensor(s) %s names are in no shard, first %s"
+                          % (directory, len(missing), SHARD_INDEX, missing[0]))
+    return weights
 
 
 def portable(ctx):
