@@ -299,6 +299,8 @@ using Text = std::optional<std::string>;
   X(Text, torch_locked)                                            \
   X(Text, cuda_locked)                                             \
   X(Text, nccl_locked)                                             \
+  X(Text, cudnn) /* the cuDNN that trains: 9.13.0 */               \
+  X(Text, cudnn_locked)                                            \
   X(Text, engine_torch)  /* a Python engine's torch.__version__ */ \
   X(Text, engine_python) /* the interpreter it runs under */
 

@@ -126,6 +126,59 @@ TEST(NodeChecks, TorchOrCudaDifferentFromTheLockFailsVersions) {
   EXPECT_NE(c.summary.find("CUDA runtime 12.8 but the lock pins 13.0"), std::string::npos);
 }
 
+// env.versions on the pilot's lock pinning `cudnn`, with `build`.
+CheckResult VersionsWithCudnnPin(const std::string& pin, const BuildInfo& build) {
+  Spec lock = PilotLock();
+  lock.targets.at("cuda").cudnn = pin;
+  nlohmann::json devices = nlohmann::json::array();
+  return Find(
+      NodeChecks(lock, HealthyH200Node(), build, Catalog::Embedded(), DeviceRuns{}, &devices),
+      "env.versions");
+}
+
+BuildInfo Cuda130WithCudnn(int cudnn) {
+  BuildInfo build = kCuda130;
+  build.cudnn = cudnn;
+  return build;
+}
+
+TEST(NodeChecks, ACudnnOtherThanTheLocksFailsVersionsNamingBoth) {
+  CheckResult c = VersionsWithCudnnPin("9.13.0", Cuda130WithCudnn(91000));
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_NE(c.summary.find("cuDNN 9.10.0 but the lock pins 9.13.0"), std::string::npos)
+      << c.summary;
+  EXPECT_EQ(c.metrics["cudnn"], "9.10.0");
+}
+
+TEST(NodeChecks, TheLocksCudnnPassesVersionsToTheComponentsItPins) {
+  EXPECT_EQ(VersionsWithCudnnPin("9.13.0", Cuda130WithCudnn(91300)).status, CheckStatus::kPass);
+  EXPECT_EQ(VersionsWithCudnnPin("9.13", Cuda130WithCudnn(91302)).status, CheckStatus::kPass);
+  EXPECT_EQ(VersionsWithCudnnPin("9.13.1", Cuda130WithCudnn(91302)).status, CheckStatus::kFail);
+}
+
+TEST(NodeChecks, ACudnnPinNoLoadedCudnnCanBeComparedWithIsAnErrorNotAPass) {
+  CheckResult c = VersionsWithCudnnPin("9.13.0", Cuda130WithCudnn(0));
+  EXPECT_EQ(c.status, CheckStatus::kError) << c.summary;
+  EXPECT_EQ(c.summary, "the lock pins cuDNN 9.13.0, and no cuDNN is loaded");
+}
+
+TEST(NodeChecks, APythonEnginesCudnnIsTheOneCompared) {
+  BuildInfo build = Cuda130WithCudnn(91300);  // this binary's LibTorch's matches
+  build.engine_torch = "2.11.0+cu130";
+  build.engine_python = "/opt/venv/bin/python";
+  build.engine_cudnn = "9.10.2";
+  CheckResult c = VersionsWithCudnnPin("9.13.0", build);
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_NE(c.summary.find("cuDNN 9.10.2 but the lock pins 9.13.0"), std::string::npos)
+      << c.summary;
+}
+
+TEST(NodeChecks, CudnnVersionNumbersReadAsTheirReleases) {
+  EXPECT_EQ(CudnnVersionString(91300), "9.13.0");
+  EXPECT_EQ(CudnnVersionString(8907), "8.9.7");
+  EXPECT_EQ(CudnnVersionString(0), "");
+}
+
 // A Python engine trains with its interpreter's torch, which must be the lock's too.
 TEST(NodeChecks, AnEngineTorchOtherThanTheLocksFailsVersionsNamingBoth) {
   CheckResult c = Find(CheckNode(HealthyH200Node(), {"cuda", "2.11.0", 13000, 0, "2.10.0+cu128",

@@ -83,6 +83,9 @@ for names in ["torch"] + sys.argv[1:]:
 if "torch" in out["versions"]:
     import torch
     out["cuda"] = bool(torch.cuda.is_available())
+    v = torch.backends.cudnn.version() if out["cuda"] and torch.backends.cudnn.is_available() else None
+    if v:  # cuDNN 9 counts major*10000 + minor*100 + patch, cuDNN 8 major*1000 + minor*100 + patch
+        out["versions"]["cudnn"] = "%d.%d.%d" % ((v // 10000, v % 10000 // 100, v % 100) if v >= 90000 else (v // 1000, v % 1000 // 100, v % 100))
 print("trainlock-engine-probe " + json.dumps(out))
 )PY";
 

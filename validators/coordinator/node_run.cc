@@ -81,9 +81,13 @@ std::vector<CheckResult> EnvChecks(const Spec& lock, NodeProbe node, const Devic
   build.torch = BuiltTorchVersion();
   build.cuda_runtime = BuiltCudaRuntimeVersion();
   build.nccl = LoadedNcclVersion();
+  build.cudnn = LoadedCudnnVersion();
   if (report.engine) {
     build.engine_torch = report.engine->torch;
     build.engine_python = report.engine->python;
+    if (const auto& v = report.engine->versions;
+        v.is_object() && v.contains("cudnn") && v["cudnn"].is_string())
+      build.engine_cudnn = v["cudnn"].get<std::string>();
   }
   return NodeChecks(lock, node, build, Catalog::Embedded(), runs, &report.devices, o.only);
 }

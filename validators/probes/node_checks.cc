@@ -79,6 +79,13 @@ CheckResult Runtime(const NodeProbe& node, const BuildInfo& build, const Catalog
               {}, m);
 }
 
+// True when every component the lock's pin gives equals the version's: "9.13" matches 9.13.0.
+bool PinMatches(const std::string& have, const std::string& pin) {
+  auto have_v = ParseVersion(have), pin_v = ParseVersion(pin);
+  if (!have_v || !pin_v || pin_v->parts.size() > have_v->parts.size()) return false;
+  return std::equal(pin_v->parts.begin(), pin_v->parts.end(), have_v->parts.begin());
+}
+
 CheckResult Versions(const Target* target, const BuildInfo& build) {
   EnvVersionMetrics m;
   m.torch = build.torch;
@@ -123,6 +130,24 @@ CheckResult Versions(const Target* target, const BuildInfo& build) {
       problems.push_back("NCCL " + m.nccl.value_or("") + " but the lock pins " + target->nccl);
     }
   }
+  std::string unread;  // a pin nothing here could be compared with: never passed
+  if (!target->cudnn.empty()) {
+    m.cudnn_locked = target->cudnn;
+    // The cuDNN that trains: the engine's torch's, or this binary's LibTorch's.
+    const bool engine = !build.engine_python.empty();
+    const std::string have = engine ? build.engine_cudnn : CudnnVersionString(build.cudnn);
+    if (have.empty()) {
+      unread = "the lock pins cuDNN " + target->cudnn + ", and " +
+               (engine ? "the engine's torch reported no cuDNN" : "no cuDNN is loaded");
+    } else {
+      m.cudnn = have;
+      if (!PinMatches(have, target->cudnn))
+        problems.push_back("cuDNN " + have + " but the lock pins " + target->cudnn);
+    }
+  }
+  if (problems.empty() && !unread.empty())
+    return Make("env.versions", CheckStatus::kError, unread,
+                "run the validator in the image built from this lock, on its GPU", ToJson(m));
   if (!problems.empty()) {
     std::string summary = JoinStrings(problems, "; ");
     return Make(
@@ -274,6 +299,13 @@ std::string TorchRelease(const std::string& version) {
   std::string release = version.substr(0, end);
   while (!release.empty() && release.back() == '.') release.pop_back();
   return release;
+}
+
+std::string CudnnVersionString(int version) {
+  if (version <= 0) return "";
+  const int major = version >= 90000 ? version / 10000 : version / 1000;
+  const int minor = version >= 90000 ? version % 10000 / 100 : version % 1000 / 100;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(version % 100);
 }
 
 std::string CudaVersionString(int version) {

@@ -24,6 +24,8 @@ struct BuildInfo {
   // the native engine, which is this binary's LibTorch.
   std::string engine_torch;
   std::string engine_python;
+  int cudnn = 0;  // this process's cuDNN, 91300 for 9.13.0 (cudnnGetVersion); 0 when none loaded
+  std::string engine_cudnn;  // the engine's torch's cuDNN, "9.13.0"; "" when unknown
 };
 
 // What the node worker measured on every device (worker.h, role "node"), and the GPU code of
@@ -51,5 +53,9 @@ std::string TorchRelease(const std::string& version);
 
 // "13.0" for 13000.
 std::string CudaVersionString(int version);
+
+// cudnnGetVersion()'s number as a version: 91300 -> "9.13.0" (cuDNN 9: major*10000 + minor*100
+// + patch), 8907 -> "8.9.7" (cuDNN 8: major*1000 + minor*100 + patch); "" for 0.
+std::string CudnnVersionString(int version);
 
 }  // namespace trainlock::validate

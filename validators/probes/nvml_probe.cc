@@ -280,6 +280,18 @@ int LoadedNcclVersion() {
   return version;
 }
 
+int LoadedCudnnVersion() {
+  for (const char* name : {"libcudnn.so.9", "libcudnn.so.8"}) {
+    void* cudnn = dlopen(name, RTLD_NOW | RTLD_NOLOAD);
+    if (!cudnn) continue;
+    auto get = reinterpret_cast<size_t (*)()>(dlsym(cudnn, "cudnnGetVersion"));
+    const size_t version = get ? get() : 0;
+    dlclose(cudnn);
+    if (version > 0 && version < 1000000) return static_cast<int>(version);
+  }
+  return 0;
+}
+
 std::string HarmfulThrottleReasons(uint64_t bits) {
   // nvml.h: SwThermalSlowdown 0x20, HwSlowdown 0x8, HwThermalSlowdown 0x40,
   // HwPowerBrakeSlowdown 0x80. Idle (0x1), application clocks (0x2) and the software power

@@ -108,6 +108,10 @@ class NvmlSession {
 // ncclGetVersion() of the NCCL this process has loaded (LibTorch's), e.g. 22807; 0 if none.
 int LoadedNcclVersion();
 
+// cudnnGetVersion() of the cuDNN this process has loaded (LibTorch's CUDA library links it),
+// e.g. 91300 for 9.13.0; 0 if none is loaded.
+int LoadedCudnnVersion();
+
 // Reasons a clock is being held down that point at a problem (hardware slowdown, thermal or
 // power-brake), as text; "" when none.
 std::string HarmfulThrottleReasons(uint64_t bits);
