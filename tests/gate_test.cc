@@ -886,6 +886,18 @@ TEST(Evidence, ATorchThatIsOnlyATextPrefixOfTheLockedOneIsNotIt) {
   }
 }
 
+TEST(Evidence, ACudnnPassOtherThanTheLockedOneOrNamingNoneIsContradicted) {
+  json report = H200Report();
+  json& versions = MetricsOf(report, "env.versions");
+  versions["cudnn_locked"] = "9.13.0";
+  EXPECT_TRUE(Contradicted(report, "env.versions: pass, but it names no cuDNN beside the locked"));
+  versions["cudnn"] = "9.10.2";
+  EXPECT_TRUE(
+      Contradicted(report, "env.versions: pass, but cuDNN 9.10.2 is not the locked 9.13.0"));
+  versions["cudnn"] = "9.13.0";
+  EXPECT_FALSE(Contradicted(report, "env.versions"));
+}
+
 TEST(Evidence, AHealthPassOfNoDeviceOrOfADeviceItsOwnFieldsCallUnhealthyIsContradicted) {
   const json healthy = H200Report();
   json report = healthy;

@@ -1,5 +1,6 @@
 // The evidence rules; see check_evidence.h.
 #include "report/check_evidence.h"
+#include "base/version.h"
 
 #include "report/check_metrics.h"
 #include "report/gpu_throttle.h"
@@ -207,6 +208,13 @@ std::string Versions(const Json& metrics) {
   if (Said(m.torch_locked) && *m.torch_locked != *m.torch &&
       !m.torch_locked->starts_with(*m.torch + "+"))
     return "torch " + *m.torch + " is not the locked " + *m.torch_locked;
+  if (Said(m.cudnn_locked)) {  // every component the pin gives: "9.13" is 9.13.x
+    if (!Said(m.cudnn)) return "it names no cuDNN beside the locked " + *m.cudnn_locked;
+    const auto have = ParseVersion(*m.cudnn), pin = ParseVersion(*m.cudnn_locked);
+    if (!have || !pin || pin->parts.size() > have->parts.size() ||
+        !std::equal(pin->parts.begin(), pin->parts.end(), have->parts.begin()))
+      return "cuDNN " + *m.cudnn + " is not the locked " + *m.cudnn_locked;
+  }
   return "";
 }
 
