@@ -282,6 +282,7 @@ reference() {
 engine_validate() {  # engine_validate NAME PROJECT [validator options...]: one validation
   local name=$1 project=$2; shift 2
   local start end
+  mkdir -p "$OUT/engines"  # a stage may run without the one that used to make it
   start=$(date +%s.%N)
   # ENGINE_ONLY=all: every check (the full verdict), else the training checks or those it names.
   local only=(--only "${ENGINE_ONLY:-train.step,train.roundtrip,train.eval,ckpt.portable}")
