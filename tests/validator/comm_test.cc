@@ -297,10 +297,11 @@ TEST(CommFailure, ARankSendingWrongDataFailsBothCollectiveChecks) {
 
 TEST(CommStraggler, ARankSlowerThanTheMedianByMoreThanTheMarginIsNamed) {
   double spread = 0;
-  EXPECT_EQ(StragglerRank({0.10, 0.10, 0.13, 0.10}, 0.20, &spread), 2);
+  EXPECT_EQ(validate::StragglerRank({0.10, 0.10, 0.13, 0.10}, 0.20, &spread), 2);
   EXPECT_DOUBLE_EQ(spread, 1.3);
-  EXPECT_EQ(StragglerRank({0.10, 0.11, 0.10, 0.10}, 0.20, &spread), -1);  // 10 %: within it
-  EXPECT_EQ(StragglerRank({}, 0.20, &spread), -1);
+  EXPECT_EQ(validate::StragglerRank({0.10, 0.11, 0.10, 0.10}, 0.20, &spread),
+            -1);  // 10 %: within it
+  EXPECT_EQ(validate::StragglerRank({}, 0.20, &spread), -1);
 }
 
 TEST(CommBusBandwidth, IsAlgorithmBandwidthTimesTwoNMinusOneOverN) {

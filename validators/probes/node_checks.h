@@ -25,7 +25,7 @@ struct BuildInfo {
   std::string engine_torch;
   std::string engine_python;
   int cudnn = 0;  // this process's cuDNN, 91300 for 9.13.0 (cudnnGetVersion); 0 when none loaded
-  std::string engine_cudnn;  // the engine's torch's cuDNN, "9.13.0"; "" when unknown
+  std::string engine_cudnn{};  // the engine's torch's cuDNN, "9.13.0"; "" when unknown
 };
 
 // What the node worker measured on every device (worker.h, role "node"), and the GPU code of
