@@ -136,6 +136,12 @@ class Readers(unittest.TestCase):
             f.write(text)
         return path
 
+    def test_a_file_larger_than_its_cap_is_refused_and_one_at_it_read(self):
+        path = self.write("doc.json", '{"a": "%s"}' % ("x" * 91))  # 100 bytes
+        self.assertEqual(bounded_json.load_file(path, 100), {"a": "x" * 91})
+        with self.assertRaisesRegex(ValueError, "larger than 99 bytes"):
+            bounded_json.load_file(path, 99)
+
     def test_a_deep_commit_marker_is_an_unreadable_checkpoint(self):
         directory = commit.step_dir(self.dir, 3)
         os.makedirs(directory)

@@ -69,7 +69,7 @@ class FrameworkRunIdentity(unittest.TestCase):
             f.write(" " * (fw.MAX_RUN_FILE_BYTES + 1))
         commit.write_marker(self.step_dir, 3)
         step, directory, _, _ = commit.newest_committed(self.root)
-        self.assertIn("over 4096 bytes", self.refusal(step, directory, SPEC))
+        self.assertIn("larger than 4096 bytes", self.refusal(step, directory, SPEC))
 
 
 if __name__ == "__main__":

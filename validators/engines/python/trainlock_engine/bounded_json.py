@@ -128,3 +128,14 @@ def loads(raw, nonfinite=False):
         raise _refused(text, breach) if breach is not None else ValueError(str(e))
     except RecursionError:  # the scan found no breach yet Python's parser recursed too deep
         raise ValueError("JSON nested too deep to read")
+
+
+def load_file(path, max_bytes, nonfinite=False):
+    """The value of the JSON file at `path`, read no further than `max_bytes` (+1 to tell a
+    larger file, which is refused unread); OSError where it cannot be read, ValueError where it
+    is larger or not JSON within the limits (loads)."""
+    with open(path, "rb") as f:
+        raw = f.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        raise ValueError("larger than %d bytes" % max_bytes)
+    return loads(raw, nonfinite=nonfinite)

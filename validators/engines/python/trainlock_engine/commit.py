@@ -116,11 +116,7 @@ def write_marker(directory, step):
 def _read_marker(directory):
     path = os.path.join(directory, MARKER)
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_MARKER_BYTES + 1)
-        if len(raw) > MAX_MARKER_BYTES:
-            raise ValueError("larger than %d bytes" % MAX_MARKER_BYTES)
-        doc = bounded_json.loads(raw)
+        doc = bounded_json.load_file(path, MAX_MARKER_BYTES)
         files = doc["files"]
         step = doc["step"]
         if not isinstance(step, int) or isinstance(step, bool) or not isinstance(files, list):

@@ -46,16 +46,11 @@ def check_run_identity(directory, step, spec):
     """Refuses (kind `checkpoint`) a committed step directory written for another spec or step,
     or one that does not say which run wrote it."""
     path = os.path.join(directory, RUN_FILE)
+    if not os.path.lexists(path):
+        raise EngineError("checkpoint", "%s: no %s: not written by a trainlock engine's save" % (directory, RUN_FILE))
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_RUN_FILE_BYTES + 1)
-    except OSError as e:
-        raise EngineError("checkpoint", "%s: no %s: not written by a trainlock engine's save (%s)" % (directory, RUN_FILE, e.strerror))
-    try:
-        if len(raw) > MAX_RUN_FILE_BYTES:
-            raise ValueError("over %d bytes" % MAX_RUN_FILE_BYTES)
-        written = bounded_json.loads(raw)
-    except (ValueError, EngineError) as e:
+        written = bounded_json.load_file(path, MAX_RUN_FILE_BYTES)
+    except (OSError, ValueError) as e:
         raise EngineError("checkpoint", "%s: unreadable: %s" % (path, e))
     if not isinstance(written, dict) or written.get("step") != step:
         raise EngineError("checkpoint", "%s: not step %d's" % (path, step))

@@ -269,11 +269,8 @@ class HfTrainerRun:
 def _trainer_state(directory):
     path = os.path.join(directory, "trainer_state.json")
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_TRAINER_STATE_BYTES + 1)
-        if len(raw) > MAX_TRAINER_STATE_BYTES:
-            raise ValueError("larger than %d bytes" % MAX_TRAINER_STATE_BYTES)
-        state = bounded_json.loads(raw, nonfinite=True)  # written by Python's json.dump
+        # written by Python's json.dump, which writes inf as Infinity
+        state = bounded_json.load_file(path, MAX_TRAINER_STATE_BYTES, nonfinite=True)
         if not isinstance(state, dict):
             raise ValueError("not an object")
         return state
@@ -308,11 +305,7 @@ def _shard_index(directory):
     name in the checkpoint's own directory (the commit marker verified each before this)."""
     path = os.path.join(directory, SHARD_INDEX)
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_SHARD_INDEX_BYTES + 1)
-        if len(raw) > MAX_SHARD_INDEX_BYTES:
-            raise ValueError("over %d bytes" % MAX_SHARD_INDEX_BYTES)
-        doc = bounded_json.loads(raw)
+        doc = bounded_json.load_file(path, MAX_SHARD_INDEX_BYTES)
     except (OSError, ValueError) as e:
         raise EngineError("checkpoint", "%s: unreadable (%s)" % (path, e))
     weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
