@@ -558,6 +558,8 @@ TEST(PlanReport, NumbersNoTrainingStepHasAreRefusedNamingTheField) {
   EXPECT_NE(RefusalWith("parameters", 1e300).find("\"parameters\""), std::string::npos);
   EXPECT_NE(RefusalWith("peak_reserved_bytes", int64_t{1} << 60).find("\"peak_reserved_bytes\""),
             std::string::npos);
+  EXPECT_NE(RefusalWith("peak_tflops", 1e-300).find("\"peak_tflops\" is below 0.001"),
+            std::string::npos);
   EXPECT_EQ(RefusalWith("mfu", 0.45), "accepted");  // a real MFU
 }
 

@@ -74,6 +74,8 @@ void CheckMeasured(const PlanInput& in, const std::string& source) {
   bound("parameters", in.parameters, 1e15);
   bound("tokens_per_s", in.tokens_per_s, 1e12);
   bound("peak_tflops", in.device_peak_tflops, 1e6);
+  if (in.device_peak_tflops > 0 && in.device_peak_tflops < 1e-3)  // it divides the MFU
+    RefusePlanInput(source, "train.step's \"peak_tflops\" is below 0.001: no accelerator's peak");
   bound("step_time_s", in.step_time_s, 1e7);
   constexpr double kPetabyte = 1e15;
   bound("device_total_bytes", in.device_total_bytes, kPetabyte);

@@ -406,6 +406,33 @@ TEST(NodeChecks, ArchFailsWhenTheKernelLaunchFailed) {
   EXPECT_EQ(ArchOf(runs).status, CheckStatus::kFail);
 }
 
+// A MIG node as the audit found it: NVML lists whole GPUs, CUDA reached one MIG instance.
+NodeProbe TwoH200sInMigMode() {
+  NodeProbe node = HealthyH200Node();
+  node.gpus.push_back(node.gpus[0]);
+  node.gpus[1].index = 1;
+  for (GpuProbe& g : node.gpus) g.mig = true;
+  return node;
+}
+
+TEST(NodeChecks, ArchOnMigInstancesIsSkippedNamingMigNotFailed) {
+  nlohmann::json devices = nlohmann::json::array();
+  CheckResult c = Find(NodeChecks(PilotLock(), TwoH200sInMigMode(), kCuda130, Catalog::Embedded(),
+                                  RunsOnOneH200({90}), &devices),
+                       "env.arch");
+  EXPECT_EQ(c.status, CheckStatus::kSkip) << c.summary;
+  EXPECT_NE(c.summary.find("MIG mode on GPU 0 and GPU 1"), std::string::npos) << c.summary;
+}
+
+TEST(PerfChecks, OnMigInstancesTheWholeGpusThresholdsAreNotApplied) {
+  // A 1g slice measures a seventh of the datasheet: not a slow GPU.
+  auto checks = PerfChecks(TwoH200sInMigMode(), RunsOnOneH200({90}, 110, 0.6), Catalog::Embedded());
+  for (const char* id : {"perf.matmul", "perf.hbm"}) {
+    EXPECT_EQ(Find(checks, id).status, CheckStatus::kSkip) << Find(checks, id).summary;
+    EXPECT_NE(Find(checks, id).summary.find("MIG mode on GPU 0"), std::string::npos);
+  }
+}
+
 TEST(PerfChecks, AnH200AtDatasheetSpeedPasses) {
   auto checks = PerfChecks(HealthyH200Node(), RunsOnOneH200({90}), Catalog::Embedded());
   EXPECT_EQ(Find(checks, "perf.matmul").status, CheckStatus::kPass);

@@ -222,6 +222,9 @@ CheckResult Arch(const NodeProbe& node, const DeviceRuns& runs) {
   if (node.gpus.empty())
     return Make("env.arch", CheckStatus::kSkip,
                 "no GPU visible to this process: no device to check code and a kernel launch on");
+  if (const std::string mig = MigNote(node); !mig.empty())
+    return Make("env.arch", CheckStatus::kSkip, mig + "; env.arch judges whole GPUs",
+                "validate on GPUs with MIG off (nvidia-smi -mig 0, by the node's administrator)");
   nlohmann::json libs = nlohmann::json::array();
   std::vector<std::string> problems;
   for (const auto& [path, info] : runs.libraries) {
@@ -299,6 +302,15 @@ std::string TorchRelease(const std::string& version) {
   std::string release = version.substr(0, end);
   while (!release.empty() && release.back() == '.') release.pop_back();
   return release;
+}
+
+std::string MigNote(const NodeProbe& node) {
+  std::vector<std::string> on;
+  for (const GpuProbe& g : node.gpus)
+    if (g.mig.value_or(false)) on.push_back("GPU " + std::to_string(g.index));
+  if (on.empty()) return "";
+  return "MIG mode on " + JoinStrings(on, " and ") +
+         ": CUDA sees MIG instances, not the whole GPUs NVML lists";
 }
 
 std::string CudnnVersionString(int version) {

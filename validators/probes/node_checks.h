@@ -54,6 +54,12 @@ std::string TorchRelease(const std::string& version);
 // "13.0" for 13000.
 std::string CudaVersionString(int version);
 
+// "MIG mode on GPU 0 and GPU 3: CUDA sees MIG instances, not the whole GPUs NVML lists" when
+// any of the node's GPUs has MIG on, else "". env.arch and perf.* judge whole GPUs (a launch on
+// each, the datasheet's speed): on MIG instances they are skipped saying this, never failed
+// for the GPUs CUDA does not show or for a slice's share of the datasheet.
+std::string MigNote(const NodeProbe& node);
+
 // cudnnGetVersion()'s number as a version: 91300 -> "9.13.0" (cuDNN 9: major*10000 + minor*100
 // + patch), 8907 -> "8.9.7" (cuDNN 8: major*1000 + minor*100 + patch); "" for 0.
 std::string CudnnVersionString(int version);

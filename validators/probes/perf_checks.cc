@@ -122,6 +122,15 @@ std::vector<CheckResult> PerfChecks(const NodeProbe& node, const DeviceRuns& run
       checks.push_back({measure.id, CheckStatus::kSkip, 0, "no GPU to measure", "", {}});
       continue;
     }
+    if (const std::string mig = MigNote(node); !mig.empty()) {  // a slice is not the datasheet's
+      checks.push_back({measure.id,
+                        CheckStatus::kSkip,
+                        0,
+                        mig + "; the datasheet thresholds are a whole GPU's",
+                        "",
+                        {}});
+      continue;
+    }
     Findings f;
     for (const GpuProbe& gpu : node.gpus)
       JudgeDevice(measure, gpu, EntryOf(runs, gpu.index), catalog, f);
