@@ -181,6 +181,35 @@ TEST(ImageGenerate, TheCpuImageCopiesTheValidatorAndRecordsItsHash) {
   EXPECT_NE(record.find("\"validator_sha256\": \"" + Sha256FileHex(validator)), std::string::npos);
 }
 
+// The cpu image's torch is Debian's LibTorch 1.13: a lock asking for another is refused.
+TEST(ImageGenerate, ACpuTargetAskingForATorchTheCpuImageCannotGiveIsRefused) {
+  testing::TempDir dir;
+  const fs::path project = testing::CopyExample("tiny", dir.path() / "tiny");
+  std::string lock = testing::ReadFile(project / "trainlock.lock");
+  const std::string torch = "torch = '1.13.0'";
+  ASSERT_NE(lock.find(torch), std::string::npos) << lock;
+  testing::WriteFile(project / "trainlock.lock",
+                     lock.replace(lock.find(torch), torch.size(), "torch = '2.5.0'"));
+  auto r = Generate(project, "cpu", dir.path() / "out");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("torch = \"2.5.0\" but the cpu image's torch is Debian's LibTorch 1.13"),
+            std::string::npos)
+      << r.err;
+}
+
+// The image's interpreter is asserted to be the one the wheels were resolved for, before pip.
+TEST(ImageGenerate, EachImageAssertsItsPythonIsTheOneTheLockResolvedFor) {
+  const fs::path validator = testing::BinDir() / "trainlock-validate";
+  if (!fs::exists(validator)) GTEST_SKIP() << "trainlock-validate is built only with LibTorch";
+  testing::TempDir dir;
+  auto r = Generate(testing::SourceDir() / "examples/tiny", "cpu", dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = testing::ReadFile(dir.path() / "Containerfile");
+  const size_t check = text.find("sys.version_info[:2])')\" = \"3.11\" ||");
+  ASSERT_NE(check, std::string::npos) << text;
+  EXPECT_LT(check, text.find("RUN python3 -m venv /opt/venv")) << "before any wheel is installed";
+}
+
 TEST(FillTemplate, ReplacesEveryPlaceholderAndLeavesOtherAtSignsAlone) {
   EXPECT_EQ(FillTemplate("a @X@ b user@host @Y@", {{"X", "1"}, {"Y", "2"}}), "a 1 b user@host 2");
 }

@@ -202,6 +202,14 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
              (o.target == "cuda" ? "+cuXYZ" : "+rocmX.Y") + " build",
          "pin the build, e.g. \"2.11.0+cu130\"");
   }
+  // The cpu image's torch is Debian's LibTorch 1.13 (libtorch1.13 from the dated snapshot,
+  // cpu.Containerfile.in): a lock asking for another cannot be honoured, so nothing is generated.
+  if (!gpu && !t.torch.empty() && !t.torch.starts_with("1.13.")) {
+    fail("[targets.cpu] torch = \"" + t.torch +
+             "\" but the cpu image's torch is Debian's LibTorch 1.13 (libtorch1.13)",
+         "set torch = \"1.13.0\" (what its headers report), or use a cuda target for another "
+         "torch");
+  }
   if (!t.wheels) {
     const std::string indexes = JoinStrings(t.python_index, ", ");
     fail("[targets." + o.target + "] has no resolved Python closure (" +
@@ -253,6 +261,7 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
   std::map<std::string, std::string> values = {
       {"LOCK_SHA256", lock.lock_build_sha256},
       {"TARGET", o.target},
+      {"PYTHON", t.ImagePython()},
       {"PROJECT_IN_IMAGE", kProjectInImage},
       {"VALIDATOR_IN_IMAGE", kValidatorInImage},
       {"SOURCE_DATE_EPOCH", std::to_string(o.source_date_epoch)},

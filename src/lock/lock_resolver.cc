@@ -135,7 +135,7 @@ struct TargetPython {
 TargetPython EffectivePython(const Target& t, const Spec& manifest) {
   TargetPython p;
   const bool gpu = t.name != "cpu";
-  p.python = !t.python.empty() ? t.python : gpu ? "3.12" : "3.11";
+  p.python = t.ImagePython();
   p.glibc_minor = gpu ? 39 : 36;
   p.indexes = t.python_index;
   if (p.indexes.empty()) {

@@ -90,6 +90,11 @@ struct Target {
   std::string apt_suite;
   std::vector<DebianPackage> debs;  // lock: one per debian-packages name
   // The apt source line's URL: apt-archive (or its default), then /apt-snapshot when set.
+  // The Python the image runs and the closure's wheels are resolved for: `python`, else the
+  // default of the target's base (Debian 12's 3.11 for cpu, Ubuntu 24.04's 3.12 for cuda/rocm).
+  std::string ImagePython() const {
+    return !python.empty() ? python : name != "cpu" ? "3.12" : "3.11";
+  }
   std::string AptSourceUrl() const {
     std::string archive = !apt_archive.empty()    ? apt_archive
                           : !apt_snapshot.empty() ? kDefaultAptSnapshotArchive
