@@ -177,6 +177,28 @@ std::map<std::string, std::string> PinnedEngineFiles(const Spec& lock) {
   return files;
 }
 
+// The torch the image installs: a GPU target's must name its +cuXYZ / +rocmX.Y build, and the
+// cpu image's is Debian's LibTorch 1.13 (libtorch1.13 from the dated snapshot,
+// cpu.Containerfile.in): a lock asking for another cannot be honoured, so nothing is generated.
+void CheckImageTorch(const Project& project, const std::string& target, const Target& t) {
+  auto fail = [&](const std::string& message, const std::string& hint) {
+    throw InputError(Diagnostic{project.lock_path, {}, message, hint});
+  };
+  const size_t plus = t.torch.find('+');
+  const std::string build_tag = plus == std::string::npos ? "" : t.torch.substr(plus + 1);
+  if (target != "cpu" && build_tag.rfind(target == "cuda" ? "cu" : "rocm", 0) != 0) {
+    fail("[targets." + target + "] torch = \"" + t.torch + "\" names no " +
+             (target == "cuda" ? "+cuXYZ" : "+rocmX.Y") + " build",
+         "pin the build, e.g. \"2.11.0+cu130\"");
+  }
+  if (target == "cpu" && !t.torch.empty() && !t.torch.starts_with("1.13.")) {
+    fail("[targets.cpu] torch = \"" + t.torch +
+             "\" but the cpu image's torch is Debian's LibTorch 1.13 (libtorch1.13)",
+         "set torch = \"1.13.0\" (what its headers report), or use a cuda target for another "
+         "torch");
+  }
+}
+
 }  // namespace
 
 std::map<std::string, std::string> GenerateImage(const Project& project, const ImageOptions& o) {
@@ -195,21 +217,7 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
   std::optional<ImageRef> base = ParseImageRef(t.base, &error);
   if (t.base.empty() || !base || !base->pinned())
     fail("[targets." + o.target + "] has no digest-pinned base", "run `trainlock lock`");
-  const size_t plus = t.torch.find('+');
-  const std::string build_tag = plus == std::string::npos ? "" : t.torch.substr(plus + 1);
-  if (gpu && build_tag.rfind(o.target == "cuda" ? "cu" : "rocm", 0) != 0) {
-    fail("[targets." + o.target + "] torch = \"" + t.torch + "\" names no " +
-             (o.target == "cuda" ? "+cuXYZ" : "+rocmX.Y") + " build",
-         "pin the build, e.g. \"2.11.0+cu130\"");
-  }
-  // The cpu image's torch is Debian's LibTorch 1.13 (libtorch1.13 from the dated snapshot,
-  // cpu.Containerfile.in): a lock asking for another cannot be honoured, so nothing is generated.
-  if (!gpu && !t.torch.empty() && !t.torch.starts_with("1.13.")) {
-    fail("[targets.cpu] torch = \"" + t.torch +
-             "\" but the cpu image's torch is Debian's LibTorch 1.13 (libtorch1.13)",
-         "set torch = \"1.13.0\" (what its headers report), or use a cuda target for another "
-         "torch");
-  }
+  CheckImageTorch(project, o.target, t);
   if (!t.wheels) {
     const std::string indexes = JoinStrings(t.python_index, ", ");
     fail("[targets." + o.target + "] has no resolved Python closure (" +
