@@ -168,13 +168,19 @@ TEST(ImageGenerate, ATargetTheLockLacksIsBadInput) {
   EXPECT_NE(r.err.find("no [targets.rocm]"), std::string::npos) << r.err;
 }
 
+// The tiny example's cpu Containerfile, generated into `dir` (needs trainlock-validate: the cpu
+// image copies it).
+std::string TinyCpuContainerfile(const fs::path& dir) {
+  auto r = Generate(testing::SourceDir() / "examples/tiny", "cpu", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return testing::ReadFile(dir / "Containerfile");
+}
+
 TEST(ImageGenerate, TheCpuImageCopiesTheValidatorAndRecordsItsHash) {
   const fs::path validator = testing::BinDir() / "trainlock-validate";
   if (!fs::exists(validator)) GTEST_SKIP() << "trainlock-validate is built only with LibTorch";
   testing::TempDir dir;
-  auto r = Generate(testing::SourceDir() / "examples/tiny", "cpu", dir.path());
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string text = testing::ReadFile(dir.path() / "Containerfile");
+  const std::string text = TinyCpuContainerfile(dir.path());
   EXPECT_NE(text.find("COPY trainlock-validate /usr/local/bin/trainlock-validate"),
             std::string::npos);
   const std::string record = testing::ReadFile(dir.path() / "image.json");
@@ -202,9 +208,7 @@ TEST(ImageGenerate, EachImageAssertsItsPythonIsTheOneTheLockResolvedFor) {
   const fs::path validator = testing::BinDir() / "trainlock-validate";
   if (!fs::exists(validator)) GTEST_SKIP() << "trainlock-validate is built only with LibTorch";
   testing::TempDir dir;
-  auto r = Generate(testing::SourceDir() / "examples/tiny", "cpu", dir.path());
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string text = testing::ReadFile(dir.path() / "Containerfile");
+  const std::string text = TinyCpuContainerfile(dir.path());
   const size_t check = text.find("sys.version_info[:2])')\" = \"3.11\" ||");
   ASSERT_NE(check, std::string::npos) << text;
   EXPECT_LT(check, text.find("RUN python3 -m venv /opt/venv")) << "before any wheel is installed";
