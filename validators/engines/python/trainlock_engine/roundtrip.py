@@ -25,6 +25,7 @@ import time
 import torch
 
 from . import commit, data, digests, final_state, measure, rng, runtime, safe_load
+from . import spec as run_spec
 from .protocol import EngineError
 
 DRIVER_FILE = "trainlock-driver.pt"
@@ -250,9 +251,7 @@ class Driver:
         driver = safe_load.load(os.path.join(directory, DRIVER_FILE))
         if not isinstance(driver, dict) or driver.get("step") != step:
             raise EngineError("checkpoint", "%s: the driver state is not step %d's" % (directory, step))
-        if driver.get("spec_sha256") != self.spec.get("sha256"):  # the same model, recipe, data and seed
-            raise EngineError("checkpoint", "%s: written for the run of spec %s, not this run's (%s)"
-                              % (directory, str(driver.get("spec_sha256"))[:12], str(self.spec.get("sha256"))[:12]))
+        run_spec.refuse_other_run(directory, driver.get("spec_sha256"), self.spec)
         world_saved, accum_saved = driver.get("world_size"), driver.get("grad_accum")
         self.rescale_accumulation(world_saved, accum_saved)
         verified = time.perf_counter()

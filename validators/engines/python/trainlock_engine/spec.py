@@ -44,6 +44,14 @@ MAX_UNSIGNED = (1 << 64) - 1
 PARALLELISM = ("ddp", "fsdp")
 
 
+def refuse_other_run(directory, written_sha256, spec):
+    """Refuses (kind `checkpoint`) a checkpoint in `directory` that says it was written for the
+    run of another spec (`written_sha256`): the same model, recipe, data and seed or nothing."""
+    if written_sha256 != spec.get("sha256"):
+        raise EngineError("checkpoint", "%s: written for the run of spec %s, not this run's (%s)"
+                          % (directory, str(written_sha256)[:12], str(spec.get("sha256"))[:12]))
+
+
 def _fail(path, what):
     raise EngineError("input", "spec.%s: %s" % (path, what))
 

@@ -28,6 +28,7 @@ import time
 import torch
 
 from .. import bounded_json, digests, final_state, measure, rng, runtime
+from .. import spec as run_spec
 from ..model import causal_lm_loss, matmul_parameters
 from ..protocol import EngineError
 
@@ -54,9 +55,7 @@ def check_run_identity(directory, step, spec):
         raise EngineError("checkpoint", "%s: unreadable: %s" % (path, e))
     if not isinstance(written, dict) or written.get("step") != step:
         raise EngineError("checkpoint", "%s: not step %d's" % (path, step))
-    if written.get("spec_sha256") != spec.get("sha256"):  # the same model, recipe, data and seed
-        raise EngineError("checkpoint", "%s: written for the run of spec %s, not this run's (%s)"
-                          % (directory, str(written.get("spec_sha256"))[:12], str(spec.get("sha256"))[:12]))
+    run_spec.refuse_other_run(directory, written.get("spec_sha256"), spec)
 
 
 def refuse_without(engine, *modules):
