@@ -214,6 +214,41 @@ TEST(ImageGenerate, EachImageAssertsItsPythonIsTheOneTheLockResolvedFor) {
   EXPECT_LT(check, text.find("RUN python3 -m venv /opt/venv")) << "before any wheel is installed";
 }
 
+// The image's Python assertion, run as the build runs it, with a python3 that reports `version`
+// first on PATH: its exit code and stderr.
+testing::RunResult RunPythonAssertion(const std::string& containerfile, const fs::path& dir,
+                                      const std::string& version) {
+  const size_t start = containerfile.find("RUN test \"$(python3");
+  EXPECT_NE(start, std::string::npos) << containerfile;
+  std::string command;  // the RUN line with its continuations, as the shell will read it
+  for (size_t at = start + 4;;) {
+    const size_t end = containerfile.find('\n', at);
+    const std::string line = containerfile.substr(at, end - at);
+    if (line.empty() || line.back() != '\\') {
+      command += line;
+      break;
+    }
+    command += line.substr(0, line.size() - 1);
+    at = end + 1;
+  }
+  fs::create_directories(dir / "bin");
+  testing::WriteFile(dir / "bin/python3", "#!/bin/sh\necho " + version + "\n");
+  fs::permissions(dir / "bin/python3", fs::perms::owner_all);
+  return testing::RunCommand({"sh", "-c", command},
+                             {"PATH=" + (dir / "bin").string() + ":/usr/bin:/bin"});
+}
+
+TEST(ImageGenerate, TheImagesPythonAssertionFailsTheBuildOnAnotherPython) {
+  const fs::path validator = testing::BinDir() / "trainlock-validate";
+  if (!fs::exists(validator)) GTEST_SKIP() << "trainlock-validate is built only with LibTorch";
+  testing::TempDir dir;
+  const std::string text = TinyCpuContainerfile(dir.path() / "out");
+  auto other = RunPythonAssertion(text, dir.path(), "3.12");
+  EXPECT_EQ(other.exit_code, 1) << other.err;
+  EXPECT_NE(other.err.find("this image's python3 is not 3.11"), std::string::npos) << other.err;
+  EXPECT_EQ(RunPythonAssertion(text, dir.path(), "3.11").exit_code, 0);
+}
+
 TEST(FillTemplate, ReplacesEveryPlaceholderAndLeavesOtherAtSignsAlone) {
   EXPECT_EQ(FillTemplate("a @X@ b user@host @Y@", {{"X", "1"}, {"Y", "2"}}), "a 1 b user@host 2");
 }

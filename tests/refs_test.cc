@@ -60,6 +60,14 @@ TEST(Version, ComparesNumericallyWithImplicitZeros) {
   EXPECT_EQ(ParseVersion("580.65.06")->ToString(), "580.65.06");
 }
 
+TEST(Version, APinMatchesEveryVersionThatHasItsComponents) {
+  const Version have = *ParseVersion("9.13.2");
+  EXPECT_TRUE(have.MatchesPin(*ParseVersion("9.13")));
+  EXPECT_TRUE(have.MatchesPin(*ParseVersion("9.13.2")));
+  EXPECT_FALSE(have.MatchesPin(*ParseVersion("9.1")));
+  EXPECT_FALSE(have.MatchesPin(*ParseVersion("9.13.2.1")));
+}
+
 TEST(Version, RefusesRangesAndGarbage) {
   EXPECT_FALSE(ParseVersion(">=1.0"));
   EXPECT_FALSE(ParseVersion("1..2"));

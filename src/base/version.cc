@@ -16,6 +16,11 @@ int Version::Compare(const Version& other) const {
   return 0;
 }
 
+bool Version::MatchesPin(const Version& pin) const {
+  return pin.parts.size() <= parts.size() &&
+         std::equal(pin.parts.begin(), pin.parts.end(), parts.begin());
+}
+
 std::string Version::ToString() const {
   if (!text.empty()) return text;
   std::string s;

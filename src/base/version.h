@@ -20,6 +20,9 @@ struct Version {
   bool operator==(const Version& o) const { return Compare(o) == 0; }
   int major() const { return parts.empty() ? 0 : parts[0]; }
   int minor() const { return parts.size() < 2 ? 0 : parts[1]; }
+  // True when every component `pin` gives equals this version's: "9.13" pins 9.13.0 and 9.13.2,
+  // not 9.1 or 9.14 (a lock's pin of a library it does not build, e.g. cuDNN).
+  bool MatchesPin(const Version& pin) const;
   // The text as written when parsed, else the canonical dotted form.
   std::string ToString() const;
 };

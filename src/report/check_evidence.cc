@@ -208,11 +208,10 @@ std::string Versions(const Json& metrics) {
   if (Said(m.torch_locked) && *m.torch_locked != *m.torch &&
       !m.torch_locked->starts_with(*m.torch + "+"))
     return "torch " + *m.torch + " is not the locked " + *m.torch_locked;
-  if (Said(m.cudnn_locked)) {  // every component the pin gives: "9.13" is 9.13.x
+  if (Said(m.cudnn_locked)) {
     if (!Said(m.cudnn)) return "it names no cuDNN beside the locked " + *m.cudnn_locked;
     const auto have = ParseVersion(*m.cudnn), pin = ParseVersion(*m.cudnn_locked);
-    if (!have || !pin || pin->parts.size() > have->parts.size() ||
-        !std::equal(pin->parts.begin(), pin->parts.end(), have->parts.begin()))
+    if (!have || !pin || !have->MatchesPin(*pin))
       return "cuDNN " + *m.cudnn + " is not the locked " + *m.cudnn_locked;
   }
   return "";

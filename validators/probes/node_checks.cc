@@ -79,13 +79,6 @@ CheckResult Runtime(const NodeProbe& node, const BuildInfo& build, const Catalog
               {}, m);
 }
 
-// True when every component the lock's pin gives equals the version's: "9.13" matches 9.13.0.
-bool PinMatches(const std::string& have, const std::string& pin) {
-  auto have_v = ParseVersion(have), pin_v = ParseVersion(pin);
-  if (!have_v || !pin_v || pin_v->parts.size() > have_v->parts.size()) return false;
-  return std::equal(pin_v->parts.begin(), pin_v->parts.end(), have_v->parts.begin());
-}
-
 CheckResult Versions(const Target* target, const BuildInfo& build) {
   EnvVersionMetrics m;
   m.torch = build.torch;
@@ -141,7 +134,8 @@ CheckResult Versions(const Target* target, const BuildInfo& build) {
                (engine ? "the engine's torch reported no cuDNN" : "no cuDNN is loaded");
     } else {
       m.cudnn = have;
-      if (!PinMatches(have, target->cudnn))
+      const auto have_version = ParseVersion(have), pin = ParseVersion(target->cudnn);
+      if (!have_version || !pin || !have_version->MatchesPin(*pin))
         problems.push_back("cuDNN " + have + " but the lock pins " + target->cudnn);
     }
   }
