@@ -13,7 +13,12 @@ The model is transformers' LlamaForCausalLM with the pilot's layer count and hea
 (examples/h200-pilot/configs/llama-1b.yaml) at a small width (the call's time goes by the
 number of parameters, not their size), fully_shard per decoder layer and the root, torch's AdamW
 after two steps. Written from torch.distributed.checkpoint.state_dict's documentation; prints
-one JSON line per mode. Not part of the suite: ci/gpu.sh runs it as the `state_dict probe` stage.
+one JSON line per mode, then one line with the call's parts in the run's mode: the model's
+state dict (get_model_state_dict) and the optimizer's (get_optimizer_state_dict) timed apart,
+and a fixed pure-Python loop beside them (`python_loop`), whose time says how fast this
+process's CPU runs Python: get_state_dict's spread from process to process is to be read
+against it. The line also names the CPU the main thread ran on and the steal time the
+machine's /proc/stat counted during the rounds (a virtual CPU waiting for its host). Not part of the suite: ci/gpu.sh runs it as the `state_dict probe` stage.
 
     python3 bench/state_dict_probe.py [--rounds 40] [--hidden 256]
 """
@@ -41,6 +46,31 @@ def model(hidden, layers, device):
         fully_shard(layer, mesh=mesh, mp_policy=policy)
     fully_shard(m, mesh=mesh, mp_policy=policy)
     return m
+
+
+def python_loop():
+    """A fixed amount of pure-Python work (dict and attribute traffic, as get_state_dict's is)."""
+    d = {}
+    for i in range(20000):
+        d["layer.%d.weight" % (i % 500)] = i
+    return len(d)
+
+
+def steal_ticks():
+    with open("/proc/stat") as f:
+        fields = f.readline().split()  # cpu user nice system idle iowait irq softirq steal ...
+    return int(fields[8]) if len(fields) > 8 else None
+
+
+def this_cpu():
+    with open("/proc/self/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[36])  # field 39, "processor"
+
+
+def timed(fn, *args):
+    started = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - started
 
 
 def set_mode(mode):
@@ -80,11 +110,25 @@ def main():
             get_state_dict(m, optimizer)
             times[mode].append(time.perf_counter() - started)
     set_mode("default")
+    from torch.distributed.checkpoint.state_dict import get_model_state_dict, get_optimizer_state_dict
+
+    parts = {"get_state_dict": [], "model": [], "optimizer": [], "python_loop": []}
+    stolen, cpus = steal_ticks(), set()
+    for _ in range(args.rounds):
+        parts["get_state_dict"].append(timed(get_state_dict, m, optimizer))
+        parts["model"].append(timed(get_model_state_dict, m))
+        parts["optimizer"].append(timed(get_optimizer_state_dict, m, optimizer))
+        parts["python_loop"].append(timed(python_loop))
+        cpus.add(this_cpu())
+    stolen = steal_ticks() - stolen if stolen is not None else None
     params = sum(1 for _ in m.parameters())
     for mode in modes:
         t = sorted(times[mode])
         print(json.dumps({"mode": mode, "parameters": params, "rounds": args.rounds, "median_s": statistics.median(t),
                           "min_s": t[0], "max_s": t[-1], "torch": torch.__version__}), flush=True)
+    print(json.dumps({"parts": {k: statistics.median(v) for k, v in parts.items()}, "rounds": args.rounds,
+                      "parameters": params, "main_thread_cpus": sorted(cpus), "steal_ticks": stolen,
+                      "clock_ticks_per_s": os.sysconf("SC_CLK_TCK")}), flush=True)
     dist.destroy_process_group()
 
 

@@ -483,9 +483,13 @@ framework_engines() {  # hf-trainer and lightning on the GPU, beside Trainer.tra
   TRAINLOCK_ENGINE_PYTHON=$(command -v python3) PYTHONPATH=tests/engines \
     python3 tests/engines/gpu_engines.py --beside-plain ${FRAMEWORKS_STEP_ONLY:+--step-only} 2>&1 | tee "$OUT/engines/hf-trainer-lightning.txt"
 }
-state_dict_probe() {  # get_state_dict's time under each kernel mode, interleaved in one process
+state_dict_probe() {  # get_state_dict's time under each kernel mode and its parts, three processes
   mkdir -p "$OUT/engines"
-  python3 bench/state_dict_probe.py | tee "$OUT/engines/state-dict-probe.jsonl"
+  local i
+  for i in 1 2 3; do  # the call's time goes by the process: more than one says how far it spreads
+    python3 bench/state_dict_probe.py --rounds "${STATE_DICT_ROUNDS:-20}" | tee -a "$OUT/engines/state-dict-probe.jsonl" ||
+      return 1
+  done
 }
 if [ -z "${SKIP_ENGINES:-}" ]; then
   # What waits for a machine with two GPUs or more goes first (skipped with SKIP_MULTI, like the

@@ -1,8 +1,11 @@
 """Engine `fsdp2`: Hugging Face's LlamaForCausalLM (hf_model.py) sharded with FSDP2's
 fully_shard (each decoder layer, then the root), bf16 through MixedPrecisionPolicy (fp32
 reductions), AdamW + the config's schedule, checkpoints with torch.distributed.checkpoint:
-model and optimizer through get_state_dict / set_state_dict (sharded, each rank writes its
-shards), dcp.async_save for every checkpoint, as an FSDP2 user saves. On a GPU with a torch that
+model and optimizer as sharded state dicts (each rank writes its shards), dcp.async_save for
+every checkpoint, as an FSDP2 user saves. The model's state dict is made once and reused, as
+torchtitan's checkpoint manager does (model_state.py: a save checks that every parameter still
+has the storage the dict was made over, and makes it again where not); the optimizer's is made
+at each save (get_optimizer_state_dict). On a GPU with a torch that
 has it (2.9 and later), each save gets a DefaultStager of its own (see _async_stager: one reused
 across saves fails on torch 2.11); the next optimizer step waits for its staging copy to finish
 before it changes the parameters, and that wait counts as time training was held up (the
@@ -34,6 +37,7 @@ import torch
 from .. import digests, measure, optim, roundtrip, runtime, safe_load
 from ..model import causal_lm_loss, matmul_parameters
 from ..protocol import EngineError
+from .model_state import CachedModelState
 
 DCP_DIR = "dcp"
 SCHEDULER_FILE = "fsdp2-scheduler.pt"
@@ -209,6 +213,10 @@ class Fsdp2Engine(roundtrip.Engine):
         self.async_group = torch.distributed.new_group(backend="gloo")
         _import_checkpointing()
         self.in_flight = None  # the last async save's handle, until its staging is complete
+        from torch.distributed.checkpoint.state_dict import get_model_state_dict
+
+        self.model_state = CachedModelState(lambda: get_model_state_dict(self.model), self.model.parameters)
+        self.model_state.refresh()  # here, not in the first save (torchtitan makes it at its start)
         info["class"] += " sharded with fully_shard"
         return info
 
@@ -248,13 +256,25 @@ class Fsdp2Engine(roundtrip.Engine):
         model_sd, optim_sd = get_state_dict(self.model, self.optimizer)
         return {"model": model_sd, "optim": optim_sd}
 
+    def _state_to_save(self):
+        """The model's cached state dict (made again where its parameters changed) and the
+        optimizer's, made now: its param groups carry the scheduler's current learning rate."""
+        from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict
+
+        made = self.model_state.made
+        model_sd = self.model_state.get()
+        modelled = time.perf_counter()
+        optim_sd = get_optimizer_state_dict(self.model, self.optimizer)
+        return {"model": model_sd, "optim": optim_sd}, modelled, self.model_state.made != made
+
     def save(self, directory, step, asynchronous):
         import torch.distributed.checkpoint as dcp
 
         target = os.path.join(directory, DCP_DIR)
         started = time.perf_counter()
         beside = {SCHEDULER_FILE: copy.deepcopy(self.scheduler.state_dict())} if self.ctx.rank == 0 else {}
-        state = self._sharded_state()
+        scheduled = time.perf_counter()
+        state, modelled, model_made = self._state_to_save()
         if not asynchronous:
             dcp.save(state, checkpoint_id=target)
             for name, value in beside.items():
@@ -266,7 +286,9 @@ class Fsdp2Engine(roundtrip.Engine):
         stager_made = time.perf_counter()
         self.in_flight = FutureSave(dcp.async_save(state, checkpoint_id=target, process_group=self.async_group, **extra),
                                     stager, beside)
-        roundtrip.phase_note("fsdp2 save", state_dict=stated - started, stager=stager_made - stated,
+        roundtrip.phase_note("fsdp2 save (model state %s)" % ("made in this save" if model_made else "cached"),
+                             scheduler=scheduled - started,
+                             model_state=modelled - scheduled, optim_state=stated - modelled, stager=stager_made - stated,
                              async_save=time.perf_counter() - stager_made)
         return self.in_flight
 
@@ -275,9 +297,11 @@ class Fsdp2Engine(roundtrip.Engine):
         from torch.distributed.checkpoint.state_dict import set_state_dict
 
         state = self._sharded_state()  # initialises the optimizer's state so DCP has targets
+        self.model_state.forget()
         try:
             dcp.load(state, checkpoint_id=os.path.join(directory, DCP_DIR))
             set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+            self.model_state.refresh()  # as torchtitan's ModelWrapper does after a load
             self.scheduler.load_state_dict(safe_load.load(os.path.join(directory, SCHEDULER_FILE)))
         except EngineError:
             raise

@@ -1,0 +1,53 @@
+"""The model's sharded state dict, made once and handed to every save, as torchtitan's checkpoint
+ModelWrapper keeps it (torchtitan/components/checkpoint.py: `cache_state_dict`, made again after
+a load).
+
+Why it may be reused: get_model_state_dict's values are the parameters' own tensors, detached
+(for FSDP2, DTensors over each parameter's local shard), and the optimizer updates those in
+place, so a dict made once holds each later save's values. Why it is checked at every save: FSDP2
+can give a parameter a new local tensor (its lazy init re-pads an unevenly sharded one, a load
+may assign), and a module may be given a new parameter; then the old dict would save stale
+bytes. A save reuses the dict only while every parameter is the same object over the same
+storage as when the dict was made; otherwise the dict is made again, in that save.
+"""
+
+
+def _local_data_ptr(tensor):
+    """The address of a tensor's storage on this rank (a DTensor's local shard)."""
+    return getattr(tensor, "_local_tensor", tensor).data_ptr()
+
+
+class CachedModelState:
+    """make(): the model's state dict; parameters(): the model's parameters, whose identity and
+    storage decide whether a made dict is still the model's."""
+
+    def __init__(self, make, parameters):
+        self._make, self._parameters = make, parameters
+        self._state, self._made_from = None, None
+        self.made = 0  # how many times the dict was made: a phase note says when a save made it
+
+    def _fingerprint(self):
+        return [(p, _local_data_ptr(p)) for p in self._parameters()]
+
+    def is_current(self):
+        if self._state is None:
+            return False
+        now = self._fingerprint()
+        return len(now) == len(self._made_from) and all(
+            p is q and ptr == made_ptr for (p, ptr), (q, made_ptr) in zip(now, self._made_from))
+
+    def refresh(self):
+        """Makes the dict again (after a load, or outside a save, so that the save need not)."""
+        self._state = self._make()
+        self._made_from = self._fingerprint()  # after make(): its hooks may re-register parameters
+        self.made += 1
+
+    def forget(self):
+        """Drops the dict (a load is about to change the parameters)."""
+        self._state, self._made_from = None, None
+
+    def get(self):
+        """The model's state dict, made again first where the parameters changed under it."""
+        if not self.is_current():
+            self.refresh()
+        return self._state
