@@ -17,7 +17,7 @@
 # after the first; SKIP_FRAMEWORK_ROUNDTRIPS leaves out hf-trainer's and
 # lightning's round trips through `trainlock validate` on examples/tiny (FRAMEWORK_CONTROLS=""
 # without their rng/data controls, FRAMEWORK_PASS="" only the controls, FRAMEWORK_ENGINES one); STAGING_PROBE=1 adds bench/dcp_staging_probe.py (PROBE_GIB),
-# STATE_DICT_PROBE=1 bench/state_dict_probe.py;
+# STATE_DICT_PROBE=1 bench/state_dict_probe.py in four processes (two beside an nvidia-smi sampler);
 # SKIP_PLAIN_FSDP2=1 runs the fsdp2 pilot's validation without the plain FSDP2 script beside it,
 # PLAIN_BESIDE_SAMPLER=1 runs that script a second time with nvidia-smi sampling at 200 ms;
 # FUZZ_SECONDS (below)
@@ -483,12 +483,21 @@ framework_engines() {  # hf-trainer and lightning on the GPU, beside Trainer.tra
   TRAINLOCK_ENGINE_PYTHON=$(command -v python3) PYTHONPATH=tests/engines \
     python3 tests/engines/gpu_engines.py --beside-plain ${FRAMEWORKS_STEP_ONLY:+--step-only} 2>&1 | tee "$OUT/engines/hf-trainer-lightning.txt"
 }
-state_dict_probe() {  # get_state_dict's time under each kernel mode and its parts, three processes
+state_dict_probe() {  # get_state_dict's time under each kernel mode and its parts, four processes
   mkdir -p "$OUT/engines"
-  local i
-  for i in 1 2 3; do  # the call's time goes by the process: more than one says how far it spreads
-    python3 bench/state_dict_probe.py --rounds "${STATE_DICT_ROUNDS:-20}" | tee -a "$OUT/engines/state-dict-probe.jsonl" ||
-      return 1
+  local i sampler beside
+  for i in 1 2 3 4; do  # the call's time goes by the process: more than one says how far it spreads
+    sampler= beside=false
+    if [ "$i" -gt 2 ]; then  # as train.roundtrip's telemetry samples beside process B's save
+      nvidia-smi --query-gpu=timestamp,power.draw,clocks.sm --format=csv -lms 200 >/dev/null 2>&1 &
+      sampler=$! beside=true
+    fi
+    python3 bench/state_dict_probe.py --rounds "${STATE_DICT_ROUNDS:-20}" |
+      sed "s/^{/{\"process\": $i, \"sampler_beside\": $beside, /" |
+      tee -a "$OUT/engines/state-dict-probe.jsonl"
+    local status=$?
+    [ -z "$sampler" ] || kill "$sampler" 2>/dev/null
+    [ "$status" -eq 0 ] || return 1
   done
 }
 if [ -z "${SKIP_ENGINES:-}" ]; then
