@@ -287,8 +287,8 @@ class Fsdp2Engine(roundtrip.Engine):
         self.in_flight = FutureSave(dcp.async_save(state, checkpoint_id=target, process_group=self.async_group, **extra),
                                     stager, beside)
         roundtrip.phase_note("fsdp2 save (model state %s)" % ("made in this save" if model_made else "cached"),
-                             scheduler=scheduled - started,
-                             model_state=modelled - scheduled, optim_state=stated - modelled, stager=stager_made - stated,
+                             scheduler=scheduled - started, model_state=modelled - scheduled,
+                             optim_state=stated - modelled, stager=stager_made - stated,
                              async_save=time.perf_counter() - stager_made)
         return self.in_flight
 
