@@ -487,7 +487,7 @@ state_dict_probe() {  # get_state_dict's time under each kernel mode and its par
   mkdir -p "$OUT/engines"
   local i sampler beside
   for i in 1 2 3 4; do  # the call's time goes by the process: more than one says how far it spreads
-    sampler= beside=false
+    sampler='' beside=false
     if [ "$i" -gt 2 ]; then  # as train.roundtrip's telemetry samples beside process B's save
       nvidia-smi --query-gpu=timestamp,power.draw,clocks.sm --format=csv -lms 200 >/dev/null 2>&1 &
       sampler=$! beside=true

@@ -1,4 +1,4 @@
-"""fsdp2's cached model state dict (engines/model_state.py) holds what a save must write: the
+"""fsdp2's cached model state dict (model_state.py) holds what a save must write: the
 parameters' current values while they keep their storage, and a dict made again whenever a
 parameter got new storage or a module got a new parameter, so a reused dict never saves stale
 bytes."""
@@ -12,7 +12,7 @@ sys.path.insert(0, harness.PACKAGE_PARENT)
 
 import torch  # noqa: E402
 
-from trainlock_engine.engines.model_state import CachedModelState  # noqa: E402
+from trainlock_engine.model_state import CachedModelState  # noqa: E402
 
 
 def a_model():

@@ -37,7 +37,7 @@ import torch
 from .. import digests, measure, optim, roundtrip, runtime, safe_load
 from ..model import causal_lm_loss, matmul_parameters
 from ..protocol import EngineError
-from .model_state import CachedModelState
+from ..model_state import CachedModelState
 
 DCP_DIR = "dcp"
 SCHEDULER_FILE = "fsdp2-scheduler.pt"
