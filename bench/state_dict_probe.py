@@ -19,7 +19,8 @@ and a fixed pure-Python loop beside them (`python_loop`), whose time says how fa
 process's CPU runs Python: get_state_dict's spread from process to process is to be read
 against it. The line also names the CPU the main thread ran on and the steal time the
 machine's /proc/stat counted during the rounds (a virtual CPU waiting for its host). Not part
-of the suite: ci/gpu.sh runs it as the `state_dict probe` stage.
+of the suite: ci/gpu.sh runs it as the `get_state_dict probe (kernel modes)` stage
+(STATE_DICT_PROBE=1).
 
     python3 bench/state_dict_probe.py [--rounds 40] [--hidden 256]
 """
