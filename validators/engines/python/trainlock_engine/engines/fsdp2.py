@@ -217,6 +217,7 @@ class Fsdp2Engine(roundtrip.Engine):
 
         self.model_state = CachedModelState(lambda: get_model_state_dict(self.model), self.model.parameters)
         self.model_state.refresh()  # here, not in the first save (torchtitan makes it at its start)
+        self.settle_model_state = True  # after the first step: see train_step
         info["class"] += " sharded with fully_shard"
         return info
 
@@ -241,6 +242,12 @@ class Fsdp2Engine(roundtrip.Engine):
             self.in_flight = None
         self.optimizer.step()
         self.scheduler.step()
+        if self.settle_model_state:
+            # FSDP2's lazy init, at the first forward, gives each parameter a new local shard, so
+            # the dict made at build (or after a load) is stale by the first save. Made again
+            # here, between steps, the first save need not: it only checks it (model_state.py).
+            self.model_state.get()
+            self.settle_model_state = False
         return runtime.global_mean(self.ctx.world_size, torch.stack(losses).mean())
 
     def eval_loss(self, batches):
@@ -302,6 +309,7 @@ class Fsdp2Engine(roundtrip.Engine):
             dcp.load(state, checkpoint_id=os.path.join(directory, DCP_DIR))
             set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
             self.model_state.refresh()  # as torchtitan's ModelWrapper does after a load
+            self.settle_model_state = True
             self.scheduler.load_state_dict(safe_load.load(os.path.join(directory, SCHEDULER_FILE)))
         except EngineError:
             raise
