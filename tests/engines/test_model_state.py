@@ -57,6 +57,16 @@ class CachedModelStateTest(unittest.TestCase):
         self.assertTrue(torch.equal(new["0.weight"], torch.full((3, 4), 7.0)))
         self.assertFalse(torch.equal(old["0.weight"], new["0.weight"]))
 
+    def test_a_dict_made_again_says_which_parameter_changed_how(self):
+        model = a_model()
+        state = cached(model)
+        model[1].weight.data = torch.zeros(2, 3)
+        state.get()
+        self.assertEqual(state.remade_because, "parameter 2 has other storage")
+        model[0].bias = torch.nn.Parameter(torch.zeros(3))
+        state.get()
+        self.assertEqual(state.remade_because, "parameter 1 is another object")
+
     def test_a_module_given_a_new_parameter_makes_the_dict_again(self):
         model = a_model()
         state = cached(model)

@@ -25,16 +25,28 @@ class CachedModelState:
         self._make, self._parameters = make, parameters
         self._state, self._made_from = None, None
         self.made = 0  # how many times the dict was made: a phase note says when a save made it
+        self.remade_because = ""  # why get() last made it again
 
     def _fingerprint(self):
         return [(p, _local_data_ptr(p)) for p in self._parameters()]
 
-    def is_current(self):
+    def why_stale(self):
+        """Why the made dict is not the model's now, the first difference found ("" when it
+        is): a phase note says it, so a save that had to make the dict again says why."""
         if self._state is None:
-            return False
+            return "not made"
         now = self._fingerprint()
-        return len(now) == len(self._made_from) and all(
-            p is q and ptr == made_ptr for (p, ptr), (q, made_ptr) in zip(now, self._made_from))
+        if len(now) != len(self._made_from):
+            return "%d parameters, %d when made" % (len(now), len(self._made_from))
+        for i, ((p, ptr), (q, made_ptr)) in enumerate(zip(now, self._made_from)):
+            if p is not q:
+                return "parameter %d is another object" % i
+            if ptr != made_ptr:
+                return "parameter %d has other storage" % i
+        return ""
+
+    def is_current(self):
+        return not self.why_stale()
 
     def refresh(self):
         """Makes the dict again (after a load, or outside a save, so that the save need not)."""
@@ -47,7 +59,10 @@ class CachedModelState:
         self._state, self._made_from = None, None
 
     def get(self):
-        """The model's state dict, made again first where the parameters changed under it."""
-        if not self.is_current():
+        """The model's state dict, made again first where the parameters changed under it
+        (`remade_because` then says why)."""
+        why = self.why_stale()
+        if why:
+            self.remade_because = why
             self.refresh()
         return self._state

@@ -293,7 +293,8 @@ class Fsdp2Engine(roundtrip.Engine):
         stager_made = time.perf_counter()
         self.in_flight = FutureSave(dcp.async_save(state, checkpoint_id=target, process_group=self.async_group, **extra),
                                     stager, beside)
-        roundtrip.phase_note("fsdp2 save (model state %s)" % ("made in this save" if model_made else "cached"),
+        made_note = "made in this save, %s" % self.model_state.remade_because if model_made else "cached"
+        roundtrip.phase_note("fsdp2 save (model state %s)" % made_note,
                              scheduler=scheduled - started, model_state=modelled - scheduled,
                              optim_state=stated - modelled, stager=stager_made - stated,
                              async_save=time.perf_counter() - stager_made)
