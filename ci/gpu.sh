@@ -341,6 +341,10 @@ fsdp2_beside_plain() {  # the fsdp2 engine on the pilot and a plain FSDP2 script
   fi
   engine_plain_table "$OUT/engines/fsdp2-pilot-report.json" "$OUT/engines/plain-fsdp2.jsonl" |
     tee "$OUT/engines/fsdp2-vs-plain.md"
+  # Whether each save reused the cached model state or made it (and why): a save that made it
+  # blocks for get_model_state_dict too.
+  grep -ho "fsdp2 save (model state [^)]*)" "$PWD"/build-gpu/work-fsdp2-pilot/*/*.stderr 2>/dev/null |
+    sort | uniq -c | tee -a "$OUT/engines/fsdp2-vs-plain.md"
 }
 engine_plain_table() {  # engine_plain_table REPORT PLAIN_JSONL: the engine beside the plain script
   python3 - "$1" "$2" <<'PY'

@@ -7,8 +7,13 @@ Why it may be reused: get_model_state_dict's values are the parameters' own tens
 place, so a dict made once holds each later save's values. Why it is checked at every save: FSDP2
 can give a parameter a new local tensor (its lazy init re-pads an unevenly sharded one, a load
 may assign), and a module may be given a new parameter; then the old dict would save stale
-bytes. A save reuses the dict only while every parameter is the same object over the same
-storage as when the dict was made; otherwise the dict is made again, in that save.
+bytes. A save reuses the dict only while every parameter and buffer is the same object over the
+same storage as when the dict was made; otherwise the dict is made again, in that save.
+
+What makes it stale in a run that changes nothing: a forward pass outside training. FSDP2 keeps
+the root module's parameters unsharded after a forward (its backward would gather them again),
+so after an evaluation under no_grad the root's parameters are the unsharded ones until
+something reshards them; fsdp2.py reshards after evaluating, as torchtitan's validator does.
 """
 
 
@@ -18,17 +23,17 @@ def _local_data_ptr(tensor):
 
 
 class CachedModelState:
-    """make(): the model's state dict; parameters(): the model's parameters, whose identity and
-    storage decide whether a made dict is still the model's."""
+    """make(): the model's state dict; named_tensors(): the model's (name, parameter or buffer)
+    pairs, whose identity and storage decide whether a made dict is still the model's."""
 
-    def __init__(self, make, parameters):
-        self._make, self._parameters = make, parameters
+    def __init__(self, make, named_tensors):
+        self._make, self._named_tensors = make, named_tensors
         self._state, self._made_from = None, None
         self.made = 0  # how many times the dict was made: a phase note says when a save made it
         self.remade_because = ""  # why get() last made it again
 
     def _fingerprint(self):
-        return [(p, _local_data_ptr(p)) for p in self._parameters()]
+        return [(name, t, _local_data_ptr(t)) for name, t in self._named_tensors()]
 
     def why_stale(self):
         """Why the made dict is not the model's now, the first difference found ("" when it
@@ -37,12 +42,14 @@ class CachedModelState:
             return "not made"
         now = self._fingerprint()
         if len(now) != len(self._made_from):
-            return "%d parameters, %d when made" % (len(now), len(self._made_from))
-        for i, ((p, ptr), (q, made_ptr)) in enumerate(zip(now, self._made_from)):
-            if p is not q:
-                return "parameter %d is another object" % i
+            return "%d parameters and buffers, %d when made" % (len(now), len(self._made_from))
+        for (name, t, ptr), (made_name, made_t, made_ptr) in zip(now, self._made_from):
+            if name != made_name:
+                return "%s where %s was" % (name, made_name)
+            if t is not made_t:
+                return "%s is another object" % name
             if ptr != made_ptr:
-                return "parameter %d has other storage" % i
+                return "%s has other storage" % name
         return ""
 
     def is_current(self):

@@ -29,6 +29,7 @@ any work. fp16 is refused (FSDP2 would need a sharded gradient scaler).
 """
 
 import copy
+import itertools
 import os
 import time
 
@@ -49,10 +50,23 @@ def _torch_version():
 
 def _fsdp():
     try:
-        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard  # torch >= 2.6
+        from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard  # torch >= 2.6
     except ImportError:
-        from torch.distributed._composable.fsdp import MixedPrecisionPolicy, fully_shard  # 2.4, 2.5
-    return fully_shard, MixedPrecisionPolicy
+        from torch.distributed._composable.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard  # 2.4, 2.5
+    return fully_shard, MixedPrecisionPolicy, FSDPModule
+
+
+def reshard_after_evaluation(model, fsdp_module_class):
+    """Puts every FSDP module of `model` back to its sharded parameters after a forward pass
+    without backward. FSDP2 keeps the root's parameters unsharded after a forward (the backward
+    would gather them again); after an evaluation nothing reshards them, so the root holds its
+    gathered parameters and they, not the shards, are the model's parameters until the next
+    backward. torchtitan's validator reshards here "to ensure the model weights are sharded
+    the same way for checkpoint saving"; so does this engine, or every save after an
+    evaluation would find the cached model state stale (model_state.py)."""
+    for module in model.modules():
+        if isinstance(module, fsdp_module_class):
+            module.reshard()
 
 
 def prepare(ctx):
@@ -194,7 +208,7 @@ class Fsdp2Engine(roundtrip.Engine):
         if t["precision"] == "bf16" and self.device.type != "cuda":
             raise EngineError("unsupported", "training.precision bf16 needs a CUDA device; this process runs on %s" % self.device)
         _single_process_group(self.device)
-        fully_shard, MixedPrecisionPolicy = _fsdp()
+        fully_shard, MixedPrecisionPolicy, self.fsdp_module_class = _fsdp()
         self.model, info = build_hf_llama(self.spec, self.ctx.emit, self.device)
         watch_logits_dtype(self.model)
         policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if t["precision"] == "bf16" else MixedPrecisionPolicy()
@@ -215,7 +229,7 @@ class Fsdp2Engine(roundtrip.Engine):
         self.in_flight = None  # the last async save's handle, until its staging is complete
         from torch.distributed.checkpoint.state_dict import get_model_state_dict
 
-        self.model_state = CachedModelState(lambda: get_model_state_dict(self.model), self.model.parameters)
+        self.model_state = CachedModelState(lambda: get_model_state_dict(self.model), self._named_tensors)
         self.model_state.refresh()  # here, not in the first save (torchtitan makes it at its start)
         self.settle_model_state = True  # after the first step: see train_step
         info["class"] += " sharded with fully_shard"
@@ -243,9 +257,10 @@ class Fsdp2Engine(roundtrip.Engine):
         self.optimizer.step()
         self.scheduler.step()
         if self.settle_model_state:
-            # FSDP2's lazy init, at the first forward, gives each parameter a new local shard, so
-            # the dict made at build (or after a load) is stale by the first save. Made again
-            # here, between steps, the first save need not: it only checks it (model_state.py).
+            # FSDP2's lazy init, at the first forward, re-pads an unevenly sharded parameter into
+            # a new local shard, so the dict made at build (or after a load) may be stale by the
+            # first save. Made again here, between steps, the first save need not: it only
+            # checks it (model_state.py).
             self.model_state.get()
             self.settle_model_state = False
         return runtime.global_mean(self.ctx.world_size, torch.stack(losses).mean())
@@ -254,8 +269,13 @@ class Fsdp2Engine(roundtrip.Engine):
         self.model.eval()
         with torch.no_grad():
             total = sum(causal_lm_loss(self.model(input_ids=x).logits, y).float() for x, y in batches) / len(batches)
+        reshard_after_evaluation(self.model, self.fsdp_module_class)
         self.model.train()
         return runtime.global_mean(self.ctx.world_size, total)
+
+    def _named_tensors(self):
+        """The model's parameters and buffers by name: what the cached model state is made of."""
+        return itertools.chain(self.model.named_parameters(), self.model.named_buffers())
 
     def _sharded_state(self):
         from torch.distributed.checkpoint.state_dict import get_state_dict
