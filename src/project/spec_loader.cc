@@ -818,7 +818,7 @@ void SpecReader::ReadValidate(const toml::table& t) {
   } else if (v.checkpoint_at >= v.steps) {
     v.checkpoint_at = v.steps / 2;
   }
-  v.eval_batches = f.Integer("eval-batches", Need::kOptional, 0, 10000).value_or(v.eval_batches);
+  v.eval_batches = f.Integer("eval-batches", Need::kOptional, 1, 10000).value_or(v.eval_batches);
   v.keep_last = f.Integer("keep-last", Need::kOptional, 1, 100).value_or(v.keep_last);
   v.loss_tolerance = f.Number("loss-tolerance", Need::kOptional, 0, 1).value_or(v.loss_tolerance);
   v.eval_tolerance = f.Number("eval-tolerance", Need::kOptional, 0, 1).value_or(v.eval_tolerance);

@@ -309,7 +309,46 @@ TEST(NodeChecks, AGpuWithoutEccIsNotJudgedOnEcc) {
   node.gpus[0].ecc_enabled.reset();
   node.gpus[0].ecc_uncorrected_volatile.reset();
   node.gpus[0].not_supported.push_back("ecc_enabled");
-  EXPECT_EQ(Find(CheckNode(node), "env.health").status, CheckStatus::kPass);
+  const CheckResult c = Find(CheckNode(node), "env.health");
+  EXPECT_EQ(c.status, CheckStatus::kPass);
+  EXPECT_EQ(c.summary.find("ECC on"), std::string::npos) << "claims what it did not judge";
+  EXPECT_NE(c.summary.find("the rest not judged"), std::string::npos) << c.summary;
+}
+
+TEST(NodeChecks, AHealthyGpuIsSaidToPassOnEveryAspect) {
+  const CheckResult c = Find(CheckNode(HealthyH200Node()), "env.health");
+  EXPECT_EQ(c.status, CheckStatus::kPass);
+  EXPECT_NE(c.summary.find("ECC on, no uncorrectable errors, no pending retirements or remaps, "
+                           "below the slowdown temperature, no slowdown, PCIe links at full width"),
+            std::string::npos)
+      << c.summary;
+}
+
+// Under a virtual GPU NVML may support no health field at all: nothing was measured, so no pass.
+TEST(NodeChecks, AGpuWhoseEveryHealthFieldIsNotSupportedIsNotAPass) {
+  NodeProbe node = HealthyH200Node();
+  GpuProbe& g = node.gpus[0];
+  g.ecc_enabled.reset();
+  g.ecc_uncorrected_volatile.reset();
+  g.retired_pages_pending.reset();
+  g.remap_failed.reset();
+  g.temperature_c.reset();
+  g.temperature_slowdown_c.reset();
+  g.throttle_reasons.reset();
+  g.pcie_width.reset();
+  g.pcie_width_max.reset();
+  g.pcie_gen_max.reset();
+  g.pcie_gen_gpu_max.reset();
+  g.not_supported = {"ecc_enabled",           "ecc_uncorrected_volatile",
+                     "retired_pages_pending", "remapped_rows",
+                     "temperature_c",         "temperature_slowdown_c",
+                     "throttle_reasons",      "pcie_width",
+                     "pcie_width_max",        "pcie_gen_max",
+                     "pcie_gen_gpu_max"};
+  const CheckResult c = Find(CheckNode(node), "env.health");
+  EXPECT_EQ(c.status, CheckStatus::kSkip) << c.summary;
+  EXPECT_NE(c.summary.find("GPU 0: NVML supports none of the health fields"), std::string::npos)
+      << c.summary;
 }
 
 TEST(NodeChecks, AFieldNvmlCouldNotReadIsUnknownNotHealthy) {

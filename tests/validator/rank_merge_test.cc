@@ -274,6 +274,43 @@ TEST(RankMerge, NodeChecksPassingOnEveryNodeStayPassingAndListEachNode) {
   EXPECT_EQ(c.metrics["nodes"][1]["node"], "node-b");
 }
 
+// A node whose lead skipped a node check (no NVML, MIG mode) was not judged: the merged check is
+// no pass for it.
+TEST(RankMerge, ANodeCheckSkippedOnAnotherNodeIsASkipNamingThatNode) {
+  Report report = LeadReport();
+  report.checks.push_back(Passed("data.model"));
+  MergeRankResults(
+      report, json::array({NodeLead(0, "node-a", "pass"), NodeLead(1, "node-b", "skip")}), kGpu);
+  const CheckResult& c = Check(report, "data.model");
+  EXPECT_EQ(c.status, CheckStatus::kSkip);
+  EXPECT_NE(c.summary.find("node node-b (rank 1) not judged: config.json missing"),
+            std::string::npos)
+      << c.summary;
+}
+
+TEST(RankMerge, ANodeLeadWithoutTheCheckIsNotCountedAsPassingIt) {
+  Report report = LeadReport();
+  report.checks.push_back(Passed("data.model"));
+  json lead = NodeLead(1, "node-b", "pass");
+  lead["checks"].erase("data.model");
+  MergeRankResults(report, json::array({NodeLead(0, "node-a", "pass"), lead}), kGpu);
+  const CheckResult& c = Check(report, "data.model");
+  EXPECT_EQ(c.status, CheckStatus::kSkip);
+  EXPECT_NE(c.summary.find("node node-b (rank 1) not judged: its report has no data.model"),
+            std::string::npos)
+      << c.summary;
+}
+
+TEST(RankMerge, ANodeFailingAfterAnUnjudgedOneFailsTheMergedCheck) {
+  Report report = LeadReport();
+  report.checks.push_back(Passed("data.model"));
+  MergeRankResults(report,
+                   json::array({NodeLead(0, "node-a", "pass"), NodeLead(1, "node-b", "skip"),
+                                NodeLead(2, "node-c", "fail")}),
+                   kGpu);
+  EXPECT_EQ(Check(report, "data.model").status, CheckStatus::kFail);
+}
+
 TEST(RankMerge, TheMergedReportListsTheDevicesOfEveryOtherNodeNamedByNode) {
   Report report = LeadReport();
   MergeRankResults(

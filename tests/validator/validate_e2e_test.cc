@@ -92,6 +92,14 @@ TEST_F(ValidateTiny, PassesAndExitsZero) {
   EXPECT_EQ(pass().report["verdict"], "pass") << NotPassing(pass().report);
 }
 
+// tiny pins no model: train.step says it trained a seeded initialisation, as an object a reader
+// of metrics.model.source finds.
+TEST_F(ValidateTiny, TrainStepNamesTheModelSourceAsAnObject) {
+  const auto& model = Check(pass().report, "train.step")["metrics"]["model"];
+  ASSERT_TRUE(model.is_object()) << model;
+  EXPECT_EQ(model.value("source", ""), "seeded initialisation");
+}
+
 TEST_F(ValidateTiny, ResumeIsBitwiseEqualAcrossThreeProcesses) {
   const auto& roundtrip = Check(pass().report, "train.roundtrip");
   EXPECT_EQ(roundtrip["status"], "pass") << roundtrip["summary"];
@@ -818,30 +826,72 @@ TEST(VerifyAtPointOfUse, ADatasetShardChangedAfterLockingFailsTraining) {
   ExpectTrainingRefuses(project, "/a.bin", pinned, planted);
 }
 
-// A model's weights changed after locking (a byte of tensor data: still a valid file).
-TEST(VerifyAtPointOfUse, AModelWeightFileChangedAfterLockingFailsTraining) {
+// train.step and train.roundtrip fail naming `text`, exit 1, with and without --only: the run
+// never trains something else in place of what the lock pins.
+void ExpectTrainingFailsNaming(const fs::path& project, const std::string& text) {
+  for (const auto& extra : kWithAndWithoutOnly) {
+    int exit_code = 0;
+    const nlohmann::json report = ValidateProject(project, extra, &exit_code);
+    EXPECT_EQ(exit_code, 1) << extra.size();
+    for (const char* id : {"train.step", "train.roundtrip"}) {
+      const auto& check = Check(report, id);
+      EXPECT_EQ(check["status"], "fail") << id << " " << extra.size() << check;
+      EXPECT_NE(check.value("summary", "").find(text), std::string::npos) << id << check;
+    }
+  }
+}
+
+TEST(VerifyAtPointOfUse, APinnedDatasetShardMissingOnTheNodeFailsTraining) {
   testing::TempDir dir;
-  fs::path staging = dir.path() / "staging";
+  const fs::path project = LockedTinyWithShard(dir.path());
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  fs::remove(project / "data/a.bin");
+  ExpectTrainingFailsNaming(project, "a.bin");
+}
+
+// tiny with a local model of seeded weights (model/model.safetensors) pinned by its lock; the
+// project, and the weights' pinned sha256 and size.
+struct TinyWithWeights {
+  fs::path project;
+  std::string sha256;
+  uint64_t size = 0;
+};
+TinyWithWeights LockedTinyWithWeights(const fs::path& dir) {
+  fs::path staging = dir / "staging";
   testing::CopyExample("tiny", (fs::create_directories(staging), staging));
   const ModelConfig c = LoadProject(staging, ManifestRequirement::kOptional).config.model;
   validate::Llama model(c);
   std::vector<validate::NamedTensor> tensors;
   for (auto& item : model->named_parameters())
     tensors.push_back({item.key(), item.value().detach().clone()});
-  const fs::path model_dir = dir.path() / "model";
+  const fs::path model_dir = dir / "model";
   fs::create_directories(model_dir);
   validate::WriteSafetensors(model_dir / "model.safetensors", tensors);
-  uint64_t size = 0;
-  const std::string pinned = Sha256FileHex(model_dir / "model.safetensors", &size);
+  TinyWithWeights t;
+  t.sha256 = Sha256FileHex(model_dir / "model.safetensors", &t.size);
   const std::string model_table = "\n[model]\nsource = \"local\"\npath = \"model\"\n";
-  const fs::path project =
-      TinyWith(dir.path(), model_table + "files = [\"model.safetensors\"]\n", "",
-               model_table + "[[model.files]]\npath = \"model.safetensors\"\nsha256 = \"" + pinned +
-                   "\"\nsize = " + std::to_string(size) + "\n");
-  fs::copy(model_dir, project / "model", fs::copy_options::recursive);
-  const fs::path weights = project / "model/model.safetensors";
-  const std::string planted = Plant(weights, static_cast<size_t>(size) - 2, 0x11);
-  ExpectTrainingRefuses(project, "/model.safetensors", pinned, planted);
+  t.project = TinyWith(dir, model_table + "files = [\"model.safetensors\"]\n", "",
+                       model_table + "[[model.files]]\npath = \"model.safetensors\"\nsha256 = \"" +
+                           t.sha256 + "\"\nsize = " + std::to_string(t.size) + "\n");
+  fs::copy(model_dir, t.project / "model", fs::copy_options::recursive);
+  return t;
+}
+
+// A model's weights changed after locking (a byte of tensor data: still a valid file).
+TEST(VerifyAtPointOfUse, AModelWeightFileChangedAfterLockingFailsTraining) {
+  testing::TempDir dir;
+  const TinyWithWeights t = LockedTinyWithWeights(dir.path());
+  const fs::path weights = t.project / "model/model.safetensors";
+  const std::string planted = Plant(weights, static_cast<size_t>(t.size) - 2, 0x11);
+  ExpectTrainingRefuses(t.project, "/model.safetensors", t.sha256, planted);
+}
+
+// Missing weights were a seeded model trained in their place, and a pass.
+TEST(VerifyAtPointOfUse, APinnedWeightFileMissingOnTheNodeFailsTraining) {
+  testing::TempDir dir;
+  const TinyWithWeights t = LockedTinyWithWeights(dir.path());
+  fs::remove(t.project / "model/model.safetensors");
+  ExpectTrainingFailsNaming(t.project, "model.safetensors: pinned by the lock, not on this node");
 }
 
 // examples/tiny's engine spec for one step, written under `dir` as the coordinator writes it;

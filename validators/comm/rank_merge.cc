@@ -50,8 +50,21 @@ void AddRankFailure(CheckResult& c, int* named, const std::string& sentence) {
   }
 }
 
-// A node check fails the merged report when it failed on any node; the merged check lists every
-// node's status under metrics.nodes and names each failing node in its summary.
+// Another node whose lead did not judge the check (skipped it, or has no result for it): a check
+// that passed on rank 0's node is a skip for the run, naming that node, never a pass for it.
+void AddNodeNotJudged(CheckResult& c, int* named, const std::string& node, int rank,
+                      const std::string& why) {
+  if (c.status == CheckStatus::kPass) {
+    c.status = CheckStatus::kSkip;
+    c.remedy = "see that node's own report (report.rank-N.json)";
+  }
+  if (++*named > kNamedRanksPerCheck) return;
+  c.summary += "; node " + node + " (rank " + std::to_string(rank) + ") not judged: " + why;
+}
+
+// A node check fails the merged report when it failed on any node, and is not a pass when any
+// node did not judge it; the merged check lists every node's status under metrics.nodes and
+// names each failing or unjudged node in its summary.
 void MergeNodeCheck(Report& report, const std::string& id, const Json& entries) {
   CheckResult* c = FindCheck(report, id);
   if (!c) return;
@@ -59,7 +72,15 @@ void MergeNodeCheck(Report& report, const std::string& id, const Json& entries) 
   int named = 0;
   for (const Json& entry : entries) {
     const Json checks = entry.value("checks", Json::object());
-    if (!checks.is_object() || !checks.contains(id)) continue;
+    const bool other_lead = entry.value("local_rank", -1) == 0 && entry.value("rank", -1) != 0;
+    if (!checks.is_object() || !checks.contains(id)) {
+      if (other_lead) {
+        const std::string error = StringMember(entry, "error");
+        AddNodeNotJudged(*c, &named, StringMember(entry, "host"), entry.value("rank", -1),
+                         error.empty() ? "its report has no " + id : error);
+      }
+      continue;
+    }
     const bool own = entry.value("rank", -1) == 0;
     const std::string status =
         own ? CheckStatusName(c->status) : StringMember(checks[id], "status");
@@ -70,7 +91,11 @@ void MergeNodeCheck(Report& report, const std::string& id, const Json& entries) 
                      {"rank", entry.value("rank", -1)},
                      {"status", status},
                      {"summary", summary}});
-    if (own || !FailedStatus(status)) continue;
+    if (own) continue;
+    if (!FailedStatus(status)) {
+      if (status != "pass") AddNodeNotJudged(*c, &named, node, entry.value("rank", -1), summary);
+      continue;
+    }
     // Rank 0's node passed or skipped: the merged check now speaks for the failing nodes.
     if (c->status == CheckStatus::kPass || c->status == CheckStatus::kSkip) c->remedy.clear();
     if (status == "error" || c->status != CheckStatus::kError)

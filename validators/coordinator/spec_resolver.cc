@@ -10,15 +10,15 @@ namespace trainlock::validate {
 namespace fs = std::filesystem;
 namespace {
 
-// The pinned files of `a` as the engine reads them: absolute paths with the lock's hashes.
-// Empty when one is missing: the engine then trains on seeded initialisation or synthetic
-// tokens instead, and the data checks report the gap.
+// The pinned files of `a` as the engine reads them: absolute paths with the lock's hashes. A
+// file missing on this node stays listed: the engine's point-of-use verification fails the
+// training checks naming it, as for a changed file. Training a seeded model or synthetic
+// tokens in its place would pass on what the lock does not pin.
 std::vector<SpecFile> PinnedSpecFiles(const fs::path& dir, const ArtifactSource& a,
                                       std::string_view kind) {
   std::vector<SpecFile> files;
   for (const PinnedFile& f : a.files) {
     const fs::path path = ResolvePinnedFile(dir, a, kind, f.path);
-    if (!fs::exists(path)) return {};
     files.push_back({fs::absolute(path).lexically_normal().string(), f.path, f.sha256,
                      static_cast<int64_t>(f.size)});
   }
@@ -34,7 +34,7 @@ EngineSpec ResolveEngineSpec(const Project& project, int64_t steps, const std::s
   spec.lock_sha256 = project.lock_sha256;
   spec.config_sha256 = project.config_sha256;
   spec.seed = static_cast<uint64_t>(lock.seed);
-  spec.eval_batches = std::max<int64_t>(1, lock.validate.eval_batches);
+  spec.eval_batches = lock.validate.eval_batches;
   spec.config = project.config;
   if (lock.model) {
     std::vector<SpecFile> files = PinnedSpecFiles(project.dir, *lock.model, "model");
@@ -46,13 +46,10 @@ EngineSpec ResolveEngineSpec(const Project& project, int64_t steps, const std::s
           fs::absolute(ArtifactDir(project.dir, *lock.model, "model")).lexically_normal().string();
     }
   }
-  if (lock.dataset && !lock.dataset->token_dtype.empty()) {
-    std::vector<SpecFile> files = PinnedSpecFiles(project.dir, *lock.dataset, "dataset");
-    if (!files.empty()) {
-      spec.data.kind = "shards";
-      spec.data.files = std::move(files);
-      spec.data.bytes_per_token = lock.dataset->token_dtype == "uint16" ? 2 : 4;
-    }
+  if (lock.dataset && !lock.dataset->token_dtype.empty() && !lock.dataset->files.empty()) {
+    spec.data.kind = "shards";
+    spec.data.files = PinnedSpecFiles(project.dir, *lock.dataset, "dataset");
+    spec.data.bytes_per_token = lock.dataset->token_dtype == "uint16" ? 2 : 4;
   }
   if (spec.data.kind == "synthetic") {
     // Enough windows for every step's micro-batches (at least 64) and the evaluation's.

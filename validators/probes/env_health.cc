@@ -28,6 +28,9 @@ class GpuHealth {
   }
   const std::vector<std::string>& problems() const { return problems_; }
   const std::vector<std::string>& unknown() const { return unknown_; }
+  // What was judged from values NVML gave, in the pass summary's words; what NVML does not
+  // support is not judged and never claimed.
+  const std::vector<std::string>& judged() const { return judged_; }
 
  private:
   // True when `field` has a value; records it as unknown when the device should have it.
@@ -42,6 +45,7 @@ class GpuHealth {
   void Ecc() {
     // A device without ECC (NVML: not supported) has no mode to check and no counters.
     if (!Known(g_.ecc_enabled, "ecc_enabled")) return;
+    judged_.push_back("ECC on, no uncorrectable errors");
     if (!*g_.ecc_enabled) {
       Problem("ECC is disabled on a GPU that has it");
       return;
@@ -55,9 +59,11 @@ class GpuHealth {
 
   // Pre-Ampere GPUs retire pages, later ones remap rows; each reports the other as unsupported.
   void Retirement() {
-    if (Known(g_.retired_pages_pending, "retired_pages_pending") && *g_.retired_pages_pending)
-      Problem("retired pages pending a reset");
-    if (!Known(g_.remap_failed, "remapped_rows")) return;
+    const bool pages = Known(g_.retired_pages_pending, "retired_pages_pending");
+    if (pages && *g_.retired_pages_pending) Problem("retired pages pending a reset");
+    const bool rows = Known(g_.remap_failed, "remapped_rows");
+    if (pages || rows) judged_.push_back("no pending retirements or remaps");
+    if (!rows) return;
     if (*g_.remap_failed) Problem("row remapping failed");
     if (g_.remap_pending.value_or(false)) Problem("row remapping pending a reset");
   }
@@ -65,6 +71,7 @@ class GpuHealth {
   void Temperature() {
     const bool have_temp = Known(g_.temperature_c, "temperature_c");
     const bool have_limit = Known(g_.temperature_slowdown_c, "temperature_slowdown_c");
+    if (have_temp && have_limit) judged_.push_back("below the slowdown temperature");
     if (have_temp && have_limit && *g_.temperature_c >= *g_.temperature_slowdown_c) {
       Problem(std::to_string(*g_.temperature_c) + " C, at or above its slowdown threshold of " +
               std::to_string(*g_.temperature_slowdown_c) + " C");
@@ -73,6 +80,7 @@ class GpuHealth {
 
   void Clocks() {
     if (!Known(g_.throttle_reasons, "throttle_reasons")) return;
+    judged_.push_back("no slowdown");
     if (std::string why = HarmfulThrottleReasons(*g_.throttle_reasons); !why.empty())
       Problem("clocks held down by " + why);
   }
@@ -81,8 +89,10 @@ class GpuHealth {
   // riser or seating. The current generation drops while a GPU idles, so the generation judged
   // is the most this slot allows against the most the GPU can do.
   void PcieLink() {
-    if (Known(g_.pcie_width, "pcie_width") && Known(g_.pcie_width_max, "pcie_width_max") &&
-        *g_.pcie_width < *g_.pcie_width_max) {
+    const bool width =
+        Known(g_.pcie_width, "pcie_width") && Known(g_.pcie_width_max, "pcie_width_max");
+    if (width) judged_.push_back("PCIe links at full width");
+    if (width && *g_.pcie_width < *g_.pcie_width_max) {
       Problem("PCIe link at x" + std::to_string(*g_.pcie_width) + " of x" +
               std::to_string(*g_.pcie_width_max));
     }
@@ -97,7 +107,26 @@ class GpuHealth {
   std::string name_;
   std::vector<std::string> problems_;
   std::vector<std::string> unknown_;
+  std::vector<std::string> judged_;
 };
+
+// The pass summary: what was judged on every GPU. What NVML does not support on some GPU is not
+// claimed (metrics.devices[].not_supported names it).
+std::string PassSummary(const std::vector<std::vector<std::string>>& judged) {
+  constexpr size_t kAspects = 5;  // ECC, retirements, temperature, clocks, PCIe width
+  std::vector<std::string> everywhere = judged.front();
+  for (const std::vector<std::string>& j : judged) {
+    std::erase_if(everywhere, [&](const std::string& aspect) {
+      return std::find(j.begin(), j.end(), aspect) == j.end();
+    });
+  }
+  std::string summary = std::to_string(judged.size()) + " GPU(s): ";
+  if (everywhere.empty()) return summary + "each judged on what NVML supports (see not_supported)";
+  summary += JoinStrings(everywhere, ", ");
+  if (everywhere.size() < kAspects)
+    summary += "; the rest not judged: NVML does not support it (see not_supported)";
+  return summary;
+}
 
 // Everything NVML reported for `g`, for the report.
 nlohmann::json DeviceMetrics(const GpuProbe& g, const std::vector<std::string>& unknown) {
@@ -160,9 +189,13 @@ CheckResult HealthCheck(const NodeProbe& node) {
   std::vector<std::string> problems, unknown;
   JudgeUnopened(node, problems, unknown);
   nlohmann::json per_device = nlohmann::json::array();
+  std::vector<std::vector<std::string>> judged;
+  std::vector<std::string> unjudged;  // GPUs NVML supports no health field of
   for (const GpuProbe& g : node.gpus) {
     GpuHealth health(g);
     health.Judge();
+    judged.push_back(health.judged());
+    if (health.judged().empty()) unjudged.push_back("GPU " + std::to_string(g.index));
     problems.insert(problems.end(), health.problems().begin(), health.problems().end());
     for (const std::string& field : health.unknown())
       unknown.push_back("GPU " + std::to_string(g.index) + " " + field);
@@ -186,11 +219,14 @@ CheckResult HealthCheck(const NodeProbe& node) {
                   "and the container's access to the device",
                   m);
   }
-  return Result(CheckStatus::kPass,
-                std::to_string(node.gpus.size()) +
-                    " GPU(s): ECC on, no uncorrectable errors, no pending retirements or remaps, "
-                    "below the slowdown temperature, no slowdown, PCIe links at full width",
-                {}, m);
+  if (!unjudged.empty()) {
+    return Result(CheckStatus::kSkip,
+                  JoinStrings(unjudged, ", ") +
+                      ": NVML supports none of the health fields (ECC, retirements, temperature, "
+                      "clocks, PCIe link), so there is nothing to judge",
+                  "a virtual GPU or restricted passthrough hides them: judge the host's GPUs", m);
+  }
+  return Result(CheckStatus::kPass, PassSummary(judged), {}, m);
 }
 
 }  // namespace trainlock::validate

@@ -143,9 +143,10 @@ std::unique_ptr<Trainer> MakeTrainer(const RunSetup& s, torch::Device device,
   if (!s.model_dir.empty()) {
     LoadedWeights w = LoadHfWeights(trainer->model(), s.model_dir, s.model_files);
     trainer->model()->to(device);
-    made.model = {{"source", "weights"}, {"files", w.files}, {"dtypes", w.dtypes}};
+    made.model =
+        nlohmann::json::object({{"source", "weights"}, {"files", w.files}, {"dtypes", w.dtypes}});
   } else {
-    made.model = {{"source", "seeded initialisation"}};
+    made.model = nlohmann::json::object({{"source", "seeded initialisation"}});
   }
   AddMetrics(result, ToJson(made));
   return trainer;

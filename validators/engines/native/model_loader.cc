@@ -164,6 +164,14 @@ bool Ignorable(const std::string& name, bool tied) {
 
 LoadedWeights LoadHfWeights(Llama& model, const fs::path& dir, const PinnedNames& pinned) {
   const ModelConfig& c = model->config();
+  // Every file the lock pins is read, or the run is refused: one missing (config.json, a shard)
+  // would otherwise be passed over and the run would train on what the lock does not pin.
+  if (pinned) {
+    for (const auto& [name, sha256] : *pinned) {
+      if (!fs::is_regular_file(dir / name))
+        throw ModelLoadError((dir / name).string() + ": pinned by the lock, not on this node");
+    }
+  }
   if (fs::exists(dir / "config.json") && (!pinned || pinned->contains("config.json")))
     CheckConfigJson(dir / "config.json", c, pinned);
   std::map<std::string, std::string> index;
