@@ -749,6 +749,35 @@ TEST_F(Gate, AStepPassThatRanOutOfMemoryIsRefused) {
   EXPECT_TRUE(HasReason(Decide(), "evidence", "train.step: pass, but it ran out of memory"));
 }
 
+TEST_F(Gate, AStepPassWhoseMeasuredShapeContradictsItsShapeIsRefused) {
+  (*Check(report_, "train.step"))["metrics"]["measured_shape"]["activation_dtype"] = "bf16";
+  EXPECT_TRUE(HasReason(Decide(), "evidence",
+                        "train.step: pass, but its measured shape contradicts its shape: "
+                        "activations in bf16, the config's precision is fp32"));
+}
+
+TEST_F(Gate, AStepPassWithoutAMeasuredShapeIsRefused) {
+  (*Check(report_, "train.step"))["metrics"].erase("measured_shape");
+  EXPECT_TRUE(HasReason(Decide(), "evidence",
+                        "train.step: pass, but its measured shape contradicts its shape: the "
+                        "worker reported no shape"));
+}
+
+// The validator judges with the lock's tolerances (examples/tiny's: 0, bitwise); a pass stating
+// a looser one was judged by another yardstick.
+TEST_F(Gate, APassWithinALooserToleranceThanTheLocksIsRefused) {
+  json& eval = (*Check(report_, "train.eval"))["metrics"];
+  eval["tolerance"] = 1.0;
+  EXPECT_TRUE(HasReason(Decide(), "evidence",
+                        "train.eval: pass within a tolerance of 1, looser than the lock's "
+                        "validate.eval-tolerance 0"));
+  json& roundtrip = (*Check(report_, "train.roundtrip"))["metrics"];
+  roundtrip["loss_tolerance"] = 0.5;
+  EXPECT_TRUE(HasReason(Decide(), "evidence",
+                        "train.roundtrip: pass within a tolerance of 0.5, looser than the lock's "
+                        "validate.loss-tolerance 0"));
+}
+
 TEST_F(Gate, AStepPassBesideAThermalThrottleInTheRoundTripsTelemetryIsRefused) {
   json& roundtrip = (*Check(report_, "train.roundtrip"))["metrics"];
   roundtrip["telemetry"] = {
@@ -896,6 +925,45 @@ TEST(Evidence, ACudnnPassOtherThanTheLockedOneOrNamingNoneIsContradicted) {
       Contradicted(report, "env.versions: pass, but cuDNN 9.10.2 is not the locked 9.13.0"));
   versions["cudnn"] = "9.13.0";
   EXPECT_FALSE(Contradicted(report, "env.versions"));
+}
+
+TEST(Evidence, ADriverPassBelowItsOwnDriverMinIsContradicted) {
+  json report = H200Report();
+  MetricsOf(report, "env.driver")["driver_version"] = "470.57.02";
+  EXPECT_TRUE(Contradicted(
+      report, "env.driver: pass, but driver 470.57.02 is below its driver_min 580.65.06"));
+}
+
+TEST(Evidence, ARuntimePassWhoseDriverCudaIsBelowTheRuntimeOrUnreadIsContradicted) {
+  json report = H200Report();
+  MetricsOf(report, "env.runtime")["cuda_driver_supports"] = "11.4";
+  EXPECT_TRUE(Contradicted(
+      report, "env.runtime: pass, but the driver's CUDA 11.4 is below the runtime's 13.0"));
+  MetricsOf(report, "env.runtime").erase("cuda_driver_supports");
+  MetricsOf(report, "env.runtime")["torch"] = "2.11.0";  // no runtime version at all
+  EXPECT_TRUE(Contradicted(
+      report, "env.runtime: pass, but it read no cuda_runtime and cuda_driver_supports"));
+}
+
+TEST(Evidence, AVersionsPassWithAnotherNcclOrCudaThanTheLockedIsContradicted) {
+  json report = H200Report();
+  MetricsOf(report, "env.versions")["nccl_locked"] = "2.27.7";
+  EXPECT_TRUE(Contradicted(report, "env.versions: pass, but NCCL 2.28.9 is not the locked 2.27.7"));
+  report = H200Report();
+  MetricsOf(report, "env.versions")["cuda_runtime"] = "12.1";
+  EXPECT_TRUE(
+      Contradicted(report, "env.versions: pass, but CUDA runtime 12.1 is not the locked 13.0"));
+  report = H200Report();
+  MetricsOf(report, "env.versions")["nccl_locked"] = "2.28.9";
+  EXPECT_FALSE(Contradicted(report, "env.versions"));
+}
+
+TEST(Evidence, AHealthPassOfADeviceWithNoJudgedFieldIsContradicted) {
+  json report = H200Report();
+  MetricsOf(report, "env.health")["devices"][0] = {{"index", 0},
+                                                   {"not_supported", json::array({"ecc_enabled"})}};
+  EXPECT_TRUE(Contradicted(
+      report, "env.health: pass, but a device has none of the fields health is judged on"));
 }
 
 TEST(Evidence, AHealthPassOfNoDeviceOrOfADeviceItsOwnFieldsCallUnhealthyIsContradicted) {
@@ -1393,7 +1461,10 @@ TEST_F(GateEngine, AReportNamingNoEngineIsRefusedForALockOfAPythonEngine) {
 }
 
 TEST_F(GateEngine, AReportNamingNoEngineStandsForTheNativeEngineOfItsLock) {
-  for (json& c : report_["checks"]) c["metrics"].erase("measured_shape");
+  for (json& c : report_["checks"]) {
+    if (c["metrics"].contains("measured_shape")) c["metrics"]["measured_shape"].erase("engine");
+    c["metrics"].erase("engine");
+  }
   GateDecision d = Decide();
   EXPECT_TRUE(d.allowed()) << ::testing::PrintToString(d.reasons);
 }

@@ -4,6 +4,7 @@
 
 #include "report/check_metrics.h"
 #include "report/gpu_throttle.h"
+#include "report/measured_shape.h"
 
 #include <algorithm>
 #include <cmath>
@@ -93,10 +94,22 @@ std::string Roundtrip(const Json& metrics) {
   return "";
 }
 
+// train.step: a step was timed, and what the worker observed (measured_shape) is the shape the
+// report states (`shape`, the config's): the validator's own rule (measured_shape.h).
 std::string Step(const Json& metrics) {
   const auto m = ReadMetrics<TrainStepMetrics>(metrics);
   if (IsTrue(m.out_of_memory)) return "it ran out of memory";
   if (!m.step_time_s || *m.step_time_s <= 0) return "it has no step_time_s";
+  const Json shape = m.shape.value_or(Json());
+  const auto precision = shape.is_object() ? shape.find("precision") : shape.end();
+  const auto recompute = shape.is_object() ? shape.find("activation_checkpointing") : shape.end();
+  if (!shape.is_object() || precision == shape.end() || !precision->is_string() ||
+      recompute == shape.end() || !recompute->is_boolean())
+    return "it states no shape (precision, activation_checkpointing)";
+  if (std::string why = MeasuredShapeContradiction(
+          m.measured_shape.value_or(Json()), precision->get<std::string>(), recompute->get<bool>());
+      !why.empty())
+    return "its measured shape contradicts its shape: " + why;
   return "";
 }
 
@@ -111,6 +124,10 @@ std::string Perf(const Json& metrics) {
   }
   return "";
 }
+
+// The fields env.health judges a device on (env_health.cc): a pass needs at least one.
+constexpr const char* kHealthFields[] = {"ecc_enabled",   "retired_pages_pending", "remap_failed",
+                                         "temperature_c", "throttle_reasons",      "pcie_width"};
 
 // One device's stated fields that contradict a healthy GPU (env_health.cc's rules on what NVML
 // read), "" when none does; a field that is absent or of another type says nothing here.
@@ -149,6 +166,10 @@ std::string Health(const Json& metrics) {
   if (!m.devices || !m.devices->is_array() || m.devices->empty()) return "it judged no device";
   for (const Json& device : *m.devices) {
     if (!device.is_object()) return "a device has no fields";
+    const bool judged = std::any_of(
+        std::begin(kHealthFields), std::end(kHealthFields),
+        [&](const char* key) { return device.contains(key) && !device[key].is_null(); });
+    if (!judged) return "a device has none of the fields health is judged on";
     if (std::string why = UnhealthyDevice(device); !why.empty())
       return "a device's own fields say " + why;
   }
@@ -187,17 +208,38 @@ bool Said(const Text& text) {
   return text && !text->empty();
 }
 
+// env.driver: a driver version was read, at or above the driver_min it states.
 std::string Driver(const Json& metrics) {
-  return Said(ReadMetrics<EnvVersionMetrics>(metrics).driver_version) ? ""
-                                                                      : "it has no driver_version";
+  const auto m = ReadMetrics<EnvVersionMetrics>(metrics);
+  if (!Said(m.driver_version)) return "it has no driver_version";
+  if (!Said(m.driver_min)) return "";
+  const auto have = ParseVersion(*m.driver_version), want = ParseVersion(*m.driver_min);
+  if (!have || !want) return "its driver_version or driver_min is not a version";
+  if (*have < *want)
+    return "driver " + *m.driver_version + " is below its driver_min " + *m.driver_min;
+  return "";
 }
 
-// env.runtime: some runtime version was read (cuda_runtime, or the driver's support for one).
+// env.runtime: both the image's CUDA runtime and the driver's CUDA were read, and the driver's
+// is at least the runtime's.
 std::string Runtime(const Json& metrics) {
   const auto m = ReadMetrics<EnvVersionMetrics>(metrics);
-  return Said(m.cuda_runtime) || Said(m.cuda_driver_supports) || Said(m.torch)
-             ? ""
-             : "it read no runtime version";
+  if (!Said(m.cuda_runtime) || !Said(m.cuda_driver_supports))
+    return "it read no cuda_runtime and cuda_driver_supports";
+  const auto runtime = ParseVersion(*m.cuda_runtime);
+  const auto driver = ParseVersion(*m.cuda_driver_supports);
+  if (!runtime || !driver) return "its CUDA versions are not versions";
+  if (*driver < *runtime)
+    return "the driver's CUDA " + *m.cuda_driver_supports + " is below the runtime's " +
+           *m.cuda_runtime;
+  return "";
+}
+
+// The major.minor of a CUDA version text ("13.0", "13.0.1"); nullopt when it is not one.
+std::optional<std::pair<int64_t, int64_t>> MajorMinor(const std::string& text) {
+  const auto v = ParseVersion(text);
+  if (!v) return std::nullopt;
+  return std::make_pair(static_cast<int64_t>(v->major()), static_cast<int64_t>(v->minor()));
 }
 
 // env.versions: the torch that ran is the locked one: the same text, or its release with the
@@ -208,6 +250,14 @@ std::string Versions(const Json& metrics) {
   if (Said(m.torch_locked) && *m.torch_locked != *m.torch &&
       !m.torch_locked->starts_with(*m.torch + "+"))
     return "torch " + *m.torch + " is not the locked " + *m.torch_locked;
+  if (Said(m.cuda_locked)) {
+    const auto have = MajorMinor(m.cuda_runtime.value_or("")), pin = MajorMinor(*m.cuda_locked);
+    if (!have || !pin || *have != *pin)
+      return "CUDA runtime " + m.cuda_runtime.value_or("(none)") + " is not the locked " +
+             *m.cuda_locked;
+  }
+  if (Said(m.nccl_locked) && m.nccl.value_or("") != *m.nccl_locked)
+    return "NCCL " + m.nccl.value_or("(none)") + " is not the locked " + *m.nccl_locked;
   if (Said(m.cudnn_locked)) {
     if (!Said(m.cudnn)) return "it names no cuDNN beside the locked " + *m.cudnn_locked;
     const auto have = ParseVersion(*m.cudnn), pin = ParseVersion(*m.cudnn_locked);

@@ -1,6 +1,8 @@
 // The gate's rules, one function per refusal topic; see gate.h.
 #include "report/gate.h"
 
+#include <sstream>
+
 #include <algorithm>
 
 #include "base/diagnostic.h"
@@ -202,9 +204,32 @@ class GateRules {
     if (ran == locked) decision_.facts.push_back("engine " + ran);
   }
 
-  // Every passing check's metrics support its pass (check_evidence.h).
+  // Every passing check's metrics support its pass (check_evidence.h), within tolerances no
+  // looser than the lock's.
   void Evidence() {
     for (const std::string& c : EvidenceContradictions(view_)) Refuse("evidence: " + c);
+    Tolerances();
+  }
+
+  // The validator compares with the lock's tolerances: a pass stating a looser one was judged
+  // by another yardstick than this lock's (an edited report).
+  void Tolerances() {
+    const ValidateSpec& v = request_.lock->validate;
+    for (const CheckView& c : view_.checks) {
+      if (c.status != "pass") continue;
+      const bool loss = c.id == "train.roundtrip";
+      std::optional<double> stated;
+      if (loss) stated = ReadMetrics<RoundtripMetrics>(c.metrics).loss_tolerance;
+      if (c.id == "train.eval") stated = ReadMetrics<EvalMetrics>(c.metrics).tolerance;
+      if (c.id == "ckpt.portable") stated = ReadMetrics<PortableMetrics>(c.metrics).tolerance;
+      const double locked = loss ? v.loss_tolerance : v.eval_tolerance;
+      if (!stated || *stated <= locked) continue;
+      std::ostringstream why;
+      why << "evidence: " << c.id << ": pass within a tolerance of " << *stated
+          << ", looser than the lock's validate." << (loss ? "loss" : "eval") << "-tolerance "
+          << locked;
+      Refuse(why.str());
+    }
   }
 
   // The lock target the report validated: the one it names, which must be its validator's

@@ -22,6 +22,7 @@
 #include "project/project.h"
 #include "project/train_shape.h"
 #include "report/check_metrics.h"
+#include "report/measured_shape.h"
 #include "support/check_selection.h"
 #include "support/engine_protocol.h"
 
@@ -87,20 +88,11 @@ std::optional<int64_t> RestoredStep(const WorkerRun& run) {
 }
 
 // What of the config's shape the worker's observed shape (measured_shape) contradicts, "" when
-// nothing: a step measured at another precision or without the recomputation the config asks
-// for is not the config's step. A worker that reported no observed shape contradicts it too.
+// nothing (report/measured_shape.h: the gate refuses a pass by the same rule).
 std::string ShapeMismatch(const TrainStepMetrics& m, const TrainConfig& config) {
-  if (!m.measured_shape || !m.measured_shape->is_object()) return "the worker reported no shape";
-  const auto seen = ReadMetrics<MeasuredShapeMetrics>(*m.measured_shape);
-  const TrainingConfig& t = config.training;
-  const std::string dtype = seen.activation_dtype.value_or("none");
-  if (dtype != t.precision)
-    return "activations in " + dtype + ", the config's precision is " + t.precision;
-  if (seen.activation_checkpointing.value_or(!t.activation_checkpointing) !=
-      t.activation_checkpointing)
-    return std::string("activation checkpointing ") + (t.activation_checkpointing ? "off" : "on") +
-           ", the config asks for it " + (t.activation_checkpointing ? "on" : "off");
-  return "";
+  return MeasuredShapeContradiction(m.measured_shape.value_or(nlohmann::json()),
+                                    config.training.precision,
+                                    config.training.activation_checkpointing);
 }
 
 // The per-tensor digests of the final state `run` wrote, as this process computed them from
