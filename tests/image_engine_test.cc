@@ -355,6 +355,56 @@ TEST_F(ImageEngine, AVersionCheckThatNeverReturnsIsStoppedAtTheTimeout) {
       << r.err;
 }
 
+// Stopping `podman run` leaves the container running under conmon (docker's, under its daemon),
+// holding the GPUs and the caller's stderr: a run stopped at its limit removes it by name.
+TEST_F(ImageEngine, ARunStoppedAtTheTimeoutRemovesItsContainerByName) {
+  Fake("podman", std::string(R"sh(case " $* " in
+  *" --version "*) exit 0;;
+  *" inspect "*) echo ")sh") +
+                     kDigest + R"sh( cpu"; exit 0;;
+  *" run "*) exec /bin/sleep 600;;
+esac
+exit 0
+)sh");
+  const RunResult r =
+      testing::RunProgram("trainlock",
+                          {"validate", project_.string(), "--image", "registry.example/tiny:1",
+                           "--container-engine", "podman"},
+                          {"PATH=" + bin_.string(), "TRAINLOCK_ENGINE_TIMEOUT=1"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  const std::vector<std::string> runs = Calls("run");
+  ASSERT_EQ(runs.size(), 1u) << Log();
+  const size_t named = runs[0].find("--name trainlock-validate-");
+  ASSERT_NE(named, std::string::npos) << runs[0];
+  const std::string name = runs[0].substr(named + 7, runs[0].find(' ', named + 7) - named - 7);
+  const std::vector<std::string> removed = Calls("rm");
+  ASSERT_EQ(removed.size(), 1u) << Log();
+  EXPECT_NE(removed[0].find(" rm -f " + name), std::string::npos) << removed[0];
+}
+
+// What the validator in the image prints is shown, its end only: 70 MB of it was once refused
+// as bad input (exit 2) before the report was looked for.
+TEST_F(ImageEngine, AValidatorPrintingWithoutBoundIsShownByItsEnd) {
+  Fake("podman", std::string(R"sh(case " $* " in
+  *" --version "*) exit 0;;
+  *" inspect "*) echo ")sh") +
+                     kDigest + R"sh( cpu"; exit 0;;
+  *" run "*) /usr/bin/head -c 70000000 /dev/zero | /usr/bin/tr '\0' x; echo; echo the last line; exit 0;;
+esac
+exit 0
+)sh");
+  const RunResult r =
+      testing::RunProgram("trainlock",
+                          {"validate", project_.string(), "--image", "registry.example/tiny:1",
+                           "--container-engine", "podman"},
+                          {"PATH=" + bin_.string()});
+  EXPECT_EQ(r.exit_code, 3) << r.err;  // it wrote no report: not bad input
+  EXPECT_NE(r.err.find("wrote no report"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("bytes of the validator's output left out"), std::string::npos);
+  EXPECT_NE(r.out.find("the last line"), std::string::npos);
+  EXPECT_LT(r.out.size(), size_t{2} << 20);
+}
+
 TEST_F(ImageEngine, ATimeoutThatIsNotANumberIsBadInput) {
   Fake("buildah", WorkingEngine());
   const RunResult r =

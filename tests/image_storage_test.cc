@@ -110,8 +110,24 @@ TEST(ImageStorageCommand, ContainerStorageThatIsASymlinkIsNotFollowed) {
   const auto r =
       testing::RunTrainlock({"image", "storage", (dir.path() / "project").string(), "--free"});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find("a symbolic link; not followed, nothing freed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(".trainlock/containers: error: is a symbolic link"), std::string::npos)
+      << r.err;
   EXPECT_TRUE(fs::exists(dir.path() / "elsewhere" / "keep"));
+}
+
+// A .trainlock a cloned project carries as a link: `--free` would delete the containers
+// directory of wherever it points (as root, /var/lib/containers for a link to /var/lib).
+TEST(ImageStorageCommand, ATrainlockDirThatIsASymlinkIsRefusedAndNothingIsFreed) {
+  TempDir dir;
+  testing::WriteFile(dir.path() / "victim" / "containers" / "precious", "x");
+  fs::create_directories(dir.path() / "project");
+  fs::create_directory_symlink(dir.path() / "victim", dir.path() / "project" / ".trainlock");
+  const auto r =
+      testing::RunTrainlock({"image", "storage", (dir.path() / "project").string(), "--free"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("project/.trainlock: error: is a symbolic link"), std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::exists(dir.path() / "victim" / "containers" / "precious"));
 }
 
 }  // namespace

@@ -86,10 +86,41 @@ TEST_F(AuthRegistryLock, APrivateImageWithoutCredentialsIsExit3AndSaysHowToGiveT
 
 TEST_F(AuthRegistryLock, CredentialsFromTheEnvironmentAreUsedAndNeverPrinted) {
   fs::path project = Project(Ref("test/private"));
-  auto r =
-      Lock(project, {"TRAINLOCK_REGISTRY_USERNAME=alice", "TRAINLOCK_REGISTRY_PASSWORD=s3cret"});
+  auto r = Lock(project, {"TRAINLOCK_REGISTRY_USERNAME=alice", "TRAINLOCK_REGISTRY_PASSWORD=s3cret",
+                          "TRAINLOCK_REGISTRY_HOST=127.0.0.1:" + std::to_string(port_)});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ((r.out + r.err).find("s3cret"), std::string::npos);
+}
+
+// Bound to another registry, the environment's credentials are not sent to this one.
+TEST_F(AuthRegistryLock, EnvironmentCredentialsForAnotherRegistryAreNotSent) {
+  fs::path project = Project(Ref("test/private"));
+  auto r = Lock(project, {"TRAINLOCK_REGISTRY_USERNAME=alice", "TRAINLOCK_REGISTRY_PASSWORD=s3cret",
+                          "TRAINLOCK_REGISTRY_HOST=registry.example.com"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("token service answered 401 (no credentials given)"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(AuthRegistryLock, EnvironmentCredentialsWithoutTheirRegistryAreRefused) {
+  fs::path project = Project(Ref("test/private"));
+  auto r =
+      Lock(project, {"TRAINLOCK_REGISTRY_USERNAME=alice", "TRAINLOCK_REGISTRY_PASSWORD=s3cret"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("is set without TRAINLOCK_REGISTRY_HOST"), std::string::npos) << r.err;
+  EXPECT_EQ((r.out + r.err).find("s3cret"), std::string::npos);
+}
+
+// A token service over plain HTTP elsewhere would get the credentials, and hand back the token,
+// in clear: refused before anything is sent to it.
+TEST_F(AuthRegistryLock, APlainHttpTokenServiceOnAnotherHostIsRefused) {
+  fs::path project = Project(Ref("test/plain-realm"));
+  auto r = Lock(project);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("names a token service that is not https: "
+                       "http://token.example.invalid/token"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(AuthRegistryLock, CredentialsFromADockerConfigAreUsed) {
@@ -124,8 +155,8 @@ TEST_F(AuthRegistryLock, ATokenCarryingALineBreakIsNotSentAndIsExit3) {
 
 TEST_F(AuthRegistryLock, WrongCredentialsAreExit3) {
   fs::path project = Project(Ref("test/private"));
-  auto r =
-      Lock(project, {"TRAINLOCK_REGISTRY_USERNAME=alice", "TRAINLOCK_REGISTRY_PASSWORD=wrong"});
+  auto r = Lock(project, {"TRAINLOCK_REGISTRY_USERNAME=alice", "TRAINLOCK_REGISTRY_PASSWORD=wrong",
+                          "TRAINLOCK_REGISTRY_HOST=127.0.0.1:" + std::to_string(port_)});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("token service answered 401"), std::string::npos) << r.err;
   EXPECT_EQ((r.out + r.err).find("wrong"), std::string::npos);

@@ -267,6 +267,29 @@ TEST_F(PythonIndex, AWheelDeclaringMoreThanTheLimitIsRefusedBeforeAnyByteIsWritt
   EXPECT_TRUE(fs::is_empty(dir_.path() / "scratch")) << "a partial wheel stayed behind";
 }
 
+// libcurl reads file:// URLs unless told not to: file:///dev/zero never ends, and ~/.netrc's
+// credentials would go wherever such a link points.
+TEST_F(PythonIndex, AWheelLinkThatIsNotHttpIsRefusedNotRead) {
+  Serve(nlohmann::json::array(), {"--format", "html", "--no-metadata", "--hostile", "file-link"});
+  const auto start = std::chrono::steady_clock::now();
+  auto [code, message] = Refusal({{"trainlock-demo-util", "1.2.0"}});
+  EXPECT_NE(code, 0);
+  EXPECT_NE(message.find("file:///dev/zero"), std::string::npos) << message;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  EXPECT_TRUE(fs::is_empty(dir_.path() / "scratch")) << "a partial wheel stayed behind";
+}
+
+// A 503 whose page never ends, faster than the low-speed limit: once read without end.
+TEST_F(PythonIndex, AnEndlessErrorPageForAWheelIsAbandoned) {
+  Serve(nlohmann::json::array(), {"--no-metadata", "--hostile", "endless-error"});
+  const auto start = std::chrono::steady_clock::now();
+  auto [code, message] = Refusal({{"trainlock-demo-util", "1.2.0"}});
+  EXPECT_EQ(code, 3);
+  EXPECT_NE(message.find("503"), std::string::npos) << message;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  EXPECT_TRUE(fs::is_empty(dir_.path() / "scratch")) << "a partial wheel stayed behind";
+}
+
 TEST_F(PythonIndex, AManifestPinBeyondAnIntegerIsRefusedNotDereferenced) {
   Serve(nlohmann::json::array());
   auto [code, message] = Refusal({{"trainlock-demo-util", "99999999999999999999"}});

@@ -106,6 +106,53 @@ TEST(NoSecretInTheReport, ACheckThatPrintedAUrlWithCredentials) {
   EXPECT_EQ(json.find("hunter2-secret"), std::string::npos) << json;
 }
 
+// The project's smoke command inherits the environment (it may need its token); what it prints
+// of its secrets never reaches the report, which CI uploads and `gate -v` shows.
+TEST(NoSecretInTheReport, AnExtCommandPrintingTokensFromItsEnvironmentLeavesNoneInTheReport) {
+  testing::TempDir dir;
+  ::setenv("HF_TOKEN", "planted-hub-token-123", 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", "wJalrPLANTEDSECRETKEY", 1);
+  ExtCommand command;
+  command.argv = {"sh", "-c",
+                  "echo token=$HF_TOKEN; echo AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY"};
+  const SmokeRun run = RunSmokeCommand(command, dir.path());
+  Report report;
+  report.checks.push_back(SmokeCommandCheck(command, run));
+  const std::string json = report.ToJson().dump();
+  ::unsetenv("HF_TOKEN");
+  ::unsetenv("AWS_SECRET_ACCESS_KEY");
+  EXPECT_NE(json.find("token=***"), std::string::npos) << json;
+  EXPECT_EQ(json.find("planted-hub-token-123"), std::string::npos) << json;
+  EXPECT_EQ(json.find("wJalrPLANTEDSECRETKEY"), std::string::npos) << json;
+}
+
+TEST(RedactCredentials, BearerAndBasicCredentialsAndHubTokensAreMasked) {
+  EXPECT_EQ(RedactCredentials("Authorization: Bearer abc.def-ghi_jkl"),
+            "Authorization: Bearer ***");
+  EXPECT_EQ(RedactCredentials("Authorization: Basic YWxpY2U6czNjcmV0"), "Authorization: Basic ***");
+  EXPECT_EQ(RedactCredentials("token hf_" + std::string(34, 'A') + " used"), "token hf_*** used");
+}
+
+// Ordinary words and names are not mistaken for credentials.
+TEST(RedactCredentials, WordsThatOnlyLookLikeMarkersAreLeftAlone) {
+  for (const char* text :
+       {"Basic checks passed", "engines/hf_model.py", "hf_trainer_output_dir", "a Bearer of news"})
+    EXPECT_EQ(RedactCredentials(text), text);
+}
+
+// A password typed with a space in it (invalid in a URL, so refused) is masked whole in the
+// message that refuses it.
+TEST(RedactCredentials, APasswordWithASpaceIsMaskedWhole) {
+  for (const char* password : {"pa55 w0rd", "p@ss word"}) {
+    const std::string text =
+        std::string("entry 'https://bob:") + password + "@pypi.internal/simple' holds a space";
+    const std::string shown = RedactCredentials(text);
+    EXPECT_EQ(shown.find("w0rd"), std::string::npos) << shown;
+    EXPECT_EQ(shown.find("word"), std::string::npos) << shown;
+    EXPECT_NE(shown.find("@pypi.internal/simple"), std::string::npos) << shown;
+  }
+}
+
 TEST(NoSecretPrinted, HfEndpointWithCredentialsAtADeadPort) {
   testing::TempDir dir;
   const fs::path project = testing::UnlockedTiny(

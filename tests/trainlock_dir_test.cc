@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "base/diagnostic.h"
 #include "project/artifact_paths.h"
 #include "test_support.h"
 
@@ -59,6 +60,53 @@ TEST(TrainlockDir, APathOutsideAnyTrainlockDirGetsNoGitignore) {
   IgnoreTrainlockDir(tmp.path() / "out/report.json");
   EXPECT_FALSE(fs::exists(tmp.path() / "out"));
   EXPECT_FALSE(fs::exists(tmp.path() / ".gitignore"));
+}
+
+TEST(TrainlockDir, ALinkAtTrainlockIsRefusedNamingIt) {
+  const testing::TempDir tmp;
+  fs::create_directories(tmp.path() / "victim");
+  fs::create_directory_symlink(tmp.path() / "victim", tmp.path() / ".trainlock");
+  try {
+    IgnoreTrainlockDir(tmp.path() / ".trainlock/reports/report.json");
+    ADD_FAILURE() << "a link at .trainlock was followed";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(".trainlock: error: is a symbolic link"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(fs::is_empty(tmp.path() / "victim"));
+}
+
+TEST(TrainlockDir, ALinkBelowTrainlockIsRefusedNamingIt) {
+  const testing::TempDir tmp;
+  fs::create_directories(tmp.path() / "victim");
+  fs::create_directories(tmp.path() / ".trainlock");
+  fs::create_directory_symlink(tmp.path() / "victim", tmp.path() / ".trainlock/reports");
+  EXPECT_THROW(IgnoreTrainlockDir(tmp.path() / ".trainlock/reports/report.json"), InputError);
+}
+
+TEST(TrainlockDir, ComponentsNotYetMadeAreLeftToTheCaller) {
+  const testing::TempDir tmp;
+  IgnoreTrainlockDir(tmp.path() / ".trainlock/image-cpu/Containerfile");
+  EXPECT_TRUE(fs::is_directory(tmp.path() / ".trainlock"));
+  EXPECT_FALSE(fs::exists(tmp.path() / ".trainlock/image-cpu"));
+}
+
+// The validator's default report path: refused before any work, nothing written where the link
+// points.
+TEST(TrainlockDir, ValidateRefusesAReportsLinkBeforeAnyWork) {
+  const testing::TempDir tmp;
+  const fs::path dir = tmp.path() / "tiny";
+  fs::create_directories(dir / ".trainlock");
+  testing::CopyExample("tiny", dir);
+  fs::create_directories(tmp.path() / "victim");
+  fs::create_directory_symlink(tmp.path() / "victim", dir / ".trainlock/reports");
+  const testing::RunResult r = testing::RunProgram(
+      "trainlock-validate", {dir.string(), "--only", "env.versions", "--progress", "none"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(".trainlock/reports: error: is a symbolic link"), std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::is_empty(tmp.path() / "victim"));
 }
 
 }  // namespace

@@ -16,7 +16,11 @@ std::string RedactUrl(std::string_view url);
 // `text` with the userinfo of every URL and image reference in it replaced by "***" (for a
 // reference without a scheme, only "user:password@"; "name@commit/" is a name). Image
 // references with tags and digests ("ubuntu:22.04@sha256:...", "reg/repo@sha256:...") are
-// left alone: their '@' comes after the repository, not before the registry.
+// left alone: their '@' comes after the repository, not before the registry. Secrets a program
+// may print are masked too: the value of every environment variable of this process whose name
+// holds TOKEN, SECRET, PASSWORD, PASSWD, API_KEY, APIKEY, ACCESS_KEY, PRIVATE_KEY or CREDENTIAL
+// (8 characters or more), the credential after "Bearer " or "Authorization: Basic ", and
+// Hugging Face tokens ("hf_" and 30 or more letters and digits).
 std::string RedactCredentials(std::string_view text);
 
 }  // namespace trainlock

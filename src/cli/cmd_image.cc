@@ -81,6 +81,7 @@ int RunBuild(BuildCommandOptions options, const GlobalOptions& global) {
                                    : std::filesystem::path(options.storage_root);
   options.build.verbose = global.verbosity > 0;
   CheckStorageDriver(options.build.storage.driver);
+  IgnoreTrainlockDir(options.build.storage.root);
   options.build.tls_verify = !options.no_tls_verify;
   const Catalog catalog = LoadCatalog(global);
   options.build.image.catalog = &catalog;
@@ -157,6 +158,7 @@ int RunStorage(const StorageCommandOptions& o, const GlobalOptions& global) {
   std::string left;
   std::vector<StorageEntry> after = before;
   if (o.free) {
+    IgnoreTrainlockDir(DefaultStorageRoot(fs::absolute(o.dir)));  // deletes only through real dirs
     left = FreeContainerStorage({DefaultStorageRoot(fs::absolute(o.dir)), o.driver},
                                 global.verbosity > 0);
     after = TrainlockDirUsage(root);

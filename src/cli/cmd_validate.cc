@@ -18,6 +18,7 @@
 #include "base/exit_code.h"
 #include "base/failure.h"
 #include "base/file_io.h"
+#include "base/file_stream.h"
 #include "base/json_file.h"
 #include "base/program_path.h"
 #include "base/refs.h"
@@ -197,6 +198,29 @@ class OutDir {
   fs::path path_;
 };
 
+// The last kShownOutputBytes of what the validator in the image printed: a container may print
+// without bound, and its summary is only shown (the report is the result), so more is left out
+// with a note instead of failing the run as bad input and losing its report.
+std::string ContainerOutputTail(const fs::path& file) {
+  constexpr size_t kShownOutputBytes = size_t{1} << 20;
+  std::string tail;
+  uint64_t total = 0;
+  try {
+    total = StreamRegularFile(file, [&](std::string_view chunk) {
+      tail.append(chunk);
+      if (tail.size() > 2 * kShownOutputBytes) tail.erase(0, tail.size() - kShownOutputBytes);
+    });
+  } catch (const StreamError& e) {
+    return std::string("[the validator's output could not be read: ") + e.what() + "]\n";
+  }
+  if (tail.size() > kShownOutputBytes) tail.erase(0, tail.size() - kShownOutputBytes);
+  if (total == tail.size()) return tail;
+  const size_t line = tail.find('\n');
+  tail.erase(0, line == std::string::npos ? 0 : line + 1);
+  return "[... the first " + std::to_string(total - tail.size()) +
+         " bytes of the validator's output left out ...]\n" + tail;
+}
+
 int ValidateInImage(ValidateOptions& o) {
   o.run.tls_verify = !o.no_tls_verify;
   if (o.run.storage.root.empty()) o.run.storage.root = DefaultStorageRoot(fs::absolute(o.dir));
@@ -228,7 +252,7 @@ int ValidateInImage(ValidateOptions& o) {
                               {}, argv, summary.path() / "stdout");
   // The summary names the report where the container wrote it; the reader wants the host's.
   if (fs::exists(summary.path() / "stdout"))
-    std::cout << WithHostReportPaths(ReadInputFile(summary.path() / "stdout", "stdout"), o.out)
+    std::cout << WithHostReportPaths(ContainerOutputTail(summary.path() / "stdout"), o.out)
               << std::flush;
   if (!fs::exists(out.path() / "report.json")) {
     std::cerr << "trainlock: error: the validator in " << image.ref << " wrote no report (exit "

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <iostream>
+#include <random>
 
 #include "base/failure.h"
 #include "base/refs.h"
@@ -31,6 +33,32 @@ ProcessRun Engine(const std::string& engine, const ImageRunOptions& o,
   spawn.tail_lines = 40;
   const EngineCall call = args.front() == "pull" ? EngineCall::kTransfer : EngineCall::kQuery;
   return RunEngine(spawn, call, engine + " " + args.front());
+}
+
+// `engine rm -f NAME`, best effort: the run is already being reported as stopped or failed.
+void RemoveContainer(const std::string& engine, const ImageRunOptions& o, const std::string& name) {
+  try {
+    const ProcessRun r = Engine(engine, o, {"rm", "-f", name});
+    if (!r.started || r.exit_code != 0)
+      std::cerr << "trainlock: warning: `" << engine << " rm -f " << name
+                << "` failed; the container may still be running\n";
+  } catch (const Failure& e) {
+    std::cerr << "trainlock: warning: " << e.what() << "; container " << name
+              << " may still be running\n";
+  }
+}
+
+// Hex digits from the system's random source: a container name no other run has.
+std::string RandomHex(size_t bytes) {
+  std::random_device random;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < bytes; ++i) {
+    const unsigned v = random() & 0xffu;
+    out += kHex[v >> 4];
+    out += kHex[v & 15u];
+  }
+  return out;
 }
 
 std::string MustRun(const std::string& engine, const ImageRunOptions& o,
@@ -149,7 +177,8 @@ int RunInImage(const EngineImage& image, const ImageRunOptions& o, const std::ve
     options.insert(options.end(), {"--env", name + "=" + value});
   const std::vector<std::string> gpus = GpuPassthrough(image.engine, image.target);
   options.insert(options.end(), gpus.begin(), gpus.end());
-  std::string container;
+  std::string container;  // buildah's working container
+  std::string name;       // podman's and docker's container, by the name given to `run`
   std::vector<std::string> run;
   if (image.engine == "buildah") {
     container = MustRun("buildah", o,
@@ -161,7 +190,8 @@ int RunInImage(const EngineImage& image, const ImageRunOptions& o, const std::ve
     run.push_back(container);
     run.push_back("--");
   } else {
-    run = {"run", "--rm", "--entrypoint", argv.front()};
+    name = "trainlock-validate-" + std::to_string(::getpid()) + "-" + RandomHex(6);
+    run = {"run", "--rm", "--name", name, "--entrypoint", argv.front()};
     run.insert(run.end(), options.begin(), options.end());
     run.push_back(image.ref);
   }
@@ -178,6 +208,9 @@ int RunInImage(const EngineImage& image, const ImageRunOptions& o, const std::ve
     r = RunEngine(spawn, EngineCall::kRun, "the run in " + image.ref);
   } catch (const Failure&) {
     if (!container.empty()) Engine("buildah", o, {"rm", container});
+    // Stopping the `run` client leaves the container running under conmon or the daemon,
+    // holding the GPUs and the caller's stderr: it is removed by name.
+    if (!name.empty()) RemoveContainer(image.engine, o, name);
     throw;
   }
   if (!container.empty()) Engine("buildah", o, {"rm", container});

@@ -50,6 +50,10 @@ size_t CollectHeader(char* data, size_t size, size_t count, void* user) {
   return size * count;
 }
 
+// An error page in place of a download is read (for the status) but not kept: one that never
+// ends is cut off here, long before the download's own limit.
+constexpr uint64_t kMaxErrorPageBytes = 1u << 20;
+
 struct BodySink {
   std::string* body = nullptr;
   uint64_t limit = 0;
@@ -57,6 +61,7 @@ struct BodySink {
   int fd = -1;  // a download's file
   Sha256* hash = nullptr;
   uint64_t written = 0;
+  uint64_t discarded = 0;  // a download's error page, dropped but counted against the limit
   CURL* curl = nullptr;
 };
 
@@ -86,7 +91,12 @@ size_t CollectBody(char* data, size_t size, size_t count, void* user) {
   if (sink->fd >= 0) {
     long status = 0;
     curl_easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status);
-    if (status < 200 || status >= 300) return n;  // an error page: not the file
+    if (status < 200 || status >= 300) {  // an error page: not the file, but not endless either
+      sink->discarded += n;
+      if (sink->discarded <= kMaxErrorPageBytes) return n;
+      sink->too_large = true;
+      return 0;
+    }
     if (sink->written + n > sink->limit || (sink->written == 0 && DeclaredTooLarge(*sink))) {
       sink->too_large = true;  // not one byte past the limit reaches the file
       return 0;                // aborts the transfer
@@ -108,6 +118,10 @@ size_t CollectBody(char* data, size_t size, size_t count, void* user) {
 void Configure(CurlHandle& h, const HttpRequest& r, std::map<std::string, std::string>* headers,
                BodySink* sink) {
   curl_easy_setopt(h.curl, CURLOPT_URL, r.url.c_str());
+  // HTTP(S) only, redirects included: an index page's link to file:///dev/zero would otherwise
+  // be read (and never end), and ~/.netrc's credentials could go out over ftp://.
+  curl_easy_setopt(h.curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h.curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(h.curl, CURLOPT_ERRORBUFFER, h.error);
   curl_easy_setopt(h.curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h.curl, CURLOPT_CONNECTTIMEOUT, std::min(r.timeout_s, 10L));
@@ -217,6 +231,8 @@ DownloadResult HttpDownload(const HttpRequest& request, int fd, uint64_t max_byt
   CURLcode code = curl_easy_perform(h.curl);
   curl_easy_getinfo(h.curl, CURLINFO_RESPONSE_CODE, &result.status);
   result.bytes = sink.written;
+  // An endless error page was cut off: the answer is its status, as for any error page.
+  if (sink.too_large && sink.discarded > kMaxErrorPageBytes) return result;
   if (sink.too_large) {
     result.over_limit = true;
     return result;

@@ -11,6 +11,7 @@
 
 #include "base/diagnostic.h"
 #include "base/file_io.h"
+#include "base/redact.h"
 #include "base/refs.h"
 #include "base/sha256.h"
 #include "lock/http_client.h"
@@ -34,11 +35,28 @@ std::string BasicCredentialsBase64(const std::string& in) {
   return out;
 }
 
-// "user:password" for `host`, or "" when none is configured.
+// "user:password" for `host`, or "" when none is configured. The environment's credentials
+// are for the one registry TRAINLOCK_REGISTRY_HOST names, as `docker login` binds them to one:
+// sent to every registry a manifest names (and to each one's token service), they would reach
+// Docker Hub, nvcr.io and whoever serves someone else's base image.
 std::string Credentials(const std::string& host, const RegistryOptions& o) {
   const char* user = std::getenv("TRAINLOCK_REGISTRY_USERNAME");
   const char* pass = std::getenv("TRAINLOCK_REGISTRY_PASSWORD");
-  if (user && pass && *user) return std::string(user) + ":" + pass;
+  if (user && pass && *user) {
+    const char* bound = std::getenv("TRAINLOCK_REGISTRY_HOST");
+    if (!bound || !*bound) {
+      throw InputError(Diagnostic{
+          "TRAINLOCK_REGISTRY_USERNAME",
+          {},
+          "is set without TRAINLOCK_REGISTRY_HOST: its credentials would go to every registry",
+          "set TRAINLOCK_REGISTRY_HOST to the registry they are for (host[:port], e.g. "
+          "registry.example.com)"});
+    }
+    const bool hub = host == "registry-1.docker.io";
+    if (host == bound || (hub && (std::string_view(bound) == "docker.io" ||
+                                  std::string_view(bound) == "index.docker.io")))
+      return std::string(user) + ":" + pass;
+  }
   if (o.docker_config.empty()) return "";
   std::string text;
   try {
@@ -84,6 +102,7 @@ class DigestResolver {
  private:
   HttpResponse Get(const std::string& url, const std::vector<std::string>& extra);
   void Authenticate(const HttpResponse& challenge);
+  void RefusePlainRealm(const std::string& realm) const;
   [[noreturn]] void Fail(const std::string& why, ExitCode code = kExitEnvironment) const {
     throw Failure(ref_.ToString() + ": " + why, code);
   }
@@ -107,6 +126,18 @@ HttpResponse DigestResolver::Get(const std::string& url, const std::vector<std::
   }
 }
 
+// The token service gets the registry's credentials and answers with a token: over HTTPS only,
+// or plain HTTP where both it and the registry are on this machine (a test registry).
+void DigestResolver::RefusePlainRealm(const std::string& realm) const {
+  if (realm.rfind("https://", 0) == 0) return;
+  if (realm.rfind("http://", 0) == 0) {
+    const std::string authority = realm.substr(7, realm.find_first_of("/?#", 7) - 7);
+    if (IsLoopbackRegistry(host_) && IsLoopbackRegistry(authority)) return;
+  }
+  Fail("the bearer challenge names a token service that is not https: " +
+       RedactUrl(realm.substr(0, realm.find_first_of("?#"))));
+}
+
 void DigestResolver::Authenticate(const HttpResponse& challenge) {
   const std::string header = challenge.Header("www-authenticate");
   const std::string credentials = Credentials(host_, o_);
@@ -122,6 +153,7 @@ void DigestResolver::Authenticate(const HttpResponse& challenge) {
     Fail("401 unauthorized without a usable WWW-Authenticate challenge");
   auto params = ChallengeParams(header);
   if (params["realm"].empty()) Fail("401 unauthorized: the bearer challenge names no realm");
+  RefusePlainRealm(params["realm"]);
   std::string url =
       params["realm"] + "?service=" + UrlEncode(params["service"]) + "&scope=" +
       UrlEncode(params.count("scope") ? params["scope"] : "repository:" + repo_ + ":pull");

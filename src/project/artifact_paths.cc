@@ -4,26 +4,40 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "base/diagnostic.h"
 #include "base/file_io.h"
 #include "base/sha256.h"
 
 namespace trainlock {
 
 void IgnoreTrainlockDir(const std::filesystem::path& path) {
-  std::filesystem::path dir;
-  for (const std::filesystem::path& part : path) {
+  namespace fs = std::filesystem;
+  fs::path dir;
+  bool inside = false;
+  for (const fs::path& part : path) {
     dir /= part;
-    if (part != ".trainlock") continue;
+    if (!inside && part != ".trainlock") continue;
     std::error_code ec;
-    // Never through a link planted at .trainlock: the command that uses the directory refuses it.
-    const std::filesystem::file_status status = std::filesystem::symlink_status(dir, ec);
-    if (std::filesystem::is_symlink(status)) return;
-    if (!std::filesystem::exists(status)) std::filesystem::create_directories(dir);
-    if (!std::filesystem::is_directory(std::filesystem::symlink_status(dir, ec))) return;
-    const std::filesystem::path ignore = dir / ".gitignore";
-    if (!std::filesystem::exists(std::filesystem::symlink_status(ignore, ec)))
-      WriteFileAtomically(ignore, "*\n");
-    return;
+    fs::file_status status = fs::symlink_status(dir, ec);
+    if (!inside && !fs::exists(status)) {
+      fs::create_directories(dir);
+      status = fs::symlink_status(dir, ec);
+    }
+    inside = true;
+    if (!fs::exists(status)) return;  // the rest is made by the caller, below checked directories
+    // A link here (one a cloned project can carry) would point trainlock's writes and deletes,
+    // `image storage --free`'s included, at whatever it names.
+    if (fs::is_symlink(status)) {
+      throw InputError(Diagnostic{dir.string(),
+                                  {},
+                                  "is a symbolic link; trainlock writes under .trainlock only "
+                                  "through real directories",
+                                  "remove the link: trainlock makes the directory again"});
+    }
+    if (part == ".trainlock" && fs::is_directory(status)) {
+      const fs::path ignore = dir / ".gitignore";
+      if (!fs::exists(fs::symlink_status(ignore, ec))) WriteFileAtomically(ignore, "*\n");
+    }
   }
 }
 

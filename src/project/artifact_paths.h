@@ -32,7 +32,8 @@ std::filesystem::path DefaultReportPath(const std::filesystem::path& project_dir
 // git work tree, as Python's venv and cargo's target/ do: creates it when missing and writes
 // `.trainlock/.gitignore` holding "*" unless one is there. Nothing when no component of `path`
 // is ".trainlock" (--out, --storage-root or TRAINLOCK_CACHE elsewhere). Every command that
-// writes under DIR/.trainlock calls it first.
+// writes or deletes under DIR/.trainlock calls it first. Throws InputError (exit 2) naming the
+// component when `.trainlock` or an existing component of `path` below it is a symbolic link.
 void IgnoreTrainlockDir(const std::filesystem::path& path);
 
 // `kind` is "model" or "dataset".

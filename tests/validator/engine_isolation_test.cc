@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "coordinator/engine_command.h"
 #include "project/round_trip_engines.h"
 #include "test_support.h"
 
@@ -171,6 +172,19 @@ TEST(EngineIsolation, NoPlantedHookIsImportedAndTheDdpEnginePassesFromThePinnedC
   EXPECT_EQ(IsolatedCheck(r.report, "train.roundtrip")["status"], "pass");
   EXPECT_EQ(IsolatedCheck(r.report, "train.roundtrip")["metrics"]["engine"], "ddp");
   for (const char* hook : kHooks) EXPECT_FALSE(Fired(p, hook)) << hook << " was imported";
+}
+
+// A Hub token in the caller's environment never reaches an engine (the engines train from
+// verified local files), and whatever the engine imports is told the Hub is offline.
+TEST(EngineIsolation, NoTokenIsHandedOnAndTheHubIsOffline) {
+  for (const char* name : {"HF_TOKEN", "HF_TOKEN_PATH", "HUGGING_FACE_HUB_TOKEN"})
+    EXPECT_FALSE(validate::EngineMayInherit(name)) << name;
+  EXPECT_TRUE(validate::EngineMayInherit("HF_HOME"));
+  ::setenv("HF_TOKEN", "hf_planted", 1);
+  const std::map<std::string, std::string> env = validate::EngineEnvironment();
+  ::unsetenv("HF_TOKEN");
+  EXPECT_EQ(env.count("HF_TOKEN"), 0u);
+  EXPECT_EQ(env.count("HF_HUB_OFFLINE") ? env.at("HF_HUB_OFFLINE") : "", "1");
 }
 
 // The control: the same hooks do fire for the same interpreter started as engines were before
@@ -344,6 +358,19 @@ TEST(HostileEngine, AnEngineFloodingStderrIsStoppedAtTheCap) {
   for (const auto& e : fs::recursive_directory_iterator(dir.path() / "work"))
     if (e.is_regular_file()) largest = std::max(largest, e.file_size());
   EXPECT_LT(largest, uintmax_t{1} << 30);
+}
+
+// The cap held only while stdout was read: an engine that closes its stdout, then floods stderr
+// (here, after unlinking the file, which keeps filling the same inode) is stopped at it too.
+TEST(HostileEngine, AnEngineFloodingAnUnlinkedStderrAfterClosingStdoutIsStoppedAtTheCap) {
+  testing::TempDir dir;
+  const fs::path python =
+      StandIn(dir.path(), SayLine(kGoodHello) +
+                              "\ncase \"$*\" in *--measure-step*) exec 1>&-; rm -f ./*.stderr; "
+                              "ulimit -f 1200000; yes >&2;; esac");
+  const IsolatedRun r = ValidateFrom(dir.path(), dir.path(), python.string(), {},
+                                     {"--work-dir", (dir.path() / "work").string()});
+  ExpectEngineRefused(r, "its stderr passed 256 MiB");
 }
 
 TEST(HostileEngine, AnEngineFloodingStdoutIsStoppedAtTheCap) {

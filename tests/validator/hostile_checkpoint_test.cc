@@ -157,6 +157,29 @@ TEST_F(HostileCheckpoint, ASymlinkWhereTheManifestShouldBeIsRefused) {
   ExpectRefused(Restore(root), "manifest.json: is a symbolic link");
 }
 
+// A state file that is a link (to an identical copy outside the checkpoint): the restore reads
+// only the checkpoint's own files.
+TEST_F(HostileCheckpoint, AStateFileThatIsASymlinkIsRefused) {
+  const fs::path root = Crafted([](nlohmann::json&) {});
+  const fs::path step = root / saved_.filename();
+  const nlohmann::json manifest = nlohmann::json::parse(testing::ReadFile(step / "manifest.json"));
+  const std::string name = manifest["files"][0]["path"].get<std::string>();
+  fs::rename(step / name, dir_.path() / "outside.safetensors");
+  fs::create_symlink(dir_.path() / "outside.safetensors", step / name);
+  ExpectRefused(Restore(root), name + ": is a symbolic link; refused");
+}
+
+// A step directory that is a link is not a step of this checkpoint root.
+TEST_F(HostileCheckpoint, AStepDirectoryThatIsASymlinkIsNotRestored) {
+  const fs::path root = Crafted([](nlohmann::json&) {});
+  const fs::path step = root / saved_.filename();
+  fs::rename(step, dir_.path() / "outside-step");
+  fs::create_directory_symlink(dir_.path() / "outside-step", step);
+  const auto [code, error] = Restore(root);
+  EXPECT_EQ(code, 4) << error;
+  EXPECT_EQ(error.value("kind", ""), "checkpoint") << error;
+}
+
 // The checkpoint's model file with the first tensor name's first letter replaced by the byte
 // 0xff (not UTF-8; same length, so every offset holds) and the manifest's hash of it updated.
 fs::path WithANonUtf8TensorName(const fs::path& root, const fs::path& step) {

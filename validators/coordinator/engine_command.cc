@@ -65,6 +65,9 @@ bool EngineMayInherit(const std::string& name) {
                                           "TORCH_", "HF_",   "SLURM_",  "LC_"};
   for (const char* n : kNames)
     if (name == n) return true;
+  // A credential is never handed on: the engines train from verified local files and never
+  // reach the Hub (HF_TOKEN, HF_TOKEN_PATH would otherwise pass as HF_*).
+  if (name.find("TOKEN") != std::string::npos) return false;
   for (const char* p : kPrefixes)
     if (name.rfind(p, 0) == 0) return true;
   return false;
@@ -78,6 +81,7 @@ std::map<std::string, std::string> EngineEnvironment() {
     if (eq != std::string::npos && EngineMayInherit(text.substr(0, eq)))
       env[text.substr(0, eq)] = text.substr(eq + 1);
   }
+  env["HF_HUB_OFFLINE"] = "1";  // nothing an engine imports may fetch what the lock did not pin
   return env;
 }
 

@@ -32,11 +32,12 @@ struct EngineLaunch {
 // SLURM_*), PATH, HOME, TMPDIR, LANG, LC_*, TZ, USER, LOGNAME, LD_LIBRARY_PATH (a container's
 // driver libraries), OMP_NUM_THREADS, CUBLAS_WORKSPACE_CONFIG, TRAINLOCK_ENGINE_DIST_TIMEOUT,
 // TRAINLOCK_NODE_NAME. Never PYTHON* (PYTHONPATH, PYTHONUSERBASE, PYTHONSTARTUP, ...), nor
-// LD_PRELOAD.
+// LD_PRELOAD, nor a name holding TOKEN (HF_TOKEN).
 bool EngineMayInherit(const std::string& name);
 
-// The variables of this process's environment that EngineMayInherit lets through: the whole
-// environment of a Python engine, and of the probe that asks its interpreter (engine_probe.h).
+// The variables of this process's environment that EngineMayInherit lets through, and
+// HF_HUB_OFFLINE=1: the whole environment of a Python engine, and of the probe that asks its
+// interpreter (engine_probe.h).
 std::map<std::string, std::string> EngineEnvironment();
 
 // The Python package the engines run from: the image's installed copy when there is one (the

@@ -48,7 +48,6 @@ enum class Preempt { kNever, kAfterCommit, kDuringSave };
 constexpr std::chrono::milliseconds kEngineWatchSlice(100);
 constexpr std::chrono::milliseconds kEngineLeftoverGrace(500);
 constexpr uint64_t kMaxEngineOutputBytes = uint64_t{256} << 20;
-constexpr uint64_t kMaxEngineStderrBytes = uint64_t{256} << 20;
 // Final states up to this size stay in the work directory, for the element-wise difference.
 constexpr uint64_t kKeptStateBytes = uint64_t{1} << 30;
 
@@ -244,10 +243,8 @@ bool RoundtripRunner::ReadSome(Launched& l, Preempt preempt) const {
   if (l.output_done || Clock::now() >= deadline) return Done(l);
   if (!l.log) l.log = std::make_unique<std::ofstream>(o_.work_dir / (run.name + ".jsonl"));
   auto line = l.child->ReadLine(std::min(deadline, Clock::now() + kEngineWatchSlice));
-  std::error_code ec;
-  const fs::path stderr_file = o_.work_dir / (run.name + ".stderr");
-  if (const auto err = fs::file_size(stderr_file, ec); !ec && err > kMaxEngineStderrBytes) {
-    l.transcript.Violate("its stderr passed " + std::to_string(kMaxEngineStderrBytes >> 20) +
+  if (l.child->StderrBytes() > kMaxChildStderrBytes) {
+    l.transcript.Violate("its stderr passed " + std::to_string(kMaxChildStderrBytes >> 20) +
                          " MiB");
     return Done(l);
   }
@@ -319,6 +316,11 @@ WorkerRun RoundtripRunner::Collect(Launched& l) const {
   WorkerRun run = std::move(l.run);
   l.log.reset();
   run.exit_code = l.child->Wait(l.started + std::chrono::seconds(o_.timeout_s));
+  if (l.child->stderr_capped()) {  // after its stdout ended, still writing stderr: stopped
+    run.exit_code = 128 + SIGKILL;
+    l.transcript.Violate("its stderr passed " + std::to_string(kMaxChildStderrBytes >> 20) +
+                         " MiB");
+  }
   l.child->KillLeftovers();  // what it started ends with it (a daemon holding its stdout too)
   run.seconds = std::chrono::duration<double>(l.output_done_at - l.started).count();
   run.peak_rss_bytes = l.rss->peak_bytes();

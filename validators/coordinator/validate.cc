@@ -31,6 +31,7 @@
 #include "coordinator/work_dirs.h"
 #include "image/in_image_paths.h"
 #include "probes/nvml_probe.h"
+#include "project/artifact_paths.h"
 #include "project/check_ids.h"
 #include "project/project.h"
 #include "project/round_trip_engines.h"
@@ -238,6 +239,7 @@ nlohmann::json WriteReports(const ValidateOptions& o, const Project& project,
   report.only = o.only;
   if (rank)
     report.rank = ReportRank{rank->rank, rank->world_size, rank->local_rank, rank->launcher};
+  IgnoreTrainlockDir(o.out);  // the default DIR/.trainlock/reports/report.json: never via a link
   if (o.out.has_parent_path()) fs::create_directories(o.out.parent_path());
   const bool lead = !rank || rank->rank == 0;
   if (rank && rank->world_size > 1) {
@@ -352,6 +354,7 @@ int RunValidate(const ValidateOptions& o) {
   const bool lead = !rank || rank->rank == 0;
   const auto start = std::chrono::steady_clock::now();
   const Project project = LoadLockedProject(o);
+  IgnoreTrainlockDir(o.out);  // a report path through a planted link is refused before any work
   RefuseWrongBuild(o, project, BuiltTorchFlavour());
   const std::vector<Finding> drift = CheckDrift(o, project);
   const std::string no_gpu =

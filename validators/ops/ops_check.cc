@@ -1,6 +1,8 @@
 // ops.custom from the coordinator's side; see ops_check.h.
 #include "ops/ops_check.h"
 
+#include <csignal>
+
 #include <chrono>
 #include <set>
 #include <sstream>
@@ -133,6 +135,7 @@ CheckResult RunOpsCheck(const OpsCheckOptions& o) {
   const std::string spec_sha256 = WriteOpsSpec(spec_file, o.libraries);
   OpsRun run;
   run.timeout_s = o.timeout_s;
+  bool capped = false;
   {
     const fs::path validator = o.validator.empty() ? RunningExecutable() : o.validator;
     Child child(
@@ -140,10 +143,14 @@ CheckResult RunOpsCheck(const OpsCheckOptions& o) {
          "--ops-spec-sha256", spec_sha256, "--device", o.device, "--result", result_file.string()},
         stderr_file);
     run.exit_code = child.Wait(start + std::chrono::seconds(o.timeout_s));
+    if (child.stderr_capped()) run.exit_code = 128 + SIGKILL;  // stopped, not timed out
+    capped = child.stderr_capped();
   }
   json result = TryReadJsonFile(result_file, nullptr).value_or(json());
   run.result = result.is_object() ? result : json::object();
-  run.stderr_tail = TailOfFile(stderr_file, 5);
+  run.stderr_tail =
+      capped ? "stopped: its stderr passed " + std::to_string(kMaxChildStderrBytes >> 20) + " MiB"
+             : TailOfFile(stderr_file, 5);
   CheckResult c = OpsCheckFromRun(run);
   c.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return c;

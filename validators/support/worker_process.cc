@@ -1,6 +1,10 @@
 // Child process handling; see subprocess.h.
 #include "support/worker_process.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <deque>
 #include <fstream>
@@ -40,10 +44,31 @@ Child::Child(const std::vector<std::string>& argv, const std::filesystem::path& 
              const ChildIsolation& isolation)
     : process_(WorkerSpawnOptions(argv, stderr_file, isolation)) {
   if (process_.pid() < 0) throw Failure(process_.start_error(), kExitEnvironment);
+  stderr_watch_fd_ =
+      ::open(stderr_file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);  // -1: unwatched
+}
+
+Child::~Child() {
+  if (stderr_watch_fd_ >= 0) ::close(stderr_watch_fd_);
+}
+
+uint64_t Child::StderrBytes() const {
+  struct stat st {};
+  if (stderr_watch_fd_ < 0 || ::fstat(stderr_watch_fd_, &st) != 0) return 0;
+  return static_cast<uint64_t>(st.st_size);
 }
 
 std::optional<int> Child::Wait(std::chrono::steady_clock::time_point deadline) {
-  if (std::optional<int> code = process_.Wait(deadline)) return code;
+  constexpr auto kWatchSlice = std::chrono::milliseconds(200);
+  while (true) {
+    const auto slice = std::min(deadline, std::chrono::steady_clock::now() + kWatchSlice);
+    if (std::optional<int> code = process_.Wait(slice)) return code;
+    if (StderrBytes() > kMaxChildStderrBytes) {
+      stderr_capped_ = true;
+      break;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+  }
   Kill();
   return std::nullopt;
 }

@@ -46,9 +46,18 @@ class Child {
   std::optional<std::string> ReadLine(std::chrono::steady_clock::time_point deadline) {
     return process_.ReadLine(deadline);
   }
-  // Waits for exit until the deadline; on timeout kills the child and returns nullopt.
-  // Returns the exit code, or 128 + signal for a signalled child.
+  ~Child();
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  // Waits for exit until the deadline; on timeout, or once its stderr passed
+  // kMaxChildStderrBytes (stderr_capped()), kills the child and returns nullopt. Returns the exit
+  // code, or 128 + signal for a signalled child.
   std::optional<int> Wait(std::chrono::steady_clock::time_point deadline);
+  // The bytes the child has written to its stderr file, read through a descriptor opened when
+  // it started: a child that unlinks the file still fills the same inode, and is still counted.
+  uint64_t StderrBytes() const;
+  bool stderr_capped() const { return stderr_capped_; }
   void Kill() { process_.Kill(); }  // SIGKILL, then reap
   bool OutputEnded() const { return process_.output_ended(); }
   bool Exited() { return process_.Exited(); }
@@ -62,7 +71,13 @@ class Child {
 
  private:
   Subprocess process_;
+  int stderr_watch_fd_ = -1;
+  bool stderr_capped_ = false;
 };
+
+// The most a worker or engine may write to its stderr file: past it the process is stopped, so
+// nothing in the work directory grows without bound.
+inline constexpr uint64_t kMaxChildStderrBytes = uint64_t{256} << 20;
 
 // The last `lines` lines of a text file ("" when unreadable), for error summaries: read from
 // the file's last kTailWindowBytes only, each line cut to its last kTailLineBytes.

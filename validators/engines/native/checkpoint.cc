@@ -52,7 +52,9 @@ void FsyncDir(const fs::path& dir) {
 
 bool IsStepDir(const fs::directory_entry& e) {
   std::string name = e.path().filename().string();
-  return e.is_directory() && name.rfind("step-", 0) == 0 && fs::exists(e.path() / kManifestHash);
+  // A link named step-* is not a step: it could point the restore outside the checkpoint root.
+  return !e.is_symlink() && e.is_directory() && name.rfind("step-", 0) == 0 &&
+         fs::exists(e.path() / kManifestHash);
 }
 
 void Prune(const fs::path& root, int64_t keep_last, const fs::path& keep) {

@@ -173,13 +173,19 @@ WrittenFile WriteSafetensors(const std::filesystem::path& file,
 namespace {
 
 // The whole file in one CPU byte tensor, read in chunks and, when `hash` is given, hashed on
-// the way (one pass over the bytes for verify-and-load).
-torch::Tensor ReadWholeFile(const std::filesystem::path& path, Sha256* hash) {
+// the way (one pass over the bytes for verify-and-load). `follow_symlink` false for a
+// checkpoint's files: a link there could point the restore at any file outside the checkpoint
+// (pinned model files may be links, as a Hugging Face cache's are).
+torch::Tensor ReadWholeFile(const std::filesystem::path& path, Sha256* hash,
+                            bool follow_symlink = true) {
   std::optional<File> opened;
   try {
     // O_NONBLOCK: a FIFO in place of a file must not block the open; it is refused below.
-    opened.emplace(path, O_RDONLY | O_NONBLOCK);
+    opened.emplace(path, O_RDONLY | O_NONBLOCK | (follow_symlink ? 0 : O_NOFOLLOW));
   } catch (const Failure& e) {
+    std::error_code ec;
+    if (!follow_symlink && std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec)))
+      throw SafetensorsError(path.string() + ": is a symbolic link; refused");
     throw SafetensorsError(e.what());
   }
   if (!opened->IsRegular()) throw SafetensorsError(path.string() + ": not a regular file");
@@ -236,7 +242,7 @@ std::map<std::string, torch::Tensor> ReadVerifiedSafetensors(const std::filesyst
                                                              const std::string& want_sha256,
                                                              const std::string& listed_in) {
   Sha256 hash;
-  torch::Tensor file = ReadWholeFile(path, &hash);
+  torch::Tensor file = ReadWholeFile(path, &hash, /*follow_symlink=*/false);
   const std::string sha = hash.HexDigest();
   if (sha != want_sha256) {
     throw SafetensorsError(path.string() + ": sha256 " + sha.substr(0, 16) + "... does not match " +
