@@ -355,17 +355,18 @@ TEST_F(ImageEngine, AVersionCheckThatNeverReturnsIsStoppedAtTheTimeout) {
       << r.err;
 }
 
+// A podman that has the cpu image (its digest and target label) and answers `run` with `run`
+// (sh); every other call succeeds.
+std::string PodmanWithImage(const std::string& run) {
+  return std::string(
+             "case \" $* \" in\n  *\" --version \"*) exit 0;;\n  *\" inspect \"*) echo \"") +
+         kDigest + " cpu\"; exit 0;;\n  *\" run \"*) " + run + "; exit 0;;\nesac\nexit 0\n";
+}
+
 // Stopping `podman run` leaves the container running under conmon (docker's, under its daemon),
 // holding the GPUs and the caller's stderr: a run stopped at its limit removes it by name.
 TEST_F(ImageEngine, ARunStoppedAtTheTimeoutRemovesItsContainerByName) {
-  Fake("podman", std::string(R"sh(case " $* " in
-  *" --version "*) exit 0;;
-  *" inspect "*) echo ")sh") +
-                     kDigest + R"sh( cpu"; exit 0;;
-  *" run "*) exec /bin/sleep 600;;
-esac
-exit 0
-)sh");
+  Fake("podman", PodmanWithImage("exec /bin/sleep 600"));
   const RunResult r =
       testing::RunProgram("trainlock",
                           {"validate", project_.string(), "--image", "registry.example/tiny:1",
@@ -385,14 +386,9 @@ exit 0
 // What the validator in the image prints is shown, its end only: 70 MB of it was once refused
 // as bad input (exit 2) before the report was looked for.
 TEST_F(ImageEngine, AValidatorPrintingWithoutBoundIsShownByItsEnd) {
-  Fake("podman", std::string(R"sh(case " $* " in
-  *" --version "*) exit 0;;
-  *" inspect "*) echo ")sh") +
-                     kDigest + R"sh( cpu"; exit 0;;
-  *" run "*) /usr/bin/head -c 70000000 /dev/zero | /usr/bin/tr '\0' x; echo; echo the last line; exit 0;;
-esac
-exit 0
-)sh");
+  Fake("podman",
+       PodmanWithImage(
+           "/usr/bin/head -c 70000000 /dev/zero | /usr/bin/tr '\\0' x; echo; echo the last line"));
   const RunResult r =
       testing::RunProgram("trainlock",
                           {"validate", project_.string(), "--image", "registry.example/tiny:1",

@@ -156,6 +156,22 @@ TEST(NodeChecks, TheLocksCudnnPassesVersionsToTheComponentsItPins) {
   EXPECT_EQ(VersionsWithCudnnPin("9.13.1", Cuda130WithCudnn(91302)).status, CheckStatus::kFail);
 }
 
+// The ROCm and RCCL that run are not read yet: their pins make env.versions an error, never a
+// pass that says the versions match.
+TEST(NodeChecks, ARocmPinThatIsNotComparedIsAnErrorNotAMatch) {
+  const std::filesystem::path file = testing::SourceDir() / "examples/mi300x-pilot/trainlock.lock";
+  const Spec lock = LoadSpec(testing::ReadFile(file), file.string(), SpecKind::kLock);
+  const BuildInfo rocm{"rocm", lock.targets.at("rocm").torch.substr(0, 5), 0, 0, "", ""};
+  nlohmann::json devices = nlohmann::json::array();
+  const CheckResult c =
+      Find(NodeChecks(lock, HealthyH200Node(), rocm, Catalog::Embedded(), DeviceRuns{}, &devices),
+           "env.versions");
+  EXPECT_EQ(c.status, CheckStatus::kError) << c.summary;
+  EXPECT_NE(c.summary.find("the lock pins ROCm 6.3.4, which this validator does not compare yet"),
+            std::string::npos)
+      << c.summary;
+}
+
 TEST(NodeChecks, ACudnnPinNoLoadedCudnnCanBeComparedWithIsAnErrorNotAPass) {
   CheckResult c = VersionsWithCudnnPin("9.13.0", Cuda130WithCudnn(0));
   EXPECT_EQ(c.status, CheckStatus::kError) << c.summary;

@@ -2,6 +2,8 @@
 // processes, the negative controls make it fail, and every report conforms to the schema.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <cmath>
 #include <future>
 #include <optional>
@@ -780,28 +782,40 @@ nlohmann::json ValidateProject(const fs::path& project, const std::vector<std::s
   return fs::exists(out) ? nlohmann::json::parse(testing::ReadFile(out)) : nlohmann::json();
 }
 
-// train.step fails naming the file (ending in `file`) and both hashes, train.roundtrip fails too,
-// exit 1.
-void ExpectTrainingRefuses(const fs::path& project, const std::string& file,
-                           const std::string& pinned, const std::string& planted) {
+// train.step and train.roundtrip of `report` failed, each summary holding every one of `texts`.
+void ExpectTrainingFailed(const nlohmann::json& report, const std::vector<std::string>& texts) {
+  for (const char* id : {"train.step", "train.roundtrip"}) {
+    const auto& check = Check(report, id);
+    EXPECT_EQ(check["status"], "fail") << id << check;
+    for (const std::string& text : texts)
+      EXPECT_NE(check.value("summary", "").find(text), std::string::npos) << id << check;
+  }
+}
+
+// Validates `project` with and without --only: exit 1 each time, `expect` run on each report.
+void ForEachFailingValidation(const fs::path& project,
+                              const std::function<void(const nlohmann::json&)>& expect) {
   for (const auto& extra : kWithAndWithoutOnly) {
     int exit_code = 0;
     const nlohmann::json report = ValidateProject(project, extra, &exit_code);
     EXPECT_EQ(exit_code, 1) << extra.size();
-    for (const char* id : {"train.step", "train.roundtrip"}) {
-      const auto& check = Check(report, id);
-      EXPECT_EQ(check["status"], "fail") << id << " " << extra.size();
-      const std::string summary = check.value("summary", "");
-      EXPECT_NE(summary.find(file + ": sha256 " + planted), std::string::npos) << id << summary;
-      EXPECT_NE(summary.find("the lock's sha256 " + pinned), std::string::npos) << id << summary;
-    }
+    expect(report);
+  }
+}
+
+// train.step fails naming the file (ending in `file`) and both hashes, train.roundtrip fails too,
+// exit 1.
+void ExpectTrainingRefuses(const fs::path& project, const std::string& file,
+                           const std::string& pinned, const std::string& planted) {
+  ForEachFailingValidation(project, [&](const nlohmann::json& report) {
+    ExpectTrainingFailed(report, {file + ": sha256 " + planted, "the lock's sha256 " + pinned});
     bool measured = false;
     for (const auto& row :
          Check(report, "train.step")["metrics"].value("artifacts", nlohmann::json::array()))
       measured |= row.value("sha256", "") == planted && row.value("verified_by", "") == "worker";
     EXPECT_TRUE(measured) << "train.step's artifacts record the measured sha256";
     EXPECT_EQ(ReportSchemaViolations(report), std::vector<std::string>{});
-  }
+  });
 }
 
 // The worker reads the run from the engine spec the coordinator wrote (from the config it
@@ -829,16 +843,8 @@ TEST(VerifyAtPointOfUse, ADatasetShardChangedAfterLockingFailsTraining) {
 // train.step and train.roundtrip fail naming `text`, exit 1, with and without --only: the run
 // never trains something else in place of what the lock pins.
 void ExpectTrainingFailsNaming(const fs::path& project, const std::string& text) {
-  for (const auto& extra : kWithAndWithoutOnly) {
-    int exit_code = 0;
-    const nlohmann::json report = ValidateProject(project, extra, &exit_code);
-    EXPECT_EQ(exit_code, 1) << extra.size();
-    for (const char* id : {"train.step", "train.roundtrip"}) {
-      const auto& check = Check(report, id);
-      EXPECT_EQ(check["status"], "fail") << id << " " << extra.size() << check;
-      EXPECT_NE(check.value("summary", "").find(text), std::string::npos) << id << check;
-    }
-  }
+  ForEachFailingValidation(
+      project, [&](const nlohmann::json& report) { ExpectTrainingFailed(report, {text}); });
 }
 
 TEST(VerifyAtPointOfUse, APinnedDatasetShardMissingOnTheNodeFailsTraining) {
