@@ -62,9 +62,16 @@ int MakePipe(Fd* read_end, Fd* write_end) {
   return read_end->get() >= 0 && write_end->get() >= 0 ? 0 : errno;
 }
 
-int OpenForChild(const std::filesystem::path& file, int flags, Fd* fd) {
+int OpenForChild(const std::filesystem::path& file, int flags, Fd* fd, bool regular_only = false) {
+  if (regular_only) flags |= O_NOFOLLOW | O_NONBLOCK;
   *fd = AboveStdio(::open(file.c_str(), flags | O_CLOEXEC, 0644));
-  return fd->get() >= 0 ? 0 : errno;
+  if (fd->get() < 0) return errno;
+  struct stat st {};
+  if (regular_only && (::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode))) {
+    fd->Reset();
+    return EINVAL;  // not a regular file: refused
+  }
+  return 0;
 }
 
 // The descriptors the child's stdin, stdout and stderr become, opened by the parent so that
@@ -106,8 +113,13 @@ std::optional<StartFailure> OpenStreams(const SpawnOptions& o, ChildStreams* str
                {o.err == Stream::kFile, o.err_file, kAppend, &streams->err_file}};
   for (const auto& f : files) {
     if (!f.wanted) continue;
-    if (int e = OpenForChild(f.file, f.flags, f.fd)) {
-      return StartFailure{f.file.string() + ": " + ErrorText(e), e};
+    const bool regular_only = f.fd != &streams->in && o.files_regular_only;
+    if (int e = OpenForChild(f.file, f.flags, f.fd, regular_only)) {
+      const std::string why = !regular_only ? ErrorText(e)
+                              : e == ELOOP  ? "is a symbolic link; refused"
+                              : e == EINVAL ? "not a regular file; refused"
+                                            : ErrorText(e);
+      return StartFailure{f.file.string() + ": " + why, e};
     }
   }
   if (o.out == Stream::kPipe || o.err == Stream::kPipe) {

@@ -59,6 +59,10 @@ struct SpawnOptions {
   Stream err = Stream::kPipe;
   std::filesystem::path out_file;  // for Stream::kFile
   std::filesystem::path err_file;
+  // out_file and err_file must be (or become) regular files, opened without following a
+  // symlink or blocking on a FIFO: in a directory an untrusted process writes to, one could
+  // plant either (a FIFO there would block the open forever).
+  bool files_regular_only = false;
   size_t tail_lines = 100;  // what the tail keeps of the pipe
   size_t tail_line_bytes = 4096;
 };

@@ -373,6 +373,22 @@ TEST(HostileEngine, AnEngineFloodingAnUnlinkedStderrAfterClosingStdoutIsStoppedA
   ExpectEngineRefused(r, "its stderr passed 256 MiB");
 }
 
+// The engines run in the work directory: one that plants FIFOs where the next processes'
+// stderr and event log go (an open of either would block forever) hangs nothing.
+TEST(HostileEngine, FifosPlantedForTheNextProcessesFilesBlockNothing) {
+  testing::TempDir dir;
+  const fs::path python =
+      StandIn(dir.path(), SayLine(kGoodHello) +
+                              "\ncase \"$*\" in *--measure-step*) for p in b-preempted c-resumed "
+                              "d-portable; do mkfifo \"$p.stderr\" \"$p.jsonl\"; done; "
+                              "rm -f a-uninterrupted.stderr; mkfifo a-uninterrupted.stderr;; esac");
+  const auto start = std::chrono::steady_clock::now();
+  const IsolatedRun r = ValidateFrom(dir.path(), dir.path(), python.string(), {},
+                                     {"--work-dir", (dir.path() / "work").string()});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(120));
+  EXPECT_EQ(r.run.exit_code, 1) << r.run.out << r.run.err;  // the stand-in trains nothing
+}
+
 TEST(HostileEngine, AnEngineFloodingStdoutIsStoppedAtTheCap) {
   const IsolatedRun r = HostileRun(SayLine(kGoodHello) +
                                    "\ncase \"$*\" in *--measure-step*) "

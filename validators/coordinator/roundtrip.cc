@@ -235,13 +235,23 @@ EngineExpectation RoundtripRunner::Expectation(const std::vector<std::string>& e
   return e;
 }
 
+// A process's event log, opened as a regular file of ours: whatever an engine planted at its
+// name in the work directory (a FIFO would block the open, a link would write elsewhere) is
+// removed first.
+std::unique_ptr<std::ofstream> OpenEventLog(const fs::path& file) {
+  std::error_code ec;
+  const fs::file_status status = fs::symlink_status(file, ec);
+  if (fs::exists(status) && !fs::is_regular_file(status)) fs::remove(file, ec);
+  return std::make_unique<std::ofstream>(file);
+}
+
 // Reads what is there of `l`'s output, waiting at most one watch slice; false once its
 // output is done (ended, capped, broken, or left held by something it started).
 bool RoundtripRunner::ReadSome(Launched& l, Preempt preempt) const {
   WorkerRun& run = l.run;
   const auto deadline = l.started + std::chrono::seconds(o_.timeout_s);
   if (l.output_done || Clock::now() >= deadline) return Done(l);
-  if (!l.log) l.log = std::make_unique<std::ofstream>(o_.work_dir / (run.name + ".jsonl"));
+  if (!l.log) l.log = OpenEventLog(o_.work_dir / (run.name + ".jsonl"));
   auto line = l.child->ReadLine(std::min(deadline, Clock::now() + kEngineWatchSlice));
   if (l.child->StderrBytes() > kMaxChildStderrBytes) {
     l.transcript.Violate("its stderr passed " + std::to_string(kMaxChildStderrBytes >> 20) +

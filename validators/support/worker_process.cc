@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <deque>
-#include <fstream>
 #include <stdexcept>
 
 #include "base/failure.h"
@@ -31,6 +30,13 @@ SpawnOptions WorkerSpawnOptions(const std::vector<std::string>& argv,
   o.out = Stream::kPipe;
   o.err = Stream::kFile;
   o.err_file = stderr_file;
+  // The work directory is one an engine writes to: what an earlier process planted at this name
+  // (a FIFO, a link) is removed, and the file is opened only as a regular file.
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::symlink_status(stderr_file, ec);
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    std::filesystem::remove(stderr_file, ec);
+  o.files_regular_only = true;
   return o;
 }
 
@@ -74,17 +80,25 @@ std::optional<int> Child::Wait(std::chrono::steady_clock::time_point deadline) {
 }
 
 std::string TailOfFile(const std::filesystem::path& file, int lines) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in || lines <= 0) return "";
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  if (size <= 0) return "";
+  // Opened without following a link or blocking on a FIFO, and read only if a regular file:
+  // the engine whose stderr this is may have replaced it with either.
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0 || lines <= 0) {
+    if (fd >= 0) ::close(fd);
+    return "";
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+    ::close(fd);
+    return "";
+  }
+  const std::streamoff size = st.st_size;
   // Only the end is read: an engine's stderr may be hundreds of MiB, in one line or many.
   const std::streamoff from = std::max<std::streamoff>(0, size - kTailWindowBytes);
-  in.seekg(from);
   std::string window(static_cast<size_t>(size - from), '\0');
-  in.read(window.data(), static_cast<std::streamsize>(window.size()));
-  window.resize(static_cast<size_t>(in.gcount()));
+  const ssize_t got = ::pread(fd, window.data(), window.size(), from);
+  ::close(fd);
+  window.resize(got > 0 ? static_cast<size_t>(got) : 0);
   if (!window.empty() && window.back() == '\n') window.pop_back();
   std::deque<std::string> tail;
   size_t end = window.size();
