@@ -61,7 +61,7 @@ struct BodySink {
   int fd = -1;  // a download's file
   Sha256* hash = nullptr;
   uint64_t written = 0;
-  uint64_t discarded = 0;  // a download's error page, dropped but counted against the limit
+  uint64_t discarded = 0;  // a download's error page: dropped, cut off at kMaxErrorPageBytes
   CURL* curl = nullptr;
 };
 

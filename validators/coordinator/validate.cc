@@ -239,7 +239,6 @@ nlohmann::json WriteReports(const ValidateOptions& o, const Project& project,
   report.only = o.only;
   if (rank)
     report.rank = ReportRank{rank->rank, rank->world_size, rank->local_rank, rank->launcher};
-  IgnoreTrainlockDir(o.out);  // the default DIR/.trainlock/reports/report.json: never via a link
   if (o.out.has_parent_path()) fs::create_directories(o.out.parent_path());
   const bool lead = !rank || rank->rank == 0;
   if (rank && rank->world_size > 1) {
