@@ -279,10 +279,22 @@ reference() {
 # in a copy (bench/engine_project.py: lock and config as an image holds them).
 # ENGINE_ONLY=train.step measures the step alone (for fsdp2 beside the plain script, without the
 # pilot's five-minute round trip).
+# The kept work folders hold checkpoints and final states (16 GB a round trip on the pilot), and a
+# warm machine keeps them between calls: on the 64 GiB disk the fourth validation ran out of room.
+# Before each engine stage the large files of earlier validations go (their logs and events stay).
+free_work_space() {
+  local dir
+  for dir in build-gpu/work-* build-gpu/save-compare; do
+    [ -d "$dir" ] && find "$dir" -type f -size +64M -delete
+  done
+  rm -rf /tmp/trainlock-gpu-*  # gpu_engines.py's folders of an earlier call cut short
+  df -h --output=avail build-gpu | tail -1 | sed 's/^ */disk free before the stage: /'
+}
 engine_validate() {  # engine_validate NAME PROJECT [validator options...]: one validation
   local name=$1 project=$2; shift 2
   local start end
   mkdir -p "$OUT/engines"  # a stage may run without the one that used to make it
+  free_work_space
   start=$(date +%s.%N)
   # ENGINE_ONLY=all: every check (the full verdict), else the training checks or those it names.
   local only=(--only "${ENGINE_ONLY:-train.step,train.roundtrip,train.eval,ckpt.portable}")
@@ -484,6 +496,7 @@ staging_probe() {  # where an async_save's staging and upload time goes; the eng
 }
 framework_engines() {  # hf-trainer and lightning on the GPU, beside Trainer.train() / Trainer.fit()
   mkdir -p "$OUT/engines"
+  free_work_space
   TRAINLOCK_ENGINE_PYTHON=$(command -v python3) PYTHONPATH=tests/engines \
     python3 tests/engines/gpu_engines.py --beside-plain ${FRAMEWORKS_STEP_ONLY:+--step-only} 2>&1 | tee "$OUT/engines/hf-trainer-lightning.txt"
 }
