@@ -10,7 +10,7 @@
 # Python engines: fsdp2 on the pilot beside a plain FSDP2 script, a kill during async_save,
 # resharding 2 -> 1 over gloo on the CPUs, hf-trainer and lightning); VALIDATOR_TESTS_FILTER
 # runs only the validator tests it names (a GoogleTest filter). SKIP_ENGINE_PILOT, SKIP_ENGINE_KDS,
-# SKIP_ENGINE_RESHARD, SKIP_ENGINE_CONTROLS, SKIP_FRAMEWORKS leave out single engine stages, SKIP_PERF the pilot's
+# SKIP_ENGINE_RESHARD, SKIP_ENGINE_CONTROLS (FSDP2_CONTROLS picks of rng data corrupt), SKIP_FRAMEWORKS leave out single engine stages, SKIP_PERF the pilot's
 # perf.matmul and targets stages; FRAMEWORKS_STEP_ONLY=1 runs only process A of hf-trainer and
 # lightning beside their frameworks' own loops; PLAIN_SAVES=N sets the plain FSDP2 script's
 # DefaultStager saves (default 2), PLAIN_SAMPLE=1 samples where its main thread is in every save
@@ -445,14 +445,14 @@ if any(seen[k] != v for k, v in want.items()) or seen["restored_step"] != m.get(
     sys.exit("not the documented finding for a resharded resume")
 PY
 }
-fsdp2_controls() {  # the negative controls on the GPU: without the RNG or data restore, exit 1
+fsdp2_controls() {  # the negative controls on the GPU: no RNG or data restore, a flipped byte: exit 1
   mkdir -p "$OUT/engines"
   # The lock pins this machine's torch, as re-locking here would (the engine's hello must name it).
   python3 bench/engine_project.py examples/tiny build-gpu/tiny-fsdp2 --engine fsdp2 \
     --parallelism fsdp --torch "$(python3 -c 'import torch; print(torch.__version__.split("+")[0])')" \
     >/dev/null || return 1
   local control rc=0
-  for control in rng data; do
+  for control in ${FSDP2_CONTROLS:-rng data corrupt}; do
     # The whole round trip whatever ENGINE_ONLY says: the control must fail train.roundtrip.
     ENGINE_ONLY="" engine_validate "fsdp2-control-$control" build-gpu/tiny-fsdp2 --device cuda \
       --negative-control "$control"
