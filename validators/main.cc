@@ -13,6 +13,7 @@
 
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
+#include "base/stop_signals.h"
 #include "base/usage_error.h"
 #include "base/version_info.h"
 #include "coordinator/validate.h"
@@ -201,5 +202,6 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  trainlock::StopOnSignalsWhenProcessOne("trainlock-validate");
   return trainlock::RunWithExitCodes("trainlock-validate", [&] { return Main(argc, argv); });
 }

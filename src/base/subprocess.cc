@@ -2,6 +2,7 @@
 #include "base/subprocess.h"
 
 #include "base/scoped_fd.h"
+#include "base/stop_signals.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -269,6 +270,9 @@ void CloseAllExcept(int keep) {
 // then says whether any still ran and exits with the program's code. Its exit makes the kernel
 // SIGKILL everything left in the namespace, setsid or not. Async-signal-safe calls only.
 [[noreturn]] void RunInit(ExecPlan& plan, int status_fd, const InitFds& fds) {
+  // Forked from a validator that may be process 1 itself, it never execs: without this it would
+  // keep that process's stop handler and end at the parent's SIGTERM, giving the program no grace.
+  RestoreDefaultStopSignals();
   ::close(fds.sync_write);
   char byte;
   while (::read(fds.sync_read, &byte, 1) < 0 && errno == EINTR) {

@@ -15,6 +15,7 @@
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
 #include "base/progress_option.h"
+#include "base/stop_signals.h"
 #include "base/usage_error.h"
 #include "base/version_info.h"
 #include "cli/commands.h"
@@ -54,6 +55,7 @@ int RunHelp(const CLI::App& app, const std::vector<std::string>& words) {
 
 int main(int argc, char** argv) {
   using namespace trainlock;
+  StopOnSignalsWhenProcessOne("trainlock");
   CLI::App app{
       "trainlock: pin a PyTorch training run in a lockfile, build its images and prove the node\n"
       "before the long run starts.\n\n"

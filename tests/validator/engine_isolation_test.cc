@@ -11,8 +11,12 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <iterator>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -431,6 +435,103 @@ TEST(HostileEngine, AStandInThatReplaysAPassingRunWithoutWritingItsStateFailsThe
   EXPECT_EQ(roundtrip["metrics"]["losses_uninterrupted"], roundtrip["metrics"]["losses_resumed"]);
   EXPECT_EQ(IsolatedCheck(r.report, "train.eval")["status"], "pass");
   EXPECT_NE(r.report.value("verdict", ""), "pass");
+}
+
+// ---- the validator as process 1 of its container ----
+
+// `unshare` arguments that start a program as process 1 of a new PID namespace, as a
+// container's entrypoint is (privileged, else in a user namespace); empty where neither works.
+std::vector<std::string> ProcessOneLauncher() {
+  for (std::vector<std::string> launcher :
+       {std::vector<std::string>{"unshare", "--pid", "--fork"},
+        std::vector<std::string>{"unshare", "--user", "--map-root-user", "--pid", "--fork"}}) {
+    std::vector<std::string> probe = launcher;
+    probe.push_back("true");
+    if (testing::RunCommand(probe).exit_code == 0) return launcher;
+  }
+  return {};
+}
+
+// The host's pid of a process that is process 1 of its PID namespace and whose command line
+// holds `marker`; 0 when there is none.
+pid_t ProcessOneWith(const std::string& marker) {
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream cmdline_in(e.path() / "cmdline");
+    const std::string cmdline((std::istreambuf_iterator<char>(cmdline_in)),
+                              std::istreambuf_iterator<char>());
+    if (cmdline.find(marker) == std::string::npos) continue;
+    std::ifstream status(e.path() / "status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("NSpid:", 0) != 0) continue;
+      std::istringstream ids(line.substr(6));
+      std::vector<std::string> pids{std::istream_iterator<std::string>(ids), {}};
+      if (pids.size() >= 2 && pids.back() == "1") return static_cast<pid_t>(std::stol(name));
+    }
+  }
+  return 0;
+}
+
+// Polls for up to a minute until `ready` holds.
+bool WaitUntil(const std::function<bool()>& ready) {
+  for (int i = 0; i < 1200; ++i) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// The kernel drops every signal but SIGKILL to a namespace's process 1 without a handler:
+// `docker stop`, a pod's deletion and scancel would wait out their grace period. The validator
+// stops at once, with 128 + 15, writes no report, and leaves no engine behind.
+TEST(ProcessOne, AValidatorThatIsProcessOneOfItsContainerStopsAtSigterm) {
+  const std::vector<std::string> launcher = ProcessOneLauncher();
+  if (launcher.empty()) GTEST_SKIP() << "no PID namespace can be made here";
+  testing::TempDir dir;
+  const std::string seconds = "299.4181";  // this test's engine, and no other process
+  const fs::path python = StandIn(dir.path(), SayLine(kGoodHello) + "\nexec sleep " + seconds);
+  const fs::path out = dir.path() / "report.json";
+  std::vector<std::string> argv = launcher;
+  argv.insert(argv.end(), {(testing::BinDir() / "trainlock").string(), "validate",
+                           IsolationProject(dir.path()).string(), "--out", out.string(),
+                           "--threads", "2", "--python", python.string(), "--timeout", "120"});
+  auto run = std::async(std::launch::async, [&] {
+    return testing::RunCommand(argv, {"TMPDIR=" + dir.path().string()});
+  });
+  pid_t validator = 0;
+  const bool engine_started = WaitUntil([&] {
+    validator = ProcessOneWith(out.string());
+    return validator != 0 && !SleepersOf(seconds).empty();
+  });
+  ASSERT_TRUE(engine_started) << run.get().err;
+  ::kill(validator, SIGTERM);
+  const bool stopped = run.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  if (!stopped) ::kill(validator, SIGKILL);  // so that a failing run ends the test too
+  const testing::RunResult r = run.get();
+  EXPECT_TRUE(stopped) << "still running 20 s after SIGTERM";
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.err;
+  EXPECT_NE(r.err.find("trainlock-validate: stopped by SIGTERM (process 1 of its container)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_TRUE(WaitUntil([&] { return SleepersOf(seconds).empty(); }));
+}
+
+// The control: a process 1 without a handler (sleep) outlives the same SIGTERM.
+TEST(ProcessOne, AProcessOneWithoutAHandlerOutlivesSigterm) {
+  const std::vector<std::string> launcher = ProcessOneLauncher();
+  if (launcher.empty()) GTEST_SKIP() << "no PID namespace can be made here";
+  const std::string seconds = "299.4182";
+  std::vector<std::string> argv = launcher;
+  argv.insert(argv.end(), {"sleep", seconds});
+  auto run = std::async(std::launch::async, [&] { return testing::RunCommand(argv); });
+  pid_t sleeper = 0;
+  ASSERT_TRUE(WaitUntil([&] { return (sleeper = ProcessOneWith(seconds)) != 0; }));
+  ::kill(sleeper, SIGTERM);
+  EXPECT_FALSE(testing::ProcessIsGone(sleeper));  // still there five seconds later
+  ::kill(sleeper, SIGKILL);
+  run.get();
 }
 
 }  // namespace

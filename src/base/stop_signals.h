@@ -1,0 +1,23 @@
+// How a trainlock program that is process 1 of its PID namespace (a container's entrypoint:
+// `docker run`, a Kubernetes pod, `trainlock validate --image`) still stops when it is told to.
+#pragma once
+
+namespace trainlock {
+
+// The kernel delivers no signal to a namespace's process 1 for which it has no handler (only
+// SIGKILL and SIGSTOP from outside): `docker stop`, a pod's deletion and Slurm's scancel send
+// SIGTERM, which such a process ignores until the SIGKILL of their grace period (10 s, 30 s),
+// and Ctrl-C on `docker run -it` does nothing. When this process is process 1, SIGTERM, SIGINT
+// and SIGHUP end it at once with 128 + the signal, the exit a shell reports for a process they
+// killed, after one line to stderr naming `program` and the signal. A run stopped so leaves
+// no report (it is written whole at the end, by rename), as when it is killed. What it started dies
+// with it (the processes it spawns die with their parent, and the kernel kills what is left in the
+// namespace when its process 1 exits). Elsewhere nothing changes: the signals' default actions
+// already end the process. `program` must outlive the process (a string literal).
+void StopOnSignalsWhenProcessOne(const char* program);
+
+// The three signals' default actions back, in a child forked from a process 1 that does not
+// exec (an init of its own namespace, whose parent's grace period must apply to its program).
+void RestoreDefaultStopSignals();
+
+}  // namespace trainlock
