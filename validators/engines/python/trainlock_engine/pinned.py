@@ -2,9 +2,13 @@
 
 A pinned file is opened once (without blocking, so a FIFO is refused rather than waited on),
 must be a regular file of the pinned size, and is mapped privately; the mapped bytes are
-hashed before anything reads them and the mapping is what the engine then reads, so what was
-hashed is what trains. Each verified file is reported as an `artifact` event; a mismatch is
-an `integrity` error naming the file.
+hashed before anything reads them and the mapping is what the engine then reads, so a file
+replaced after the open (by rename, as downloads and syncs replace) never reaches training. A
+file rewritten in place while the run reads it can: Linux shows a private mapping's untouched
+pages as the file is now. Copying every byte would close that at twice the memory of a model
+(and is no option for a dataset); pinned storage is expected to stay unwritten during a run, as
+the native engine's token_data.cc says too. Each verified file is reported as an `artifact`
+event; a mismatch is an `integrity` error naming the file.
 """
 
 import hashlib
