@@ -377,6 +377,18 @@ TEST(HostileEngine, AnEngineFloodingAnUnlinkedStderrAfterClosingStdoutIsStoppedA
   ExpectEngineRefused(r, "its stderr passed 256 MiB");
 }
 
+// An engine that passes the cap between two of the coordinator's looks and then ends by itself
+// (here at once, with 0) is over the cap all the same.
+TEST(HostileEngine, AnEngineThatPassesTheStderrCapAndEndsBeforeTheNextLookIsStillStopped) {
+  testing::TempDir dir;
+  const fs::path python = StandIn(dir.path(), SayLine(kGoodHello) +
+                                                  "\ncase \"$*\" in *--measure-step*) exec 1>&-; "
+                                                  "head -c 300000000 /dev/zero >&2; exit 0;; esac");
+  const IsolatedRun r = ValidateFrom(dir.path(), dir.path(), python.string(), {},
+                                     {"--work-dir", (dir.path() / "work").string()});
+  ExpectEngineRefused(r, "its stderr passed 256 MiB");
+}
+
 // The engines run in the work directory: one that plants FIFOs where the next processes'
 // stderr and event log go (an open of either would block forever) hangs nothing.
 TEST(HostileEngine, FifosPlantedForTheNextProcessesFilesBlockNothing) {

@@ -327,7 +327,7 @@ WorkerRun RoundtripRunner::Collect(Launched& l) const {
   l.log.reset();
   run.exit_code = l.child->Wait(l.started + std::chrono::seconds(o_.timeout_s));
   if (l.child->stderr_capped()) {  // after its stdout ended, still writing stderr: stopped
-    run.exit_code = 128 + SIGKILL;
+    if (!run.exit_code) run.exit_code = 128 + SIGKILL;  // or it ended by itself over the cap
     l.transcript.Violate("its stderr passed " + std::to_string(kMaxChildStderrBytes >> 20) +
                          " MiB");
   }

@@ -143,7 +143,7 @@ CheckResult RunOpsCheck(const OpsCheckOptions& o) {
          "--ops-spec-sha256", spec_sha256, "--device", o.device, "--result", result_file.string()},
         stderr_file);
     run.exit_code = child.Wait(start + std::chrono::seconds(o.timeout_s));
-    if (child.stderr_capped()) run.exit_code = 128 + SIGKILL;  // stopped, not timed out
+    if (child.stderr_capped() && !run.exit_code) run.exit_code = 128 + SIGKILL;  // stopped
     capped = child.stderr_capped();
   }
   json result = TryReadJsonFile(result_file, nullptr).value_or(json());

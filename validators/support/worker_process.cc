@@ -68,7 +68,12 @@ std::optional<int> Child::Wait(std::chrono::steady_clock::time_point deadline) {
   constexpr auto kWatchSlice = std::chrono::milliseconds(200);
   while (true) {
     const auto slice = std::min(deadline, std::chrono::steady_clock::now() + kWatchSlice);
-    if (std::optional<int> code = process_.Wait(slice)) return code;
+    if (std::optional<int> code = process_.Wait(slice)) {
+      // A fast writer fills hundreds of MiB between two looks, and may then end by itself
+      // (its own file-size limit, SIGXFSZ): it passed the cap all the same.
+      stderr_capped_ = StderrBytes() > kMaxChildStderrBytes;
+      return code;
+    }
     if (StderrBytes() > kMaxChildStderrBytes) {
       stderr_capped_ = true;
       break;

@@ -52,7 +52,8 @@ class Child {
 
   // Waits for exit until the deadline; on timeout, or once its stderr passed
   // kMaxChildStderrBytes (stderr_capped()), kills the child and returns nullopt. Returns the exit
-  // code, or 128 + signal for a signalled child.
+  // code, or 128 + signal for a signalled child; stderr_capped() is also true for a child that
+  // ended by itself after passing the cap between two looks.
   std::optional<int> Wait(std::chrono::steady_clock::time_point deadline);
   // The bytes the child has written to its stderr file, read through a descriptor opened when
   // it started: a child that unlinks the file still fills the same inode, and is still counted.
