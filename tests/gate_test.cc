@@ -1471,3 +1471,70 @@ TEST_F(GateEngine, AReportNamingNoEngineStandsForTheNativeEngineOfItsLock) {
 
 }  // namespace
 }  // namespace trainlock
+
+namespace trainlock {
+namespace {
+
+// A Python engine's interpreter inside an image is the image's, verified before it ran; the
+// image digest's source is said in the gate's facts (docs/DESIGN.md, "Threat model").
+class GateImagePython : public Gate {
+ protected:
+  void SetUp() override {
+    Gate::SetUp();
+    lock_.images["cpu"] = {"registry.example/tiny:1", digest_, std::nullopt, ""};
+    report_["image"] = {
+        {"ref", "registry.example/tiny:1"}, {"digest", digest_}, {"digest_source", "engine"}};
+    report_["engine"] = {{"name", "native"},
+                         {"python", "/opt/venv/bin/python3"},
+                         {"torch", "1.13.1"},
+                         {"versions", json::object()},
+                         {"python_verified", true}};
+  }
+  const std::string digest_ = "sha256:" + std::string(64, 'b');
+};
+
+TEST_F(GateImagePython, TheImagesVerifiedInterpreterIsAccepted) {
+  GateDecision d = Decide();
+  EXPECT_TRUE(d.allowed()) << ::testing::PrintToString(d.reasons);
+}
+
+TEST_F(GateImagePython, AnotherInterpreterInsideTheImageIsRefusedNamingBoth) {
+  report_["engine"]["python"] = "/usr/bin/python3";
+  EXPECT_TRUE(HasReason(Decide(), "engine",
+                        "ran /usr/bin/python3, not the image's interpreter /opt/venv/bin/python3"));
+}
+
+TEST_F(GateImagePython, AnInterpreterTheReportDoesNotCallVerifiedIsRefused) {
+  report_["engine"]["python_verified"] = false;
+  EXPECT_TRUE(HasReason(Decide(), "engine", "were verified before the engine ran"));
+}
+
+TEST_F(GateImagePython, TheFactsSayTheDigestWasMeasuredByTheContainerEngine) {
+  GateRequest r = Request(report_.dump(2));
+  r.image_digest = digest_;
+  const GateDecision d = Decide(r);
+  ASSERT_TRUE(d.allowed()) << ::testing::PrintToString(d.reasons);
+  EXPECT_NE(::testing::PrintToString(d.facts).find("measured by the container engine"),
+            std::string::npos);
+}
+
+TEST_F(GateImagePython, TheFactsSayADigestOnlyClaimedByTheEnvironment) {
+  report_["image"]["digest_source"] = "environment";
+  GateRequest r = Request(report_.dump(2));
+  r.image_digest = digest_;
+  const GateDecision d = Decide(r);
+  ASSERT_TRUE(d.allowed()) << ::testing::PrintToString(d.reasons);
+  EXPECT_NE(::testing::PrintToString(d.facts).find("claimed by the environment"),
+            std::string::npos);
+}
+
+TEST_F(GateImagePython, AReportMadeOutsideAnImageCannotSatisfyImage) {
+  report_["image"] = nullptr;
+  lock_.images.clear();
+  GateRequest r = Request(report_.dump(2));
+  r.image_digest = digest_;
+  EXPECT_TRUE(HasReason(Decide(r), "image", "ran in no image"));
+}
+
+}  // namespace
+}  // namespace trainlock

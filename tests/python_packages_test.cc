@@ -278,35 +278,68 @@ TEST(RecordFile, DigestsAreUrlsafeBase64WithoutPadding) {
   EXPECT_EQ(RecordDigestFromHex(Sha256Hex("")), "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
 }
 
-TEST(CheckInstalledPackages, OutsideAnImageItSkips) {
+ImagePythonFiles InImage(PythonFilesDiff diff = {}) {
+  ImagePythonFiles python;
+  python.in_image = true;
+  python.record = "/etc/trainlock/python-files.json";
+  python.interpreter = "/opt/venv/bin/python3";
+  python.walked = true;
+  python.diff = std::move(diff);
+  return python;
+}
+
+TEST(CheckInstalledPackages, OutsideAnImageItSkipsAndCallsTheInterpreterUnverified) {
   Spec lock;
   lock.targets["cpu"].wheels = std::vector<PythonWheel>{};
-  const CheckResult r = CheckInstalledPackages(lock, "cpu", false, "/nonexistent/python3", 5);
+  const CheckResult r = CheckInstalledPackages(lock, "cpu", ImagePythonFiles{}, 5);
   EXPECT_EQ(r.status, CheckStatus::kSkip);
   EXPECT_NE(r.summary.find("not inside an image built by trainlock"), std::string::npos);
+  EXPECT_NE(r.summary.find("interpreter is unverified"), std::string::npos);
 }
 
 TEST(CheckInstalledPackages, WithoutAResolvedClosureItSkips) {
   Spec lock;
   lock.targets["cpu"];  // --skip-python left it unresolved
-  const CheckResult r = CheckInstalledPackages(lock, "cpu", true, "/nonexistent/python3", 5);
+  const CheckResult r = CheckInstalledPackages(lock, "cpu", InImage(), 5);
   EXPECT_EQ(r.status, CheckStatus::kSkip);
   EXPECT_NE(r.summary.find("no resolved Python closure"), std::string::npos);
 }
 
-TEST(CheckInstalledPackages, AnImagePythonThatCannotAnswerIsAnError) {
+TEST(CheckInstalledPackages, AFileAddedToTheImagesPythonFailsNamingItBeforeAnyDistributionIsRead) {
   Spec lock;
   lock.targets["cpu"].wheels = std::vector<PythonWheel>{};
-  const CheckResult r = CheckInstalledPackages(lock, "cpu", true, "/nonexistent/python3", 5);
-  EXPECT_EQ(r.status, CheckStatus::kError);
+  PythonFilesDiff diff;
+  diff.added = {"/opt/venv/lib/python3.11/site-packages/redirect.pth"};
+  const CheckResult r = CheckInstalledPackages(lock, "cpu", InImage(diff), 5);
+  EXPECT_EQ(r.status, CheckStatus::kFail);
+  EXPECT_NE(r.summary.find("redirect.pth"), std::string::npos) << r.summary;
+  const auto m = ReadMetrics<PackagesMetrics>(r.metrics);
+  ASSERT_TRUE(m.python_files_added);
+  EXPECT_EQ(m.python_files_added->size(), 1u);
 }
 
-TEST(PythonSitePackages, TheHostsPythonNamesItsDirectories) {
-  std::string error;
-  const auto dirs = PythonSitePackages("/usr/bin/python3", 30, &error);
-  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "no python3";
-  ASSERT_FALSE(dirs.empty()) << error;
-  EXPECT_TRUE(dirs.front().is_absolute());
+TEST(CheckInstalledPackages, AMissingRecordOfTheImagesPythonFails) {
+  Spec lock;
+  lock.targets["cpu"].wheels = std::vector<PythonWheel>{};
+  ImagePythonFiles python = InImage();
+  python.walked = false;
+  python.problem = "/etc/trainlock/python-files.json is missing";
+  const CheckResult r = CheckInstalledPackages(lock, "cpu", python, 5);
+  EXPECT_EQ(r.status, CheckStatus::kFail);
+  EXPECT_NE(r.summary.find("python-files.json is missing"), std::string::npos);
+}
+
+TEST(CheckInstalledPackages, AnotherInterpreterThanTheImagesFailsNamingBoth) {
+  Spec lock;
+  lock.targets["cpu"].wheels = std::vector<PythonWheel>{};
+  ImagePythonFiles python = InImage();
+  python.walked = false;
+  python.problem = "--python /usr/bin/python3 is not the image's interpreter /opt/venv/bin/python3";
+  const CheckResult r = CheckInstalledPackages(lock, "cpu", python, 5);
+  EXPECT_EQ(r.status, CheckStatus::kFail);
+  EXPECT_NE(r.summary.find("/usr/bin/python3"), std::string::npos);
+  EXPECT_NE(r.summary.find("/opt/venv/bin/python3"), std::string::npos);
+  EXPECT_NE(r.remedy.find("leave out --python"), std::string::npos);
 }
 
 }  // namespace

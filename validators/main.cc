@@ -1,6 +1,7 @@
 // `trainlock-validate`: the in-container validator's command line. The default command
-// validates a project; the hidden `worker` subcommand is how the validator runs the
-// processes of its own resume test.
+// validates a project; `record-python-files` is a step of the image build (image_python.h);
+// the hidden `worker` subcommand is how the validator runs the processes of its own resume
+// test.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -16,7 +17,9 @@
 #include "base/stop_signals.h"
 #include "base/usage_error.h"
 #include "base/version_info.h"
+#include "coordinator/image_python.h"
 #include "coordinator/validate.h"
+#include "image/in_image_paths.h"
 #include "project/artifact_paths.h"
 #include "project/check_ids.h"
 #include "project/project.h"
@@ -174,6 +177,14 @@ int Main(int argc, char** argv) {
   worker->add_option("--device", w.device);
   worker->add_option("--threads", w.threads);
 
+  std::string record_python = kPythonInImage, record_out = kPythonFilesInImage;
+  CLI::App* record = app.add_subcommand(
+      "record-python-files",
+      "at image build: record every file the image's Python can load (its interpreter, standard "
+      "library and site-packages), which validate then verifies before any Python runs");
+  record->add_option("--python", record_python, "the image's Python")->capture_default_str();
+  record->add_option("--out", record_out, "the record to write")->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -189,6 +200,7 @@ int Main(int argc, char** argv) {
     w.final_state = w_final;
     return RunWorker(w);
   }
+  if (record->parsed()) return RecordImagePython(record_python, record_out);
   v.project = project;
   const std::optional<std::string> problem = FillOptions(values, flags, lists, argc, argv, v);
   if (problem) {

@@ -172,6 +172,57 @@ std::string FilesFinding(const InstalledFiles& f) {
   return "installed files cannot be verified" + more;
 }
 
+constexpr size_t kShownPythonFiles = 100;  // each list's entries kept in the metrics
+
+nlohmann::json FirstPaths(const std::vector<std::string>& paths) {
+  return nlohmann::json(std::vector<std::string>(
+      paths.begin(),
+      paths.begin() + static_cast<std::ptrdiff_t>(std::min(paths.size(), kShownPythonFiles))));
+}
+
+// `m` with what the walk of the image's Python found.
+PackagesMetrics PythonFilesMetrics(const ImagePythonFiles& python, PackagesMetrics m) {
+  m.python_files = python.record;
+  m.python_interpreter = python.interpreter;
+  if (!python.walked) return m;
+  m.python_files_verified = python.diff.files_verified;
+  m.python_bytes_verified = python.diff.bytes_verified;
+  m.python_files_added = FirstPaths(python.diff.added);
+  m.python_files_changed = FirstPaths(python.diff.changed);
+  m.python_files_missing = FirstPaths(python.diff.missing);
+  m.python_files_refused = FirstPaths(python.diff.refused);
+  return m;
+}
+
+// env.packages failed before any Python ran: the record is missing or unreadable, --python is
+// not the recorded interpreter, or a file on the Python's path is not as the image recorded.
+CheckResult ImagePythonFailure(const ImagePythonFiles& python) {
+  CheckResult r{
+      "env.packages", CheckStatus::kFail, 0, "", "", ToJson(PythonFilesMetrics(python, {}))};
+  const PythonFilesDiff& d = python.diff;
+  const std::string more =
+      d.problems() > 1 ? " (" + std::to_string(d.problems()) + " findings in all)" : "";
+  r.remedy =
+      "rebuild the image from the lock (`trainlock image build`) and never change a built "
+      "image; no Python engine ran";
+  if (!python.problem.empty()) {
+    r.summary = python.problem;
+    if (python.problem.starts_with("--python"))
+      r.remedy = "leave out --python inside an image: the engine runs the image's interpreter";
+  } else if (!d.changed.empty()) {
+    r.summary =
+        "a file of the image's Python differs from the image's record: " + d.changed[0] + more;
+  } else if (!d.missing.empty()) {
+    r.summary = "a file of the image's Python is missing: " + d.missing[0] + more;
+  } else if (!d.added.empty()) {
+    r.summary =
+        "a file on the image Python's path that the image did not record: " + d.added[0] + more;
+  } else {
+    r.summary = "a file on the image Python's path is refused: " + d.refused[0] + more;
+  }
+  return r;
+}
+
 }  // namespace
 
 std::string NormalizedDistributionName(std::string_view name) {
@@ -271,36 +322,6 @@ CheckResult CompareInstalledPackages(const std::vector<PythonWheel>& wheels,
   return r;
 }
 
-std::vector<fs::path> PythonSitePackages(const fs::path& python, double timeout_s,
-                                         std::string* error) {
-  SpawnOptions spawn;
-  spawn.argv = {python.string(), "-I", "-c",
-                "import sysconfig; p = sysconfig.get_paths(); print(p['purelib']); "
-                "print(p['platlib'])"};
-  spawn.program = python.string();
-  spawn.null_stdin = true;
-  spawn.err = Stream::kFile;
-  spawn.err_file = "/dev/null";
-  RunLimits limits;
-  limits.timeout_s = timeout_s;
-  const ProcessRun run = RunProcess(spawn, limits);
-  if (!run.started || run.timed_out || run.exit_code != 0) {
-    *error = python.string() +
-             (!run.started ? " cannot be started: " + run.start_error
-              : run.timed_out
-                  ? " did not answer within " + std::to_string(static_cast<int>(timeout_s)) + " s"
-                  : " exited " + std::to_string(run.exit_code));
-    return {};
-  }
-  std::vector<fs::path> dirs;
-  std::istringstream lines(run.output);
-  for (std::string line; std::getline(lines, line);) {
-    if (!line.empty() && line.front() == '/') dirs.emplace_back(line);
-  }
-  if (dirs.empty()) *error = python.string() + " named no site-packages directory";
-  return dirs;
-}
-
 DpkgScan ReadDpkgStatus(const fs::path& status) {
   DpkgScan scan;
   std::error_code ec;
@@ -375,35 +396,38 @@ void CompareDebianPackages(const std::vector<DebianPackage>& debs, const DpkgSca
   }
 }
 
-CheckResult CheckInstalledPackages(const Spec& lock, const std::string& target, bool in_image,
-                                   const fs::path& python, double timeout_s,
+CheckResult CheckInstalledPackages(const Spec& lock, const std::string& target,
+                                   const ImagePythonFiles& python, double timeout_s,
                                    const fs::path& dpkg_status) {
   CheckResult r{"env.packages", CheckStatus::kSkip, 0, "", "", nlohmann::json::object()};
-  if (!in_image) {
-    r.summary = "not inside an image built by trainlock: the host's Python is not locked";
+  if (!python.in_image) {
+    r.summary =
+        "not inside an image built by trainlock: the host's Python is not locked, and a Python "
+        "engine's interpreter is unverified";
     r.remedy = "validate in the lock's image (`trainlock validate --image`)";
     return r;
   }
+  if (!python.MayRunPython()) return ImagePythonFailure(python);
   auto t = lock.targets.find(target);
   if (t == lock.targets.end() || !t->second.wheels) {
     r.summary = "the lock has no resolved Python closure for target " + target;
     r.remedy = "run `trainlock lock` without --skip-python and rebuild the image";
+    r.metrics = ToJson(PythonFilesMetrics(python, {}));
     if (t != lock.targets.end())
       CompareDebianPackages(t->second.debs, ReadDpkgStatus(dpkg_status), dpkg_status, r);
     return r;
   }
   const auto start = std::chrono::steady_clock::now();
-  std::string error;
-  const std::vector<fs::path> dirs = PythonSitePackages(python, timeout_s, &error);
-  if (dirs.empty()) {
-    r.status = CheckStatus::kError;
-    r.summary = "cannot ask the image's Python where its packages are: " + error;
-    r.remedy = "the image is not the one trainlock built: rebuild it";
-    return r;
-  }
   const Deadline deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                         std::chrono::duration<double>(timeout_s));
+  const std::vector<fs::path> dirs = SiteDirectoriesOf(python.sys_path);
   r = CompareInstalledPackages(*t->second.wheels, ScanSitePackages(dirs, deadline), dirs);
+  r.metrics = ToJson(PythonFilesMetrics(python, ReadMetrics<PackagesMetrics>(r.metrics)));
+  if (r.status == CheckStatus::kPass)
+    r.summary += "; " + std::to_string(python.diff.files_verified) + " files of " +
+                 python.interpreter +
+                 "'s path (interpreter, standard library, site-packages) as the image recorded "
+                 "them, nothing added";
   CompareDebianPackages(t->second.debs, ReadDpkgStatus(dpkg_status), dpkg_status, r);
   r.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;

@@ -1,16 +1,17 @@
-// env.packages: inside an image built by trainlock, the Python distributions installed in the
-// image's Python (its purelib and platlib: the venv the lock's closure was installed into) are
-// exactly the target's locked wheels, each at its locked version. A package added, removed or
-// changed after the build fails, naming it. Read torch-free from each *.dist-info/METADATA
-// (Name, Version), bounded: capped entries and bytes, no link followed out of site-packages.
-// Every file of every distribution is verified against its RECORD, and every file on the
-// interpreter's path must be owned by one (installed_files.h); where the installer recorded
-// the wheel's hash (PEP 610 direct_url.json), it must be the lock's.
-// pip, setuptools and wheel, the venv's own bootstrap (ensurepip), are allowed unlocked and
-// listed; locked, they are compared like any other. The Debian packages the lock pins
-// (debian-packages) are compared with dpkg's database (/var/lib/dpkg/status, what dpkg-query
-// reads): one missing or at another version fails; an image without the database is a skip
-// that says so, never a pass. Debian packages the lock does not pin (the base's) are not judged.
+// env.packages: inside an image built by trainlock, every file its Python can load is as the
+// image recorded it at build time (checks/python_files.h, verified before any Python ran), and
+// the Python distributions installed in the site directories of the recorded path (the venv
+// the lock's closure was installed into) are exactly the target's locked wheels, each at its locked
+// version. A package added, removed or changed after the build fails, naming it. Read torch-free
+// from each *.dist-info/METADATA (Name, Version), bounded: capped entries and bytes, no link
+// followed out of site-packages. Every file of every distribution is verified against its RECORD,
+// and every file on the interpreter's path must be owned by one (installed_files.h); where the
+// installer recorded the wheel's hash (PEP 610 direct_url.json), it must be the lock's. pip,
+// setuptools and wheel, the venv's own bootstrap (ensurepip), are allowed unlocked and listed;
+// locked, they are compared like any other. The Debian packages the lock pins (debian-packages) are
+// compared with dpkg's database (/var/lib/dpkg/status, what dpkg-query reads): one missing or at
+// another version fails; an image without the database is a skip that says so, never a pass. Debian
+// packages the lock does not pin (the base's) are not judged.
 #pragma once
 
 #include <filesystem>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "checks/installed_files.h"
+#include "checks/python_files.h"
 #include "project/spec.h"
 #include "report/report.h"
 
@@ -51,11 +53,6 @@ CheckResult CompareInstalledPackages(const std::vector<PythonWheel>& wheels,
                                      const SitePackagesScan& scan,
                                      const std::vector<std::filesystem::path>& dirs);
 
-// The image Python's purelib and platlib (sysconfig), asked within `timeout_s`; empty with
-// `error` set when it cannot answer.
-std::vector<std::filesystem::path> PythonSitePackages(const std::filesystem::path& python,
-                                                      double timeout_s, std::string* error);
-
 // dpkg's database: Package -> Version of each stanza whose Status is "install ok installed".
 struct DpkgScan {
   std::string error;  // "" when read; else why not (no database: the image has no dpkg)
@@ -69,12 +66,13 @@ DpkgScan ReadDpkgStatus(const std::filesystem::path& status);
 void CompareDebianPackages(const std::vector<DebianPackage>& debs, const DpkgScan& scan,
                            const std::filesystem::path& status, CheckResult& r);
 
-// env.packages for `target` of `lock`: skip outside an image (`in_image` false) or when the lock
-// has no resolved closure for the target; error when the image's Python cannot say where its
-// packages are; else CompareInstalledPackages; then, when the lock pins Debian packages,
-// CompareDebianPackages against `dpkg_status`.
-CheckResult CheckInstalledPackages(const Spec& lock, const std::string& target, bool in_image,
-                                   const std::filesystem::path& python, double timeout_s,
+// env.packages for `target` of `lock`: skip outside an image (`python.in_image` false); a
+// failure naming the file when the image's Python is not as its record says (checked before
+// any Python ran, checks/python_files.h); skip when the lock has no resolved closure for the
+// target; else CompareInstalledPackages over the recorded path's site directories; then, when
+// the lock pins Debian packages, CompareDebianPackages against `dpkg_status`.
+CheckResult CheckInstalledPackages(const Spec& lock, const std::string& target,
+                                   const ImagePythonFiles& python, double timeout_s,
                                    const std::filesystem::path& dpkg_status = kDpkgStatusFile);
 
 }  // namespace trainlock

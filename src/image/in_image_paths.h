@@ -19,6 +19,11 @@ inline constexpr const char* kValidatorInImage = "/usr/local/bin/trainlock-valid
 // templates create it there); env.packages asks it where its packages are.
 inline constexpr const char* kPythonInImage = "/opt/venv/bin/python3";
 
+// Every file the image's Python can load, recorded at build time by `trainlock-validate
+// record-python-files` (checks/python_files.h) and verified by the validator before any Python
+// starts.
+inline constexpr const char* kPythonFilesInImage = "/etc/trainlock/python-files.json";
+
 // The Python engines of the round trip (project/round_trip_engines.h), installed from the
 // copy compiled into trainlock; the validator verifies them against the lock before running.
 inline constexpr const char* kEnginesInImage = "/opt/trainlock/engines";

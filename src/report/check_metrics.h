@@ -344,30 +344,38 @@ using Text = std::optional<std::string>;
   X(Free, token_shards) /* path -> TokenShardMetrics */
 
 // env.packages (checks/python_packages.h): the image Python's distributions against the lock.
-#define TRAINLOCK_PACKAGES_METRICS(X)                                               \
-  X(Integer, packages_locked)    /* wheels the lock pins for the target */          \
-  X(Integer, packages_installed) /* distributions found installed */                \
-  X(Free, site_packages)         /* the directories read, strings */                \
-  X(Free, packages_missing)      /* locked, not installed: "name version" */        \
-  X(Free, packages_changed)      /* installed at another version */                 \
-  X(Free, packages_added)        /* installed, not locked (bootstrap aside) */      \
-  X(Free, packages_bootstrap)    /* pip, setuptools, wheel present unlocked */      \
-  X(Free, packages_malformed)    /* "<dist-info>: why" for each unreadable one */   \
-  X(Integer, wheel_hashes)       /* direct_url.json wheel hashes vs the lock's */   \
-  X(Integer, files_verified)     /* files whose RECORD sha256 and size matched */   \
-  X(Integer, bytes_verified)     /* their bytes */                                  \
-  X(Integer, files_unhashed)     /* RECORD lines the spec lets lack a hash */       \
-  X(Integer, files_compiled)     /* __pycache__ files of owned sources */           \
-  X(Integer, records_outside)    /* RECORD lines outside site-packages, not read */ \
-  X(Integer, files_problems)     /* findings in the four lists below, all */        \
-  X(Free, files_changed)         /* "<path>: why", at most 100 */                   \
-  X(Free, files_missing)         /* "<path>: listed in <dist-info>'s RECORD" */     \
-  X(Free, files_unowned)         /* paths no installed distribution owns */         \
-  X(Free, files_unreadable)      /* "<path>: why" (link, no RECORD, a cap) */       \
-  X(Integer, debs_locked)        /* Debian packages the lock pins (none: absent) */ \
-  X(Free, dpkg_status)           /* the dpkg database read */                       \
-  X(Free, debs_missing)          /* pinned, not installed: "name version" */        \
-  X(Free, debs_changed)          /* installed at another version */
+#define TRAINLOCK_PACKAGES_METRICS(X)                                                    \
+  X(Integer, packages_locked)       /* wheels the lock pins for the target */            \
+  X(Integer, packages_installed)    /* distributions found installed */                  \
+  X(Free, site_packages)            /* the directories read, strings */                  \
+  X(Free, packages_missing)         /* locked, not installed: "name version" */          \
+  X(Free, packages_changed)         /* installed at another version */                   \
+  X(Free, packages_added)           /* installed, not locked (bootstrap aside) */        \
+  X(Free, packages_bootstrap)       /* pip, setuptools, wheel present unlocked */        \
+  X(Free, packages_malformed)       /* "<dist-info>: why" for each unreadable one */     \
+  X(Integer, wheel_hashes)          /* direct_url.json wheel hashes vs the lock's */     \
+  X(Integer, files_verified)        /* files whose RECORD sha256 and size matched */     \
+  X(Integer, bytes_verified)        /* their bytes */                                    \
+  X(Integer, files_unhashed)        /* RECORD lines the spec lets lack a hash */         \
+  X(Integer, files_compiled)        /* __pycache__ files of owned sources */             \
+  X(Integer, records_outside)       /* RECORD lines outside site-packages, not read */   \
+  X(Integer, files_problems)        /* findings in the four lists below, all */          \
+  X(Free, files_changed)            /* "<path>: why", at most 100 */                     \
+  X(Free, files_missing)            /* "<path>: listed in <dist-info>'s RECORD" */       \
+  X(Free, files_unowned)            /* paths no installed distribution owns */           \
+  X(Free, files_unreadable)         /* "<path>: why" (link, no RECORD, a cap) */         \
+  X(Integer, debs_locked)           /* Debian packages the lock pins (none: absent) */   \
+  X(Free, dpkg_status)              /* the dpkg database read */                         \
+  X(Free, debs_missing)             /* pinned, not installed: "name version" */          \
+  X(Free, debs_changed)             /* installed at another version */                   \
+  X(Free, python_files)             /* the record of the image Python's files read */    \
+  X(Free, python_interpreter)       /* the interpreter it records */                     \
+  X(Integer, python_files_verified) /* its files found as recorded */                    \
+  X(Integer, python_bytes_verified) /* their bytes */                                    \
+  X(Free, python_files_added)       /* on the Python's path, not recorded (100 shown) */ \
+  X(Free, python_files_changed)     /* "<path>: why" */                                  \
+  X(Free, python_files_missing)     /* recorded, gone */                                 \
+  X(Free, python_files_refused)     /* "<path>: why" (sourceless .pyc, unreadable) */
 
 // One token shard of data.dataset: its token count and largest token id.
 #define TRAINLOCK_TOKEN_SHARD_METRICS(X) \

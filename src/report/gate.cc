@@ -10,6 +10,7 @@
 #include "base/strings.h"
 #include "base/text_format.h"
 #include "base/time_text.h"
+#include "image/in_image_paths.h"
 #include "project/check_ids.h"
 #include "report/check_evidence.h"
 #include "report/check_metrics.h"
@@ -48,6 +49,7 @@ class GateRules {
     NegativeControl();
     if (request_.require_lock_checkpoint_dir) LockCheckpointDir();
     Engine();
+    EngineInterpreter();
     Checks();
     Evidence();
     Age();
@@ -132,7 +134,10 @@ class GateRules {
 
   // --image: the digest the launcher will run.
   void RequestedImage(const std::string& digest) {
-    if (view_.image_digest == digest) return;
+    if (view_.image_digest == digest) {
+      decision_.facts.push_back("--image " + digest.substr(0, 19) + " " + DigestSource());
+      return;
+    }
     Refuse("image: the report ran in " +
            (view_.image_digest.empty() ? std::string("no image") : view_.image_digest) +
            ", not --image " + digest);
@@ -285,7 +290,37 @@ class GateRules {
       Refuse("image: the report ran in " + digest + ", not the lock's " + target.name + " image " +
              locked.digest);
     } else {
-      decision_.facts.push_back("image " + digest.substr(0, 19));
+      decision_.facts.push_back("image " + digest.substr(0, 19) + " " + DigestSource());
+    }
+  }
+
+  // Where the report's image digest came from, as the gate's facts say it.
+  std::string DigestSource() const {
+    if (view_.image_digest_source == "engine")
+      return "(measured by the container engine that ran the validator)";
+    if (view_.image_digest_source == "environment")
+      return "(claimed by the environment, TRAINLOCK_IMAGE_DIGEST: the job that pulled the "
+             "image by digest; the image's files were verified against its record)";
+    return "(the report does not say how the digest was obtained)";
+  }
+
+  // A Python engine inside an image ran the image's interpreter, verified with every file on
+  // its path before it started (checks/python_files.h); outside an image it is unverified.
+  void EngineInterpreter() {
+    if (view_.engine_python.empty()) return;
+    if (view_.image_digest.empty()) {
+      decision_.facts.push_back("engine interpreter " + view_.engine_python +
+                                " unverified (outside an image)");
+      return;
+    }
+    if (view_.engine_python != kPythonInImage) {
+      Refuse("engine: the round trip ran " + view_.engine_python +
+             ", not the image's interpreter " + kPythonInImage +
+             "; validate without --python inside the image");
+    } else if (!view_.engine_python_verified) {
+      Refuse(
+          "engine: the report does not say the image's Python files were verified before the "
+          "engine ran (engine.python_verified); validate again with this trainlock");
     }
   }
 

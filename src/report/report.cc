@@ -112,7 +112,8 @@ nlohmann::json Report::ToJson() const {
     j["engine"] = {{"name", engine->name},
                    {"python", engine->python},
                    {"torch", engine->torch},
-                   {"versions", engine->versions}};
+                   {"versions", engine->versions},
+                   {"python_verified", engine->python_verified}};
   }
   if (!environment_error.empty()) j["environment_error"] = environment_error;
   ShareableStrings(j);
@@ -181,7 +182,7 @@ class SchemaChecker {
         if (!IsDigest(d->get<std::string>())) Problem("image.digest", "must be sha256:<64 hex>");
       }
       if (image.is_object() && image.contains("digest_source"))
-        Enum(image, "digest_source", "image", {"engine", "job"});
+        Enum(image, "digest_source", "image", {"engine", "environment"});
     }
     if (auto* v = Field(r, "validator", "$", nlohmann::json::value_t::object)) {
       Field(*v, "version", "validator", nlohmann::json::value_t::string);
@@ -293,6 +294,7 @@ class SchemaChecker {
       for (const char* key : {"name", "python", "torch"})
         Field(*engine, key, "engine", Type::string);
       Optional(*engine, "versions", "engine", Type::object);
+      Optional(*engine, "python_verified", "engine", Type::boolean);
     }
   }
 

@@ -56,6 +56,10 @@ struct ReportEngine {
   std::string python;  // the interpreter's path; "" when there is none
   std::string torch;   // torch.__version__ in that interpreter; "" when unknown
   nlohmann::json versions = nlohmann::json::object();  // {module: version} it imported
+  // Inside an image: the interpreter is the image's recorded one and every file on its path was
+  // found as the image recorded it before it ran (checks/python_files.h). False outside one:
+  // nothing verified the host's interpreter.
+  bool python_verified = false;
 };
 
 struct Report {
@@ -70,7 +74,10 @@ struct Report {
   // such a report exists to fail, and its verdict is never "pass".
   std::string negative_control;
   std::optional<std::pair<std::string, std::string>> image;  // ref, digest
-  std::string image_digest_source;  // how the digest was obtained: "engine" | "job"; "" unknown
+  // How the digest was obtained: "engine" (measured by the container engine that ran the
+  // validator: `trainlock validate --image`) | "environment" (only claimed, by
+  // TRAINLOCK_IMAGE_DIGEST, as a job that pulled the image by digest sets it); "" unknown.
+  std::string image_digest_source;
   std::string validator_version;
   std::string torch_version;
   std::string build;  // "cpu" | "cuda" | "rocm"

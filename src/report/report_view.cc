@@ -154,6 +154,9 @@ ReportView ViewOfReport(const nlohmann::json& report) {
   v.environment_error = StringMember(report, "environment_error");
   v.engine_python = StringMember(Member(report, "engine"), "python");
   v.engine_torch = StringMember(Member(report, "engine"), "torch");
+  if (const nlohmann::json& verified = Member(Member(report, "engine"), "python_verified");
+      verified.is_boolean())
+    v.engine_python_verified = verified.get<bool>();
   v.lock_sha256 = StringMember(report, "lock_sha256");
   v.config_sha256 = StringMember(report, "config_sha256");
   v.manifest_sha256 = StringMember(report, "manifest_sha256");
@@ -166,6 +169,7 @@ ReportView ViewOfReport(const nlohmann::json& report) {
   const nlohmann::json& image = Member(report, "image");
   v.image_ref = StringMember(image, "ref");
   v.image_digest = StringMember(image, "digest");
+  v.image_digest_source = StringMember(image, "digest_source");
   const nlohmann::json& validator = Member(report, "validator");
   v.validator_version = StringMember(validator, "version");
   v.torch = StringMember(validator, "torch");

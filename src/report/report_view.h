@@ -61,13 +61,15 @@ struct ReportView {
   // A Python engine's interpreter and its torch, as probed; "" for the native engine.
   std::string engine_python;
   std::string engine_torch;
+  bool engine_python_verified = false;  // engine.python_verified (report.h)
   std::string lock_sha256;
-  std::string config_sha256;       // "" when the report does not say
-  std::string manifest_sha256;     // "" when the report does not say (inside an image)
-  std::string negative_control;    // "rng" | "data" | "corrupt"; "" for a real validation
-  std::vector<std::string> drift;  // "lock.config: ..." for each drift --allow-drift let past
-  std::string image_ref;           // "" when the report has no image
-  std::string image_digest;        // "" when the report has no image
+  std::string config_sha256;        // "" when the report does not say
+  std::string manifest_sha256;      // "" when the report does not say (inside an image)
+  std::string negative_control;     // "rng" | "data" | "corrupt"; "" for a real validation
+  std::vector<std::string> drift;   // "lock.config: ..." for each drift --allow-drift let past
+  std::string image_ref;            // "" when the report has no image
+  std::string image_digest;         // "" when the report has no image
+  std::string image_digest_source;  // "engine" | "environment"; "" when it does not say
   std::string validator_version;
   std::string torch;
   std::string build;

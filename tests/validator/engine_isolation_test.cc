@@ -546,5 +546,51 @@ TEST(ProcessOne, AProcessOneWithoutAHandlerOutlivesSigterm) {
   run.get();
 }
 
+// A module whose __pycache__ holds bytecode of other code under a header that matches the
+// module's source (same mtime and size), as an attacker with write access to the image's
+// trees would plant it: returns the directory holding mod.py.
+fs::path PlantMatchingBytecode(const fs::path& dir) {
+  const std::string script = R"PY(
+import importlib.util, os, py_compile, sys
+d = sys.argv[1]
+os.makedirs(d + "/planted")
+open(d + "/mod.py", "w").write("print('source')\n")
+open(d + "/planted/mod.py", "w").write("print('PLANT!')\n")
+st = os.stat(d + "/planted/mod.py")
+py_compile.compile(d + "/planted/mod.py", cfile=importlib.util.cache_from_source(d + "/mod.py"),
+                   invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
+os.utime(d + "/mod.py", ns=(st.st_atime_ns, st.st_mtime_ns))
+)PY";
+  const auto made = testing::RunCommand({kDebianPython, "-c", script, dir.string()});
+  EXPECT_EQ(made.exit_code, 0) << made.err;
+  return dir;
+}
+
+std::vector<std::string> ImportMod(const fs::path& dir, const std::vector<std::string>& options) {
+  std::vector<std::string> argv = {kDebianPython};
+  argv.insert(argv.end(), options.begin(), options.end());
+  for (const std::string& a :
+       {std::string("-c"), "import sys; sys.path.insert(0, '" + dir.string() + "'); import mod"})
+    argv.push_back(a);
+  return argv;
+}
+
+TEST(EngineIsolation, PlantedBytecodeInAPycacheOfTheTreeIsNeverReadByTheEnginesInterpreter) {
+  if (!fs::exists(kDebianPython)) GTEST_SKIP() << "no " << kDebianPython;
+  testing::TempDir tmp;
+  const fs::path dir = PlantMatchingBytecode(tmp.path() / "tree");
+  const auto isolated = testing::RunCommand(
+      ImportMod(dir, validate::IsolatedPythonOptions(tmp.path() / "work" / "pycache")));
+  EXPECT_EQ(isolated.out, "source\n") << isolated.err;
+}
+
+TEST(EngineIsolation, ThePlantedBytecodeRunsForAnInterpreterWithoutThePrefix) {
+  if (!fs::exists(kDebianPython)) GTEST_SKIP() << "no " << kDebianPython;
+  testing::TempDir tmp;
+  const fs::path dir = PlantMatchingBytecode(tmp.path() / "tree");
+  const auto plain = testing::RunCommand(ImportMod(dir, {"-I", "-S", "-B"}));
+  EXPECT_EQ(plain.out, "PLANT!\n") << plain.err;  // the control: the planted code ran
+}
+
 }  // namespace
 }  // namespace trainlock

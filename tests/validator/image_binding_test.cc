@@ -72,7 +72,7 @@ TEST_F(ImageBindingTest, InsideAnImageOfTheProjectsLockTheJobsDigestIsTaken) {
   ASSERT_TRUE(b.image.has_value());
   EXPECT_EQ(b.image->first, "registry/tiny:1");
   EXPECT_EQ(b.image->second, kDigest);
-  EXPECT_EQ(b.digest_source, "job");
+  EXPECT_EQ(b.digest_source, "environment");
 }
 
 TEST_F(ImageBindingTest, InsideAnImageWithoutAJobDigestTheReportNamesNone) {

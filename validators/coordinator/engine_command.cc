@@ -139,28 +139,40 @@ fs::path EnginePython(const std::string& requested) {
       kExitEnvironment);
 }
 
+std::vector<std::string> IsolatedPythonOptions(const fs::path& pycache) {
+  // -I: no working directory, PYTHON* variables or user site on the path; -S: no site module,
+  // so no .pth file runs; -u: events unbuffered; the prefix: bytecode of the run's own, so a
+  // planted __pycache__/*.pyc in the verified trees is never read (and the copy stays as
+  // verified).
+  return {"-I", "-S", "-u", "-X", "pycache_prefix=" + pycache.string()};
+}
+
+std::string EngineSysPathValue(const std::vector<std::string>& sys_path) {
+  std::string value;
+  for (const std::string& p : sys_path) value += (value.empty() ? "" : ":") + p;
+  return value;
+}
+
 EngineLaunch EngineCommand(const std::string& engine, const fs::path& python,
-                           const fs::path& package_dir, const std::vector<std::string>& common,
+                           const fs::path& package_dir, const std::vector<std::string>& sys_path,
+                           const std::vector<std::string>& common,
                            const std::vector<std::string>& extra) {
   EngineLaunch launch;
   if (engine == "native") {
     launch.argv = {RunningExecutable().string(), "worker"};
   } else {
-    // -I: no working directory, PYTHON* variables or user site on the path; -S: no site
-    // module, so no .pth file runs; -B: the verified copy stays as verified; -u: events
-    // unbuffered. isolated.py (part of the verified package) sets sys.path itself.
+    // isolated.py (part of the verified package) sets sys.path itself.
     launch.python = true;
-    launch.argv = {python.string(),
-                   "-I",
-                   "-S",
-                   "-B",
-                   "-u",
-                   (package_dir / "trainlock_engine" / "isolated.py").string(),
-                   "--engine",
-                   engine};
+    launch.cwd = package_dir.parent_path();
+    launch.argv = {python.string()};
+    for (const std::string& option : IsolatedPythonOptions(launch.cwd / "pycache"))
+      launch.argv.push_back(option);
+    for (const std::string& arg : {(package_dir / "trainlock_engine" / "isolated.py").string(),
+                                   std::string("--engine"), engine})
+      launch.argv.push_back(arg);
     launch.clean_env = true;
     launch.env = EngineEnvironment();
-    launch.cwd = package_dir.parent_path();
+    if (!sys_path.empty()) launch.env[kEngineSysPathVariable] = EngineSysPathValue(sys_path);
   }
   launch.argv.insert(launch.argv.end(), common.begin(), common.end());
   launch.argv.insert(launch.argv.end(), extra.begin(), extra.end());

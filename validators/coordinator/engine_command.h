@@ -53,14 +53,27 @@ std::filesystem::path InstallVerifiedEngine(const Spec& lock,
 // Failure (exit 3) naming what was tried when there is none.
 std::filesystem::path EnginePython(const std::string& requested);
 
+// The variable that hands a Python engine (and the probe of its interpreter) the sys.path an
+// image recorded for it (checks/python_files.h); isolated.py reads it.
+inline constexpr const char* kEngineSysPathVariable = "TRAINLOCK_ENGINE_SYS_PATH";
+
+// The isolated interpreter's options before its script or -c: `-I -S -u`, and bytecode read
+// and written only under `pycache` (never a `__pycache__` of the interpreter's trees).
+std::vector<std::string> IsolatedPythonOptions(const std::filesystem::path& pycache);
+
 // The command of one process: `common` are the protocol's options every process of this run
 // gets, `extra` those of this process (--steps, --save-at, --restore, ...). A Python engine is
-// `python -I -S -B -u <package_dir>/trainlock_engine/isolated.py`, with the caller's
-// environment filtered through EngineMayInherit and package_dir's parent (the run's work
-// directory) as its working directory.
+// `python IsolatedPythonOptions(<work>/pycache) <package_dir>/trainlock_engine/isolated.py`,
+// with the caller's environment filtered through EngineMayInherit, `sys_path` (when not empty:
+// the image's recorded path) in kEngineSysPathVariable, and package_dir's parent (the run's
+// work directory, <work>) as its working directory.
 EngineLaunch EngineCommand(const std::string& engine, const std::filesystem::path& python,
                            const std::filesystem::path& package_dir,
+                           const std::vector<std::string>& sys_path,
                            const std::vector<std::string>& common,
                            const std::vector<std::string>& extra);
+
+// `sys_path` as the value of kEngineSysPathVariable (':'-separated).
+std::string EngineSysPathValue(const std::vector<std::string>& sys_path);
 
 }  // namespace trainlock::validate

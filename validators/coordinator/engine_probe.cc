@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/failure.h"
+#include "base/scratch_dir.h"
 #include "base/subprocess.h"
 #include "base/version.h"
 #include "coordinator/engine_command.h"
@@ -42,11 +43,14 @@ EngineNeeds NeedsOf(const std::string& engine) {
 
 // Imports torch, then each argument ("a|b" for a, else b), and prints one marker line of JSON:
 // the versions, the first module that would not import and why, and whether CUDA is usable.
-// It runs as the engine does (engine_command.h): `-I -S`, a clean environment, and the path of
-// trainlock_engine/isolated.py (the standard library and the interpreter's own site-packages,
-// its venv's when it is one, no .pth file), so it sees exactly the modules the engine will.
+// It runs as the engine does (engine_command.h): `-I -S`, its own pycache prefix, a clean
+// environment, and the path of trainlock_engine/isolated.py (inside an image the recorded one,
+// TRAINLOCK_ENGINE_SYS_PATH; else the standard library and the interpreter's own
+// site-packages, its venv's when it is one, no .pth file), so it sees exactly the modules the
+// engine will.
 constexpr const char* kProbeScript = R"PY(
 import importlib, json, os, site, sys
+recorded = os.environ.get("TRAINLOCK_ENGINE_SYS_PATH")
 def _venv():
     exe_dir = os.path.dirname(sys.executable)
     for d in (exe_dir, os.path.dirname(exe_dir)):
@@ -62,7 +66,7 @@ version = "python%d.%d" % sys.version_info[:2]
 found = [os.path.join(venv, lib, version, "site-packages") for lib in ("lib", "lib64")] if venv else []
 if include_base:
     found += site.getsitepackages([sys.base_prefix])
-sys.path[:] = [p for p in sys.path if p and os.path.isabs(p)] + [d for d in dict.fromkeys(found) if os.path.isdir(d)]
+sys.path[:] = [p for p in recorded.split(os.pathsep) if p] if recorded is not None else [p for p in sys.path if p and os.path.isabs(p)] + [d for d in dict.fromkeys(found) if os.path.isdir(d)]
 out = {"versions": {}}
 def load(names):
     first = None
@@ -179,7 +183,7 @@ EngineProbe JudgeEngineProbe(const std::string& engine, const std::string& pytho
 }
 
 EngineProbe ProbeEngine(const std::string& engine, const std::string& requested, bool gpu,
-                        int timeout_s) {
+                        int timeout_s, const std::vector<std::string>& sys_path) {
   std::string python;
   try {
     python = EnginePython(requested).string();
@@ -189,11 +193,16 @@ EngineProbe ProbeEngine(const std::string& engine, const std::string& requested,
     p.error = "engine " + engine + ": " + none.what();
     return p;
   }
+  const ScratchDir pycache("trainlock-probe-pycache");  // bytecode of its own, as the engine's
   SpawnOptions spawn;
-  spawn.argv = {python, "-I", "-S", "-B", "-c", kProbeScript};
+  spawn.argv = {python};
+  for (const std::string& option : IsolatedPythonOptions(pycache.path() / "pycache"))
+    spawn.argv.push_back(option);
+  spawn.argv.insert(spawn.argv.end(), {"-c", kProbeScript});
   for (const std::string& m : NeedsOf(engine).modules) spawn.argv.push_back(m);
   spawn.clean_env = true;  // what the engine inherits, nothing more (engine_command.h)
   spawn.env = EngineEnvironment();
+  if (!sys_path.empty()) spawn.env[kEngineSysPathVariable] = EngineSysPathValue(sys_path);
   spawn.cwd = "/";
   spawn.null_stdin = true;
   spawn.own_group = true;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <vector>
 
 namespace trainlock::validate {
 
@@ -22,8 +23,9 @@ struct EngineProbe {
 
 // Probes Python engine `engine` under the interpreter `requested` (--python; "" the image's or
 // python3 on PATH, engine_command.h's EnginePython). `gpu`: the run trains on a GPU.
+// `sys_path`: inside an image, the recorded path the engine will run with.
 EngineProbe ProbeEngine(const std::string& engine, const std::string& requested, bool gpu,
-                        int timeout_s);
+                        int timeout_s, const std::vector<std::string>& sys_path = {});
 
 // The judgement on what an interpreter printed (`output`, the probe's marker line among
 // others) and how it ended; ProbeEngine's second half, for tests.

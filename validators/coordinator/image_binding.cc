@@ -87,7 +87,7 @@ ImageBinding BindImage(const fs::path& etc_dir, const Project& project, const fs
                                   "the job names the digest it pinned the image by"});
     }
     binding.image = std::make_pair(std::string(env_ref ? env_ref : ""), digest);
-    binding.digest_source = "job";
+    binding.digest_source = "environment";
   }
   return binding;
 }

@@ -3,7 +3,9 @@
 // Inside one, the image's record, lock and config are checked against the project being
 // validated (and the running validator against the one the record names) before anything is
 // trusted: then the job that pinned the image by digest may name it through
-// TRAINLOCK_IMAGE_REF / TRAINLOCK_IMAGE_DIGEST ("job"), or the host-side `trainlock validate
+// TRAINLOCK_IMAGE_REF / TRAINLOCK_IMAGE_DIGEST (digest_source "environment": a claim, believed
+// only because the image's own files are then verified against its record, image_python.h), or the
+// host-side `trainlock validate
 // --image` binds the digest its engine resolved after the run ("engine"). Relative custom-op
 // libraries then resolve to the ones built into the image.
 #pragma once
@@ -20,7 +22,7 @@ namespace trainlock::validate {
 struct ImageBinding {
   bool in_image = false;  // an image record was found and agrees with the project
   std::optional<std::pair<std::string, std::string>> image;  // ref, digest
-  std::string digest_source;                                 // "job" when image is set
+  std::string digest_source;                                 // "environment" when image is set
 };
 
 // `etc_dir` is where an image keeps its lock and record (kProjectInImage, image/in_image_paths.h);

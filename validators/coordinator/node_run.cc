@@ -16,7 +16,6 @@
 #include "coordinator/roundtrip.h"
 #include "coordinator/validate_summary.h"
 #include "coordinator/work_dirs.h"
-#include "image/in_image_paths.h"
 #include "ops/op_library_path.h"
 #include "ops/ops_check.h"
 #include "probes/nvml_probe.h"
@@ -95,13 +94,20 @@ std::vector<CheckResult> EnvChecks(const Spec& lock, NodeProbe node, const Devic
 }  // namespace
 
 std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& project,
-                                     const std::string& device, const fs::path& work,
-                                     const fs::path& checkpoint_root, Progress& progress) {
+                                     const ImagePythonFiles& python, const std::string& device,
+                                     const fs::path& work, const fs::path& checkpoint_root,
+                                     Progress& progress) {
   const Spec& lock = *project.lock;
-  if (!Selected(o.only, {"train.step", "train.roundtrip", "train.eval", "ckpt.portable"})) {
+  const bool python_engine = lock.validate.engine != "native";
+  const bool selected =
+      Selected(o.only, {"train.step", "train.roundtrip", "train.eval", "ckpt.portable"});
+  if (!selected || (python_engine && !python.MayRunPython())) {
     std::vector<CheckResult> skipped;
     for (const char* id : {"train.step", "train.roundtrip", "train.eval", "ckpt.portable"})
-      skipped.push_back(Skip(id, "not selected (--only)"));
+      skipped.push_back(Skip(id, !selected ? "not selected (--only)"
+                                           : "not run: the image's Python is not as the image "
+                                             "recorded it (env.packages), so no Python engine "
+                                             "runs on it"));
     return skipped;
   }
   RoundtripOptions r;
@@ -121,7 +127,8 @@ std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& pr
   r.engine_nproc = o.engine_nproc;
   r.reshard_to = o.reshard_to;
   r.kill_during_save = o.kill_during_save;
-  r.python = o.python;
+  r.python = python.in_image ? python.interpreter : o.python;
+  r.engine_sys_path = python.sys_path;
   r.step_only = !Selected(o.only, {"train.roundtrip", "train.eval", "ckpt.portable"});
   r.only = o.only;
   progress.Begin("train.step, train.roundtrip on " + ShownDevice(device) +
@@ -131,9 +138,10 @@ std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& pr
   return checks;
 }
 
-NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project, const NodeProbe& node,
-                      const fs::path& work, const std::string& train_device,
-                      const std::function<void()>& measured, Progress& progress, Report& report) {
+NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project,
+                      const ImagePythonFiles& python, const NodeProbe& node, const fs::path& work,
+                      const std::string& train_device, const std::function<void()>& measured,
+                      Progress& progress, Report& report) {
   const Spec& lock = *project.lock;
   NodeRun run;
   run.node = node;
@@ -163,11 +171,10 @@ NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project, const No
   report.checks.push_back(RunSelected(o.only, "data.dataset", [&] {
     return VerifyArtifact(project, lock.dataset, "dataset", deadline());
   }));
-  // BindImage has checked an image record against the project before any check ran.
+  // BindImage has checked an image record against the project, and VerifyImagePython the
+  // image's Python files against its record, before any check ran.
   report.checks.push_back(RunSelected(o.only, "env.packages", [&] {
-    std::error_code ec;
-    return CheckInstalledPackages(lock, report.build, fs::exists(kImageRecordInImage, ec),
-                                  kPythonInImage, o.timeout_s);
+    return CheckInstalledPackages(lock, report.build, python, o.timeout_s);
   }));
   AnnounceChecks(progress, report);
   if (lock.custom_ops.empty()) {
@@ -181,7 +188,8 @@ NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project, const No
     progress.End();
   }
   AnnounceChecks(progress, report);
-  for (CheckResult& c : RunTraining(o, project, train_device, work, run.checkpoint_root, progress))
+  for (CheckResult& c :
+       RunTraining(o, project, python, train_device, work, run.checkpoint_root, progress))
     report.checks.push_back(std::move(c));
   AnnounceChecks(progress, report);
   return run;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/progress.h"
+#include "checks/python_files.h"
 #include "coordinator/validate.h"
 #include "probes/node_checks.h"
 #include "project/project.h"
@@ -23,16 +24,21 @@ struct NodeRun {
   NodeProbe node;  // NVML's probe, restricted to the GPUs this process sees (visible_gpus.h)
 };
 
-// train.step, train.roundtrip, train.eval and ckpt.portable on `device`: the round trip.
+// train.step, train.roundtrip, train.eval and ckpt.portable on `device`: the round trip. A
+// Python engine runs the image's recorded interpreter and path (`python`, verified before any
+// Python started), and not at all when that verification found anything (env.packages says
+// what).
 std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& project,
-                                     const std::string& device, const std::filesystem::path& work,
+                                     const ImagePythonFiles& python, const std::string& device,
+                                     const std::filesystem::path& work,
                                      const std::filesystem::path& checkpoint_root,
                                      Progress& progress);
 
 // env.*, data.*, ops.custom and the round trip on `train_device`: the checks of one node.
 // `measured` runs once the devices' throughput is measured (the other ranks wait for it
 // before they load their GPUs).
-NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project, const NodeProbe& node,
+NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project,
+                      const ImagePythonFiles& python, const NodeProbe& node,
                       const std::filesystem::path& work, const std::string& train_device,
                       const std::function<void()>& measured, Progress& progress, Report& report);
 

@@ -196,8 +196,8 @@ void RoundtripRunner::Spawn(Launched& l) const {
   l.run.spawned_s = l.run.started_s = SinceStart();
   l.run.oom_kills_before = CgroupOomKills();
   const std::string& name = l.run.name;
-  EngineLaunch launch =
-      EngineCommand(o_.engine, python_, engine_dir_, CommonArgs(name), l.argv_extra);
+  EngineLaunch launch = EngineCommand(o_.engine, python_, engine_dir_, o_.engine_sys_path,
+                                      CommonArgs(name), l.argv_extra);
   // CUDA refuses to start inside a new PID namespace in some sandboxes (cudaGetDeviceCount: error
   // 304, "operation not supported on this OS", on the H200 machine of bench/results/
   // 2026-12-02-h200-pilot-pass): an engine that may train on a GPU gets its own process group,

@@ -35,6 +35,9 @@ struct RoundtripOptions {
   int reshard_to = 0;             // > 0: also restore B's checkpoint at this world size (E)
   bool kill_during_save = false;  // B saves again after its checkpoint and dies mid-save
   std::string python;             // a Python engine's interpreter ("" = the image's, python3)
+  // Inside an image: the sys.path its record names and the validator verified
+  // (checks/python_files.h), which the engine runs with; empty outside one.
+  std::vector<std::string> engine_sys_path;
   // --only selects train.step alone: only process A runs, and train.roundtrip, train.eval and
   // ckpt.portable are the skip "not selected (--only)".
   bool step_only = false;

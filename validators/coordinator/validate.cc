@@ -26,6 +26,7 @@
 #include "coordinator/engine_probe.h"
 #include "coordinator/engine_requests.h"
 #include "coordinator/image_binding.h"
+#include "coordinator/image_python.h"
 #include "coordinator/node_run.h"
 #include "coordinator/validate_summary.h"
 #include "coordinator/work_dirs.h"
@@ -187,15 +188,16 @@ Distribution JoinRanks(const ValidateOptions& o, const std::optional<RankEnv>& r
 // Each node's local rank 0 measures its node's devices (env.*, data.*, ops.custom, perf.*)
 // while that node's other ranks wait, then every rank runs the round trip on its own GPU.
 // Returns the checkpoint root to clean up.
-fs::path RunChecks(const ValidateOptions& o, const Project& project, const NodeProbe& node,
-                   const std::optional<RankEnv>& rank, const fs::path& work, Distribution& d,
-                   Progress& progress, Report& report) {
+fs::path RunChecks(const ValidateOptions& o, const Project& project, const ImagePythonFiles& python,
+                   const NodeProbe& node, const std::optional<RankEnv>& rank, const fs::path& work,
+                   Distribution& d, Progress& progress, Report& report) {
   const std::string measured_key = "devices-measured-" + std::to_string(rank ? rank->node_rank : 0);
   if (!rank || rank->local_rank == 0) {
     auto measured = [&] {
       if (d.store) d.store->Signal(measured_key);
     };
-    NodeRun run = RunNodeChecks(o, project, node, work, d.train_device, measured, progress, report);
+    NodeRun run =
+        RunNodeChecks(o, project, python, node, work, d.train_device, measured, progress, report);
     AddCommChecks(report, d.comm);
     AnnounceChecks(progress, report);
     RunTailChecks(o, project, run, progress, report, /*job_checks=*/!rank || rank->rank == 0);
@@ -207,7 +209,8 @@ fs::path RunChecks(const ValidateOptions& o, const Project& project, const NodeP
   const fs::path checkpoint_root = CheckpointRoot(o, project, work);
   SkipForNonLeadRank(report, rank->rank);
   AddCommChecks(report, d.comm);
-  for (CheckResult& c : RunTraining(o, project, d.train_device, work, checkpoint_root, progress))
+  for (CheckResult& c :
+       RunTraining(o, project, python, d.train_device, work, checkpoint_root, progress))
     report.checks.push_back(std::move(c));
   AnnounceChecks(progress, report);
   return checkpoint_root;
@@ -306,15 +309,30 @@ std::string EnvironmentErrorOf(const Report& report) {
 }
 
 // The lock's Python engine, probed before any work when the run trains or compares its torch
-// (env.versions); nullopt for the native engine or when neither is selected.
+// (env.versions), under the image's recorded interpreter and path inside an image; nullopt for
+// the native engine, when neither is selected, and when the image's Python files are not as
+// recorded (no Python runs on them: env.packages says why).
 std::optional<EngineProbe> ProbeLockEngine(const ValidateOptions& o, const Project& project,
-                                           bool cpu) {
+                                           const ImagePythonFiles& python, bool cpu) {
   const RoundTripEngine* engine = FindRoundTripEngine(project.lock->validate.engine);
-  if (!engine || !engine->python ||
+  if (!engine || !engine->python || !python.MayRunPython() ||
       !Selected(o.only,
                 {"train.step", "train.roundtrip", "train.eval", "ckpt.portable", "env.versions"}))
     return std::nullopt;
-  return ProbeEngine(std::string(engine->name), o.python, !cpu, o.timeout_s);
+  return ProbeEngine(std::string(engine->name), python.in_image ? python.interpreter : o.python,
+                     !cpu, o.timeout_s, python.sys_path);
+}
+
+// Inside an image, every file its Python can load, against the image's record, before any
+// Python starts (image_python.h).
+ImagePythonFiles VerifyImagePythonFiles(const ValidateOptions& o, const ImageBinding& image,
+                                        Progress& progress) {
+  if (!image.in_image) return VerifyImagePython(false, kPythonFilesInImage, o.python, {});
+  progress.Begin("env.packages: the image's Python files against its record");
+  const Deadline deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout_s);
+  ImagePythonFiles python = VerifyImagePython(true, kPythonFilesInImage, o.python, deadline);
+  progress.End();
+  return python;
 }
 
 // The engine cannot run here: the node is not judged. The report says why, with every check
@@ -368,9 +386,12 @@ int RunValidate(const ValidateOptions& o) {
       BindImage(kProjectInImage, project, RunningExecutable(), std::getenv("TRAINLOCK_IMAGE_REF"),
                 std::getenv("TRAINLOCK_IMAGE_DIGEST"));
   Report report = NewReport(o, project, drift, lead, image);
+  const ImagePythonFiles python = VerifyImagePythonFiles(o, image, progress);
   if (!no_gpu.empty()) return ReportNotJudged(o, project, rank, no_gpu, sign_pem, start, report);
-  if (const std::optional<EngineProbe> engine = ProbeLockEngine(o, project, TrainsOnCpu(o, rank))) {
-    report.engine = ReportEngine{engine->engine, engine->python, engine->torch, engine->versions};
+  if (const std::optional<EngineProbe> engine =
+          ProbeLockEngine(o, project, python, TrainsOnCpu(o, rank))) {
+    report.engine = ReportEngine{engine->engine, engine->python, engine->torch, engine->versions,
+                                 python.walked && python.MayRunPython()};
     if (!engine->error.empty())
       return ReportNotJudged(o, project, rank, engine->error, sign_pem, start, report);
   }
@@ -382,7 +403,8 @@ int RunValidate(const ValidateOptions& o) {
   report.checkpoint_dir = ReportCheckpointDir{
       (storage.source == "work-dir" ? work / "checkpoints" : storage.path).string(),
       storage.source};
-  const fs::path checkpoint_root = RunChecks(o, project, node, rank, work, d, progress, report);
+  const fs::path checkpoint_root =
+      RunChecks(o, project, python, node, rank, work, d, progress, report);
   report.environment_error = EnvironmentErrorOf(report);
   const nlohmann::json rank_entries = ExchangeAndMerge(o, rank, d, report);
   SortChecks(report);
