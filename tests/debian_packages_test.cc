@@ -2,7 +2,8 @@
 // naming the file and key), dpkg's version order, `trainlock lock` pinning from a loopback apt
 // archive (a Packages.gz served by python3 -m http.server) and `lock --check --upstream`
 // seeing a newer version there, the generated Containerfile installing exactly the pins from
-// the snapshot, and env.packages comparing them with a planted dpkg database.
+// the snapshot after comparing each .deb with the lock's sha256 (tests/debian_step_test.cc
+// runs that step), and env.packages comparing them with a planted dpkg database.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -160,6 +161,22 @@ class AptArchive : public ::testing::Test {
     testing::WriteFile(p / "trainlock.toml", text);
     return p;
   }
+  // The cpu Containerfile of Project() locked from libfoo 1.0-1 and libbar 2.0-1.
+  std::string LockedContainerfile() {
+    Publish({"1.0-1"});
+    const fs::path p = Project();
+    EXPECT_EQ(RunTrainlock({"lock", p.string()}).exit_code, 0);
+    // A digest-pinned base, which this project (locked without a registry) lacks.
+    std::string lock = testing::ReadFile(p / "trainlock.lock");
+    lock.insert(lock.find("[targets.cpu]\n") + 14,
+                "base = 'docker.io/library/debian@sha256:" + std::string(64, 'c') + "'\n");
+    testing::WriteFile(p / "trainlock.lock", lock);
+    auto r =
+        RunTrainlock({"image", "generate", p.string(), "--target", "cpu", "--source-date-epoch",
+                      "1764547200", "--build-validator", "--out", (dir_.path() / "out").string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return testing::ReadFile(dir_.path() / "out/Containerfile");
+  }
   static Spec Lock(const fs::path& p) {
     return LoadSpec(testing::ReadFile(p / "trainlock.lock"), "lock", SpecKind::kLock);
   }
@@ -274,27 +291,34 @@ TEST_F(AptArchive, APoolFileOfAnotherPackageOrVersionIsRefused) {
 }
 
 TEST_F(AptArchive, TheContainerfileInstallsExactlyThePinsFromTheSnapshot) {
-  Publish({"1.0-1"});
-  const fs::path p = Project();
-  ASSERT_EQ(RunTrainlock({"lock", p.string()}).exit_code, 0);
-  // A digest-pinned base, which this project (locked without a registry) lacks.
-  std::string lock = testing::ReadFile(p / "trainlock.lock");
-  lock.insert(lock.find("[targets.cpu]\n") + 14,
-              "base = 'docker.io/library/debian@sha256:" + std::string(64, 'c') + "'\n");
-  testing::WriteFile(p / "trainlock.lock", lock);
-  auto r =
-      RunTrainlock({"image", "generate", p.string(), "--target", "cpu", "--source-date-epoch",
-                    "1764547200", "--build-validator", "--out", (dir_.path() / "out").string()});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string cf = testing::ReadFile(dir_.path() / "out/Containerfile");
+  const std::string cf = LockedContainerfile();
   EXPECT_NE(cf.find("RUN echo 'deb [check-valid-until=no] " + Archive() + "/archive/debian/" +
                     kSnapshot + " bookworm main' > /etc/apt/trainlock.list"),
             std::string::npos)
       << cf;
-  EXPECT_NE(cf.find("install -y --no-install-recommends \\\n        'libfoo=1.0-1' \\\n"
-                    "        'libbar=2.0-1' && \\\n"),
-            std::string::npos)
-      << cf;
+  for (const char* step : {"--download-only", "--no-download"}) {
+    EXPECT_NE(cf.find("install -y --no-install-recommends --reinstall " + std::string(step) +
+                      " \\\n        'libfoo=1.0-1' \\\n        'libbar=2.0-1' && \\\n"),
+              std::string::npos)
+        << step << "\n"
+        << cf;
+  }
+}
+
+// Each pin's .deb, as apt names it, is compared with the sha256 the index gave the lock, after
+// apt's download and before its install (tests/debian_step_test.cc runs the comparison).
+TEST_F(AptArchive, TheContainerfileComparesEachPinnedDebWithTheLocksSha256BeforeInstalling) {
+  const std::string cf = LockedContainerfile();
+  const size_t download = cf.find("--download-only");
+  const size_t install = cf.find("--no-download");
+  for (const std::string& check :
+       {"pinned_deb 'libfoo' '1.0-1' '" + std::string(64, '1') + "' 'libfoo_1.0-1_'",
+        "pinned_deb 'libbar' '2.0-1' '" + std::string(64, 'b') + "' 'libbar_2.0-1_'"}) {
+    const size_t at = cf.find(check);
+    ASSERT_NE(at, std::string::npos) << check << "\n" << cf;
+    EXPECT_LT(download, at) << cf;
+    EXPECT_LT(at, install) << cf;
+  }
 }
 
 // env.packages' Debian half, against a planted dpkg database.

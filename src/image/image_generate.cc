@@ -15,6 +15,7 @@
 #include "base/strings.h"
 #include "compat/target_archs.h"
 #include "image/custom_op_steps.h"
+#include "image/debian_install.h"
 #include "image/image_record.h"
 #include "image/in_image_paths.h"
 #include "image/requirements_file.h"
@@ -71,30 +72,6 @@ std::string CpuBuilder(const std::string& snapshot, bool validator, const std::s
         "    cmake --build /build --target trainlock-validate\n";
   }
   return out + ops;
-}
-
-// The Debian packages the lock pins for the target, at exactly its versions, from the lock's
-// archive alone: apt reads a source list of trainlock's own, so the base's sources are neither
-// asked nor changed. "" when the lock pins none (the generated file is then as before). Every
-// value from the lock is single-quoted (and was checked against its grammar when it was read).
-std::string DebianInstall(const Target& t) {
-  if (t.debs.empty()) return "";
-  std::string packages;
-  for (const DebianPackage& d : t.debs)
-    packages += " \\\n        " + SingleQuotedForShell(d.name + "=" + d.version);
-  const std::string source = t.AptSourceUrl() + " " + t.apt_suite;
-  const std::string apt =
-      "apt-get -o Dir::Etc::SourceList=/etc/apt/trainlock.list "
-      "-o Dir::Etc::SourceParts=/nonexistent";
-  return "\n# The Debian packages the lock pins (debian-packages), at exactly its versions, "
-         "from\n# " +
-         source +
-         ".\n"
-         "RUN echo " +
-         SingleQuotedForShell("deb [check-valid-until=no] " + source + " main") +
-         " > /etc/apt/trainlock.list && \\\n    " + apt + " update && \\\n    " + apt +
-         " install -y --no-install-recommends" + packages +
-         " && \\\n    rm -rf /var/lib/apt/lists/* /etc/apt/trainlock.list";
 }
 
 // --source and --revision go into a LABEL line between double quotes, where the Containerfile
@@ -283,7 +260,7 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
       {"REVISION", o.revision},
       {"OPS_BUILD", ops.build},
       {"OPS_COPY", ops.copy},
-      {"DEBIAN_INSTALL", DebianInstall(t)},
+      {"DEBIAN_INSTALL", DebianInstallStep(t)},
       {"ARCHS_NOTE", ArchsNote(o.target, archs)},
       {"VALIDATOR_SHA256", record.validator_sha256},
       {"VALIDATOR_CONTEXT", copy_validator ? "trainlock-validate (sha256 " +

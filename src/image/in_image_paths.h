@@ -28,6 +28,10 @@ inline constexpr const char* kPythonFilesInImage = "/etc/trainlock/python-files.
 // copy compiled into trainlock; the validator verifies them against the lock before running.
 inline constexpr const char* kEnginesInImage = "/opt/trainlock/engines";
 
+// Where the Debian step downloads the pinned .debs (and what they depend on) while it compares
+// them with the lock and installs them; removed by that step, so no image keeps it.
+inline constexpr const char* kDebianDownloadsInImage = "/tmp/trainlock-debs";
+
 // `trainlock validate --image`: the host's project directory (read-only) and the directory the
 // validator writes its report into, as the container sees them.
 inline constexpr const char* kProjectMountInContainer = "/trainlock/project";
