@@ -61,6 +61,22 @@ TEST(EngineProbe, AMissingFrameworkNamesTheInterpreterTheModuleAndTheRemedy) {
   EXPECT_EQ(p.torch, "2.11.0");
 }
 
+// The interpreter's own words are kept apart from the line: in a locked image they are a broken
+// image's evidence (coordinator/preflight.h), naming the file the loader could not open.
+TEST(EngineProbe, ATorchWhoseLibraryCannotBeLoadedIsAnImportFailureWithTheInterpretersWords) {
+  testing::TempDir dir;
+  const std::string why =
+      "libtorch_cpu.so: cannot open shared object file: No such file or directory";
+  const std::string python =
+      Answering(dir, R"({"versions": {}, "missing": "torch", "reason": ")" + why + R"("})");
+  const EngineProbe p = ProbeEngine("ddp", python, false, 120);
+  EXPECT_EQ(p.failure, EngineProbeFailure::kImport);
+  EXPECT_EQ(p.missing, "torch");
+  EXPECT_EQ(p.import_error, why);
+  EXPECT_EQ(p.error, "engine ddp: " + python + " cannot import torch (" + why +
+                         "): install torch in that interpreter or pass --python PATH");
+}
+
 TEST(EngineProbe, ATorchOlderThanTheEngineNeedsCannotRunIt) {
   testing::TempDir dir;
   const std::string python = Answering(
@@ -69,15 +85,17 @@ TEST(EngineProbe, ATorchOlderThanTheEngineNeedsCannotRunIt) {
   EXPECT_EQ(p.error, "engine fsdp2: " + python +
                          " has torch 2.1.0+cu121; engine fsdp2 needs torch >= 2.4: install torch "
                          ">= 2.4 in that interpreter or pass --python PATH");
+  EXPECT_EQ(p.failure, EngineProbeFailure::kTorchTooOld);
 }
 
 TEST(EngineProbe, ACpuTorchCannotRunAnEngineOnTheGpu) {
   testing::TempDir dir;
   const std::string python =
       Answering(dir, R"({"versions": {"torch": "2.11.0+cpu"}, "cuda": false})");
-  EXPECT_NE(ProbeEngine("ddp", python, /*gpu=*/true, 120)
-                .error.find("has torch 2.11.0+cpu without a usable CUDA device"),
+  const EngineProbe on_gpu = ProbeEngine("ddp", python, /*gpu=*/true, 120);
+  EXPECT_NE(on_gpu.error.find("has torch 2.11.0+cpu without a usable CUDA device"),
             std::string::npos);
+  EXPECT_EQ(on_gpu.failure, EngineProbeFailure::kNoCuda);
   EXPECT_EQ(ProbeEngine("ddp", python, /*gpu=*/false, 120).error, "");
 }
 
@@ -87,6 +105,7 @@ TEST(EngineProbe, ANonexistentInterpreterCannotRunTheEngine) {
   EXPECT_NE(p.error.find("engine ddp: no Python to run the engine: tried /nonexistent/python3"),
             std::string::npos)
       << p.error;
+  EXPECT_EQ(p.failure, EngineProbeFailure::kNoInterpreter);
 }
 
 TEST(EngineProbe, AProgramThatIsNoPythonDoesNotAnswer) {

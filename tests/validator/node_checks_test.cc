@@ -102,6 +102,28 @@ TEST(NodeChecks, ARuntimeNewerThanTheDriverSupportsFails) {
   EXPECT_NE(c.remedy.find("580.65.06"), std::string::npos);
 }
 
+// The CUDA a Python engine's torch runs on is the one the lock pins for it (the target's
+// `cuda`), known before that torch is imported: a driver too old for it fails env.runtime
+// naming it though the validator's own LibTorch is older.
+TEST(NodeChecks, APythonEnginesTorchLockedForANewerCudaThanTheDriverSupportsFailsRuntime) {
+  NodeProbe node = HealthyH200Node();
+  node.driver_version = "535.104.05";
+  node.cuda_driver_version = 12020;
+  const BuildInfo cuda122{"cuda", "2.11.0", 12020, 0, "", ""};
+  Spec lock = PilotLock();
+  lock.validate.engine = "ddp";
+  nlohmann::json devices = nlohmann::json::array();
+  const CheckResult c = Find(
+      NodeChecks(lock, node, cuda122, Catalog::Embedded(), DeviceRuns{}, &devices), "env.runtime");
+  EXPECT_EQ(c.status, CheckStatus::kFail);
+  EXPECT_EQ(c.summary,
+            "driver 535.104.05 supports CUDA 12.2 but the engine's torch is locked for CUDA 13.0 "
+            "(the target's cuda)");
+  EXPECT_NE(c.remedy.find("to 580.65.06 or newer"), std::string::npos) << c.remedy;
+  // The native engine trains with the validator's LibTorch alone, which the driver supports.
+  EXPECT_EQ(Find(CheckNode(node, cuda122), "env.runtime").status, CheckStatus::kPass);
+}
+
 TEST(NodeChecks, ADriverVersionNvmlDidNotGiveIsAnErrorNotAPass) {
   NodeProbe node = HealthyH200Node();
   node.driver_version.clear();

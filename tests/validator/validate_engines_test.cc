@@ -7,6 +7,9 @@
 
 #include <algorithm>
 
+#include "image/image_record.h"
+#include "image/in_image_paths.h"
+#include "project/project.h"
 #include "project/round_trip_engines.h"
 #include "report/report.h"
 #include "test_support.h"
@@ -325,6 +328,92 @@ TEST(ValidateEngineEnvironment, AFrameworkTheInterpreterLacksIsAnErrorAndTheGate
   EXPECT_EQ(gate.exit_code, 1) << gate.out << gate.err;
   EXPECT_NE(gate.out.find("not-judged: the node was not judged"), std::string::npos)
       << gate.out << gate.err;
+}
+
+// Outside an image, a torch whose library the loader cannot open is the interpreter's, not the
+// node's: not judged, exit 3, as a module it lacks (inside a locked image it is a broken image:
+// env.packages fails naming the file, Preflight.*).
+TEST(ValidateEngineEnvironment, OutsideAnImageATorchWhoseLibraryDoesNotLoadIsStillNotJudged) {
+  testing::TempDir dir;
+  const std::string why =
+      "libtorch_cpu.so: cannot open shared object file: No such file or directory";
+  const std::string python = StandInPython(
+      dir.path(), R"({"versions": {}, "missing": "torch", "reason": ")" + why + R"("})");
+  EngineValidation v = ValidateWithEngine("ddp", {"--python", python});
+  ExpectNotJudged(v, "engine ddp: " + python + " cannot import torch (" + why +
+                         "): install torch in that interpreter or pass --python PATH");
+}
+
+// Enters a simulated image and runs the rest of its arguments there: in a new user and mount
+// namespace, /etc and /opt become views of the real ones (a link per entry) in which
+// /etc/trainlock is DIR/image-etc and /opt/venv/bin/python3 is DIR/python. Exits 97 when the
+// namespace cannot be set up here.
+constexpr const char* kEnterImage = R"SH(
+dir=$1; shift
+for d in etc opt; do
+  mkdir "$dir/real-$d" "$dir/view-$d" || exit 97
+  mount --bind "/$d" "$dir/real-$d" || exit 97
+  for f in "$dir/real-$d"/* "$dir/real-$d"/.[!.]*; do
+    if [ -e "$f" ] || [ -L "$f" ]; then ln -s "$f" "$dir/view-$d/${f##*/}"; fi
+  done
+done
+rm -f "$dir/view-etc/trainlock" "$dir/view-opt/venv"
+ln -s "$dir/image-etc" "$dir/view-etc/trainlock"
+mkdir -p "$dir/view-opt/venv/bin" && cp "$dir/python" "$dir/view-opt/venv/bin/python3" || exit 97
+mount --bind "$dir/view-etc" /etc && mount --bind "$dir/view-opt" /opt || exit 97
+exec "$@"
+)SH";
+
+// Inside a locked image (its image.json bound to the project), the image's own interpreter that
+// cannot import torch is a broken image, not a setup to fix: env.packages fails naming the
+// library the loader could not open, the round trip is skipped naming env.packages, exit 1.
+TEST(ValidateEngineEnvironment, InALockedImageATorchWhoseLibraryDoesNotLoadFailsEnvPackages) {
+  if (!testing::HaveProgram("unshare")) GTEST_SKIP() << "no unshare";
+  testing::TempDir dir;
+  const fs::path etc = EngineProject(dir.path(), "ddp", PythonEngineSha256());
+  fs::rename(etc, dir.path() / "image-etc");
+  const Project baked = LoadProject(dir.path() / "image-etc", ManifestRequirement::kOptional);
+  ImageRecord record;
+  record.target = "cpu";
+  record.lock_sha256 = baked.lock->lock_build_sha256;
+  record.config_sha256 = baked.config_sha256;
+  record.base = "127.0.0.1:5000/base@sha256:" + std::string(64, '1');
+  testing::WriteFile(dir.path() / "image-etc" / "image.json", record.ToJson().dump(2) + "\n");
+  const std::string why =
+      "libtorch_cpu.so: cannot open shared object file: No such file or directory";
+  StandInPython(dir.path(), R"({"versions": {}, "missing": "torch", "reason": ")" + why + R"("})");
+  testing::WriteFile(dir.path() / "enter-image.sh", kEnterImage);
+  const fs::path out = dir.path() / "out" / "report.json";
+  const testing::RunResult run =
+      testing::RunCommand({"unshare", "--user", "--map-root-user", "--mount", "sh",
+                           (dir.path() / "enter-image.sh").string(), dir.path().string(),
+                           (testing::BinDir() / "trainlock-validate").string(), kProjectInImage,
+                           "--out", out.string(), "--threads", "2"},
+                          {"TMPDIR=" + dir.path().string()});
+  if (run.exit_code == 97 || (run.exit_code == 1 && !fs::exists(out)))
+    GTEST_SKIP() << "no user and mount namespace here: " << run.err;
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  const nlohmann::json report = nlohmann::json::parse(testing::ReadFile(out));
+  EXPECT_EQ(report["verdict"], "fail") << report.dump(2);
+  EXPECT_FALSE(report.contains("environment_error"));
+  const auto& packages = CheckOf(report, "env.packages");
+  EXPECT_EQ(packages["status"], "fail");
+  EXPECT_EQ(packages["summary"],
+            "the image's Python (" + std::string(kPythonInImage) +
+                ") cannot import torch, which the lock installs in it: " + why);
+  EXPECT_EQ(packages["remedy"].get<std::string>().find("the image is broken at libtorch_cpu.so"),
+            0u)
+      << packages.dump();
+  for (const char* id : {"train.step", "train.roundtrip", "train.eval", "ckpt.portable"}) {
+    EXPECT_EQ(CheckOf(report, id)["status"], "skip") << id;
+    EXPECT_NE(CheckOf(report, id)["summary"].get<std::string>().find("env.packages failed"),
+              std::string::npos)
+        << CheckOf(report, id).dump();
+  }
+  // The node's other checks ran (tiny pins no model files: data.model says so, not "not run").
+  EXPECT_EQ(CheckOf(report, "data.model")["summary"].get<std::string>().rfind("the lock pins", 0),
+            0u);
+  EXPECT_EQ(ReportSchemaViolations(report), std::vector<std::string>{});
 }
 
 // What the probe cannot see, the engine refuses when it starts (kind "unsupported"): the node

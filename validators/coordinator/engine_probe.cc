@@ -146,6 +146,7 @@ EngineProbe JudgeEngineProbe(const std::string& engine, const std::string& pytho
   const std::string who = "engine " + engine + ": " + python;
   const nlohmann::json answer = ProbeAnswer(output);
   if (!answer.is_object()) {
+    p.failure = EngineProbeFailure::kNoInterpreter;
     p.error = who + " did not answer the probe (exit " + std::to_string(exit_code) +
               (output.empty() ? "" : ": " + LastLine(output)) + ")" + kNoPythonRemedy;
     return p;
@@ -157,6 +158,9 @@ EngineProbe JudgeEngineProbe(const std::string& engine, const std::string& pytho
   p.torch = Said(p.versions, "torch");
   if (const std::string missing = Said(answer, "missing"); !missing.empty()) {
     const std::string reason = Said(answer, "reason");
+    p.failure = EngineProbeFailure::kImport;
+    p.missing = missing;
+    p.import_error = reason;
     p.error = who + " cannot import " + ModuleWords(missing) + " (" +
               (reason.empty() ? "no reason given" : reason) + ")" +
               Remedy(missing.substr(0, missing.find('|')));
@@ -169,12 +173,14 @@ EngineProbe JudgeEngineProbe(const std::string& engine, const std::string& pytho
        (have->major() == needs.torch_major && have->minor() < needs.torch_minor))) {
     const std::string want =
         "torch >= " + std::to_string(needs.torch_major) + "." + std::to_string(needs.torch_minor);
+    p.failure = EngineProbeFailure::kTorchTooOld;
     p.error =
         who + " has torch " + p.torch + "; engine " + engine + " needs " + want + Remedy(want);
     return p;
   }
   const auto cuda = answer.find("cuda");
   if (gpu && !(cuda != answer.end() && cuda->is_boolean() && cuda->get<bool>())) {
+    p.failure = EngineProbeFailure::kNoCuda;
     p.error = who + " has torch " + p.torch +
               " without a usable CUDA device and this run trains on the GPU" +
               Remedy("a CUDA build of torch");
@@ -190,6 +196,7 @@ EngineProbe ProbeEngine(const std::string& engine, const std::string& requested,
   } catch (const Failure& none) {
     EngineProbe p;
     p.engine = engine;
+    p.failure = EngineProbeFailure::kNoInterpreter;
     p.error = "engine " + engine + ": " + none.what();
     return p;
   }
@@ -211,6 +218,7 @@ EngineProbe ProbeEngine(const std::string& engine, const std::string& requested,
     EngineProbe p;
     p.engine = engine;
     p.python = python;
+    p.failure = EngineProbeFailure::kNoInterpreter;
     p.error = "engine " + engine + ": " + python + " cannot be started (" + run.start_error + ")" +
               kNoPythonRemedy;
     return p;
@@ -219,6 +227,7 @@ EngineProbe ProbeEngine(const std::string& engine, const std::string& requested,
     EngineProbe p;
     p.engine = engine;
     p.python = python;
+    p.failure = EngineProbeFailure::kNoInterpreter;
     p.error = "engine " + engine + ": " + python + " did not answer the probe within " +
               std::to_string(timeout_s) + " s" + kNoPythonRemedy;
     return p;

@@ -2,7 +2,9 @@
 // interpreter is asked (`python -c`) to import torch and the engine's framework modules and to
 // print their versions. An engine that cannot run here (no interpreter, a framework missing,
 // torch older than the engine needs, a torch without CUDA for a run on the GPU) is an
-// environment error (report verdict "error", exit 3), never a failing check.
+// environment error (report verdict "error", exit 3), never a failing check; except a framework
+// that does not import in a locked image's own interpreter, a broken image (env.packages fails,
+// coordinator/preflight.h), and a GPU the node's driver checks found unusable (preflight.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,6 +14,17 @@
 
 namespace trainlock::validate {
 
+// Why an engine cannot run here: the validation treats a framework that does not import in a
+// locked image's own interpreter as a broken image (env.packages), the rest as a setup that
+// cannot run (exit 3).
+enum class EngineProbeFailure {
+  kNone,
+  kNoInterpreter,  // no interpreter, one that cannot be started, or one that does not answer
+  kImport,         // torch or a framework module does not import (`missing`, `import_error`)
+  kTorchTooOld,    // torch older than the engine needs
+  kNoCuda,         // a run on the GPU, and that torch has no usable CUDA device
+};
+
 struct EngineProbe {
   std::string engine;
   std::string python;  // the interpreter the engine runs under; "" when there is none
@@ -19,6 +32,11 @@ struct EngineProbe {
   nlohmann::json versions = nlohmann::json::object();  // {module: version} it imported
   // One line naming the interpreter, the module and how to get it; "" when the engine can run.
   std::string error;
+  EngineProbeFailure failure = EngineProbeFailure::kNone;
+  // kImport: the module that did not import ("lightning|pytorch_lightning": neither did) and
+  // the interpreter's words (an ImportError's text, as the interpreter said it: untrusted).
+  std::string missing;
+  std::string import_error;
 };
 
 // Probes Python engine `engine` under the interpreter `requested` (--python; "" the image's or

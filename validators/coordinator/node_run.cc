@@ -12,6 +12,7 @@
 #include "comm/collectives.h"
 #include "compat/catalog.h"
 #include "compat/gpu_binary.h"
+#include "coordinator/framework_import.h"
 #include "coordinator/image_binding.h"
 #include "coordinator/roundtrip.h"
 #include "coordinator/validate_summary.h"
@@ -141,7 +142,8 @@ std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& pr
 NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project,
                       const ImagePythonFiles& python, const NodeProbe& node, const fs::path& work,
                       const std::string& train_device, const std::function<void()>& measured,
-                      Progress& progress, Report& report) {
+                      const std::optional<CheckResult>& framework_import, Progress& progress,
+                      Report& report) {
   const Spec& lock = *project.lock;
   NodeRun run;
   run.node = node;
@@ -174,6 +176,7 @@ NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project,
   // BindImage has checked an image record against the project, and VerifyImagePython the
   // image's Python files against its record, before any check ran.
   report.checks.push_back(RunSelected(o.only, "env.packages", [&] {
+    if (framework_import) return *framework_import;  // the image's framework does not import
     return CheckInstalledPackages(lock, report.build, python, o.timeout_s);
   }));
   AnnounceChecks(progress, report);
@@ -188,8 +191,9 @@ NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project,
     progress.End();
   }
   AnnounceChecks(progress, report);
-  for (CheckResult& c :
-       RunTraining(o, project, python, train_device, work, run.checkpoint_root, progress))
+  for (CheckResult& c : framework_import ? RoundTripNotRun(*framework_import, o.only)
+                                         : RunTraining(o, project, python, train_device, work,
+                                                       run.checkpoint_root, progress))
     report.checks.push_back(std::move(c));
   AnnounceChecks(progress, report);
   return run;

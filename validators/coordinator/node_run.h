@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,11 +37,16 @@ std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& pr
 
 // env.*, data.*, ops.custom and the round trip on `train_device`: the checks of one node.
 // `measured` runs once the devices' throughput is measured (the other ranks wait for it
-// before they load their GPUs).
+// before they load their GPUs). `python`: the image's Python as verified before any Python ran
+// (image_python.h). `framework_import`: the locked image's interpreter cannot import the
+// engine's framework (coordinator/preflight.h): env.packages is that failure and the round
+// trip is not run.
 NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project,
                       const ImagePythonFiles& python, const NodeProbe& node,
                       const std::filesystem::path& work, const std::string& train_device,
-                      const std::function<void()>& measured, Progress& progress, Report& report);
+                      const std::function<void()>& measured,
+                      const std::optional<CheckResult>& framework_import, Progress& progress,
+                      Report& report);
 
 // perf.* from the device measurements, and (with `job_checks`: once per job, by rank 0) the
 // project's own smoke command.

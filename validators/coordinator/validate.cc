@@ -25,9 +25,11 @@
 #include "coordinator/accelerator_presence.h"
 #include "coordinator/engine_probe.h"
 #include "coordinator/engine_requests.h"
+#include "coordinator/framework_import.h"
 #include "coordinator/image_binding.h"
 #include "coordinator/image_python.h"
 #include "coordinator/node_run.h"
+#include "coordinator/preflight.h"
 #include "coordinator/validate_summary.h"
 #include "coordinator/work_dirs.h"
 #include "image/in_image_paths.h"
@@ -188,16 +190,20 @@ Distribution JoinRanks(const ValidateOptions& o, const std::optional<RankEnv>& r
 // Each node's local rank 0 measures its node's devices (env.*, data.*, ops.custom, perf.*)
 // while that node's other ranks wait, then every rank runs the round trip on its own GPU.
 // Returns the checkpoint root to clean up.
+// `python`: the image's Python as verified before any Python ran (image_python.h);
+// `framework_import`: env.packages found the image's framework does not import (preflight.h),
+// so no rank runs the round trip.
 fs::path RunChecks(const ValidateOptions& o, const Project& project, const ImagePythonFiles& python,
                    const NodeProbe& node, const std::optional<RankEnv>& rank, const fs::path& work,
-                   Distribution& d, Progress& progress, Report& report) {
+                   Distribution& d, const std::optional<CheckResult>& framework_import,
+                   Progress& progress, Report& report) {
   const std::string measured_key = "devices-measured-" + std::to_string(rank ? rank->node_rank : 0);
   if (!rank || rank->local_rank == 0) {
     auto measured = [&] {
       if (d.store) d.store->Signal(measured_key);
     };
-    NodeRun run =
-        RunNodeChecks(o, project, python, node, work, d.train_device, measured, progress, report);
+    NodeRun run = RunNodeChecks(o, project, python, node, work, d.train_device, measured,
+                                framework_import, progress, report);
     AddCommChecks(report, d.comm);
     AnnounceChecks(progress, report);
     RunTailChecks(o, project, run, progress, report, /*job_checks=*/!rank || rank->rank == 0);
@@ -209,8 +215,9 @@ fs::path RunChecks(const ValidateOptions& o, const Project& project, const Image
   const fs::path checkpoint_root = CheckpointRoot(o, project, work);
   SkipForNonLeadRank(report, rank->rank);
   AddCommChecks(report, d.comm);
-  for (CheckResult& c :
-       RunTraining(o, project, python, d.train_device, work, checkpoint_root, progress))
+  for (CheckResult& c : framework_import ? RoundTripNotRun(*framework_import, o.only)
+                                         : RunTraining(o, project, python, d.train_device, work,
+                                                       checkpoint_root, progress))
     report.checks.push_back(std::move(c));
   AnnounceChecks(progress, report);
   return checkpoint_root;
@@ -335,19 +342,16 @@ ImagePythonFiles VerifyImagePythonFiles(const ValidateOptions& o, const ImageBin
   return python;
 }
 
-// The engine cannot run here: the node is not judged. The report says why, with every check
-// not run (verdict "error"), and the run is an environment failure (exit 3), before any work.
-int ReportNotJudged(const ValidateOptions& o, const Project& project,
-                    const std::optional<RankEnv>& rank, const std::string& why,
-                    const std::string& sign_pem, std::chrono::steady_clock::time_point start,
-                    Report& report) {
-  report.environment_error = why;
-  for (std::string_view id : kCheckIds) {
-    report.checks.push_back(Skip(std::string(id),
-                                 "not run: this environment cannot run the validation "
-                                 "(environment_error)",
-                                 why));
-  }
+// The validation stopped before any work (preflight.h): the report carries what was judged first
+// and every other check as a skip saying why. A check judged first that failed is the node's
+// verdict (exit 1); otherwise the node was not judged, an environment failure (exit 3).
+int ReportStopped(const ValidateOptions& o, const Project& project,
+                  const std::optional<RankEnv>& rank, const Preflight& preflight,
+                  const std::string& sign_pem, std::chrono::steady_clock::time_point start,
+                  Report& report) {
+  ReportStoppedChecks(preflight, report);
+  SortChecks(report);
+  ApplyOnly(report, o.only);
   report.duration_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const bool distributed = rank && rank->world_size > 1;
@@ -359,7 +363,8 @@ int ReportNotJudged(const ValidateOptions& o, const Project& project,
   } else {
     PrintSummary(report, o, project.lock->lock_build_sha256, rank);
   }
-  std::cerr << "trainlock-validate: error: " << why << "\n";
+  if (report.environment_error.empty()) return kExitVerdict;
+  std::cerr << "trainlock-validate: error: " << report.environment_error << "\n";
   return kExitEnvironment;
 }
 
@@ -387,24 +392,28 @@ int RunValidate(const ValidateOptions& o) {
                 std::getenv("TRAINLOCK_IMAGE_DIGEST"));
   Report report = NewReport(o, project, drift, lead, image);
   const ImagePythonFiles python = VerifyImagePythonFiles(o, image, progress);
-  if (!no_gpu.empty()) return ReportNotJudged(o, project, rank, no_gpu, sign_pem, start, report);
-  if (const std::optional<EngineProbe> engine =
-          ProbeLockEngine(o, project, python, TrainsOnCpu(o, rank))) {
-    report.engine = ReportEngine{engine->engine, engine->python, engine->torch, engine->versions,
-                                 python.walked && python.MayRunPython()};
-    if (!engine->error.empty())
-      return ReportNotJudged(o, project, rank, engine->error, sign_pem, start, report);
-  }
+  // The driver first: NVML needs no framework, and a driver too old for the image's CUDA is
+  // why CUDA sees no GPU or the engine's torch has none (preflight.h).
   NodeProbe node;
   if (report.build != "cpu") node = ProbeNode();
+  std::vector<CheckResult> driver_checks = JudgeDriverFirst(*project.lock, node, o.only);
+  std::optional<EngineProbe> engine;
+  if (no_gpu.empty()) engine = ProbeLockEngine(o, project, python, TrainsOnCpu(o, rank));
+  if (engine)
+    report.engine = ReportEngine{engine->engine, engine->python, engine->torch, engine->versions,
+                                 python.walked && python.MayRunPython()};
+  const Preflight preflight =
+      DecideBeforeWork(std::move(driver_checks), no_gpu, engine, image.in_image, o.only);
+  if (!preflight.stopped.empty())
+    return ReportStopped(o, project, rank, preflight, sign_pem, start, report);
 
   Distribution d = JoinRanks(o, rank, node, progress);
   const fs::path work = MakeWorkDir(o, rank);
   report.checkpoint_dir = ReportCheckpointDir{
       (storage.source == "work-dir" ? work / "checkpoints" : storage.path).string(),
       storage.source};
-  const fs::path checkpoint_root =
-      RunChecks(o, project, python, node, rank, work, d, progress, report);
+  const fs::path checkpoint_root = RunChecks(o, project, python, node, rank, work, d,
+                                             preflight.framework_import, progress, report);
   report.environment_error = EnvironmentErrorOf(report);
   const nlohmann::json rank_entries = ExchangeAndMerge(o, rank, d, report);
   SortChecks(report);

@@ -9,9 +9,11 @@
 #include <cctype>
 #include <cstdio>
 #include <functional>
+#include <optional>
 
 #include "base/version.h"
 #include "probes/env_health.h"
+#include "project/round_trip_engines.h"
 
 namespace trainlock::validate {
 namespace {
@@ -48,7 +50,32 @@ CheckResult Driver(const Target* target, const NodeProbe& node) {
               "driver " + node.driver_version + " >= driver-min " + target->driver_min, {}, m);
 }
 
-CheckResult Runtime(const NodeProbe& node, const BuildInfo& build, const Catalog& catalog) {
+// The newest CUDA runtime the run loads, and whose it is: the validator's LibTorch's and, for a
+// Python engine, the one the lock pins for its torch (the target's `cuda`). Both are known
+// before the engine's framework is imported, so a driver too old for either is named even when
+// that torch cannot start.
+struct NeededRuntime {
+  int version = 0;  // 13000 for 13.0
+  std::string whose;
+};
+
+NeededRuntime RuntimeNeeded(const Spec& lock, const Target* target, const BuildInfo& build) {
+  NeededRuntime need{build.cuda_runtime,
+                     "the image's runtime is CUDA " + CudaVersionString(build.cuda_runtime)};
+  const RoundTripEngine* engine = FindRoundTripEngine(lock.validate.engine);
+  if (!engine || !engine->python || !target || target->cuda.empty()) return need;
+  const std::optional<Version> locked = ParseVersion(target->cuda);
+  if (!locked) return need;
+  const int version = locked->major() * 1000 + locked->minor() * 10;
+  if (version > need.version) {
+    need = {version, "the engine's torch is locked for CUDA " + CudaVersionString(version) +
+                         " (the target's cuda)"};
+  }
+  return need;
+}
+
+CheckResult Runtime(const NodeProbe& node, const BuildInfo& build, const NeededRuntime& need,
+                    const Catalog& catalog) {
   EnvVersionMetrics versions;
   versions.cuda_runtime = CudaVersionString(build.cuda_runtime);
   versions.cuda_driver_supports = CudaVersionString(node.cuda_driver_version);
@@ -58,24 +85,29 @@ CheckResult Runtime(const NodeProbe& node, const BuildInfo& build, const Catalog
   if (node.cuda_driver_version <= 0)  // unread, not a driver too old
     return Make("env.runtime", CheckStatus::kError,
                 "NVML gave no CUDA version for the driver (nvmlSystemGetCudaDriverVersion)", {}, m);
-  if (node.cuda_driver_version < build.cuda_runtime) {
-    std::string need;
-    if (auto v = ParseVersion(CudaVersionString(build.cuda_runtime))) {
+  if (node.cuda_driver_version < need.version) {
+    const std::string cuda = CudaVersionString(need.version);
+    std::string need_driver;
+    if (auto v = ParseVersion(cuda)) {
       if (const CudaDriverRequirement* r = catalog.FindCudaDriver(*v))
-        need = r->linux_driver_min.ToString();
+        need_driver = r->linux_driver_min.ToString();
     }
+    const std::string driver =
+        node.driver_version.empty() ? "the driver" : "driver " + node.driver_version;
     return Make("env.runtime", CheckStatus::kFail,
-                "the driver supports CUDA " + CudaVersionString(node.cuda_driver_version) +
-                    " but the image's runtime is CUDA " + CudaVersionString(build.cuda_runtime),
-                "upgrade the driver" +
-                    (need.empty() ? std::string() : " to " + need + " or newer") +
+                driver + " supports CUDA " + CudaVersionString(node.cuda_driver_version) + " but " +
+                    need.whose,
+                "upgrade the NVIDIA driver on this node" +
+                    (need_driver.empty()
+                         ? std::string()
+                         : " to " + need_driver + " or newer (CUDA " + cuda + "'s minimum)") +
                     ", or use an image built for CUDA " +
                     CudaVersionString(node.cuda_driver_version) + " or older",
                 m);
   }
   return Make("env.runtime", CheckStatus::kPass,
               "the driver (CUDA " + CudaVersionString(node.cuda_driver_version) +
-                  ") supports the runtime (CUDA " + CudaVersionString(build.cuda_runtime) + ")",
+                  ") supports the runtime (CUDA " + CudaVersionString(need.version) + ")",
               {}, m);
 }
 
@@ -327,41 +359,65 @@ std::string CudaVersionString(int version) {
   return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
 }
 
+namespace {
+
+const Target* LockTargetFor(const Spec& lock, const BuildInfo& build) {
+  auto it = lock.targets.find(build.flavour);
+  return it == lock.targets.end() ? nullptr : &it->second;
+}
+
+// `judge()` when `only` (--only) selects `id`, else the skip "not selected (--only)": a check
+// not selected is never judged (check_selection.h's rule).
+CheckResult JudgeIfSelected(const char* id, const std::vector<std::string>& only,
+                            const std::function<CheckResult()>& judge) {
+  const bool selected = only.empty() || std::find(only.begin(), only.end(), id) != only.end();
+  return selected ? judge() : Make(id, CheckStatus::kSkip, "not selected (--only)");
+}
+
+// A check judged from NVML: without NVML, the skip saying why it could not be used.
+CheckResult JudgeFromNvml(const char* id, const NodeProbe& node,
+                          const std::vector<std::string>& only,
+                          const std::function<CheckResult()>& judge) {
+  return JudgeIfSelected(id, only, [&] {
+    return node.nvml_loaded ? judge() : Make(id, CheckStatus::kSkip, node.unavailable_reason);
+  });
+}
+
+}  // namespace
+
+std::vector<CheckResult> DriverChecks(const Spec& lock, const NodeProbe& node,
+                                      const BuildInfo& build, const Catalog& catalog,
+                                      const std::vector<std::string>& only) {
+  const Target* target = LockTargetFor(lock, build);
+  return {JudgeFromNvml("env.driver", node, only, [&] { return Driver(target, node); }),
+          JudgeFromNvml(
+              "env.runtime", node, only,
+              [&] { return Runtime(node, build, RuntimeNeeded(lock, target, build), catalog); }),
+          JudgeFromNvml("env.health", node, only, [&] { return HealthCheck(node); })};
+}
+
 std::vector<CheckResult> NodeChecks(const Spec& lock, const NodeProbe& node, const BuildInfo& build,
                                     const Catalog& catalog, const DeviceRuns& runs,
                                     nlohmann::json* devices, const std::vector<std::string>& only) {
-  auto it = lock.targets.find(build.flavour);
-  const Target* target = it == lock.targets.end() ? nullptr : &it->second;
-  std::vector<CheckResult> checks;
-  // --only: a check not selected is never judged (check_selection.h's rule).
-  auto add = [&](const char* id, const std::function<CheckResult()>& judge) {
-    const bool selected = only.empty() || std::find(only.begin(), only.end(), id) != only.end();
-    checks.push_back(selected ? judge() : Make(id, CheckStatus::kSkip, "not selected (--only)"));
-  };
-  auto unavailable = [&](const char* id) {
-    add(id, [&] { return Make(id, CheckStatus::kSkip, node.unavailable_reason); });
-  };
-  if (!node.nvml_loaded) {
-    for (const char* id : {"env.driver", "env.runtime", "env.arch"}) unavailable(id);
-    add("env.versions", [&] { return Versions(target, build); });
-    for (const char* id : {"env.health", "env.devices"}) unavailable(id);
-    return checks;
+  const Target* target = LockTargetFor(lock, build);
+  if (node.nvml_loaded) {
+    for (const GpuProbe& g : node.gpus) {
+      devices->push_back(
+          {{"index", g.index},
+           {"name", g.name},
+           {"uuid", g.uuid},
+           {"memory_bytes", g.memory_total_bytes},
+           {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)}});
+    }
   }
-  for (const GpuProbe& g : node.gpus) {
-    devices->push_back(
-        {{"index", g.index},
-         {"name", g.name},
-         {"uuid", g.uuid},
-         {"memory_bytes", g.memory_total_bytes},
-         {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)}});
-  }
-  add("env.driver", [&] { return Driver(target, node); });
-  add("env.runtime", [&] { return Runtime(node, build, catalog); });
-  add("env.arch", [&] { return Arch(node, runs); });
-  add("env.versions", [&] { return Versions(target, build); });
-  add("env.health", [&] { return HealthCheck(node); });
-  add("env.devices", [&] { return Devices(target, node, catalog); });
-  return checks;
+  // The driver's checks are DriverChecks', judged the same way before any work.
+  const std::vector<CheckResult> driver = DriverChecks(lock, node, build, catalog, only);
+  return {driver[0],  // env.driver
+          driver[1],  // env.runtime
+          JudgeFromNvml("env.arch", node, only, [&] { return Arch(node, runs); }),
+          JudgeIfSelected("env.versions", only, [&] { return Versions(target, build); }),
+          driver[2],  // env.health
+          JudgeFromNvml("env.devices", node, only, [&] { return Devices(target, node, catalog); })};
 }
 
 }  // namespace trainlock::validate

@@ -36,6 +36,16 @@ struct DeviceRuns {
   std::vector<std::pair<std::string, GpuBinaryInfo>> libraries;
 };
 
+// env.driver, env.runtime and env.health, in that order: the checks judged from NVML alone,
+// needing no framework and no kernel launch, so that the validation judges them before it asks
+// whether CUDA and the engine's framework can be used here (coordinator/preflight.h). Skips
+// with the reason when NVML could not be used. env.runtime judges the newest CUDA runtime the
+// run loads: the validator's and, for a Python engine, the one the lock pins for its torch (the
+// target's `cuda`), known before that torch is imported.
+std::vector<CheckResult> DriverChecks(const Spec& lock, const NodeProbe& node,
+                                      const BuildInfo& build, const Catalog& catalog,
+                                      const std::vector<std::string>& only = {});
+
 // env.driver, env.runtime, env.arch, env.versions, env.health, env.devices, in that order;
 // `devices` receives the report's device list. A check that `only` (--only) names none of is
 // never judged: it is the skip "not selected (--only)".
