@@ -361,6 +361,8 @@ rm -f "$dir/view-etc/trainlock" "$dir/view-opt/venv"
 ln -s "$dir/image-etc" "$dir/view-etc/trainlock"
 mkdir -p "$dir/view-opt/venv/bin" && cp "$dir/python" "$dir/view-opt/venv/bin/python3" || exit 97
 mount --bind "$dir/view-etc" /etc && mount --bind "$dir/view-opt" /opt || exit 97
+# The build's record of the image's Python (python-files.json), as the image build writes it.
+"$1" record-python-files >/dev/null || exit 96
 exec "$@"
 )SH";
 
@@ -381,7 +383,12 @@ TEST(ValidateEngineEnvironment, InALockedImageATorchWhoseLibraryDoesNotLoadFails
   testing::WriteFile(dir.path() / "image-etc" / "image.json", record.ToJson().dump(2) + "\n");
   const std::string why =
       "libtorch_cpu.so: cannot open shared object file: No such file or directory";
-  StandInPython(dir.path(), R"({"versions": {}, "missing": "torch", "reason": ")" + why + R"("})");
+  // The stand-in answers the build's question for its path (none) and the probe's.
+  testing::WriteFile(dir.path() / "python",
+                     "#!/bin/sh\ncase \"$*\" in *--print-sys-path*) echo '[]'; exit 0;; esac\n"
+                     "echo 'trainlock-engine-probe {\"versions\": {}, \"missing\": \"torch\", "
+                     "\"reason\": \"" + why + "\"}'\n");
+  fs::permissions(dir.path() / "python", fs::perms::owner_all);
   testing::WriteFile(dir.path() / "enter-image.sh", kEnterImage);
   const fs::path out = dir.path() / "out" / "report.json";
   const testing::RunResult run =
@@ -392,6 +399,7 @@ TEST(ValidateEngineEnvironment, InALockedImageATorchWhoseLibraryDoesNotLoadFails
                           {"TMPDIR=" + dir.path().string()});
   if (run.exit_code == 97 || (run.exit_code == 1 && !fs::exists(out)))
     GTEST_SKIP() << "no user and mount namespace here: " << run.err;
+  ASSERT_NE(run.exit_code, 96) << "record-python-files: " << run.out << run.err;
   EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
   const nlohmann::json report = nlohmann::json::parse(testing::ReadFile(out));
   EXPECT_EQ(report["verdict"], "fail") << report.dump(2);
