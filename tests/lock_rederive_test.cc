@@ -3,6 +3,8 @@
 // field, [images] included, while the build identity images and reports carry leaves it out.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "base/canonical.h"
 #include "base/toml_document.h"
 #include "lock/lock_rederive.h"
@@ -197,13 +199,119 @@ TEST(HandEditedLock, ABaseDigestOtherThanTheManifestsOwnPinIsRefused) {
   EXPECT_NE(r.out.find("[lock.edited]: targets.cpu.base: "), std::string::npos) << r.out;
 }
 
-TEST(HandEditedLock, AnUneditedExampleLockIsClean) {
-  testing::TempDir dir;
-  const fs::path project = testing::CopyExample("tiny", dir.path());
+// What nothing offline can check of tiny's lock (lock/pin_consistency.h, PinsNotCheckedOffline).
+const char* kTinyWheels =
+    "the dependencies and hashes of cpu's wheels (a deleted dependency wheel)";
+const char* kTinyBase = "the base digest of cpu's tag-only base";
+
+// `check` and `lock --check` on `project`, each expected to exit 0 and to say "ok offline" and
+// "up to date offline", never a bare "ok" or "up to date", naming `unchecked` and the command
+// that checks it.
+void ExpectOkOfflineOnlyNaming(const fs::path& project, const std::string& unchecked) {
+  const std::string upstream = "run `trainlock lock " + project.string() + " --check --upstream`";
   auto r = testing::RunTrainlock({"check", project.string()});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(": ok offline: manifest, lock and config valid"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find(": ok:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(": not checked offline: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(unchecked), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(upstream), std::string::npos) << r.out;
   r = testing::RunTrainlock({"lock", project.string(), "--check"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("trainlock.lock: up to date offline (lock-sha256 "), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("up to date ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("trainlock.lock: not checked offline: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(unchecked), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(upstream), std::string::npos) << r.out;
+}
+
+TEST(HandEditedLock, AnUneditedExampleLockIsOkOfflineNamingWhatOfflineCannotCheck) {
+  testing::TempDir dir;
+  const fs::path project = testing::CopyExample("tiny", dir.path());
+  ExpectOkOfflineOnlyNaming(project,
+                            std::string(kTinyWheels) + ", " + kTinyBase + ": run `trainlock lock");
+}
+
+// The lock does not record the wheels' dependencies: a deleted dependency wheel is not
+// knowable offline, so it is not called ok, and what checks it is named.
+TEST(HandEditedLock, ADeletedDependencyWheelIsNotCalledOk) {
+  testing::TempDir dir;
+  const fs::path project = testing::CopyExample("tiny", dir.path());
+  std::string lock = testing::ReadFile(project / "trainlock.lock");
+  const size_t first = lock.find("    [[targets.cpu.wheels]]");
+  const size_t from = lock.find("    [[targets.cpu.wheels]]", first + 1);
+  const size_t to = lock.find("[validate]");
+  ASSERT_NE(from, std::string::npos);
+  ASSERT_NE(lock.substr(from, to - from).find("trainlock-demo-util"), std::string::npos);
+  testing::WriteFile(project / "trainlock.lock", lock.erase(from, to - from));
+  ExpectOkOfflineOnlyNaming(project, kTinyWheels);
+}
+
+// tiny's manifest names its base by tag: which digest the tag served is the registry's to say.
+TEST(HandEditedLock, AChangedDigestOfATagOnlyBaseIsNotCalledOk) {
+  testing::TempDir dir;
+  const fs::path project = testing::CopyExample("tiny", dir.path());
+  const std::string base = LoadProject(project).lock->targets.at("cpu").base;
+  const std::string hex = base.substr(base.find("sha256:") + 7);
+  std::string lock = testing::ReadFile(project / "trainlock.lock");
+  lock.replace(lock.find(hex), hex.size(), std::string(64, 'e'));
+  testing::WriteFile(project / "trainlock.lock", lock);
+  ExpectOkOfflineOnlyNaming(project, kTinyBase);
+}
+
+// The pilot's cuda base is pinned to an index listing its platform manifests: another
+// well-formed index digest is not knowable offline either.
+TEST(HandEditedLock, AChangedIndexDigestOfCudasTagOnlyBaseIsNotCalledUpToDate) {
+  testing::TempDir dir;
+  const fs::path project = dir.path() / "h200-pilot";
+  fs::create_directories(project);
+  testing::CopyExample("h200-pilot", project);
+  fs::create_directories(dir.path() / "ops");  // the custom op's sources, where it names them
+  testing::CopyExample("ops", dir.path() / "ops");
+  const std::string base = LoadProject(project).lock->targets.at("cuda").base;
+  const std::string hex = base.substr(base.find("sha256:") + 7);
+  std::string lock = testing::ReadFile(project / "trainlock.lock");
+  lock.replace(lock.find(hex), hex.size(), std::string(64, 'e'));
+  testing::WriteFile(project / "trainlock.lock", lock);
+  auto r = testing::RunTrainlock({"lock", project.string(), "--check"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("up to date ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not checked offline: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the base digest of cuda's tag-only base and its platform manifests"),
+            std::string::npos)
+      << r.out;
+}
+
+// Where the manifest leaves nothing to the network (no base, no package), offline is all there
+// is to check, and the words say so plainly.
+TEST(HandEditedLock, ALockWithNothingLeftToTheNetworkIsPlainlyOk) {
+  testing::TempDir dir;
+  const fs::path project = testing::UnlockedTiny(dir.path() / "tiny", "");
+  ASSERT_EQ(testing::RunTrainlock({"lock", project.string(), "--offline"}).exit_code, 0);
+  auto r = testing::RunTrainlock({"check", project.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(": ok: manifest, lock and config valid"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("not checked"), std::string::npos) << r.out;
+  r = testing::RunTrainlock({"lock", project.string(), "--check"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("trainlock.lock: up to date (lock-sha256 "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("not checked"), std::string::npos) << r.out;
+}
+
+TEST(HandEditedLock, TheJsonOfCheckAndLockCheckListsWhatOfflineCannotCheck) {
+  testing::TempDir dir;
+  const fs::path project = testing::CopyExample("tiny", dir.path());
+  const nlohmann::json want = {kTinyWheels, kTinyBase};
+  auto r = testing::RunTrainlock({"check", project.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["not_checked_offline"], want) << r.out;
+  r = testing::RunTrainlock({"lock", project.string(), "--check", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["checked"], "offline") << r.out;
+  EXPECT_EQ(j["not_checked_offline"], want) << r.out;
 }
 
 // What a push records for `image build --check` (the epoch, the validator) is kept by the

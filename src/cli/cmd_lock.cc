@@ -8,6 +8,7 @@
 #include "base/failure.h"
 #include "base/file_io.h"
 #include "base/json_file.h"
+#include "base/strings.h"
 #include "base/toml_document.h"
 #include "cli/commands.h"
 #include "lock/lock_check.h"
@@ -52,12 +53,23 @@ int CheckLock(const std::filesystem::path& dir, const LockCommandOptions& option
       std::cerr << "  would change: " << line << "\n";
     return kExitVerdict;
   }
+  // Offline, "up to date" covers what offline can check; the rest is named, never implied.
+  const std::vector<std::string>& unchecked = check.not_checked_offline;
   if (options.json) {
-    std::cout << DumpJsonOutput(nlohmann::json{
-                     {"lock", path.string()}, {"up_to_date", true}, {"lock_sha256", current}})
+    std::cout << DumpJsonOutput(
+                     nlohmann::json{{"lock", path.string()},
+                                    {"up_to_date", true},
+                                    {"checked", options.upstream ? "upstream" : "offline"},
+                                    {"not_checked_offline", unchecked},
+                                    {"lock_sha256", current}})
               << "\n";
-  } else {
-    std::cout << path.string() << ": up to date (lock-sha256 " << current << ")\n";
+    return kExitOk;
+  }
+  std::cout << path.string() << ": up to date" << (unchecked.empty() ? "" : " offline")
+            << " (lock-sha256 " << current << ")\n";
+  if (!unchecked.empty()) {
+    std::cout << path.string() << ": not checked offline: " << JoinStrings(unchecked, ", ")
+              << ": run `trainlock lock " << options.dir << " --check --upstream`\n";
   }
   return kExitOk;
 }
@@ -120,7 +132,8 @@ Command RegisterLock(CLI::App& app, const GlobalOptions& global) {
                 "The CI drift gate, offline (no network at all): write nothing; exit 1 when the "
                 "lock is missing, or stale against the manifest or config, or hand-edited (a field "
                 "differing from what the manifest and the lock's own pins derive), naming each "
-                "field");
+                "field; when up to date, names what only --upstream checks (the wheels' "
+                "dependencies and hashes, a tag-only base's digest...)");
   cmd->add_flag("--upstream", options->upstream,
                 "With --check: also ask the registries and the Hub whether a tag or branch the "
                 "manifest floats on now resolves elsewhere (network; exit 3 when they cannot "

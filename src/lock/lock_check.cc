@@ -44,13 +44,12 @@ std::vector<std::string> ChangedLines(const std::string& before, const std::stri
   return changed;
 }
 
-// The lock's pins that do not follow from the manifest (pin_consistency.h); ResolveLock has
-// read both files already, so they load.
-std::vector<LockFieldDifference> PinProblems(const std::filesystem::path& dir) {
+// The lock and the manifest as specs; ResolveLock has read both files already, so they load.
+std::pair<Spec, Spec> LockAndManifest(const std::filesystem::path& dir) {
   const std::filesystem::path manifest = dir / kManifestFile, lock = dir / kLockFile;
-  return PinConsistencyProblems(
+  return {
       LoadSpec(ReadInputFile(lock, lock.string()), lock.string(), SpecKind::kLock),
-      LoadSpec(ReadInputFile(manifest, manifest.string()), manifest.string(), SpecKind::kManifest));
+      LoadSpec(ReadInputFile(manifest, manifest.string()), manifest.string(), SpecKind::kManifest)};
 }
 
 }  // namespace
@@ -72,8 +71,14 @@ LockCheckResult CheckLockAgainstFiles(const std::filesystem::path& dir, const Lo
     return result;
   }
   result.lock_sha256 = lock.existing_lock_sha256;
-  const std::vector<LockFieldDifference> pins =
-      lock.existing_lock_sha256.empty() ? std::vector<LockFieldDifference>{} : PinProblems(dir);
+  std::vector<LockFieldDifference> pins;
+  if (!lock.existing_lock_sha256.empty()) {
+    const auto [locked, manifest] = LockAndManifest(dir);
+    // The pins that do not follow from the manifest (pin_consistency.h), and, offline, those
+    // that nothing offline can check.
+    pins = PinConsistencyProblems(locked, manifest);
+    if (o.offline) result.not_checked_offline = PinsNotCheckedOffline(locked, manifest);
+  }
   if (lock.existing_lock_sha256.empty()) {
     result.problem = "missing";
   } else if (!pins.empty() && lock.existing_lock_sha256 == lock.lock_sha256) {

@@ -19,6 +19,9 @@ struct LockCheckResult {
   std::vector<std::string> fields;
   std::vector<std::string> would_change;
   std::string lock_sha256;  // of DIR/trainlock.lock as it is
+  // Offline, what the check took on trust from the lock's own pins (PinsNotCheckedOffline):
+  // an up-to-date lock is up to date offline only, and these say what `--upstream` checks.
+  std::vector<std::string> not_checked_offline;
 };
 
 // Re-resolves DIR's manifest from the lock's own pins (offline unless `o` asks otherwise),

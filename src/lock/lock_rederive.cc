@@ -103,15 +103,26 @@ std::vector<LockFieldDifference> LockFieldDifferences(const toml::table& lock,
   return out;
 }
 
-std::vector<Finding> RederivedLockFindings(const Project& project) {
-  if (!project.lock || !project.manifest) return {};
+namespace {
+
+// Whether the offline re-derivation applies: a lock and the manifest and config it was made
+// from (otherwise lock.stale or lock.config says what changed).
+bool Rederivable(const Project& project) {
+  return project.lock && project.manifest &&
+         project.lock->manifest_sha256 == project.manifest_sha256 &&
+         project.lock->config_sha256 == project.config_sha256;
+}
+
+}  // namespace
+
+std::vector<Finding> RederivedLockFindings(const Project& project, FilePins files) {
+  if (!Rederivable(project)) return {};
   const Spec& lock = *project.lock;
-  if (lock.manifest_sha256 != project.manifest_sha256) return {};  // lock.stale says so
-  if (lock.config_sha256 != project.config_sha256) return {};      // lock.config says so
   const std::string remedy = "run `trainlock lock` (the lock is never edited by hand)";
   LockOptions o;
   o.offline = true;
   o.skip_python = true;  // the lock's own closures, when the request is unchanged
+  o.pins_verified_at_use_from_lock = files == FilePins::kVerifiedAtUse;
   ResolvedLock derived;
   try {
     derived = ResolveLock(project.dir, o);
@@ -131,6 +142,11 @@ std::vector<Finding> RederivedLockFindings(const Project& project) {
     findings.push_back({"lock.edited", project.lock_path, lock.Pos(d.field), d.Describe(), remedy});
   }
   return findings;
+}
+
+std::vector<std::string> NotCheckedOffline(const Project& project) {
+  if (!Rederivable(project)) return {};
+  return PinsNotCheckedOffline(*project.lock, *project.manifest);
 }
 
 }  // namespace trainlock

@@ -33,11 +33,24 @@ struct LockFieldDifference {
 std::vector<LockFieldDifference> LockFieldDifferences(const toml::table& lock,
                                                       const toml::table& derived);
 
-// `check`'s view: one "lock.edited" finding per field the offline re-derivation of
-// project.dir's lock gives differently, and per pin that does not follow from the manifest
-// (pin_consistency.h) ("lock.stale" when it cannot re-derive at all). None
-// when there is no lock or the lock is already stale against the manifest or config (those
-// have their own findings).
-std::vector<Finding> RederivedLockFindings(const Project& project);
+// Where the re-derivation takes the pins of files: `check` hashes them here; the validator,
+// which verifies each file where it uses it, takes them from the lock (LockOptions'
+// pins_verified_at_use_from_lock: local model and dataset files, a pinned prebuilt custom-op
+// library, the Python engine's files, custom-op sources), so that a file changed since locking
+// fails the check that uses it and only a lock changed since is refused as edited.
+enum class FilePins { kHashedHere, kVerifiedAtUse };
+
+// `check`'s view, and the validator's before any work: one "lock.edited" finding per field the
+// offline re-derivation of project.dir's lock gives differently, and per pin that does not
+// follow from the manifest (pin_consistency.h) ("lock.stale" when it cannot re-derive at all).
+// None when there is no lock or manifest, or the lock is already stale against the manifest or
+// config (those have their own findings, lock_drift.h).
+std::vector<Finding> RederivedLockFindings(const Project& project,
+                                           FilePins files = FilePins::kHashedHere);
+
+// What that offline re-derivation took on trust from the lock's own pins
+// (PinsNotCheckedOffline, pin_consistency.h); empty when it did not run (no lock or manifest,
+// or a stale lock).
+std::vector<std::string> NotCheckedOffline(const Project& project);
 
 }  // namespace trainlock

@@ -121,6 +121,29 @@ std::vector<PinnedFile> HashLocal(const fs::path& dir, const ArtifactSource& a,
   return out;
 }
 
+// pins_verified_at_use_from_lock: the existing lock's pin of each local file the manifest
+// lists, in the manifest's order; a file the lock does not pin is not re-derivable (exit 1).
+std::vector<PinnedFile> LockedLocalFiles(const ArtifactSource& a, const std::string& kind,
+                                         const std::optional<Spec>& old) {
+  const std::optional<ArtifactSource>* locked =
+      !old ? nullptr : (kind == "model" ? &old->model : &old->dataset);
+  std::vector<PinnedFile> out;
+  for (const PinnedFile& f : a.files) {
+    const PinnedFile* pin = nullptr;
+    if (locked && *locked && (*locked)->source == "local" && (*locked)->repo == a.repo) {
+      for (const PinnedFile& l : (*locked)->files)
+        if (l.path == f.path) pin = &l;
+    }
+    if (!pin) {
+      throw Failure(kind + " file " + (fs::path(a.repo) / f.path).string() +
+                        " is not pinned in the existing lock",
+                    kExitVerdict);
+    }
+    out.push_back(*pin);
+  }
+  return out;
+}
+
 // The Python a target's image runs and where its packages come from, unless the manifest
 // says: Debian 12's interpreter for cpu (the base of examples/tiny), Ubuntu 24.04's for the GPU
 // targets (the CUDA and ROCm bases of the pilots); PyTorch's index of the torch build first for
@@ -252,20 +275,45 @@ fs::path CustomOpLibraryPath(const fs::path& dir, const std::string& relative) {
   }
 }
 
-// [[custom-ops]]: the source tree's hash, or the prebuilt library's when it exists.
-void PinCustomOps(const fs::path& dir, const Spec& manifest, toml::table& doc,
-                  std::vector<std::string>& pinned) {
+// The existing lock's entry for custom-ops[i] when it pins the same library from the same
+// source; nullptr otherwise.
+const CustomOpLibrary* LockedCustomOp(size_t i, const CustomOpLibrary& lib,
+                                      const std::optional<Spec>& old) {
+  if (!old || i >= old->custom_ops.size()) return nullptr;
+  const CustomOpLibrary& locked = old->custom_ops[i];
+  return locked.library == lib.library && locked.source == lib.source ? &locked : nullptr;
+}
+
+// [[custom-ops]]: the source tree's hash, or the prebuilt library's when it exists. With
+// pins_verified_at_use_from_lock, the lock's source-sha256 (the validator never reads the
+// sources, and an image carries only the library built from them; none is not re-derivable,
+// exit 1) and the lock's library sha256 (the ops worker verifies the library against it
+// before loading it; a library here that the lock does not pin is hashed, so the missing pin
+// shows).
+void PinCustomOps(const fs::path& dir, const Spec& manifest, const std::optional<Spec>& old,
+                  const LockOptions& o, toml::table& doc, std::vector<std::string>& pinned) {
   toml::array* libs = doc["custom-ops"].as_array();
   for (size_t i = 0; i < manifest.custom_ops.size(); ++i) {
     const CustomOpLibrary& lib = manifest.custom_ops[i];
     toml::table* t = (*libs)[i].as_table();
-    if (!lib.source.empty()) {
+    const CustomOpLibrary* locked =
+        o.pins_verified_at_use_from_lock ? LockedCustomOp(i, lib, old) : nullptr;
+    if (!lib.source.empty() && o.pins_verified_at_use_from_lock) {
+      if (!locked || locked->source_sha256.empty()) {
+        throw Failure("custom-ops[" + std::to_string(i) + "].source: " + lib.source +
+                          " is not pinned in the existing lock",
+                      kExitVerdict);
+      }
+      t->insert_or_assign("source-sha256", locked->source_sha256);
+    } else if (!lib.source.empty()) {
       try {
         t->insert_or_assign("source-sha256", TreeSha256(dir / lib.source));
       } catch (const std::exception& e) {
         throw Failure("custom-ops[" + std::to_string(i) + "].source: " + e.what(), kExitBadInput);
       }
       pinned.push_back("custom op sources " + lib.source + " hashed");
+    } else if (locked && !locked->sha256.empty()) {
+      t->insert_or_assign("sha256", locked->sha256);
     } else if (!fs::path(lib.library).is_absolute() && fs::is_regular_file(dir / lib.library)) {
       t->insert_or_assign("sha256", Sha256FileHex(CustomOpLibraryPath(dir, lib.library)));
       pinned.push_back("custom op library " + lib.library + " hashed");
@@ -310,10 +358,15 @@ namespace {
 
 // A Python engine runs from the files this trainlock ships: the lock pins their bytes
 // (validate.engine-sha256), which the image installs and the validator verifies before running.
-void PinEngine(const Spec& manifest, toml::table& doc, std::vector<std::string>& pinned) {
+void PinEngine(const Spec& manifest, const std::optional<Spec>& old, const LockOptions& o,
+               toml::table& doc, std::vector<std::string>& pinned) {
   const RoundTripEngine* engine = FindRoundTripEngine(manifest.validate.engine);
   if (!engine || !engine->python) return;
-  const std::string sha = PythonEngineSha256();
+  // The validator verifies the files it runs against the lock's pin (engine_command.h): a
+  // validator of another trainlock than the lock's is not a hand edit.
+  const bool locked =
+      o.pins_verified_at_use_from_lock && old && old->validate.engine == manifest.validate.engine;
+  const std::string sha = locked ? old->validate.engine_sha256 : PythonEngineSha256();
   if (sha.empty()) {
     throw Failure("validate.engine = " + Quoted(manifest.validate.engine) +
                       ": this trainlock was built without the Python engines "
@@ -362,8 +415,9 @@ void StartLookups(const Spec& manifest, const std::optional<Spec>& old, const Lo
 
 // Writes every lookup's result into `doc` (and a line into `lines`); the failures are
 // returned, all of them, so that one run of `trainlock lock` reports every problem.
-std::vector<Failure> CollectLookups(const fs::path& dir, const Spec& manifest, Lookups& l,
-                                    toml::table& doc, std::vector<std::string>& lines) {
+std::vector<Failure> CollectLookups(const fs::path& dir, const Spec& manifest,
+                                    const std::optional<Spec>& old, const LockOptions& o,
+                                    Lookups& l, toml::table& doc, std::vector<std::string>& lines) {
   std::vector<Failure> problems;
   for (auto& [name, future] : l.debs) {
     try {
@@ -399,7 +453,7 @@ std::vector<Failure> CollectLookups(const fs::path& dir, const Spec& manifest, L
     }
   }
   try {
-    PinCustomOps(dir, manifest, doc, lines);
+    PinCustomOps(dir, manifest, old, o, doc, lines);
   } catch (const Failure& e) {
     problems.push_back(e);
   }
@@ -435,9 +489,12 @@ std::vector<Failure> CollectLookups(const fs::path& dir, const Spec& manifest, L
        {std::pair{"model", &manifest.model}, std::pair{"dataset", &manifest.dataset}}) {
     if (*artifact && (*artifact)->source == "local" && !(*artifact)->files.empty()) {
       try {
-        doc[kind].as_table()->insert_or_assign("files",
-                                               FilesArray(HashLocal(dir, **artifact, kind)));
-        lines.push_back(std::string(kind) + " local files hashed");
+        const bool locked = o.pins_verified_at_use_from_lock;
+        doc[kind].as_table()->insert_or_assign(
+            "files", FilesArray(locked ? LockedLocalFiles(**artifact, kind, old)
+                                       : HashLocal(dir, **artifact, kind)));
+        lines.push_back(std::string(kind) +
+                        (locked ? " local files as the lock pins them" : " local files hashed"));
       } catch (const Failure& e) {
         problems.push_back(e);
       }
@@ -497,9 +554,9 @@ ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& options) {
   // Every lookup at once; failures are collected so that all are reported.
   Lookups lookups;
   StartLookups(manifest, old, o, lookups);
-  std::vector<Failure> problems = CollectLookups(dir, manifest, lookups, doc, out.pinned);
+  std::vector<Failure> problems = CollectLookups(dir, manifest, old, o, lookups, doc, out.pinned);
   if (!problems.empty()) throw AllProblems(problems);
-  PinEngine(manifest, doc, out.pinned);
+  PinEngine(manifest, old, o, doc, out.pinned);
   doc.insert_or_assign("lock-version", 1);
   doc.insert_or_assign("manifest-sha256", manifest_sha);
   doc["project"].as_table()->insert_or_assign("config-sha256", Sha256Hex(config_text));

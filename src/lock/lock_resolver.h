@@ -29,6 +29,14 @@ struct LockOptions {
   // Never ask the package indexes: a closure the existing lock cannot supply is left
   // unresolved (the lock says so; `image generate` refuses such a target).
   bool skip_python = false;
+  // The validator's re-derivation (lock_rederive.h): the pins of files it verifies where it
+  // uses them are taken from the existing lock instead of being hashed here (a changed file is
+  // then that check's failure, not an edited lock): the local model and dataset files (its
+  // workers hash each as they read it), a prebuilt custom-op library the lock pins (the ops
+  // worker hashes it before loading it), the Python engine's files (the coordinator hashes
+  // them before running them); so are custom-op source trees, which it never reads (an image
+  // carries only the library built from them). `check` and `lock --check` hash them all.
+  bool pins_verified_at_use_from_lock = false;
   RegistryOptions registry;
   HubOptions hub;
   IndexOptions index;

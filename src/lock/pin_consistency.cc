@@ -140,4 +140,42 @@ std::vector<LockFieldDifference> PinConsistencyProblems(const Spec& lock, const 
   return out;
 }
 
+namespace {
+
+// The Hub's part of PinsNotCheckedOffline for the manifest's model or dataset.
+void HubPinsNotChecked(const std::string& kind, const std::optional<ArtifactSource>& a,
+                       std::vector<std::string>& out) {
+  if (!a || a->source != "hf") return;
+  if (IsCommitId(a->revision)) {
+    out.push_back("the hashes of the " + kind + "'s Hub files");
+  } else {
+    out.push_back("the commit the " + kind + "'s revision " + Quoted(a->revision) +
+                  " resolves to on the Hub, and its files' hashes");
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> PinsNotCheckedOffline(const Spec& lock, const Spec& manifest) {
+  std::vector<std::string> out;
+  for (const auto& [name, t] : lock.targets) {
+    if (t.wheels && !t.wheels->empty())
+      out.push_back("the dependencies and hashes of " + name +
+                    "'s wheels (a deleted dependency wheel)");
+    auto wanted = manifest.targets.find(name);
+    std::string error;
+    const std::optional<ImageRef> base = wanted == manifest.targets.end()
+                                             ? std::nullopt
+                                             : ParseImageRef(wanted->second.base, &error);
+    if (base && base->digest.empty()) {
+      out.push_back("the base digest of " + name + "'s tag-only base" +
+                    (t.base_platforms.empty() ? "" : " and its platform manifests"));
+    }
+    if (!t.debs.empty()) out.push_back("the versions and hashes of " + name + "'s Debian packages");
+  }
+  HubPinsNotChecked("model", manifest.model, out);
+  HubPinsNotChecked("dataset", manifest.dataset, out);
+  return out;
+}
+
 }  // namespace trainlock

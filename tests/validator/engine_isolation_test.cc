@@ -31,17 +31,18 @@ namespace fs = std::filesystem;
 
 constexpr const char* kDebianPython = "/usr/bin/python3";
 
-// examples/tiny under `dir` with its lock naming the ddp engine and the shipped engine's pin.
+// examples/tiny under `dir` with its manifest naming the ddp engine, locked as `trainlock lock`
+// locks it (the shipped engine's pin).
 fs::path IsolationProject(const fs::path& dir) {
   const fs::path project = dir / "tiny";
   fs::create_directories(project);
   testing::CopyExample("tiny", project);
-  fs::remove(project / "trainlock.toml");
-  std::string lock = testing::ReadFile(project / "trainlock.lock");
+  std::string manifest = testing::ReadFile(project / "trainlock.toml");
   const std::string table = "[validate]\n";
-  lock.insert(lock.find(table) + table.size(),
-              "engine = \"ddp\"\nengine-sha256 = \"" + PythonEngineSha256() + "\"\n");
-  testing::WriteFile(project / "trainlock.lock", lock);
+  manifest.insert(manifest.find(table) + table.size(), "engine = \"ddp\"\n");
+  testing::WriteFile(project / "trainlock.toml", manifest);
+  const auto locked = testing::RunProgram("trainlock", {"lock", project.string(), "--offline"});
+  EXPECT_EQ(locked.exit_code, 0) << locked.err;
   return project;
 }
 

@@ -374,10 +374,11 @@ TEST(ValidateCheckpointDir, TwoRunsSharingItAtOnceBothPass) {
     const fs::path project = dir.path() / "tiny";
     fs::create_directories(project);
     testing::CopyExample("tiny", project);
-    fs::remove(project / "trainlock.toml");  // the lock alone, as inside an image
-    std::string lock = testing::ReadFile(project / "trainlock.lock");
-    lock.replace(lock.find("seed = 1234"), 11, "seed = " + seed);
-    testing::WriteFile(project / "trainlock.lock", lock);
+    std::string manifest = testing::ReadFile(project / "trainlock.toml");
+    manifest.replace(manifest.find("seed = 1234"), 11, "seed = " + seed);
+    testing::WriteFile(project / "trainlock.toml", manifest);
+    if (RunTrainlock({"lock", project.string(), "--offline"}).exit_code != 0)
+      return testing::RunResult{-1, "", "could not lock " + project.string()};
     std::vector<std::string> argv;
     if (pid_namespaces) argv = {"unshare", "--pid", "--fork"};
     for (const std::string& a :
@@ -495,6 +496,57 @@ TEST(ValidateInput, AnEditedConfigWithTheOldLockIsRefusedBeforeTraining) {
   EXPECT_FALSE(fs::exists(dir.path() / "r.json"));
 }
 
+// A lock edited by hand (steps 6 -> 60: a validation ten times cheaper than the one the manifest
+// asks for, or ten times dearer) is refused before any work, naming the field, by `trainlock
+// validate` (with or without --allow-drift, which covers a changed manifest or config, not a
+// changed lock) and by trainlock-validate itself: no report, no work directory, nothing trained.
+TEST(ValidateInput, AHandEditedLockIsRefusedBeforeAnyWorkNamingTheField) {
+  testing::TempDir dir;
+  const fs::path project = dir.path() / "tiny";
+  fs::create_directories(project);
+  testing::CopyExample("tiny", project);
+  std::string lock = testing::ReadFile(project / "trainlock.lock");
+  lock.replace(lock.find("steps = 6"), 9, "steps = 60");
+  testing::WriteFile(project / "trainlock.lock", lock);
+  const fs::path out = dir.path() / "r.json", work = dir.path() / "work";
+  fs::create_directories(work);
+  const std::vector<std::string> common = {
+      project.string(), "--out", out.string(), "--work-dir", work.string(), "--threads", "2"};
+  std::vector<std::string> validate = {"validate"}, drift = {"validate"};
+  validate.insert(validate.end(), common.begin(), common.end());
+  drift.insert(drift.end(), common.begin(), common.end());
+  drift.push_back("--allow-drift");
+  const std::regex named(R"(trainlock\.lock:\d+:\d+: error: lock\.edited: validate\.steps: 60 but )"
+                         R"(trainlock\.toml \(with the lock's pins\) says 6)");
+  for (const auto& [program, args] :
+       {std::pair{"trainlock", validate}, std::pair{"trainlock", drift},
+        std::pair{"trainlock-validate", common}}) {
+    const testing::RunResult r = testing::RunProgram(program, args);
+    EXPECT_EQ(r.exit_code, 2) << program << " " << r.out << r.err;
+    EXPECT_TRUE(std::regex_search(r.err, named)) << r.err;
+    EXPECT_NE(r.err.find("--allow-drift does not cover an edited lock"), std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(out)) << program;
+    EXPECT_TRUE(fs::is_empty(work)) << program << ": a run began";
+  }
+}
+
+// Without the manifest the lock cannot be re-derived, so a hand edit could not be told: the
+// validation is refused, naming the manifest, never run unchecked.
+TEST(ValidateInput, AProjectWithoutItsManifestIsRefusedNotValidatedUnchecked) {
+  testing::TempDir dir;
+  testing::CopyExample("tiny", dir.path());
+  fs::remove(dir.path() / "trainlock.toml");
+  const fs::path out = dir.path() / "r.json";
+  auto r = RunTrainlock({"validate", dir.path().string(), "--out", out.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("trainlock.toml: error: cannot read: no such file: the lock cannot be "
+                       "re-derived without the manifest it was made from"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
 // The CPU trains fp32 whatever the config says: a bf16 config is refused before any training
 // (no report), naming the config file and the field, not validated as fp32 and reported bf16.
 TEST(ValidateInput, Bf16OnTheCpuIsRefusedBeforeTraining) {
@@ -520,13 +572,13 @@ TEST(ValidateInput, Bf16OnTheCpuIsRefusedBeforeTraining) {
 TEST(ValidateInput, AMissingLockCheckpointDirIsRefusedBeforeAnyWork) {
   testing::TempDir dir;
   testing::CopyExample("tiny", dir.path());
-  fs::remove(dir.path() / "trainlock.toml");  // the lock alone, as inside an image
-  const fs::path lock = dir.path() / "trainlock.lock";
-  std::string text = testing::ReadFile(lock);
+  const fs::path manifest = dir.path() / "trainlock.toml";
+  std::string text = testing::ReadFile(manifest);
   const fs::path missing = dir.path() / "no-such-storage";
   text.replace(text.find("checkpoint-at = 3"), 17,
                "checkpoint-at = 3\ncheckpoint-dir = '" + missing.string() + "'");
-  testing::WriteFile(lock, text);
+  testing::WriteFile(manifest, text);
+  ASSERT_EQ(RunTrainlock({"lock", dir.path().string(), "--offline"}).exit_code, 0);
   auto r =
       RunTrainlock({"validate", dir.path().string(), "--out", (dir.path() / "r.json").string()});
   EXPECT_EQ(r.exit_code, 2) << r.err;
@@ -669,6 +721,8 @@ TEST(ValidateWithCustomOps, TheSampleLibraryPassesInTheReport) {
   fs::create_directories(project / "ops");
   fs::copy_file(fs::path(TRAINLOCK_OPS_DIR) / "libtrainlock_ops.so",
                 project / "ops" / "libtrainlock_ops.so");
+  // Locked as `trainlock lock` locks it: the library that is here, by its sha256.
+  ASSERT_EQ(RunTrainlock({"lock", project.string(), "--offline"}).exit_code, 0);
 
   fs::path out = dir.path() / "report.json";
   auto run = RunTrainlock({"validate", project.string(), "--out", out.string(), "--threads", "2"});

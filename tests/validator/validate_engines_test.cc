@@ -22,17 +22,23 @@ namespace fs = std::filesystem;
 // The Python with torch: Debian's, whatever `python3` is first on PATH.
 constexpr const char* kTorchPython = "/usr/bin/python3";
 
-// The project's lock names `engine` with the pin `engine_sha256`, and the project is as an
-// image holds it (lock and config, no manifest).
+// The project's manifest names `engine` and its lock is what `trainlock lock` makes of it
+// (pinning this trainlock's engine files); then the lock's pin is `engine_sha256`, when that is
+// another, as a lock made by another trainlock pins other engine files (the validator takes
+// the pin from the lock and verifies the files it runs against it).
 void PinEngine(const fs::path& project, const std::string& engine,
                const std::string& engine_sha256) {
-  fs::remove(project / "trainlock.toml");
-  std::string lock = testing::ReadFile(project / "trainlock.lock");
+  std::string manifest = testing::ReadFile(project / "trainlock.toml");
   const std::string table = "[validate]\n";
-  const size_t at = lock.find(table);
-  lock.insert(at + table.size(),
-              "engine = \"" + engine + "\"\nengine-sha256 = \"" + engine_sha256 + "\"\n");
-  testing::WriteFile(project / "trainlock.lock", lock);
+  manifest.insert(manifest.find(table) + table.size(), "engine = \"" + engine + "\"\n");
+  testing::WriteFile(project / "trainlock.toml", manifest);
+  const auto locked = testing::RunProgram("trainlock", {"lock", project.string(), "--offline"});
+  ASSERT_EQ(locked.exit_code, 0) << locked.err;
+  if (engine_sha256 == PythonEngineSha256()) return;
+  std::string lock = testing::ReadFile(project / "trainlock.lock");
+  const size_t at = lock.find(PythonEngineSha256());
+  ASSERT_NE(at, std::string::npos) << lock;
+  testing::WriteFile(project / "trainlock.lock", lock.replace(at, 64, engine_sha256));
 }
 
 // examples/tiny under `dir` with its lock naming `engine` (PinEngine).

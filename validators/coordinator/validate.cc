@@ -33,6 +33,7 @@
 #include "coordinator/validate_summary.h"
 #include "coordinator/work_dirs.h"
 #include "image/in_image_paths.h"
+#include "lock/lock_rederive.h"
 #include "probes/nvml_probe.h"
 #include "project/artifact_paths.h"
 #include "project/check_ids.h"
@@ -102,6 +103,32 @@ std::vector<Finding> CheckDrift(const ValidateOptions& o, const Project& project
   for (const Finding& f : drift) {
     diags.Error(f.path, f.pos, f.id + ": " + f.message,
                 f.remedy + "; or give --allow-drift to validate anyway (recorded in the report)");
+  }
+  throw InputError(diags);
+}
+
+// A lock edited by hand is refused before any work, with or without --allow-drift (which is
+// for a manifest or config changed since locking, not a lock changed since): the lock is
+// re-derived offline from the manifest as `check` does (lock/lock_rederive.h), with the pins
+// this run verifies where it uses them taken from the lock. Without the manifest there is
+// nothing to re-derive from: refused too, never validated unchecked.
+void RefuseEditedLock(const Project& project) {
+  if (!project.manifest) {
+    throw InputError(Diagnostic{
+        project.manifest_path,
+        {},
+        "cannot read: no such file: the lock cannot be re-derived without the manifest it was "
+        "made from, so a hand-edited lock could not be told from trainlock's",
+        "validate the project directory that holds trainlock.toml beside trainlock.lock (an "
+        "image built by `trainlock image build` carries both in " +
+            std::string(kProjectInImage) + ")"});
+  }
+  const std::vector<Finding> edited = RederivedLockFindings(project, FilePins::kVerifiedAtUse);
+  if (edited.empty()) return;
+  Diagnostics diags;
+  for (const Finding& f : edited) {
+    diags.Error(f.path, f.pos, f.id + ": " + f.message,
+                f.remedy + "; --allow-drift does not cover an edited lock");
   }
   throw InputError(diags);
 }
@@ -379,6 +406,7 @@ int RunValidate(const ValidateOptions& o) {
   IgnoreTrainlockDir(o.out);  // a report path through a planted link is refused before any work
   RefuseWrongBuild(o, project, BuiltTorchFlavour());
   const std::vector<Finding> drift = CheckDrift(o, project);
+  RefuseEditedLock(project);
   const std::string no_gpu =
       MissingAccelerator(BuiltTorchFlavour(), o.device, *project.lock, VisibleAcceleratorCount());
   if (no_gpu.empty()) RefuseUnsupportedEngineRun(project, o, TrainsOnCpu(o, rank));
