@@ -9,6 +9,8 @@
 
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "base/sha256.h"
 #include "image/image_record.h"
 #include "image/in_image_paths.h"
@@ -114,6 +116,11 @@ class SimulatedImage : public ::testing::Test {
   }
 
   std::string Report() const { return testing::ReadFile(tmp_.path() / "report.json"); }
+  static std::string CheckSummary(const nlohmann::json& report, const std::string& id) {
+    for (const nlohmann::json& c : report["checks"])
+      if (c["id"] == id) return c["summary"].get<std::string>();
+    return "";
+  }
 
   static testing::TempDir* suite_;
   static testing::RunResult made_venv_;
@@ -126,8 +133,11 @@ testing::TempDir* SimulatedImage::suite_ = nullptr;
 testing::RunResult SimulatedImage::made_venv_;
 
 TEST_F(SimulatedImage, TheHonestImagePassesWithEveryFileOfItsPythonVerified) {
-  const auto r = Validate("true", "", "", /*whole=*/true);
+  const auto r = Validate("true", "", "TRAINLOCK_IMAGE_DIGEST=sha256:" + std::string(64, '2'),
+                          /*whole=*/true);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const nlohmann::json report = nlohmann::json::parse(Report());
+  EXPECT_EQ(report["image"]["digest_source"], "environment") << report["image"];
   EXPECT_NE(Report().find("files of /opt/venv/bin/python3's path"), std::string::npos);
 }
 
@@ -172,8 +182,10 @@ TEST_F(SimulatedImage, AHostCarryingACopyOfTheImagesRecordButNotItsPythonFails) 
   const auto r =
       Validate("umount /opt/venv", "", "TRAINLOCK_IMAGE_DIGEST=sha256:" + std::string(64, '2'));
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_NE(Report().find("a file of the image's Python is missing: /opt/venv/"),
+  const nlohmann::json report = nlohmann::json::parse(Report());
+  EXPECT_NE(CheckSummary(report, "env.packages").find("a file of the image's Python is missing: /opt/venv/"),
             std::string::npos);
+  EXPECT_TRUE(report["image"].is_null()) << report["image"];  // the claimed digest is not named
 }
 
 TEST_F(SimulatedImage, AHostWithoutTheRecordIsNotTheImage) {

@@ -420,6 +420,12 @@ int RunValidate(const ValidateOptions& o) {
                 std::getenv("TRAINLOCK_IMAGE_DIGEST"));
   Report report = NewReport(o, project, drift, lead, image);
   const ImagePythonFiles python = VerifyImagePythonFiles(o, image, progress);
+  if (!python.MayRunPython()) {
+    // Not the image's Python (a host carrying a copy of /etc/trainlock, or a changed image): the
+    // report names no image, whatever the environment claims; env.packages says why.
+    report.image.reset();
+    report.image_digest_source.clear();
+  }
   // The driver first: NVML needs no framework, and a driver too old for the image's CUDA is
   // why CUDA sees no GPU or the engine's torch has none (preflight.h).
   NodeProbe node;
