@@ -154,6 +154,8 @@ const Exemption kExemptions[] = {
     {"step", "validators/engines/native/checkpoint.cc", "the native checkpoint manifest's member"},
     {"step", "validators/engines/native/checkpoint_manifest.h", "the native manifest's member"},
     {"step", "validators/engines/native/checkpoint_manifest.cc", "the native manifest's member"},
+    {"step", "validators/coordinator/checkpoint_verify.cc",
+     "the Python engines' commit marker's member (trainlock-commit.json)"},
     {"bytes", "src/cli/cmd_image.cc", "`image inspect`'s own JSON output"},
     {"temperature_c", "validators/probes/nvml_probe.cc", "env.health's NVML field name"},
     {"temperature_c", "validators/probes/env_health.cc", "env.health's per-device NVML fields"},

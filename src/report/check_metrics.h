@@ -164,6 +164,8 @@ using Text = std::optional<std::string>;
   X(Integer, world_size)       /* the engine's processes per run (--engine-nproc) */               \
   X(Flag, killed_during_save)  /* B died while a later save was being written */                   \
   X(Free, skipped_uncommitted) /* torn checkpoints the resumed process passed over */              \
+  X(Free, checkpoint_verified) /* VerifiedCheckpointMetrics: B's checkpoint as the coordinator     \
+                                  read it */                                                       \
   X(Free, reshard)             /* ReshardMetrics: B's checkpoint restored at another world size */ \
   X(Free, protocol_problems)   /* engine output lines ignored, and the first reason */             \
   X(Free, telemetry)           /* TelemetryMetrics: the GPUs sampled while the round trip trained */
@@ -240,14 +242,28 @@ using Text = std::optional<std::string>;
   X(Number, abs_diff)                \
   X(Number, tolerance)
 
-// ckpt.portable: a fresh process's eval loss from the checkpoint alone.
-#define TRAINLOCK_PORTABLE_METRICS(X)                         \
-  X(Integer, pid)                                             \
-  X(Number, eval_loss)                                        \
-  X(Number, eval_loss_reference)                              \
-  X(Number, abs_diff)                                         \
-  X(Free, checkpoint)  /* dir, step, bytes, verified_files */ \
+// ckpt.portable: a fresh process's eval loss from the checkpoint the coordinator verified.
+#define TRAINLOCK_PORTABLE_METRICS(X)                                             \
+  X(Integer, pid)                                                                 \
+  X(Number, eval_loss)                                                            \
+  X(Number, eval_loss_reference)                                                  \
+  X(Number, abs_diff)                                                             \
+  X(Free, checkpoint)  /* VerifiedCheckpointMetrics: the coordinator's reading */ \
   X(Number, tolerance) /* the largest abs_diff that passes */
+
+// The checkpoint the preempted process committed, as the coordinator itself read it after that
+// process ended and before any process restored it (validators/coordinator/checkpoint_verify.h):
+// train.roundtrip's `checkpoint_verified` and ckpt.portable's `checkpoint`. Nothing here is
+// what an engine said.
+#define TRAINLOCK_VERIFIED_CHECKPOINT_METRICS(X)                                                  \
+  X(Text, step_dir)      /* the step directory read, CHECKPOINT_ROOT/step-<8 digits> */           \
+  X(Integer, step)       /* the step the coordinator asked the process to save at */              \
+  X(Text, commit_record) /* "trainlock-commit.json" (Python engines), "manifest.json" (native) */ \
+  X(Integer, files_verified) /* files the record lists, each hashed by the coordinator */         \
+  X(Integer, bytes_verified) /* their bytes */                                                    \
+  X(Number, verify_s)        /* reading and hashing them */                                       \
+  X(Text, verified_by)       /* "coordinator" */                                                  \
+  X(Text, problem) /* what is missing or differs ("PATH: why"); absent when every file verified */
 
 // comm.allreduce: bandwidths in GB/s (10^9 bytes/s), sizes in bytes.
 #define TRAINLOCK_ALLREDUCE_METRICS(X) \
@@ -528,6 +544,9 @@ struct EvalMetrics {
 struct PortableMetrics {
   TRAINLOCK_PORTABLE_METRICS(TRAINLOCK_METRICS_MEMBER)
 };
+struct VerifiedCheckpointMetrics {
+  TRAINLOCK_VERIFIED_CHECKPOINT_METRICS(TRAINLOCK_METRICS_MEMBER)
+};
 struct AllreduceMetrics {
   TRAINLOCK_ALLREDUCE_METRICS(TRAINLOCK_METRICS_MEMBER)
 };
@@ -611,6 +630,7 @@ TRAINLOCK_DECLARE_METRICS(RoundtripMetrics)
 TRAINLOCK_DECLARE_METRICS(ReshardMetrics)
 TRAINLOCK_DECLARE_METRICS(EvalMetrics)
 TRAINLOCK_DECLARE_METRICS(PortableMetrics)
+TRAINLOCK_DECLARE_METRICS(VerifiedCheckpointMetrics)
 TRAINLOCK_DECLARE_METRICS(AllreduceMetrics)
 TRAINLOCK_DECLARE_METRICS(DdpMetrics)
 TRAINLOCK_DECLARE_METRICS(EnvVersionMetrics)

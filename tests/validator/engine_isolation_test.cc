@@ -415,39 +415,179 @@ TEST(HostileEngine, AnEngineFloodingStdoutIsStoppedAtTheCap) {
 
 // ---- the coordinator judges from files: a stand-in that replays a passing run ----
 
-// A stand-in that replays recorded events of a passing ddp round trip (tests/engines/transcripts)
-// for every process: A and C their losses and a `state` event, B its steps and the commit of
-// step 3, D the eval: every event a pass needs, and no training and no state file.
-std::string ReplayedRoundTrip() {
+// A final state of one tensor, in safetensors: what the stand-in hands A and C alike, so that
+// their states agree as a passing run's do.
+void WriteTinyState(const fs::path& file) {
+  std::string header = R"({"param/w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::string bytes;
+  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xff));
+  testing::WriteFile(file, bytes + header + std::string(8, '\0'));
+}
+
+// Commits `dir` as step `step` with the Python engines' own code (commit.write_marker).
+void CommitWithTheEnginesCode(const fs::path& dir, int step) {
+  const testing::RunResult r = testing::RunCommand(
+      {kDebianPython, "-B", "-c",
+       "import sys; sys.path.insert(0, sys.argv[1]); from trainlock_engine import commit; "
+       "commit.write_marker(sys.argv[2], int(sys.argv[3]))",
+       (testing::SourceDir() / "validators/engines/python").string(), dir.string(),
+       std::to_string(step)});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+// A step directory as the ddp engine commits it: its state, RNG and driver files, then
+// trainlock-commit.json over them.
+fs::path CommittedCheckpoint(const fs::path& dir) {
+  fs::create_directories(dir);
+  testing::WriteFile(dir / "state.pt", std::string(4096, 's'));
+  testing::WriteFile(dir / "rng-rank0.pt", "rng");
+  testing::WriteFile(dir / "driver.pt", "driver");
+  CommitWithTheEnginesCode(dir, 3);
+  return dir;
+}
+
+// A stand-in that replays the recorded events of a passing ddp round trip
+// (tests/engines/transcripts) for every process, A and C their losses and a `state` event, B
+// its steps and the commit of step 3, D the restore of step 3 and its eval: every event a pass
+// needs, and no training. Of the files a pass needs it writes what it is given: A and C the
+// final state `state` (nothing when empty), B the step directory `checkpoint` (copied into the
+// checkpoint root before it says `committed`; nothing when empty). Each gated process waits
+// for its release, as the engine does.
+std::string ReplayedRoundTrip(const fs::path& state, const fs::path& checkpoint) {
   const std::string dir = (testing::SourceDir() / "tests/engines/transcripts").string();
   const std::string without_hello = " | grep -v '\"event\": *\"hello\"'";
-  return SayLine(kGoodHello) + "\ncase \"$*\" in\n" + "  *portable*) " +
+  const std::string plant =
+      checkpoint.empty() ? "" : "cp -R '" + checkpoint.string() + "' \"$root/step-00000003\"; ";
+  const std::string write_state = state.empty() ? "" : "cp '" + state.string() + "' \"$final\"; ";
+  return "root= ; final= ; gate= ; prev=\n"
+         "for a in \"$@\"; do case \"$prev\" in --checkpoint-root) root=$a;; --final-state) "
+         "final=$a;; --start-after) gate=$a;; esac; prev=$a; done\n"
+         "if [ -n \"$gate\" ]; then while [ ! -e \"$gate\" ]; do sleep 0.05; done; fi\n" +
+         SayLine(kGoodHello) + "\ncase \"$*\" in\n  *portable*) " +
+         SayLine(R"({"event":"restored","step":3,"bytes":1468660,"seconds":0.1})") + "; " +
          SayLine(R"({"event":"eval","when":"portable","loss":5.4283881187438965})") + "; " +
-         SayLine(R"({"event":"done"})") + ";;\n" + "  *--restore*) cat " + dir +
-         "/ddp-resumed.jsonl" + without_hello + ";;\n" +
-         "  *--save-at*) grep -E '\"step\":[123],' " + dir +
-         "/ddp-uninterrupted.jsonl | grep step; " +
+         SayLine(R"({"event":"done"})") + ";;\n  *--restore*) " + write_state + "cat " + dir +
+         "/ddp-resumed.jsonl" + without_hello + ";;\n  *--save-at*) grep -E '\"step\":[123],' " +
+         dir + "/ddp-uninterrupted.jsonl | grep step; " +
          SayLine(R"({"event":"eval","when":"after_save","loss":5.4283881187438965})") + "; " +
-         SayLine(
-             R"({"event":"checkpoint","phase":"committed","step":3,"bytes":100,"seconds":0.1})") +
-         "; exec sleep 60;;\n" + "  *) cat " + dir + "/ddp-uninterrupted.jsonl" + without_hello +
-         ";;\nesac";
+         plant +
+         "printf '{\"event\":\"checkpoint\",\"phase\":\"committed\",\"step\":3,\"dir\":\"%s\","
+         "\"bytes\":1468660,\"seconds\":0.1}\\n' \"$root/step-00000003\"; exec sleep 60;;\n"
+         "  *) " +
+         write_state + "cat " + dir + "/ddp-uninterrupted.jsonl" + without_hello + ";;\nesac";
+}
+
+// A validation with the stand-in: B writes a committed step directory that `plant` (when
+// given) then damages, or none; A and C write the same final state, or none.
+struct CheckpointRun {
+  IsolatedRun run;
+  fs::path step_dir;  // where B's checkpoint had to be: CHECKPOINT_ROOT/step-00000003
+  const nlohmann::json& check(const std::string& id) const { return IsolatedCheck(run.report, id); }
+  std::string summary(const std::string& id) const { return check(id)["summary"]; }
+};
+
+CheckpointRun RunWithCheckpoint(const std::function<void(const fs::path&)>& plant,
+                                bool write_checkpoint = true, bool write_states = true) {
+  testing::TempDir dir;
+  fs::path state;
+  if (write_states) {
+    state = dir.path() / "state.safetensors";
+    WriteTinyState(state);
+  }
+  fs::path checkpoint;
+  if (write_checkpoint) {
+    checkpoint = CommittedCheckpoint(dir.path() / "template");
+    if (plant) plant(checkpoint);
+  }
+  CheckpointRun r;
+  r.run = ValidateFrom(dir.path(), dir.path(),
+                       StandIn(dir.path(), ReplayedRoundTrip(state, checkpoint)).string(), {});
+  r.step_dir = fs::path(r.run.report["checkpoint_dir"].value("path", "")) / "step-00000003";
+  return r;
+}
+
+// The round trip fails naming `what`, and nothing restored the checkpoint: C and D never
+// started, and train.eval and ckpt.portable do not pass.
+void ExpectNotRestored(const CheckpointRun& r, const std::string& what) {
+  EXPECT_EQ(r.run.run.exit_code, 1) << r.run.run.out << r.run.run.err;
+  const nlohmann::json& roundtrip = r.check("train.roundtrip");
+  EXPECT_EQ(roundtrip["status"], "fail") << roundtrip.dump();
+  EXPECT_NE(r.summary("train.roundtrip").find(what), std::string::npos)
+      << r.summary("train.roundtrip");
+  EXPECT_NE(r.summary("train.roundtrip")
+                .find("the resumed and portable processes were not "
+                      "started"),
+            std::string::npos);
+  EXPECT_EQ(roundtrip["metrics"]["checkpoint_verified"]["verified_by"], "coordinator");
+  EXPECT_FALSE(roundtrip["metrics"]["processes"].contains("c-resumed")) << roundtrip.dump();
+  EXPECT_FALSE(roundtrip["metrics"]["processes"].contains("d-portable"));
+  EXPECT_EQ(r.check("ckpt.portable")["status"], "fail") << r.check("ckpt.portable").dump();
+  EXPECT_EQ(r.check("train.eval")["status"], "fail") << r.check("train.eval").dump();
+  EXPECT_NE(r.run.report.value("verdict", ""), "pass");
+}
+
+// The control: the stand-in's files are all a pass needs, and the metrics are what the
+// coordinator read, not what the stand-in said (it says 1468660 bytes).
+TEST(HostileEngine, AStandInThatWritesItsCheckpointAndStatesPassesTheRoundTripOnTheFilesAlone) {
+  const CheckpointRun r = RunWithCheckpoint(nullptr);
+  const nlohmann::json& roundtrip = r.check("train.roundtrip");
+  EXPECT_EQ(roundtrip["status"], "pass") << roundtrip.dump();
+  const nlohmann::json& verified = roundtrip["metrics"]["checkpoint_verified"];
+  EXPECT_EQ(verified["step_dir"], r.step_dir.string());
+  EXPECT_EQ(verified["commit_record"], "trainlock-commit.json");
+  EXPECT_EQ(verified["files_verified"], 3);
+  EXPECT_EQ(verified["bytes_verified"], 4096 + 3 + 6);
+  EXPECT_EQ(roundtrip["metrics"]["checkpoint_bytes"], 4096 + 3 + 6);
+  const nlohmann::json& portable = r.check("ckpt.portable");
+  EXPECT_EQ(portable["status"], "pass") << portable.dump();
+  EXPECT_EQ(portable["metrics"]["checkpoint"], verified);
+  EXPECT_NE(
+      r.summary("ckpt.portable").find("the coordinator hashed the checkpoint before any restore"),
+      std::string::npos)
+      << r.summary("ckpt.portable");
+  EXPECT_EQ(r.summary("ckpt.portable").find("manifest alone"), std::string::npos);
 }
 
 TEST(HostileEngine, AStandInThatReplaysAPassingRunWithoutWritingItsStateFailsTheRoundTrip) {
-  const IsolatedRun r = HostileRun(ReplayedRoundTrip());
-  EXPECT_EQ(r.run.exit_code, 1) << r.run.out << r.run.err;
-  const nlohmann::json& roundtrip = IsolatedCheck(r.report, "train.roundtrip");
+  const CheckpointRun r = RunWithCheckpoint(nullptr, true, /*write_states=*/false);
+  EXPECT_EQ(r.run.run.exit_code, 1) << r.run.run.out << r.run.run.err;
+  const nlohmann::json& roundtrip = r.check("train.roundtrip");
   EXPECT_EQ(roundtrip["status"], "fail") << roundtrip.dump();
-  EXPECT_NE(roundtrip["summary"].get<std::string>().find("a-uninterrupted's final state: "),
-            std::string::npos)
-      << roundtrip["summary"];
-  EXPECT_NE(roundtrip["summary"].get<std::string>().find("never from digests they print"),
-            std::string::npos);
+  EXPECT_NE(r.summary("train.roundtrip").find("a-uninterrupted's final state: "), std::string::npos)
+      << r.summary("train.roundtrip");
+  EXPECT_NE(r.summary("train.roundtrip").find("never from digests they print"), std::string::npos);
   // Everything else the stand-in said agrees with a pass: only the missing files fail it.
   EXPECT_EQ(roundtrip["metrics"]["losses_uninterrupted"], roundtrip["metrics"]["losses_resumed"]);
-  EXPECT_EQ(IsolatedCheck(r.report, "train.eval")["status"], "pass");
-  EXPECT_NE(r.report.value("verdict", ""), "pass");
+  EXPECT_EQ(r.check("train.eval")["status"], "pass");
+  EXPECT_NE(r.run.report.value("verdict", ""), "pass");
+}
+
+TEST(HostileEngine, AnEngineThatAnnouncesACheckpointButWritesNoneFailsTheRoundTripNamingIt) {
+  const CheckpointRun r = RunWithCheckpoint(nullptr, /*write_checkpoint=*/false);
+  ExpectNotRestored(r, r.step_dir.string() + ": missing: no such directory");
+  EXPECT_FALSE(
+      r.check("train.roundtrip")["metrics"]["checkpoint_verified"].contains("files_verified"));
+}
+
+TEST(HostileEngine, ACheckpointFileChangedAfterItsCommitFailsTheRoundTripNamingIt) {
+  const CheckpointRun r = RunWithCheckpoint([](const fs::path& committed) {
+    testing::WriteFile(committed / "state.pt", std::string(4095, 's') + "x");
+  });
+  ExpectNotRestored(r, r.step_dir.string() + "/state.pt: block sha256 ");
+}
+
+TEST(HostileEngine, ACheckpointFileItsCommitMarkerDoesNotListFailsTheRoundTrip) {
+  const CheckpointRun r = RunWithCheckpoint([](const fs::path& committed) {
+    testing::WriteFile(committed / "optimizer.pt", "written after the commit");
+  });
+  ExpectNotRestored(r, r.step_dir.string() + "/optimizer.pt: not in trainlock-commit.json");
+}
+
+TEST(HostileEngine, ACheckpointWithoutItsCommitMarkerFailsTheRoundTrip) {
+  const CheckpointRun r = RunWithCheckpoint(
+      [](const fs::path& committed) { fs::remove(committed / "trainlock-commit.json"); });
+  ExpectNotRestored(r, r.step_dir.string() + "/trainlock-commit.json: missing");
 }
 
 // ---- the validator as process 1 of its container ----

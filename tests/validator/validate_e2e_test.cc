@@ -160,6 +160,19 @@ TEST_F(ValidateTiny, CheckpointTimeIsMeasured) {
   EXPECT_GT(m["restore_gbps"].get<double>(), 0);
 }
 
+// The native checkpoint too is read and hashed by the coordinator before C and D restore it,
+// against its manifest (and the manifest against its hash file).
+TEST_F(ValidateTiny, TheCoordinatorVerifiedTheNativeCheckpointAgainstItsManifest) {
+  const auto& verified = Check(pass().report, "train.roundtrip")["metrics"]["checkpoint_verified"];
+  EXPECT_EQ(verified["verified_by"], "coordinator") << verified.dump();
+  EXPECT_EQ(verified["commit_record"], "manifest.json");
+  EXPECT_GE(verified["files_verified"].get<int64_t>(), 2);  // model and optimizer
+  EXPECT_FALSE(verified.contains("problem"));
+  EXPECT_EQ(Check(pass().report, "train.roundtrip")["metrics"]["checkpoint_bytes"],
+            verified["bytes_verified"]);
+  EXPECT_EQ(Check(pass().report, "ckpt.portable")["metrics"]["checkpoint"], verified);
+}
+
 TEST_F(ValidateTiny, EvalAndPortableCheckpointAgree) {
   EXPECT_EQ(Check(pass().report, "train.eval")["status"], "pass");
   const auto& portable = Check(pass().report, "ckpt.portable");

@@ -104,6 +104,20 @@ TEST_F(ValidateDdpEngine, TheRoundTripPassesBitwiseThroughTheProtocol) {
   EXPECT_EQ(ReportSchemaViolations(pass().report), std::vector<std::string>{});
 }
 
+// The checkpoint C and D restored is the one the coordinator read and hashed itself, against
+// the commit marker the engine wrote: the metrics are its reading, never B's word.
+TEST_F(ValidateDdpEngine, TheCoordinatorVerifiedTheCheckpointBeforeAnyRestore) {
+  const auto& verified =
+      CheckOf(pass().report, "train.roundtrip")["metrics"]["checkpoint_verified"];
+  EXPECT_EQ(verified["verified_by"], "coordinator") << verified.dump();
+  EXPECT_EQ(verified["commit_record"], "trainlock-commit.json");
+  EXPECT_EQ(verified["step"], 3);
+  EXPECT_GE(verified["files_verified"].get<int64_t>(), 3);  // state, RNG, driver
+  EXPECT_FALSE(verified.contains("problem"));
+  EXPECT_NE(verified["step_dir"].get<std::string>().find("step-00000003"), std::string::npos);
+  EXPECT_EQ(CheckOf(pass().report, "ckpt.portable")["metrics"]["checkpoint"], verified);
+}
+
 // A Python engine's next process is spawned ahead of its turn (its imports overlap the one
 // before it) but released only once that one has ended; C and D are spawned only after B's
 // save began, so their imports do not share the host with the save's staging.

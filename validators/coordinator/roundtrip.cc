@@ -14,6 +14,7 @@
 #include "base/file_io.h"
 #include "base/json_file.h"
 #include "base/program_path.h"
+#include "coordinator/checkpoint_verify.h"
 #include "coordinator/engine_command.h"
 #include "coordinator/roundtrip_checks.h"
 #include "coordinator/roundtrip_runs.h"
@@ -29,6 +30,7 @@
 #include "support/check_selection.h"
 #include "support/engine_protocol.h"
 #include "support/engine_transcript.h"
+#include "support/parallel.h"
 #include "support/torch_build.h"
 #include "support/worker_process.h"
 
@@ -112,8 +114,12 @@ class RoundtripRunner {
                   double* seconds) const {
     return Finish(Launch(name, extra), preempt, seconds);
   }
+  // Ends a process started ahead of its turn that will not be released.
+  void Abandon(Launched& l) const;
   void PrepareEngine();
   bool PortableFitsBesideResume(const WorkerRun& a) const;
+  // B's checkpoint, read and hashed here (checkpoint_verify.h); nullopt when B announced none.
+  std::optional<VerifiedCheckpoint> VerifyCommitted(const WorkerRun& b) const;
   void CorruptLatestCheckpoint();
   // Runs B, C and D (and E when a resharded resume is judged) into `runs`.
   void RunResume(Launched b_launched, RoundtripRuns& runs);
@@ -364,6 +370,23 @@ void RoundtripRunner::ReadFinalState(const fs::path& file, WorkerRun& run) const
   }
 }
 
+void RoundtripRunner::Abandon(Launched& l) const {
+  if (!l.child) return;  // a native process waits unspawned
+  l.child->Kill();
+  l.child->KillLeftovers();
+}
+
+// The step directory of the checkpoint the coordinator asked B for (--save-at), whatever B said
+// of it, against the commit record B's engine writes: what C and D are given to restore is
+// checked by the coordinator itself, never taken from B's word.
+std::optional<VerifiedCheckpoint> RoundtripRunner::VerifyCommitted(const WorkerRun& b) const {
+  if (!b.result.save) return std::nullopt;
+  const CommitRecord record =
+      o_.engine == "native" ? CommitRecord::kNativeManifest : CommitRecord::kPythonMarker;
+  return VerifyCheckpoint(o_.checkpoint_root, o_.checkpoint_at, record, IoThreads(),
+                          Clock::now() + std::chrono::seconds(o_.timeout_s));
+}
+
 // The portable process (D) only evaluates, so it can share the device with the resumed one
 // (C) when the memory left beside a training step, as process A measured it, holds D's
 // weights and eval logits with a margin; otherwise D runs after C.
@@ -404,9 +427,10 @@ void RoundtripRunner::CorruptLatestCheckpoint() {
 }
 
 // Releases B (started gated while A ran), starts C and D gated once B's save is staged,
-// preempts B as the options say, then releases C and D (side by side when they fit) and
-// finishes them. No process is released, and no native one spawned, before the one it
-// follows has ended.
+// preempts B as the options say, verifies B's checkpoint, then releases C and D (side by side
+// when they fit) and finishes them; when the checkpoint does not verify, C and D are ended
+// unreleased. No process is released, and no native one spawned, before the one it follows has
+// ended and its checkpoint verified.
 void RoundtripRunner::RunResume(Launched b_launched, RoundtripRuns& out) {
   Release(b_launched);
   std::vector<std::string> c_args = {"--steps", std::to_string(o_.steps), "--restore",
@@ -427,6 +451,15 @@ void RoundtripRunner::RunResume(Launched b_launched, RoundtripRuns& out) {
   std::optional<Launched> d_launched;
   if (out.beside) d_launched = Launch("d-portable", {"--role", "portable"}, /*gated=*/true);
   out.b = Finish(std::move(b_launched), b_preempt, &out.b_s);
+  out.checkpoint = VerifyCommitted(out.b);
+  if (!out.checkpoint || !out.checkpoint->problem.empty()) {
+    // Nothing verified to restore: C and D are never released, and nothing runs after them.
+    Abandon(c_launched);
+    if (d_launched) Abandon(*d_launched);
+    return;
+  }
+  // The negative control damages the checkpoint after the coordinator verified it: what it
+  // proves is that the engine's own restore refuses it.
   if (o_.negative_control == NegativeControl::kCorruptCheckpoint && out.b.killed_by_us)
     CorruptLatestCheckpoint();
   Release(c_launched);

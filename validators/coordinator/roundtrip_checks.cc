@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/diagnostic.h"
 #include "base/failure.h"
 #include "base/sha256.h"
 #include "compat/catalog.h"
@@ -116,6 +117,48 @@ std::string StateProblem(const WorkerRun& run) {
 // The step of the last checkpoint `run` reported committed; -1 when none.
 int64_t LastCommittedStep(const WorkerRun& run) {
   return run.result.save ? run.result.save->step.value_or(-1) : -1;
+}
+
+// B's checkpoint as train.roundtrip and ckpt.portable report it: the coordinator's reading.
+VerifiedCheckpointMetrics VerifiedMetrics(const VerifiedCheckpoint& v) {
+  VerifiedCheckpointMetrics m;
+  m.step_dir = v.dir.string();
+  m.step = v.step;
+  m.commit_record = v.record;
+  m.verify_s = v.seconds;
+  m.verified_by = "coordinator";
+  if (!v.problem.empty()) {
+    m.problem = v.problem;
+    return m;
+  }
+  m.files_verified = v.files;
+  m.bytes_verified = static_cast<int64_t>(v.bytes);
+  return m;
+}
+
+// What is wrong with the checkpoint B committed, as the coordinator found it; "" when it
+// verified.
+std::string CheckpointProblem(const WorkerRun& b, const std::optional<VerifiedCheckpoint>& v) {
+  if (!v) return "process " + b.name + " announced no committed checkpoint";
+  if (!v->problem.empty())
+    return "the checkpoint process " + b.name + " committed does not verify: " + v->problem;
+  return "";
+}
+
+// Why no process restored a verified checkpoint ("" when C and D did): B's own failure, else
+// what the coordinator found.
+std::string NotRestoredBecause(const JudgeInputs& in, const RoundtripRuns& r) {
+  const std::string problem = CheckpointProblem(r.b, r.checkpoint);
+  if (problem.empty()) return "";
+  const std::string failure = ProcessFailure(in, r.b);
+  return (failure.empty() ? problem : failure) + "; no process restored it (see train.roundtrip)";
+}
+
+// What the coordinator checked of the checkpoint, for a passing check's summary.
+std::string VerifiedSentence(const VerifiedCheckpoint& v) {
+  return "the coordinator hashed the checkpoint before any restore: " + v.dir.filename().string() +
+         ", " + std::to_string(v.files) + (v.files == 1 ? " file" : " files") + " of " +
+         std::to_string(v.bytes) + " bytes, each as its " + v.record + " records it";
 }
 
 // How long `run` took, and when each of its events first arrived (RoundtripMetrics::processes).
@@ -288,7 +331,8 @@ CheckResult OutOfMemoryCheck(const JudgeInputs& in, const WorkerRun& a) {
 // The round trip's facts before any judgement: the losses of A and of B-then-C, the processes,
 // the save and the restore, and the engine as its processes described it.
 RoundtripMetrics RoundtripFacts(const JudgeInputs& in, const WorkerRun& a, const WorkerRun& b,
-                                const WorkerRun& c) {
+                                const WorkerRun& c,
+                                const std::optional<VerifiedCheckpoint>& checkpoint) {
   std::vector<double> lb = Losses(b);
   std::vector<double> resumed;
   for (int64_t i = 0; i < static_cast<int64_t>(lb.size()) && i < in.o.checkpoint_at; ++i)
@@ -309,9 +353,12 @@ RoundtripMetrics RoundtripFacts(const JudgeInputs& in, const WorkerRun& a, const
   auto raw = [](const auto& value) {  // the report keeps null for a value not said
     return value ? nlohmann::json(*value) : nlohmann::json();
   };
+  // The checkpoint's bytes are what the coordinator hashed, never what B said it wrote.
+  const bool verified = checkpoint && checkpoint->problem.empty();
+  m.checkpoint_bytes = verified ? nlohmann::json(checkpoint->bytes) : nlohmann::json();
+  if (checkpoint) m.checkpoint_verified = ToJson(VerifiedMetrics(*checkpoint));
   if (b.result.save) {
     const CheckpointEvent& save = *b.result.save;
-    m.checkpoint_bytes = raw(save.bytes);
     m.save_s = raw(save.seconds);  // to durable storage
     m.save_gbps = raw(save.gbps);
     // What training was held up for (the copy into staging memory); the write went on beside it.
@@ -329,25 +376,56 @@ RoundtripMetrics RoundtripFacts(const JudgeInputs& in, const WorkerRun& a, const
   return m;
 }
 
+// train.roundtrip's failure when the coordinator did not verify the checkpoint B committed
+// (then C and D were never started), or when B announced its checkpoint somewhere else than
+// the step directory the coordinator verified; nullopt when neither.
+std::optional<CheckResult> CheckpointNotVerified(const JudgeInputs& in, const RoundtripRuns& r) {
+  const std::string stderr_file = (in.o.work_dir / (r.b.name + ".stderr")).string();
+  if (const std::string problem = CheckpointProblem(r.b, r.checkpoint); !problem.empty()) {
+    return CheckResult{"train.roundtrip",
+                       CheckStatus::kFail,
+                       0,
+                       problem + "; the resumed and portable processes were not started",
+                       "an engine may say `committed` only once its save wrote every file its "
+                       "commit record lists, and no other; see " +
+                           stderr_file,
+                       nlohmann::json::object()};
+  }
+  const std::optional<std::string> said = r.b.result.save ? r.b.result.save->dir : std::nullopt;
+  if (said && LastCommittedStep(r.b) == in.o.checkpoint_at &&
+      fs::path(*said).lexically_normal() != r.checkpoint->dir.lexically_normal()) {
+    return CheckResult{
+        "train.roundtrip",
+        CheckStatus::kFail,
+        0,
+        "process " + r.b.name + " announced its checkpoint in " + Quoted(*said) +
+            ", not in the step directory the coordinator verified, " + r.checkpoint->dir.string(),
+        "an engine commits step N to CHECKPOINT_ROOT/step-<N, 8 digits>; see " + stderr_file,
+        nlohmann::json::object()};
+  }
+  return std::nullopt;
+}
+
 // Why A and C cannot be compared (a process failed, the preemption or the kill during a save
-// did not happen, another step was restored, a final state is missing), as the check's
-// result; nullopt when they can.
-std::optional<CheckResult> RoundtripNotComparable(const JudgeInputs& in, const WorkerRun& a,
-                                                  const WorkerRun& b, const WorkerRun& c) {
+// did not happen, B's checkpoint did not verify, another step was restored, a final state is
+// missing), as the check's result; nullopt when they can.
+std::optional<CheckResult> RoundtripNotComparable(const JudgeInputs& in, const RoundtripRuns& r) {
+  const WorkerRun &a = r.a, &b = r.b, &c = r.c;
   auto result = [](CheckStatus status, std::string summary, std::string remedy = "") {
     return CheckResult{"train.roundtrip",       status, 0, std::move(summary), std::move(remedy),
                        nlohmann::json::object()};
   };
-  for (const WorkerRun* run : {&a, &b, &c}) {
-    if (std::string failure = ProcessFailure(in, *run); !failure.empty()) {
-      const bool checkpoint = ErrorKind(*run) == kErrorCheckpoint;
-      return result(CheckStatus::kFail, "process " + run->name + ": " + failure,
-                    checkpoint
-                        ? "the checkpoint did not verify: check the storage (checkpoint-dir) for "
-                          "corruption"
-                        : "see the worker's stderr in " + in.o.work_dir.string());
-    }
-  }
+  auto failed = [&](const WorkerRun& run) -> std::optional<CheckResult> {
+    const std::string failure = ProcessFailure(in, run);
+    if (failure.empty()) return std::nullopt;
+    return result(CheckStatus::kFail, "process " + run.name + ": " + failure,
+                  ErrorKind(run) == kErrorCheckpoint
+                      ? "the checkpoint did not verify: check the storage (checkpoint-dir) for "
+                        "corruption"
+                      : "see the worker's stderr in " + in.o.work_dir.string());
+  };
+  for (const WorkerRun* run : {&a, &b})
+    if (std::optional<CheckResult> failure = failed(*run)) return failure;
   if (!b.killed_by_us) {
     return result(CheckStatus::kError,
                   in.o.kill_during_save
@@ -363,6 +441,8 @@ std::optional<CheckResult> RoundtripNotComparable(const JudgeInputs& in, const W
             " was committed before the kill landed: the kill during a save was not exercised",
         "rerun; a larger model's save takes long enough to be killed while it writes");
   }
+  if (std::optional<CheckResult> unverified = CheckpointNotVerified(in, r)) return unverified;
+  if (std::optional<CheckResult> failure = failed(c)) return failure;
   // The resume must start from the checkpoint the preempted process committed, not an older
   // or newer one left in the storage.
   const std::optional<int64_t> restored = RestoredStep(c);
@@ -428,10 +508,10 @@ RoundtripComparison CompareRoundtrip(const WorkerRun& a, const WorkerRun& c,
   return out;
 }
 
-CheckResult RoundtripCheck(const JudgeInputs& in, const WorkerRun& a, const WorkerRun& b,
-                           const WorkerRun& c) {
-  RoundtripMetrics m = RoundtripFacts(in, a, b, c);
-  if (std::optional<CheckResult> refused = RoundtripNotComparable(in, a, b, c)) {
+CheckResult RoundtripCheck(const JudgeInputs& in, const RoundtripRuns& runs) {
+  const WorkerRun &a = runs.a, &c = runs.c;
+  RoundtripMetrics m = RoundtripFacts(in, a, runs.b, c, runs.checkpoint);
+  if (std::optional<CheckResult> refused = RoundtripNotComparable(in, runs)) {
     m.bitwise_equal = false;
     refused->metrics = ToJson(m);
     return *refused;
@@ -451,13 +531,17 @@ CheckResult RoundtripCheck(const JudgeInputs& in, const WorkerRun& a, const Work
   m.mode = "deterministic";  // every process of the round trip, for the bitwise check
   r.metrics = ToJson(m);
   if (bitwise) {
-    r.summary =
-        "resumed run is bitwise equal to the uninterrupted one (losses, parameters, AdamW moments) "
-        "after SIGKILL at step " +
-        std::to_string(in.o.checkpoint_at) + " of " + std::to_string(in.o.steps);
+    r.summary = "resumed run is bitwise equal to the uninterrupted one after SIGKILL at step " +
+                std::to_string(in.o.checkpoint_at) + " of " + std::to_string(in.o.steps);
     if (in.o.engine != "native") r.summary += " (engine " + in.o.engine + ")";
+    r.summary +=
+        ": the final states the coordinator read from the processes' files, and the "
+        "losses they reported";
     if (m.killed_during_save.value_or(false))
-      r.summary += "; killed while the next save was being written, the torn one skipped";
+      r.summary +=
+          "; killed while the next save was being written, which the resumed process reported "
+          "it skipped";
+    r.summary += "; " + VerifiedSentence(*runs.checkpoint);
     return r;
   }
   // A tolerance forgives loss noise only: never a final state that differs, nor a resume that
@@ -468,7 +552,8 @@ CheckResult RoundtripCheck(const JudgeInputs& in, const WorkerRun& a, const Work
       la.size() == resumed.size() && cmp.states_equal && restored_everything) {
     r.summary = "resumed run within the documented tolerance " +
                 std::to_string(in.o.loss_tolerance) + " (max loss difference " +
-                std::to_string(cmp.max_loss_diff) + "), not bitwise";
+                std::to_string(cmp.max_loss_diff) + "), not bitwise; " +
+                VerifiedSentence(*runs.checkpoint);
     return r;
   }
   r.status = CheckStatus::kFail;
@@ -558,8 +643,14 @@ CheckResult ReshardCheck(const JudgeInputs& in, const WorkerRun& a, const Worker
   return roundtrip;
 }
 
-CheckResult EvalCheck(const JudgeInputs& in, const WorkerRun& b, const WorkerRun& c) {
+CheckResult EvalCheck(const JudgeInputs& in, const RoundtripRuns& runs) {
+  const WorkerRun &b = runs.b, &c = runs.c;
   CheckResult r{"train.eval", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
+  if (const std::string why = NotRestoredBecause(in, runs); !why.empty()) {
+    r.status = CheckStatus::kFail;
+    r.summary = "no eval loss after a restore: " + why;
+    return r;
+  }
   if (!b.result.eval_after_save || !c.result.eval_after_restore) {
     r.status = CheckStatus::kFail;
     r.summary = "no eval loss around the checkpoint: " + ProcessFailure(in, c.result.error ? c : b);
@@ -577,13 +668,24 @@ CheckResult EvalCheck(const JudgeInputs& in, const WorkerRun& b, const WorkerRun
         "the restored parameters differ from the saved ones; check the checkpoint writer and "
         "reader";
   } else {
-    r.summary = "eval loss " + std::to_string(before) + " before the save and after the restore";
+    r.summary = "eval loss " + std::to_string(before) +
+                " before the save and after the restore, as the processes reported it";
   }
   return r;
 }
 
-CheckResult PortableCheck(const JudgeInputs& in, const WorkerRun& b, const WorkerRun& d) {
+CheckResult PortableCheck(const JudgeInputs& in, const RoundtripRuns& runs) {
+  const WorkerRun &b = runs.b, &d = runs.d;
   CheckResult r{"ckpt.portable", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
+  if (const std::string why = NotRestoredBecause(in, runs); !why.empty()) {
+    r.status = CheckStatus::kFail;
+    r.summary = "no checkpoint to restore in a fresh process: " + why;
+    PortableMetrics m;
+    if (runs.checkpoint) m.checkpoint = ToJson(VerifiedMetrics(*runs.checkpoint));
+    r.metrics = ToJson(m);
+    return r;
+  }
+  const VerifiedCheckpoint& verified = *runs.checkpoint;
   std::string failure = ProcessFailure(in, d);
   if (!failure.empty() || !b.result.eval_after_save) {
     r.status = CheckStatus::kFail;
@@ -595,20 +697,28 @@ CheckResult PortableCheck(const JudgeInputs& in, const WorkerRun& b, const Worke
     return r;
   }
   double want = *b.result.eval_after_save, got = d.result.eval.value_or(0.0);
-  r.metrics = ToJson(
-      PortableMetrics{d.pid, got, want, std::fabs(got - want),
-                      d.result.restore ? ToJson(*d.result.restore) : nlohmann::json::object(),
-                      in.o.eval_tolerance});
+  r.metrics = ToJson(PortableMetrics{d.pid, got, want, std::fabs(got - want),
+                                     ToJson(VerifiedMetrics(verified)), in.o.eval_tolerance});
+  if (const std::optional<int64_t> restored = RestoredStep(d); restored != verified.step) {
+    r.status = CheckStatus::kFail;
+    r.summary =
+        "process " + d.name + " restored " +
+        (restored ? "step " + std::to_string(*restored) : std::string("no step it reported")) +
+        ", not the checkpoint the coordinator verified (" + verified.dir.filename().string() + ")";
+    r.remedy = "another checkpoint shares the checkpoint directory; give the run its own";
+    return r;
+  }
   if (std::fabs(got - want) > in.o.eval_tolerance) {
     r.status = CheckStatus::kFail;
-    r.summary = "a process with only the checkpoint computes eval loss " + std::to_string(got) +
-                ", the run computed " + std::to_string(want);
+    r.summary = "a fresh process restored step " + std::to_string(verified.step) +
+                " and reported eval loss " + std::to_string(got) +
+                ", the saving process reported " + std::to_string(want);
     r.remedy = "the checkpoint does not carry everything the model needs";
   } else {
-    r.summary =
-        "a separate process verified the checkpoint from its manifest alone and reproduced eval "
-        "loss " +
-        std::to_string(got);
+    r.summary = "a fresh process restored step " + std::to_string(verified.step) +
+                " and reported eval loss " + std::to_string(got) +
+                " (the saving process reported " + std::to_string(want) + "); " +
+                VerifiedSentence(verified);
   }
   return r;
 }
@@ -655,13 +765,14 @@ std::vector<CheckResult> JudgeEveryProcess(const JudgeInputs& in, const Roundtri
   // A check outside --only is never judged, though its processes ran for a selected one.
   std::vector<CheckResult> checks = {
       RunSelected(in.o.only, "train.step", [&] { return StepCheck(in, a); }),
-      RunSelected(in.o.only, "train.roundtrip", [&] { return RoundtripCheck(in, a, r.b, r.c); }),
-      RunSelected(in.o.only, "train.eval", [&] { return EvalCheck(in, r.b, r.c); }),
-      RunSelected(in.o.only, "ckpt.portable", [&] { return PortableCheck(in, r.b, r.d); })};
+      RunSelected(in.o.only, "train.roundtrip", [&] { return RoundtripCheck(in, r); }),
+      RunSelected(in.o.only, "train.eval", [&] { return EvalCheck(in, r); }),
+      RunSelected(in.o.only, "ckpt.portable", [&] { return PortableCheck(in, r); })};
   const bool roundtrip_judged = Selected(in.o.only, {"train.roundtrip"});
   if (roundtrip_judged) checks[1].duration_s = r.a_s + r.b_s + r.c.seconds;
   nlohmann::json processes = nlohmann::json::object();
-  for (const WorkerRun* run : {&a, &r.b, &r.c, &r.d}) processes[run->name] = ProcessTimes(*run);
+  for (const WorkerRun* run : {&a, &r.b, &r.c, &r.d})
+    if (!run->name.empty()) processes[run->name] = ProcessTimes(*run);  // C and D may not have run
   if (r.e && roundtrip_judged) {
     checks[1] = ReshardCheck(in, a, *r.e, std::move(checks[1]));
     checks[1].duration_s += r.e_s;

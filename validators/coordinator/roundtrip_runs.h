@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "coordinator/checkpoint_verify.h"
 #include "coordinator/state_file.h"
 #include "report/check_metrics.h"
 #include "support/engine_fold.h"
@@ -46,13 +47,17 @@ struct RoundtripRefusal {
 };
 
 // Every process of one round trip. Nothing ran when `refused`; B, C and D are empty when A's
-// run decided the verdict alone (`decided_by_a`, roundtrip_checks.h's DecidedByA); E ran only
-// for --reshard-to with train.roundtrip selected.
+// run decided the verdict alone (`decided_by_a`, roundtrip_checks.h's DecidedByA); C and D are
+// empty (never started) when B's checkpoint did not verify; E ran only for --reshard-to with
+// train.roundtrip selected.
 struct RoundtripRuns {
   std::optional<RoundtripRefusal> refused;
   bool decided_by_a = false;
   std::filesystem::path python;  // the interpreter a Python engine ran under
   WorkerRun a, b, c, d;
+  // B's checkpoint as the coordinator read it once B ended, before C or D was released
+  // (checkpoint_verify.h); nullopt when B announced no committed checkpoint.
+  std::optional<VerifiedCheckpoint> checkpoint;
   std::optional<WorkerRun> e;
   double a_s = 0, b_s = 0, e_s = 0;  // wall times; B's includes its waiting for the kill
   bool beside = false;               // C and D ran side by side

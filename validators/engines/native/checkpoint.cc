@@ -23,11 +23,8 @@ namespace trainlock::validate {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr const char* kManifest = "manifest.json";
-// The SHA-256 of manifest.json's bytes, so that a damaged manifest is refused too. Written as
-// `sha256sum` writes it (`HASH  manifest.json`), so `sha256sum -c manifest.json.sha256` in the
-// checkpoint directory checks it with a standard tool.
-constexpr const char* kManifestHash = "manifest.json.sha256";
+constexpr const char* kManifest = kManifestFile;
+constexpr const char* kManifestHash = kManifestHashFile;
 
 struct Shard {
   std::string role;  // kModelRole or kOptimizerRole
@@ -155,9 +152,6 @@ CheckpointIo SaveCheckpoint(const fs::path& root, const CheckpointContents& cont
 
 namespace {
 
-// A manifest larger than this is not one the validator wrote (its state is a few kilobytes).
-constexpr uint64_t kMaxManifestBytes = uint64_t{64} << 20;
-
 // The bytes of DIR/NAME, a checkpoint's own small file: opened without following a symlink or
 // blocking on a FIFO (O_NOFOLLOW | O_NONBLOCK), refused unless it is a regular file of at most
 // kMaxManifestBytes. Every refusal is a CheckpointError naming the file.
@@ -186,33 +180,11 @@ std::string ReadCheckpointFile(const fs::path& dir, const char* name) {
   return text;
 }
 
-// The hash in manifest.json.sha256: exactly one line `HASH  manifest.json` (sha256sum's text form),
-// `HASH *manifest.json` (its binary form) or a bare `HASH` (checkpoints written before the
-// file name was added). A line naming another file is refused: the hash would not be the
-// manifest's, and `sha256sum -c` would check that other file instead.
-std::string ManifestHashOf(const fs::path& dir, const std::string& hash_text) {
-  const std::string where = (dir / kManifestHash).string();
-  const size_t end = hash_text.find('\n');
-  if (end != std::string::npos &&
-      hash_text.find_first_not_of(" \t\r\n", end) != std::string::npos) {
-    // `sha256sum -c` would check every line: a second one is another claim about the manifest.
-    throw CheckpointError(where + ": more than one line (expected one `SHA256  " + kManifest +
-                          "`)");
-  }
-  std::string line = hash_text.substr(0, end);
-  const std::string want = line.substr(0, line.find_first_of(" \t\r"));
-  if (want.empty()) throw CheckpointError(where + ": missing");
-  std::string rest = line.substr(want.size());
-  if (rest.empty() || rest == "\r") return want;
-  if (rest == std::string("  ") + kManifest || rest == std::string(" *") + kManifest) return want;
-  throw CheckpointError(where + ": names another file than " + kManifest + " (expected `SHA256  " +
-                        kManifest + "`)");
-}
-
 std::string ReadManifestVerified(const fs::path& dir) {
   const fs::path manifest_path = dir / kManifest;
   const std::string text = ReadCheckpointFile(dir, kManifest);
-  const std::string want = ManifestHashOf(dir, ReadCheckpointFile(dir, kManifestHash));
+  const std::string want =
+      ManifestHashOf(ReadCheckpointFile(dir, kManifestHash), (dir / kManifestHash).string());
   if (Sha256Hex(text) != want) {
     throw CheckpointError(manifest_path.string() + ": sha256 " + Sha256Hex(text).substr(0, 16) +
                           "... does not match " + kManifestHash + " (" + want.substr(0, 16) +

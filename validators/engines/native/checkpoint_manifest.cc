@@ -87,4 +87,22 @@ CheckpointManifest ParseCheckpointManifest(std::string_view text, const std::str
   return out;
 }
 
+std::string ManifestHashOf(std::string_view hash_text, const std::string& where) {
+  const size_t end = hash_text.find('\n');
+  if (end != std::string_view::npos &&
+      hash_text.find_first_not_of(" \t\r\n", end) != std::string_view::npos) {
+    throw CheckpointError(where + ": more than one line (expected one `SHA256  " + kManifestFile +
+                          "`)");
+  }
+  const std::string line(hash_text.substr(0, end));
+  const std::string want = line.substr(0, line.find_first_of(" \t\r"));
+  if (want.empty()) throw CheckpointError(where + ": missing");
+  const std::string rest = line.substr(want.size());
+  if (rest.empty() || rest == "\r") return want;
+  if (rest == std::string("  ") + kManifestFile || rest == std::string(" *") + kManifestFile)
+    return want;
+  throw CheckpointError(where + ": names another file than " + kManifestFile +
+                        " (expected `SHA256  " + kManifestFile + "`)");
+}
+
 }  // namespace trainlock::validate

@@ -19,6 +19,14 @@ namespace trainlock::validate {
 inline constexpr const char* kCheckpointFormat = "trainlock.checkpoint/v2";
 inline constexpr const char* kCheckpointFormatV1 = "trainlock.checkpoint/v1";
 
+// A checkpoint directory's manifest, and the file beside it holding the manifest's SHA-256 as
+// `sha256sum` writes it (`HASH  manifest.json`), so that a damaged manifest is refused too and
+// `sha256sum -c manifest.json.sha256` in the directory checks it with a standard tool.
+inline constexpr const char* kManifestFile = "manifest.json";
+inline constexpr const char* kManifestHashFile = "manifest.json.sha256";
+// A manifest larger than this is not one the validator wrote (its state is a few kilobytes).
+inline constexpr uint64_t kMaxManifestBytes = uint64_t{64} << 20;
+
 // The two roles of a checkpoint's tensor files.
 inline constexpr const char* kModelRole = "model";
 inline constexpr const char* kOptimizerRole = "optimizer";
@@ -50,5 +58,12 @@ struct CheckpointManifest {
 // name's stem), a sha256 that is not 64 lower-case hex or a size that is not a non-negative
 // integer; and a manifest without both model and optimizer files.
 CheckpointManifest ParseCheckpointManifest(std::string_view text, const std::string& where);
+
+// The hash manifest.json.sha256's text states for manifest.json: exactly one line `HASH
+// manifest.json` (sha256sum's text form), `HASH *manifest.json` (its binary form) or a bare
+// `HASH` (checkpoints written before the file name was added). A line naming another file is
+// refused, and so is a second line: the hash would not be the manifest's, and `sha256sum -c`
+// would check that other file instead. Throws CheckpointError naming `where`.
+std::string ManifestHashOf(std::string_view hash_text, const std::string& where);
 
 }  // namespace trainlock::validate
