@@ -186,7 +186,7 @@ TEST(CliConventions, VerboseCheckNamesEveryFileItCheckedWithItsHash) {
   auto plain = RunTrainlock({"check", dir});
   auto verbose = RunTrainlock({"check", dir, "-v"});
   EXPECT_EQ(verbose.exit_code, 0);
-  EXPECT_EQ(plain.out.find("checked "), std::string::npos) << plain.out;
+  EXPECT_EQ(("\n" + plain.out).find("\nchecked "), std::string::npos) << plain.out;  // a -v line
   EXPECT_TRUE(std::regex_search(verbose.out,
                                 std::regex(R"(checked .*trainlock\.lock \(sha256 [0-9a-f]{64}\))")))
       << verbose.out;
