@@ -65,8 +65,8 @@ struct ReportEngine {
 struct Report {
   std::string lock_sha256;
   // What the run trained from: the training config's bytes and the manifest's canonical form
-  // (manifest_sha256 is "" inside an image, which carries no manifest). The gate compares the
-  // config hash with the lock's config-sha256.
+  // (validate refuses a project without its manifest; an image carries its own in
+  // /etc/trainlock). The gate compares the config hash with the lock's config-sha256.
   std::string config_sha256;
   std::string manifest_sha256;
   std::vector<ReportDrift> drift;  // non-empty only with --allow-drift

@@ -64,7 +64,7 @@ struct ReportView {
   bool engine_python_verified = false;  // engine.python_verified (report.h)
   std::string lock_sha256;
   std::string config_sha256;        // "" when the report does not say
-  std::string manifest_sha256;      // "" when the report does not say (inside an image)
+  std::string manifest_sha256;      // "" when the report does not say (an older validator)
   std::string negative_control;     // "rng" | "data" | "corrupt"; "" for a real validation
   std::vector<std::string> drift;   // "lock.config: ..." for each drift --allow-drift let past
   std::string image_ref;            // "" when the report has no image

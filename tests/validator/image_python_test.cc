@@ -183,7 +183,8 @@ TEST_F(SimulatedImage, AHostCarryingACopyOfTheImagesRecordButNotItsPythonFails) 
       Validate("umount /opt/venv", "", "TRAINLOCK_IMAGE_DIGEST=sha256:" + std::string(64, '2'));
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   const nlohmann::json report = nlohmann::json::parse(Report());
-  EXPECT_NE(CheckSummary(report, "env.packages").find("a file of the image's Python is missing: /opt/venv/"),
+  EXPECT_NE(CheckSummary(report, "env.packages")
+                .find("a file of the image's Python is missing: /opt/venv/"),
             std::string::npos);
   EXPECT_TRUE(report["image"].is_null()) << report["image"];  // the claimed digest is not named
 }

@@ -407,7 +407,8 @@ TEST(ValidateEngineEnvironment, InALockedImageATorchWhoseLibraryDoesNotLoadFails
   testing::WriteFile(dir.path() / "python",
                      "#!/bin/sh\ncase \"$*\" in *--print-sys-path*) echo '[]'; exit 0;; esac\n"
                      "echo 'trainlock-engine-probe {\"versions\": {}, \"missing\": \"torch\", "
-                     "\"reason\": \"" + why + "\"}'\n");
+                     "\"reason\": \"" +
+                         why + "\"}'\n");
   fs::permissions(dir.path() / "python", fs::perms::owner_all);
   testing::WriteFile(dir.path() / "enter-image.sh", kEnterImage);
   const fs::path out = dir.path() / "out" / "report.json";
