@@ -1,33 +1,44 @@
 #!/usr/bin/env python3
-"""A copy of an example project whose lock names another round-trip engine, for ci/gpu.sh.
+"""A copy of an example project whose manifest names another round-trip engine, relocked, for
+ci/gpu.sh.
 
-    python3 bench/engine_project.py SRC DEST --engine fsdp2 [--parallelism fsdp]
+    python3 bench/engine_project.py SRC DEST --engine fsdp2 [--parallelism fsdp] [--torch V]
+                                    [--trainlock PATH]
 
-The copy is what an image holds (the lock and the training config, no manifest): its lock gets
-`[validate] engine` and `engine-sha256` (the SHA-256 of the `sha256sum` listing of this
-checkout's validators/engines/python/trainlock_engine, what `trainlock lock` pins), and with
---parallelism the config's `parallelism` and the lock's `config-sha256` follow. Re-locking needs
-the registries and the Hub, which the GPU machine cannot reach; the edit is the same field
-change `trainlock lock` would make for `[validate] engine = "..."`.
+The copy's trainlock.toml gets `[validate] engine` (and with --torch every target's `torch`,
+this machine's, as re-locking here would), with --parallelism its training config's
+`parallelism`; then `trainlock lock DEST --offline` re-pins the lock from the existing one (the
+engine files' `engine-sha256`, the config's hash), so the lock re-derives from the manifest as
+`validate` requires (a hand-edited lock is refused before any work). The GPU machine reaches no
+registry or Hub: --offline needs none.
 """
 import argparse
-import hashlib
+import os
 import pathlib
 import re
 import shutil
+import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def engine_sha256():
-    package = ROOT / "validators/engines/python"
-    files = sorted(p.relative_to(package).as_posix()
-                   for p in (package / "trainlock_engine").rglob("*.py")
-                   if "__pycache__" not in p.parts)
-    listing = "".join("%s  %s\n" % (hashlib.sha256((package / f).read_bytes()).hexdigest(), f)
-                      for f in files)
-    return hashlib.sha256(listing.encode()).hexdigest()
+def set_validate_engine(manifest, engine):
+    """`[validate] engine = ENGINE` in the manifest's text, replacing one already there."""
+    if re.search(r"(?m)^engine\s*=", manifest):
+        return re.sub(r"""(?m)^engine\s*=\s*['"][^'"]*['"]""", 'engine = "%s"' % engine, manifest)
+    if "[validate]\n" not in manifest:
+        manifest += "\n[validate]\n"
+    return manifest.replace("[validate]\n", '[validate]\nengine = "%s"\n' % engine, 1)
+
+
+def copy_op_sources(manifest, src, dest):
+    """Each custom op's `source` directory (relative to the project, often `../ops`) copied to
+    the same place relative to DEST, so that the copy locks as the example does."""
+    for rel in re.findall(r"""(?m)^\s*source\s*=\s*['"](\.[^'"]*)['"]""", manifest):
+        there, here = (src / rel).resolve(), (dest / rel).resolve()
+        if there.is_dir() and not here.exists():
+            shutil.copytree(there, here, ignore=shutil.ignore_patterns("build*", "__pycache__"))
 
 
 def main():
@@ -37,27 +48,31 @@ def main():
     p.add_argument("--engine", required=True)
     p.add_argument("--parallelism")
     p.add_argument("--torch", help="the torch version the lock pins (this machine's, as re-locking would)")
+    p.add_argument("--trainlock", default=str(ROOT / "build-gpu/bin/trainlock"))
     a = p.parse_args()
     src, dest = pathlib.Path(a.src), pathlib.Path(a.dest)
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".trainlock"))
-    (dest / "trainlock.toml").unlink()
-    lock = (dest / "trainlock.lock").read_text()
-    config_rel = re.search(r"""^config = ['"]([^'"]+)['"]""", lock, re.M).group(1)
-    config = dest / config_rel
-    if a.parallelism:
-        text = re.sub(r"(?m)^(\s*parallelism:\s*)\S+", r"\g<1>" + a.parallelism,
-                      config.read_text())
-        config.write_text(text)
-        lock = re.sub(r"""(?m)^config-sha256 = ['"][0-9a-f]{64}['"]""",
-                      "config-sha256 = '%s'" % hashlib.sha256(config.read_bytes()).hexdigest(),
-                      lock)
-    lock = lock.replace("[validate]\n", '[validate]\nengine = "%s"\nengine-sha256 = "%s"\n'
-                        % (a.engine, engine_sha256()), 1)
+    manifest_path = dest / "trainlock.toml"
+    manifest = set_validate_engine(manifest_path.read_text(), a.engine)
+    copy_op_sources(manifest, src, dest)
     if a.torch:
-        lock = re.sub(r"""(?m)^torch = ['\"][^'\"]*['\"]""", 'torch = "%s"' % a.torch, lock)
-    (dest / "trainlock.lock").write_text(lock)
+        manifest = re.sub(r"""(?m)^torch\s*=\s*['"][^'"]*['"]""", 'torch = "%s"' % a.torch, manifest)
+    manifest_path.write_text(manifest)
+    if a.parallelism:
+        config_rel = re.search(r"""(?m)^config\s*=\s*['"]([^'"]+)['"]""", manifest).group(1)
+        config = dest / config_rel
+        config.write_text(re.sub(r"(?m)^(\s*parallelism:\s*)\S+", r"\g<1>" + a.parallelism,
+                                 config.read_text()))
+    trainlock = a.trainlock if os.path.exists(a.trainlock) else "trainlock"
+    # --skip-python keeps a closure the example did not resolve (the pilots pin none) unresolved.
+    run = subprocess.run([trainlock, "lock", str(dest), "--offline", "--skip-python", "-q"],
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.stderr.write(run.stdout + run.stderr)
+        return run.returncode
     print(dest)
+    return 0
 
 
 if __name__ == "__main__":

@@ -276,7 +276,7 @@ reference() {
 }
 [ -n "${SKIP_REFERENCE:-}" ] || stage "Python reference step" reference
 # The round trip's Python engines (docs/validate.md, "Engines"). The pilot's lock names fsdp2
-# in a copy (bench/engine_project.py: lock and config as an image holds them).
+# in a copy (bench/engine_project.py: the manifest names the engine and the copy is relocked offline).
 # ENGINE_ONLY=train.step measures the step alone (for fsdp2 beside the plain script, without the
 # pilot's five-minute round trip).
 # The kept work folders hold checkpoints and final states (16 GB a round trip on the pilot), and a
