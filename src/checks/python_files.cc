@@ -16,6 +16,8 @@
 #include <thread>
 
 #include "base/catalog_embedded.h"
+#include "base/exit_code.h"
+#include "base/failure.h"
 #include "base/file_io.h"
 #include "base/json_file.h"
 #include "base/scratch_dir.h"
@@ -300,7 +302,7 @@ const char* KindKey(PythonFile::Kind kind) {
 }
 
 [[noreturn]] void Malformed(const fs::path& file, const std::string& why) {
-  throw std::runtime_error(file.string() + ": " + why);
+  throw Failure(file.string() + ": " + why, kExitVerdict);  // the image is not as built
 }
 
 // A member of entry `e` as a string ("" when absent); anything else is malformed.
@@ -355,7 +357,8 @@ std::vector<std::string> StringList(const nlohmann::json& j, const char* key,
 // isolated.py's answer to --print-sys-path: one JSON list of absolute directories.
 std::vector<std::string> AskSysPath(const fs::path& python, Deadline deadline) {
   ScratchDir scratch("trainlock-python-files");
-  if (scratch.path().empty()) throw std::runtime_error("no temporary directory for isolated.py");
+  if (scratch.path().empty())
+    throw Failure("no temporary directory for isolated.py", kExitEnvironment);
   fs::path script;
   for (const EmbeddedFile& f : EmbeddedPythonEngineFiles()) {
     if (std::string_view(f.name) != "trainlock_engine/isolated.py") continue;
@@ -363,7 +366,7 @@ std::vector<std::string> AskSysPath(const fs::path& python, Deadline deadline) {
     WriteFileAtomically(script, std::string(f.contents));
   }
   if (script.empty())
-    throw std::runtime_error("this binary carries no trainlock_engine/isolated.py");
+    throw Failure("this binary carries no trainlock_engine/isolated.py", kExitEnvironment);
   SpawnOptions spawn;
   spawn.argv = {python.string(), "-I", "-S", "-B", script.string(), "--print-sys-path"};
   spawn.program = python.string();
@@ -374,15 +377,16 @@ std::vector<std::string> AskSysPath(const fs::path& python, Deadline deadline) {
       1.0, std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count());
   const ProcessRun run = RunProcess(spawn, limits);
   if (!run.started || run.timed_out || run.exit_code != 0)
-    throw std::runtime_error(
-        python.string() + " could not say its sys.path (" +
-        (run.started ? "exit " + std::to_string(run.exit_code) : run.start_error) +
-        "): " + run.output);
+    throw Failure(python.string() + " could not say its sys.path (" +
+                      (run.started ? "exit " + std::to_string(run.exit_code) : run.start_error) +
+                      "): " + run.output,
+                  kExitEnvironment);
   const std::string last =
       run.output.substr(run.output.rfind('[') == std::string::npos ? 0 : run.output.rfind('['));
   std::string problem;
   std::optional<nlohmann::json> j = TryParseJsonText(last, &problem);
-  if (!j || !j->is_array()) throw std::runtime_error(python.string() + ": no sys.path in " + last);
+  if (!j || !j->is_array())
+    throw Failure(python.string() + ": no sys.path in " + last, kExitEnvironment);
   nlohmann::json wrapped = {{"sys_path", *j}};
   return StringList(wrapped, "sys_path", python);
 }
@@ -394,7 +398,7 @@ std::vector<PythonFile> WalkPythonFiles(const std::string& interpreter,
                                         Deadline deadline) {
   std::vector<std::string> errors;
   std::vector<PythonFile> files = Walk(interpreter, sys_path, deadline, errors);
-  if (!errors.empty()) throw std::runtime_error(errors.front());
+  if (!errors.empty()) throw Failure(errors.front(), kExitEnvironment);
   return files;
 }
 

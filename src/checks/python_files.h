@@ -50,7 +50,7 @@ struct PythonFiles {
 };
 
 // The interpreter's start-up files and the sys.path trees, walked and hashed within
-// `deadline`: `interpreter` and the path as recorded. Throws std::runtime_error naming the
+// `deadline`: `interpreter` and the path as recorded. Throws Failure (exit 3) naming the
 // path when a cap is passed or the deadline is reached.
 std::vector<PythonFile> WalkPythonFiles(const std::string& interpreter,
                                         const std::vector<std::string>& sys_path,
@@ -58,7 +58,7 @@ std::vector<PythonFile> WalkPythonFiles(const std::string& interpreter,
 
 // At image build: asks `python` (isolated, `-I -S`) for the sys.path the engine would run
 // with (trainlock_engine/isolated.py's own answer, from the copy compiled into this binary),
-// resolves each directory's links, and walks it all. Throws std::runtime_error saying why
+// resolves each directory's links, and walks it all. Throws Failure (exit 3) saying why
 // when the interpreter cannot answer.
 PythonFiles RecordPythonFiles(const std::filesystem::path& python, Deadline deadline);
 
@@ -98,7 +98,7 @@ struct ImagePythonFiles {
 };
 
 // The record's file format (`trainlock.python-files/v1`, sorted, no times: a rebuild writes the
-// same bytes). Read bounded: a malformed, oversized or hostile record is a std::runtime_error
+// same bytes). Read bounded: a malformed, oversized or hostile record is a Failure (exit 1)
 // naming the file and what is wrong.
 std::string PythonFilesJson(const PythonFiles& record);
 PythonFiles ReadPythonFiles(const std::filesystem::path& file);

@@ -64,10 +64,10 @@ class SimulatedImage : public ::testing::Test {
     if (testing::RunCommand({"unshare", "-m", "true"}).exit_code != 0)
       GTEST_SKIP() << "no mount namespace can be made here";
     ASSERT_EQ(made_venv_.exit_code, 0) << made_venv_.out << made_venv_.err;
-    for (const char* mount_point : {kProjectInImage, "/opt/venv"}) {
-      if (!fs::exists(mount_point) && fs::create_directories(mount_point))
-        made_.push_back(mount_point);
-    }
+    // The mount points stay, empty, when the test ends: another test of the suite may be using
+    // them at the same time (ctest -j), and an empty /etc/trainlock or /opt/venv is no image.
+    for (const char* mount_point : {kProjectInImage, "/opt/venv"})
+      fs::create_directories(mount_point);
     project_ = testing::CopyExample("tiny", tmp_.path() / "project");
     etc_ = testing::CopyExample("tiny", tmp_.path() / "etc");
     const auto copied = testing::RunCommand(
@@ -77,11 +77,6 @@ class SimulatedImage : public ::testing::Test {
     const auto recorded = InImage(Validator() + " record-python-files");
     ASSERT_EQ(recorded.exit_code, 0) << recorded.out << recorded.err;
     EXPECT_NE(recorded.out.find("recorded "), std::string::npos) << recorded.out;
-  }
-
-  void TearDown() override {
-    std::error_code ec;
-    for (const fs::path& p : made_) fs::remove(p, ec);  // only if still empty
   }
 
   static std::string Validator() { return (testing::BinDir() / "trainlock-validate").string(); }
@@ -126,7 +121,6 @@ class SimulatedImage : public ::testing::Test {
   static testing::RunResult made_venv_;
   testing::TempDir tmp_;
   fs::path project_, etc_;
-  std::vector<fs::path> made_;
 };
 
 testing::TempDir* SimulatedImage::suite_ = nullptr;
