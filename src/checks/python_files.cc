@@ -225,18 +225,30 @@ std::vector<PythonFile> Walk(const std::string& interpreter,
   return walk.Finish(errors);
 }
 
+// Each kind of entry once: its key in the record and its words in a finding.
+struct KindSpelling {
+  PythonFile::Kind kind;
+  const char* key;
+  const char* words;
+};
+constexpr KindSpelling kKindSpellings[] = {
+    {PythonFile::Kind::kFile, "file", "a file"},
+    {PythonFile::Kind::kLink, "link", "a link"},
+    {PythonFile::Kind::kAbsent, "absent", "absent"},
+    {PythonFile::Kind::kOther, "other", "not a file, link or directory"},
+};
+
+const KindSpelling& SpellingOf(PythonFile::Kind kind) {
+  for (const KindSpelling& k : kKindSpellings)
+    if (k.kind == kind) return k;
+  return kKindSpellings[3];
+}
+
 const char* KindName(PythonFile::Kind kind) {
-  switch (kind) {
-    case PythonFile::Kind::kFile:
-      return "a file";
-    case PythonFile::Kind::kLink:
-      return "a link";
-    case PythonFile::Kind::kAbsent:
-      return "absent";
-    case PythonFile::Kind::kOther:
-      return "not a file, link or directory";
-  }
-  return "";
+  return SpellingOf(kind).words;
+}
+const char* KindKey(PythonFile::Kind kind) {
+  return SpellingOf(kind).key;
 }
 
 std::string ModeText(uint32_t mode) {
@@ -287,20 +299,6 @@ void CompareOne(const PythonFile* then, const PythonFile* now, PythonFilesDiff& 
   }
 }
 
-const char* KindKey(PythonFile::Kind kind) {
-  switch (kind) {
-    case PythonFile::Kind::kFile:
-      return "file";
-    case PythonFile::Kind::kLink:
-      return "link";
-    case PythonFile::Kind::kAbsent:
-      return "absent";
-    case PythonFile::Kind::kOther:
-      return "other";
-  }
-  return "";
-}
-
 [[noreturn]] void Malformed(const fs::path& file, const std::string& why) {
   throw Failure(file.string() + ": " + why, kExitVerdict);  // the image is not as built
 }
@@ -320,13 +318,13 @@ PythonFile ReadEntry(const nlohmann::json& e, const fs::path& file, size_t index
   f.path = TextMember(e, "path", file, where);
   const std::string kind = TextMember(e, "kind", file, where);
   if (f.path.empty() || f.path[0] != '/') Malformed(file, where + ": the path is not absolute");
-  if (kind == "absent" || kind == "other") {
-    f.kind = kind == "absent" ? PythonFile::Kind::kAbsent : PythonFile::Kind::kOther;
-    return f;
-  }
-  if (kind != "file" && kind != "link")
+  const KindSpelling* spelling = nullptr;
+  for (const KindSpelling& k : kKindSpellings)
+    if (kind == k.key) spelling = &k;
+  if (!spelling)
     Malformed(file, where + ": kind '" + kind + "' is not file, link, absent or other");
-  f.kind = kind == "file" ? PythonFile::Kind::kFile : PythonFile::Kind::kLink;
+  f.kind = spelling->kind;
+  if (f.kind == PythonFile::Kind::kAbsent || f.kind == PythonFile::Kind::kOther) return f;
   f.sha256 = TextMember(e, "sha256", file, where);
   f.link = TextMember(e, "link", file, where);
   if (e.contains("size")) {
