@@ -14,6 +14,7 @@
 #include "project/debian_names.h"
 #include "project/spec_loader.h"
 #include "report/check_metrics.h"
+#include "report/pass_rules.h"
 #include "test_support.h"
 
 namespace trainlock {
@@ -333,8 +334,11 @@ class DpkgDatabase : public ::testing::Test {
   }
   fs::path status() const { return dir_.path() / "status"; }
   CheckResult Compare() {
-    CheckResult r{"env.packages",          CheckStatus::kPass, 0, "2 locked distributions", "",
-                  nlohmann::json::object()};
+    PackagesMetrics python;  // what a passing Python comparison states
+    python.packages_locked = 2;
+    python.packages_installed = 2;
+    python.files_problems = 0;
+    CheckResult r = Judged("env.packages", ToJson(python), "2 locked distributions");
     CompareDebianPackages({{"libfoo", "1.0-1", "pool/x.deb", std::string(64, 'a')}},
                           ReadDpkgStatus(status()), status(), r);
     return r;

@@ -2,6 +2,7 @@
 #include "base/version.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 
 namespace trainlock {
@@ -56,6 +57,16 @@ std::optional<Version> ParseVersion(std::string_view text) {
     text = text.substr(dot + 1);
   }
   return v;
+}
+
+std::string TorchRelease(const std::string& version) {
+  size_t end = 0;
+  while (end < version.size() &&
+         (std::isdigit(static_cast<unsigned char>(version[end])) || version[end] == '.'))
+    ++end;
+  std::string release = version.substr(0, end);
+  while (!release.empty() && release.back() == '.') release.pop_back();
+  return release;
 }
 
 }  // namespace trainlock

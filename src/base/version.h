@@ -31,4 +31,8 @@ struct Version {
 // "+local" (a PEP 440 local label). Pre-release suffixes are not accepted: locks pin releases.
 std::optional<Version> ParseVersion(std::string_view text);
 
+// The release of a version text, its leading digits and dots ("2.11.0" of "2.11.0+cu130",
+// "2.12.0" of "2.12.0.dev20260101"); "" when it starts with neither.
+std::string TorchRelease(const std::string& version);
+
 }  // namespace trainlock

@@ -9,6 +9,7 @@
 #include "base/sha256.h"
 #include "project/artifact_paths.h"
 #include "report/check_metrics.h"
+#include "report/pass_rules.h"
 
 namespace trainlock {
 namespace fs = std::filesystem;
@@ -115,20 +116,16 @@ CheckResult VerifyArtifact(const Project& project, const std::optional<ArtifactS
                            const std::string& kind, Deadline deadline) {
   const std::string id = "data." + kind;
   if (!artifact || artifact->files.empty()) {
-    return {id,
-            CheckStatus::kSkip,
-            0,
-            kind == "model"
-                ? "the lock pins no model files: seeded initialisation of the config's shape"
-                : "the lock pins no dataset files: seeded synthetic token stream",
-            "",
-            nlohmann::json::object()};
+    return NotMeasured(
+        id, CheckStatus::kSkip,
+        kind == "model"
+            ? "the lock pins no model files: seeded initialisation of the config's shape"
+            : "the lock pins no dataset files: seeded synthetic token stream");
   }
   const auto start = std::chrono::steady_clock::now();
   const fs::path dir = ArtifactDir(project.dir, *artifact, kind);
-  CheckResult r{id, CheckStatus::kPass,
-                0,  "",
-                "", {{"dir", dir.string()}, {"files", artifact->files.size()}}};
+  FileProblem first;  // the first file that is not as pinned
+  int64_t verified = 0;
   const int width = artifact->token_dtype == "uint16"   ? 2
                     : artifact->token_dtype == "uint32" ? 4
                                                         : 0;
@@ -145,25 +142,30 @@ CheckResult VerifyArtifact(const Project& project, const std::optional<ArtifactS
     } catch (const ArtifactPathError& e) {
       problem = {e.what(), "copy the files into the project instead of linking to them"};
     }
-    if (problem.summary.empty()) continue;
-    r.status = CheckStatus::kFail;
-    r.summary = std::move(problem.summary);
-    r.remedy = std::move(problem.remedy);
+    if (problem.summary.empty()) {
+      ++verified;
+      continue;
+    }
+    first = std::move(problem);
     break;
   }
   DataMetrics m;
+  m.files_pinned = static_cast<int64_t>(artifact->files.size());
+  m.files_verified = verified;
+  if (!first.summary.empty()) m.problem = first.summary;
   m.bytes = static_cast<int64_t>(total);
   if (width > 0) {
     m.vocab_size = static_cast<int64_t>(vocab);
     m.token_shards = tokens;
   }
-  r.metrics = ToJson(m);
-  r.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (r.status == CheckStatus::kPass) {
-    r.summary = std::to_string(artifact->files.size()) + " pinned files verified (" +
-                std::to_string(total) + " bytes)";
-    if (width > 0) r.summary += "; every token id below vocab_size " + std::to_string(vocab);
+  std::string summary = first.summary;
+  if (summary.empty()) {
+    summary = std::to_string(artifact->files.size()) + " pinned files verified (" +
+              std::to_string(total) + " bytes)";
+    if (width > 0) summary += "; every token id below vocab_size " + std::to_string(vocab);
   }
+  CheckResult r = Judged(id, ToJson(m), std::move(summary), std::move(first.remedy));
+  r.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
 

@@ -13,6 +13,7 @@
 #include "base/subprocess.h"
 #include "lock/pep440.h"
 #include "report/check_metrics.h"
+#include "report/pass_rules.h"
 
 namespace trainlock {
 namespace fs = std::filesystem;
@@ -197,8 +198,9 @@ PackagesMetrics PythonFilesMetrics(const ImagePythonFiles& python, PackagesMetri
 // env.packages failed before any Python ran: the record is missing or unreadable, --python is
 // not the recorded interpreter, or a file on the Python's path is not as the image recorded.
 CheckResult ImagePythonFailure(const ImagePythonFiles& python) {
-  CheckResult r{
-      "env.packages", CheckStatus::kFail, 0, "", "", ToJson(PythonFilesMetrics(python, {}))};
+  PackagesMetrics m = PythonFilesMetrics(python, {});
+  if (!python.problem.empty()) m.python_problem = python.problem;
+  CheckResult r{"env.packages", CheckStatus::kSkip, 0, "", "", ToJson(m)};  // judged below
   const PythonFilesDiff& d = python.diff;
   const std::string more =
       d.problems() > 1 ? " (" + std::to_string(d.problems()) + " findings in all)" : "";
@@ -220,7 +222,7 @@ CheckResult ImagePythonFailure(const ImagePythonFiles& python) {
   } else {
     r.summary = "a file on the image Python's path is refused: " + d.refused[0] + more;
   }
-  return r;
+  return Judged("env.packages", std::move(r.metrics), std::move(r.summary), std::move(r.remedy));
 }
 
 }  // namespace
@@ -287,9 +289,10 @@ CheckResult CompareInstalledPackages(const std::vector<PythonWheel>& wheels,
   m.packages_added = PackageNames(added);
   m.packages_bootstrap = PackageNames(bootstrap);
   m.packages_malformed = PackageNames(scan.malformed);
+  m.packages_twice = PackageNames(twice);
   m.wheel_hashes = wheel_hashes;
   AddFileMetrics(scan.files, m);
-  CheckResult r{"env.packages", CheckStatus::kFail, 0, "", "", ToJson(m)};
+  CheckResult r{"env.packages", CheckStatus::kSkip, 0, "", "", ToJson(m)};  // judged below
   const std::string rebuild =
       "rebuild the image from the lock (`trainlock image build`); "
       "never install into a built image";
@@ -312,14 +315,13 @@ CheckResult CompareInstalledPackages(const std::vector<PythonWheel>& wheels,
     r.summary = files;
     r.remedy = rebuild;
   } else {
-    r.status = CheckStatus::kPass;
     r.summary = std::to_string(wheels.size()) + " locked distributions installed at their " +
                 "locked versions, nothing else" +
                 (bootstrap.empty() ? "" : " (bootstrap " + ListedPackages(bootstrap) + ")") + "; " +
                 std::to_string(scan.files.files_verified) +
                 " files match their RECORD hashes, none unowned";
   }
-  return r;
+  return Judged("env.packages", std::move(r.metrics), std::move(r.summary), std::move(r.remedy));
 }
 
 DpkgScan ReadDpkgStatus(const fs::path& status) {
@@ -379,18 +381,19 @@ void CompareDebianPackages(const std::vector<DebianPackage>& debs, const DpkgSca
       "never install into a built image";
   if (r.status == CheckStatus::kFail || r.status == CheckStatus::kError) return;
   if (!scan.error.empty()) {
-    r.status = CheckStatus::kSkip;
-    r.summary = scan.error + ": its " + std::to_string(debs.size()) +
-                " pinned Debian packages cannot be verified" +
-                (r.summary.empty() ? "" : "; " + r.summary);
-    r.remedy = "validate in the image built from the lock, whose base carries dpkg";
+    r = NotMeasured("env.packages", CheckStatus::kSkip,
+                    scan.error + ": its " + std::to_string(debs.size()) +
+                        " pinned Debian packages cannot be verified" +
+                        (r.summary.empty() ? "" : "; " + r.summary),
+                    "validate in the image built from the lock, whose base carries dpkg",
+                    std::move(r.metrics));
   } else if (!changed.empty() || !missing.empty()) {
-    r.status = CheckStatus::kFail;
-    r.summary = !changed.empty()
-                    ? "Debian packages installed at another version than the lock's: " +
-                          ListedPackages(changed)
-                    : "Debian packages locked but not installed: " + ListedPackages(missing);
-    r.remedy = rebuild;
+    r = Judged("env.packages", std::move(r.metrics),
+               !changed.empty()
+                   ? "Debian packages installed at another version than the lock's: " +
+                         ListedPackages(changed)
+                   : "Debian packages locked but not installed: " + ListedPackages(missing),
+               rebuild);
   } else if (r.status == CheckStatus::kPass) {
     r.summary += "; " + std::to_string(debs.size()) + " pinned Debian packages at their versions";
   }

@@ -9,6 +9,7 @@
 #include "base/subprocess.h"
 #include "base/terminal_text.h"
 #include "report/check_metrics.h"
+#include "report/pass_rules.h"
 
 namespace trainlock {
 namespace {
@@ -54,8 +55,6 @@ SmokeRun RunSmokeCommand(const ExtCommand& command, const std::filesystem::path&
 }
 
 CheckResult SmokeCommandCheck(const ExtCommand& command, const SmokeRun& run) {
-  CheckResult c{"ext.command",           CheckStatus::kPass, run.duration_s, "", "",
-                nlohmann::json::object()};
   // The report is shown and shared: a URL with credentials in argv is redacted there.
   std::vector<std::string> argv;
   std::string line;
@@ -63,32 +62,37 @@ CheckResult SmokeCommandCheck(const ExtCommand& command, const SmokeRun& run) {
     argv.push_back(RedactCredentials(a));
     line += (line.empty() ? "" : " ") + argv.back();
   }
-  c.metrics =
+  const nlohmann::json metrics =
       ToJson(CommandMetrics{argv, command.cwd.empty() ? "." : command.cwd, run.exit_code,
                             run.timed_out, command.timeout_s, run.duration_s, run.output_lines,
                             run.output_tail, run.left_processes, run.containment});
   std::ostringstream s;
   s.precision(3);
+  std::string remedy;
   if (!run.started) {
-    c.status = CheckStatus::kError;
     s << "could not start `" << line << "`: " << run.output_tail;
-    c.remedy = "check [ext.command] argv in the lock and that the program exists in the image";
   } else if (run.timed_out) {
-    c.status = CheckStatus::kFail;
     s << "`" << line << "` ran past its " << command.timeout_s
       << " s timeout and was killed with its process group";
-    c.remedy =
+    remedy =
         "see output_tail; make the smoke command finish in time (fewer steps) or raise "
         "[ext.command] timeout-s";
   } else if (run.exit_code != 0) {
-    c.status = CheckStatus::kFail;
     s << "`" << line << "` exited with " << run.exit_code << " after " << run.duration_s << " s";
-    c.remedy = "see output_tail in the metrics for the command's last output";
+    remedy = "see output_tail in the metrics for the command's last output";
   } else {
     s << "`" << line << "` exited 0 in " << run.duration_s << " s";
   }
-  c.summary = s.str();
-  if (!c.summary.empty() && c.summary.back() == '\n') c.summary.pop_back();
+  std::string summary = s.str();
+  if (!summary.empty() && summary.back() == '\n') summary.pop_back();
+  CheckResult c =
+      run.started
+          ? Judged("ext.command", metrics, std::move(summary), std::move(remedy))
+          : NotMeasured("ext.command", CheckStatus::kError, std::move(summary),
+                        "check [ext.command] argv in the lock and that the program exists in "
+                        "the image",
+                        metrics);
+  c.duration_s = run.duration_s;
   return c;
 }
 

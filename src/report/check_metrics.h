@@ -78,7 +78,8 @@ using Text = std::optional<std::string>;
   X(Rows<RankStepRow>, ranks) /* merged report: every rank's step */                 \
   X(Integer, slowest_rank)                                                           \
   X(Number, slowest_to_median)    /* slowest rank's tokens/s over the median */      \
-  X(Rows<ArtifactRow>, artifacts) /* pinned files the training worker read */
+  X(Rows<ArtifactRow>, artifacts) /* pinned files the training worker read */        \
+  X(Number, straggler_margin)     /* merged report: slowest_to_median below 1 - this fails */
 
 // train.step's memory estimate at an out-of-memory (plan/memory_model.h), bytes.
 #define TRAINLOCK_MEMORY_ESTIMATE_METRICS(X) \
@@ -243,13 +244,14 @@ using Text = std::optional<std::string>;
   X(Number, tolerance)
 
 // ckpt.portable: a fresh process's eval loss from the checkpoint the coordinator verified.
-#define TRAINLOCK_PORTABLE_METRICS(X)                                             \
-  X(Integer, pid)                                                                 \
-  X(Number, eval_loss)                                                            \
-  X(Number, eval_loss_reference)                                                  \
-  X(Number, abs_diff)                                                             \
-  X(Free, checkpoint)  /* VerifiedCheckpointMetrics: the coordinator's reading */ \
-  X(Number, tolerance) /* the largest abs_diff that passes */
+#define TRAINLOCK_PORTABLE_METRICS(X)                                                          \
+  X(Integer, pid)                                                                              \
+  X(Number, eval_loss)                                                                         \
+  X(Number, eval_loss_reference)                                                               \
+  X(Number, abs_diff)                                                                          \
+  X(Free, checkpoint)               /* VerifiedCheckpointMetrics: the coordinator's reading */ \
+  X(Number, tolerance)              /* the largest abs_diff that passes */                     \
+  X(OrNull<int64_t>, restored_step) /* the step the fresh process restored; null: none */
 
 // The checkpoint the preempted process committed, as the coordinator itself read it after that
 // process ended and before any process restored it (validators/coordinator/checkpoint_verify.h):
@@ -287,20 +289,21 @@ using Text = std::optional<std::string>;
   X(Number, busbw_gbps)
 
 // comm.ddp: gradients of ranks against one process; seconds.
-#define TRAINLOCK_DDP_METRICS(X)              \
-  X(Integer, world_size)                      \
-  X(Integer, rank)                            \
-  X(Integer, batch_per_rank)                  \
-  X(Text, model)                              \
-  X(Number, max_abs_grad_diff)                \
-  X(Number, rtol)                             \
-  X(Number, atol)                             \
-  X(Flag, gradients_equal_within_tolerance)   \
-  X(Number, median_step_s)                    \
-  X(Free, step_s_per_rank)                    \
-  X(Number, spread) /* slowest over median */ \
-  X(Number, straggler_margin)                 \
-  X(Integer, straggler_rank)                  \
+#define TRAINLOCK_DDP_METRICS(X)                                           \
+  X(Integer, world_size)                                                   \
+  X(Integer, rank)                                                         \
+  X(Integer, batch_per_rank)                                               \
+  X(Text, model)                                                           \
+  X(Number, max_abs_grad_diff)                                             \
+  X(Number, rtol)                                                          \
+  X(Number, atol)                                                          \
+  X(Flag, gradients_equal_within_tolerance)                                \
+  X(Number, median_step_s)                                                 \
+  X(Free, step_s_per_rank)                                                 \
+  X(Number, spread) /* slowest over median */                              \
+  X(Number, straggler_margin)                                              \
+  X(Integer, straggler_rank)                                               \
+  X(Text, device) /* "cuda" | "cpu": a CPU straggler is no node finding */ \
   X(Text, error)
 
 // env.driver, env.runtime and env.versions: version strings.
@@ -318,20 +321,25 @@ using Text = std::optional<std::string>;
   X(Text, cudnn) /* the cuDNN that trains: 9.13.0 */               \
   X(Text, cudnn_locked)                                            \
   X(Text, engine_torch)  /* a Python engine's torch.__version__ */ \
-  X(Text, engine_python) /* the interpreter it runs under */
+  X(Text, engine_python) /* the interpreter it runs under */       \
+  X(Text, cuda_needed)   /* the newest CUDA runtime the run loads */
 
 // env.devices and env.arch.
-#define TRAINLOCK_ENV_DEVICE_METRICS(X)                               \
-  X(Integer, count)                                                   \
-  X(Free, not_visible) /* NVML indices hidden from this process */    \
-  X(Free, accelerators)                                               \
-  X(Free, libraries) /* env.arch: code per library; ops.custom too */ \
-  X(Free, launches)  /* env.arch: the known-answer kernel per GPU */
+#define TRAINLOCK_ENV_DEVICE_METRICS(X)                                         \
+  X(Integer, count)                                                             \
+  X(Free, not_visible) /* NVML indices hidden from this process */              \
+  X(Free, accelerators)                                                         \
+  X(Free, libraries)      /* env.arch: code per library; ops.custom too */      \
+  X(Free, launches)       /* env.arch: the known-answer kernel per GPU */       \
+  X(Free, gpu_names)      /* env.devices: NVML's name of each GPU counted */    \
+  X(Free, gpu_sms)        /* env.arch: each GPU's architecture, 90 for sm_90 */ \
+  X(Integer, cuda_driver) /* env.arch: the driver's CUDA, 13000 for 13.0 */
 
 // env.health: NVML's fields per device.
-#define TRAINLOCK_HEALTH_METRICS(X) \
-  X(Free, devices)                  \
-  X(Free, unknown) /* "GPU 0 <field>" NVML could not report */
+#define TRAINLOCK_HEALTH_METRICS(X)                                \
+  X(Free, devices)                                                 \
+  X(Free, unknown)     /* "GPU 0 <field>" NVML could not report */ \
+  X(Free, open_faults) /* "GPU 3: NVML cannot open it: why" */
 
 // perf.matmul and perf.hbm: TFLOP/s and TB/s per device against a fraction of the datasheet.
 #define TRAINLOCK_PERF_METRICS(X) \
@@ -354,9 +362,12 @@ using Text = std::optional<std::string>;
   X(Rows<ArtifactRow>, artifacts) /* the op libraries the ops worker loaded */
 
 // data.model and data.dataset.
-#define TRAINLOCK_DATA_METRICS(X) \
-  X(Integer, bytes)               \
-  X(Integer, vocab_size)          \
+#define TRAINLOCK_DATA_METRICS(X)                                                    \
+  X(Integer, files_pinned)   /* files the lock pins */                               \
+  X(Integer, files_verified) /* of those, found with their size and sha256 */        \
+  X(Text, problem)           /* the first file that is not as pinned: "PATH: why" */ \
+  X(Integer, bytes)                                                                  \
+  X(Integer, vocab_size)                                                             \
   X(Free, token_shards) /* path -> TokenShardMetrics */
 
 // env.packages (checks/python_packages.h): the image Python's distributions against the lock.
@@ -369,6 +380,8 @@ using Text = std::optional<std::string>;
   X(Free, packages_added)           /* installed, not locked (bootstrap aside) */        \
   X(Free, packages_bootstrap)       /* pip, setuptools, wheel present unlocked */        \
   X(Free, packages_malformed)       /* "<dist-info>: why" for each unreadable one */     \
+  X(Free, packages_twice)           /* installed more than once: names */                \
+  X(Text, python_problem)           /* the image Python's record or --python refused */  \
   X(Integer, wheel_hashes)          /* direct_url.json wheel hashes vs the lock's */     \
   X(Integer, files_verified)        /* files whose RECORD sha256 and size matched */     \
   X(Integer, bytes_verified)        /* their bytes */                                    \
@@ -411,8 +424,11 @@ using Text = std::optional<std::string>;
   X(Flag, left_processes_killed)     \
   X(Text, containment)
 
-// A node check in a distributed validation's merged report (rank_merge.h): every node's status.
-#define TRAINLOCK_NODE_MERGE_METRICS(X) X(Free, nodes)
+// A check in a distributed validation's merged report (rank_merge.h): every node's status (node
+// checks), and the ranks whose own check failed (per-rank checks).
+#define TRAINLOCK_NODE_MERGE_METRICS(X) \
+  X(Free, nodes)                        \
+  X(Free, failed_ranks) /* the other ranks whose own check failed (per-rank checks) */
 
 // The engine protocol's `restored` and `checkpoint` event bodies (docs/validate.md, "The engine
 // protocol"), which the round trip's checks read: validators/support/engine_protocol.cc declares

@@ -11,6 +11,7 @@
 
 #include "probes/gpu_telemetry.h"
 #include "report/gpu_throttle.h"
+#include "report/pass_rules.h"
 
 namespace trainlock::validate {
 namespace {
@@ -73,15 +74,25 @@ TelemetryMetrics H200Pilot(const NvmlGpu& gpu, std::optional<double> sustained,
   return TelemetryOf({telemetry}, 0.1);
 }
 
+// A train.step its rule passes: timed, at the shape it states.
 CheckResult PassingStep() {
-  return {"train.step", CheckStatus::kPass, 0.4, "step 0.4 s", "", nlohmann::json::object()};
+  TrainStepMetrics m;
+  m.step_time_s = 0.4;
+  m.shape = nlohmann::json{{"precision", "bf16"}, {"activation_checkpointing", false}};
+  MeasuredShapeMetrics seen;
+  seen.activation_dtype = "bf16";
+  seen.activation_checkpointing = false;
+  m.measured_shape = ToJson(seen);
+  CheckResult step = Judged("train.step", ToJson(m), "step 0.4 s");
+  step.duration_s = 0.4;
+  return step;
 }
 
 TEST(ThrottleFinding, AHealthyH200HeldAtItsDefaultPowerLimitPassesSayingSo) {
   const TelemetryMetrics t = H200Pilot(H200(), H200Sustained());
   EXPECT_FALSE(FindThrottle(t));  // the gate's evidence rule reads the same
   CheckResult step = PassingStep();
-  ApplyThrottleFinding(t, &step);
+  JudgeStepBesideTelemetry(t, &step);
   EXPECT_EQ(step.status, CheckStatus::kPass) << step.summary;
   EXPECT_EQ(step.summary,
             "step 0.4 s; GPU 0 at its 700 W power limit for 13.2 s of 24.9 s (normal under load)");
@@ -108,13 +119,13 @@ TEST(ThrottleFinding, ReasonsNvmlNeverGaveAreNotJudgedAndTheStepSaysSo) {
             std::string::npos)
       << *d.not_judged;
   CheckResult step = PassingStep();
-  ApplyThrottleFinding(t, &step);
+  JudgeStepBesideTelemetry(t, &step);
   EXPECT_NE(step.summary.find("throttle reasons not judged"), std::string::npos) << step.summary;
 }
 
 TEST(ThrottleFinding, AThermalSlowdownFailsTheStepNamingTheReasonAndItsDuration) {
   CheckResult step = PassingStep();
-  ApplyThrottleFinding(Window(kHwThermalSlowdown, 50, 16), &step);
+  JudgeStepBesideTelemetry(Window(kHwThermalSlowdown, 50, 16), &step);
   EXPECT_EQ(step.status, CheckStatus::kFail);
   EXPECT_NE(step.summary.find("throttled during the round trip (GPU 0: hw_thermal_slowdown for "
                               "3.2 s of 41 s): the step time measured is not the node's"),
@@ -127,7 +138,7 @@ TEST(ThrottleFinding, AThermalSlowdownFailsTheStepNamingTheReasonAndItsDuration)
 
 TEST(ThrottleFinding, AHardwareSlowdownFailsTheStepPointingAtThePowerSupplies) {
   CheckResult step = PassingStep();
-  ApplyThrottleFinding(Window(kHwSlowdown, 100, 5), &step);  // 1 s of 41 s
+  JudgeStepBesideTelemetry(Window(kHwSlowdown, 100, 5), &step);  // 1 s of 41 s
   EXPECT_EQ(step.status, CheckStatus::kFail);
   EXPECT_NE(step.summary.find("(GPU 0: hw_slowdown for 1 s of 41 s)"), std::string::npos)
       << step.summary;
@@ -137,7 +148,7 @@ TEST(ThrottleFinding, AHardwareSlowdownFailsTheStepPointingAtThePowerSupplies) {
 
 TEST(ThrottleFinding, APowerLimitLoweredBelowTheDefaultFailsTheStepWithTheCommandToRestoreIt) {
   CheckResult step = PassingStep();
-  ApplyThrottleFinding(H200Pilot(H200(500000), H200Sustained(), 1500), &step);
+  JudgeStepBesideTelemetry(H200Pilot(H200(500000), H200Sustained(), 1500), &step);
   EXPECT_EQ(step.status, CheckStatus::kFail);
   EXPECT_NE(step.summary.find("(GPU 0: power limit 500 W, below its default 700 W, reached for "
                               "13.2 s of 24.9 s)"),
@@ -152,7 +163,7 @@ TEST(ThrottleFinding, ALoweredPowerLimitNeverReachedIsSaidNotFailed) {
   GpuTelemetry gpu(H200(500000), H200Sustained());
   for (int i = 1; i <= 20; ++i) gpu.Add(i * 0.2, Busy(0));
   CheckResult step = PassingStep();
-  ApplyThrottleFinding(TelemetryOf({gpu}, 0.2), &step);
+  JudgeStepBesideTelemetry(TelemetryOf({gpu}, 0.2), &step);
   EXPECT_EQ(step.status, CheckStatus::kPass) << step.summary;
   EXPECT_EQ(step.summary,
             "step 0.4 s; GPU 0's power limit 500 W is below its default 700 W (never reached)");
@@ -160,7 +171,7 @@ TEST(ThrottleFinding, ALoweredPowerLimitNeverReachedIsSaidNotFailed) {
 
 TEST(ThrottleFinding, ClocksUnderWhatTheModelSustainsAtItsDefaultLimitFailTheStep) {
   CheckResult step = PassingStep();
-  ApplyThrottleFinding(H200Pilot(H200(), H200Sustained(), 1500), &step);  // 1500-1545 MHz
+  JudgeStepBesideTelemetry(H200Pilot(H200(), H200Sustained(), 1500), &step);  // 1500-1545 MHz
   EXPECT_EQ(step.status, CheckStatus::kFail);
   EXPECT_NE(step.summary.find("(GPU 0: SM clock 1523 MHz at its default power limit, under the "
                               "1650 MHz its model sustains there, for 13.2 s busy of 24.9 s)"),
@@ -181,7 +192,7 @@ TEST(ThrottleFinding, AnUnknownModelsClocksAreNotJudgedAndTheStepSaysSo) {
       "GPU catalog)";
   EXPECT_EQ(t.devices->at(0).not_judged, why);
   CheckResult step = PassingStep();
-  ApplyThrottleFinding(t, &step);
+  JudgeStepBesideTelemetry(t, &step);
   EXPECT_EQ(step.status, CheckStatus::kPass) << step.summary;
   EXPECT_NE(step.summary.find("GPU 0 " + why), std::string::npos) << step.summary;
 }
@@ -190,7 +201,7 @@ TEST(ThrottleFinding, WithoutADefaultPowerLimitTheLimitIsNotJudgedAndTheStepSays
   NvmlGpu gpu = H200(500000);
   gpu.default_power_limit_mw.reset();
   CheckResult step = PassingStep();
-  ApplyThrottleFinding(H200Pilot(gpu, H200Sustained()), &step);
+  JudgeStepBesideTelemetry(H200Pilot(gpu, H200Sustained()), &step);
   EXPECT_EQ(step.status, CheckStatus::kPass) << step.summary;
   EXPECT_NE(step.summary.find("GPU 0 power limit not judged (NVML gave no default power limit)"),
             std::string::npos)
@@ -201,7 +212,7 @@ TEST(ThrottleFinding, WithoutTelemetryTheStepSaysThrottlingWasNotJudgedAndWhy) {
   TelemetryMetrics t;
   t.unavailable = "no NVML: NVML not found";
   CheckResult step = PassingStep();
-  ApplyThrottleFinding(t, &step);
+  JudgeStepBesideTelemetry(t, &step);
   EXPECT_EQ(step.status, CheckStatus::kPass);
   EXPECT_EQ(step.summary, "step 0.4 s; GPU throttling not judged (no NVML: NVML not found)");
 }
@@ -209,7 +220,7 @@ TEST(ThrottleFinding, WithoutTelemetryTheStepSaysThrottlingWasNotJudgedAndWhy) {
 TEST(ThrottleFinding, IdleAndApplicationClockReasonsAreNotThrottles) {
   const TelemetryMetrics t = Window(kGpuIdle | kApplicationsClocks, 0, 205);
   CheckResult step = PassingStep();
-  ApplyThrottleFinding(t, &step);
+  JudgeStepBesideTelemetry(t, &step);
   EXPECT_EQ(step.status, CheckStatus::kPass) << step.summary;
   const TelemetryDevice& d = t.devices->at(0);
   ASSERT_EQ(d.throttle_reasons_seen->size(), 2u);  // reported, not judged
@@ -221,7 +232,7 @@ TEST(ThrottleFinding, AStepThatAlreadyFailedKeepsItsOwnFinding) {
   CheckResult step = PassingStep();
   step.status = CheckStatus::kFail;
   step.summary = "out of memory";
-  ApplyThrottleFinding(Window(kHwThermalSlowdown, 0, 205), &step);
+  JudgeStepBesideTelemetry(Window(kHwThermalSlowdown, 0, 205), &step);
   EXPECT_EQ(step.summary, "out of memory");
 }
 
@@ -358,7 +369,7 @@ TEST(ThrottleFinding, ASlowdownOnTheSecondRanksGpuFailsTheStepNamingThatGpu) {
     throttled.Add(i * 0.2, Busy(i > 50 && i <= 66 ? kHwThermalSlowdown : 0));
   }
   CheckResult step = PassingStep();
-  ApplyThrottleFinding(TelemetryOf({healthy, throttled}, 0.2), &step);
+  JudgeStepBesideTelemetry(TelemetryOf({healthy, throttled}, 0.2), &step);
   EXPECT_EQ(step.status, CheckStatus::kFail);
   EXPECT_NE(step.summary.find("GPU 1: hw_thermal_slowdown for 3.2 s of 41 s"), std::string::npos)
       << step.summary;

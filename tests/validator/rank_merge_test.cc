@@ -3,6 +3,8 @@
 // a straggler, and GPUs of one model that compute different bits fail train.roundtrip.
 #include "comm/rank_merge.h"
 #include "comm/rank_phase.h"
+#include "passing_metrics.h"
+#include "report/pass_rules.h"
 
 #include <gtest/gtest.h>
 
@@ -13,8 +15,9 @@ namespace {
 
 using nlohmann::json;
 
+// A check its rule passes, with metrics as a healthy GPU's validator writes them.
 CheckResult Passed(const std::string& id, const std::string& summary = "ok") {
-  return {id, CheckStatus::kPass, 0, summary, "", json::object()};
+  return Judged(id, testing_metrics::Passing().at(id), summary);
 }
 
 // Rank 0's report with every per-rank check passed.

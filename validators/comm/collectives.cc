@@ -31,6 +31,7 @@
 
 #include "comm/rank_store_native.h"
 #include "report/check_metrics.h"
+#include "report/pass_rules.h"
 
 namespace trainlock::validate {
 namespace {
@@ -153,7 +154,6 @@ bool SumIsExact(const torch::Tensor& reduced, int world) {
 }
 
 CheckResult AllReduceCheck(GroupBase& group, const CommOptions& o, const torch::Device& device) {
-  CheckResult c{"comm.allreduce", CheckStatus::kPass, 0, "", "", Json::object()};
   const auto start = Clock::now();
   const int world = o.rank.world_size;
   std::vector<AllreduceSize> table;
@@ -185,7 +185,7 @@ CheckResult AllReduceCheck(GroupBase& group, const CommOptions& o, const torch::
     table.push_back({static_cast<int64_t>(r.bytes), static_cast<int64_t>(r.iterations),
                      r.seconds * 1e6, r.algbw_gbps, r.busbw_gbps});
   }
-  c.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
+  const double duration_s = std::chrono::duration<double>(Clock::now() - start).count();
   AllreduceMetrics m;
   m.world_size = world;
   m.backend = device.is_cuda() ? "nccl" : "gloo";
@@ -208,19 +208,8 @@ CheckResult AllReduceCheck(GroupBase& group, const CommOptions& o, const torch::
     s << " (no bandwidth threshold for " << (o.accelerator.empty() ? "CPU" : o.accelerator)
       << " at " << world << " ranks)";
   }
-  c.metrics = ToJson(m);
-  c.summary = s.str();
-  if (!exact) {
-    c.status = CheckStatus::kFail;
-    c.remedy =
-        "an all-reduce returned wrong sums: suspect the interconnect or the NCCL/driver "
-        "pairing; run nccl-tests with -c 1 on this node";
-  } else if (o.busbw_threshold_gbps > 0 && peak_busbw < o.busbw_threshold_gbps) {
-    c.status = CheckStatus::kFail;
-    c.remedy =
-        "bus bandwidth below the catalog threshold: check NVLink/xGMI state "
-        "(nvidia-smi nvlink -s, topo -m), NCCL_P2P/NCCL_IB settings and PCIe link width";
-  }
+  CheckResult c = Judged("comm.allreduce", ToJson(m), s.str());  // wrong sums, slow bus: the rule
+  c.duration_s = duration_s;
   return c;
 }
 
@@ -248,7 +237,6 @@ torch::Tensor LocalGrads(DdpProbeModel& m, const torch::Tensor& x, const torch::
 
 CheckResult DdpCheck(GroupBase& group, const StorePtr& store, const CommOptions& o,
                      const torch::Device& device) {
-  CheckResult c{"comm.ddp", CheckStatus::kPass, 0, "", "", Json::object()};
   const auto start = Clock::now();
   const int world = o.rank.world_size, rank = o.rank.rank;
   constexpr int64_t kBatch = 16;
@@ -306,12 +294,6 @@ CheckResult DdpCheck(GroupBase& group, const StorePtr& store, const CommOptions&
   s << "averaged gradients of " << world << " ranks " << (close ? "equal" : "DIFFER FROM")
     << " the single-process gradients over the union batch (max abs diff " << max_abs << ", rtol "
     << kRtol << ")";
-  if (!close) {
-    c.status = CheckStatus::kFail;
-    c.remedy =
-        "gradient averaging is wrong: suspect the collective library or a rank with "
-        "different data or weights";
-  }
   if (rank == 0) {
     Json per_rank = Json::array();
     std::vector<double> medians;
@@ -335,18 +317,11 @@ CheckResult DdpCheck(GroupBase& group, const StorePtr& store, const CommOptions&
     if (straggler >= 0) {
       m.straggler_rank = straggler;
       s << ": rank " << straggler << " is a straggler";
-      if (device.is_cuda()) {
-        c.status = CheckStatus::kFail;
-        c.remedy = "rank " + std::to_string(straggler) +
-                   " is slower than the median by more than the margin: check its GPU's clocks, "
-                   "temperature and throttle reasons (env.health) and its PCIe/NVLink links";
-      } else {
-        s << " (CPU processes share cores: timing is not a node finding)";
-      }
+      if (!device.is_cuda()) s << " (CPU processes share cores: timing is not a node finding)";
     }
   }
-  c.metrics = ToJson(m);
-  c.summary = s.str();
+  m.device = device.is_cuda() ? "cuda" : "cpu";
+  CheckResult c = Judged("comm.ddp", ToJson(m), s.str());  // wrong gradients, a straggler: the rule
   c.duration_s = std::chrono::duration<double>(Clock::now() - start).count();
   return c;
 }
@@ -367,16 +342,15 @@ int StragglerRank(const std::vector<double>& medians, double margin, double* spr
 namespace {
 
 CheckResult Failed(const std::string& id, const std::string& why, const CommOptions& o) {
-  CheckResult c{id, CheckStatus::kFail, 0, why, "", Json::object()};
-  // The members comm.allreduce and comm.ddp share.
+  // The members comm.allreduce and comm.ddp share; nothing measured, so the rule fails it.
   AllreduceMetrics m;
   m.world_size = o.rank.world_size;
   m.rank = o.rank.rank;
-  c.metrics = ToJson(m);
-  c.remedy = "check that every rank started, can reach " + o.rank.master_addr + ":" +
-             std::to_string(o.rank.master_port) +
-             ", and did not crash (see its stderr); a slow start needs a longer --join-timeout";
-  return c;
+  return Judged(id, ToJson(m), why,
+                "check that every rank started, can reach " + o.rank.master_addr + ":" +
+                    std::to_string(o.rank.master_port) +
+                    ", and did not crash (see its stderr); a slow start needs a longer "
+                    "--join-timeout");
 }
 
 }  // namespace

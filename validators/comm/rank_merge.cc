@@ -6,6 +6,7 @@
 
 #include "base/text_format.h"
 #include "report/check_metrics.h"
+#include "report/pass_rules.h"
 #include "report/report_view.h"
 
 namespace trainlock::validate {
@@ -37,17 +38,29 @@ RankTrainMetrics TrainOf(const Json& entry) {
                                  : RankTrainMetrics{};
 }
 
-// Appends one rank's failure to the merged check, failing it if it passed.
-void AddRankFailure(CheckResult& c, int* named, const std::string& sentence) {
-  if (c.status == CheckStatus::kPass) {
-    c.status = CheckStatus::kFail;
-    c.remedy = "see the failing rank's own report (report.rank-N.json) and its stderr";
-  }
+// The merged check judged again by its rule (pass_rules.h) over the metrics the merge added; a
+// check that was not measured (skip, error) is left. `remedy` is said when the merge fails it.
+void Rejudge(CheckResult& c, const std::string& remedy) {
+  if (c.status == CheckStatus::kSkip || c.status == CheckStatus::kError) return;
+  const double duration_s = c.duration_s;
+  const bool passed = c.status == CheckStatus::kPass;
+  c = Judged(c.id, std::move(c.metrics), c.summary, passed ? remedy : c.remedy);
+  c.duration_s = duration_s;
+}
+
+// Appends one rank's failure to the merged check (metrics failed_ranks), which fails it.
+void AddRankFailure(CheckResult& c, int* named, int rank, const std::string& sentence) {
+  auto merged = ReadMetrics<NodeMergeMetrics>(c.metrics);
+  Json failed = merged.failed_ranks.value_or(Json::array());
+  if (failed.is_array()) failed.push_back(rank);
+  merged.failed_ranks = failed;
+  AddMetrics(&c.metrics, ToJson(merged));
   if (++*named <= kNamedRanksPerCheck) {
     c.summary += "; " + sentence;
   } else if (*named == kNamedRanksPerCheck + 1) {
     c.summary += "; more ranks failed (see \"ranks\")";
   }
+  Rejudge(c, "see the failing rank's own report (report.rank-N.json) and its stderr");
 }
 
 // Another node whose lead did not judge the check (skipped it, or has no result for it): a check
@@ -70,6 +83,7 @@ void MergeNodeCheck(Report& report, const std::string& id, const Json& entries) 
   if (!c) return;
   Json nodes = Json::array();
   int named = 0;
+  bool node_error = false, node_failed = false;
   for (const Json& entry : entries) {
     const Json checks = entry.value("checks", Json::object());
     const bool other_lead = entry.value("local_rank", -1) == 0 && entry.value("rank", -1) != 0;
@@ -98,8 +112,7 @@ void MergeNodeCheck(Report& report, const std::string& id, const Json& entries) 
     }
     // Rank 0's node passed or skipped: the merged check now speaks for the failing nodes.
     if (c->status == CheckStatus::kPass || c->status == CheckStatus::kSkip) c->remedy.clear();
-    if (status == "error" || c->status != CheckStatus::kError)
-      c->status = status == "error" ? CheckStatus::kError : CheckStatus::kFail;
+    (status == "error" ? node_error : node_failed) = true;
     if (++named > kNamedRanksPerCheck) continue;
     c->summary +=
         "; node " + node + " (rank " + std::to_string(entry.value("rank", -1)) + "): " + summary;
@@ -107,7 +120,18 @@ void MergeNodeCheck(Report& report, const std::string& id, const Json& entries) 
     if (!remedy.empty())
       c->remedy += (c->remedy.empty() ? "" : "; ") + ("node " + node + ": " + remedy);
   }
-  if (nodes.size() > 1) AddMetrics(&c->metrics, ToJson(NodeMergeMetrics{nodes}));
+  if (nodes.size() > 1) {
+    NodeMergeMetrics merged;
+    merged.nodes = nodes;
+    AddMetrics(&c->metrics, ToJson(merged));
+  }
+  if (node_error) {
+    c->status = CheckStatus::kError;  // a node could not measure it: the run's check neither
+  } else if (node_failed && c->status != CheckStatus::kError) {
+    const double duration_s = c->duration_s;  // `nodes` names the failing node: the rule fails it
+    *c = Judged(c->id, std::move(c->metrics), c->summary, c->remedy);
+    c->duration_s = duration_s;
+  }
 }
 
 void NameFailingRanks(Report& report, const Json& entries) {
@@ -121,14 +145,16 @@ void NameFailingRanks(Report& report, const Json& entries) {
       if (entry.contains("error")) {
         // Comm checks saw this rank already; the training checks have no result from it.
         if (id == "train.step" || id == "train.roundtrip") {
-          AddRankFailure(*c, &named, RankName(entry) + ": " + StringMember(entry, "error"));
+          AddRankFailure(*c, &named, entry.value("rank", -1),
+                         RankName(entry) + ": " + StringMember(entry, "error"));
         }
         continue;
       }
       const Json checks = entry.value("checks", Json::object());
       const Json check = checks.is_object() ? checks.value(id, Json::object()) : Json::object();
       if (FailedStatus(StringMember(check, "status")))
-        AddRankFailure(*c, &named, RankName(entry) + ": " + StringMember(check, "summary"));
+        AddRankFailure(*c, &named, entry.value("rank", -1),
+                       RankName(entry) + ": " + StringMember(check, "summary"));
     }
   }
 }
@@ -167,10 +193,13 @@ void CompareStepTimes(Report& report, const Json& entries, const MergeOptions& o
       c->summary += " (CPU processes share cores: timing is not a node finding)";
     } else if (c->status == CheckStatus::kPass) {
       c->summary += ": a straggler";
-      c->status = CheckStatus::kFail;
-      c->remedy = RankName(*slowest.second) +
-                  " trains more slowly than its peers by more than the margin: check its clocks, "
-                  "temperature and throttle reasons (env.health) and perf.* for that GPU";
+      TrainStepMetrics margin;  // what the rule judges slowest_to_median by
+      margin.straggler_margin = o.straggler_margin;
+      AddMetrics(&c->metrics, ToJson(margin));
+      Rejudge(*c, RankName(*slowest.second) +
+                      " trains more slowly than its peers by more than the margin: check its "
+                      "clocks, temperature and throttle reasons (env.health) and perf.* for that "
+                      "GPU");
     }
   }
 }
@@ -235,11 +264,12 @@ void CompareBits(Report& report, const Json& entries) {
   AddMetrics(&c->metrics, ToJson(differing));
   c->summary += "; " + names + " computed different bits from the other GPUs of the same model " +
                 "on identical inputs";
-  if (c->status == CheckStatus::kPass) c->status = CheckStatus::kFail;
-  c->remedy =
+  const std::string remedy =
       "GPUs of one model with deterministic kernels must agree to the bit: take the named GPU "
       "out of service and run `dcgmi diag -r 3` on it (silent data corruption, clocks, or a "
       "driver or firmware difference)";
+  Rejudge(*c, remedy);  // ranks_computing_differently fails it
+  c->remedy = remedy;
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 #include "coordinator/framework_import.h"
 
 #include "base/terminal_text.h"
+#include "report/check_metrics.h"
+#include "report/pass_rules.h"
 #include "support/check_selection.h"
 
 namespace trainlock::validate {
@@ -48,16 +50,15 @@ CheckResult FrameworkImportFailure(const std::string& python, const std::string&
   const std::string name = module.substr(0, module.find('|'));
   const std::string file = ImportErrorFile(import_error);
   const std::string where = file.empty() ? "module " + TerminalLine(name) : file;
-  return {"env.packages",
-          CheckStatus::kFail,
-          0,
-          "the image's Python (" + TerminalLine(python) + ") cannot import " + TerminalLine(name) +
-              ", which the lock installs in it: " +
-              (import_error.empty() ? "no reason given" : Shown(import_error)),
-          "the image is broken at " + where +
-              ": rebuild it from the lock (`trainlock image build`) or pull it again by its "
-              "digest",
-          nlohmann::json::object()};
+  const std::string summary = "the image's Python (" + TerminalLine(python) + ") cannot import " +
+                              TerminalLine(name) + ", which the lock installs in it: " +
+                              (import_error.empty() ? "no reason given" : Shown(import_error));
+  PackagesMetrics m;
+  m.python_problem = summary;  // what the rule fails on: the framework did not import
+  return Judged("env.packages", ToJson(m), summary,
+                "the image is broken at " + where +
+                    ": rebuild it from the lock (`trainlock image build`) or pull it again by its "
+                    "digest");
 }
 
 std::vector<CheckResult> RoundTripNotRun(const CheckResult& packages,

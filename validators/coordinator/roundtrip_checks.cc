@@ -24,6 +24,7 @@
 #include "project/train_shape.h"
 #include "report/check_metrics.h"
 #include "report/measured_shape.h"
+#include "report/pass_rules.h"
 #include "support/check_selection.h"
 #include "support/engine_protocol.h"
 
@@ -198,38 +199,32 @@ std::vector<CheckResult> CannotRunChecks(const JudgeInputs& in, const WorkerRun&
                  ProcessFailure(in, a) +
                  "): install what it names in that interpreter or pass --python PATH";
   std::vector<CheckResult> checks = {
-      {"train.step", CheckStatus::kError, 0, *m.cannot_run, "", ToJson(m)}};
+      NotMeasured("train.step", CheckStatus::kError, *m.cannot_run, "", ToJson(m))};
   for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"}) {
-    checks.push_back({id, CheckStatus::kSkip, 0, "not run: the engine cannot run here",
-                      "see train.step", nlohmann::json::object()});
+    checks.push_back(NotMeasured(id, CheckStatus::kSkip, "not run: the engine cannot run here",
+                                 "see train.step"));
   }
   return checks;
 }
 
 CheckResult StepCheck(const JudgeInputs& in, const WorkerRun& a) {
-  CheckResult c{"train.step", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
   std::string failure = ProcessFailure(in, a);
   if (ErrorKind(a) == kErrorOutOfMemory) {
     return OutOfMemoryCheck(in, a);
   }
-  if (ErrorKind(a) == kErrorIntegrity) {
-    c.status = CheckStatus::kFail;
-    c.summary = "a pinned file is not the one the lock pins: " + failure;
-    c.remedy =
-        "restore the file the lock pins, or re-lock (`trainlock lock`) if the change is "
-        "intended";
+  if (ErrorKind(a) == kErrorIntegrity) {  // the step was not measured: train.step's rule fails it
     TrainStepMetrics m;
     m.artifacts = a.result.said.artifacts;
-    c.metrics = ToJson(m);
-    return c;
+    return Judged("train.step", ToJson(m), "a pinned file is not the one the lock pins: " + failure,
+                  "restore the file the lock pins, or re-lock (`trainlock lock`) if the change is "
+                  "intended");
   }
   if (!failure.empty() || !a.result.measurement) {
-    c.status = CheckStatus::kFail;
-    c.summary = "the training step failed at the intended shape: " +
-                (failure.empty() ? "no measurement" : failure);
-    c.remedy =
-        "see the process output in the work directory; an out-of-memory is reported with remedies";
-    return c;
+    return Judged("train.step", nlohmann::json::object(),
+                  "the training step failed at the intended shape: " +
+                      (failure.empty() ? "no measurement" : failure),
+                  "see the process output in the work directory; an out-of-memory is reported "
+                  "with remedies");
   }
   TrainStepMetrics m = *a.result.measurement;
   // The process names its device, data and model with train.step's members.
@@ -241,16 +236,11 @@ CheckResult StepCheck(const JudgeInputs& in, const WorkerRun& a) {
   m.artifacts = worker.artifacts;
   m.shape = TrainShapeJson(in.project.config);
   if (const std::string off = ShapeMismatch(m, in.project.config); !off.empty()) {
-    c.status = CheckStatus::kFail;
-    c.metrics = ToJson(m);
-    c.summary = "the step did not run at the config's shape: " + off;
-    c.remedy =
-        "the engine trained another shape than the config states; a validation only "
-        "passes at the shape the long run trains";
-    return c;
+    return Judged("train.step", ToJson(m), "the step did not run at the config's shape: " + off,
+                  "the engine trained another shape than the config states; a validation only "
+                  "passes at the shape the long run trains");
   }
   const double step_time_s = m.step_time_s.value_or(0.0);
-  c.duration_s = step_time_s;
   std::ostringstream s;
   s.precision(3);
   s << "step " << step_time_s << " s";
@@ -284,15 +274,14 @@ CheckResult StepCheck(const JudgeInputs& in, const WorkerRun& a) {
     }
   }
   if (!m.mfu) m.mfu = std::optional<double>();  // written as null: unknown
-  c.metrics = ToJson(m);
-  c.summary = s.str();
+  CheckResult c = Judged("train.step", ToJson(m), s.str());
+  c.duration_s = step_time_s;
   return c;
 }
 
 // Out of memory at the intended shape is a finding with numbers and ranked remedies: the
 // fixes `trainlock plan` gives for this report, from the same engine (plan/memory_remedies.h).
 CheckResult OutOfMemoryCheck(const JudgeInputs& in, const WorkerRun& a) {
-  CheckResult c{"train.step", CheckStatus::kFail, 0, "", "", nlohmann::json::object()};
   const ErrorEvent error = ErrorOf(a);
   TrainStepMetrics m =
       ReadMetrics<TrainStepMetrics>(error.memory.value_or(nlohmann::json::object()));
@@ -312,20 +301,21 @@ CheckResult OutOfMemoryCheck(const JudgeInputs& in, const WorkerRun& a) {
       estimate.parameters, estimate.weights_bytes, estimate.grads_bytes, estimate.optimizer_bytes,
       estimate.activation_bytes, estimate.logits_bytes, estimate.total_bytes()});
   m.remedies = remedies;
-  c.metrics = ToJson(m);
-  c.summary = "out of memory at seq_len " + std::to_string(config.training.seq_len) +
-              ", micro_batch " + std::to_string(config.training.micro_batch) +
-              ": the step needs about " + GiB(estimate.total_bytes()) + " (weights " +
-              GiB(estimate.weights_bytes) + ", grads " + GiB(estimate.grads_bytes) + ", AdamW " +
-              GiB(estimate.optimizer_bytes) + ", activations " + GiB(estimate.activation_bytes) +
-              ", logits " + GiB(estimate.logits_bytes) + ")" +
-              (total > 0 ? "; the device has " + GiB(total) + ", peak reserved " +
-                               GiB(static_cast<double>(m.peak_reserved_bytes.value_or(0)))
-                         : "");
+  std::string summary =
+      "out of memory at seq_len " + std::to_string(config.training.seq_len) + ", micro_batch " +
+      std::to_string(config.training.micro_batch) + ": the step needs about " +
+      GiB(estimate.total_bytes()) + " (weights " + GiB(estimate.weights_bytes) + ", grads " +
+      GiB(estimate.grads_bytes) + ", AdamW " + GiB(estimate.optimizer_bytes) + ", activations " +
+      GiB(estimate.activation_bytes) + ", logits " + GiB(estimate.logits_bytes) + ")" +
+      (total > 0 ? "; the device has " + GiB(total) + ", peak reserved " +
+                       GiB(static_cast<double>(m.peak_reserved_bytes.value_or(0)))
+                 : "");
+  std::string remedy;
   for (size_t i = 0; i < remedies.size(); ++i) {
-    c.remedy += (i ? "; " : "") + std::to_string(i + 1) + ") " + remedies[i];
+    remedy += (i ? "; " : "") + std::to_string(i + 1) + ") " + remedies[i];
   }
-  return c;
+  return Judged("train.step", ToJson(m), std::move(summary),
+                remedy.empty() ? "the step does not fit this device" : remedy);
 }
 
 // The round trip's facts before any judgement: the losses of A and of B-then-C, the processes,
@@ -376,32 +366,34 @@ RoundtripMetrics RoundtripFacts(const JudgeInputs& in, const WorkerRun& a, const
   return m;
 }
 
+// Why A and C cannot be compared, in the words of train.roundtrip's result: `not_exercised` when
+// the round trip did not happen as planned (an error: nothing was measured), else a failure the
+// check's rule finds in its metrics.
+struct NotComparable {
+  bool not_exercised = false;
+  std::string summary;
+  std::string remedy;
+};
+
 // train.roundtrip's failure when the coordinator did not verify the checkpoint B committed
 // (then C and D were never started), or when B announced its checkpoint somewhere else than
 // the step directory the coordinator verified; nullopt when neither.
-std::optional<CheckResult> CheckpointNotVerified(const JudgeInputs& in, const RoundtripRuns& r) {
+std::optional<NotComparable> CheckpointNotVerified(const JudgeInputs& in, const RoundtripRuns& r) {
   const std::string stderr_file = (in.o.work_dir / (r.b.name + ".stderr")).string();
   if (const std::string problem = CheckpointProblem(r.b, r.checkpoint); !problem.empty()) {
-    return CheckResult{"train.roundtrip",
-                       CheckStatus::kFail,
-                       0,
-                       problem + "; the resumed and portable processes were not started",
-                       "an engine may say `committed` only once its save wrote every file its "
-                       "commit record lists, and no other; see " +
-                           stderr_file,
-                       nlohmann::json::object()};
+    return NotComparable{false, problem + "; the resumed and portable processes were not started",
+                         "an engine may say `committed` only once its save wrote every file its "
+                         "commit record lists, and no other; see " +
+                             stderr_file};
   }
   const std::optional<std::string> said = r.b.result.save ? r.b.result.save->dir : std::nullopt;
   if (said && LastCommittedStep(r.b) == in.o.checkpoint_at &&
       fs::path(*said).lexically_normal() != r.checkpoint->dir.lexically_normal()) {
-    return CheckResult{
-        "train.roundtrip",
-        CheckStatus::kFail,
-        0,
+    return NotComparable{
+        false,
         "process " + r.b.name + " announced its checkpoint in " + Quoted(*said) +
             ", not in the step directory the coordinator verified, " + r.checkpoint->dir.string(),
-        "an engine commits step N to CHECKPOINT_ROOT/step-<N, 8 digits>; see " + stderr_file,
-        nlohmann::json::object()};
+        "an engine commits step N to CHECKPOINT_ROOT/step-<N, 8 digits>; see " + stderr_file};
   }
   return std::nullopt;
 }
@@ -409,46 +401,46 @@ std::optional<CheckResult> CheckpointNotVerified(const JudgeInputs& in, const Ro
 // Why A and C cannot be compared (a process failed, the preemption or the kill during a save
 // did not happen, B's checkpoint did not verify, another step was restored, a final state is
 // missing), as the check's result; nullopt when they can.
-std::optional<CheckResult> RoundtripNotComparable(const JudgeInputs& in, const RoundtripRuns& r) {
+std::optional<NotComparable> RoundtripNotComparable(const JudgeInputs& in, const RoundtripRuns& r) {
   const WorkerRun &a = r.a, &b = r.b, &c = r.c;
-  auto result = [](CheckStatus status, std::string summary, std::string remedy = "") {
-    return CheckResult{"train.roundtrip",       status, 0, std::move(summary), std::move(remedy),
-                       nlohmann::json::object()};
+  auto failure_of = [](std::string summary, std::string remedy) {
+    return NotComparable{false, std::move(summary), std::move(remedy)};
   };
-  auto failed = [&](const WorkerRun& run) -> std::optional<CheckResult> {
+  auto not_exercised = [](std::string summary, std::string remedy = "") {
+    return NotComparable{true, std::move(summary), std::move(remedy)};
+  };
+  auto failed = [&](const WorkerRun& run) -> std::optional<NotComparable> {
     const std::string failure = ProcessFailure(in, run);
     if (failure.empty()) return std::nullopt;
-    return result(CheckStatus::kFail, "process " + run.name + ": " + failure,
-                  ErrorKind(run) == kErrorCheckpoint
-                      ? "the checkpoint did not verify: check the storage (checkpoint-dir) for "
-                        "corruption"
-                      : "see the worker's stderr in " + in.o.work_dir.string());
+    return failure_of("process " + run.name + ": " + failure,
+                      ErrorKind(run) == kErrorCheckpoint
+                          ? "the checkpoint did not verify: check the storage (checkpoint-dir) for "
+                            "corruption"
+                          : "see the worker's stderr in " + in.o.work_dir.string());
   };
   for (const WorkerRun* run : {&a, &b})
-    if (std::optional<CheckResult> failure = failed(*run)) return failure;
+    if (std::optional<NotComparable> failure = failed(*run)) return failure;
   if (!b.killed_by_us) {
-    return result(CheckStatus::kError,
-                  in.o.kill_during_save
-                      ? "the preempted process never began its second save after the committed one"
-                      : "the preempted process never announced its checkpoint");
+    return not_exercised(
+        in.o.kill_during_save
+            ? "the preempted process never began its second save after the committed one"
+            : "the preempted process never announced its checkpoint");
   }
   if (in.o.kill_during_save && LastCommittedStep(b) != in.o.checkpoint_at) {
     // The second save became durable before the SIGKILL landed: nothing was torn, so the
     // restore proves nothing about torn checkpoints.
-    return result(
-        CheckStatus::kError,
+    return not_exercised(
         "the save after step " + std::to_string(in.o.checkpoint_at) +
             " was committed before the kill landed: the kill during a save was not exercised",
         "rerun; a larger model's save takes long enough to be killed while it writes");
   }
-  if (std::optional<CheckResult> unverified = CheckpointNotVerified(in, r)) return unverified;
-  if (std::optional<CheckResult> failure = failed(c)) return failure;
+  if (std::optional<NotComparable> unverified = CheckpointNotVerified(in, r)) return unverified;
+  if (std::optional<NotComparable> failure = failed(c)) return failure;
   // The resume must start from the checkpoint the preempted process committed, not an older
   // or newer one left in the storage.
   const std::optional<int64_t> restored = RestoredStep(c);
   if (restored != in.o.checkpoint_at) {
-    return result(
-        CheckStatus::kFail,
+    return failure_of(
         "the resumed process restored " +
             (restored ? "step " + std::to_string(*restored) : std::string("no step it reported")) +
             ", not the checkpoint committed at step " + std::to_string(in.o.checkpoint_at),
@@ -456,12 +448,12 @@ std::optional<CheckResult> RoundtripNotComparable(const JudgeInputs& in, const R
   }
   for (const WorkerRun* run : {&a, &c}) {
     if (const std::string problem = StateProblem(*run); !problem.empty()) {
-      return result(CheckStatus::kFail,
-                    problem +
-                        ": the round trip is judged from the states the processes wrote, "
-                        "never from digests they print",
-                    "the engine must write its final state (safetensors) to --final-state; see " +
-                        (in.o.work_dir / (run->name + ".stderr")).string());
+      return failure_of(
+          problem +
+              ": the round trip is judged from the states the processes wrote, "
+              "never from digests they print",
+          "the engine must write its final state (safetensors) to --final-state; see " +
+              (in.o.work_dir / (run->name + ".stderr")).string());
     }
   }
   return std::nullopt;
@@ -511,12 +503,13 @@ RoundtripComparison CompareRoundtrip(const WorkerRun& a, const WorkerRun& c,
 CheckResult RoundtripCheck(const JudgeInputs& in, const RoundtripRuns& runs) {
   const WorkerRun &a = runs.a, &c = runs.c;
   RoundtripMetrics m = RoundtripFacts(in, a, runs.b, c, runs.checkpoint);
-  if (std::optional<CheckResult> refused = RoundtripNotComparable(in, runs)) {
+  if (std::optional<NotComparable> refused = RoundtripNotComparable(in, runs)) {
     m.bitwise_equal = false;
-    refused->metrics = ToJson(m);
-    return *refused;
+    if (refused->not_exercised)
+      return NotMeasured("train.roundtrip", CheckStatus::kError, refused->summary, refused->remedy,
+                         ToJson(m));
+    return Judged("train.roundtrip", ToJson(m), refused->summary, refused->remedy);
   }
-  CheckResult r{"train.roundtrip", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
   const std::vector<double>& la = *m.losses_uninterrupted;
   const std::vector<double>& resumed = *m.losses_resumed;
   const RoundtripComparison cmp = CompareRoundtrip(a, c, la, resumed, in.o.steps);
@@ -529,20 +522,20 @@ CheckResult RoundtripCheck(const JudgeInputs& in, const RoundtripRuns& runs) {
   m.max_abs_state_diff = cmp.max_state_diff;
   m.loss_tolerance = in.o.loss_tolerance;
   m.mode = "deterministic";  // every process of the round trip, for the bitwise check
-  r.metrics = ToJson(m);
+  std::string summary;
   if (bitwise) {
-    r.summary = "resumed run is bitwise equal to the uninterrupted one after SIGKILL at step " +
-                std::to_string(in.o.checkpoint_at) + " of " + std::to_string(in.o.steps);
-    if (in.o.engine != "native") r.summary += " (engine " + in.o.engine + ")";
-    r.summary +=
+    summary = "resumed run is bitwise equal to the uninterrupted one after SIGKILL at step " +
+              std::to_string(in.o.checkpoint_at) + " of " + std::to_string(in.o.steps);
+    if (in.o.engine != "native") summary += " (engine " + in.o.engine + ")";
+    summary +=
         ": the final states the coordinator read from the processes' files, and the "
         "losses they reported";
     if (m.killed_during_save.value_or(false))
-      r.summary +=
+      summary +=
           "; killed while the next save was being written, which the resumed process reported "
           "it skipped";
-    r.summary += "; " + VerifiedSentence(*runs.checkpoint);
-    return r;
+    summary += "; " + VerifiedSentence(*runs.checkpoint);
+    return Judged("train.roundtrip", ToJson(m), summary);
   }
   // A tolerance forgives loss noise only: never a final state that differs, nor a resume that
   // did not restore every source of state.
@@ -550,16 +543,14 @@ CheckResult RoundtripCheck(const JudgeInputs& in, const RoundtripRuns& runs) {
       m.rng_restored.value_or(false) && m.data_restored.value_or(false);
   if (in.o.loss_tolerance > 0 && cmp.max_loss_diff <= in.o.loss_tolerance &&
       la.size() == resumed.size() && cmp.states_equal && restored_everything) {
-    r.summary = "resumed run within the documented tolerance " +
-                std::to_string(in.o.loss_tolerance) + " (max loss difference " +
-                std::to_string(cmp.max_loss_diff) + "), not bitwise; " +
-                VerifiedSentence(*runs.checkpoint);
-    return r;
+    return Judged("train.roundtrip", ToJson(m),
+                  "resumed run within the documented tolerance " +
+                      std::to_string(in.o.loss_tolerance) + " (max loss difference " +
+                      std::to_string(cmp.max_loss_diff) + "), not bitwise; " +
+                      VerifiedSentence(*runs.checkpoint));
   }
-  r.status = CheckStatus::kFail;
   m.first_divergent_step = cmp.first_divergent_step;
   if (!cmp.first_divergent_tensor.empty()) m.first_divergent_tensor = cmp.first_divergent_tensor;
-  r.metrics = ToJson(m);
   std::ostringstream s;
   s << "resumed run diverges from the uninterrupted one";
   if (cmp.first_divergent_step)
@@ -569,11 +560,9 @@ CheckResult RoundtripCheck(const JudgeInputs& in, const RoundtripRuns& runs) {
     s << "; final state differs"
       << (cmp.first_divergent_tensor.empty() ? ""
                                              : " first in '" + cmp.first_divergent_tensor + "'");
-  r.summary = s.str();
-  r.remedy =
-      "a checkpoint must carry every source of state: RNG streams (CPU and device), data-loader "
-      "position, optimizer moments, scheduler and loss scaler";
-  return r;
+  return Judged("train.roundtrip", ToJson(m), s.str(),
+                "a checkpoint must carry every source of state: RNG streams (CPU and device), "
+                "data-loader position, optimizer moments, scheduler and loss scaler");
 }
 
 // Process E restored B's checkpoint at another world size and trained to the end. The round
@@ -609,118 +598,111 @@ CheckResult ReshardCheck(const JudgeInputs& in, const WorkerRun& a, const Worker
   AddMetrics(&roundtrip.metrics, ToJson(holder));
   const std::string what =
       "resharding " + std::to_string(in.o.engine_nproc) + " -> " + std::to_string(in.o.reshard_to);
-  if (roundtrip.status != CheckStatus::kPass) return roundtrip;
+  if (roundtrip.status != CheckStatus::kPass) return roundtrip;  // the resume already said why
+  std::string summary = roundtrip.summary, remedy = "see process e-resharded's stderr";
   if (const std::string failure = ProcessFailure(in, e); !failure.empty()) {
-    roundtrip.status = CheckStatus::kFail;
-    roundtrip.summary = what + ": process e-resharded: " + failure;
+    summary = what + ": process e-resharded: " + failure;
   } else if (const std::string problem = StateProblem(e); !problem.empty()) {
-    roundtrip.status = CheckStatus::kFail;
-    roundtrip.summary = what + ": " + problem;
+    summary = what + ": " + problem;
   } else if (m.restored_step != std::optional<int64_t>(in.o.checkpoint_at)) {
-    roundtrip.status = CheckStatus::kFail;
-    roundtrip.summary = what + ": the resharded process did not restore the committed step " +
-                        std::to_string(in.o.checkpoint_at);
+    summary = what + ": the resharded process did not restore the committed step " +
+              std::to_string(in.o.checkpoint_at);
   } else if (!*m.data_position_carried) {
-    roundtrip.status = CheckStatus::kFail;
-    roundtrip.summary = what +
-                        ": the engine cannot carry its data position across world sizes, "
-                        "so a resharded resume does not continue the run's data order";
-    roundtrip.remedy =
-        "resume at the world size the checkpoint was saved at, or use an engine "
-        "whose sampler state is global (fsdp2)";
+    summary = what +
+              ": the engine cannot carry its data position across world sizes, so a resharded "
+              "resume does not continue the run's data order";
+    remedy =
+        "resume at the world size the checkpoint was saved at, or use an engine whose sampler "
+        "state is global (fsdp2)";
   } else if (*m.bitwise_equal) {
-    roundtrip.summary += "; " + what + " also bitwise equal to the uninterrupted run";
+    summary += "; " + what + " also bitwise equal to the uninterrupted run";
+    remedy.clear();
   } else {
-    roundtrip.status = CheckStatus::kFail;
     std::ostringstream s;
     s << what << ": the resumed run is not bitwise equal to the uninterrupted one (max loss "
       << "difference " << max_diff << (*m.final_state_equal ? "" : "; final state differs") << ")";
-    roundtrip.summary = s.str();
-    roundtrip.remedy =
-        "a reduction over another number of ranks sums in another order; "
-        "compare within a tolerance only when the long run will reshard";
+    summary = s.str();
+    remedy =
+        "a reduction over another number of ranks sums in another order; compare within a "
+        "tolerance only when the long run will reshard";
   }
-  return roundtrip;
+  CheckResult judged = Judged("train.roundtrip", roundtrip.metrics, summary, remedy);
+  judged.duration_s = roundtrip.duration_s;
+  return judged;
 }
 
 CheckResult EvalCheck(const JudgeInputs& in, const RoundtripRuns& runs) {
   const WorkerRun &b = runs.b, &c = runs.c;
-  CheckResult r{"train.eval", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
-  if (const std::string why = NotRestoredBecause(in, runs); !why.empty()) {
-    r.status = CheckStatus::kFail;
-    r.summary = "no eval loss after a restore: " + why;
-    return r;
-  }
+  if (const std::string why = NotRestoredBecause(in, runs); !why.empty())
+    return Judged("train.eval", nlohmann::json::object(), "no eval loss after a restore: " + why,
+                  "see train.roundtrip");
   if (!b.result.eval_after_save || !c.result.eval_after_restore) {
-    r.status = CheckStatus::kFail;
-    r.summary = "no eval loss around the checkpoint: " + ProcessFailure(in, c.result.error ? c : b);
-    return r;
+    return Judged(
+        "train.eval", nlohmann::json::object(),
+        "no eval loss around the checkpoint: " + ProcessFailure(in, c.result.error ? c : b),
+        "see the processes' stderr in " + in.o.work_dir.string());
   }
   double before = *b.result.eval_after_save;
   double after = *c.result.eval_after_restore;
   double diff = std::fabs(before - after);
-  r.metrics = ToJson(EvalMetrics{before, after, diff, in.o.eval_tolerance});
+  const nlohmann::json m = ToJson(EvalMetrics{before, after, diff, in.o.eval_tolerance});
   if (diff > in.o.eval_tolerance) {
-    r.status = CheckStatus::kFail;
-    r.summary = "eval loss changed across save/restore: " + std::to_string(before) + " -> " +
-                std::to_string(after);
-    r.remedy =
-        "the restored parameters differ from the saved ones; check the checkpoint writer and "
-        "reader";
-  } else {
-    r.summary = "eval loss " + std::to_string(before) +
-                " before the save and after the restore, as the processes reported it";
+    return Judged("train.eval", m,
+                  "eval loss changed across save/restore: " + std::to_string(before) + " -> " +
+                      std::to_string(after),
+                  "the restored parameters differ from the saved ones; check the checkpoint "
+                  "writer and reader");
   }
-  return r;
+  return Judged("train.eval", m,
+                "eval loss " + std::to_string(before) +
+                    " before the save and after the restore, as the processes reported it");
 }
 
 CheckResult PortableCheck(const JudgeInputs& in, const RoundtripRuns& runs) {
   const WorkerRun &b = runs.b, &d = runs.d;
-  CheckResult r{"ckpt.portable", CheckStatus::kPass, 0, "", "", nlohmann::json::object()};
   if (const std::string why = NotRestoredBecause(in, runs); !why.empty()) {
-    r.status = CheckStatus::kFail;
-    r.summary = "no checkpoint to restore in a fresh process: " + why;
     PortableMetrics m;
     if (runs.checkpoint) m.checkpoint = ToJson(VerifiedMetrics(*runs.checkpoint));
-    r.metrics = ToJson(m);
-    return r;
+    return Judged("ckpt.portable", ToJson(m), "no checkpoint to restore in a fresh process: " + why,
+                  "see train.roundtrip");
   }
   const VerifiedCheckpoint& verified = *runs.checkpoint;
   std::string failure = ProcessFailure(in, d);
   if (!failure.empty() || !b.result.eval_after_save) {
-    r.status = CheckStatus::kFail;
-    r.summary = "a fresh process could not use the checkpoint: " +
-                (failure.empty() ? "no reference eval loss" : failure);
-    r.remedy =
-        "the checkpoint must be self-describing: config, seed and data description in "
-        "manifest.json";
-    return r;
+    return Judged("ckpt.portable", nlohmann::json::object(),
+                  "a fresh process could not use the checkpoint: " +
+                      (failure.empty() ? "no reference eval loss" : failure),
+                  "the checkpoint must be self-describing: config, seed and data description in "
+                  "manifest.json");
   }
   double want = *b.result.eval_after_save, got = d.result.eval.value_or(0.0);
-  r.metrics = ToJson(PortableMetrics{d.pid, got, want, std::fabs(got - want),
-                                     ToJson(VerifiedMetrics(verified)), in.o.eval_tolerance});
-  if (const std::optional<int64_t> restored = RestoredStep(d); restored != verified.step) {
-    r.status = CheckStatus::kFail;
-    r.summary =
+  const std::optional<int64_t> restored = RestoredStep(d);
+  const PortableMetrics m{d.pid,
+                          got,
+                          want,
+                          std::fabs(got - want),
+                          ToJson(VerifiedMetrics(verified)),
+                          in.o.eval_tolerance,
+                          restored};
+  if (restored != verified.step) {
+    return Judged(
+        "ckpt.portable", ToJson(m),
         "process " + d.name + " restored " +
-        (restored ? "step " + std::to_string(*restored) : std::string("no step it reported")) +
-        ", not the checkpoint the coordinator verified (" + verified.dir.filename().string() + ")";
-    r.remedy = "another checkpoint shares the checkpoint directory; give the run its own";
-    return r;
+            (restored ? "step " + std::to_string(*restored) : std::string("no step it reported")) +
+            ", not the checkpoint the coordinator verified (" + verified.dir.filename().string() +
+            ")",
+        "another checkpoint shares the checkpoint directory; give the run its own");
   }
+  const std::string words = "a fresh process restored step " + std::to_string(verified.step) +
+                            " and reported eval loss " + std::to_string(got);
   if (std::fabs(got - want) > in.o.eval_tolerance) {
-    r.status = CheckStatus::kFail;
-    r.summary = "a fresh process restored step " + std::to_string(verified.step) +
-                " and reported eval loss " + std::to_string(got) +
-                ", the saving process reported " + std::to_string(want);
-    r.remedy = "the checkpoint does not carry everything the model needs";
-  } else {
-    r.summary = "a fresh process restored step " + std::to_string(verified.step) +
-                " and reported eval loss " + std::to_string(got) +
-                " (the saving process reported " + std::to_string(want) + "); " +
-                VerifiedSentence(verified);
+    return Judged("ckpt.portable", ToJson(m),
+                  words + ", the saving process reported " + std::to_string(want),
+                  "the checkpoint does not carry everything the model needs");
   }
-  return r;
+  return Judged("ckpt.portable", ToJson(m),
+                words + " (the saving process reported " + std::to_string(want) + "); " +
+                    VerifiedSentence(verified));
 }
 
 }  // namespace
@@ -745,16 +727,17 @@ std::vector<CheckResult> JudgeFromA(const JudgeInputs& in, const RoundtripRuns& 
     // Nothing to resume: every later process would fail the same way.
     const std::string why = "the training step does not fit (see train.step); nothing to resume";
     checks = {StepCheck(in, a)};
-    for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"}) {
-      checks.push_back({id, CheckStatus::kSkip, 0, why, "apply a train.step remedy first",
-                        nlohmann::json::object()});
-    }
+    for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"})
+      checks.push_back(NotMeasured(id, CheckStatus::kSkip, why, "apply a train.step remedy first"));
   } else {  // only train.step was selected
     checks = {StepCheck(in, a)};
     for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"})
-      checks.push_back(
-          {id, CheckStatus::kSkip, 0, "not selected (--only)", "", nlohmann::json::object()});
-    ApplyThrottleFinding(runs.telemetry, &checks[0]);
+      checks.push_back(NotMeasured(id, CheckStatus::kSkip, "not selected (--only)"));
+    // train.step's rule reads the telemetry where the gate finds it: in train.roundtrip.
+    RoundtripMetrics sampled;
+    sampled.telemetry = ToJson(runs.telemetry);
+    checks[1].metrics = ToJson(sampled);
+    JudgeStepBesideTelemetry(runs.telemetry, &checks[0]);
   }
   checks[0].duration_s = runs.a_s;
   return checks;
@@ -782,7 +765,7 @@ std::vector<CheckResult> JudgeEveryProcess(const JudgeInputs& in, const Roundtri
   placement.portable_beside_resume = r.beside;
   placement.processes = processes;
   placement.telemetry = ToJson(r.telemetry);
-  ApplyThrottleFinding(r.telemetry, &checks[0]);  // a throttled step time is not the node's
+  JudgeStepBesideTelemetry(r.telemetry, &checks[0]);  // a throttled step time is not the node's
   if (roundtrip_judged) AddMetrics(&checks[1].metrics, ToJson(placement));
   if (Selected(in.o.only, {"train.eval"})) checks[2].duration_s = r.c.seconds;
   if (Selected(in.o.only, {"ckpt.portable"})) checks[3].duration_s = r.d.seconds;
@@ -793,10 +776,9 @@ std::vector<CheckResult> JudgeEveryProcess(const JudgeInputs& in, const Roundtri
 std::vector<CheckResult> NothingTrainedChecks(const std::string& summary, const std::string& remedy,
                                               const std::string& skipped) {
   std::vector<CheckResult> checks = {
-      {"train.step", CheckStatus::kFail, 0, summary, remedy, nlohmann::json::object()}};
+      Judged("train.step", nlohmann::json::object(), summary, remedy)};  // nothing measured
   for (const char* id : {"train.roundtrip", "train.eval", "ckpt.portable"})
-    checks.push_back(
-        {id, CheckStatus::kSkip, 0, skipped, "see train.step", nlohmann::json::object()});
+    checks.push_back(NotMeasured(id, CheckStatus::kSkip, skipped, "see train.step"));
   return checks;
 }
 

@@ -11,6 +11,7 @@
 #include "base/program_path.h"
 #include "ops/op_library_path.h"
 #include "report/check_metrics.h"
+#include "report/pass_rules.h"
 #include "support/engine_protocol.h"
 #include "support/worker_process.h"
 
@@ -77,7 +78,6 @@ std::string PassSummary(const json& result) {
 }  // namespace
 
 CheckResult OpsCheckFromRun(const OpsRun& run) {
-  CheckResult c{"ops.custom", CheckStatus::kPass, 0, "", "", json::object()};
   json failures = json::array();
   OpsMetrics m;
   if (!run.exit_code || *run.exit_code != 0 || !run.result.contains("libraries")) {
@@ -103,19 +103,12 @@ CheckResult OpsCheckFromRun(const OpsRun& run) {
     }
   }
   m.failures = failures;
-  c.metrics = ToJson(m);
-  if (failures.empty()) {
-    c.summary = PassSummary(run.result);
-    return c;
-  }
-  c.status = CheckStatus::kFail;
+  if (failures.empty()) return Judged("ops.custom", ToJson(m), PassSummary(run.result));
   std::string summary;
   for (const auto& f : failures) {
     summary += (summary.empty() ? "" : "; ") + f.value("kind", "") + ": " + f.value("message", "");
   }
-  c.summary = summary;
-  c.remedy = RemedyOf(failures);
-  return c;
+  return Judged("ops.custom", ToJson(m), summary, RemedyOf(failures));
 }
 
 std::vector<OpsLibrary> ResolveOpsLibraries(const Project& project) {

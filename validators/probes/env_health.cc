@@ -2,6 +2,7 @@
 #include "probes/env_health.h"
 #include "base/strings.h"
 #include "report/check_metrics.h"
+#include "report/pass_rules.h"
 
 #include <algorithm>
 #include <string>
@@ -26,7 +27,6 @@ class GpuHealth {
     Clocks();
     PcieLink();
   }
-  const std::vector<std::string>& problems() const { return problems_; }
   const std::vector<std::string>& unknown() const { return unknown_; }
   // What was judged from values NVML gave, in the pass summary's words; what NVML does not
   // support is not judged and never claimed.
@@ -40,49 +40,28 @@ class GpuHealth {
     if (!NotSupported(g_, field)) unknown_.push_back(field);
     return false;
   }
-  void Problem(const std::string& text) { problems_.push_back(name_ + ": " + text); }
-
   void Ecc() {
     // A device without ECC (NVML: not supported) has no mode to check and no counters.
     if (!Known(g_.ecc_enabled, "ecc_enabled")) return;
     judged_.push_back("ECC on, no uncorrectable errors");
-    if (!*g_.ecc_enabled) {
-      Problem("ECC is disabled on a GPU that has it");
-      return;
-    }
-    if (Known(g_.ecc_uncorrected_volatile, "ecc_uncorrected_volatile") &&
-        *g_.ecc_uncorrected_volatile > 0) {
-      Problem(std::to_string(*g_.ecc_uncorrected_volatile) +
-              " uncorrectable ECC errors since boot");
-    }
+    if (*g_.ecc_enabled) Known(g_.ecc_uncorrected_volatile, "ecc_uncorrected_volatile");
   }
 
   // Pre-Ampere GPUs retire pages, later ones remap rows; each reports the other as unsupported.
   void Retirement() {
     const bool pages = Known(g_.retired_pages_pending, "retired_pages_pending");
-    if (pages && *g_.retired_pages_pending) Problem("retired pages pending a reset");
     const bool rows = Known(g_.remap_failed, "remapped_rows");
     if (pages || rows) judged_.push_back("no pending retirements or remaps");
-    if (!rows) return;
-    if (*g_.remap_failed) Problem("row remapping failed");
-    if (g_.remap_pending.value_or(false)) Problem("row remapping pending a reset");
   }
 
   void Temperature() {
     const bool have_temp = Known(g_.temperature_c, "temperature_c");
     const bool have_limit = Known(g_.temperature_slowdown_c, "temperature_slowdown_c");
     if (have_temp && have_limit) judged_.push_back("below the slowdown temperature");
-    if (have_temp && have_limit && *g_.temperature_c >= *g_.temperature_slowdown_c) {
-      Problem(std::to_string(*g_.temperature_c) + " C, at or above its slowdown threshold of " +
-              std::to_string(*g_.temperature_slowdown_c) + " C");
-    }
   }
 
   void Clocks() {
-    if (!Known(g_.throttle_reasons, "throttle_reasons")) return;
-    judged_.push_back("no slowdown");
-    if (std::string why = HarmfulThrottleReasons(*g_.throttle_reasons); !why.empty())
-      Problem("clocks held down by " + why);
+    if (Known(g_.throttle_reasons, "throttle_reasons")) judged_.push_back("no slowdown");
   }
 
   // The width a link trained to does not change with load: below its maximum is a bad slot,
@@ -92,20 +71,12 @@ class GpuHealth {
     const bool width =
         Known(g_.pcie_width, "pcie_width") && Known(g_.pcie_width_max, "pcie_width_max");
     if (width) judged_.push_back("PCIe links at full width");
-    if (width && *g_.pcie_width < *g_.pcie_width_max) {
-      Problem("PCIe link at x" + std::to_string(*g_.pcie_width) + " of x" +
-              std::to_string(*g_.pcie_width_max));
-    }
-    if (Known(g_.pcie_gen_max, "pcie_gen_max") && Known(g_.pcie_gen_gpu_max, "pcie_gen_gpu_max") &&
-        *g_.pcie_gen_max < *g_.pcie_gen_gpu_max) {
-      Problem("PCIe link limited to gen " + std::to_string(*g_.pcie_gen_max) +
-              " by the slot; the GPU supports gen " + std::to_string(*g_.pcie_gen_gpu_max));
-    }
+    Known(g_.pcie_gen_max, "pcie_gen_max");
+    Known(g_.pcie_gen_gpu_max, "pcie_gen_gpu_max");
   }
 
   const GpuProbe& g_;
   std::string name_;
-  std::vector<std::string> problems_;
   std::vector<std::string> unknown_;
   std::vector<std::string> judged_;
 };
@@ -161,16 +132,17 @@ nlohmann::json DeviceMetrics(const GpuProbe& g, const std::vector<std::string>& 
   return d;
 }
 
-CheckResult Result(CheckStatus status, std::string summary, std::string remedy,
-                   nlohmann::json metrics) {
-  return {"env.health", status, 0, std::move(summary), std::move(remedy), std::move(metrics)};
+CheckResult NotJudged(CheckStatus status, std::string summary, std::string remedy,
+                      nlohmann::json metrics) {
+  return NotMeasured("env.health", status, std::move(summary), std::move(remedy),
+                     std::move(metrics));
 }
 
 }  // namespace
 
-// The GPUs NVML counts but could not open: a fault is a problem, an unexplained status unknown,
-// and a count NVML could not give leaves every GPU unknown.
-void JudgeUnopened(const NodeProbe& node, std::vector<std::string>& problems,
+// The GPUs NVML counts but could not open: a fault is named (the rule fails it), an unexplained
+// status unknown, and a count NVML could not give leaves every GPU unknown.
+void JudgeUnopened(const NodeProbe& node, std::vector<std::string>& faults,
                    std::vector<std::string>& unknown) {
   if (node.count_status != 0)
     unknown.push_back("the GPU count (NVML status " + std::to_string(node.count_status) + ")");
@@ -178,7 +150,7 @@ void JudgeUnopened(const NodeProbe& node, std::vector<std::string>& problems,
     const std::string fault = UnopenedGpuFault(gpu.nvml_status);
     const std::string name = "GPU " + std::to_string(gpu.index);
     if (fault.starts_with("fault: ")) {
-      problems.push_back(name + ": NVML cannot open it: " + fault.substr(7));
+      faults.push_back(name + ": NVML cannot open it: " + fault.substr(7));
     } else if (!fault.empty()) {
       unknown.push_back(name + " (" + fault.substr(9) + " opening it)");
     }
@@ -186,8 +158,8 @@ void JudgeUnopened(const NodeProbe& node, std::vector<std::string>& problems,
 }
 
 CheckResult HealthCheck(const NodeProbe& node) {
-  std::vector<std::string> problems, unknown;
-  JudgeUnopened(node, problems, unknown);
+  std::vector<std::string> faults, unknown;
+  JudgeUnopened(node, faults, unknown);
   nlohmann::json per_device = nlohmann::json::array();
   std::vector<std::vector<std::string>> judged;
   std::vector<std::string> unjudged;  // GPUs NVML supports no health field of
@@ -196,37 +168,35 @@ CheckResult HealthCheck(const NodeProbe& node) {
     health.Judge();
     judged.push_back(health.judged());
     if (health.judged().empty()) unjudged.push_back("GPU " + std::to_string(g.index));
-    problems.insert(problems.end(), health.problems().begin(), health.problems().end());
     for (const std::string& field : health.unknown())
       unknown.push_back("GPU " + std::to_string(g.index) + " " + field);
     per_device.push_back(DeviceMetrics(g, health.unknown()));
   }
-  const nlohmann::json m = ToJson(HealthMetrics{per_device, unknown});
-  if (node.gpus.empty() && problems.empty() && unknown.empty())
-    return Result(CheckStatus::kSkip, "no GPU to judge", "check env.devices", m);
-  if (!problems.empty()) {
-    std::string summary = JoinStrings(problems, "; ");
-    if (!unknown.empty()) summary += "; unknown: " + JoinStrings(unknown, "; ");
-    return Result(CheckStatus::kFail, summary,
-                  "drain the node: reset the GPU (pending remaps/retirements), enable ECC "
-                  "(nvidia-smi -e 1, then reset), reseat or move it (PCIe link), send it for "
-                  "repair (uncorrectable errors, failed remaps); check cooling and power",
-                  m);
+  HealthMetrics health{per_device, unknown, std::nullopt};
+  if (!faults.empty()) health.open_faults = faults;
+  const nlohmann::json m = ToJson(health);
+  if (node.gpus.empty() && faults.empty() && unknown.empty())
+    return NotJudged(CheckStatus::kSkip, "no GPU to judge", "check env.devices", m);
+  // What the rule finds beyond fields NVML could not read and GPUs it reads no field of.
+  size_t found = 0;
+  for (const RuleFinding& f : PassRuleFindings("env.health", m))
+    found += f.metric != "unknown" && !f.why.starts_with("a device has none of the fields");
+  if (found == 0 && !unknown.empty()) {
+    return NotJudged(CheckStatus::kError, "NVML could not report: " + JoinStrings(unknown, "; "),
+                     "a field that cannot be read is not healthy: check the driver (nvidia-smi -q) "
+                     "and the container's access to the device",
+                     m);
   }
-  if (!unknown.empty()) {
-    return Result(CheckStatus::kError, "NVML could not report: " + JoinStrings(unknown, "; "),
-                  "a field that cannot be read is not healthy: check the driver (nvidia-smi -q) "
-                  "and the container's access to the device",
-                  m);
+  if (found == 0 && !unjudged.empty()) {
+    return NotJudged(CheckStatus::kSkip,
+                     JoinStrings(unjudged, ", ") +
+                         ": NVML supports none of the health fields (ECC, retirements, "
+                         "temperature, clocks, PCIe link), so there is nothing to judge",
+                     "a virtual GPU or restricted passthrough hides them: judge the host's GPUs",
+                     m);
   }
-  if (!unjudged.empty()) {
-    return Result(CheckStatus::kSkip,
-                  JoinStrings(unjudged, ", ") +
-                      ": NVML supports none of the health fields (ECC, retirements, temperature, "
-                      "clocks, PCIe link), so there is nothing to judge",
-                  "a virtual GPU or restricted passthrough hides them: judge the host's GPUs", m);
-  }
-  return Result(CheckStatus::kPass, PassSummary(judged), {}, m);
+  // A failure's summary and remedy are the rule's findings (Judged words them).
+  return Judged("env.health", m, found ? "" : PassSummary(judged), {});
 }
 
 }  // namespace trainlock::validate

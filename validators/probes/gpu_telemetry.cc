@@ -1,5 +1,6 @@
 // The GPU telemetry sampler and its summary; see gpu_telemetry.h.
 #include "probes/gpu_telemetry.h"
+#include "report/pass_rules.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -162,16 +163,15 @@ std::optional<size_t> NvmlGpuForCudaOrdinal(const std::vector<NvmlGpu>& gpus, in
   return std::nullopt;
 }
 
-void ApplyThrottleFinding(const TelemetryMetrics& t, CheckResult* step) {
+void JudgeStepBesideTelemetry(const TelemetryMetrics& t, CheckResult* step) {
+  if (step->status != CheckStatus::kPass) return;  // a step already failed or not measured
+  RuleContext context;
+  context.telemetry = ToJson(t);
+  const double duration_s = step->duration_s;
+  *step = Judged(step->id, std::move(step->metrics), step->summary, {}, context);
+  step->duration_s = duration_s;
   if (step->status != CheckStatus::kPass) return;
-  const std::optional<ThrottleFinding> f = FindThrottle(t);
-  if (!f) {
-    if (const std::string notes = ThrottleNotes(t); !notes.empty()) step->summary += "; " + notes;
-    return;
-  }
-  step->status = CheckStatus::kFail;
-  step->summary = f->summary + "; measured " + step->summary;
-  step->remedy = f->remedy;
+  if (const std::string notes = ThrottleNotes(t); !notes.empty()) step->summary += "; " + notes;
 }
 
 namespace {

@@ -79,10 +79,11 @@ TelemetryMetrics TelemetryOf(const std::vector<GpuTelemetry>& gpus, double inter
 std::optional<size_t> NvmlGpuForCudaOrdinal(const std::vector<NvmlGpu>& gpus, int ordinal,
                                             const char* visible, std::string* why);
 
-// Fails a passing train.step with the throttle finding `t` supports; a step that still passes
-// gets what the rule recorded without failing on it (the power cap held, tests not judged, why
-// nothing was sampled: ThrottleNotes) after its summary. A step that failed is left as it is.
-void ApplyThrottleFinding(const TelemetryMetrics& t, CheckResult* step);
+// Judges a passing train.step again by its rule (pass_rules.h) beside the telemetry `t` sampled
+// while it trained: a throttle finding fails it; a step that still passes gets what the throttle
+// rule recorded without failing on it (the power cap held, tests not judged, why nothing was
+// sampled: ThrottleNotes) after its summary. A step that failed or was not measured is left.
+void JudgeStepBesideTelemetry(const TelemetryMetrics& t, CheckResult* step);
 
 // The CUDA ordinals a run's training processes use: one process trains on the ordinal `device`
 // (the validator's --device: "auto" and "cuda" are cuda:0) names; `processes` > 1 ranks of a

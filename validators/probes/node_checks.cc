@@ -2,6 +2,7 @@
 #include "probes/node_checks.h"
 #include "base/strings.h"
 #include "report/check_metrics.h"
+#include "report/pass_rules.h"
 
 #include <link.h>
 
@@ -18,9 +19,10 @@
 namespace trainlock::validate {
 namespace {
 
+// A check this file could not measure (skip or error); a measured one is Judged (pass_rules.h).
 CheckResult Make(const char* id, CheckStatus status, std::string summary, std::string remedy = {},
                  nlohmann::json metrics = nlohmann::json::object()) {
-  return {id, status, 0, std::move(summary), std::move(remedy), std::move(metrics)};
+  return NotMeasured(id, status, std::move(summary), std::move(remedy), std::move(metrics));
 }
 
 CheckResult Driver(const Target* target, const NodeProbe& node) {
@@ -31,8 +33,8 @@ CheckResult Driver(const Target* target, const NodeProbe& node) {
   if (node.driver_version.empty())  // nothing measured: neither a pass nor a failing node
     return Make("env.driver", CheckStatus::kError, "NVML gave no driver version", {}, m);
   if (!target || target->driver_min.empty()) {
-    return Make("env.driver", CheckStatus::kPass,
-                "driver " + node.driver_version + " (the lock sets no driver-min)", {}, m);
+    return Judged("env.driver", m,
+                  "driver " + node.driver_version + " (the lock sets no driver-min)", {});
   }
   v.driver_min = target->driver_min;
   m = ToJson(v);
@@ -41,13 +43,13 @@ CheckResult Driver(const Target* target, const NodeProbe& node) {
     return Make("env.driver", CheckStatus::kError,
                 "cannot parse the driver version '" + node.driver_version + "'", {}, m);
   if (*have < *want) {
-    return Make("env.driver", CheckStatus::kFail,
-                "driver " + node.driver_version + " is older than the lock's driver-min " +
-                    target->driver_min,
-                "upgrade the NVIDIA driver on this node to " + target->driver_min + " or newer", m);
+    return Judged("env.driver", m,
+                  "driver " + node.driver_version + " is older than the lock's driver-min " +
+                      target->driver_min,
+                  "upgrade the NVIDIA driver on this node to " + target->driver_min + " or newer");
   }
-  return Make("env.driver", CheckStatus::kPass,
-              "driver " + node.driver_version + " >= driver-min " + target->driver_min, {}, m);
+  return Judged("env.driver", m,
+                "driver " + node.driver_version + " >= driver-min " + target->driver_min, {});
 }
 
 // The newest CUDA runtime the run loads, and whose it is: the validator's LibTorch's and, for a
@@ -79,6 +81,7 @@ CheckResult Runtime(const NodeProbe& node, const BuildInfo& build, const NeededR
   EnvVersionMetrics versions;
   versions.cuda_runtime = CudaVersionString(build.cuda_runtime);
   versions.cuda_driver_supports = CudaVersionString(node.cuda_driver_version);
+  if (need.version > build.cuda_runtime) versions.cuda_needed = CudaVersionString(need.version);
   const nlohmann::json m = ToJson(versions);
   if (build.cuda_runtime == 0)
     return Make("env.runtime", CheckStatus::kSkip, "not a CUDA build of the validator", {}, m);
@@ -94,21 +97,20 @@ CheckResult Runtime(const NodeProbe& node, const BuildInfo& build, const NeededR
     }
     const std::string driver =
         node.driver_version.empty() ? "the driver" : "driver " + node.driver_version;
-    return Make("env.runtime", CheckStatus::kFail,
-                driver + " supports CUDA " + CudaVersionString(node.cuda_driver_version) + " but " +
-                    need.whose,
-                "upgrade the NVIDIA driver on this node" +
-                    (need_driver.empty()
-                         ? std::string()
-                         : " to " + need_driver + " or newer (CUDA " + cuda + "'s minimum)") +
-                    ", or use an image built for CUDA " +
-                    CudaVersionString(node.cuda_driver_version) + " or older",
-                m);
+    return Judged("env.runtime", m,
+                  driver + " supports CUDA " + CudaVersionString(node.cuda_driver_version) +
+                      " but " + need.whose,
+                  "upgrade the NVIDIA driver on this node" +
+                      (need_driver.empty()
+                           ? std::string()
+                           : " to " + need_driver + " or newer (CUDA " + cuda + "'s minimum)") +
+                      ", or use an image built for CUDA " +
+                      CudaVersionString(node.cuda_driver_version) + " or older");
   }
-  return Make("env.runtime", CheckStatus::kPass,
-              "the driver (CUDA " + CudaVersionString(node.cuda_driver_version) +
-                  ") supports the runtime (CUDA " + CudaVersionString(need.version) + ")",
-              {}, m);
+  return Judged("env.runtime", m,
+                "the driver (CUDA " + CudaVersionString(node.cuda_driver_version) +
+                    ") supports the runtime (CUDA " + CudaVersionString(need.version) + ")",
+                {});
 }
 
 CheckResult Versions(const Target* target, const BuildInfo& build) {
@@ -184,17 +186,16 @@ CheckResult Versions(const Target* target, const BuildInfo& build) {
                 "run the validator in the image built from this lock, on its GPU", ToJson(m));
   if (!problems.empty()) {
     std::string summary = JoinStrings(problems, "; ");
-    return Make(
-        "env.versions", CheckStatus::kFail, summary,
-        "run the validator from the image built from this lock, or re-lock to what the image holds",
-        ToJson(m));
+    return Judged("env.versions", ToJson(m), summary,
+                  "run the validator from the image built from this lock, or re-lock to what the "
+                  "image holds");
   }
-  return Make("env.versions", CheckStatus::kPass,
-              "torch " + build.torch +
-                  (build.engine_python.empty() ? "" : " (engine: " + build.engine_torch + ")") +
-                  (build.cuda_runtime ? ", CUDA " + CudaVersionString(build.cuda_runtime) : "") +
-                  (build.cuda_runtime ? " match" : " matches") + std::string(" the lock"),
-              {}, ToJson(m));
+  return Judged("env.versions", ToJson(m),
+                "torch " + build.torch +
+                    (build.engine_python.empty() ? "" : " (engine: " + build.engine_torch + ")") +
+                    (build.cuda_runtime ? ", CUDA " + CudaVersionString(build.cuda_runtime) : "") +
+                    (build.cuda_runtime ? " match" : " matches") + std::string(" the lock"),
+                {});
 }
 
 // "; GPU 0 and GPU 1 of the node not visible to this process (CUDA_VISIBLE_DEVICES)", or "".
@@ -214,16 +215,18 @@ std::string HiddenNote(const NodeProbe& node, EnvDeviceMetrics& m) {
 CheckResult Devices(const Target* target, const NodeProbe& node, const Catalog& catalog) {
   EnvDeviceMetrics m;
   m.count = static_cast<int64_t>(node.gpus.size());
+  std::vector<std::string> gpu_names;
+  for (const GpuProbe& g : node.gpus) gpu_names.push_back(g.name);
+  m.gpu_names = gpu_names;
   const std::string hidden = HiddenNote(node, m);
   if (node.gpus.empty()) {
-    return Make("env.devices", CheckStatus::kFail, "NVML sees no GPU",
-                "check that the container was given the GPUs", ToJson(m));
+    return Judged("env.devices", ToJson(m), "NVML sees no GPU",
+                  "check that the container was given the GPUs");
   }
   if (!target || target->accelerators.empty()) {
-    return Make(
-        "env.devices", CheckStatus::kPass,
-        std::to_string(node.gpus.size()) + " GPU(s); the lock names no accelerators" + hidden, {},
-        ToJson(m));
+    return Judged(
+        "env.devices", ToJson(m),
+        std::to_string(node.gpus.size()) + " GPU(s); the lock names no accelerators" + hidden, {});
   }
   m.accelerators = target->accelerators;
   std::vector<std::string> wrong;
@@ -239,16 +242,21 @@ CheckResult Devices(const Target* target, const NodeProbe& node, const Catalog& 
   if (!wrong.empty()) {
     std::string list;
     for (const std::string& w : wrong) list += (list.empty() ? "" : ", ") + w;
-    return Make(
-        "env.devices", CheckStatus::kFail,
-        list + " not among the target's accelerators (" + names + ")",
-        "run on a node with the locked accelerators, or add this model to the target and re-lock",
-        ToJson(m));
+    return Judged(
+        "env.devices", ToJson(m), list + " not among the target's accelerators (" + names + ")",
+        "run on a node with the locked accelerators, or add this model to the target and re-lock");
   }
-  return Make("env.devices", CheckStatus::kPass,
-              std::to_string(node.gpus.size()) + " x " + node.gpus[0].name +
-                  ", among the target's accelerators (" + names + ")" + hidden,
-              {}, ToJson(m));
+  return Judged("env.devices", ToJson(m),
+                std::to_string(node.gpus.size()) + " x " + node.gpus[0].name +
+                    ", among the target's accelerators (" + names + ")" + hidden,
+                {});
+}
+
+// A library's PTX as env.arch's rule reads it: [arch, ISA major, ISA minor] per entry.
+nlohmann::json PtxRows(const GpuBinaryInfo& info) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const PtxEntry& p : info.ptx) rows.push_back({p.arch, p.isa_major, p.isa_minor});
+  return rows;
 }
 
 CheckResult Arch(const NodeProbe& node, const DeviceRuns& runs) {
@@ -262,12 +270,7 @@ CheckResult Arch(const NodeProbe& node, const DeviceRuns& runs) {
   nlohmann::json libs = nlohmann::json::array();
   std::vector<std::string> problems;
   for (const auto& [path, info] : runs.libraries) {
-    libs.push_back({{"path", path}, {"sass", info.sass}, {"ptx_archs", [&] {
-                                                            std::vector<int> a;
-                                                            for (const PtxEntry& p : info.ptx)
-                                                              a.push_back(p.arch);
-                                                            return a;
-                                                          }()}});
+    libs.push_back({{"path", path}, {"sass", info.sass}, {"ptx", PtxRows(info)}});
     for (const GpuProbe& g : node.gpus) {
       std::string why;
       if (!CudaCodeRunsOn(info, g.cc_major * 10 + g.cc_minor, node.cuda_driver_version, &why)) {
@@ -285,6 +288,10 @@ CheckResult Arch(const NodeProbe& node, const DeviceRuns& runs) {
   EnvDeviceMetrics arch;
   arch.libraries = libs;
   arch.launches = runs.devices;
+  std::vector<int> gpu_sms;
+  for (const GpuProbe& g : node.gpus) gpu_sms.push_back(g.cc_major * 10 + g.cc_minor);
+  arch.gpu_sms = gpu_sms;
+  arch.cuda_driver = node.cuda_driver_version;
   const nlohmann::json m = ToJson(arch);
   if (runs.libraries.empty())
     problems.push_back("no LibTorch CUDA library found in this process to inspect");
@@ -294,22 +301,22 @@ CheckResult Arch(const NodeProbe& node, const DeviceRuns& runs) {
   }
   if (!problems.empty()) {
     std::string summary = JoinStrings(problems, "; ");
-    return Make("env.arch", CheckStatus::kFail, summary,
-                "use a torch build (and custom-op libraries) compiled for this GPU's architecture, "
-                "or with PTX "
-                "the driver can JIT",
-                m);
+    return Judged(
+        "env.arch", m, summary,
+        "use a torch build (and custom-op libraries) compiled for this GPU's architecture, "
+        "or with PTX "
+        "the driver can JIT");
   }
   std::string sms;
   for (const GpuProbe& g : node.gpus) {
     std::string sm = "sm_" + std::to_string(g.cc_major * 10 + g.cc_minor);
     if (sms.find(sm) == std::string::npos) sms += (sms.empty() ? "" : ", ") + sm;
   }
-  return Make("env.arch", CheckStatus::kPass,
-              std::to_string(runs.libraries.size()) + " CUDA librar" +
-                  (runs.libraries.size() == 1 ? "y carries" : "ies carry") + " code for " + sms +
-                  "; a known-answer kernel ran on every GPU",
-              {}, m);
+  return Judged("env.arch", m,
+                std::to_string(runs.libraries.size()) + " CUDA librar" +
+                    (runs.libraries.size() == 1 ? "y carries" : "ies carry") + " code for " + sms +
+                    "; a known-answer kernel ran on every GPU",
+                {});
 }
 
 int PhdrCallback(dl_phdr_info* info, size_t, void* out) {
@@ -326,16 +333,6 @@ std::vector<std::string> LoadedTorchCudaLibraries() {
   std::vector<std::string> libraries;
   dl_iterate_phdr(PhdrCallback, &libraries);
   return libraries;
-}
-
-std::string TorchRelease(const std::string& version) {
-  size_t end = 0;
-  while (end < version.size() &&
-         (std::isdigit(static_cast<unsigned char>(version[end])) || version[end] == '.'))
-    ++end;
-  std::string release = version.substr(0, end);
-  while (!release.empty() && release.back() == '.') release.pop_back();
-  return release;
 }
 
 std::string MigNote(const NodeProbe& node) {

@@ -57,10 +57,6 @@ std::vector<CheckResult> NodeChecks(const Spec& lock, const NodeProbe& node, con
 // LibTorch's CUDA libraries loaded into this process (libtorch_cuda*.so), by path.
 std::vector<std::string> LoadedTorchCudaLibraries();
 
-// "2.11.0" for "2.11.0+cu130" or "1.13.0a0": the release numbers a lock pins, of a torch
-// version as torch.__version__ says it.
-std::string TorchRelease(const std::string& version);
-
 // "13.0" for 13000.
 std::string CudaVersionString(int version);
 

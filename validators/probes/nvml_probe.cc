@@ -292,19 +292,4 @@ int LoadedCudnnVersion() {
   return 0;
 }
 
-std::string HarmfulThrottleReasons(uint64_t bits) {
-  // nvml.h: SwThermalSlowdown 0x20, HwSlowdown 0x8, HwThermalSlowdown 0x40,
-  // HwPowerBrakeSlowdown 0x80. Idle (0x1), application clocks (0x2) and the software power
-  // cap (0x4) are normal states, not findings.
-  std::string out;
-  auto add = [&](uint64_t bit, const char* name) {
-    if (bits & bit) out += (out.empty() ? "" : ", ") + std::string(name);
-  };
-  add(0x8, "hardware slowdown");
-  add(0x20, "software thermal slowdown");
-  add(0x40, "hardware thermal slowdown");
-  add(0x80, "hardware power brake");
-  return out;
-}
-
 }  // namespace trainlock::validate

@@ -112,8 +112,4 @@ int LoadedNcclVersion();
 // e.g. 91300 for 9.13.0; 0 if none is loaded.
 int LoadedCudnnVersion();
 
-// Reasons a clock is being held down that point at a problem (hardware slowdown, thermal or
-// power-brake), as text; "" when none.
-std::string HarmfulThrottleReasons(uint64_t bits);
-
 }  // namespace trainlock::validate

@@ -2,6 +2,7 @@
 #include "probes/perf_checks.h"
 #include "base/strings.h"
 #include "report/check_metrics.h"
+#include "report/pass_rules.h"
 
 #include <cmath>
 #include <cstdio>
@@ -89,7 +90,7 @@ void JudgeDevice(const Measure& measure, const GpuProbe& gpu, const nlohmann::js
 CheckResult Verdict(const Measure& measure, const Findings& f) {
   const nlohmann::json m = ToJson(PerfMetrics{f.devices, measure.fraction});
   auto make = [&](CheckStatus status, std::string summary, std::string remedy) {
-    return CheckResult{measure.id, status, 0, std::move(summary), std::move(remedy), m};
+    return NotMeasured(measure.id, status, std::move(summary), std::move(remedy), m);
   };
   if (!f.unmeasured.empty() || !f.implausible.empty()) {
     std::vector<std::string> parts = f.unmeasured;
@@ -100,16 +101,16 @@ CheckResult Verdict(const Measure& measure, const Findings& f) {
                 "measurement: see the node worker's stderr (--keep-work), or report a validator "
                 "bug");
   }
-  if (!f.slow.empty()) {
-    return make(CheckStatus::kFail, JoinStrings(f.slow, "; ") + " below the threshold",
-                "a slow or throttled GPU: check env.health (clocks, thermal, power) and drain the "
-                "node");
-  }
-  if (!f.no_threshold.empty()) {
+  if (!f.no_threshold.empty() && f.slow.empty()) {
     return make(CheckStatus::kSkip, "no threshold: " + JoinStrings(f.no_threshold, "; "),
                 "add the GPU's datasheet numbers to lockfiles/compat/gpus.toml");
   }
-  return make(CheckStatus::kPass, "slowest: " + f.slowest_text, "");
+  if (!f.slow.empty()) {
+    return Judged(measure.id, m, JoinStrings(f.slow, "; ") + " below the threshold",
+                  "a slow or throttled GPU: check env.health (clocks, thermal, power) and drain "
+                  "the node");
+  }
+  return Judged(measure.id, m, "slowest: " + f.slowest_text);
 }
 
 }  // namespace
@@ -119,16 +120,12 @@ std::vector<CheckResult> PerfChecks(const NodeProbe& node, const DeviceRuns& run
   std::vector<CheckResult> checks;
   for (const Measure& measure : kMeasures) {
     if (node.gpus.empty()) {
-      checks.push_back({measure.id, CheckStatus::kSkip, 0, "no GPU to measure", "", {}});
+      checks.push_back(NotMeasured(measure.id, CheckStatus::kSkip, "no GPU to measure"));
       continue;
     }
     if (const std::string mig = MigNote(node); !mig.empty()) {  // a slice is not the datasheet's
-      checks.push_back({measure.id,
-                        CheckStatus::kSkip,
-                        0,
-                        mig + "; the datasheet thresholds are a whole GPU's",
-                        "",
-                        {}});
+      checks.push_back(NotMeasured(measure.id, CheckStatus::kSkip,
+                                   mig + "; the datasheet thresholds are a whole GPU's"));
       continue;
     }
     Findings f;
