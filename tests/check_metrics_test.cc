@@ -159,8 +159,8 @@ const Exemption kExemptions[] = {
     {"bytes", "src/cli/cmd_image.cc", "`image inspect`'s own JSON output"},
     {"temperature_c", "validators/probes/nvml_probe.cc", "env.health's NVML field name"},
     {"temperature_c", "validators/probes/env_health.cc", "env.health's per-device NVML fields"},
-    {"temperature_c", "src/report/check_evidence.cc",
-     "env.health's per-device NVML fields, which its evidence rule reads back"},
+    {"temperature_c", "src/report/pass_rules_health.cc",
+     "env.health's per-device NVML fields, which its pass rule reads back"},
     {"sm_clock_mhz", "validators/probes/env_health.cc", "env.health's per-device NVML fields"},
     {"step_time_s", "src/plan/plan_render.cc", "plan's own JSON output"},
     // plan_input.cc reads train.step through TrainStepMetrics; its refusal of an implausible

@@ -21,20 +21,21 @@ std::string NumberText(double value) {
 void MergedNodes(const Json& m, Findings& out) {
   const auto merged = ReadMetrics<NodeMergeMetrics>(m);
   if (Lists(merged.failed_ranks))
-    Add(out, "failed_ranks",
+    Add(out, TRAINLOCK_METRIC_KEY(NodeMergeMetrics, failed_ranks),
         "failed_ranks names ranks whose own check failed " + merged.failed_ranks->dump(),
         "see the failing rank's own report (report.rank-N.json) and its stderr");
   if (!merged.nodes) return;
   if (!merged.nodes->is_array()) {
-    Add(out, "nodes", "nodes is not a list");
+    Add(out, TRAINLOCK_METRIC_KEY(NodeMergeMetrics, nodes), "nodes is not a list");
     return;
   }
   for (const Json& node : *merged.nodes) {
     const auto status = node.is_object() ? node.find("status") : node.end();
     if (status == node.end() || !status->is_string()) {
-      Add(out, "nodes", "a node states no status");
+      Add(out, TRAINLOCK_METRIC_KEY(NodeMergeMetrics, nodes), "a node states no status");
     } else if (*status == "fail" || *status == "error") {
-      Add(out, "nodes", "nodes lists a node whose status is " + status->get<std::string>());
+      Add(out, TRAINLOCK_METRIC_KEY(NodeMergeMetrics, nodes),
+          "nodes lists a node whose status is " + status->get<std::string>());
     }
   }
 }
@@ -52,9 +53,7 @@ struct PassRule {
   std::vector<std::string> reads;  // the metrics it reads: tests/pass_rules_test.cc moves each
 };
 
-// A metric's key, from its member of the metrics struct: the compiler checks that the member
-// exists, and the key stays spelled once, in check_metrics.h.
-#define K(Struct, member) (static_cast<void>(&Struct::member), #member)
+#define K TRAINLOCK_METRIC_KEY
 
 // One entry per check id of check_ids.h, in its order.
 const std::vector<PassRule>& Table() {

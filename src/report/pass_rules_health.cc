@@ -35,7 +35,9 @@ std::optional<bool> BooleanField(const Json& d, const char* key) {
 // What one device's fields say against its health, each "GPU n: ...".
 void JudgeDevice(const Json& d, Findings& out) {
   const std::string gpu = "GPU " + std::to_string(IntegerField(d, "index").value_or(-1)) + ": ";
-  auto problem = [&](const std::string& why) { Add(out, "devices", gpu + why, kDrain); };
+  auto problem = [&](const std::string& why) {
+    Add(out, TRAINLOCK_METRIC_KEY(HealthMetrics, devices), gpu + why, kDrain);
+  };
   if (BooleanField(d, "ecc_enabled") == false) problem("ECC is disabled on a GPU that has it");
   if (auto n = IntegerField(d, "ecc_uncorrected_volatile");
       n && *n > 0 && BooleanField(d, "ecc_enabled") == true)
@@ -79,23 +81,27 @@ Findings Health(const Json& metrics, const RuleContext&) {
   const auto m = ReadMetrics<HealthMetrics>(metrics);
   Findings out;
   if (Lists(m.open_faults))
-    for (const std::string& fault : Texts(*m.open_faults)) Add(out, "open_faults", fault, kDrain);
+    for (const std::string& fault : Texts(*m.open_faults))
+      Add(out, TRAINLOCK_METRIC_KEY(HealthMetrics, open_faults), fault, kDrain);
   if (!m.devices || !m.devices->is_array() || m.devices->empty()) {
-    if (out.empty()) Add(out, "devices", "it judged no device");
+    if (out.empty()) Add(out, TRAINLOCK_METRIC_KEY(HealthMetrics, devices), "it judged no device");
   } else {
     for (const Json& device : *m.devices) {
       if (!device.is_object()) {
-        Add(out, "devices", "a device has no fields");
+        Add(out, TRAINLOCK_METRIC_KEY(HealthMetrics, devices), "a device has no fields");
         continue;
       }
       bool judged = false;
       for (const char* key : kJudgedFields) judged = judged || device.contains(key);
-      if (!judged) Add(out, "devices", "a device has none of the fields health is judged on");
+      if (!judged)
+        Add(out, TRAINLOCK_METRIC_KEY(HealthMetrics, devices),
+            "a device has none of the fields health is judged on");
       JudgeDevice(device, out);
     }
   }
   if (m.unknown && (!m.unknown->is_array() || !m.unknown->empty()))
-    Add(out, "unknown", "NVML could not report " + JoinStrings(Texts(*m.unknown), "; "),
+    Add(out, TRAINLOCK_METRIC_KEY(HealthMetrics, unknown),
+        "NVML could not report " + JoinStrings(Texts(*m.unknown), "; "),
         "a field that cannot be read is not healthy: check the driver (nvidia-smi -q) and the "
         "container's access to the device");
   return out;

@@ -17,6 +17,10 @@ namespace trainlock::pass_rules {
 using Json = nlohmann::json;
 using Findings = std::vector<RuleFinding>;
 
+// A metric's key, from its member of the metrics struct: the compiler checks that the member
+// exists, and the key stays spelled once, in check_metrics.h.
+#define TRAINLOCK_METRIC_KEY(Struct, member) (static_cast<void>(&Struct::member), #member)
+
 // Appends a finding about `metric`.
 inline void Add(Findings& out, std::string metric, std::string why, std::string remedy = {}) {
   out.push_back({std::move(metric), std::move(why), std::move(remedy)});
