@@ -63,7 +63,7 @@ void Counts(const RoundtripMetrics& m, Findings& out) {
 }
 
 // The checkpoint B committed, as the coordinator read it: present, every file verified, at the
-// step the round trip checkpointed at. `name` is the member ("checkpoint_verified").
+// step the round trip checkpointed at. `name` is the member that holds it.
 void VerifiedCheckpoint(const Free& member, const char* name, const Integer& step, Findings& out) {
   if (!member || !member->is_object()) {
     Add(out, name, std::string(name) + " is absent: the coordinator read no checkpoint");
