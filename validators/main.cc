@@ -165,7 +165,7 @@ int Main(int argc, char** argv) {
   worker->add_option("--ops-spec", w_ops_spec);  // the ops role's
   worker->add_option("--ops-spec-sha256", w.ops_spec_sha256);
   worker->add_option("--checkpoint-root", w_ckpt);
-  worker->add_option("--result", w_result)->required();
+  worker->add_option("--result", w_result);  // the node and ops roles' (WorkerWritesResult)
   worker->add_option("--final-state", w_final);
   worker->add_option("--steps", w.steps);
   worker->add_option("--save-at", w.save_at);
@@ -193,6 +193,12 @@ int Main(int argc, char** argv) {
     return kExitBadInput;
   }
   if (worker->parsed()) {
+    if (WorkerWritesResult(w.role) == w_result.empty()) {
+      std::cerr << "trainlock-validate worker: error: --result is "
+                << (w_result.empty() ? "required by" : "not an option of") << " the " << w.role
+                << " role (train and portable speak the engine protocol on stdout)\n";
+      return kExitBadInput;
+    }
     w.spec = w_spec;
     w.ops_spec = w_ops_spec;
     w.checkpoint_root = w_ckpt;

@@ -430,83 +430,6 @@ using Text = std::optional<std::string>;
   X(Free, nodes)                        \
   X(Free, failed_ranks) /* the other ranks whose own check failed (per-rank checks) */
 
-// The engine protocol's `restored` and `checkpoint` event bodies (docs/validate.md, "The engine
-// protocol"), which the round trip's checks read: validators/support/engine_protocol.cc declares
-// the events' members from these lists, the native worker writes them with ToJson and the
-// coordinator reads them with ReadMetrics, so that no side spells a member by hand.
-#define TRAINLOCK_RESTORED_EVENT(X)                                                    \
-  X(Integer, step)                                                                     \
-  X(Text, dir)                                                                         \
-  X(Integer, bytes)                                                                    \
-  X(Number, seconds)                                                                   \
-  X(Flag, rng_restored)  /* false: the process was told not to (a negative control) */ \
-  X(Flag, data_restored) /* the same for the data position */                          \
-  X(Integer, world_size_saved)                                                         \
-  X(Flag, data_position_carried)                                                       \
-  X(Flag, data_position_offered)                                                       \
-  X(Integer, grad_accum)                                                               \
-  X(Free, skipped_uncommitted) /* the torn checkpoints passed over */                  \
-  X(Free, resumed_from)                                                                \
-  X(Flag, weights_only)                                                                \
-  X(Number, gbps)            /* the native worker's */                                 \
-  X(Integer, verified_files) /* the portable process's: tensor files, manifest, hash */
-
-#define TRAINLOCK_CHECKPOINT_EVENT(X)                                               \
-  X(Text, phase) /* "started" | "committed" */                                      \
-  X(Integer, step)                                                                  \
-  X(Flag, async)                                                                    \
-  X(Text, dir)                                                                      \
-  X(Integer, bytes)                                                                 \
-  X(Number, seconds)    /* from the save's start to its commit */                   \
-  X(Number, blocking_s) /* training held up: the save call and any staging wait */  \
-  X(Number, write_s)                                                                \
-  X(Number, staging_wait_s)                                                         \
-  X(Number, staging_s)                                                              \
-  X(Integer, files)                                                                 \
-  X(Number, staging_alloc_s) /* the native worker's */                              \
-  X(Number, gbps)                                                                   \
-  X(Number, step_after_save_s) /* the Python engines': the next step's wall time */ \
-  X(Number, stall_s)           /* blocking_s + that step's stretch + release_s */   \
-  X(Number, release_s)         /* the Python engines': releasing the staged copy at the commit */
-
-// The protocol's other event bodies, typed as `restored` and `checkpoint` are: the native
-// worker writes them with ToJson, the coordinator's fold (support/engine_transcript.cc) reads
-// them with ReadMetrics, and engine_protocol.cc declares the events' members from these lists.
-#define TRAINLOCK_HELLO_EVENT(X)               \
-  X(Text, protocol) /* "trainlock.engine/1" */ \
-  X(Text, engine)                              \
-  X(Text, role)                                \
-  X(Integer, pid)                              \
-  X(Integer, world_size)                       \
-  X(Text, device)                              \
-  X(Text, device_name)                         \
-  X(Free, versions) /* {package: version}, read from the running framework */
-
-#define TRAINLOCK_SETUP_EVENT(X)                                          \
-  X(Free, data)  /* what it trains on (train.step's data) */              \
-  X(Free, model) /* {source: "weights" | "seeded initialisation", ...} */ \
-  X(Number, seconds)
-
-#define TRAINLOCK_STEP_EVENT(X) \
-  X(Integer, step)              \
-  X(Free, loss) /* a number; null when the engine could not say */
-
-#define TRAINLOCK_EVAL_EVENT(X)                                   \
-  X(Text, when) /* "after_save" | "after_restore" | "portable" */ \
-  X(Number, loss)                                                 \
-  X(Integer, step)
-
-#define TRAINLOCK_STATE_EVENT(X) \
-  X(Integer, step)               \
-  X(Integer, bytes)              \
-  X(Text, file) /* where it says it wrote; the coordinator reads the file it named */
-
-#define TRAINLOCK_ERROR_EVENT(X)                                       \
-  X(Text, kind) /* engine_protocol.h's kinds, and model, input, ... */ \
-  X(Text, message)                                                     \
-  X(Integer, step)                                                     \
-  X(Free, memory) /* out_of_memory: train.step's memory members */
-
 #define TRAINLOCK_METRICS_MEMBER(type, name) type name;
 
 struct ArtifactRow {
@@ -599,30 +522,6 @@ struct CommandMetrics {
 struct NodeMergeMetrics {
   TRAINLOCK_NODE_MERGE_METRICS(TRAINLOCK_METRICS_MEMBER)
 };
-struct RestoredEvent {
-  TRAINLOCK_RESTORED_EVENT(TRAINLOCK_METRICS_MEMBER)
-};
-struct HelloEvent {
-  TRAINLOCK_HELLO_EVENT(TRAINLOCK_METRICS_MEMBER)
-};
-struct SetupEvent {
-  TRAINLOCK_SETUP_EVENT(TRAINLOCK_METRICS_MEMBER)
-};
-struct StepEvent {
-  TRAINLOCK_STEP_EVENT(TRAINLOCK_METRICS_MEMBER)
-};
-struct EvalEvent {
-  TRAINLOCK_EVAL_EVENT(TRAINLOCK_METRICS_MEMBER)
-};
-struct StateEvent {
-  TRAINLOCK_STATE_EVENT(TRAINLOCK_METRICS_MEMBER)
-};
-struct ErrorEvent {
-  TRAINLOCK_ERROR_EVENT(TRAINLOCK_METRICS_MEMBER)
-};
-struct CheckpointEvent {
-  TRAINLOCK_CHECKPOINT_EVENT(TRAINLOCK_METRICS_MEMBER)
-};
 
 // The one writer and the one reader of each struct. ReadInto leaves the members the JSON lacks
 // as they are; ReadMetrics<T> starts from an empty T.
@@ -659,14 +558,6 @@ TRAINLOCK_DECLARE_METRICS(PackagesMetrics)
 TRAINLOCK_DECLARE_METRICS(TokenShardMetrics)
 TRAINLOCK_DECLARE_METRICS(CommandMetrics)
 TRAINLOCK_DECLARE_METRICS(NodeMergeMetrics)
-TRAINLOCK_DECLARE_METRICS(RestoredEvent)
-TRAINLOCK_DECLARE_METRICS(HelloEvent)
-TRAINLOCK_DECLARE_METRICS(SetupEvent)
-TRAINLOCK_DECLARE_METRICS(StepEvent)
-TRAINLOCK_DECLARE_METRICS(EvalEvent)
-TRAINLOCK_DECLARE_METRICS(StateEvent)
-TRAINLOCK_DECLARE_METRICS(ErrorEvent)
-TRAINLOCK_DECLARE_METRICS(CheckpointEvent)
 #undef TRAINLOCK_DECLARE_METRICS
 
 template <class T>

@@ -1,5 +1,6 @@
-"""runtime.filling / set_fill: deterministic mode's fill of new tensors is switched only where a
-buffer is written in full before it is read, and is always put back (runtime.py's docstring).
+"""runtime.set_fill: deterministic mode's fill of new tensors is switched off for a save whose
+run does not ask for deterministic kernels, and put back when the save commits (runtime.py's
+docstring, with the measurements that keep it).
 torch 2.1 and later have the switch (torch.utils.deterministic.fill_uninitialized_memory);
 Debian's torch 1.13 has none and never fills, so there the helpers change nothing.
 
@@ -40,17 +41,6 @@ class WithTheSwitch(StandInSwitch):
         self.assertIs(runtime.set_fill(False), True)
         self.assertIs(self.switch.fill_uninitialized_memory, False)
         self.assertIs(runtime.set_fill(True), False)
-
-    def test_filling_switches_within_and_puts_the_setting_back(self):
-        with runtime.filling(False):
-            self.assertIs(self.switch.fill_uninitialized_memory, False)
-        self.assertIs(self.switch.fill_uninitialized_memory, True)
-
-    def test_filling_puts_the_setting_back_when_the_block_raises(self):
-        with self.assertRaises(KeyError):
-            with runtime.filling(False):
-                raise KeyError("load failed")
-        self.assertIs(self.switch.fill_uninitialized_memory, True)
 
 
 class RecordingEngine:
@@ -130,8 +120,7 @@ class WithoutTheSwitch(unittest.TestCase):
 
     def test_a_torch_without_the_switch_is_left_alone(self):
         self.assertIsNone(runtime.set_fill(False))
-        with runtime.filling(False):
-            self.assertFalse(hasattr(torch.utils, "deterministic"))
+        self.assertFalse(hasattr(torch.utils, "deterministic"))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """isolated.py's sys.path: inside an image exactly the recorded one the coordinator hands over
 (TRAINLOCK_ENGINE_SYS_PATH), after the engine package's own directory; outside one the
 interpreter's standard library and site directories; `--print-sys-path` prints what the image
-build records; RESTART keeps the pycache prefix for the ranks of --nproc.
+build records; launch.isolated_restart keeps the pycache prefix for the ranks of --nproc.
 
 Run: /usr/bin/python3 -B -m unittest tests/engines/test_isolated_path.py -v
 """
@@ -37,14 +37,15 @@ class IsolatedPath(unittest.TestCase):
 
     def test_restart_keeps_the_pycache_prefix_of_the_process(self):
         with tempfile.TemporaryDirectory() as prefix:
-            code = ("import sys; sys.path.insert(0, %r); import isolated, json; print(json.dumps(isolated.RESTART))"
-                    % os.path.dirname(ISOLATED))
+            code = ("import sys; sys.path.insert(0, %r); from trainlock_engine import launch; import json; "
+                    "print(json.dumps(launch.isolated_restart()))" % os.path.dirname(os.path.dirname(ISOLATED)))
             out = subprocess.run([sys.executable, "-I", "-S", "-X", "pycache_prefix=" + prefix, "-c", code],
                                  capture_output=True, text=True, env={}, timeout=60)
             self.assertEqual(out.returncode, 0, out.stderr)
             restart = json.loads(out.stdout)
             self.assertIn("pycache_prefix=" + prefix, restart)
             self.assertNotIn("-B", restart)
+            self.assertEqual(os.path.realpath(restart[-1]), os.path.realpath(ISOLATED))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """protocol.EVENTS: the engine protocol's events and members as the Python engines may emit
-them (declared for every engine in validators/support/engine_protocol.cc). The Emitter refuses
-anything else, so an engine cannot grow a member the coordinator was never told of.
+them (generated into protocol_generated.py from the declaration every engine shares,
+validators/support/engine_events.h and engine_protocol.cc). The Emitter refuses anything else,
+so an engine cannot grow a member the coordinator was never told of.
 
 Run: /usr/bin/python3 -B -m unittest tests/engines/test_protocol_table.py -v
 """

@@ -1,6 +1,6 @@
-// The engine protocol is declared once (support/engine_protocol.h); the Python engines' own
-// table (trainlock_engine/protocol.py EVENTS, whose Emitter refuses anything else) must say
-// nothing the declaration does not.
+// The engine protocol is declared once (support/engine_events.h, engine_protocol.h); the Python
+// engines' table (trainlock_engine/protocol_generated.py, whose EVENTS the Emitter refuses
+// anything outside of) is generated from it and committed as generated.
 #include "support/engine_protocol.h"
 
 #include <gtest/gtest.h>
@@ -10,37 +10,49 @@
 #include <string>
 
 #include "report/check_metrics.h"
+#include "support/engine_protocol_python.h"
 #include "test_support.h"
 
 namespace trainlock::validate {
 namespace {
 
-// protocol.EVENTS as Debian's Python reads it (protocol.py imports nothing but the standard
-// library).
-nlohmann::json PythonTable() {
+// The committed module, as Debian's Python reads it through protocol.py (which imports nothing
+// but the standard library): its EVENTS, EXIT_CODES, PROTOCOL and MAX_LINE.
+nlohmann::json PythonTables() {
   const std::string engine = (testing::SourceDir() / "validators/engines/python").string();
   const testing::RunResult r = testing::RunCommand(
       {"/usr/bin/python3", "-I", "-B", "-c",
        "import json, sys; sys.path.insert(0, sys.argv[1]); from trainlock_engine import "
-       "protocol; print(json.dumps(protocol.EVENTS))",
+       "protocol as p; print(json.dumps([p.EVENTS, p.EXIT_CODES, p.PROTOCOL, p.MAX_LINE]))",
        engine});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
 }
 
-TEST(EngineProtocol, ThePythonTableIsTheDeclaredOne) {
-  const nlohmann::json python = PythonTable();
-  ASSERT_TRUE(python.is_object()) << python.dump();
-  std::set<std::string> python_events;
-  for (const auto& [event, members] : python.items()) {
-    python_events.insert(event);
-    EXPECT_TRUE(ProtocolHasEvent(event)) << "the Python engines emit " << event;
+TEST(EngineProtocol, TheCommittedPythonModuleIsTheGeneratedOne) {
+  const std::string committed = testing::ReadFile(testing::SourceDir() / kPythonProtocolModule);
+  EXPECT_TRUE(committed == EngineProtocolPythonModule())
+      << kPythonProtocolModule << " is not what the protocol's declaration generates: run "
+      << "`cmake --build build --target engine_protocol_py` and commit the file";
+}
+
+TEST(EngineProtocol, ThePythonEnginesReadTheDeclaredTable) {
+  const nlohmann::json python = PythonTables();
+  ASSERT_TRUE(python.is_array() && python.size() == 4) << python.dump();
+  std::vector<std::string> events;
+  for (const auto& [event, members] : python[0].items()) {
+    events.push_back(event);
     for (const auto& member : members)
-      EXPECT_TRUE(ProtocolDeclares(event, member.get<std::string>()))
-          << "the Python engines' " << event << " carries " << member;
+      EXPECT_TRUE(ProtocolDeclares(event, member.get<std::string>())) << event << " " << member;
   }
+  EXPECT_EQ(events.size(), EngineProtocolEvents().size());
   for (const ProtocolEvent& e : EngineProtocolEvents())
-    EXPECT_TRUE(python_events.count(std::string(e.name))) << e.name << " is not in protocol.py";
+    EXPECT_EQ(python[0].value(std::string(e.name), nlohmann::json()).size(), e.members.size())
+        << e.name;
+  EXPECT_EQ(python[1].value(kErrorCheckpoint, 0), 4);
+  EXPECT_EQ(python[1].value(kErrorOutOfMemory, 0), 5);
+  EXPECT_EQ(python[2], kEngineProtocol);
+  EXPECT_EQ(python[3], kMaxEngineLineBytes);
 }
 
 TEST(EngineProtocol, HelloComesFirstAndDoneCarriesNothing) {

@@ -10,6 +10,7 @@
 #include <chrono>
 
 #include <functional>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -34,26 +35,10 @@ class HostileCheckpoint : public ::testing::Test {
     const std::string spec_sha256 = testing::WriteEngineSpec(Project(), 2, spec);
     // A saving worker waits for the coordinator's SIGKILL once its checkpoint is committed
     // (worker.h): read its events until then and kill it, as the coordinator does.
-    validate::Child saver({std::string(TRAINLOCK_BIN_DIR) + "/trainlock-validate",
-                           "worker",
-                           "--role",
-                           "train",
-                           "--spec",
-                           spec.string(),
-                           "--spec-sha256",
-                           spec_sha256,
-                           "--checkpoint-root",
-                           (root_->path() / "ckpt").string(),
-                           "--result",
-                           (root_->path() / "train.json").string(),
-                           "--steps",
-                           "2",
-                           "--save-at",
-                           "1",
-                           "--device",
-                           "cpu",
-                           "--threads",
-                           "2"},
+    validate::Child saver({std::string(TRAINLOCK_BIN_DIR) + "/trainlock-validate", "worker",
+                           "--role", "train", "--spec", spec.string(), "--spec-sha256", spec_sha256,
+                           "--checkpoint-root", (root_->path() / "ckpt").string(), "--steps", "2",
+                           "--save-at", "1", "--device", "cpu", "--threads", "2"},
                           root_->path() / "train.stderr");
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
     validate::EngineTranscript said;
@@ -90,14 +75,14 @@ class HostileCheckpoint : public ::testing::Test {
     return root;
   }
 
-  // Restores `root` in the portable role; the exit code and the result's error.
+  // Restores `root` in the portable role; the exit code and the error event it said.
   std::pair<int, nlohmann::json> Restore(const fs::path& root) {
-    const fs::path result = dir_.path() / "portable.json";
-    testing::RunResult r = Worker(
-        {"--role", "portable", "--checkpoint-root", root.string(), "--result", result.string()});
-    nlohmann::json error;
-    if (fs::exists(result)) error = nlohmann::json::parse(testing::ReadFile(result))["error"];
-    return {r.exit_code, error};
+    testing::RunResult r = Worker({"--role", "portable", "--checkpoint-root", root.string()});
+    validate::EngineTranscript said;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) said.Add(line);
+    const auto& error = said.result().error;
+    return {r.exit_code, error ? ToJson(*error) : nlohmann::json()};
   }
 
   static void ExpectRefused(const std::pair<int, nlohmann::json>& got, const std::string& why) {

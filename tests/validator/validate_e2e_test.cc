@@ -18,6 +18,7 @@
 #include "project/project.h"
 #include "report/report.h"
 #include "spec_for_tests.h"
+#include "support/engine_transcript.h"
 #include "test_support.h"
 
 namespace trainlock {
@@ -981,15 +982,29 @@ TinySpec WriteTinySpec(const fs::path& dir) {
   return t;
 }
 
-// The training worker, run as the coordinator runs it, for one step of `t`'s spec; its result
-// file's JSON in *result.
-testing::RunResult TrainOneStep(const fs::path& dir, const TinySpec& t, nlohmann::json* result) {
-  const fs::path file = dir / "a.json";
-  testing::RunResult r = testing::RunProgram(
-      "trainlock-validate", {"worker", "--spec", t.spec.string(), "--spec-sha256", t.sha256,
-                             "--checkpoint-root", (dir / "ckpt").string(), "--result",
-                             file.string(), "--steps", "1", "--threads", "2", "--device", "cpu"});
-  *result = nlohmann::json::parse(testing::ReadFile(file));
+// The training worker, run as the coordinator runs it, for one step of `t`'s spec; what it said
+// on stdout, folded as the coordinator folds it, in *said.
+testing::RunResult TrainOneStep(const fs::path& dir, const TinySpec& t,
+                                const std::vector<std::string>& more, validate::EngineFold* said) {
+  std::vector<std::string> args = {"worker",
+                                   "--spec",
+                                   t.spec.string(),
+                                   "--spec-sha256",
+                                   t.sha256,
+                                   "--checkpoint-root",
+                                   (dir / "ckpt").string(),
+                                   "--steps",
+                                   "1",
+                                   "--threads",
+                                   "2",
+                                   "--device",
+                                   "cpu"};
+  args.insert(args.end(), more.begin(), more.end());
+  testing::RunResult r = testing::RunProgram("trainlock-validate", args);
+  validate::EngineTranscript transcript;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) transcript.Add(line);
+  *said = transcript.result();
   return r;
 }
 
@@ -1000,14 +1015,29 @@ TEST(VerifyAtPointOfUse, AnEngineSpecChangedAfterTheCoordinatorWroteItFailsTheTr
   const TinySpec t = WriteTinySpec(dir.path());
   testing::WriteFile(t.spec, testing::ReadFile(t.spec) + " ");
   const std::string planted = Sha256Hex(testing::ReadFile(t.spec));
-  nlohmann::json j;
-  const testing::RunResult r = TrainOneStep(dir.path(), t, &j);
+  validate::EngineFold said;
+  const testing::RunResult r = TrainOneStep(dir.path(), t, {}, &said);
   EXPECT_EQ(r.exit_code, 5) << r.err;  // kWorkerTrainingFailed: train.step fails
-  EXPECT_EQ(j["error"]["kind"], "integrity") << j;
-  const std::string message = j["error"]["message"];
+  ASSERT_TRUE(said.error) << r.out;
+  EXPECT_EQ(said.error->kind, "integrity") << r.out;
+  const std::string message = said.error->message.value_or("");
   EXPECT_NE(message.find("engine-spec.json: sha256 " + planted), std::string::npos) << message;
   EXPECT_NE(message.find("the coordinator's sha256 " + t.sha256), std::string::npos) << message;
-  EXPECT_FALSE(j.contains("losses")) << j;
+  EXPECT_TRUE(said.losses.empty()) << r.out;
+}
+
+// The train role speaks the engine protocol on stdout and nothing else: a result file (which
+// only the node and ops roles write) is refused as a usage error, before any work.
+TEST(NativeWorker, TheTrainRoleRefusesAResultFile) {
+  testing::TempDir dir;
+  const TinySpec t = WriteTinySpec(dir.path());
+  const fs::path result = dir.path() / "a.json";
+  validate::EngineFold said;
+  const testing::RunResult r = TrainOneStep(dir.path(), t, {"--result", result.string()}, &said);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--result is not an option of the train role"), std::string::npos) << r.err;
+  EXPECT_TRUE(said.losses.empty()) << r.out;
+  EXPECT_FALSE(fs::exists(result));
 }
 
 // The worker trains from the spec alone: a project it could read is not there to read.
@@ -1015,10 +1045,11 @@ TEST(VerifyAtPointOfUse, TheTrainingWorkerNeedsNoProject) {
   testing::TempDir dir;
   const TinySpec t = WriteTinySpec(dir.path());
   fs::remove_all(t.project);
-  nlohmann::json j;
-  const testing::RunResult r = TrainOneStep(dir.path(), t, &j);
+  validate::EngineFold said;
+  const testing::RunResult r = TrainOneStep(dir.path(), t, {}, &said);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(j["losses"].size(), 1u) << j;
+  EXPECT_EQ(said.losses.size(), 1u) << r.out;
+  EXPECT_TRUE(said.done) << r.out;
 }
 
 // A prebuilt op library replaced after locking: ops.custom fails before loading it.

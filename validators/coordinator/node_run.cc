@@ -112,7 +112,6 @@ std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& pr
     return skipped;
   }
   RoundtripOptions r;
-  r.project = fs::absolute(o.project);
   r.work_dir = work;
   r.checkpoint_root = checkpoint_root;
   r.steps = lock.validate.steps;

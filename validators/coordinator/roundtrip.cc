@@ -67,7 +67,7 @@ class RoundtripRunner {
   RoundtripRuns Run();
 
  private:
-  std::vector<std::string> CommonArgs(const std::string& name) const;
+  std::vector<std::string> CommonArgs() const;
   struct Launched {
     WorkerRun run;
     std::unique_ptr<Child> child;
@@ -136,9 +136,8 @@ class RoundtripRunner {
 };
 
 // The protocol's options every process of this run gets (docs/validate.md, "The engine
-// protocol"): the spec and its hash, which the process verifies on the bytes it reads; the
-// native worker also writes a result file.
-std::vector<std::string> RoundtripRunner::CommonArgs(const std::string& name) const {
+// protocol"): the spec and its hash, which the process verifies on the bytes it reads.
+std::vector<std::string> RoundtripRunner::CommonArgs() const {
   std::vector<std::string> args = {"--checkpoint-root",
                                    o_.checkpoint_root.string(),
                                    "--device",
@@ -151,13 +150,10 @@ std::vector<std::string> RoundtripRunner::CommonArgs(const std::string& name) co
                                    spec_file_.string(),
                                    "--spec-sha256",
                                    spec_sha256_};
-  if (o_.engine != "native") {
-    // Several processes of one engine run share the node's GPUs: each rank picks its own.
-    if (std::max(o_.engine_nproc, o_.reshard_to) > 1 && o_.device.rfind("cuda:", 0) == 0)
-      args[3] = "cuda";
-    return args;
-  }
-  args.insert(args.end(), {"--result", (o_.work_dir / (name + ".json")).string()});
+  // Several processes of one Python engine run share the node's GPUs: each rank picks its own.
+  if (o_.engine != "native" && std::max(o_.engine_nproc, o_.reshard_to) > 1 &&
+      o_.device.rfind("cuda:", 0) == 0)
+    args[3] = "cuda";
   return args;
 }
 
@@ -203,7 +199,7 @@ void RoundtripRunner::Spawn(Launched& l) const {
   l.run.oom_kills_before = CgroupOomKills();
   const std::string& name = l.run.name;
   EngineLaunch launch = EngineCommand(o_.engine, python_, engine_dir_, o_.engine_sys_path,
-                                      CommonArgs(name), l.argv_extra);
+                                      CommonArgs(), l.argv_extra);
   // CUDA refuses to start inside a new PID namespace in some sandboxes (cudaGetDeviceCount: error
   // 304, "operation not supported on this OS", on the H200 machine of bench/results/
   // 2026-12-02-h200-pilot-pass): an engine that may train on a GPU gets its own process group,
@@ -525,7 +521,6 @@ RoundtripOptions WithAbsolutePaths(const RoundtripOptions& options) {
   RoundtripOptions absolute = options;
   absolute.work_dir = fs::absolute(options.work_dir);
   absolute.checkpoint_root = fs::absolute(options.checkpoint_root);
-  absolute.project = fs::absolute(options.project);
   return absolute;
 }
 

@@ -17,7 +17,6 @@
 namespace trainlock::validate {
 
 struct RoundtripOptions {
-  std::filesystem::path project;
   std::filesystem::path work_dir;         // results and final states
   std::filesystem::path checkpoint_root;  // where B saves and C restores
   int64_t steps = kDefaultValidateSteps;
@@ -47,13 +46,13 @@ struct RoundtripOptions {
 };
 
 // Runs processes A to E as `options` say (launching, gating, preempting, corrupting) into
-// what they did, and judges nothing. `project` is the project the validation loaded (at
-// options.project): its lock and config are resolved into the engine spec the processes read.
+// what they did, and judges nothing. `project` is the project the validation loaded: its lock
+// and config are resolved into the engine spec the processes read.
 RoundtripRuns RunRoundtripProcesses(const RoundtripOptions& options, const Project& project);
 
 // Runs the processes and returns the four checks roundtrip_checks.h judges, in report order.
-// `project` is the project the validation loaded (at options.project): the coordinator reads its
-// config from here and never loads it again; the workers load and verify it themselves.
+// `project` is the project the validation loaded: the coordinator reads its config from here and
+// never loads it again; the processes read the engine spec resolved from it.
 std::vector<CheckResult> RunRoundtrip(const RoundtripOptions& options, const Project& project);
 
 }  // namespace trainlock::validate

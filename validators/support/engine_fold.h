@@ -1,6 +1,7 @@
 // What one engine process said, as a value: the engine protocol's events folded by
-// engine_transcript.h into the protocol's types (report/check_metrics.h). The round trip's
-// checks read this value (coordinator/roundtrip_runs.h holds one per process), never the lines.
+// engine_transcript.h into the protocol's types (engine_events.h, report/check_metrics.h). The
+// round trip's checks read this value (coordinator/roundtrip_runs.h holds one per process), never
+// the lines.
 #pragma once
 
 #include <cstdint>
@@ -9,10 +10,11 @@
 #include <vector>
 
 #include "report/check_metrics.h"
+#include "support/engine_events.h"
 
 namespace trainlock::validate {
 
-// What one engine process said, folded into the protocol's types (report/check_metrics.h):
+// What one engine process said, folded into the protocol's types (engine_events.h):
 // what the round trip's checks read, whatever engine said it. Each event's members are read
 // tolerantly (a mistyped member is left unset); an event the checks need whole (a step without
 // a numeric loss) is a protocol warning instead.

@@ -1,14 +1,15 @@
 // The engine protocol's events (trainlock.engine/1) and the members each may carry, declared
-// once for every engine: the Python engines' table (trainlock_engine/protocol.py EVENTS) is
-// checked against this one by a test, the native worker refuses to emit an undeclared member,
-// and docs/validate.md's event table describes the same members. `measurement` carries
-// train.step's metrics (check_metrics.h's TrainStepMetrics keys); every other event's body is
-// a struct of check_metrics.h (HelloEvent, ArtifactRow, SetupEvent, RestoredEvent, StepEvent,
-// CheckpointEvent, EvalEvent, StateEvent, ErrorEvent), which both sides read and write typed.
+// once for every engine: the event bodies are engine_events.h's field lists (`measurement`
+// carries train.step's metrics, check_metrics.h's TrainStepMetrics keys, and `artifact` its
+// ArtifactRow); the Python engines' table (trainlock_engine/protocol_generated.py) is written
+// from this one by engine_protocol_python.h; the native worker refuses to emit an undeclared
+// member, and docs/validate.md's event table describes the same members.
 #pragma once
 
 #include <string_view>
 #include <vector>
+
+#include "support/engine_events.h"
 
 namespace trainlock::validate {
 

@@ -2,7 +2,7 @@
 // "The engine protocol"): JSON lines on its stdout, folded into one typed value (EngineFold)
 // that the round trip's checks read, whatever engine ran. The engine's output is untrusted: lines
 // and events are capped, a line that is not a JSON object with a known "event" is counted and
-// ignored, and members the checks read are read tolerantly by them (report/check_metrics.h).
+// ignored, and members the checks read are read tolerantly by them (support/engine_events.h).
 // What would make a result count that is not the lock's run is a violation instead, which
 // fails the process's result: an event before `hello`, a hello that is not the protocol's or
 // not the lock's engine, framework or world size, a number that is not finite or out of range,
@@ -24,8 +24,6 @@
 
 namespace trainlock::validate {
 
-inline constexpr const char* kEngineProtocol = "trainlock.engine/1";
-inline constexpr size_t kMaxEngineLineBytes = size_t{1} << 20;
 inline constexpr size_t kMaxEngineEvents = 100000;
 inline constexpr size_t kMaxEngineArtifacts = 4096;
 inline constexpr size_t kMaxEngineArtifactBytes = 8192;  // one artifact event, serialized

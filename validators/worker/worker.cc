@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <optional>
 
 #include <iostream>
 #include <set>
@@ -132,23 +134,20 @@ RunSetup SetupFromCheckpoint(const CheckpointContents& c, const fs::path& dir) {
   return s;
 }
 
-std::unique_ptr<Trainer> MakeTrainer(const RunSetup& s, torch::Device device,
-                                     nlohmann::json* result) {
+std::unique_ptr<Trainer> MakeTrainer(const RunSetup& s, torch::Device device, SetupEvent* made) {
   TrainerOptions options{device, s.spec.seed, s.spec.eval_batches, s.identity};
   auto trainer = std::make_unique<Trainer>(s.spec.config, options,
                                            MakeData(s.spec.data, s.spec.config.model.vocab_size));
-  // train.step's data and model, under its members' names (coordinator/roundtrip.cc).
-  TrainStepMetrics made;
-  made.data = trainer->data().Describe();
+  // What the setup event says it trains on (train.step's data and model).
+  made->data = trainer->data().Describe();
   if (!s.model_dir.empty()) {
     LoadedWeights w = LoadHfWeights(trainer->model(), s.model_dir, s.model_files);
     trainer->model()->to(device);
-    made.model =
+    made->model =
         nlohmann::json::object({{"source", "weights"}, {"files", w.files}, {"dtypes", w.dtypes}});
   } else {
-    made.model = nlohmann::json::object({{"source", "seeded initialisation"}});
+    made->model = nlohmann::json::object({{"source", "seeded initialisation"}});
   }
-  AddMetrics(result, ToJson(made));
   return trainer;
 }
 
@@ -156,8 +155,8 @@ double Gbps(uint64_t bytes, double seconds) {
   return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0.0;
 }
 
-// Invalid UTF-8 in a message (a tensor name from a crafted checkpoint) becomes U+FFFD: the
-// result is always written, and never carries the JSON library's own error in its place.
+// The node and ops roles' findings. Invalid UTF-8 in a message becomes U+FFFD: the result is
+// always written, and never carries the JSON library's own error in its place.
 void WriteResult(const WorkerOptions& o, const nlohmann::json& result) {
   WriteFileAtomically(o.result,
                       result.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
@@ -176,10 +175,10 @@ void Emit(const char* event, nlohmann::json body = nlohmann::json::object()) {
   std::cout << body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
 }
 
-void EmitEval(const char* when, const nlohmann::json& loss) {
+void EmitEval(const char* when, double loss) {
   EvalEvent eval;
   eval.when = when;
-  if (loss.is_number()) eval.loss = loss.get<double>();
+  eval.loss = loss;
   Emit(kEventEval, ToJson(eval));
 }
 
@@ -209,13 +208,9 @@ void EmitHello(const WorkerOptions& o, const torch::Device& device) {
   Emit(kEventHello, ToJson(hello));
 }
 
-// The data and model MakeTrainer recorded in `result`, and the setup's seconds.
-void EmitSetup(const nlohmann::json& result) {
-  const auto said = ReadMetrics<TrainStepMetrics>(result);
-  SetupEvent setup;
-  setup.data = said.data;
-  setup.model = said.model;
-  setup.seconds = result.value("setup_s", 0.0);
+// The data and model MakeTrainer recorded, and the setup's seconds.
+void EmitSetup(SetupEvent setup, double seconds) {
+  setup.seconds = seconds;
   Emit(kEventSetup, ToJson(setup));
 }
 
@@ -248,13 +243,10 @@ TrainStepMetrics MeasurementMetrics(int64_t step, const StepMeasurement& m) {
 // deterministic kernels (the bitwise round trip needs them); a run that does not ask for them
 // gets torch's default, faster kernels, so its step is measured again that way, after the
 // reference is recorded: a warm-up step in the new mode, then the median of measured steps.
-void MeasureInRunMode(Trainer& trainer, bool deterministic, nlohmann::json& result) {
-  auto reference = ReadMetrics<TrainStepMetrics>(result["measurement"]);
+TrainStepMetrics MeasureInRunMode(Trainer& trainer, bool deterministic,
+                                  TrainStepMetrics reference) {
   reference.mode = "deterministic";
-  if (deterministic) {
-    result["measurement"] = ToJson(reference);
-    return;
-  }
+  if (deterministic) return reference;
   at::globalContext().setDeterministicAlgorithms(false, false);
   const int measured = trainer.model()->parameters().front().is_cuda() ? 5 : 3;
   trainer.Step();  // warm-up: the default kernels pick their algorithms
@@ -281,13 +273,12 @@ void MeasureInRunMode(Trainer& trainer, bool deterministic, nlohmann::json& resu
   run_mode.mode = "default";
   run_mode.step_times_s = times;
   run_mode.deterministic = ToJson(reference);
-  result["measurement"] = ToJson(run_mode);
+  return run_mode;
 }
 
 // Waits for the checkpoint write in flight, records it and tells the coordinator (which may
 // SIGKILL this process from then on) that the checkpoint is committed.
-void AnnounceCommitted(const WorkerOptions& o, AsyncCheckpointer& checkpointer,
-                       nlohmann::json& result) {
+void AnnounceCommitted(const WorkerOptions& o, AsyncCheckpointer& checkpointer) {
   const CheckpointIo io = checkpointer.Wait();
   const AsyncSaveTimes& t = checkpointer.times();
   CheckpointEvent save;
@@ -301,20 +292,19 @@ void AnnounceCommitted(const WorkerOptions& o, AsyncCheckpointer& checkpointer,
   save.staging_wait_s = t.staging_wait_s;
   save.staging_alloc_s = t.staging_alloc_s;
   save.gbps = Gbps(io.bytes, t.durable_s);
-  result["save"] = ToJson(save);
-  WriteResult(o, result);
   save.phase = "committed";
   save.async = true;
   Emit(kEventCheckpoint, ToJson(save));
 }
 
-int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
+int RunTrain(const WorkerOptions& o) {
   torch::Device device = PickDevice(o.device);
   RunSetup setup = SetupFromSpec(o.spec, o.spec_sha256);
-  std::unique_ptr<Trainer> trainer = MakeTrainer(setup, device, &result);
-  result["setup_s"] = SecondsSinceWorkerStart();
+  SetupEvent made;
+  std::unique_ptr<Trainer> trainer = MakeTrainer(setup, device, &made);
+  const double setup_s = SecondsSinceWorkerStart();
   EmitHello(o, device);
-  EmitSetup(result);
+  EmitSetup(made, setup_s);
   if (o.restore) {
     auto latest = LatestCheckpoint(o.checkpoint_root);
     if (!latest)
@@ -339,23 +329,21 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
     restored.gbps = Gbps(io.bytes, io.seconds);
     restored.rng_restored = o.restore_rng;
     restored.data_restored = o.restore_data;
-    result["restore"] = ToJson(restored);
     // One process, one world size: the position is carried as restored.
     restored.data_position_carried = o.restore_data;
     restored.world_size_saved = 1;
     Emit(kEventRestored, ToJson(restored));
-    result["eval_after_restore"] = trainer->EvalLoss();
-    EmitEval("after_restore", result["eval_after_restore"]);
+    EmitEval("after_restore", trainer->EvalLoss());
   }
   AsyncCheckpointer checkpointer;
   if (o.save_at > 0) checkpointer.Prepare(trainer->Capture());
-  nlohmann::json losses = nlohmann::json::array();
+  std::optional<TrainStepMetrics> measurement;
   while (trainer->step() < o.steps) {
     double loss;
     if (trainer->step() + 1 == o.measure_step) {
       StepMeasurement m;
       loss = trainer->MeasuredStep(&m);
-      result["measurement"] = ToJson(MeasurementMetrics(trainer->step(), m));
+      measurement = MeasurementMetrics(trainer->step(), m);
     } else {
       loss = trainer->Step();
     }
@@ -363,8 +351,6 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
     StepEvent stepped;
     stepped.step = trainer->step();
     stepped.loss = loss;
-    losses.push_back(ToJson(stepped));
-    result["losses"] = losses;
     Emit(kEventStep, ToJson(stepped));
     if (trainer->step() == o.save_at) {
       // Training is held up only for the copy into the staging buffers; the write goes on
@@ -375,35 +361,29 @@ int RunTrain(const WorkerOptions& o, nlohmann::json& result) {
       started.step = o.save_at;
       started.async = true;
       Emit(kEventCheckpoint, ToJson(started));
-      result["eval_after_save"] = trainer->EvalLoss();
-      EmitEval("after_save", result["eval_after_save"]);
+      EmitEval("after_save", trainer->EvalLoss());
     }
-    if (checkpointer.Finished()) AnnounceCommitted(o, checkpointer, result);
+    if (checkpointer.Finished()) AnnounceCommitted(o, checkpointer);
   }
-  if (checkpointer.in_flight()) AnnounceCommitted(o, checkpointer, result);
+  if (checkpointer.in_flight()) AnnounceCommitted(o, checkpointer);
   if (!o.final_state.empty()) {
     // The coordinator digests the file itself (coordinator/state_file.h): nothing printed here
     // stands in for it.
     const WrittenFile written =
         WriteSafetensors(o.final_state, trainer->FinalState(/*on_device=*/true), {},
                          /*durable=*/false);
-    StateEvent kept;
-    kept.bytes = static_cast<int64_t>(written.bytes);
-    kept.file = o.final_state.string();
-    result["final_state"] = ToJson(kept);
     StateEvent state;
     state.step = trainer->step();
     state.bytes = static_cast<int64_t>(written.bytes);
     state.file = o.final_state.string();
     Emit(kEventState, ToJson(state));
   }
-  if (result.contains("measurement")) {
-    MeasureInRunMode(*trainer, setup.spec.config.training.deterministic, result);
-    Emit(kEventMeasurement, result["measurement"]);
+  if (measurement) {
+    Emit(kEventMeasurement, ToJson(MeasureInRunMode(
+                                *trainer, setup.spec.config.training.deterministic, *measurement)));
   }
   if (o.save_at > 0) {
     // The saving worker is the one the coordinator preempts: wait for its SIGKILL.
-    WriteResult(o, result);
     std::cout << "trainlock-waiting-for-kill" << std::endl;
     while (true) ::pause();
   }
@@ -416,28 +396,26 @@ int RunOps(const WorkerOptions& o, nlohmann::json& result) {
   return 0;
 }
 
-int RunPortable(const WorkerOptions& o, nlohmann::json& result) {
+int RunPortable(const WorkerOptions& o) {
   torch::Device device = PickDevice(o.device);
   auto latest = LatestCheckpoint(o.checkpoint_root);
   if (!latest) throw CheckpointError(o.checkpoint_root.string() + ": no complete checkpoint");
   CheckpointIo io;
   CheckpointContents contents = LoadCheckpoint(*latest, &io);
-  std::unique_ptr<Trainer> trainer = ReadingCheckpointState(*latest, [&] {
-    return MakeTrainer(SetupFromCheckpoint(contents, *latest), device, &result);
-  });
-  result["setup_s"] = SecondsSinceWorkerStart();
+  SetupEvent made;
+  std::unique_ptr<Trainer> trainer = ReadingCheckpointState(
+      *latest, [&] { return MakeTrainer(SetupFromCheckpoint(contents, *latest), device, &made); });
+  const double setup_s = SecondsSinceWorkerStart();
   EmitHello(o, device);
-  EmitSetup(result);
+  EmitSetup(made, setup_s);
   ReadingCheckpointState(*latest, [&] { trainer->Restore(contents); });
   RestoredEvent verified;
   verified.dir = latest->string();
   verified.step = contents.step;
   verified.bytes = static_cast<int64_t>(io.bytes);
   verified.verified_files = static_cast<int64_t>(io.files + 2);  // + manifest and its hash
-  result["restore"] = ToJson(verified);
-  Emit(kEventRestored, result["restore"]);
-  result["eval"] = trainer->EvalLoss();
-  EmitEval("portable", result["eval"]);
+  Emit(kEventRestored, ToJson(verified));
+  EmitEval("portable", trainer->EvalLoss());
   return 0;
 }
 
@@ -554,6 +532,80 @@ int RunNodeProbe(nlohmann::json& result) {
   return 0;
 }
 
+// Runs `role`; a failure becomes the `error` event's body (one of the protocol's kinds) and the
+// worker's exit code.
+int RunCatching(const WorkerOptions& o, const std::function<int()>& role,
+                std::optional<ErrorEvent>* error) {
+  try {
+    return role();
+  } catch (const ArtifactMismatch& e) {
+    // A pinned file is not what the lock pins: the using check fails naming it (roundtrip.cc).
+    *error = Failed(kErrorIntegrity, e.what());
+    return kWorkerTrainingFailed;
+  } catch (const CheckpointError& e) {
+    *error = Failed(kErrorCheckpoint, e.what());
+    return kWorkerCheckpointRefused;
+  } catch (const ModelLoadError& e) {
+    // The model directory's config or weights do not fit the training config: the model's
+    // fault, named as such, not a training failure.
+    *error = Failed("model", e.what());
+    return kWorkerTrainingFailed;
+  } catch (const NonFiniteLoss& e) {
+    *error = Failed("non_finite_loss", e.what());
+    (*error)->step = e.step();
+    return kWorkerTrainingFailed;
+  } catch (const InputError& e) {
+    *error = Failed("input", e.what());
+    return kWorkerBadInput;
+  } catch (const std::exception& e) {
+    const std::string message = e.what();
+    *error = Failed(IsOutOfMemory(e) ? kErrorOutOfMemory : "training",
+                    message.substr(0, message.find('\n')));
+    if (IsOutOfMemory(e)) {
+      DeviceMemory m = ReadDeviceMemory(PickDevice(o.device));
+      TrainStepMetrics memory;
+      memory.peak_allocated_bytes = m.peak_allocated_bytes;
+      memory.peak_reserved_bytes = m.peak_reserved_bytes;
+      memory.device_used_bytes = m.device_used_bytes;
+      memory.device_total_bytes = m.device_total_bytes;
+      (*error)->memory = ToJson(memory);
+    }
+    return kWorkerTrainingFailed;
+  }
+}
+
+// The node and ops roles: their findings, a failure and the pinned files read go to the result
+// file the coordinator reads (node_run.cc, ops/ops_check.cc).
+int RunWritingResult(const WorkerOptions& o, std::optional<ErrorEvent>* error) {
+  HelloEvent who;  // the result file says which process wrote it
+  who.role = o.role;
+  who.pid = ::getpid();
+  nlohmann::json result = ToJson(who);
+  const int code = RunCatching(
+      o, [&] { return o.role == "node" ? RunNodeProbe(result) : RunOps(o, result); }, error);
+  if (*error) result[kEventError] = ToJson(**error);
+  if (const std::vector<ArtifactRow> rows = VerifiedArtifacts(); !rows.empty()) {
+    TrainStepMetrics artifacts;
+    artifacts.artifacts = rows;
+    AddMetrics(&result, ToJson(artifacts));
+  }
+  WriteResult(o, result);
+  return code;
+}
+
+// The train and portable roles speak the engine protocol on stdout alone, as every engine does:
+// the pinned files they read and verified, then `done` or the `error`.
+int RunSpeakingProtocol(const WorkerOptions& o, std::optional<ErrorEvent>* error) {
+  const int code = RunCatching(
+      o, [&] { return o.role == "portable" ? RunPortable(o) : RunTrain(o); }, error);
+  for (const ArtifactRow& row : VerifiedArtifacts()) Emit(kEventArtifact, ToJson(row));
+  if (*error)
+    Emit(kEventError, ToJson(**error));
+  else
+    Emit(kEventDone);
+  return code;
+}
+
 }  // namespace
 
 int RunWorker(const WorkerOptions& o) {
@@ -565,70 +617,15 @@ int RunWorker(const WorkerOptions& o) {
   }
   SecondsSinceWorkerStart();  // starts the clock
   if (o.threads > 0) torch::set_num_threads(o.threads);
-  HelloEvent who;  // the result file says which process wrote it, as its hello does
-  who.role = o.role;
-  who.pid = ::getpid();
-  nlohmann::json result = ToJson(who);
-  int code = 0;
-  try {
-    code = o.role == "portable" ? RunPortable(o, result)
-           : o.role == "node"   ? RunNodeProbe(result)
-           : o.role == "ops"    ? RunOps(o, result)
-                                : RunTrain(o, result);
-  } catch (const ArtifactMismatch& e) {
-    // A pinned file is not what the lock pins: the using check fails naming it (roundtrip.cc).
-    result[kEventError] = ToJson(Failed(kErrorIntegrity, e.what()));
-    code = kWorkerTrainingFailed;
-  } catch (const CheckpointError& e) {
-    result[kEventError] = ToJson(Failed(kErrorCheckpoint, e.what()));
-    code = kWorkerCheckpointRefused;
-  } catch (const ModelLoadError& e) {
-    // The model directory's config or weights do not fit the training config: the model's
-    // fault, named as such, not a training failure.
-    result[kEventError] = ToJson(Failed("model", e.what()));
-    code = kWorkerTrainingFailed;
-  } catch (const NonFiniteLoss& e) {
-    ErrorEvent diverged = Failed("non_finite_loss", e.what());
-    diverged.step = e.step();
-    result[kEventError] = ToJson(diverged);
-    code = kWorkerTrainingFailed;
-  } catch (const InputError& e) {
-    result[kEventError] = ToJson(Failed("input", e.what()));
-    code = kWorkerBadInput;
-  } catch (const std::exception& e) {
-    const std::string message = e.what();
-    ErrorEvent failed = Failed(IsOutOfMemory(e) ? kErrorOutOfMemory : "training",
-                               message.substr(0, message.find('\n')));
-    if (IsOutOfMemory(e)) {
-      DeviceMemory m = ReadDeviceMemory(PickDevice(o.device));
-      TrainStepMetrics memory;
-      memory.peak_allocated_bytes = m.peak_allocated_bytes;
-      memory.peak_reserved_bytes = m.peak_reserved_bytes;
-      memory.device_used_bytes = m.device_used_bytes;
-      memory.device_total_bytes = m.device_total_bytes;
-      failed.memory = ToJson(memory);
-    }
-    result[kEventError] = ToJson(failed);
-    code = kWorkerTrainingFailed;
-  }
-  // What this process read of the pinned files and measured, pass or fail.
-  if (const std::vector<ArtifactRow> rows = VerifiedArtifacts(); !rows.empty()) {
-    TrainStepMetrics artifacts;
-    artifacts.artifacts = rows;
-    AddMetrics(&result, ToJson(artifacts));
-  }
-  WriteResult(o, result);
-  if (o.role == "train" || o.role == "portable") {
-    for (const ArtifactRow& row : VerifiedArtifacts()) Emit(kEventArtifact, ToJson(row));
-    if (code != 0)
-      Emit(kEventError, result[kEventError]);
-    else
-      Emit(kEventDone);
-  }
-  if (code != 0)
-    std::cerr << "worker " << o.role << ": "
-              << ReadMetrics<ErrorEvent>(result[kEventError]).message.value_or("") << "\n";
+  std::optional<ErrorEvent> error;
+  const int code =
+      WorkerWritesResult(o.role) ? RunWritingResult(o, &error) : RunSpeakingProtocol(o, &error);
+  if (error) std::cerr << "worker " << o.role << ": " << error->message.value_or("") << "\n";
   return code;
+}
+
+bool WorkerWritesResult(const std::string& role) {
+  return role == "node" || role == "ops";
 }
 
 }  // namespace trainlock::validate

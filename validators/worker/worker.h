@@ -6,8 +6,9 @@
 //   train (C): a fresh process that restores the newest checkpoint and runs K+1..N;
 //   portable (D): rebuilds everything from the checkpoint alone and reproduces the eval loss;
 //   node: a known-answer kernel launch, bf16 matmul TFLOP/s and copy TB/s on every device.
-// The train and portable roles speak the engine protocol on stdout (support/engine_transcript.h),
-// as every engine does; each role also writes its findings to a JSON result file.
+// The train and portable roles speak the engine protocol on stdout (support/engine_transcript.h)
+// and nothing else, as every engine does; the node and ops roles write their findings to a JSON
+// result file (--result) instead.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +33,7 @@ struct WorkerOptions {
   std::filesystem::path ops_spec;
   std::string ops_spec_sha256;
   std::filesystem::path checkpoint_root;
-  std::filesystem::path result;
+  std::filesystem::path result;       // the node and ops roles' findings (WorkerWritesResult)
   std::filesystem::path final_state;  // where to write the final parameters and moments
   int64_t steps = 0;
   int64_t save_at = 0;       // 0: never save
@@ -46,5 +47,8 @@ struct WorkerOptions {
 };
 
 int RunWorker(const WorkerOptions& options);
+
+// Whether `role` writes a result file (node, ops); train and portable only speak the protocol.
+bool WorkerWritesResult(const std::string& role);
 
 }  // namespace trainlock::validate

@@ -10,7 +10,8 @@ The common API an engine builds on (one concept per module):
 
     protocol    Emitter (events on the real stdout, rank 0 only), EngineError(kind, message,
                 **extra) and the exit code of each kind (2 input/unsupported, 4 checkpoint,
-                5 integrity/model/out_of_memory/non_finite_loss/training)
+                5 integrity/model/out_of_memory/non_finite_loss/training); its tables are
+                protocol_generated, written from the C++ declaration (do not edit)
     cli         the option set and main(); process: one process's life (hello .. done|error),
                 Context (opts, rank, world_size, local_rank, device, spec, emit, step)
     runtime     deterministic kernels, device choice, process group, barrier/broadcast helpers

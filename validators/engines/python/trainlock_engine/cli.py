@@ -15,7 +15,7 @@ import os
 import sys
 
 from . import engines, launch
-from .protocol import EngineError, Emitter
+from .protocol import PROTOCOL, EngineError, Emitter
 
 
 class _Parser(argparse.ArgumentParser):
@@ -87,7 +87,7 @@ def _engine_from_argv(argv):
 def _refuse(err, argv):
     """An option error: the protocol still starts with hello."""
     emitter = Emitter(enabled=int(os.environ.get("RANK", "0")) == 0)
-    emitter.emit("hello", protocol="trainlock.engine/1", engine=_engine_from_argv(argv), role=None,
+    emitter.emit("hello", protocol=PROTOCOL, engine=_engine_from_argv(argv), role=None,
                  pid=os.getpid(), world_size=None, device=None, device_name=None, versions={})
     emitter.error(err)
     return err.exit_code

@@ -15,18 +15,13 @@ its own site-packages (dist-packages on Debian) directories, those of its venv w
 them. No `.pth` file is processed: torch, numpy and the frameworks import from those
 directories without one. `--print-sys-path` prints that path (after the package's own
 directory) as one JSON list: what the image build records. launch.py starts the ranks of
-`--nproc` the same way (RESTART).
+`--nproc` the same way (launch.isolated_restart).
 """
 
 import os
 import sys
 
 ENGINE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESTART = (
-    ["-I", "-S", "-u"]
-    + (["-X", "pycache_prefix=" + sys.pycache_prefix] if sys.pycache_prefix else ["-B"])
-    + [os.path.abspath(__file__)]
-)
 SYS_PATH_VARIABLE = "TRAINLOCK_ENGINE_SYS_PATH"
 
 

@@ -56,13 +56,20 @@ def _die_with_parent():
         pass
 
 
+def isolated_restart():
+    """The interpreter options and script that start a rank as isolated as the coordinator
+    started this process (isolated.py's docstring), keeping its pycache prefix. Here, not in
+    isolated.py: isolated.py starts cli, which starts this module (no import cycle)."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "isolated.py")
+    pycache = ["-X", "pycache_prefix=" + sys.pycache_prefix] if sys.pycache_prefix else ["-B"]
+    return ["-I", "-S", "-u"] + pycache + [script]
+
+
 def _interpreter():
     """How a rank starts: as isolated as this process when the coordinator started it
     isolated (isolated.py), else as `python -B -m trainlock_engine`."""
     if sys.flags.isolated and sys.flags.no_site:
-        from .isolated import RESTART
-
-        return [sys.executable] + RESTART
+        return [sys.executable] + isolated_restart()
     return [sys.executable, "-B", "-m", "trainlock_engine"]
 
 

@@ -12,45 +12,12 @@ import json
 import os
 import sys
 
-PROTOCOL = "trainlock.engine/1"
-MAX_LINE = 1 << 20
-
-# Exit codes by error kind: 2 the input cannot be honoured (refused before any work),
-# 4 a checkpoint was refused, 5 training (or a pinned file) failed.
-EXIT_CODES = {
-    "input": 2,
-    "unsupported": 2,
-    "checkpoint": 4,
-    "integrity": 5,
-    "model": 5,
-    "out_of_memory": 5,
-    "non_finite_loss": 5,
-    "training": 5,
-}
-
-
-# Every event and the members it may carry: the Python side of the table declared once for
-# every engine in validators/support/engine_protocol.cc (the native worker carries a few more
-# members of its own there). EngineProtocol.ThePythonTableIsTheDeclaredOne checks this one
-# against it; the Emitter refuses an event or a member that is not here.
-EVENTS = {
-    "hello": ("protocol", "engine", "role", "pid", "world_size", "device", "device_name", "versions"),
-    "artifact": ("path", "sha256", "bytes"),
-    "setup": ("data", "model", "seconds"),
-    "restored": ("step", "dir", "bytes", "seconds", "rng_restored", "data_restored", "world_size_saved",
-                 "data_position_carried", "data_position_offered", "grad_accum", "skipped_uncommitted",
-                 "resumed_from", "weights_only"),
-    "step": ("step", "loss"),
-    "measurement": ("step", "step_time_s", "tokens", "tokens_per_s", "flops", "peak_allocated_bytes",
-                    "peak_reserved_bytes", "device_used_bytes", "device_total_bytes", "peak_rss_bytes", "mode",
-                    "step_times_s", "deterministic", "measured_shape", "ranks"),
-    "checkpoint": ("phase", "step", "async", "dir", "bytes", "seconds", "blocking_s", "write_s", "staging_wait_s",
-                   "staging_s", "files", "step_after_save_s", "stall_s", "release_s"),
-    "eval": ("when", "loss", "step"),
-    "state": ("step", "bytes", "file"),
-    "error": ("kind", "message", "step", "memory"),
-    "done": (),
-}
+# The protocol's name, its line limit, the error kinds with their exit codes (2 the input
+# cannot be honoured, refused before any work; 4 a checkpoint was refused; 5 training or a
+# pinned file failed) and every event with the members it may carry: generated from the one
+# declaration every engine shares (validators/support/engine_events.h, engine_protocol.cc). The
+# Emitter refuses an event or a member that is not there.
+from .protocol_generated import EVENTS, EXIT_CODES, MAX_LINE, PROTOCOL  # noqa: F401
 
 
 class EngineError(Exception):

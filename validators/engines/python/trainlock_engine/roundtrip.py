@@ -255,8 +255,7 @@ class Driver:
         world_saved, accum_saved = driver.get("world_size"), driver.get("grad_accum")
         self.rescale_accumulation(world_saved, accum_saved)
         verified = time.perf_counter()
-        with runtime.filling(measure.asks_deterministic(self.spec)):  # as the run's resume allocates
-            self.engine.load(directory)
+        self.engine.load(directory)
         phase_note("restore", found=verified - started, loaded=time.perf_counter() - verified)
         rng_restored = self.restore_rng(directory, world_saved)
         data_restored = False

@@ -9,18 +9,15 @@ so a rank whose peer died does not wait forever.
 
 Deterministic mode also makes torch fill every tensor it allocates uninitialised (empty,
 empty_like, .cpu() copies) with NaN first (torch.utils.deterministic.fill_uninitialized_memory),
-on one CPU core. Buffers written in full before anything reads them need no fill: the gathered
-final state only trainlock reads is made without it, and a checkpoint is read back as the run's
-own resume would read it (filled only if its config asks for deterministic kernels); `filling`
-switches it for such a block. A kernel that did read unfilled memory would make the
-uninterrupted and the resumed run differ, failing the round trip, never passing it. A save
-allocates as the run's own save would, filled only if the config asks for deterministic kernels
-(roundtrip.Driver.save): DCP's DefaultStager staging of the pilot's 16 GB took 2.5-3 s longer
-filled on an H200 (bench/results/2026-12-03-h200-spawn-order; bench/dcp_staging_probe.py's
-4 GiB probe had shown no difference).
+on one CPU core. A save allocates as the run's own save would, filled only if the config asks
+for deterministic kernels (set_fill, roundtrip.Driver.save): DCP's DefaultStager staging of the
+pilot's 16 GB took 2.5-3 s longer filled on an H200 (bench/results/2026-12-03-h200-spawn-order,
+the plain script's save 7.3-8.0 s filled, 4.5 s unfilled; bench/results/2026-12-03-h200-fill-fix,
+the engine's save blocking 6.4-6.6 s before, 0.19 s after). Everything else, a restore's
+buffers included, allocates under deterministic mode's own setting: no measurement showed a
+cost there.
 """
 
-import contextlib
 import datetime
 import os
 
@@ -45,17 +42,6 @@ def set_fill(enabled):
     before = utils.fill_uninitialized_memory
     utils.fill_uninitialized_memory = bool(enabled)
     return before
-
-
-@contextlib.contextmanager
-def filling(enabled):
-    """Within: new tensors are filled only if `enabled` (see the module's docstring)."""
-    before = set_fill(enabled)
-    try:
-        yield
-    finally:
-        if before is not None:
-            set_fill(before)
 
 
 def use_run_kernels():
