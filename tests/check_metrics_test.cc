@@ -118,7 +118,7 @@ const Exemption kExemptions[] = {
     {"device", "", "a rank entry's member and the ops worker's result"},
     {"devices", "", "the report's member and the node worker's result"},
     {"dtype", "", "safetensors headers and op smoke specs"},
-    {"engine", "", "a value of the report's image digest_source"},
+    {"engine", "", "the report's engine member and the lock's validate.engine"},
     {"duration_s", "", "a report and check member"},
     {"error", "", "a check status and verdict word, and error objects of other documents"},
     {"failures", "", "the ops worker's per-library failures"},

@@ -123,7 +123,7 @@ class Rules(unittest.TestCase):
                           "which is no test under tests/"])
 
     def test_a_suite_that_does_not_exist_is_missing(self):
-        self.assertEqual(len(self.missing("`ImageEngine.*`")), 1)
+        self.assertEqual(len(self.missing("`Gone.*`")), 1)
 
     def test_a_python_test_that_does_not_exist_is_missing(self):
         self.assertEqual(len(self.missing("`test_gone`")), 1)
