@@ -90,7 +90,7 @@ TEST(CheckMetrics, HostileDocumentsReadWithoutThrowing) {
 // The scan looks for a key as a whole string literal, `"key"`, in every C++ file under src/ and
 // validators/. Some keys are ordinary words that name other things too: members of the report
 // itself (report.h: "devices", "ranks", "rank", "duration_s"), of the lock and the manifest
-// (spec_loader.cc: "argv", "cwd", "atol"), of other documents (plan's and the fleet summary's
+// (spec_ext.cc and spec_custom_ops.cc: "argv", "cwd", "atol"), of other documents (plan's and the fleet summary's
 // JSON output) or values ("deterministic" is a mode). The engine protocol is exempt from
 // nothing: every event body is a struct of validators/support/engine_events.h (HelloEvent ...
 // ErrorEvent, whose members share names with metric keys) and the event names and error kinds
@@ -120,7 +120,7 @@ const Exemption kExemptions[] = {
     {"device", "", "a rank entry's member and the ops worker's result"},
     {"devices", "", "the report's member and the node worker's result"},
     {"dtype", "", "safetensors headers and op smoke specs"},
-    {"engine", "", "a value of the report's image digest_source"},
+    {"engine", "", "the report's engine member and the lock's validate.engine"},
     {"duration_s", "", "a report and check member"},
     {"error", "", "a check status and verdict word, and error objects of other documents"},
     {"failures", "", "the ops worker's per-library failures"},

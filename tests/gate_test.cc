@@ -614,6 +614,35 @@ TEST_F(CliGate, VerboseListsTheChecksOfTheReportAVerifiedEnvelopeCarries) {
   EXPECT_EQ(other.out.find("train.step"), std::string::npos) << other.out;
 }
 
+// A report of an earlier version of the format is input this gate does not read: one line
+// naming the file and its schema, exit 2, signed or not.
+TEST_F(CliGate, AV1ReportIsBadInputNamingTheFileItsSchemaAndANewValidation) {
+  json report = json::parse(ReadFile(Fixture()));
+  report["schema"] = "trainlock.report/v1";
+  const std::string file = (tmp_.path() / "report.json").string();
+  testing::WriteFile(file, report.dump(2));
+  auto r = testing::RunTrainlock({"gate", file, "--lock", Tiny(), "--allow-unsigned"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(r.err, file +
+                       ": error: a trainlock.report/v1 report, which this trainlock does not read "
+                       "(it reads trainlock.report/v2): validate the node again with this "
+                       "trainlock\n");
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST_F(CliGate, ASignedV1ReportIsBadInputWhenItsSignatureHolds) {
+  const std::string prefix = (tmp_.path() / "ci").string();
+  ASSERT_EQ(testing::RunTrainlock({"keygen", prefix}).exit_code, 0);
+  json report = json::parse(ReadFile(Fixture()));
+  report["schema"] = "trainlock.report/v1";
+  SignReport(report, ReadFile(prefix + ".key"));
+  const std::string file = (tmp_.path() / "report.json").string();
+  testing::WriteFile(file, SignedReportText(report));
+  auto r = testing::RunTrainlock({"gate", file, "--lock", Tiny(), "--key", prefix + ".pub"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("a trainlock.report/v1 report"), std::string::npos) << r.err;
+}
+
 TEST_F(CliGate, NonJsonReportIsBadInputNamingThePosition) {
   testing::WriteFile(tmp_.path() / "report.json", "{\n  \"schema\": x\n}\n");
   auto r =
@@ -1482,8 +1511,9 @@ class GateImagePython : public Gate {
   void SetUp() override {
     Gate::SetUp();
     lock_.images["cpu"] = {"registry.example/tiny:1", digest_, std::nullopt, ""};
-    report_["image"] = {
-        {"ref", "registry.example/tiny:1"}, {"digest", digest_}, {"digest_source", "engine"}};
+    report_["image"] = {{"ref", "registry.example/tiny:1"},
+                        {"digest", digest_},
+                        {"digest_source", "container-tool"}};
     report_["engine"] = {{"name", "native"},
                          {"python", "/opt/venv/bin/python3"},
                          {"torch", "1.13.1"},
@@ -1509,12 +1539,12 @@ TEST_F(GateImagePython, AnInterpreterTheReportDoesNotCallVerifiedIsRefused) {
   EXPECT_TRUE(HasReason(Decide(), "engine", "were verified before the engine ran"));
 }
 
-TEST_F(GateImagePython, TheFactsSayTheDigestWasMeasuredByTheContainerEngine) {
+TEST_F(GateImagePython, TheFactsSayTheDigestWasMeasuredByTheContainerTool) {
   GateRequest r = Request(report_.dump(2));
   r.image_digest = digest_;
   const GateDecision d = Decide(r);
   ASSERT_TRUE(d.allowed()) << ::testing::PrintToString(d.reasons);
-  EXPECT_NE(::testing::PrintToString(d.facts).find("measured by the container engine"),
+  EXPECT_NE(::testing::PrintToString(d.facts).find("measured by the container tool"),
             std::string::npos);
 }
 

@@ -250,7 +250,7 @@ TEST_F(CpuImage, TheTinyExampleIsLockedBuiltReproduciblyValidatedInsideAndGated)
   EXPECT_EQ(script.out.find("/trainlock/out"), std::string::npos) << script.out;
   const nlohmann::json report = nlohmann::json::parse(testing::ReadFile(report_path));
   EXPECT_EQ(report["image"]["digest"], image.digest);
-  EXPECT_EQ(report["image"]["digest_source"], "engine");
+  EXPECT_EQ(report["image"]["digest_source"], "container-tool");
   EXPECT_EQ(report["image"]["ref"], ref);
   EXPECT_EQ(report["validator"]["build"], "cpu");
   EXPECT_EQ(report["verdict"], "pass");

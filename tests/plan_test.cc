@@ -736,7 +736,7 @@ TEST(PlanCli, BadInputExitsTwoWithOneLineNamingTheFile) {
   for (const Case& c : std::vector<Case>{
            {{"plan", missing}, missing + ": error: cannot read: no such file"},
            {{"plan", not_json}, not_json + ":2:13: error: not valid JSON: "},
-           {{"plan", not_report}, not_report + ": error: not a trainlock.report/v1 report: "},
+           {{"plan", not_report}, not_report + ": error: not a trainlock.report/v2 report: "},
            {{"plan", Fixture("tiny-report.json"), "--tokens", "ten"},
             "--tokens: error: 'ten' is not a token count; a positive number with an optional K, "
             "M, B or T suffix, e.g. 10B or 1.5T"},

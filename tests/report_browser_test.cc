@@ -408,12 +408,27 @@ TEST(ReportCli, SchemaViolationsAreBadInputListingEveryOne) {
   EXPECT_EQ(r.exit_code, 2);
   for (const char* violation : {"verdict: missing", "lock_sha256: must be 64 hex characters",
                                 "checks[0].status: unexpected value \"maybe\""}) {
-    EXPECT_NE(r.err.find(file.string() + ": error: not a trainlock.report/v1 report: " + violation +
+    EXPECT_NE(r.err.find(file.string() + ": error: not a trainlock.report/v2 report: " + violation +
                          "\n"),
               std::string::npos)
         << violation << "\n"
         << r.err;
   }
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST(ReportCli, AV1ReportIsBadInputInOneLineAskingForANewValidation) {
+  testing::TempDir dir;
+  json report = json::parse(testing::ReadFile(FixturePath("tiny")));
+  report["schema"] = "trainlock.report/v1";
+  const fs::path file = dir.path() / "report.json";
+  testing::WriteFile(file, report.dump(2));
+  auto r = RunTrainlock({"report", file.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, file.string() +
+                       ": error: a trainlock.report/v1 report, which this trainlock does not read "
+                       "(it reads trainlock.report/v2): validate the node again with this "
+                       "trainlock\n");
   EXPECT_TRUE(r.out.empty());
 }
 

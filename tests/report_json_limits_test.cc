@@ -52,7 +52,7 @@ TEST_F(HostileReport, TenThousandLevelsDeepIsAnUnreadableRowInAFleetSummary) {
 }
 
 TEST_F(HostileReport, ANumberBeyondADoubleIsExit2NotALibraryError) {
-  auto r = Run({"report"}, "{\"schema\": \"trainlock.report/v1\",\n \"duration_s\": 1e999}");
+  auto r = Run({"report"}, "{\"schema\": \"trainlock.report/v2\",\n \"duration_s\": 1e999}");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, Path() + ":2:16: error: number '1e999' is beyond the range of a double\n");
 }

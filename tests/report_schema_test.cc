@@ -1,4 +1,4 @@
-// The report contract (trainlock.report/v1): what conforms and what a tampered report breaks.
+// The report contract (trainlock.report/v2): what conforms and what a tampered report breaks.
 #include <gtest/gtest.h>
 
 #include "project/check_ids.h"
@@ -150,6 +150,41 @@ TEST(ReportSchema, ASchemaThatIsNotAStringIsAViolationNotAnException) {
   j["schema"] = 1;
   j["checks"][0]["summary"] = 7;
   EXPECT_TRUE(Mentions(ReportSchemaViolations(j), "schema: must be"));
+}
+
+// A report of trainlock.report/v1 (digest_source "engine") is not read as this version: the
+// readers and the gate refuse it with this one line, before any rule.
+TEST(ReportSchema, AReportOfAnEarlierVersionIsNamedWithItsSchemaAndAskedToBeValidatedAgain) {
+  nlohmann::json j = MinimalReport().ToJson();
+  j["schema"] = "trainlock.report/v1";
+  EXPECT_EQ(ReportSchemaVersionProblem(j),
+            "a trainlock.report/v1 report, which this trainlock does not read (it reads "
+            "trainlock.report/v2): validate the node again with this trainlock");
+}
+
+TEST(ReportSchema, ThisVersionOrADocumentThatIsNoReportHasNoVersionProblem) {
+  nlohmann::json j = MinimalReport().ToJson();
+  EXPECT_EQ(ReportSchemaVersionProblem(j), "");
+  j["schema"] = "something.else/v1";  // not a report at all: ReportSchemaViolations says so
+  EXPECT_EQ(ReportSchemaVersionProblem(j), "");
+  EXPECT_EQ(ReportSchemaVersionProblem(nlohmann::json::array()), "");
+}
+
+TEST(ReportSchema, AHugeSchemaIsQuotedShort) {
+  nlohmann::json j = MinimalReport().ToJson();
+  j["schema"] = "trainlock.report/" + std::string(100000, 'x');
+  EXPECT_LT(ReportSchemaVersionProblem(j).size(), 300u);
+}
+
+TEST(ReportSchema, TheDigestSourceIsTheContainerToolOrTheEnvironmentNotV1sEngine) {
+  Report r = MinimalReport();
+  r.image = std::make_pair("registry/x", "sha256:" + std::string(64, 'b'));
+  r.image_digest_source = "container-tool";
+  EXPECT_EQ(ReportSchemaViolations(r.ToJson()), std::vector<std::string>{});
+  r.image_digest_source = "environment";
+  EXPECT_EQ(ReportSchemaViolations(r.ToJson()), std::vector<std::string>{});
+  r.image_digest_source = "engine";
+  EXPECT_TRUE(Mentions(ReportSchemaViolations(r.ToJson()), "image.digest_source"));
 }
 
 TEST(ReportSchema, BadStatusIsAViolation) {

@@ -88,7 +88,7 @@ Command RegisterReport(CLI::App& app, const GlobalOptions&) {
   auto options = std::make_shared<ReportOptions>();
   CLI::App* cmd = app.add_subcommand(
       "report",
-      "Render a report.json (trainlock.report/v1) for people and CI systems: text for a\n"
+      "Render a report.json (trainlock.report/v2) for people and CI systems: text for a\n"
       "terminal, a GitHub-flavoured markdown table, one self-contained HTML page with charts\n"
       "(loss of the resume round trip, peak memory, time per check), JUnit XML, or an in-toto\n"
       "attestation of the image in a DSSE envelope (intoto, signed with --key). The report\n"

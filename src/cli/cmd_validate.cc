@@ -168,7 +168,7 @@ nlohmann::json BindReport(const fs::path& file, const Project& project, const En
   ImageRef name = *ParseImageRef(image.ref, &error);
   name.digest.clear();
   report["image"] = {
-      {"ref", name.ToString()}, {"digest", image.digest}, {"digest_source", "engine"}};
+      {"ref", name.ToString()}, {"digest", image.digest}, {"digest_source", "container-tool"}};
   report.erase("signature");
   std::vector<std::string> problems = ReportSchemaViolations(report);
   if (!problems.empty()) {

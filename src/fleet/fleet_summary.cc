@@ -90,8 +90,9 @@ std::pair<NodeSummary, bool> SummarizeFile(const fs::path& file, const std::stri
   } catch (const InputError& e) {
     return {UnreadableRow(file, FirstProblem(e)), false};
   } catch (const std::exception& e) {
-    return {UnreadableRow(file, display + ": error: not a trainlock.report/v1 report: " + e.what()),
-            false};
+    return {
+        UnreadableRow(file, display + ": error: not a " + kReportSchema + " report: " + e.what()),
+        false};
   }
 }
 

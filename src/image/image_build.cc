@@ -14,7 +14,7 @@
 #include "base/terminal_text.h"
 #include "base/toml_document.h"
 #include "base/tree_hash.h"
-#include "image/engine.h"
+#include "image/container_tool.h"
 #include "image/image_diff.h"
 #include "lock/lock_check.h"
 #include "lock/lock_resolver.h"
@@ -51,12 +51,12 @@ std::string ShellWord(const std::string& arg) {
 // Runs an engine command; a failure names it with the engine's last lines, or under -v
 // (`verbose`) with its whole command line and all the output kept.
 std::string Run(const std::vector<std::string>& argv, const std::string& what, bool verbose,
-                EngineCall call = EngineCall::kQuery) {
+                ContainerToolCall call = ContainerToolCall::kQuery) {
   SpawnOptions options;
   options.argv = argv;
   options.null_stdin = true;
   options.tail_lines = kEngineTailLines;
-  const ProcessRun r = RunEngine(options, call, what);
+  const ProcessRun r = RunContainerTool(options, call, what);
   if (r.exit_code != 0) {
     std::string command;
     for (const std::string& arg : argv) command += (command.empty() ? "" : " ") + ShellWord(arg);
@@ -210,7 +210,7 @@ std::string BuildOnce(const std::string& engine, const ImageBuildOptions& o,
                       const fs::path& context, int n, bool plain_http_base) {
   const std::string name = "localhost/trainlock-build-" + o.image.target + "-" + std::to_string(n);
   const std::string epoch = std::to_string(o.image.source_date_epoch);
-  std::vector<std::string> argv = EngineCommand(engine, o.storage);
+  std::vector<std::string> argv = ContainerToolCommand(engine, o.storage);
   if (engine == "docker") {
     argv.insert(argv.end(), {"build", "--no-cache", "--provenance=false", "--build-arg",
                              "SOURCE_DATE_EPOCH=" + epoch, "-f",
@@ -224,18 +224,18 @@ std::string BuildOnce(const std::string& engine, const ImageBuildOptions& o,
                              epoch, "--build-arg", "SOURCE_DATE_EPOCH=" + epoch, "-f",
                              (context / "Containerfile").string(), "-t", name, context.string()});
   }
-  Run(argv, "build " + std::to_string(n), o.verbose, EngineCall::kBuild);
+  Run(argv, "build " + std::to_string(n), o.verbose, ContainerToolCall::kBuild);
   return name;
 }
 
 // Pushes `name` to `destination` (docker://REF or oci:DIR) and returns the manifest digest.
 std::string PushOnce(const std::string& engine, const ImageBuildOptions& o, const std::string& name,
                      const std::string& destination, const fs::path& digest_file) {
-  std::vector<std::string> argv = EngineCommand(engine, o.storage);
+  std::vector<std::string> argv = ContainerToolCommand(engine, o.storage);
   if (engine == "docker") {
     const std::string ref = destination.substr(std::string("docker://").size());
     Run({"docker", "tag", name, ref}, "tag", o.verbose);
-    std::string out = Run({"docker", "push", ref}, "push", o.verbose, EngineCall::kTransfer);
+    std::string out = Run({"docker", "push", ref}, "push", o.verbose, ContainerToolCall::kTransfer);
     const size_t at = out.rfind("digest: sha256:");
     if (at == std::string::npos) throw Failure("docker push printed no digest", kExitEnvironment);
     return CheckedDigest(out.substr(at + 8, 71), "docker push printed");
@@ -246,7 +246,7 @@ std::string PushOnce(const std::string& engine, const ImageBuildOptions& o, cons
     argv.push_back("--tls-verify=false");
   argv.insert(argv.end(), {name, destination});
   fs::remove(digest_file);
-  Run(argv, "push to " + destination, o.verbose, EngineCall::kTransfer);
+  Run(argv, "push to " + destination, o.verbose, ContainerToolCall::kTransfer);
   return DigestFromFile(engine, digest_file);
 }
 
@@ -269,19 +269,19 @@ std::vector<std::string> WhatDiffers(const std::string& engine, const ImageBuild
     return {"no per-file account: the recorded ref " + CleanText(recorded.ref) + ": " + problem};
   const std::string source = parsed->Name() + "@" + recorded.digest;  // the repository, by digest
   try {
-    std::vector<std::string> pull = EngineCommand(engine, o.storage);
+    std::vector<std::string> pull = ContainerToolCommand(engine, o.storage);
     pull.insert(pull.end(), {"pull", "--quiet"});
     if (PlainHttpRegistry(source, o.tls_verify)) pull.push_back("--tls-verify=false");
     pull.push_back("docker://" + source);
     std::string id = TailLines(
-        Run(pull, "pull the recorded image " + source, o.verbose, EngineCall::kTransfer), 1);
+        Run(pull, "pull the recorded image " + source, o.verbose, ContainerToolCall::kTransfer), 1);
     while (!id.empty() && std::isspace(static_cast<unsigned char>(id.back()))) id.pop_back();
     if (id.empty() || id.find_first_not_of("0123456789abcdef") != std::string::npos)
       throw Failure("the pull printed no image id", kExitEnvironment);
     fs::remove_all(layout);
-    std::vector<std::string> push = EngineCommand(engine, o.storage);
+    std::vector<std::string> push = ContainerToolCommand(engine, o.storage);
     push.insert(push.end(), {"push", id, "oci:" + layout.string()});
-    Run(push, "write the recorded image as an OCI layout", o.verbose, EngineCall::kTransfer);
+    Run(push, "write the recorded image as an OCI layout", o.verbose, ContainerToolCall::kTransfer);
     std::vector<std::string> lines = DescribeImageDifference(layout, rebuilt, kMaxDifferenceLines);
     if (lines.empty()) lines.push_back("the two images hold the same configuration and files");
     lines.insert(lines.begin(), "what differs from the recorded image (recorded -> rebuilt):");
@@ -396,7 +396,7 @@ static BuiltImageResult BuildChecked(const fs::path& project_dir, const Project&
   const std::string table = "[images." + o.image.target + "]";
   BuiltImageResult result;
   result.source_date_epoch = o.image.source_date_epoch;
-  result.engine = PickEngine(o.engine, EngineUse::kBuild);
+  result.engine = PickContainerTool(o.engine, ContainerToolUse::kBuild);
   // The base comes over plain HTTP from a loopback registry (or with --no-tls-verify).
   const auto target = project.lock->targets.find(o.image.target);
   const bool plain_http_base = PlainHttpRegistry(

@@ -11,7 +11,7 @@
 
 #include "base/failure.h"
 #include "base/progress.h"
-#include "image/engine.h"
+#include "image/container_tool.h"
 #include "image/image_generate.h"
 
 namespace trainlock {
@@ -27,7 +27,7 @@ struct ImageBuildOptions {
   std::filesystem::path containerfile;  // "" = the generated one
   std::filesystem::path source_dir;     // trainlock's sources, for the generated Containerfile
   bool tls_verify = true;        // false: plain HTTP to every registry (loopback ones always are)
-  EngineStorage storage;         // buildah/podman storage; no root = the engine's default
+  ContainerToolStorage storage;  // buildah/podman storage; no root = the engine's default
   bool verbose = false;          // -v: a failing engine command is shown whole, with all its output
   Progress* progress = nullptr;  // told of each step (stage, build, push); may be null
 };

@@ -10,7 +10,7 @@
 #include "base/failure.h"
 #include "base/refs.h"
 #include "base/subprocess.h"
-#include "image/engine.h"
+#include "image/container_tool.h"
 #include "image/in_image_paths.h"
 
 namespace trainlock {
@@ -27,12 +27,13 @@ std::string Trimmed(std::string text) {
 ProcessRun Engine(const std::string& engine, const ImageRunOptions& o,
                   const std::vector<std::string>& args) {
   SpawnOptions spawn;
-  spawn.argv = EngineCommand(engine, o.storage);
+  spawn.argv = ContainerToolCommand(engine, o.storage);
   spawn.argv.insert(spawn.argv.end(), args.begin(), args.end());
   spawn.null_stdin = true;
   spawn.tail_lines = 40;
-  const EngineCall call = args.front() == "pull" ? EngineCall::kTransfer : EngineCall::kQuery;
-  return RunEngine(spawn, call, engine + " " + args.front());
+  const ContainerToolCall call =
+      args.front() == "pull" ? ContainerToolCall::kTransfer : ContainerToolCall::kQuery;
+  return RunContainerTool(spawn, call, engine + " " + args.front());
 }
 
 // `engine rm -f NAME`, best effort: the run is already being reported as stopped or failed.
@@ -131,7 +132,7 @@ bool HaveCdiNvidia() {
 }  // namespace
 
 EngineImage ResolveEngineImage(const std::string& ref, const ImageRunOptions& o) {
-  const std::string engine = PickEngine(o.engine, EngineUse::kRun);
+  const std::string engine = PickContainerTool(o.engine, ContainerToolUse::kRun);
   ProcessRun have = Engine(engine, o, InspectArgs(engine, ref));
   if (have.exit_code != 0) {
     std::vector<std::string> pull = {"pull"};
@@ -197,7 +198,7 @@ int RunInImage(const EngineImage& image, const ImageRunOptions& o, const std::ve
   }
   run.insert(run.end(), image.engine == "buildah" ? argv.begin() : argv.begin() + 1, argv.end());
   SpawnOptions spawn;
-  spawn.argv = EngineCommand(image.engine, o.storage);
+  spawn.argv = ContainerToolCommand(image.engine, o.storage);
   spawn.argv.insert(spawn.argv.end(), run.begin(), run.end());
   spawn.out = stdout_file.empty() ? Stream::kInherit : Stream::kFile;
   spawn.out_file = stdout_file;
@@ -205,7 +206,7 @@ int RunInImage(const EngineImage& image, const ImageRunOptions& o, const std::ve
   spawn.null_stdin = true;
   ProcessRun r;
   try {
-    r = RunEngine(spawn, EngineCall::kRun, "the run in " + image.ref);
+    r = RunContainerTool(spawn, ContainerToolCall::kRun, "the run in " + image.ref);
   } catch (const Failure&) {
     if (!container.empty()) Engine("buildah", o, {"rm", container});
     // Stopping the `run` client leaves the container running under conmon or the daemon,

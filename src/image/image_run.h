@@ -12,14 +12,14 @@
 #include <string>
 #include <vector>
 
-#include "image/engine.h"
+#include "image/container_tool.h"
 
 namespace trainlock {
 
 struct ImageRunOptions {
-  std::string engine;      // "" = the first found
-  EngineStorage storage;   // buildah/podman storage; no root = the engine's default
-  bool tls_verify = true;  // false: plain HTTP to any registry (loopback ones always are)
+  std::string engine;            // "" = the first found
+  ContainerToolStorage storage;  // buildah/podman storage; no root = the engine's default
+  bool tls_verify = true;        // false: plain HTTP to any registry (loopback ones always are)
 };
 
 struct EngineImage {

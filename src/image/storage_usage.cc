@@ -60,7 +60,7 @@ std::vector<StorageEntry> TrainlockDirUsage(const fs::path& trainlock_dir) {
   return entries;
 }
 
-std::string FreeContainerStorage(const EngineStorage& storage, bool verbose) {
+std::string FreeContainerStorage(const ContainerToolStorage& storage, bool verbose) {
   std::error_code ec;
   if (!fs::exists(fs::symlink_status(storage.root, ec))) return "";
   if (fs::is_symlink(fs::symlink_status(storage.root, ec)))
@@ -68,7 +68,7 @@ std::string FreeContainerStorage(const EngineStorage& storage, bool verbose) {
                   kExitBadInput);
   std::string engine;
   for (const char* candidate : {"buildah", "podman"})
-    if (EngineProblem(candidate, EngineUse::kRun).empty()) {
+    if (ContainerToolProblem(candidate, ContainerToolUse::kRun).empty()) {
       engine = candidate;
       break;
     }
@@ -80,13 +80,14 @@ std::string FreeContainerStorage(const EngineStorage& storage, bool verbose) {
         kExitEnvironment);
   for (std::vector<std::string> what :
        {std::vector<std::string>{"rm", "--all"}, {"rmi", "--all", "--force"}}) {
-    std::vector<std::string> argv = EngineCommand(engine, storage);
+    std::vector<std::string> argv = ContainerToolCommand(engine, storage);
     argv.insert(argv.end(), what.begin(), what.end());
     SpawnOptions options;
     options.argv = argv;
     options.null_stdin = true;
     options.tail_lines = 20;
-    const ProcessRun r = RunEngine(options, EngineCall::kQuery, engine + " " + what[0]);
+    const ProcessRun r =
+        RunContainerTool(options, ContainerToolCall::kQuery, engine + " " + what[0]);
     if (r.exit_code != 0) {
       return engine + " " + what[0] + " --all failed (exit " + std::to_string(r.exit_code) + ")" +
              (verbose ? ": " + r.output : std::string()) + "; nothing else was removed";

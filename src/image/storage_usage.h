@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "image/engine.h"
+#include "image/container_tool.h"
 
 namespace trainlock {
 
@@ -29,6 +29,6 @@ std::vector<StorageEntry> TrainlockDirUsage(const std::filesystem::path& trainlo
 // namespace), then the directory. Returns what is left to say: "" when it is gone; why, with
 // the command that removes the rest, when files remain. Failure (exit 3) when neither buildah
 // nor podman can run here.
-std::string FreeContainerStorage(const EngineStorage& storage, bool verbose);
+std::string FreeContainerStorage(const ContainerToolStorage& storage, bool verbose);
 
 }  // namespace trainlock

@@ -266,7 +266,7 @@ void WriteDebs(const Target& want, const std::vector<DebianPackage>& debs, toml:
 
 // A prebuilt custom-op library as it is on disk; one that leads out of the project through a
 // symlink is bad input naming it (the image would carry another file's bytes). Sources may
-// live beside the project ('..', spec_loader.cc), so they are hashed where they are named.
+// live beside the project ('..', spec_custom_ops.cc), so they are hashed where they are named.
 fs::path CustomOpLibraryPath(const fs::path& dir, const std::string& relative) {
   try {
     return ResolveWithinProject(dir, dir / relative, "a prebuilt custom-op library");

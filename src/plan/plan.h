@@ -147,7 +147,7 @@ struct Plan {
 // does not fit with DDP, or when it ran out of memory even though the estimate fits.
 Plan MakePlan(const PlanInput& input, const PlanOptions& options, const Catalog& catalog);
 
-// The plan input from a trainlock.report/v1 document (already schema-checked); throws
+// The plan input from a trainlock.report/v2 document (already schema-checked); throws
 // InputError naming `source` when train.step carries no measurement or shape.
 PlanInput PlanInputFromReport(const nlohmann::json& report, const std::string& source);
 

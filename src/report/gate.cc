@@ -66,7 +66,7 @@ class GateRules {
     std::string list;
     for (size_t i = 0; i < violations.size() && i < 5; ++i) list += (i ? "; " : "") + violations[i];
     if (violations.size() > 5) list += "; and " + std::to_string(violations.size() - 5) + " more";
-    Refuse("schema: the report does not conform to trainlock.report/v1: " + list);
+    Refuse(std::string("schema: the report does not conform to ") + kReportSchema + ": " + list);
   }
 
   void NotJudged() {
@@ -296,8 +296,8 @@ class GateRules {
 
   // Where the report's image digest came from, as the gate's facts say it.
   std::string DigestSource() const {
-    if (view_.image_digest_source == "engine")
-      return "(measured by the container engine that ran the validator)";
+    if (view_.image_digest_source == "container-tool")
+      return "(measured by the container tool that ran the validator)";
     if (view_.image_digest_source == "environment")
       return "(claimed by the environment, TRAINLOCK_IMAGE_DIGEST: the job that pulled the "
              "image by digest; the image's files were verified against its record)";
@@ -480,6 +480,11 @@ GateDecision EvaluateGate(const GateRequest& given, const Catalog& catalog) {
     return refused;
   }
   Json report = std::move(*parsed);
+  // A report of another version of the format is not refused rule by rule: it is input this
+  // gate does not read (exit 2), unless its signature already says it is not the one signed.
+  if (std::string other = ReportSchemaVersionProblem(report);
+      !other.empty() && signature_problem.empty())
+    throw InputError(Diagnostic{request.report_path, {}, other, ""});
   GateRules rules(request, report, catalog);
   if (!signature_problem.empty()) rules.Refuse(signature_problem);
   if (!request.public_key_pem && !request.allow_unsigned) {

@@ -58,8 +58,10 @@ struct GateDecision {
   nlohmann::json ToJson() const;
 };
 
-// Decides. Throws InputError (exit 2) when the report is not JSON and no key was given; with a
-// key an unreadable report is a refusal on its signature, since it may have been tampered with.
+// Decides. Throws InputError (exit 2) when the report is not JSON and no key was given, and for a
+// report of another version of the format (ReportSchemaVersionProblem) whose signature, if a key
+// was given, holds; with a key an unreadable report is a refusal on its signature, since it may
+// have been tampered with.
 GateDecision EvaluateGate(const GateRequest& request, const Catalog& catalog);
 
 }  // namespace trainlock

@@ -182,7 +182,7 @@ class SchemaChecker {
         if (!IsDigest(d->get<std::string>())) Problem("image.digest", "must be sha256:<64 hex>");
       }
       if (image.is_object() && image.contains("digest_source"))
-        Enum(image, "digest_source", "image", {"engine", "environment"});
+        Enum(image, "digest_source", "image", {"container-tool", "environment"});
     }
     if (auto* v = Field(r, "validator", "$", nlohmann::json::value_t::object)) {
       Field(*v, "version", "validator", nlohmann::json::value_t::string);
@@ -374,6 +374,16 @@ std::vector<std::string> ReportSchemaViolations(const nlohmann::json& report) {
   SchemaChecker checker;
   checker.Check(report);
   return checker.problems;
+}
+
+std::string ReportSchemaVersionProblem(const nlohmann::json& report) {
+  static constexpr std::string_view kFamily = "trainlock.report/";
+  const std::string schema = report.is_object() ? StringMember(report, "schema") : "";
+  if (!schema.starts_with(kFamily) || schema == kReportSchema) return "";
+  // Quoted from an untrusted file: shown clean and short.
+  const std::string shown = CleanText(schema.size() > 64 ? schema.substr(0, 64) + "..." : schema);
+  return "a " + shown + " report, which this trainlock does not read (it reads " + kReportSchema +
+         "): validate the node again with this trainlock";
 }
 
 }  // namespace trainlock

@@ -1,4 +1,4 @@
-// The compatibility report (`report.json`, schema trainlock.report/v1): the contract that the
+// The compatibility report (`report.json`, schema trainlock.report/v2): the contract that the
 // validator writes and that gate, plan and CI read (docs/DESIGN.md, "Report"). The whole format
 // is declared here: Report::ToJson writes every member and ReportSchemaViolations checks them;
 // readers take the facts through report_view.h.
@@ -13,7 +13,9 @@
 
 namespace trainlock {
 
-inline constexpr const char* kReportSchema = "trainlock.report/v1";
+// The schema this trainlock writes and reads; docs/formats.md ("Report") says what changed
+// from the earlier versions, which are refused (ReportSchemaVersionProblem), never read as this.
+inline constexpr const char* kReportSchema = "trainlock.report/v2";
 
 enum class CheckStatus { kPass, kFail, kSkip, kError };
 const char* CheckStatusName(CheckStatus status);
@@ -74,7 +76,7 @@ struct Report {
   // such a report exists to fail, and its verdict is never "pass".
   std::string negative_control;
   std::optional<std::pair<std::string, std::string>> image;  // ref, digest
-  // How the digest was obtained: "engine" (measured by the container engine that ran the
+  // How the digest was obtained: "container-tool" (measured by the container tool that ran the
   // validator: `trainlock validate --image`) | "environment" (only claimed, by
   // TRAINLOCK_IMAGE_DIGEST, as a job that pulled the image by digest sets it); "" unknown.
   std::string image_digest_source;
@@ -134,7 +136,14 @@ bool IsPartialReport(const nlohmann::json& report);
 std::optional<int64_t> CollectiveWorldSize(const nlohmann::json& report);
 
 // Schema violations of a report document, each "json.path: problem"; empty when it conforms
-// to trainlock.report/v1.
+// to kReportSchema.
 std::vector<std::string> ReportSchemaViolations(const nlohmann::json& report);
+
+// For a report of another version of the format ("schema" another "trainlock.report/..."), one
+// line saying which schema it has, that this trainlock reads kReportSchema and that the node must
+// be validated again with it; "" otherwise (this version, or no report schema at all, which
+// ReportSchemaViolations names). The gate and every reader of report files refuse such a report
+// as bad input (exit 2) before looking at anything else.
+std::string ReportSchemaVersionProblem(const nlohmann::json& report);
 
 }  // namespace trainlock

@@ -12,6 +12,8 @@ namespace trainlock {
 nlohmann::json ReadReportFile(const std::filesystem::path& file, const std::string& display,
                               size_t max_lines) {
   nlohmann::json report = ReadJsonFile(file, display);
+  if (std::string other = ReportSchemaVersionProblem(report); !other.empty())
+    throw InputError(Diagnostic{display, {}, other, ""});
   std::vector<std::string> violations = ReportSchemaViolations(report);
   if (violations.empty()) return report;
   Diagnostics diags;
@@ -19,7 +21,7 @@ nlohmann::json ReadReportFile(const std::filesystem::path& file, const std::stri
   for (size_t i = 0; i < listed; ++i) {
     const size_t more = i + 1 == listed ? violations.size() - listed : 0;
     diags.Error(display, {},
-                "not a trainlock.report/v1 report: " + violations[i] +
+                std::string("not a ") + kReportSchema + " report: " + violations[i] +
                     (more ? " (and " + std::to_string(more) + " more)" : ""));
   }
   throw InputError(diags);

@@ -1,5 +1,5 @@
 // Reading a report.json from disk: JSON parse errors with file:line:column, then the
-// trainlock.report/v1 schema, before any reader looks inside.
+// report schema (kReportSchema), before any reader looks inside.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -10,7 +10,8 @@
 
 namespace trainlock {
 
-// ReadJsonFile, then refuses a document that does not conform to trainlock.report/v1: an
+// ReadJsonFile, then refuses a report of another version of the format with one line
+// (ReportSchemaVersionProblem), and a document that does not conform to kReportSchema: an
 // InputError with one line per violation, at most `max_lines` of them, the last saying how
 // many more there are.
 nlohmann::json ReadReportFile(const std::filesystem::path& file, const std::string& display,

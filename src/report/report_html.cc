@@ -624,8 +624,8 @@ std::string RenderReportHtml(const nlohmann::json& report) {
   out += "<h2>All-reduce bandwidth (comm.allreduce)</h2>\n" + AllReduceChart(v);
   out += "<h2>Time per check</h2>\n" + DurationsChart(v);
   out += "<h2>Checks</h2>\n" + ChecksTable(v);
-  out += "<p class=\"no-data\">Rendered by <code>trainlock report</code> from a " +
-         std::string("trainlock.report/v1 report.</p>\n</body>\n</html>\n");
+  out += std::string("<p class=\"no-data\">Rendered by <code>trainlock report</code> from a ") +
+         kReportSchema + " report.</p>\n</body>\n</html>\n";
   return out;
 }
 

@@ -1,4 +1,4 @@
-// Rendering a report.json (trainlock.report/v1) for people and CI systems: text for a
+// Rendering a report.json (trainlock.report/v2) for people and CI systems: text for a
 // terminal, GitHub-flavoured markdown, one self-contained HTML page with charts, and JUnit XML.
 //
 // Every function here is pure (json in, string out, no I/O). The report is untrusted input:

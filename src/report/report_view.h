@@ -69,7 +69,7 @@ struct ReportView {
   std::vector<std::string> drift;   // "lock.config: ..." for each drift --allow-drift let past
   std::string image_ref;            // "" when the report has no image
   std::string image_digest;         // "" when the report has no image
-  std::string image_digest_source;  // "engine" | "environment"; "" when it does not say
+  std::string image_digest_source;  // "container-tool" | "environment"; "" when it does not say
   std::string validator_version;
   std::string torch;
   std::string build;

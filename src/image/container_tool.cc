@@ -1,5 +1,5 @@
-// Engine selection; see engine.h.
-#include "image/engine.h"
+// Choosing and calling the container tool; see container_tool.h.
+#include "image/container_tool.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -12,19 +12,19 @@
 namespace trainlock {
 namespace {
 
-std::string InstallHint(const std::string& engine) {
-  if (engine == "docker") return "apt-get install docker.io on Debian/Ubuntu";
-  return "apt-get install " + engine + " on Debian/Ubuntu, dnf install " + engine +
-         " on Fedora/RHEL";
+std::string InstallHint(const std::string& tool) {
+  if (tool == "docker") return "apt-get install docker.io on Debian/Ubuntu";
+  return "apt-get install " + tool + " on Debian/Ubuntu, dnf install " + tool + " on Fedora/RHEL";
 }
 
-// The engine's own words when `args` fails: its last line of output, or why it did not start.
+// The tool's own words when `args` fails: its last line of output, or why it did not start.
 std::string Fails(const std::vector<std::string>& args) {
   SpawnOptions spawn;
   spawn.argv = args;
   spawn.null_stdin = true;
   spawn.tail_lines = 5;
-  const ProcessRun r = RunEngine(spawn, EngineCall::kQuery, "`" + args[0] + " " + args[1] + "`");
+  const ProcessRun r =
+      RunContainerTool(spawn, ContainerToolCall::kQuery, "`" + args[0] + " " + args[1] + "`");
   if (r.exit_code == 0) return "";
   std::string out = r.output;
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
@@ -35,63 +35,63 @@ std::string Fails(const std::vector<std::string>& args) {
 
 }  // namespace
 
-double EngineTimeoutS(EngineCall call) {
-  if (const char* set = std::getenv(kEngineTimeoutVariable); set && *set) {
+double ContainerToolTimeoutS(ContainerToolCall call) {
+  if (const char* set = std::getenv(kContainerToolTimeoutVariable); set && *set) {
     char* end = nullptr;
     const double s = std::strtod(set, &end);
     if (*end != '\0' || !(s > 0) || s > 1e9) {
-      throw Failure(
-          std::string(kEngineTimeoutVariable) + "=" + set + " is not a positive number of seconds",
-          kExitBadInput);
+      throw Failure(std::string(kContainerToolTimeoutVariable) + "=" + set +
+                        " is not a positive number of seconds",
+                    kExitBadInput);
     }
     return s;
   }
   switch (call) {
-    case EngineCall::kQuery:
+    case ContainerToolCall::kQuery:
       return 120;
-    case EngineCall::kTransfer:
+    case ContainerToolCall::kTransfer:
       return 3600;
-    case EngineCall::kBuild:
+    case ContainerToolCall::kBuild:
       return 6 * 3600;
-    case EngineCall::kRun:
+    case ContainerToolCall::kRun:
       return 24 * 3600;
   }
   return 0;
 }
 
-ProcessRun RunEngine(SpawnOptions spawn, EngineCall call, const std::string& what) {
+ProcessRun RunContainerTool(SpawnOptions spawn, ContainerToolCall call, const std::string& what) {
   // The run in the image keeps this process's group, so a Ctrl-C reaches the engine as before.
-  if (call != EngineCall::kRun) {
+  if (call != ContainerToolCall::kRun) {
     spawn.own_group = true;
     spawn.die_with_parent = true;
   }
   RunLimits limits;
-  limits.timeout_s = EngineTimeoutS(call);
+  limits.timeout_s = ContainerToolTimeoutS(call);
   ProcessRun r = RunProcess(spawn, limits);
   if (r.timed_out) {
     char limit[32];
     std::snprintf(limit, sizeof limit, "%g", limits.timeout_s);
     throw Failure(what + " did not finish within " + limit + " s and was stopped (" +
-                      kEngineTimeoutVariable + " sets the limit of every engine command)",
+                      kContainerToolTimeoutVariable + " sets the limit of every engine command)",
                   kExitEnvironment);
   }
   return r;
 }
 
-std::string EngineProblem(const std::string& engine, EngineUse use) {
-  if (!OnPath(engine)) return engine + " is not installed (" + InstallHint(engine) + ")";
-  if (engine != "docker") {
-    const std::string why = Fails({engine, "--version"});
-    return why.empty() ? "" : engine + " does not run (`" + engine + " --version`: " + why + ")";
+std::string ContainerToolProblem(const std::string& tool, ContainerToolUse use) {
+  if (!OnPath(tool)) return tool + " is not installed (" + InstallHint(tool) + ")";
+  if (tool != "docker") {
+    const std::string why = Fails({tool, "--version"});
+    return why.empty() ? "" : tool + " does not run (`" + tool + " --version`: " + why + ")";
   }
-  // The client alone is not an engine: builds and runs go through the daemon.
+  // docker's client alone cannot build or run: builds and runs go through the daemon.
   std::string why = Fails({"docker", "version", "--format", "{{.Server.Version}}"});
   if (!why.empty()) {
     return "docker cannot reach its daemon (" + why +
            "): start it (systemctl start docker) or use buildah (apt-get install buildah on "
            "Debian/Ubuntu)";
   }
-  if (use == EngineUse::kBuild && !(why = Fails({"docker", "buildx", "version"})).empty()) {
+  if (use == ContainerToolUse::kBuild && !(why = Fails({"docker", "buildx", "version"})).empty()) {
     return "docker has no buildx plugin (" + why +
            "), which a reproducible build needs (`docker build --provenance=false`): install it "
            "(apt-get install docker-buildx on Debian 13/Ubuntu 24.04, docker-buildx-plugin from "
@@ -100,20 +100,20 @@ std::string EngineProblem(const std::string& engine, EngineUse use) {
   return "";
 }
 
-std::string PickEngine(const std::string& wanted, EngineUse use) {
+std::string PickContainerTool(const std::string& wanted, ContainerToolUse use) {
   if (!wanted.empty()) {
     if (wanted != "buildah" && wanted != "podman" && wanted != "docker") {
       throw Failure("--container-engine must be buildah, podman or docker, not '" + wanted + "'",
                     kExitBadInput);
     }
-    const std::string problem = EngineProblem(wanted, use);
+    const std::string problem = ContainerToolProblem(wanted, use);
     if (!problem.empty()) throw Failure(problem, kExitEnvironment);
     return wanted;
   }
   std::string problems;
-  for (const char* engine : {"buildah", "podman", "docker"}) {
-    const std::string problem = EngineProblem(engine, use);
-    if (problem.empty()) return engine;
+  for (const char* tool : {"buildah", "podman", "docker"}) {
+    const std::string problem = ContainerToolProblem(tool, use);
+    if (problem.empty()) return tool;
     problems += "\n  " + problem;
   }
   throw Failure("no image engine can work here (buildah, podman or docker):" + problems,
@@ -129,9 +129,10 @@ void CheckStorageDriver(const std::string& driver) {
     throw Failure("--storage-driver must be vfs or overlay, not '" + driver + "'", kExitBadInput);
 }
 
-std::vector<std::string> EngineCommand(const std::string& engine, const EngineStorage& storage) {
-  std::vector<std::string> argv = {engine};
-  if (engine != "docker" && !storage.root.empty()) {
+std::vector<std::string> ContainerToolCommand(const std::string& tool,
+                                              const ContainerToolStorage& storage) {
+  std::vector<std::string> argv = {tool};
+  if (tool != "docker" && !storage.root.empty()) {
     argv.insert(argv.end(), {"--root", (storage.root / "root").string(), "--runroot",
                              (storage.root / "run").string(), "--storage-driver", storage.driver});
   }

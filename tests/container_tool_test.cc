@@ -1,6 +1,6 @@
-// How `trainlock image build` and `validate --image` choose and drive an image engine, with
+// How `trainlock image build` and `validate --image` choose and drive a container tool, with
 // fake `buildah`, `podman` and `docker` scripts on a PATH the test controls (nothing else is
-// on it): an engine that cannot work (not installed, docker without a daemon or without
+// on it): a tool that cannot work (not installed, docker without a daemon or without
 // buildx) is refused before anything is built, with why and how to install one; a failing
 // build is shown whole under -v; loopback registries are plain HTTP without --no-tls-verify;
 // buildah/podman storage is the project's .trainlock/containers unless told otherwise; an
@@ -63,7 +63,7 @@ esac
 exit 0
 )sh";
 
-class ImageEngine : public ::testing::Test {
+class ContainerTool : public ::testing::Test {
  protected:
   void SetUp() override {
     project_ = testing::CopyExample("tiny", dir_.path() / "tiny");
@@ -115,7 +115,7 @@ class ImageEngine : public ::testing::Test {
   const fs::path containerfile_ = dir_.path() / "Containerfile";
 };
 
-TEST_F(ImageEngine, DockerWithoutADaemonIsRefusedBeforeBuilding) {
+TEST_F(ContainerTool, DockerWithoutADaemonIsRefusedBeforeBuilding) {
   Fake("docker", kDockerWithoutDaemon);
   RunResult r = Build({"--container-engine", "docker"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
@@ -127,7 +127,7 @@ TEST_F(ImageEngine, DockerWithoutADaemonIsRefusedBeforeBuilding) {
   EXPECT_TRUE(Calls("build").empty()) << Log();
 }
 
-TEST_F(ImageEngine, DockerWithoutBuildxIsRefusedBeforeBuilding) {
+TEST_F(ContainerTool, DockerWithoutBuildxIsRefusedBeforeBuilding) {
   Fake("docker", kDockerWithoutBuildx);
   RunResult r = Build({"--container-engine", "docker"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
@@ -139,7 +139,7 @@ TEST_F(ImageEngine, DockerWithoutBuildxIsRefusedBeforeBuilding) {
   EXPECT_TRUE(Calls("build").empty()) << Log();
 }
 
-TEST_F(ImageEngine, AMissingPodmanIsNamedWithHowToInstallIt) {
+TEST_F(ContainerTool, AMissingPodmanIsNamedWithHowToInstallIt) {
   RunResult r = Build({"--container-engine", "podman"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("podman is not installed (apt-get install podman on Debian/Ubuntu, dnf "
@@ -148,7 +148,7 @@ TEST_F(ImageEngine, AMissingPodmanIsNamedWithHowToInstallIt) {
       << r.err;
 }
 
-TEST_F(ImageEngine, AMissingBuildahIsNamedWithHowToInstallItByBuildAndValidate) {
+TEST_F(ContainerTool, AMissingBuildahIsNamedWithHowToInstallItByBuildAndValidate) {
   RunResult r = Build({"--container-engine", "buildah"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("buildah is not installed (apt-get install buildah on Debian/Ubuntu"),
@@ -162,7 +162,7 @@ TEST_F(ImageEngine, AMissingBuildahIsNamedWithHowToInstallItByBuildAndValidate) 
       << r.err;
 }
 
-TEST_F(ImageEngine, WithoutEngineAnEngineThatCannotWorkIsSkipped) {
+TEST_F(ContainerTool, WithoutEngineAnEngineThatCannotWorkIsSkipped) {
   Fake("buildah", "echo 'buildah: error while loading shared libraries' >&2; exit 127\n");
   Fake("podman", WorkingEngine());
   RunResult r = Build({});
@@ -171,7 +171,7 @@ TEST_F(ImageEngine, WithoutEngineAnEngineThatCannotWorkIsSkipped) {
   EXPECT_EQ(Calls("buildah").size(), 1u) << Log();  // its --version, and nothing more
 }
 
-TEST_F(ImageEngine, WithoutEngineNoneThatCanWorkSaysWhyEachCannot) {
+TEST_F(ContainerTool, WithoutEngineNoneThatCanWorkSaysWhyEachCannot) {
   Fake("docker", kDockerWithoutBuildx);
   RunResult r = Build({});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
@@ -184,7 +184,7 @@ TEST_F(ImageEngine, WithoutEngineNoneThatCanWorkSaysWhyEachCannot) {
   EXPECT_TRUE(Calls("build").empty()) << Log();
 }
 
-TEST_F(ImageEngine, ValidateInAnImageNeedsNoBuildx) {
+TEST_F(ContainerTool, ValidateInAnImageNeedsNoBuildx) {
   Fake("docker", kDockerWithoutBuildx);
   RunResult r = Trainlock({"validate", project_.string(), "--image", "registry.example/tiny:1",
                            "--container-engine", "docker"});
@@ -194,7 +194,7 @@ TEST_F(ImageEngine, ValidateInAnImageNeedsNoBuildx) {
   EXPECT_FALSE(Calls("inspect").empty()) << Log();
 }
 
-TEST_F(ImageEngine, AFailedBuildShowsTheWholeCommandAndOutputUnderVerbose) {
+TEST_F(ContainerTool, AFailedBuildShowsTheWholeCommandAndOutputUnderVerbose) {
   Fake("buildah", R"sh(case " $* " in *" --version "*) exit 0;; esac
 echo "STEP 1/9: FROM the base (the engine's first line)"
 i=0; while [ $i -lt 20 ]; do echo "output line $i"; i=$((i+1)); done
@@ -221,7 +221,7 @@ exit 1
       << verbose.err;
 }
 
-TEST_F(ImageEngine, LoopbackRegistriesArePlainHttpWithoutNoTlsVerify) {
+TEST_F(ContainerTool, LoopbackRegistriesArePlainHttpWithoutNoTlsVerify) {
   Fake("buildah", WorkingEngine());
   for (const char* registry : {"127.0.0.1:5000", "localhost:5000", "[::1]:5000"}) {
     const std::string ref = std::string(registry) + "/tiny:1";
@@ -241,7 +241,7 @@ TEST_F(ImageEngine, LoopbackRegistriesArePlainHttpWithoutNoTlsVerify) {
       << pull[0];
 }
 
-TEST_F(ImageEngine, ABaseFromALoopbackRegistryIsPulledOverPlainHttp) {
+TEST_F(ContainerTool, ABaseFromALoopbackRegistryIsPulledOverPlainHttp) {
   Fake("buildah", WorkingEngine());
   std::string lock = testing::ReadFile(project_ / "trainlock.lock");
   lock.replace(lock.find("docker.io/library/debian:bookworm-slim"), 38,
@@ -253,7 +253,7 @@ TEST_F(ImageEngine, ABaseFromALoopbackRegistryIsPulledOverPlainHttp) {
   EXPECT_NE(build[0].find(" --tls-verify=false "), std::string::npos) << build[0];
 }
 
-TEST_F(ImageEngine, OtherRegistriesVerifyTlsUnlessTold) {
+TEST_F(ContainerTool, OtherRegistriesVerifyTlsUnlessTold) {
   Fake("buildah", WorkingEngine());
   ASSERT_EQ(Build({"--container-engine", "buildah", "--push", "registry.example/tiny:1"}).exit_code,
             0);
@@ -268,7 +268,7 @@ TEST_F(ImageEngine, OtherRegistriesVerifyTlsUnlessTold) {
   EXPECT_NE(Calls("build").back().find(" --tls-verify=false "), std::string::npos) << Log();
 }
 
-TEST_F(ImageEngine, StorageIsTheProjectsTrainlockDirectoryUnlessGiven) {
+TEST_F(ContainerTool, StorageIsTheProjectsTrainlockDirectoryUnlessGiven) {
   Fake("buildah", WorkingEngine());
   ASSERT_EQ(Build({"--container-engine", "buildah"}).exit_code, 0);
   const std::string own = "buildah --root " + (project_ / ".trainlock/containers/root").string() +
@@ -296,7 +296,7 @@ std::string EngineWithDigestFile(const std::string& write) {
          "; fi\n  prev=$a\ndone\nexit 0\n";
 }
 
-TEST_F(ImageEngine, APushThatWritesNoDigestFileIsAnEngineError) {
+TEST_F(ContainerTool, APushThatWritesNoDigestFileIsAnEngineError) {
   Fake("buildah", EngineWithDigestFile(":"));
   const RunResult r = Build({"--container-engine", "buildah"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
@@ -304,14 +304,14 @@ TEST_F(ImageEngine, APushThatWritesNoDigestFileIsAnEngineError) {
   EXPECT_EQ(r.out.find("built with"), std::string::npos) << r.out;
 }
 
-TEST_F(ImageEngine, TwoEmptyDigestsAreAnEngineErrorNotAReproducibleBuild) {
+TEST_F(ContainerTool, TwoEmptyDigestsAreAnEngineErrorNotAReproducibleBuild) {
   Fake("buildah", EngineWithDigestFile(": > \"$a\""));
   const RunResult r = Build({"--container-engine", "buildah", "--verify-reproducible"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("holds no digest"), std::string::npos) << r.err;
 }
 
-TEST_F(ImageEngine, ADigestFileWithEscapeSequencesIsAnEngineErrorShownEscaped) {
+TEST_F(ContainerTool, ADigestFileWithEscapeSequencesIsAnEngineErrorShownEscaped) {
   Fake("buildah",
        EngineWithDigestFile(std::string("printf '\\033[2J") + kDigest + "\\n' > \"$a\""));
   const RunResult r = Build({"--container-engine", "buildah"});
@@ -320,7 +320,7 @@ TEST_F(ImageEngine, ADigestFileWithEscapeSequencesIsAnEngineErrorShownEscaped) {
   EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
 }
 
-TEST_F(ImageEngine, CheckWithAnEmptyDigestIsAnEngineErrorNotADifference) {
+TEST_F(ContainerTool, CheckWithAnEmptyDigestIsAnEngineErrorNotADifference) {
   testing::WriteFile(project_ / "trainlock.lock",
                      testing::ReadFile(project_ / "trainlock.lock") +
                          "\n[images.cpu]\nref = 'registry.example/tiny:1'\ndigest = '" + kDigest +
@@ -330,7 +330,7 @@ TEST_F(ImageEngine, CheckWithAnEmptyDigestIsAnEngineErrorNotADifference) {
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
 }
 
-TEST_F(ImageEngine, ABuildThatNeverReturnsIsStoppedAtTheTimeout) {
+TEST_F(ContainerTool, ABuildThatNeverReturnsIsStoppedAtTheTimeout) {
   Fake("buildah", "case \" $* \" in *\" --version \"*) exit 0;; esac\nexec /bin/sleep 600\n");
   const RunResult r =
       testing::RunProgram("trainlock",
@@ -343,7 +343,7 @@ TEST_F(ImageEngine, ABuildThatNeverReturnsIsStoppedAtTheTimeout) {
   EXPECT_EQ(Calls("build").size(), 1u) << Log();  // it got as far as the build, and no further
 }
 
-TEST_F(ImageEngine, AVersionCheckThatNeverReturnsIsStoppedAtTheTimeout) {
+TEST_F(ContainerTool, AVersionCheckThatNeverReturnsIsStoppedAtTheTimeout) {
   Fake("buildah", "exec /bin/sleep 600\n");
   const RunResult r =
       testing::RunProgram("trainlock",
@@ -365,7 +365,7 @@ std::string PodmanWithImage(const std::string& run) {
 
 // Stopping `podman run` leaves the container running under conmon (docker's, under its daemon),
 // holding the GPUs and the caller's stderr: a run stopped at its limit removes it by name.
-TEST_F(ImageEngine, ARunStoppedAtTheTimeoutRemovesItsContainerByName) {
+TEST_F(ContainerTool, ARunStoppedAtTheTimeoutRemovesItsContainerByName) {
   Fake("podman", PodmanWithImage("exec /bin/sleep 600"));
   const RunResult r =
       testing::RunProgram("trainlock",
@@ -385,7 +385,7 @@ TEST_F(ImageEngine, ARunStoppedAtTheTimeoutRemovesItsContainerByName) {
 
 // What the validator in the image prints is shown, its end only: 70 MB of it was once refused
 // as bad input (exit 2) before the report was looked for.
-TEST_F(ImageEngine, AValidatorPrintingWithoutBoundIsShownByItsEnd) {
+TEST_F(ContainerTool, AValidatorPrintingWithoutBoundIsShownByItsEnd) {
   Fake("podman",
        PodmanWithImage(
            "/usr/bin/head -c 70000000 /dev/zero | /usr/bin/tr '\\0' x; echo; echo the last line"));
@@ -401,7 +401,7 @@ TEST_F(ImageEngine, AValidatorPrintingWithoutBoundIsShownByItsEnd) {
   EXPECT_LT(r.out.size(), size_t{2} << 20);
 }
 
-TEST_F(ImageEngine, ATimeoutThatIsNotANumberIsBadInput) {
+TEST_F(ContainerTool, ATimeoutThatIsNotANumberIsBadInput) {
   Fake("buildah", WorkingEngine());
   const RunResult r =
       testing::RunProgram("trainlock",

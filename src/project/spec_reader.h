@@ -1,0 +1,72 @@
+// The reader of a manifest or lock, shared by the files that read its tables (spec_loader.h is
+// the interface: LoadSpec). One member reads one table; the tables are read in
+// spec_loader.cc ([project], the lock's header, the order), spec_artifacts.cc ([model],
+// [dataset]), spec_targets.cc ([targets.<t>]), spec_target_python.cc (a target's Python and
+// wheels), spec_target_debian.cc (its Debian packages), spec_python.cc ([python]),
+// spec_custom_ops.cc ([[custom-ops]]), spec_validate.cc ([validate]), spec_ext.cc
+// ([ext.command]) and spec_images.cc ([images.<t>]); spec_reader.cc holds the checks several
+// of them make. Each reads the fields it knows through TomlFields (which records positions and
+// reports type/range errors), applies the rules that depend on several fields, then Finish()
+// reports unknown keys.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/diagnostic.h"
+#include "base/toml_fields.h"
+#include "project/spec.h"
+
+namespace trainlock {
+
+inline constexpr int64_t kMaxInt = INT64_MAX;
+
+// Why `url` cannot be a package index or archive root we store, or "" (spec_reader.cc).
+std::string IndexUrlProblem(std::string_view url);
+
+class SpecReader {
+ public:
+  SpecReader(const std::string& path, SpecKind kind, Spec& spec)
+      : path_(path), kind_(kind), spec_(spec) {}
+
+  void Read(const toml::table& root);
+  Diagnostics& diags() { return diags_; }
+
+ private:
+  bool lock() const { return kind_ == SpecKind::kLock; }
+  TomlFields Fields(const toml::table& t, std::string name) {
+    return TomlFields(t, std::move(name), path_, diags_, &spec_.positions);
+  }
+  void CheckRelativePath(TomlFields& f, std::string_view key, const std::string& value,
+                         SourcePos pos);
+  void CheckImagePath(TomlFields& f, std::string_view key, const std::string& value);
+  void CheckSha256(TomlFields& f, std::string_view key, const std::optional<std::string>& v);
+  void CheckVersion(TomlFields& f, std::string_view key, const std::optional<std::string>& v);
+
+  void ReadProject(const toml::table& t);
+  std::optional<ArtifactSource> ReadArtifact(const toml::table& t, const std::string& name);
+  void ReadFiles(TomlFields& f, ArtifactSource& a);
+  void ReadTargets(const toml::table& t);
+  Target ReadTarget(const toml::table& t, const std::string& target_name);
+  void ReadBaseImage(TomlFields& f, Target& target);
+  void ReadPython(const toml::table& t);
+  void ReadPythonTarget(TomlFields& f, Target& target);
+  void ReadWheels(TomlFields& f, Target& target);
+  void ReadDebianPackages(TomlFields& f, Target& target);
+  void ReadDebs(TomlFields& f, Target& target);
+  void ReadCustomOps(const toml::array& a);
+  void ReadSmoke(const toml::array& a, const std::string& name, CustomOpLibrary& lib);
+  void ReadValidate(const toml::table& t);
+  void ReadEngine(TomlFields& f, ValidateSpec& v);
+  void ReadExt(const toml::table& t);
+  void ReadImages(const toml::table& t);
+
+  const std::string& path_;
+  SpecKind kind_;
+  Spec& spec_;
+  Diagnostics diags_;
+};
+
+}  // namespace trainlock
