@@ -84,7 +84,9 @@ Findings Health(const Json& metrics, const RuleContext&) {
     for (const std::string& fault : Texts(*m.open_faults))
       Add(out, TRAINLOCK_METRIC_KEY(HealthMetrics, open_faults), fault, kDrain);
   if (!m.devices || !m.devices->is_array() || m.devices->empty()) {
-    if (out.empty()) Add(out, TRAINLOCK_METRIC_KEY(HealthMetrics, devices), "it judged no device");
+    // With fields NVML could not read, that is the finding (below); else nothing was judged.
+    if (out.empty() && !Lists(m.unknown))
+      Add(out, TRAINLOCK_METRIC_KEY(HealthMetrics, devices), "it judged no device");
   } else {
     for (const Json& device : *m.devices) {
       if (!device.is_object()) {
