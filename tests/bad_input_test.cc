@@ -28,7 +28,7 @@
 
 #include "base/diagnostic.h"
 #include "base/subprocess.h"
-#include "project/spec_loader.h"
+#include "project/lockfile_loader.h"
 #include "project/train_config.h"
 #include "test_support.h"
 
@@ -131,10 +131,10 @@ std::optional<Diagnostics> Load(InputKind kind, std::string_view text, const std
   try {
     switch (kind) {
       case InputKind::kManifest:
-        LoadSpec(text, path, SpecKind::kManifest);
+        LoadLockfile(text, path, LockfileKind::kManifest);
         break;
       case InputKind::kLock:
-        LoadSpec(text, path, SpecKind::kLock);
+        LoadLockfile(text, path, LockfileKind::kLock);
         break;
       case InputKind::kConfig:
         LoadTrainConfig(text, path);

@@ -3,7 +3,7 @@
 
 #include "base/canonical.h"
 #include "base/toml_document.h"
-#include "project/spec_loader.h"
+#include "project/lockfile_loader.h"
 #include "test_support.h"
 
 namespace trainlock {
@@ -14,7 +14,7 @@ using testing::SourceDir;
 
 std::string LockHash(const std::string& text) {
   std::string sha;
-  LoadSpec(text, "trainlock.lock", SpecKind::kLock, &sha);
+  LoadLockfile(text, "trainlock.lock", LockfileKind::kLock, &sha);
   return sha;
 }
 

@@ -90,16 +90,15 @@ TEST(CheckMetrics, HostileDocumentsReadWithoutThrowing) {
 // The scan looks for a key as a whole string literal, `"key"`, in every C++ file under src/ and
 // validators/. Some keys are ordinary words that name other things too: members of the report
 // itself (report.h: "devices", "ranks", "rank", "duration_s"), of the lock and the manifest
-// (spec_ext.cc and spec_custom_ops.cc: "argv", "cwd", "atol"), of other documents (plan's and the fleet summary's
-// JSON output) or values ("deterministic" is a mode). The engine protocol is exempt from
-// nothing: every event body is a struct of validators/support/engine_events.h (HelloEvent ...
-// ErrorEvent, whose members share names with metric keys) and the event names and error kinds
-// are declared in engine_protocol.h, so neither the native worker nor the coordinator's fold
-// spells a member; those two files are definitions too.
-// A key-by-file list would be longer than what it guards, so those words are exempt by name
-// below, each with why; every other key (the distinctive ones: checkpoint_at,
-// max_abs_loss_diff, peak_reserved_bytes, ...) must appear nowhere else. A few distinctive keys
-// are also named by one other document, listed with the file.
+// (lockfile_ext.cc and lockfile_custom_ops.cc: "argv", "cwd", "atol"), of other documents (plan's
+// and the fleet summary's JSON output) or values ("deterministic" is a mode). The engine protocol
+// is exempt from nothing: every event body is a struct of validators/support/engine_events.h
+// (HelloEvent ... ErrorEvent, whose members share names with metric keys) and the event names and
+// error kinds are declared in engine_protocol.h, so neither the native worker nor the coordinator's
+// fold spells a member; those two files are definitions too. A key-by-file list would be longer
+// than what it guards, so those words are exempt by name below, each with why; every other key (the
+// distinctive ones: checkpoint_at, max_abs_loss_diff, peak_reserved_bytes, ...) must appear nowhere
+// else. A few distinctive keys are also named by one other document, listed with the file.
 struct Exemption {
   const char* key;
   const char* file;  // "" for every file

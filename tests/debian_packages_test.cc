@@ -12,7 +12,7 @@
 #include "checks/python_packages.h"
 #include "lock/debian_index.h"
 #include "project/debian_names.h"
-#include "project/spec_loader.h"
+#include "project/lockfile_loader.h"
 #include "report/check_metrics.h"
 #include "report/pass_rules.h"
 #include "test_support.h"
@@ -56,9 +56,9 @@ std::string ManifestWith(const std::string& target_lines) {
   return text.insert(text.find(at) + at.size(), target_lines);
 }
 
-std::string LoadError(const std::string& text, SpecKind kind) {
+std::string LoadError(const std::string& text, LockfileKind kind) {
   try {
-    LoadSpec(text, "trainlock.toml", kind);
+    LoadLockfile(text, "trainlock.toml", kind);
   } catch (const InputError& e) {
     return e.what();
   }
@@ -67,7 +67,7 @@ std::string LoadError(const std::string& text, SpecKind kind) {
 
 TEST(DebianManifest, APackageNameOutsideDebiansGrammarIsRefusedNamingFileAndKey) {
   const std::string error = LoadError(
-      ManifestWith("debian-packages = [\"libfoo\", \"-o APT::x\"]\n"), SpecKind::kManifest);
+      ManifestWith("debian-packages = [\"libfoo\", \"-o APT::x\"]\n"), LockfileKind::kManifest);
   EXPECT_NE(error.find("trainlock.toml:8:"), std::string::npos) << error;
   EXPECT_NE(error.find("'targets.cpu.debian-packages' entry '-o APT::x' is not a Debian "
                        "package name"),
@@ -77,7 +77,7 @@ TEST(DebianManifest, APackageNameOutsideDebiansGrammarIsRefusedNamingFileAndKey)
 
 TEST(DebianManifest, ASnapshotThatIsNotASnapshotTimeIsRefused) {
   const std::string error =
-      LoadError(ManifestWith("apt-snapshot = \"yesterday\"\n"), SpecKind::kManifest);
+      LoadError(ManifestWith("apt-snapshot = \"yesterday\"\n"), LockfileKind::kManifest);
   EXPECT_NE(error.find("'targets.cpu.apt-snapshot' = 'yesterday' is not a snapshot time"),
             std::string::npos)
       << error;
@@ -91,7 +91,7 @@ TEST(DebianLock, APinnedVersionOutsideDebiansGrammarIsRefusedNamingTheKey) {
               "debs = [{ name = \"libfoo\", version = \"1.0 && curl x\", file = "
               "\"pool/main/libf/libfoo/libfoo_1.0_amd64.deb\", sha256 = \"" +
                   std::string(64, 'a') + "\" }]\n");
-  const std::string error = LoadError(lock, SpecKind::kLock);
+  const std::string error = LoadError(lock, LockfileKind::kLock);
   EXPECT_NE(error.find("'targets.cpu.debs.version' = '1.0 && curl x' is not a Debian version"),
             std::string::npos)
       << error;
@@ -178,8 +178,8 @@ class AptArchive : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return testing::ReadFile(dir_.path() / "out/Containerfile");
   }
-  static Spec Lock(const fs::path& p) {
-    return LoadSpec(testing::ReadFile(p / "trainlock.lock"), "lock", SpecKind::kLock);
+  static Lockfile Lock(const fs::path& p) {
+    return LoadLockfile(testing::ReadFile(p / "trainlock.lock"), "lock", LockfileKind::kLock);
   }
 
   testing::TempDir dir_;
@@ -192,7 +192,7 @@ TEST_F(AptArchive, LockPinsEachPackageToTheIndexsNewestVersionWithItsHash) {
   const fs::path p = Project();
   auto r = RunTrainlock({"lock", p.string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const Spec lock = Lock(p);
+  const Lockfile lock = Lock(p);
   const Target& cpu = lock.targets.at("cpu");
   ASSERT_EQ(cpu.debs.size(), 2u);
   EXPECT_EQ(cpu.debs[0].name, "libfoo");
@@ -220,7 +220,7 @@ TEST_F(AptArchive, APackageInTheSecondGzipMemberOfTheIndexIsFound) {
   const fs::path p = Project("\"libfoo\", \"libbaz\"");
   auto r = RunTrainlock({"lock", p.string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const Spec lock = Lock(p);
+  const Lockfile lock = Lock(p);
   const Target& cpu = lock.targets.at("cpu");
   ASSERT_EQ(cpu.debs.size(), 2u);
   EXPECT_EQ(cpu.debs[1].name, "libbaz");

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "base/sha256.h"
-#include "project/spec.h"
+#include "project/lockfile.h"
 #include "test_support.h"
 
 namespace trainlock {

@@ -73,7 +73,7 @@ class Gate : public ::testing::Test {
   }
 
   Project project_;
-  Spec lock_;
+  Lockfile lock_;
   json report_;
   int64_t now_ = 0;
 };

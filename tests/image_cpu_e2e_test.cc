@@ -22,7 +22,7 @@
 
 #include "base/sha256.h"
 #include "image/image_run.h"
-#include "project/spec_loader.h"
+#include "project/lockfile_loader.h"
 #include "test_support.h"
 
 namespace trainlock {
@@ -139,8 +139,8 @@ class CpuImage : public ::testing::Test {
     return p;
   }
 
-  static Spec Lock(const fs::path& project) {
-    return LoadSpec(testing::ReadFile(project / "trainlock.lock"), "lock", SpecKind::kLock);
+  static Lockfile Lock(const fs::path& project) {
+    return LoadLockfile(testing::ReadFile(project / "trainlock.lock"), "lock", LockfileKind::kLock);
   }
 
   static std::vector<std::string> BuildArgs(const fs::path& project, const std::string& push) {
@@ -202,7 +202,7 @@ TEST_F(CpuImage, TheTinyExampleIsLockedBuiltReproduciblyValidatedInsideAndGated)
   const std::string ref = registry + "/trainlock/tiny:1";
   EXPECT_TRUE(fs::is_directory(project / ".trainlock/containers/root")) << script.out;
 
-  const Spec locked = Lock(project);
+  const Lockfile locked = Lock(project);
   const Target& cpu = locked.targets.at("cpu");
   // The test's registry serves the same seeded base: the same digest.
   RunResult skopeo =
@@ -211,9 +211,9 @@ TEST_F(CpuImage, TheTinyExampleIsLockedBuiltReproduciblyValidatedInsideAndGated)
   EXPECT_EQ(cpu.base, registry + "/trainlock/bookworm-validator:1@" +
                           skopeo.out.substr(0, skopeo.out.find('\n')));
   // The closure is the one examples/tiny/trainlock.lock pins: the demo wheels are reproducible.
-  const Spec committed =
-      LoadSpec(testing::ReadFile(testing::SourceDir() / "examples/tiny/trainlock.lock"), "lock",
-               SpecKind::kLock);
+  const Lockfile committed =
+      LoadLockfile(testing::ReadFile(testing::SourceDir() / "examples/tiny/trainlock.lock"), "lock",
+                   LockfileKind::kLock);
   ASSERT_TRUE(cpu.wheels && committed.targets.at("cpu").wheels);
   ASSERT_EQ(cpu.wheels->size(), 2u);
   for (size_t i = 0; i < cpu.wheels->size(); ++i) {

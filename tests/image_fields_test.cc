@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/diagnostic.h"
-#include "project/spec_loader.h"
+#include "project/lockfile_loader.h"
 #include "test_support.h"
 
 namespace trainlock {
@@ -113,9 +113,9 @@ std::string With(std::string text, const std::string& key, const std::string& li
 }
 
 // The diagnostics of reading `text` as `path`; none when it loads.
-Diagnostics Read(const std::string& text, const std::string& path, SpecKind kind) {
+Diagnostics Read(const std::string& text, const std::string& path, LockfileKind kind) {
   try {
-    LoadSpec(text, path, kind);
+    LoadLockfile(text, path, kind);
   } catch (const InputError& e) {
     return e.diagnostics();
   }
@@ -143,7 +143,7 @@ TEST(ImageFields, ShellSyntaxInAnyFieldIsRefusedWhereTheManifestIsRead) {
     for (const std::string& payload : kShellSyntax) {
       int line = 0;
       const std::string text = With(manifest, field.key, field.line(payload), &line);
-      const Diagnostics d = Read(text, "trainlock.toml", SpecKind::kManifest);
+      const Diagnostics d = Read(text, "trainlock.toml", LockfileKind::kManifest);
       EXPECT_TRUE(RefusedAt(d, "trainlock.toml", line, field.key))
           << field.key << " with " << TomlString(payload) << " (line " << line << "):\n"
           << Listed(d);
@@ -157,7 +157,7 @@ TEST(ImageFields, ShellSyntaxInAnyFieldIsRefusedWhereTheLockIsRead) {
     for (const std::string& payload : kShellSyntax) {
       int line = 0;
       const std::string text = With(lock, field.key, field.line(payload), &line);
-      const Diagnostics d = Read(text, "trainlock.lock", SpecKind::kLock);
+      const Diagnostics d = Read(text, "trainlock.lock", LockfileKind::kLock);
       EXPECT_TRUE(RefusedAt(d, "trainlock.lock", line, field.key))
           << field.key << " with " << TomlString(payload) << " (line " << line << "):\n"
           << Listed(d);
@@ -172,7 +172,7 @@ TEST(ImageFields, TheUnplantedFieldsLoad) {
     if (field.key == "library" || field.key == "source") continue;  // a custom op needs ops
     int line = 0;
     const std::string text = With(manifest, field.key, field.line(""), &line);
-    const Diagnostics d = Read(text, "trainlock.toml", SpecKind::kManifest);
+    const Diagnostics d = Read(text, "trainlock.toml", LockfileKind::kManifest);
     EXPECT_TRUE(d.empty()) << field.key << ":\n" << Listed(d);
   }
 }
@@ -185,14 +185,14 @@ TEST(ImageFields, AUrlOutsideRfc3986IsRefusedAndOneWithinItIsAUrl) {
     int line = 0;
     const std::string text =
         With(manifest, "apt-archive", "apt-archive = " + TomlString(url) + "\n", &line);
-    EXPECT_TRUE(RefusedAt(Read(text, "trainlock.toml", SpecKind::kManifest), "trainlock.toml", line,
-                          "apt-archive"))
+    EXPECT_TRUE(RefusedAt(Read(text, "trainlock.toml", LockfileKind::kManifest), "trainlock.toml",
+                          line, "apt-archive"))
         << url;
   }
   int line = 0;
   const std::string text = With(manifest, "apt-archive",
                                 "apt-archive = \"http://[::1]:8080/deb;a=(b)&c*!,+~%24\"\n", &line);
-  EXPECT_TRUE(Read(text, "trainlock.toml", SpecKind::kManifest).empty());
+  EXPECT_TRUE(Read(text, "trainlock.toml", LockfileKind::kManifest).empty());
 }
 
 TEST(ImageFields, ImageGenerateRefusesAHostileLockNamingFileLineAndColumn) {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "base/sha256.h"
-#include "project/spec_loader.h"
+#include "project/lockfile_loader.h"
 #include "test_support.h"
 
 namespace trainlock {
@@ -63,8 +63,8 @@ TEST_F(LocalSources, ALinkThatStaysInsideTheProjectIsHashedAsItsTarget) {
   fs::create_symlink("../store/a.bin", project_ / "data/a.bin");
   auto r = Lock();
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  Spec lock =
-      LoadSpec(testing::ReadFile(project_ / "trainlock.lock"), "trainlock.lock", SpecKind::kLock);
+  Lockfile lock = LoadLockfile(testing::ReadFile(project_ / "trainlock.lock"), "trainlock.lock",
+                               LockfileKind::kLock);
   ASSERT_TRUE(lock.dataset);
   EXPECT_EQ(lock.dataset->files.at(0).sha256, Sha256Hex("token bytes"));
 }

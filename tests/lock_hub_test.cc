@@ -10,8 +10,8 @@
 #include <memory>
 
 #include "base/sha256.h"
+#include "project/lockfile_loader.h"
 #include "project/project.h"
-#include "project/spec_loader.h"
 #include "test_support.h"
 
 namespace trainlock {
@@ -99,8 +99,8 @@ class HubLock : public ::testing::Test {
     return project / ".trainlock/cache/models" / (std::string("org-tiny-model@") + kCommit);
   }
 
-  static Spec LockSpec(const fs::path& project) {
-    return LoadSpec(testing::ReadFile(project / "trainlock.lock"), "lock", SpecKind::kLock);
+  static Lockfile LockSpec(const fs::path& project) {
+    return LoadLockfile(testing::ReadFile(project / "trainlock.lock"), "lock", LockfileKind::kLock);
   }
 
   testing::TempDir dir_;
@@ -116,7 +116,7 @@ TEST_F(HubLock, ABranchResolvesToItsCommitWithEveryFilesSizeAndSha256) {
       "files = [\"config.json\", \"model.safetensors\"]\n");
   auto r = Lock(project);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  Spec lock = LockSpec(project);
+  Lockfile lock = LockSpec(project);
   ASSERT_TRUE(lock.model);
   EXPECT_EQ(lock.model->revision, kCommit);
   ASSERT_EQ(lock.model->files.size(), 2u);
@@ -133,7 +133,7 @@ TEST_F(HubLock, DatasetsResolveThroughTheDatasetEndpoints) {
       "token-dtype = \"uint16\"\nfiles = [\"shard-0.bin\"]\n");
   auto r = Lock(project);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  Spec lock = LockSpec(project);
+  Lockfile lock = LockSpec(project);
   ASSERT_TRUE(lock.dataset);
   EXPECT_EQ(lock.dataset->revision, kCommit);
   EXPECT_EQ(lock.dataset->files.at(0).sha256, Sha256Hex(std::string(2048, '\x07')));

@@ -9,8 +9,8 @@
 #include <memory>
 
 #include "base/sha256.h"
+#include "project/lockfile_loader.h"
 #include "project/project.h"
-#include "project/spec_loader.h"
 #include "test_support.h"
 
 namespace trainlock {
@@ -68,7 +68,7 @@ TEST_F(AuthRegistryLock, APublicImageResolvesThroughAnAnonymousBearerToken) {
   auto r = Lock(project);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string base =
-      LoadSpec(testing::ReadFile(project / "trainlock.lock"), "lock", SpecKind::kLock)
+      LoadLockfile(testing::ReadFile(project / "trainlock.lock"), "lock", LockfileKind::kLock)
           .targets.at("cpu")
           .base;
   EXPECT_EQ(base.substr(0, base.find('@')), Ref("test/public"));

@@ -11,8 +11,8 @@
 #include <memory>
 #include <optional>
 
+#include "project/lockfile_loader.h"
 #include "project/project.h"
-#include "project/spec_loader.h"
 #include "test_support.h"
 
 namespace trainlock {
@@ -143,8 +143,8 @@ class RegistryLock : public ::testing::Test {
     return testing::UnlockedTiny(project_dir_.path() / "p", base);
   }
 
-  static Spec Lock(const fs::path& project) {
-    return LoadSpec(testing::ReadFile(project / "trainlock.lock"), "lock", SpecKind::kLock);
+  static Lockfile Lock(const fs::path& project) {
+    return LoadLockfile(testing::ReadFile(project / "trainlock.lock"), "lock", LockfileKind::kLock);
   }
 
   testing::TempDir project_dir_;
@@ -166,7 +166,7 @@ TEST_F(RegistryLock, ResolvesAnIndexToItsDigestAndBothPlatformManifests) {
   fs::path project = Project(Ref("test/multi:v1"));
   auto r = RunTrainlock({"lock", project.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const Spec lock = Lock(project);
+  const Lockfile lock = Lock(project);
   const Target& cpu = lock.targets.at("cpu");
   EXPECT_EQ(cpu.base, Ref("test/multi:v1") + "@" + SkopeoDigest("test/multi:v1"));
   std::map<std::string, std::string> want;
@@ -423,7 +423,7 @@ TEST_F(ImageBuild, TwoBuildsGiveOneDigestWhichIsPushedAndRecordedInTheLock) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("reproducible: a second build gave the same digest"), std::string::npos)
       << r.out;
-  const Spec lock = Lock(project);
+  const Lockfile lock = Lock(project);
   ASSERT_TRUE(lock.images.count("cpu"));
   EXPECT_EQ(lock.images.at("cpu").ref, Ref("test/built:v1"));
   EXPECT_EQ(lock.images.at("cpu").digest, SkopeoDigest("test/built:v1"));

@@ -289,7 +289,7 @@ ImagePythonFiles InImage(PythonFilesDiff diff = {}) {
 }
 
 TEST(CheckInstalledPackages, OutsideAnImageItSkipsAndCallsTheInterpreterUnverified) {
-  Spec lock;
+  Lockfile lock;
   lock.targets["cpu"].wheels = std::vector<PythonWheel>{};
   const CheckResult r = CheckInstalledPackages(lock, "cpu", ImagePythonFiles{}, 5);
   EXPECT_EQ(r.status, CheckStatus::kSkip);
@@ -298,7 +298,7 @@ TEST(CheckInstalledPackages, OutsideAnImageItSkipsAndCallsTheInterpreterUnverifi
 }
 
 TEST(CheckInstalledPackages, WithoutAResolvedClosureItSkips) {
-  Spec lock;
+  Lockfile lock;
   lock.targets["cpu"];  // --skip-python left it unresolved
   const CheckResult r = CheckInstalledPackages(lock, "cpu", InImage(), 5);
   EXPECT_EQ(r.status, CheckStatus::kSkip);
@@ -306,7 +306,7 @@ TEST(CheckInstalledPackages, WithoutAResolvedClosureItSkips) {
 }
 
 TEST(CheckInstalledPackages, AFileAddedToTheImagesPythonFailsNamingItBeforeAnyDistributionIsRead) {
-  Spec lock;
+  Lockfile lock;
   lock.targets["cpu"].wheels = std::vector<PythonWheel>{};
   PythonFilesDiff diff;
   diff.added = {"/opt/venv/lib/python3.11/site-packages/redirect.pth"};
@@ -319,7 +319,7 @@ TEST(CheckInstalledPackages, AFileAddedToTheImagesPythonFailsNamingItBeforeAnyDi
 }
 
 TEST(CheckInstalledPackages, AMissingRecordOfTheImagesPythonFails) {
-  Spec lock;
+  Lockfile lock;
   lock.targets["cpu"].wheels = std::vector<PythonWheel>{};
   ImagePythonFiles python = InImage();
   python.walked = false;
@@ -330,7 +330,7 @@ TEST(CheckInstalledPackages, AMissingRecordOfTheImagesPythonFails) {
 }
 
 TEST(CheckInstalledPackages, AnotherInterpreterThanTheImagesFailsNamingBoth) {
-  Spec lock;
+  Lockfile lock;
   lock.targets["cpu"].wheels = std::vector<PythonWheel>{};
   ImagePythonFiles python = InImage();
   python.walked = false;

@@ -399,7 +399,7 @@ void CompareDebianPackages(const std::vector<DebianPackage>& debs, const DpkgSca
   }
 }
 
-CheckResult CheckInstalledPackages(const Spec& lock, const std::string& target,
+CheckResult CheckInstalledPackages(const Lockfile& lock, const std::string& target,
                                    const ImagePythonFiles& python, double timeout_s,
                                    const fs::path& dpkg_status) {
   CheckResult r{"env.packages", CheckStatus::kSkip, 0, "", "", nlohmann::json::object()};

@@ -22,7 +22,7 @@
 
 #include "checks/installed_files.h"
 #include "checks/python_files.h"
-#include "project/spec.h"
+#include "project/lockfile.h"
 #include "report/report.h"
 
 namespace trainlock {
@@ -71,7 +71,7 @@ void CompareDebianPackages(const std::vector<DebianPackage>& debs, const DpkgSca
 // any Python ran, checks/python_files.h); skip when the lock has no resolved closure for the
 // target; else CompareInstalledPackages over the recorded path's site directories; then, when
 // the lock pins Debian packages, CompareDebianPackages against `dpkg_status`.
-CheckResult CheckInstalledPackages(const Spec& lock, const std::string& target,
+CheckResult CheckInstalledPackages(const Lockfile& lock, const std::string& target,
                                    const ImagePythonFiles& python, double timeout_s,
                                    const std::filesystem::path& dpkg_status = kDpkgStatusFile);
 

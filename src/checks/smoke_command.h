@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "project/spec.h"
+#include "project/lockfile.h"
 #include "report/report.h"
 
 namespace trainlock {

@@ -37,7 +37,7 @@ bool AlreadyThere(int dir_fd, const std::string& name, const std::filesystem::pa
 int RunFetch(const FetchOptions& options, const GlobalOptions& global) {
   std::unique_ptr<Progress> progress = MakeProgress(global, "trainlock fetch");
   const Project project = LoadProject(options.dir);
-  const Spec& lock =
+  const Lockfile& lock =
       RequireLock(project, "cannot read: no such file: fetch downloads what the lock pins");
   HubOptions hub;
   hub.timeout_s = options.timeout_s;

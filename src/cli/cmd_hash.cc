@@ -8,8 +8,8 @@
 #include "base/file_io.h"
 #include "base/json_file.h"
 #include "cli/commands.h"
+#include "project/lockfile_loader.h"
 #include "project/project.h"
-#include "project/spec_loader.h"
 
 namespace trainlock::cli {
 namespace {
@@ -26,8 +26,8 @@ int RunHash(const HashOptions& options) {
   std::string display = DisplayPath(options.dir, file);
   std::string text = ReadInputFile(std::filesystem::path(options.dir) / file, display);
   std::string sha;
-  const Spec spec =
-      LoadSpec(text, display, options.manifest ? SpecKind::kManifest : SpecKind::kLock, &sha);
+  const Lockfile spec = LoadLockfile(
+      text, display, options.manifest ? LockfileKind::kManifest : LockfileKind::kLock, &sha);
   const bool build = options.build && !options.manifest;
   if (build) sha = spec.lock_build_sha256;
   if (options.json) {

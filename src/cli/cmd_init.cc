@@ -19,8 +19,8 @@
 #include "cli/commands.h"
 #include "lock/hf_hub.h"
 #include "project/artifact_paths.h"
+#include "project/lockfile_loader.h"
 #include "project/project.h"
-#include "project/spec_loader.h"
 #include "project/train_config.h"
 #include "run/hub_model_config.h"
 
@@ -195,7 +195,7 @@ std::string StemOf(const std::string& repo) {
 }
 
 // Refuses, before anything is written, what `trainlock check` would refuse of the two files
-// init writes: they are read back by the loaders check uses (LoadTrainConfig, LoadSpec), so a
+// init writes: they are read back by the loaders check uses (LoadTrainConfig, LoadLockfile), so a
 // config.json whose shape the training config validator refuses (hidden size not divisible by
 // the heads, kv heads not dividing them, a zero rope_theta or rms_norm_eps) is refused here,
 // naming the field, instead of written for check to refuse later.
@@ -203,7 +203,7 @@ void RefuseWhatCheckRefuses(const std::string& yaml, const std::string& toml,
                             const std::string& config_json) {
   try {
     LoadTrainConfig(yaml, config_json);
-    LoadSpec(toml, config_json, SpecKind::kManifest);
+    LoadLockfile(toml, config_json, LockfileKind::kManifest);
   } catch (const InputError& e) {
     Diagnostics refused;
     for (const Diagnostic& d : e.diagnostics().items()) {

@@ -160,7 +160,7 @@ class CompatChecker {
 
   const Project& project_;
   const Catalog& catalog_;
-  const Spec& spec_;
+  const Lockfile& spec_;
   std::vector<Finding> findings_;
 };
 

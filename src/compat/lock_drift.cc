@@ -6,7 +6,7 @@ namespace trainlock {
 std::vector<Finding> LockDrift(const Project& project) {
   std::vector<Finding> findings;
   if (!project.lock) return findings;
-  const Spec& lock = *project.lock;
+  const Lockfile& lock = *project.lock;
   if (project.manifest && lock.manifest_sha256 != project.manifest_sha256) {
     findings.push_back({"lock.stale", project.lock_path, lock.Pos("manifest-sha256"),
                         "the lock was made from a different manifest (manifest-sha256 " +

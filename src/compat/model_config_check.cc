@@ -31,7 +31,7 @@ const PinnedFile* PinnedConfigJson(const ArtifactSource& model) {
 
 std::vector<Finding> CheckModelConfig(const Project& project) {
   std::vector<Finding> findings;
-  const Spec& spec = project.effective();
+  const Lockfile& spec = project.effective();
   if (!spec.model) return findings;
   const ArtifactSource& model = *spec.model;
   // A branch names no fixed config.json: there is nothing pinned to compare with yet.
@@ -63,7 +63,7 @@ std::vector<Finding> CheckModelConfig(const Project& project) {
     return findings;
   }
   // The config file LoadProject read: the manifest names it, or inside an image the lock.
-  const Spec& named_by = project.manifest ? *project.manifest : *project.lock;
+  const Lockfile& named_by = project.manifest ? *project.manifest : *project.lock;
   const std::string config_text = ReadInputFile(project.dir / named_by.config, project.config_path);
   for (const Diagnostic& d : ModelConfigMismatches(hub.model, display, project.config.model,
                                                    config_text, project.config_path)) {

@@ -9,7 +9,7 @@ namespace trainlock {
 
 std::vector<std::string> TargetArchitectures(const Project& project, const std::string& target,
                                              const Catalog& catalog) {
-  const Spec& spec = project.effective();
+  const Lockfile& spec = project.effective();
   const std::string file = project.lock ? project.lock_path : project.manifest_path;
   auto fail = [&](const std::string& message, const std::string& hint = {}) {
     throw InputError(Diagnostic{file, {}, message, hint});

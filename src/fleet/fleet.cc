@@ -22,7 +22,7 @@ bool IsGpuTarget(const std::string& name) {
 }
 
 std::string ResolveTarget(const Project& project, const std::string& requested) {
-  const Spec& lock = *project.lock;
+  const Lockfile& lock = *project.lock;
   if (!requested.empty()) {
     if (!IsGpuTarget(requested)) {
       throw InputError(Diagnostic{"--target",
@@ -224,7 +224,7 @@ void CheckNodeNames(const FleetOptions& options) {
 
 // The product label values of every accelerator of the target; empty when one is missing
 // (selecting by the others would keep the Job off nodes the lock allows).
-std::vector<std::string> GpuProducts(const Spec& lock, const std::string& target,
+std::vector<std::string> GpuProducts(const Lockfile& lock, const std::string& target,
                                      const Catalog& catalog) {
   std::vector<std::string> products;
   for (const std::string& name : lock.targets.at(target).accelerators) {
@@ -288,7 +288,7 @@ int64_t KubernetesMemoryGiB(double parameters, int gpus_per_node) {
 
 FleetOptions ResolveFleetOptions(const Project& project, const Catalog& catalog,
                                  const FleetOptions& requested) {
-  const Spec& lock = RequireLock(
+  const Lockfile& lock = RequireLock(
       project, "cannot read: no such file: the fleet runs the lock's image",
       "run `trainlock lock " + project.dir.string() + "` and `trainlock image build` first");
   FleetOptions options = requested;

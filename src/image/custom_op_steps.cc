@@ -33,7 +33,7 @@ std::string CustomOpImagePath(const CustomOpLibrary& lib) {
              : std::string(kProjectInImage) + "/" + lib.library;
 }
 
-CustomOpSteps CustomOpStepsFor(const Spec& lock, const std::string& lock_path,
+CustomOpSteps CustomOpStepsFor(const Lockfile& lock, const std::string& lock_path,
                                const std::string& target, const std::vector<std::string>& archs) {
   CustomOpSteps steps;
   for (size_t i = 0; i < lock.custom_ops.size(); ++i) {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "project/spec.h"
+#include "project/lockfile.h"
 
 namespace trainlock {
 
@@ -23,7 +23,7 @@ struct CustomOpSteps {
 
 // `target` is cpu, cuda or rocm; `archs` the target's architectures (empty for cpu). Throws
 // InputError naming `lock_path` for a library with neither pinned sources nor a pinned hash.
-CustomOpSteps CustomOpStepsFor(const Spec& lock, const std::string& lock_path,
+CustomOpSteps CustomOpStepsFor(const Lockfile& lock, const std::string& lock_path,
                                const std::string& target, const std::vector<std::string>& archs);
 
 }  // namespace trainlock

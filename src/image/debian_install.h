@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "project/spec.h"
+#include "project/lockfile.h"
 
 namespace trainlock {
 

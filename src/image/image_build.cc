@@ -19,8 +19,8 @@
 #include "lock/lock_check.h"
 #include "lock/lock_resolver.h"
 #include "project/artifact_paths.h"
+#include "project/lockfile_loader.h"
 #include "project/project.h"
-#include "project/spec_loader.h"
 
 namespace trainlock {
 namespace fs = std::filesystem;
@@ -461,7 +461,7 @@ void RecordBuiltImage(const fs::path& project_dir, const std::string& target,
   if (!built.validator_sha256.empty()) image.insert("validator-sha256", built.validator_sha256);
   doc["images"].as_table()->insert_or_assign(target, std::move(image));
   const std::string text_out = LockFileText(doc);
-  LoadSpec(text_out, path.string(), SpecKind::kLock);  // still a valid lock
+  LoadLockfile(text_out, path.string(), LockfileKind::kLock);  // still a valid lock
   WriteFileAtomically(path, text_out);
 }
 

@@ -136,7 +136,7 @@ namespace {
 // A Python engine's package as the lock pins it ("engine/trainlock_engine/..." -> bytes), for
 // the image to install; none for the native engine. This trainlock's copy must be the pinned
 // one: an image never carries engine files its lock does not name.
-std::map<std::string, std::string> PinnedEngineFiles(const Spec& lock) {
+std::map<std::string, std::string> PinnedEngineFiles(const Lockfile& lock) {
   const RoundTripEngine* engine = FindRoundTripEngine(lock.validate.engine);
   if (!engine || !engine->python) return {};
   if (PythonEngineSha256() != lock.validate.engine_sha256) {
@@ -182,7 +182,7 @@ std::map<std::string, std::string> GenerateImage(const Project& project, const I
   auto fail = [&](const std::string& message, const std::string& hint = {}) {
     throw InputError(Diagnostic{project.lock_path, {}, message, hint});
   };
-  const Spec& lock = RequireLock(project, "missing; run `trainlock lock` first");
+  const Lockfile& lock = RequireLock(project, "missing; run `trainlock lock` first");
   CheckLabelValues(o);
   if (o.target != "cuda" && o.target != "rocm" && o.target != "cpu")
     fail("image targets are cpu, cuda and rocm, not '" + o.target + "'");

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "lock/python_index.h"
-#include "project/spec.h"
+#include "project/lockfile.h"
 
 namespace trainlock {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "base/failure.h"
-#include "project/spec.h"
+#include "project/lockfile.h"
 
 namespace trainlock {
 

@@ -11,8 +11,8 @@
 #include "base/toml_document.h"
 #include "lock/lock_rederive.h"
 #include "lock/pin_consistency.h"
+#include "project/lockfile_loader.h"
 #include "project/project.h"
-#include "project/spec_loader.h"
 
 namespace trainlock {
 namespace {
@@ -45,11 +45,11 @@ std::vector<std::string> ChangedLines(const std::string& before, const std::stri
 }
 
 // The lock and the manifest as specs; ResolveLock has read both files already, so they load.
-std::pair<Spec, Spec> LockAndManifest(const std::filesystem::path& dir) {
+std::pair<Lockfile, Lockfile> LockAndManifest(const std::filesystem::path& dir) {
   const std::filesystem::path manifest = dir / kManifestFile, lock = dir / kLockFile;
-  return {
-      LoadSpec(ReadInputFile(lock, lock.string()), lock.string(), SpecKind::kLock),
-      LoadSpec(ReadInputFile(manifest, manifest.string()), manifest.string(), SpecKind::kManifest)};
+  return {LoadLockfile(ReadInputFile(lock, lock.string()), lock.string(), LockfileKind::kLock),
+          LoadLockfile(ReadInputFile(manifest, manifest.string()), manifest.string(),
+                       LockfileKind::kManifest)};
 }
 
 }  // namespace
@@ -60,7 +60,8 @@ LockCheckResult CheckLockAgainstFiles(const std::filesystem::path& dir, const Lo
   // ResolveLock passes over it so that `trainlock lock` can replace it.
   const std::filesystem::path lock_path = dir / kLockFile;
   if (std::error_code ec; std::filesystem::exists(lock_path, ec))
-    LoadSpec(ReadInputFile(lock_path, lock_path.string()), lock_path.string(), SpecKind::kLock);
+    LoadLockfile(ReadInputFile(lock_path, lock_path.string()), lock_path.string(),
+                 LockfileKind::kLock);
   ResolvedLock lock;
   try {
     lock = ResolveLock(dir, o);

@@ -117,7 +117,7 @@ bool Rederivable(const Project& project) {
 
 std::vector<Finding> RederivedLockFindings(const Project& project, FilePins files) {
   if (!Rederivable(project)) return {};
-  const Spec& lock = *project.lock;
+  const Lockfile& lock = *project.lock;
   const std::string remedy = "run `trainlock lock` (the lock is never edited by hand)";
   LockOptions o;
   o.offline = true;

@@ -19,9 +19,9 @@
 #include "lock/pep508.h"
 #include "lock/python_resolver.h"
 #include "project/artifact_paths.h"
+#include "project/lockfile_loader.h"
 #include "project/project.h"
 #include "project/round_trip_engines.h"
-#include "project/spec_loader.h"
 #include "project/train_config.h"
 
 namespace trainlock {
@@ -29,13 +29,13 @@ namespace fs = std::filesystem;
 namespace {
 
 // The existing lock, when present and valid: what --offline may reuse and --check compares.
-std::optional<Spec> ExistingLock(const fs::path& dir, std::string* lock_sha256) {
+std::optional<Lockfile> ExistingLock(const fs::path& dir, std::string* lock_sha256) {
   std::error_code ec;
   const fs::path path = dir / kLockFile;
   if (!fs::exists(path, ec)) return std::nullopt;
   try {
-    return LoadSpec(ReadInputFile(path, path.string()), path.string(), SpecKind::kLock,
-                    lock_sha256);
+    return LoadLockfile(ReadInputFile(path, path.string()), path.string(), LockfileKind::kLock,
+                        lock_sha256);
   } catch (const std::exception&) {
     lock_sha256->clear();
     return std::nullopt;  // an invalid lock is replaced, not reused
@@ -48,7 +48,7 @@ struct PinnedBase {
 };
 
 PinnedBase PinBase(const std::string& target, const std::string& base,
-                   const std::optional<Spec>& old, const LockOptions& o) {
+                   const std::optional<Lockfile>& old, const LockOptions& o) {
   std::string error;
   std::optional<ImageRef> ref = ParseImageRef(base, &error);
   if (!ref) throw Failure("targets." + target + ".base: " + error, kExitBadInput);
@@ -79,8 +79,8 @@ PinnedBase PinBase(const std::string& target, const std::string& base,
   }
 }
 
-HubRevision PinHub(const std::string& kind, const ArtifactSource& a, const std::optional<Spec>& old,
-                   const LockOptions& o) {
+HubRevision PinHub(const std::string& kind, const ArtifactSource& a,
+                   const std::optional<Lockfile>& old, const LockOptions& o) {
   std::vector<std::string> wanted;
   for (const PinnedFile& f : a.files) wanted.push_back(f.path);
   if (o.offline || o.python_only) {
@@ -124,7 +124,7 @@ std::vector<PinnedFile> HashLocal(const fs::path& dir, const ArtifactSource& a,
 // pins_verified_at_use_from_lock: the existing lock's pin of each local file the manifest
 // lists, in the manifest's order; a file the lock does not pin is not re-derivable (exit 1).
 std::vector<PinnedFile> LockedLocalFiles(const ArtifactSource& a, const std::string& kind,
-                                         const std::optional<Spec>& old) {
+                                         const std::optional<Lockfile>& old) {
   const std::optional<ArtifactSource>* locked =
       !old ? nullptr : (kind == "model" ? &old->model : &old->dataset);
   std::vector<PinnedFile> out;
@@ -155,7 +155,7 @@ struct TargetPython {
   int glibc_minor = 36;
 };
 
-TargetPython EffectivePython(const Target& t, const Spec& manifest) {
+TargetPython EffectivePython(const Target& t, const Lockfile& manifest) {
   TargetPython p;
   const bool gpu = t.name != "cpu";
   p.python = t.ImagePython();
@@ -176,7 +176,7 @@ TargetPython EffectivePython(const Target& t, const Spec& manifest) {
 // The existing lock's closure for this target, when it was resolved for the same request.
 std::optional<std::vector<PythonPin>> ReusableClosure(const std::string& target,
                                                       const TargetPython& want,
-                                                      const std::optional<Spec>& old) {
+                                                      const std::optional<Lockfile>& old) {
   if (!old || !old->targets.count(target)) return std::nullopt;
   const Target& t = old->targets.at(target);
   if (!t.wheels || t.python != want.python || t.python_index != want.indexes) return std::nullopt;
@@ -192,7 +192,7 @@ std::optional<std::vector<PythonPin>> ReusableClosure(const std::string& target,
 
 // nullopt: left unresolved (--skip-python).
 std::optional<std::vector<PythonPin>> PinClosure(const std::string& target, const TargetPython& p,
-                                                 const std::optional<Spec>& old,
+                                                 const std::optional<Lockfile>& old,
                                                  const LockOptions& o) {
   if (p.roots.empty()) return std::vector<PythonPin>{};
   if (o.offline || o.skip_python) {
@@ -231,7 +231,7 @@ std::string EffectiveAptSuite(const Target& t) {
 // A target's Debian packages at exact versions from its archive; offline (and --python-only),
 // the existing lock's pins when it pinned the same names from the same source.
 std::vector<DebianPackage> PinDebs(const std::string& target, const Target& want,
-                                   const std::optional<Spec>& old, const LockOptions& o) {
+                                   const std::optional<Lockfile>& old, const LockOptions& o) {
   if (want.debian_packages.empty()) return {};
   if (o.offline || o.python_only) {
     if (old && old->targets.count(target)) {
@@ -278,7 +278,7 @@ fs::path CustomOpLibraryPath(const fs::path& dir, const std::string& relative) {
 // The existing lock's entry for custom-ops[i] when it pins the same library from the same
 // source; nullptr otherwise.
 const CustomOpLibrary* LockedCustomOp(size_t i, const CustomOpLibrary& lib,
-                                      const std::optional<Spec>& old) {
+                                      const std::optional<Lockfile>& old) {
   if (!old || i >= old->custom_ops.size()) return nullptr;
   const CustomOpLibrary& locked = old->custom_ops[i];
   return locked.library == lib.library && locked.source == lib.source ? &locked : nullptr;
@@ -290,7 +290,7 @@ const CustomOpLibrary* LockedCustomOp(size_t i, const CustomOpLibrary& lib,
 // exit 1) and the lock's library sha256 (the ops worker verifies the library against it
 // before loading it; a library here that the lock does not pin is hashed, so the missing pin
 // shows).
-void PinCustomOps(const fs::path& dir, const Spec& manifest, const std::optional<Spec>& old,
+void PinCustomOps(const fs::path& dir, const Lockfile& manifest, const std::optional<Lockfile>& old,
                   const LockOptions& o, toml::table& doc, std::vector<std::string>& pinned) {
   toml::array* libs = doc["custom-ops"].as_array();
   for (size_t i = 0; i < manifest.custom_ops.size(); ++i) {
@@ -358,7 +358,7 @@ namespace {
 
 // A Python engine runs from the files this trainlock ships: the lock pins their bytes
 // (validate.engine-sha256), which the image installs and the validator verifies before running.
-void PinEngine(const Spec& manifest, const std::optional<Spec>& old, const LockOptions& o,
+void PinEngine(const Lockfile& manifest, const std::optional<Lockfile>& old, const LockOptions& o,
                toml::table& doc, std::vector<std::string>& pinned) {
   const RoundTripEngine* engine = FindRoundTripEngine(manifest.validate.engine);
   if (!engine || !engine->python) return;
@@ -388,8 +388,8 @@ struct Lookups {
 };
 
 // Starts every lookup of `manifest`; `l`, `old` and `o` must outlive them (CollectLookups).
-void StartLookups(const Spec& manifest, const std::optional<Spec>& old, const LockOptions& o,
-                  Lookups& l) {
+void StartLookups(const Lockfile& manifest, const std::optional<Lockfile>& old,
+                  const LockOptions& o, Lookups& l) {
   for (const auto& [name, target] : manifest.targets) {
     if (target.base.empty()) continue;
     l.bases[name] =
@@ -415,8 +415,8 @@ void StartLookups(const Spec& manifest, const std::optional<Spec>& old, const Lo
 
 // Writes every lookup's result into `doc` (and a line into `lines`); the failures are
 // returned, all of them, so that one run of `trainlock lock` reports every problem.
-std::vector<Failure> CollectLookups(const fs::path& dir, const Spec& manifest,
-                                    const std::optional<Spec>& old, const LockOptions& o,
+std::vector<Failure> CollectLookups(const fs::path& dir, const Lockfile& manifest,
+                                    const std::optional<Lockfile>& old, const LockOptions& o,
                                     Lookups& l, toml::table& doc, std::vector<std::string>& lines) {
   std::vector<Failure> problems;
   for (auto& [name, future] : l.debs) {
@@ -505,7 +505,7 @@ std::vector<Failure> CollectLookups(const fs::path& dir, const Spec& manifest,
 
 // `url` sources load (the lock format has room for them) but nothing resolves them yet: a lock
 // written from one would pin file names without hashes, so it is refused at its field.
-void RefuseUrlSources(const Spec& manifest) {
+void RefuseUrlSources(const Lockfile& manifest) {
   for (const auto& [kind, artifact] :
        {std::pair{"model", &manifest.model}, std::pair{"dataset", &manifest.dataset}}) {
     if (!*artifact || (*artifact)->source != "url") continue;
@@ -517,7 +517,7 @@ void RefuseUrlSources(const Spec& manifest) {
 }
 
 // Built images are outputs recorded in the lock: a re-lock keeps them.
-void KeepBuiltImages(const std::optional<Spec>& old, toml::table& doc) {
+void KeepBuiltImages(const std::optional<Lockfile>& old, toml::table& doc) {
   if (!old || old->images.empty()) return;
   toml::table images;
   for (const auto& [target, image] : old->images) {
@@ -539,8 +539,8 @@ ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& options) {
   const fs::path manifest_path = dir / kManifestFile;
   const std::string manifest_text = ReadInputFile(manifest_path, manifest_path.string());
   std::string manifest_sha;
-  Spec manifest =
-      LoadSpec(manifest_text, manifest_path.string(), SpecKind::kManifest, &manifest_sha);
+  Lockfile manifest =
+      LoadLockfile(manifest_text, manifest_path.string(), LockfileKind::kManifest, &manifest_sha);
   RefuseUrlSources(manifest);
   const fs::path config_path = dir / manifest.config;
   const std::string config_text = ReadInputFile(config_path, config_path.string());
@@ -548,7 +548,7 @@ ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& options) {
   // pinned, with its position, as `check` and `image generate` would refuse it later.
   LoadTrainConfig(config_text, config_path.string());
   ResolvedLock out;
-  std::optional<Spec> old = ExistingLock(dir, &out.existing_lock_sha256);
+  std::optional<Lockfile> old = ExistingLock(dir, &out.existing_lock_sha256);
   toml::table doc = ParseTomlDocument(manifest_text, manifest_path.string());
 
   // Every lookup at once; failures are collected so that all are reported.
@@ -568,7 +568,8 @@ ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& options) {
       << doc << "\n";
   out.text = text.str();
   std::string lock_sha;
-  LoadSpec(out.text, (dir / kLockFile).string(), SpecKind::kLock, &lock_sha);  // proves it loads
+  LoadLockfile(out.text, (dir / kLockFile).string(), LockfileKind::kLock,
+               &lock_sha);  // proves it loads
   out.lock_sha256 = lock_sha;
   return out;
 }

@@ -121,7 +121,8 @@ void CheckDebs(const std::string& target, const Target& t, Problems& out) {
 
 }  // namespace
 
-std::vector<LockFieldDifference> PinConsistencyProblems(const Spec& lock, const Spec& manifest) {
+std::vector<LockFieldDifference> PinConsistencyProblems(const Lockfile& lock,
+                                                        const Lockfile& manifest) {
   Problems out;
   for (const auto& [name, t] : lock.targets) {
     CheckBase(name, t, out);
@@ -156,7 +157,7 @@ void HubPinsNotChecked(const std::string& kind, const std::optional<ArtifactSour
 
 }  // namespace
 
-std::vector<std::string> PinsNotCheckedOffline(const Spec& lock, const Spec& manifest) {
+std::vector<std::string> PinsNotCheckedOffline(const Lockfile& lock, const Lockfile& manifest) {
   std::vector<std::string> out;
   for (const auto& [name, t] : lock.targets) {
     if (t.wheels && !t.wheels->empty())

@@ -18,13 +18,14 @@
 #include <vector>
 
 #include "lock/lock_rederive.h"
-#include "project/spec.h"
+#include "project/lockfile.h"
 
 namespace trainlock {
 
 // One entry per pin that does not follow from `manifest`, naming the lock field
 // ("targets.cpu.wheels[0].version") and why; empty when every pin is consistent.
-std::vector<LockFieldDifference> PinConsistencyProblems(const Spec& lock, const Spec& manifest);
+std::vector<LockFieldDifference> PinConsistencyProblems(const Lockfile& lock,
+                                                        const Lockfile& manifest);
 
 // What the offline checks take on trust from the lock's own pins, one phrase each, for the
 // user to read after "not checked offline: ": per target with wheels, their dependencies and
@@ -33,6 +34,6 @@ std::vector<LockFieldDifference> PinConsistencyProblems(const Spec& lock, const 
 // digest of cpu's tag-only base"); per target with Debian packages, their versions and hashes;
 // for a Hub model or dataset, the commit a branch or tag resolved to and the files' hashes.
 // Empty when the manifest pins all of it. `lock --check --upstream` re-resolves each.
-std::vector<std::string> PinsNotCheckedOffline(const Spec& lock, const Spec& manifest);
+std::vector<std::string> PinsNotCheckedOffline(const Lockfile& lock, const Lockfile& manifest);
 
 }  // namespace trainlock

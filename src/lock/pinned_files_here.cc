@@ -78,7 +78,7 @@ void InspectCustomOp(const fs::path& dir, const CustomOpLibrary& lib, PinnedFile
 
 }  // namespace
 
-PinnedFilesHere InspectPinnedFiles(const fs::path& project_dir, const Spec& lock) {
+PinnedFilesHere InspectPinnedFiles(const fs::path& project_dir, const Lockfile& lock) {
   PinnedFilesHere out;
   if (lock.model) InspectArtifact(project_dir, *lock.model, "model", out);
   if (lock.dataset) InspectArtifact(project_dir, *lock.dataset, "dataset", out);

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "project/spec.h"
+#include "project/lockfile.h"
 
 namespace trainlock {
 
@@ -23,6 +23,6 @@ struct PinnedFilesHere {
 // Inspects every file `lock` pins under `project_dir`, following the rules `trainlock lock`
 // hashes them by (artifact_paths.h's ResolvePinnedFile, base/tree_hash.h). Never throws for a
 // file's state: each lands in one of the lists.
-PinnedFilesHere InspectPinnedFiles(const std::filesystem::path& project_dir, const Spec& lock);
+PinnedFilesHere InspectPinnedFiles(const std::filesystem::path& project_dir, const Lockfile& lock);
 
 }  // namespace trainlock

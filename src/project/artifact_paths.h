@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "project/spec.h"
+#include "project/lockfile.h"
 
 namespace trainlock {
 

@@ -4,7 +4,7 @@
 #include "base/diagnostic.h"
 #include "base/file_io.h"
 #include "base/sha256.h"
-#include "project/spec_loader.h"
+#include "project/lockfile_loader.h"
 
 namespace trainlock {
 
@@ -70,20 +70,21 @@ Project LoadProject(const std::filesystem::path& dir, ManifestRequirement requir
   if (need_manifest || std::filesystem::exists(dir / kManifestFile, ec)) {
     Collect(all, [&] {
       std::string text = ReadInputFile(dir / kManifestFile, project.manifest_path);
-      project.manifest =
-          LoadSpec(text, project.manifest_path, SpecKind::kManifest, &project.manifest_sha256);
+      project.manifest = LoadLockfile(text, project.manifest_path, LockfileKind::kManifest,
+                                      &project.manifest_sha256);
     });
   }
   if (has_lock) {
     Collect(all, [&] {
       std::string text = ReadInputFile(dir / kLockFile, project.lock_path);
-      project.lock = LoadSpec(text, project.lock_path, SpecKind::kLock, &project.lock_sha256);
+      project.lock =
+          LoadLockfile(text, project.lock_path, LockfileKind::kLock, &project.lock_sha256);
     });
   }
   // The config is named by the manifest (or, inside an image, by the lock).
-  const Spec* named_by = project.manifest ? &*project.manifest
-                         : project.lock   ? &*project.lock
-                                          : nullptr;
+  const Lockfile* named_by = project.manifest ? &*project.manifest
+                             : project.lock   ? &*project.lock
+                                              : nullptr;
   if (named_by && !named_by->config.empty()) {
     project.config_path = DisplayPath(dir, named_by->config);
     Collect(all, [&] {
@@ -96,7 +97,7 @@ Project LoadProject(const std::filesystem::path& dir, ManifestRequirement requir
   return project;
 }
 
-const Spec& RequireLock(const Project& project, std::string message, std::string hint) {
+const Lockfile& RequireLock(const Project& project, std::string message, std::string hint) {
   if (!project.lock) {
     if (hint.empty()) hint = "run `trainlock lock " + project.dir.string() + "`";
     throw InputError(Diagnostic{project.lock_path, {}, std::move(message), std::move(hint)});

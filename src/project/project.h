@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "project/spec.h"
+#include "project/lockfile.h"
 #include "project/train_config.h"
 
 namespace trainlock {
@@ -20,15 +20,15 @@ struct Project {
   std::string lock_path;
   std::string config_path;
 
-  std::optional<Spec> manifest;  // absent only when loaded with ManifestRequirement::kOptional
+  std::optional<Lockfile> manifest;  // absent only when loaded with ManifestRequirement::kOptional
   std::string manifest_sha256;
-  std::optional<Spec> lock;
+  std::optional<Lockfile> lock;
   std::string lock_sha256;
   TrainConfig config;
   std::string config_sha256;  // of the config file's bytes
 
   // The pinned spec when there is a lock, else the manifest.
-  const Spec& effective() const { return lock ? *lock : *manifest; }
+  const Lockfile& effective() const { return lock ? *lock : *manifest; }
 };
 
 enum class ManifestRequirement { kRequired, kOptional };
@@ -43,7 +43,7 @@ Project LoadProject(const std::filesystem::path& dir,
 // The project's lock, for a caller that cannot go on without one: when the project has none
 // (no `trainlock lock` yet), throws InputError at the lock's path with `message` and `hint`,
 // which say what the caller needed it for.
-const Spec& RequireLock(const Project& project, std::string message, std::string hint = {});
+const Lockfile& RequireLock(const Project& project, std::string message, std::string hint = {});
 
 // A project argument as users give it: the directory, or its trainlock.lock or trainlock.toml
 // (then `value` becomes the directory holding it). Returns "" when `value` is (now) a

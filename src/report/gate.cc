@@ -219,7 +219,7 @@ class GateRules {
   // The validator compares with the lock's tolerances: a pass stating a looser one was judged
   // by another yardstick than this lock's (an edited report).
   void Tolerances() {
-    const ValidateSpec& v = request_.lock->validate;
+    const ValidateSection& v = request_.lock->validate;
     for (const CheckView& c : view_.checks) {
       if (c.status != "pass") continue;
       const bool loss = c.id == "train.roundtrip";

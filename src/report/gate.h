@@ -11,14 +11,14 @@
 #include <vector>
 
 #include "compat/catalog.h"
-#include "project/spec.h"
+#include "project/lockfile.h"
 
 namespace trainlock {
 
 struct GateRequest {
   std::string report_path;  // for messages
   std::string report_text;  // the file's bytes, as read (the signature covers them)
-  const Spec* lock = nullptr;
+  const Lockfile* lock = nullptr;
   std::string lock_path;
   std::string lock_sha256;
   std::vector<std::string> require;  // --require: checks required on top of the lock's

@@ -23,8 +23,8 @@
 #include "lock/python_index.h"
 #include "lock/registry_json.h"
 #include "project/debian_names.h"
+#include "project/lockfile_loader.h"
 #include "project/project_path.h"
-#include "project/spec_loader.h"
 #include "project/train_config.h"
 #include "report/report.h"
 #include "report/report_render.h"
@@ -73,10 +73,10 @@ void Loaders(std::string_view input) {
   try {
     switch (static_cast<unsigned char>(input[0]) % 3) {
       case 0:
-        LoadSpec(text, "fuzz.toml", SpecKind::kManifest);
+        LoadLockfile(text, "fuzz.toml", LockfileKind::kManifest);
         break;
       case 1:
-        LoadSpec(text, "fuzz.lock", SpecKind::kLock);
+        LoadLockfile(text, "fuzz.lock", LockfileKind::kLock);
         break;
       default:
         LoadTrainConfig(text, "fuzz.yaml");

@@ -4,15 +4,15 @@
 #include <gtest/gtest.h>
 
 #include "coordinator/accelerator_presence.h"
-#include "project/spec_loader.h"
+#include "project/lockfile_loader.h"
 #include "test_support.h"
 
 namespace trainlock::validate {
 namespace {
 
-Spec Lock(const char* example) {
+Lockfile Lock(const char* example) {
   const auto file = testing::SourceDir() / "examples" / example / "trainlock.lock";
-  return LoadSpec(testing::ReadFile(file), file.string(), SpecKind::kLock);
+  return LoadLockfile(testing::ReadFile(file), file.string(), LockfileKind::kLock);
 }
 
 TEST(MissingAccelerator, ACudaBuildSeeingNoGpuForACudaLockCannotJudgeTheNode) {

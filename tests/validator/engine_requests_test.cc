@@ -17,7 +17,7 @@ Project ProjectFor(const std::string& engine) {
   Project p;
   p.lock_path = "trainlock.lock";
   p.config_path = "configs/train.yaml";
-  p.lock = Spec{};
+  p.lock = Lockfile{};
   p.lock->validate.engine = engine;
   p.config.training.parallelism = engine == "fsdp2" ? "fsdp" : "ddp";
   return p;

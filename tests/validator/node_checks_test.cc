@@ -5,15 +5,15 @@
 #include "probes/node_checks.h"
 #include "probes/perf_checks.h"
 #include "probes/visible_gpus.h"
-#include "project/spec_loader.h"
+#include "project/lockfile_loader.h"
 #include "test_support.h"
 
 namespace trainlock::validate {
 namespace {
 
-Spec PilotLock() {
+Lockfile PilotLock() {
   auto file = testing::SourceDir() / "examples/h200-pilot/trainlock.lock";
-  return LoadSpec(testing::ReadFile(file), file.string(), SpecKind::kLock);
+  return LoadLockfile(testing::ReadFile(file), file.string(), LockfileKind::kLock);
 }
 
 NodeProbe HealthyH200Node() {
@@ -110,7 +110,7 @@ TEST(NodeChecks, APythonEnginesTorchLockedForANewerCudaThanTheDriverSupportsFail
   node.driver_version = "535.104.05";
   node.cuda_driver_version = 12020;
   const BuildInfo cuda122{"cuda", "2.11.0", 12020, 0, "", ""};
-  Spec lock = PilotLock();
+  Lockfile lock = PilotLock();
   lock.validate.engine = "ddp";
   nlohmann::json devices = nlohmann::json::array();
   const CheckResult c = Find(
@@ -150,7 +150,7 @@ TEST(NodeChecks, TorchOrCudaDifferentFromTheLockFailsVersions) {
 
 // env.versions on the pilot's lock pinning `cudnn`, with `build`.
 CheckResult VersionsWithCudnnPin(const std::string& pin, const BuildInfo& build) {
-  Spec lock = PilotLock();
+  Lockfile lock = PilotLock();
   lock.targets.at("cuda").cudnn = pin;
   nlohmann::json devices = nlohmann::json::array();
   return Find(
@@ -182,7 +182,7 @@ TEST(NodeChecks, TheLocksCudnnPassesVersionsToTheComponentsItPins) {
 // pass that says the versions match.
 TEST(NodeChecks, ARocmPinThatIsNotComparedIsAnErrorNotAMatch) {
   const std::filesystem::path file = testing::SourceDir() / "examples/mi300x-pilot/trainlock.lock";
-  const Spec lock = LoadSpec(testing::ReadFile(file), file.string(), SpecKind::kLock);
+  const Lockfile lock = LoadLockfile(testing::ReadFile(file), file.string(), LockfileKind::kLock);
   const BuildInfo rocm{"rocm", lock.targets.at("rocm").torch.substr(0, 5), 0, 0, "", ""};
   nlohmann::json devices = nlohmann::json::array();
   const CheckResult c =

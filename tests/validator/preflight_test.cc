@@ -13,20 +13,20 @@
 #include "image/in_image_paths.h"
 #include "probes/node_checks.h"
 #include "project/check_ids.h"
-#include "project/spec_loader.h"
+#include "project/lockfile_loader.h"
 #include "test_support.h"
 
 namespace trainlock::validate {
 namespace {
 
 // examples/h200-pilot: a cuda target for CUDA 13.0 with driver-min 580.65.06, the native engine.
-Spec PilotLock() {
+Lockfile PilotLock() {
   const auto file = testing::SourceDir() / "examples/h200-pilot/trainlock.lock";
-  return LoadSpec(testing::ReadFile(file), file.string(), SpecKind::kLock);
+  return LoadLockfile(testing::ReadFile(file), file.string(), LockfileKind::kLock);
 }
 
-Spec PilotLockWithEngine(const std::string& engine) {
-  Spec lock = PilotLock();
+Lockfile PilotLockWithEngine(const std::string& engine) {
+  Lockfile lock = PilotLock();
   lock.validate.engine = engine;
   return lock;
 }
@@ -73,7 +73,7 @@ BuildInfo CudaBuild(int cuda_runtime) {
   return build;
 }
 
-std::vector<CheckResult> DriverFirst(const NodeProbe& node, const Spec& lock = PilotLock(),
+std::vector<CheckResult> DriverFirst(const NodeProbe& node, const Lockfile& lock = PilotLock(),
                                      const BuildInfo& build = CudaBuild(13000)) {
   return DriverChecks(lock, node, build, Catalog::Embedded());
 }
@@ -148,7 +148,7 @@ TEST(Preflight, TheDriverAndHealthAreJudgedBeforeTheEngineAndStayInTheReport) {
       "engine ddp: /opt/venv/bin/python3 has torch 2.11.0+cu130 without a usable CUDA "
       "device and this run trains on the GPU: install a CUDA build of torch in that "
       "interpreter or pass --python PATH";
-  const Spec lock = PilotLockWithEngine("ddp");
+  const Lockfile lock = PilotLockWithEngine("ddp");
   const Preflight p = DecideBeforeWork(DriverFirst(NodeWithDriver535(), lock), "", engine,
                                        /*in_image=*/true, {});
   ASSERT_EQ(p.judged.size(), 3u);

@@ -6,7 +6,7 @@
 namespace trainlock::validate {
 
 std::string MissingAccelerator(const std::string& build, const std::string& device,
-                               const Spec& lock, int visible_accelerators) {
+                               const Lockfile& lock, int visible_accelerators) {
   if (build == "cpu" || device == "cpu" || visible_accelerators > 0) return "";
   if (lock.targets.contains("cpu")) return "";  // a cpu project on a GPU host trains on the CPU
   std::string targets;

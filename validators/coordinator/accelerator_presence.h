@@ -7,13 +7,13 @@
 
 #include <string>
 
-#include "project/spec.h"
+#include "project/lockfile.h"
 
 namespace trainlock::validate {
 
 // Why this run cannot be judged here: a `build` of "cuda" or "rocm" with `device` "auto" or a
 // GPU device, a lock without a cpu target, and no accelerator visible. "" when it can run.
 std::string MissingAccelerator(const std::string& build, const std::string& device,
-                               const Spec& lock, int visible_accelerators);
+                               const Lockfile& lock, int visible_accelerators);
 
 }  // namespace trainlock::validate

@@ -85,7 +85,7 @@ std::map<std::string, std::string> EngineEnvironment() {
   return env;
 }
 
-fs::path InstallVerifiedEngine(const Spec& lock, const fs::path& work_dir) {
+fs::path InstallVerifiedEngine(const Lockfile& lock, const fs::path& work_dir) {
   std::vector<std::pair<std::string, std::string>> files;
   std::string origin;
   if (fs::is_directory(kEnginesInImage)) {

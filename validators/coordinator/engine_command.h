@@ -45,7 +45,7 @@ std::map<std::string, std::string> EngineEnvironment();
 // hash (PythonEngineSha256) was found equal to the lock's validate.engine-sha256. Writes it to
 // work_dir/engine and returns that directory. Throws Failure (exit 1) naming both hashes when
 // the files are not the pinned ones, and Failure (exit 3) when there are none.
-std::filesystem::path InstallVerifiedEngine(const Spec& lock,
+std::filesystem::path InstallVerifiedEngine(const Lockfile& lock,
                                             const std::filesystem::path& work_dir);
 
 // The interpreter a Python engine runs under: `requested` when given (an executable path or

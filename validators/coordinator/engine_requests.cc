@@ -21,7 +21,7 @@ std::string EnginesThat(Can can) {
 
 void RefuseOptions(const RoundTripEngine& engine, const ValidateOptions& o, const Project& project,
                    Diagnostics& diags) {
-  const Spec& lock = *project.lock;
+  const Lockfile& lock = *project.lock;
   const std::string name(engine.name);
   if (o.engine_nproc > 1 && !engine.python) {
     diags.Error("--engine-nproc", {},
@@ -123,7 +123,7 @@ void RefuseUnloadableModel(const Project& project, Diagnostics& diags) {
 }  // namespace
 
 void RefuseUnsupportedEngineRun(const Project& project, const ValidateOptions& o, bool cpu) {
-  const Spec& lock = *project.lock;
+  const Lockfile& lock = *project.lock;
   const RoundTripEngine* engine = FindRoundTripEngine(lock.validate.engine);
   if (!engine) {
     throw InputError(

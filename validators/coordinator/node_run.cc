@@ -68,7 +68,7 @@ std::string ShownDevice(const std::string& device) {
   return BuiltTorchFlavour() != "cpu" && VisibleAcceleratorCount() > 0 ? "cuda:0" : "cpu";
 }
 
-std::vector<CheckResult> EnvChecks(const Spec& lock, NodeProbe node, const DeviceRuns& runs,
+std::vector<CheckResult> EnvChecks(const Lockfile& lock, NodeProbe node, const DeviceRuns& runs,
                                    Report& report, const ValidateOptions& o) {
   if (BuiltTorchFlavour() == "cpu") {
     // Nothing to probe, but torch is still compared with the lock by the same env.versions.
@@ -98,7 +98,7 @@ std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& pr
                                      const ImagePythonFiles& python, const std::string& device,
                                      const fs::path& work, const fs::path& checkpoint_root,
                                      Progress& progress) {
-  const Spec& lock = *project.lock;
+  const Lockfile& lock = *project.lock;
   const bool python_engine = lock.validate.engine != "native";
   const bool selected =
       Selected(o.only, {"train.step", "train.roundtrip", "train.eval", "ckpt.portable"});
@@ -143,7 +143,7 @@ NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project,
                       const std::string& train_device, const std::function<void()>& measured,
                       const std::optional<CheckResult>& framework_import, Progress& progress,
                       Report& report) {
-  const Spec& lock = *project.lock;
+  const Lockfile& lock = *project.lock;
   NodeRun run;
   run.node = node;
   if (report.build != "cpu" && node.nvml_loaded &&
@@ -200,7 +200,7 @@ NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project,
 
 void RunTailChecks(const ValidateOptions& o, const Project& project, const NodeRun& run,
                    Progress& progress, Report& report, bool job_checks) {
-  const Spec& lock = *project.lock;
+  const Lockfile& lock = *project.lock;
   const NodeProbe& node = run.node;
   const bool gpu_build = report.build != "cpu";
   if (gpu_build && node.nvml_loaded) {

@@ -33,7 +33,7 @@ bool BrokenImageFramework(const EngineProbe& engine, bool in_image,
 
 }  // namespace
 
-std::vector<CheckResult> JudgeDriverFirst(const Spec& lock, NodeProbe node,
+std::vector<CheckResult> JudgeDriverFirst(const Lockfile& lock, NodeProbe node,
                                           const std::vector<std::string>& only) {
   BuildInfo build;
   build.flavour = BuiltTorchFlavour();

@@ -17,7 +17,7 @@
 
 #include "coordinator/engine_probe.h"
 #include "probes/nvml_probe.h"
-#include "project/spec.h"
+#include "project/lockfile.h"
 #include "report/report.h"
 
 namespace trainlock::validate {
@@ -39,7 +39,7 @@ struct Preflight {
 
 // env.driver, env.runtime and env.health judged from `node` (NVML; on a CPU build a skip saying
 // there is nothing to probe), for this validator's build and the lock: what runs first.
-std::vector<CheckResult> JudgeDriverFirst(const Spec& lock, NodeProbe node,
+std::vector<CheckResult> JudgeDriverFirst(const Lockfile& lock, NodeProbe node,
                                           const std::vector<std::string>& only);
 
 // The decision on what was measured, in order: `driver_checks` (DriverChecks), `no_gpu`

@@ -28,7 +28,7 @@ std::vector<SpecFile> PinnedSpecFiles(const fs::path& dir, const ArtifactSource&
 }  // namespace
 
 EngineSpec ResolveEngineSpec(const Project& project, int64_t steps, const std::string& engine) {
-  const Spec& lock = *project.lock;
+  const Lockfile& lock = *project.lock;
   EngineSpec spec;
   spec.engine = engine;
   spec.lock_sha256 = project.lock_sha256;

@@ -60,7 +60,7 @@ Project LoadLockedProject(const ValidateOptions& o) {
 // A validator built for one kind of device refuses a lock or a --device it cannot serve at
 // once, instead of training a GPU-sized model on the CPU until the kernel kills it.
 void RefuseWrongBuild(const ValidateOptions& o, const Project& project, const std::string& build) {
-  const Spec& lock = *project.lock;
+  const Lockfile& lock = *project.lock;
   if (build == "cpu" && o.device != "auto" && o.device != "cpu") {
     throw InputError(Diagnostic{"--device",
                                 {},

@@ -6,7 +6,7 @@
 //
 // Read without trusting it: the worker verifies the file against the hash the coordinator gave
 // on the command line, and every member is checked for type and range (the lock's own ranges,
-// project/spec.h), a problem naming the member ("ops.libraries[0].smoke[1].inputs[0].dtype").
+// project/lockfile.h), a problem naming the member ("ops.libraries[0].smoke[1].inputs[0].dtype").
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "project/spec.h"  // SmokeSpec: the lock's smoke tests, as plain values
+#include "project/lockfile.h"  // SmokeSpec: the lock's smoke tests, as plain values
 
 namespace trainlock::validate {
 

@@ -61,7 +61,7 @@ struct NeededRuntime {
   std::string whose;
 };
 
-NeededRuntime RuntimeNeeded(const Spec& lock, const Target* target, const BuildInfo& build) {
+NeededRuntime RuntimeNeeded(const Lockfile& lock, const Target* target, const BuildInfo& build) {
   NeededRuntime need{build.cuda_runtime,
                      "the image's runtime is CUDA " + CudaVersionString(build.cuda_runtime)};
   const RoundTripEngine* engine = FindRoundTripEngine(lock.validate.engine);
@@ -358,7 +358,7 @@ std::string CudaVersionString(int version) {
 
 namespace {
 
-const Target* LockTargetFor(const Spec& lock, const BuildInfo& build) {
+const Target* LockTargetFor(const Lockfile& lock, const BuildInfo& build) {
   auto it = lock.targets.find(build.flavour);
   return it == lock.targets.end() ? nullptr : &it->second;
 }
@@ -382,7 +382,7 @@ CheckResult JudgeFromNvml(const char* id, const NodeProbe& node,
 
 }  // namespace
 
-std::vector<CheckResult> DriverChecks(const Spec& lock, const NodeProbe& node,
+std::vector<CheckResult> DriverChecks(const Lockfile& lock, const NodeProbe& node,
                                       const BuildInfo& build, const Catalog& catalog,
                                       const std::vector<std::string>& only) {
   const Target* target = LockTargetFor(lock, build);
@@ -393,9 +393,10 @@ std::vector<CheckResult> DriverChecks(const Spec& lock, const NodeProbe& node,
           JudgeFromNvml("env.health", node, only, [&] { return HealthCheck(node); })};
 }
 
-std::vector<CheckResult> NodeChecks(const Spec& lock, const NodeProbe& node, const BuildInfo& build,
-                                    const Catalog& catalog, const DeviceRuns& runs,
-                                    nlohmann::json* devices, const std::vector<std::string>& only) {
+std::vector<CheckResult> NodeChecks(const Lockfile& lock, const NodeProbe& node,
+                                    const BuildInfo& build, const Catalog& catalog,
+                                    const DeviceRuns& runs, nlohmann::json* devices,
+                                    const std::vector<std::string>& only) {
   const Target* target = LockTargetFor(lock, build);
   if (node.nvml_loaded) {
     for (const GpuProbe& g : node.gpus) {

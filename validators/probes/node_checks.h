@@ -10,7 +10,7 @@
 #include "compat/catalog.h"
 #include "compat/gpu_binary.h"
 #include "probes/nvml_probe.h"
-#include "project/spec.h"
+#include "project/lockfile.h"
 #include "report/report.h"
 
 namespace trainlock::validate {
@@ -42,16 +42,16 @@ struct DeviceRuns {
 // with the reason when NVML could not be used. env.runtime judges the newest CUDA runtime the
 // run loads: the validator's and, for a Python engine, the one the lock pins for its torch (the
 // target's `cuda`), known before that torch is imported.
-std::vector<CheckResult> DriverChecks(const Spec& lock, const NodeProbe& node,
+std::vector<CheckResult> DriverChecks(const Lockfile& lock, const NodeProbe& node,
                                       const BuildInfo& build, const Catalog& catalog,
                                       const std::vector<std::string>& only = {});
 
 // env.driver, env.runtime, env.arch, env.versions, env.health, env.devices, in that order;
 // `devices` receives the report's device list. A check that `only` (--only) names none of is
 // never judged: it is the skip "not selected (--only)".
-std::vector<CheckResult> NodeChecks(const Spec& lock, const NodeProbe& node, const BuildInfo& build,
-                                    const Catalog& catalog, const DeviceRuns& runs,
-                                    nlohmann::json* devices,
+std::vector<CheckResult> NodeChecks(const Lockfile& lock, const NodeProbe& node,
+                                    const BuildInfo& build, const Catalog& catalog,
+                                    const DeviceRuns& runs, nlohmann::json* devices,
                                     const std::vector<std::string>& only = {});
 
 // LibTorch's CUDA libraries loaded into this process (libtorch_cuda*.so), by path.

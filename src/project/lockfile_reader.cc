@@ -1,6 +1,6 @@
-// The checks several tables of a manifest or lock make (spec_reader.h): a project-relative
+// The checks several tables of a manifest or lock make (lockfile_reader.h): a project-relative
 // path, a path an image build copies, a SHA-256, a version, an index or archive URL.
-#include "project/spec_reader.h"
+#include "project/lockfile_reader.h"
 
 #include <cctype>
 #include <regex>
@@ -12,8 +12,8 @@
 
 namespace trainlock {
 
-void SpecReader::CheckRelativePath(TomlFields& f, std::string_view key, const std::string& value,
-                                   SourcePos pos) {
+void LockfileReader::CheckRelativePath(TomlFields& f, std::string_view key,
+                                       const std::string& value, SourcePos pos) {
   if (std::string problem = RelativePathProblem(value); !problem.empty()) {
     f.Error(pos, "'" + f.Qualified(key) + "': " + problem,
             "paths are relative to the project directory");
@@ -21,21 +21,21 @@ void SpecReader::CheckRelativePath(TomlFields& f, std::string_view key, const st
 }
 
 // A path an image build copies, written into Containerfile lines (project_path.h).
-void SpecReader::CheckImagePath(TomlFields& f, std::string_view key, const std::string& value) {
+void LockfileReader::CheckImagePath(TomlFields& f, std::string_view key, const std::string& value) {
   if (std::string problem = ImagePathProblem(value); !problem.empty())
     f.Error(f.Pos(key), "'" + f.Qualified(key) + "': " + problem, "rename it");
 }
 
-void SpecReader::CheckSha256(TomlFields& f, std::string_view key,
-                             const std::optional<std::string>& v) {
+void LockfileReader::CheckSha256(TomlFields& f, std::string_view key,
+                                 const std::optional<std::string>& v) {
   if (v && !IsSha256Hex(*v)) {
     f.Error(f.Pos(key), "'" + f.Qualified(key) + "' = " + Quoted(*v) + " is not a SHA-256",
             "expected 64 lower-case hex characters");
   }
 }
 
-void SpecReader::CheckVersion(TomlFields& f, std::string_view key,
-                              const std::optional<std::string>& v) {
+void LockfileReader::CheckVersion(TomlFields& f, std::string_view key,
+                                  const std::optional<std::string>& v) {
   if (v && !ParseVersion(*v)) {
     f.Error(f.Pos(key), "'" + f.Qualified(key) + "' = " + Quoted(*v) + " is not a version",
             "expected dotted numbers such as '13.0' or '2.11.0+cu130'");

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "project/spec.h"
+#include "project/lockfile.h"
 
 namespace trainlock {
 
@@ -13,7 +13,7 @@ inline constexpr int64_t kLockVersion = 1;
 // Parses and validates `text` as a manifest or lock. Every problem found is reported; throws
 // InputError carrying all of them when there is any. `path` is used in messages only.
 // On success `identity_sha256` holds manifest-sha256 (manifest) or lock-sha256 (lock).
-Spec LoadSpec(std::string_view text, const std::string& path, SpecKind kind,
-              std::string* identity_sha256 = nullptr);
+Lockfile LoadLockfile(std::string_view text, const std::string& path, LockfileKind kind,
+                      std::string* identity_sha256 = nullptr);
 
 }  // namespace trainlock

@@ -1,6 +1,6 @@
 // [model] and [dataset] of a manifest or lock: where the artifact comes from (hf, local, url),
 // its revision (a commit in a lock) and its files (with hash and size in a lock).
-#include "project/spec_reader.h"
+#include "project/lockfile_reader.h"
 
 #include <algorithm>
 #include <regex>
@@ -12,8 +12,8 @@
 
 namespace trainlock {
 
-std::optional<ArtifactSource> SpecReader::ReadArtifact(const toml::table& t,
-                                                       const std::string& name) {
+std::optional<ArtifactSource> LockfileReader::ReadArtifact(const toml::table& t,
+                                                           const std::string& name) {
   TomlFields f = Fields(t, name);
   ArtifactSource a;
   static constexpr std::string_view kSources[] = {"hf", "local", "url"};
@@ -79,7 +79,7 @@ std::optional<ArtifactSource> SpecReader::ReadArtifact(const toml::table& t,
   return a;
 }
 
-void SpecReader::ReadFiles(TomlFields& f, ArtifactSource& a) {
+void LockfileReader::ReadFiles(TomlFields& f, ArtifactSource& a) {
   std::set<std::string> seen;
   auto add = [&](PinnedFile file, SourcePos pos) {
     CheckRelativePath(f, "files", file.path, pos);

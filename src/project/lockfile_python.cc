@@ -1,6 +1,6 @@
 // [python] of a manifest or lock: the project's own packages, each at one exact version, each
 // named once (PEP 503 names).
-#include "project/spec_reader.h"
+#include "project/lockfile_reader.h"
 
 #include <map>
 #include <regex>
@@ -11,7 +11,7 @@
 
 namespace trainlock {
 
-void SpecReader::ReadPython(const toml::table& t) {
+void LockfileReader::ReadPython(const toml::table& t) {
   static const std::regex kPackage(R"(^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$)");
   // Each number at most 18 digits (it fits an int64_t; pep440.h reads no longer one).
   static const std::regex kExact(

@@ -1,6 +1,6 @@
 // [images.<t>] of a lock: the images built from it (ref, digest, source-date-epoch and, for a cpu
 // image with a prebuilt validator, validator-sha256). A manifest has none.
-#include "project/spec_reader.h"
+#include "project/lockfile_reader.h"
 
 #include <limits>
 
@@ -10,7 +10,7 @@
 
 namespace trainlock {
 
-void SpecReader::ReadImages(const toml::table& t) {
+void LockfileReader::ReadImages(const toml::table& t) {
   for (auto&& [key, node] : t) {
     std::string target(key.str());
     const auto* image = node.as_table();

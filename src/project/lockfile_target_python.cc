@@ -1,6 +1,6 @@
 // A target's Python in a manifest or lock: `python` (the image's interpreter), `python-index`
 // (where the closure comes from) and, in a lock, the closure ([[targets.<t>.wheels]]).
-#include "project/spec_reader.h"
+#include "project/lockfile_reader.h"
 
 #include <regex>
 #include <set>
@@ -10,7 +10,7 @@
 namespace trainlock {
 
 // The image's Python: its version, the indexes its closure comes from and (lock) the closure.
-void SpecReader::ReadPythonTarget(TomlFields& f, Target& target) {
+void LockfileReader::ReadPythonTarget(TomlFields& f, Target& target) {
   if (auto python = f.String("python", Need::kOptional)) {
     static const std::regex kPythonVersion(R"(^3\.[0-9]{1,2}(\.[0-9]{1,3})?$)");
     if (!std::regex_match(*python, kPythonVersion)) {
@@ -42,7 +42,7 @@ void SpecReader::ReadPythonTarget(TomlFields& f, Target& target) {
 }
 
 // [[targets.<t>.wheels]]: name, version, file, sha256, index.
-void SpecReader::ReadWheels(TomlFields& f, Target& target) {
+void LockfileReader::ReadWheels(TomlFields& f, Target& target) {
   const toml::array* wheels = f.Array("wheels", Need::kOptional);
   if (!wheels) return;
   target.wheels.emplace();

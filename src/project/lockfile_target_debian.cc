@@ -1,6 +1,6 @@
 // A target's Debian packages in a manifest or lock: `debian-packages`, where they come from
 // (apt-archive, apt-snapshot, apt-suite) and, in a lock, their pins ([[targets.<t>.debs]]).
-#include "project/spec_reader.h"
+#include "project/lockfile_reader.h"
 
 #include <regex>
 #include <set>
@@ -13,7 +13,7 @@ namespace trainlock {
 // debian-packages and where they come from (apt-archive, apt-snapshot, apt-suite); the lock's
 // pins ([[targets.<t>.debs]]). Every name and version is checked against Debian's grammar
 // here: each goes into a Containerfile's `apt-get install`.
-void SpecReader::ReadDebianPackages(TomlFields& f, Target& target) {
+void LockfileReader::ReadDebianPackages(TomlFields& f, Target& target) {
   if (auto names = f.StringArray("debian-packages", Need::kOptional)) {
     std::set<std::string> seen;
     for (const std::string& name : *names) {
@@ -55,7 +55,7 @@ void SpecReader::ReadDebianPackages(TomlFields& f, Target& target) {
 }
 
 // [[targets.<t>.debs]]: name, version, file, sha256.
-void SpecReader::ReadDebs(TomlFields& f, Target& target) {
+void LockfileReader::ReadDebs(TomlFields& f, Target& target) {
   const toml::array* debs = f.Array("debs", Need::kOptional);
   if (!debs) return;
   std::set<std::string> names;

@@ -1,6 +1,6 @@
 // [validate] of a manifest or lock: the round trip's steps, checkpoint and tolerances, its engine
 // (and, in a lock, the engine's pin), the required check ids and how long a pass stands.
-#include "project/spec_reader.h"
+#include "project/lockfile_reader.h"
 
 #include "base/strings.h"
 #include "base/suggest.h"
@@ -15,7 +15,7 @@ namespace {
 // [validate] valid-for = "24h": how long a passing report stands. A duration a person reads
 // ("24h", "7d", "1h30m"), at least a minute (a shorter window would expire before a job
 // starts) and at most a year.
-void ReadValidFor(TomlFields& f, ValidateSpec& v) {
+void ReadValidFor(TomlFields& f, ValidateSection& v) {
   std::optional<std::string> text = f.String("valid-for", Need::kOptional);
   if (!text) return;
   std::optional<int64_t> seconds = ParseDurationSeconds(*text);
@@ -31,7 +31,7 @@ void ReadValidFor(TomlFields& f, ValidateSpec& v) {
 }  // namespace
 
 // validate.engine, and in a lock the pin of a Python engine's shipped files.
-void SpecReader::ReadEngine(TomlFields& f, ValidateSpec& v) {
+void LockfileReader::ReadEngine(TomlFields& f, ValidateSection& v) {
   if (auto engine = f.String("engine", Need::kOptional)) {
     if (!FindRoundTripEngine(*engine)) {
       const std::vector<std::string> names = RoundTripEngineNames();
@@ -51,9 +51,9 @@ void SpecReader::ReadEngine(TomlFields& f, ValidateSpec& v) {
   v.engine_sha256 = sha.value_or("");
 }
 
-void SpecReader::ReadValidate(const toml::table& t) {
+void LockfileReader::ReadValidate(const toml::table& t) {
   TomlFields f = Fields(t, "validate");
-  ValidateSpec& v = spec_.validate;
+  ValidateSection& v = spec_.validate;
   v.steps = f.Integer("steps", Need::kOptional, 2, 1000000).value_or(v.steps);
   if (auto at = f.Integer("checkpoint-at", Need::kOptional, 1, 1000000)) {
     if (*at >= v.steps) {

@@ -1,10 +1,10 @@
-// The reader of a manifest or lock, shared by the files that read its tables (spec_loader.h is
-// the interface: LoadSpec). One member reads one table; the tables are read in
-// spec_loader.cc ([project], the lock's header, the order), spec_artifacts.cc ([model],
+// The reader of a manifest or lock, shared by the files that read its tables (lockfile_loader.h is
+// the interface: LoadLockfile). One member reads one table; the tables are read in
+// lockfile_loader.cc ([project], the lock's header, the order), spec_artifacts.cc ([model],
 // [dataset]), spec_targets.cc ([targets.<t>]), spec_target_python.cc (a target's Python and
 // wheels), spec_target_debian.cc (its Debian packages), spec_python.cc ([python]),
 // spec_custom_ops.cc ([[custom-ops]]), spec_validate.cc ([validate]), spec_ext.cc
-// ([ext.command]) and spec_images.cc ([images.<t>]); spec_reader.cc holds the checks several
+// ([ext.command]) and spec_images.cc ([images.<t>]); lockfile_reader.cc holds the checks several
 // of them make. Each reads the fields it knows through TomlFields (which records positions and
 // reports type/range errors), applies the rules that depend on several fields, then Finish()
 // reports unknown keys.
@@ -17,25 +17,25 @@
 
 #include "base/diagnostic.h"
 #include "base/toml_fields.h"
-#include "project/spec.h"
+#include "project/lockfile.h"
 
 namespace trainlock {
 
 inline constexpr int64_t kMaxInt = INT64_MAX;
 
-// Why `url` cannot be a package index or archive root we store, or "" (spec_reader.cc).
+// Why `url` cannot be a package index or archive root we store, or "" (lockfile_reader.cc).
 std::string IndexUrlProblem(std::string_view url);
 
-class SpecReader {
+class LockfileReader {
  public:
-  SpecReader(const std::string& path, SpecKind kind, Spec& spec)
+  LockfileReader(const std::string& path, LockfileKind kind, Lockfile& spec)
       : path_(path), kind_(kind), spec_(spec) {}
 
   void Read(const toml::table& root);
   Diagnostics& diags() { return diags_; }
 
  private:
-  bool lock() const { return kind_ == SpecKind::kLock; }
+  bool lock() const { return kind_ == LockfileKind::kLock; }
   TomlFields Fields(const toml::table& t, std::string name) {
     return TomlFields(t, std::move(name), path_, diags_, &spec_.positions);
   }
@@ -59,13 +59,13 @@ class SpecReader {
   void ReadCustomOps(const toml::array& a);
   void ReadSmoke(const toml::array& a, const std::string& name, CustomOpLibrary& lib);
   void ReadValidate(const toml::table& t);
-  void ReadEngine(TomlFields& f, ValidateSpec& v);
+  void ReadEngine(TomlFields& f, ValidateSection& v);
   void ReadExt(const toml::table& t);
   void ReadImages(const toml::table& t);
 
   const std::string& path_;
-  SpecKind kind_;
-  Spec& spec_;
+  LockfileKind kind_;
+  Lockfile& spec_;
   Diagnostics diags_;
 };
 

@@ -1,7 +1,7 @@
 // [targets.<t>] of a manifest or lock: which targets (cuda, rocm, cpu), each one's base image
 // (pinned by digest in a lock, with base-platforms), accelerators and versions. Its Python is
 // read in spec_target_python.cc, its Debian packages in spec_target_debian.cc.
-#include "project/spec_reader.h"
+#include "project/lockfile_reader.h"
 
 #include <algorithm>
 
@@ -11,7 +11,7 @@
 
 namespace trainlock {
 
-void SpecReader::ReadTargets(const toml::table& t) {
+void LockfileReader::ReadTargets(const toml::table& t) {
   static constexpr std::string_view kTargets[] = {"cuda", "rocm", "cpu"};
   TomlFields f = Fields(t, "targets");
   for (std::string_view name : kTargets) {
@@ -35,7 +35,7 @@ void SpecReader::ReadTargets(const toml::table& t) {
   f.Finish();
 }
 
-void SpecReader::ReadBaseImage(TomlFields& f, Target& target) {
+void LockfileReader::ReadBaseImage(TomlFields& f, Target& target) {
   auto base = f.String("base", target.name == "cpu" ? Need::kOptional : Need::kRequired);
   if (!base) return;
   target.base = *base;
@@ -66,7 +66,7 @@ void SpecReader::ReadBaseImage(TomlFields& f, Target& target) {
   }
 }
 
-Target SpecReader::ReadTarget(const toml::table& t, const std::string& target_name) {
+Target LockfileReader::ReadTarget(const toml::table& t, const std::string& target_name) {
   TomlFields f = Fields(t, "targets." + target_name);
   Target target;
   target.name = target_name;

@@ -1,6 +1,6 @@
 // [ext.command] of a manifest or lock: the project's own smoke command (argv, timeout, tail,
 // working directory, environment).
-#include "project/spec_reader.h"
+#include "project/lockfile_reader.h"
 
 #include <regex>
 
@@ -33,7 +33,7 @@ std::vector<std::string> ReadArgv(TomlFields& f, const toml::array& array) {
 
 }  // namespace
 
-void SpecReader::ReadExt(const toml::table& t) {
+void LockfileReader::ReadExt(const toml::table& t) {
   TomlFields ext = Fields(t, "ext");
   const toml::table* table = ext.Table("command", Need::kRequired);
   ext.Finish();

@@ -1,23 +1,23 @@
-// Manifest and lock schema; see spec_loader.h and docs/formats.md. This file reads the document's
-// top level (the lock's header: lock-version, manifest-sha256), hands each table to its reader
-// (spec_reader.h lists which file reads which) and reads [project].
-#include "project/spec_loader.h"
+// Manifest and lock schema; see lockfile_loader.h and docs/formats.md. This file reads the
+// document's top level (the lock's header: lock-version, manifest-sha256), hands each table to its
+// reader (lockfile_reader.h lists which file reads which) and reads [project].
+#include "project/lockfile_loader.h"
 
 #include <regex>
 
 #include "base/canonical.h"
 #include "base/strings.h"
 #include "base/toml_document.h"
-#include "project/spec_reader.h"
+#include "project/lockfile_reader.h"
 
 namespace trainlock {
 
-SourcePos Spec::Pos(const std::string& dotted) const {
+SourcePos Lockfile::Pos(const std::string& dotted) const {
   auto it = positions.find(dotted);
   return it == positions.end() ? SourcePos{} : it->second;
 }
 
-void SpecReader::Read(const toml::table& root) {
+void LockfileReader::Read(const toml::table& root) {
   TomlFields f = Fields(root, "");
   if (lock()) {
     if (auto v = f.Integer("lock-version", Need::kRequired, 1, INT64_MAX)) {
@@ -51,7 +51,7 @@ void SpecReader::Read(const toml::table& root) {
   f.Finish();
 }
 
-void SpecReader::ReadProject(const toml::table& t) {
+void LockfileReader::ReadProject(const toml::table& t) {
   TomlFields f = Fields(t, "project");
   if (auto name = f.String("name", Need::kRequired)) {
     static const std::regex kName(R"(^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$)");
@@ -75,18 +75,18 @@ void SpecReader::ReadProject(const toml::table& t) {
   f.Finish();
 }
 
-Spec LoadSpec(std::string_view text, const std::string& path, SpecKind kind,
-              std::string* identity_sha256) {
+Lockfile LoadLockfile(std::string_view text, const std::string& path, LockfileKind kind,
+                      std::string* identity_sha256) {
   toml::table root = ParseTomlDocument(text, path);
-  Spec spec;
+  Lockfile spec;
   spec.kind = kind;
   spec.path = path;
-  SpecReader reader(path, kind, spec);
+  LockfileReader reader(path, kind, spec);
   reader.Read(root);
   if (!reader.diags().empty()) throw InputError(reader.diags());
-  if (kind == SpecKind::kLock) spec.lock_build_sha256 = LockBuildSha256(root);
+  if (kind == LockfileKind::kLock) spec.lock_build_sha256 = LockBuildSha256(root);
   if (identity_sha256) {
-    *identity_sha256 = kind == SpecKind::kLock ? LockSha256(root) : ManifestSha256(root);
+    *identity_sha256 = kind == LockfileKind::kLock ? LockSha256(root) : ManifestSha256(root);
   }
   return spec;
 }

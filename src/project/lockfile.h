@@ -18,7 +18,7 @@
 
 namespace trainlock {
 
-enum class SpecKind { kManifest, kLock };
+enum class LockfileKind { kManifest, kLock };
 
 // One pinned file of a model or dataset. The manifest names paths only; the lock adds the
 // SHA-256 and size.
@@ -140,7 +140,7 @@ struct CustomOpLibrary {
 };
 
 // [validate]: what `trainlock-validate` runs and how strictly.
-struct ValidateSpec {
+struct ValidateSection {
   int64_t steps = kDefaultValidateSteps;
   int64_t checkpoint_at = kDefaultCheckpointAt;
   int64_t eval_batches = kDefaultEvalBatches;
@@ -180,8 +180,8 @@ struct BuiltImage {
   std::string validator_sha256;
 };
 
-struct Spec {
-  SpecKind kind = SpecKind::kManifest;
+struct Lockfile {
+  LockfileKind kind = LockfileKind::kManifest;
   std::string path;  // the file it was read from, for messages
 
   std::string name;
@@ -194,7 +194,7 @@ struct Spec {
   std::map<std::string, Target> targets;
   std::map<std::string, std::string> python;  // package -> exact version
   std::vector<CustomOpLibrary> custom_ops;
-  ValidateSpec validate;
+  ValidateSection validate;
   std::optional<ExtCommand> ext_command;
 
   // Lock only.

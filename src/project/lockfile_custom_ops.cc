@@ -1,6 +1,6 @@
 // [[custom-ops]] of a manifest or lock: each library, where it is built from (with the hash of
 // its sources or of the library in a lock), its ops and their smoke tests ([[custom-ops.smoke]]).
-#include "project/spec_reader.h"
+#include "project/lockfile_reader.h"
 
 #include <algorithm>
 #include <regex>
@@ -11,7 +11,7 @@
 
 namespace trainlock {
 
-void SpecReader::ReadCustomOps(const toml::array& a) {
+void LockfileReader::ReadCustomOps(const toml::array& a) {
   std::set<std::string> libraries;
   size_t index = 0;
   for (const toml::node& element : a) {
@@ -69,7 +69,8 @@ void SpecReader::ReadCustomOps(const toml::array& a) {
   }
 }
 
-void SpecReader::ReadSmoke(const toml::array& a, const std::string& name, CustomOpLibrary& lib) {
+void LockfileReader::ReadSmoke(const toml::array& a, const std::string& name,
+                               CustomOpLibrary& lib) {
   size_t index = 0;
   for (const toml::node& element : a) {
     std::string smoke_name = name + ".smoke[" + std::to_string(index++) + "]";
