@@ -446,7 +446,7 @@ TEST(ReportHtml, StatusesAreColouredAndMetricsAreCollapsiblePrettyJson) {
   EXPECT_NE(html.find("<tr class=\"fail\"><td><span class=\"badge fail\">fail</span>"),
             std::string::npos);
   EXPECT_NE(html.find("<td>use FSDP</td>"), std::string::npos);
-  EXPECT_NE(html.find("<details><summary>20 metrics</summary><pre>{\n  &quot;bitwise_equal&quot;: "
+  EXPECT_NE(html.find("<details><summary>21 metrics</summary><pre>{\n  &quot;bitwise_equal&quot;: "
                       "true,"),
             std::string::npos);
 }

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -189,6 +190,52 @@ TEST(Subprocess, AChildThatLeavesNothingHasNoLeftovers) {
   SpawnOptions o = Shell("exit 0");
   o.own_group = true;
   EXPECT_FALSE(RunProcess(o).left_processes);
+}
+
+// ---- an output file's name in a directory another process writes to ----
+
+SpawnOptions StderrTo(const fs::path& file) {
+  SpawnOptions o = Shell("echo written >&2");
+  o.err = Stream::kFile;
+  o.err_file = file;
+  o.files_regular_only = true;
+  return o;
+}
+
+TEST(Subprocess, AFifoPlantedAtTheStderrFileIsReplacedByARegularFile) {
+  testing::TempDir dir;
+  const fs::path file = dir.path() / "b.stderr";
+  ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0);  // no reader: opening it to write fails ENXIO
+  ProcessRun run = RunProcess(StderrTo(file));
+  ASSERT_TRUE(run.started) << run.start_error;
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(file)));
+  EXPECT_EQ(testing::ReadFile(file), "written\n");
+}
+
+TEST(Subprocess, ALinkPlantedAtTheStderrFileIsReplacedAndItsTargetLeftAlone) {
+  testing::TempDir dir;
+  const fs::path target = dir.path() / "elsewhere", file = dir.path() / "b.stderr";
+  testing::WriteFile(target, "untouched");
+  fs::create_symlink(target, file);
+  ProcessRun run = RunProcess(StderrTo(file));
+  ASSERT_TRUE(run.started) << run.start_error;
+  EXPECT_EQ(testing::ReadFile(target), "untouched");
+  EXPECT_FALSE(fs::is_symlink(fs::symlink_status(file)));
+  EXPECT_EQ(testing::ReadFile(file), "written\n");
+}
+
+TEST(Subprocess, TheStderrFileStaysOpenToItsOwnerAfterItsNameIsRemoved) {
+  testing::TempDir dir;
+  const fs::path file = dir.path() / "b.stderr";
+  SpawnOptions o = StderrTo(file);
+  o.argv = {"sh", "-c", "rm -f \"$0\"; echo after >&2", file.string()};
+  Subprocess child(o);
+  ASSERT_TRUE(child.started()) << child.start_error();
+  EXPECT_EQ(child.Wait(ProcessClock::time_point::max()), 0);
+  ASSERT_GE(child.err_file_fd(), 0);
+  struct stat st {};
+  ASSERT_EQ(::fstat(child.err_file_fd(), &st), 0);
+  EXPECT_EQ(st.st_size, 6);  // "after\n", written to the file the name no longer names
 }
 
 }  // namespace

@@ -64,15 +64,29 @@ int MakePipe(Fd* read_end, Fd* write_end) {
 }
 
 int OpenForChild(const std::filesystem::path& file, int flags, Fd* fd, bool regular_only = false) {
-  if (regular_only) flags |= O_NOFOLLOW | O_NONBLOCK;
-  *fd = AboveStdio(::open(file.c_str(), flags | O_CLOEXEC, 0644));
-  if (fd->get() < 0) return errno;
-  struct stat st {};
-  if (regular_only && (::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode))) {
-    fd->Reset();
-    return EINVAL;  // not a regular file: refused
+  if (!regular_only) {
+    *fd = AboveStdio(::open(file.c_str(), flags | O_CLOEXEC, 0644));
+    return fd->get() < 0 ? errno : 0;
   }
-  return 0;
+  // Bounded: another process may plant a FIFO or a link at the name again and again.
+  int e = EINVAL;
+  for (int attempt = 0; attempt < kPlantedFileAttempts; ++attempt) {
+    const int exclusive = attempt > 0 ? O_EXCL : 0;  // after a removal: only a file of ours
+    *fd = AboveStdio(::open(file.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | exclusive | O_CLOEXEC,
+                            0644));
+    e = fd->get() < 0 ? errno : 0;
+    struct stat st {};
+    if (e == 0 && ::fstat(fd->get(), &st) == 0 && S_ISREG(st.st_mode)) return 0;
+    if (e == 0) {
+      fd->Reset();
+      e = EINVAL;  // not a regular file
+    }
+    // ENXIO: a FIFO no one reads; ELOOP: a symbolic link; EEXIST: planted again since.
+    const bool planted = e == EINVAL || e == ENXIO || e == ELOOP || e == EEXIST;
+    if (!planted || (flags & O_CREAT) == 0) return e;
+    if (e != EEXIST && ::unlink(file.c_str()) != 0 && errno != ENOENT) return e;
+  }
+  return e;
 }
 
 // The descriptors the child's stdin, stdout and stderr become, opened by the parent so that
@@ -405,6 +419,7 @@ Subprocess::~Subprocess() {
   if (pid_ > 0 && !exit_code_) Kill();
   if (out_fd_ >= 0) ::close(out_fd_);
   if (init_report_fd_ >= 0) ::close(init_report_fd_);
+  if (err_file_fd_ >= 0) ::close(err_file_fd_);
 }
 
 void Subprocess::Fail(const std::string& why, int error) {
@@ -442,6 +457,8 @@ void Subprocess::Spawn(const SpawnOptions& o) {
   if (own_group_) ::setpgid(pid_, pid_);  // here too, so the group exists before any kill
   status_write.Reset();
   streams.pipe_write.Reset();  // else the pipe never ends
+  if (o.err == Stream::kFile && streams.err_file.get() >= 0)
+    err_file_fd_ = ::fcntl(streams.err_file.get(), F_DUPFD_CLOEXEC, 3);
   out_fd_ = pipe_read.release();
   if (struct stat st{}; out_fd_ >= 0 && ::fstat(out_fd_, &st) == 0) pipe_inode_ = st.st_ino;
   ChildFailure failure{};

@@ -34,6 +34,9 @@ enum class Stream {
   kFile,     // appended to a file (created when missing)
 };
 
+// How often a file planted at an output file's name is removed before the start fails.
+inline constexpr int kPlantedFileAttempts = 8;
+
 // ReadLine's longest line: a child's stdout cannot make the reader hold more than this.
 inline constexpr size_t kMaxReadLineBytes = (size_t{1} << 20) + 1;
 
@@ -61,7 +64,10 @@ struct SpawnOptions {
   std::filesystem::path err_file;
   // out_file and err_file must be (or become) regular files, opened without following a
   // symlink or blocking on a FIFO: in a directory an untrusted process writes to, one could
-  // plant either (a FIFO there would block the open forever).
+  // plant either (a FIFO there would block the open forever). What is planted at the name (a
+  // FIFO, a link, a device) is removed, the name itself and never what it points to, and a
+  // regular file created in its place; a name replaced again each time, kPlantedFileAttempts
+  // times, is a start failure.
   bool files_regular_only = false;
   size_t tail_lines = 100;  // what the tail keeps of the pipe
   size_t tail_line_bytes = 4096;
@@ -87,6 +93,9 @@ class Subprocess {
   // with why no namespace ("process-group only: cannot create a PID namespace: ..."), or
   // "none" without a group of its own.
   const std::string& containment() const { return containment_; }
+  // The file the child's stderr goes to (Stream::kFile), open in this process: the very file
+  // the child writes, whatever is renamed or removed at its name later; -1 without one.
+  int err_file_fd() const { return err_file_fd_; }
 
   // The next line on the pipe, without its newline; nullopt at the end of the output or at the
   // deadline. For a child that speaks a line protocol on stdout.
@@ -130,6 +139,7 @@ class Subprocess {
   std::string containment_ = "none";
   int out_fd_ = -1;          // the read end of the pipe, -1 without one or once it ended
   int init_report_fd_ = -1;  // with a PID namespace: our init's word on leftovers
+  int err_file_fd_ = -1;     // the child's stderr file (Stream::kFile), kept open
   std::string start_error_;
   int start_errno_ = 0;
   std::optional<int> exit_code_;

@@ -107,12 +107,9 @@ void LockfileReader::ReadFiles(TomlFields& f, ArtifactSource& a) {
   const toml::array* files = f.Array("files", Need::kOptional);
   if (!files) return;
   for (const toml::node& element : *files) {
-    const auto* t = element.as_table();
-    if (!t) {
-      f.Error(PosOf(element), "'" + f.Qualified("files") + "' entries must be tables",
-              "a lock lists each file as { path, sha256, size }");
-      continue;
-    }
+    const toml::table* t =
+        EntryTable(f, element, "files", "a lock lists each file as { path, sha256, size }");
+    if (!t) continue;
     TomlFields ff = Fields(*t, f.Qualified("files"));
     auto path = ff.String("path", Need::kRequired);
     auto sha = ff.String("sha256", Need::kRequired);

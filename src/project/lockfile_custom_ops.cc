@@ -91,12 +91,9 @@ void LockfileReader::ReadSmoke(const toml::array& a, const std::string& name,
     if (auto reference = f.String("reference", Need::kRequired)) smoke.reference = *reference;
     if (const toml::array* inputs = f.Array("inputs", Need::kRequired)) {
       for (const toml::node& input : *inputs) {
-        const auto* it = input.as_table();
-        if (!it) {
-          f.Error(PosOf(input), "'" + f.Qualified("inputs") + "' entries must be tables",
-                  "e.g. { shape = [4, 2048], dtype = \"bf16\" }");
-          continue;
-        }
+        const toml::table* it =
+            EntryTable(f, input, "inputs", "e.g. { shape = [4, 2048], dtype = \"bf16\" }");
+        if (!it) continue;
         TomlFields fi = Fields(*it, f.Qualified("inputs"));
         TensorSpec tensor;
         if (auto dtype = fi.String("dtype", Need::kRequired)) {

@@ -39,6 +39,15 @@ class LockfileReader {
   TomlFields Fields(const toml::table& t, std::string name) {
     return TomlFields(t, std::move(name), path_, diags_, &spec_.positions);
   }
+  // `element` of the array `key` of `f` as a table; nullptr, with an error at its position
+  // saying what an entry holds (`shape`), when it is not one.
+  const toml::table* EntryTable(TomlFields& f, const toml::node& element, std::string_view key,
+                                const char* shape) {
+    const toml::table* t = element.as_table();
+    if (!t)
+      f.Error(PosOf(element), "'" + f.Qualified(key) + "' entries must be tables", shape);
+    return t;
+  }
   void CheckRelativePath(TomlFields& f, std::string_view key, const std::string& value,
                          SourcePos pos);
   void CheckImagePath(TomlFields& f, std::string_view key, const std::string& value);

@@ -60,12 +60,9 @@ void LockfileReader::ReadDebs(TomlFields& f, Target& target) {
   if (!debs) return;
   std::set<std::string> names;
   for (const toml::node& element : *debs) {
-    const auto* t = element.as_table();
-    if (!t) {
-      f.Error(PosOf(element), "'" + f.Qualified("debs") + "' entries must be tables",
-              "a lock lists each Debian package as { name, version, file, sha256 }");
-      continue;
-    }
+    const toml::table* t =
+        EntryTable(f, element, "debs", "a lock lists each Debian package as { name, version, file, sha256 }");
+    if (!t) continue;
     TomlFields w = Fields(*t, f.Qualified("debs"));
     DebianPackage deb;
     deb.name = w.String("name", Need::kRequired).value_or("");

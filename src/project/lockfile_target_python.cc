@@ -48,12 +48,9 @@ void LockfileReader::ReadWheels(TomlFields& f, Target& target) {
   target.wheels.emplace();
   std::set<std::string> names;
   for (const toml::node& element : *wheels) {
-    const auto* t = element.as_table();
-    if (!t) {
-      f.Error(PosOf(element), "'" + f.Qualified("wheels") + "' entries must be tables",
-              "a lock lists each wheel as { name, version, file, sha256, index }");
-      continue;
-    }
+    const toml::table* t =
+        EntryTable(f, element, "wheels", "a lock lists each wheel as { name, version, file, sha256, index }");
+    if (!t) continue;
     TomlFields w = Fields(*t, f.Qualified("wheels"));
     PythonWheel wheel;
     wheel.name = w.String("name", Need::kRequired).value_or("");

@@ -30,12 +30,8 @@ SpawnOptions WorkerSpawnOptions(const std::vector<std::string>& argv,
   o.out = Stream::kPipe;
   o.err = Stream::kFile;
   o.err_file = stderr_file;
-  // The work directory is one an engine writes to: what an earlier process planted at this name
-  // (a FIFO, a link) is removed, and the file is opened only as a regular file.
-  std::error_code ec;
-  const std::filesystem::file_status status = std::filesystem::symlink_status(stderr_file, ec);
-  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
-    std::filesystem::remove(stderr_file, ec);
+  // The work directory is one an engine writes to: what another process planted at this name
+  // (a FIFO, a link) is replaced by a regular file when the child's stderr is opened.
   o.files_regular_only = true;
   return o;
 }
@@ -50,8 +46,9 @@ Child::Child(const std::vector<std::string>& argv, const std::filesystem::path& 
              const ChildIsolation& isolation)
     : process_(WorkerSpawnOptions(argv, stderr_file, isolation)) {
   if (process_.pid() < 0) throw Failure(process_.start_error(), kExitEnvironment);
-  stderr_watch_fd_ =
-      ::open(stderr_file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);  // -1: unwatched
+  // The very file the child writes: a name the engine removes or replaces later changes nothing.
+  const int err_file = process_.err_file_fd();
+  stderr_watch_fd_ = err_file >= 0 ? ::fcntl(err_file, F_DUPFD_CLOEXEC, 3) : -1;  // -1: unwatched
 }
 
 Child::~Child() {
