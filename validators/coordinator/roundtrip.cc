@@ -1,135 +1,86 @@
-// The round trip's running half; see roundtrip.h. roundtrip_checks.h judges what it ran.
+// The round trip's plan, what decides and drives (ninja's Plan and Builder over its
+// CommandRunner); see roundtrip.h. Which processes run (A uninterrupted, B preempted, C resumed,
+// D portable, E resharded), with which options, in which order, held behind which, preempted
+// where, and what the coordinator checks or damages between them is decided here; starting,
+// watching, preempting and collecting one process is engine_process.h's; roundtrip_checks.h
+// judges what ran.
 #include "coordinator/roundtrip.h"
 
+#include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <fstream>
-#include <memory>
 #include <optional>
-#include <thread>
 #include <tuple>
 #include <utility>
 
 #include "base/failure.h"
 #include "base/file_io.h"
 #include "base/json_file.h"
-#include "base/program_path.h"
+#include "base/sha256.h"
 #include "coordinator/checkpoint_verify.h"
 #include "coordinator/engine_command.h"
+#include "coordinator/engine_process.h"
 #include "coordinator/roundtrip_checks.h"
 #include "coordinator/roundtrip_runs.h"
 #include "coordinator/spec_resolver.h"
-#include "coordinator/state_file.h"
-#include "engines/native/checkpoint.h"
 #include "plan/memory_model.h"
 #include "probes/gpu_telemetry.h"
-#include "probes/host_memory.h"
 #include "project/artifact_paths.h"
 #include "project/project.h"
 #include "report/check_metrics.h"
 #include "support/check_selection.h"
-#include "support/engine_protocol.h"
 #include "support/engine_transcript.h"
 #include "support/parallel.h"
-#include "support/torch_build.h"
-#include "support/worker_process.h"
 
 namespace trainlock::validate {
 namespace fs = std::filesystem;
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// When the coordinator SIGKILLs a process: never, once its checkpoint is committed (the
-// preemption of the round trip), or as soon as a later save begins (a kill during the save).
-enum class Preempt { kNever, kAfterCommit, kDuringSave };
-
-// How often the coordinator looks at an engine's stderr while it waits for its output, how
-// long output may go on after the engine itself exited (something it left holding stdout),
-// and the caps on what an engine writes (docs/validate.md, "The engine protocol").
-constexpr std::chrono::milliseconds kEngineWatchSlice(100);
-constexpr std::chrono::milliseconds kEngineLeftoverGrace(500);
-constexpr uint64_t kMaxEngineOutputBytes = uint64_t{256} << 20;
-// Final states up to this size stay in the work directory, for the element-wise difference.
-constexpr uint64_t kKeptStateBytes = uint64_t{1} << 30;
-
-double Seconds(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
+// B dies (SIGKILL) once its checkpoint is committed: the preemption of the round trip.
+bool CommittedACheckpoint(const EngineTranscript& t) {
+  return t.LastCheckpoint("committed").has_value();
 }
 
-// Runs processes A to E as the options say (launching, gating, preempting, corrupting) into a
-// RoundtripRuns value; roundtrip_checks.h's judges read that value.
+// Decides and drives processes A to E as the options say (which run, gated behind which,
+// preempted where, what is verified or corrupted between them), each run by an EngineProcess,
+// into a RoundtripRuns value; roundtrip_checks.h's judges read that value.
 class RoundtripRunner {
  public:
   RoundtripRunner(const RoundtripOptions& o, const Project& project)
-      : o_(o), project_(project), epoch_(Clock::now()) {}
+      : o_(o),
+        project_(project),
+        settings_{o.work_dir, o.timeout_s, o.device, std::chrono::steady_clock::now()} {}
 
   RoundtripRuns Run();
 
  private:
   std::vector<std::string> CommonArgs() const;
-  struct Launched {
-    WorkerRun run;
-    std::unique_ptr<Child> child;
-    std::unique_ptr<RssSampler> rss;
-    Clock::time_point started;
-    EngineTranscript transcript;
-    std::optional<fs::path> final_state;  // where it was told to write its final state
-    // While its output is read: every line kept beside the results, up to the cap.
-    std::unique_ptr<std::ofstream> log;
-    uint64_t logged = 0;
-    std::optional<Clock::time_point> exited_at;
-    bool output_done = false;
-    Clock::time_point output_done_at;
-    std::optional<fs::path> gate;         // a process started ahead of its turn waits for this file
-    std::vector<std::string> argv_extra;  // its own options, after the common ones
-    bool stepped_after_save = false;      // it sent a step after a checkpoint's start
-  };
-  // Starts a process. A gated Python engine is started ahead of its turn: it does its imports
-  // and waits (--start-after) until Release, so the seconds of its interpreter and framework
-  // imports pass while the process before it still runs. The native worker has no gate to
-  // wait at (and starts in a second): a gated one is spawned at its release.
-  Launched Launch(const std::string& name, const std::vector<std::string>& extra,
-                  bool gated = false) const;
-  void Spawn(Launched& l) const;
-  // Lets a gated process go (spawning it if it waits unspawned); its times and its deadline
-  // count from now.
-  void Release(Launched& l) const;
+  // Starts a process with the protocol's common options and `extra`. A gated Python engine is
+  // started ahead of its turn: it does its imports and waits (--start-after) until released,
+  // so the seconds of its interpreter and framework imports pass while the process before it
+  // still runs. The native worker has no gate to wait at (and starts in a second): a gated one
+  // is spawned at its release.
+  EngineProcess Launch(const std::string& name, const std::vector<std::string>& extra,
+                       bool gated = false) const;
   EngineExpectation Expectation(const std::vector<std::string>& extra) const;
-  // Reads the process's output lines into its transcript and log until the output ends (or
-  // the process exited and what it left holds the output past a grace), the deadline passes,
-  // or the output or its stderr passes its cap (a violation).
-  bool ReadSome(Launched& l, Preempt preempt) const;
-  bool Done(Launched& l) const;
-  bool ShouldPreempt(const EngineTranscript& t, Preempt preempt) const;
-  // Reads the process's events until its output ends (SIGKILLing it as `preempt` says), waits
-  // for it and folds what it said into its result; `*seconds` gets its wall time.
-  WorkerRun Finish(Launched launched, Preempt preempt, double* seconds) const;
-  // Finishes two processes that run side by side, reading both as they go (so each one's
-  // times are its own, not the time the other took).
-  std::pair<WorkerRun, WorkerRun> FinishBoth(Launched first, Launched second) const;
-  WorkerRun Collect(Launched& launched) const;
-  void ReadFinalState(const fs::path& file, WorkerRun& run) const;
-  WorkerRun Start(const std::string& name, const std::vector<std::string>& extra, Preempt preempt,
-                  double* seconds) const {
-    return Finish(Launch(name, extra), preempt, seconds);
+  // When B dies: once its checkpoint is committed, or with --kill-during-save as soon as a
+  // later save begins.
+  PreemptWhen PreemptB() const;
+  WorkerRun Start(const std::string& name, const std::vector<std::string>& extra) const {
+    return Finish(Launch(name, extra));
   }
-  // Ends a process started ahead of its turn that will not be released.
-  void Abandon(Launched& l) const;
   void PrepareEngine();
   bool PortableFitsBesideResume(const WorkerRun& a) const;
   // B's checkpoint, read and hashed here (checkpoint_verify.h); nullopt when B announced none.
   std::optional<VerifiedCheckpoint> VerifyCommitted(const WorkerRun& b) const;
   void CorruptLatestCheckpoint();
   // Runs B, C and D (and E when a resharded resume is judged) into `runs`.
-  void RunResume(Launched b_launched, RoundtripRuns& runs);
-
-  double SinceStart() const { return Seconds(epoch_); }
+  void RunResume(EngineProcess b_process, RoundtripRuns& runs);
 
   const RoundtripOptions& o_;
   const Project& project_;
-  Clock::time_point epoch_;  // the round trip's start: what each process's times count from
-  fs::path engine_dir_;      // a Python engine's verified package
+  EngineProcessSettings settings_;  // its epoch: the round trip's start
+  fs::path engine_dir_;             // a Python engine's verified package
   fs::path python_;
   fs::path spec_file_;
   std::string spec_sha256_;  // of the spec file as written
@@ -170,56 +121,26 @@ void RoundtripRunner::PrepareEngine() {
   python_ = fs::absolute(EnginePython(o_.python));  // the engine runs in the work directory
 }
 
-RoundtripRunner::Launched RoundtripRunner::Launch(const std::string& name,
-                                                  const std::vector<std::string>& extra,
-                                                  bool gated) const {
-  Launched l;
-  l.run.name = name;
+EngineProcess RoundtripRunner::Launch(const std::string& name,
+                                      const std::vector<std::string>& extra, bool gated) const {
+  EngineStart start;
+  start.name = name;
   std::vector<std::string> with_world = extra;
   if (o_.engine != "native" && std::find(extra.begin(), extra.end(), "--nproc") == extra.end())
     with_world.insert(with_world.end(), {"--nproc", std::to_string(o_.engine_nproc)});
-  l.argv_extra = with_world;
+  std::vector<std::string> argv_extra = with_world;  // its own options, after the common ones
+  start.held = gated;
   if (gated && o_.engine != "native") {
-    l.gate = o_.work_dir / (name + ".start");
-    std::error_code ec;
-    fs::remove(*l.gate, ec);
-    l.argv_extra.insert(l.argv_extra.end(), {"--start-after", l.gate->string()});
+    start.gate = o_.work_dir / (name + ".start");
+    argv_extra.insert(argv_extra.end(), {"--start-after", start.gate->string()});
   }
-  l.transcript = EngineTranscript(Expectation(with_world));
+  start.expectation = Expectation(with_world);
   if (const auto at = std::find(extra.begin(), extra.end(), "--final-state");
       at != extra.end() && at + 1 != extra.end())
-    l.final_state = *(at + 1);
-  if (!gated || l.gate) Spawn(l);
-  return l;
-}
-
-void RoundtripRunner::Spawn(Launched& l) const {
-  l.started = Clock::now();
-  l.run.spawned_s = l.run.started_s = SinceStart();
-  l.run.oom_kills_before = CgroupOomKills();
-  const std::string& name = l.run.name;
-  EngineLaunch launch = EngineCommand(o_.engine, python_, engine_dir_, o_.engine_sys_path,
-                                      CommonArgs(), l.argv_extra);
-  // CUDA refuses to start inside a new PID namespace in some sandboxes (cudaGetDeviceCount: error
-  // 304, "operation not supported on this OS", on the H200 machine of bench/results/
-  // 2026-12-02-h200-pilot-pass): an engine that may train on a GPU gets its own process group,
-  // and what holds its stdout after it ends is found through /proc and killed.
-  const bool may_use_gpu = BuiltTorchFlavour() != "cpu" && o_.device != "cpu";
-  ChildIsolation isolation{launch.env, launch.clean_env, launch.python,
-                           launch.python && !may_use_gpu, launch.cwd};
-  l.child = std::make_unique<Child>(launch.argv, o_.work_dir / (name + ".stderr"), isolation);
-  l.run.pid = l.child->pid();
-  l.rss = std::make_unique<RssSampler>(l.run.pid);
-}
-
-void RoundtripRunner::Release(Launched& l) const {
-  if (!l.child) {
-    Spawn(l);
-    return;
-  }
-  if (l.gate) WriteFileAtomically(*l.gate, "");
-  l.started = Clock::now();
-  l.run.started_s = SinceStart();
+    start.final_state = *(at + 1);
+  start.command =
+      EngineCommand(o_.engine, python_, engine_dir_, o_.engine_sys_path, CommonArgs(), argv_extra);
+  return EngineProcess(settings_, std::move(start));
 }
 
 // What the lock says each process's hello must say: its engine, the torch of its targets (a
@@ -237,139 +158,13 @@ EngineExpectation RoundtripRunner::Expectation(const std::vector<std::string>& e
   return e;
 }
 
-// A process's event log, opened as a regular file of ours: whatever an engine planted at its
-// name in the work directory (a FIFO would block the open, a link would write elsewhere) is
-// removed first.
-std::unique_ptr<std::ofstream> OpenEventLog(const fs::path& file) {
-  std::error_code ec;
-  const fs::file_status status = fs::symlink_status(file, ec);
-  if (fs::exists(status) && !fs::is_regular_file(status)) fs::remove(file, ec);
-  return std::make_unique<std::ofstream>(file);
-}
-
-// Reads what is there of `l`'s output, waiting at most one watch slice; false once its
-// output is done (ended, capped, broken, or left held by something it started).
-bool RoundtripRunner::ReadSome(Launched& l, Preempt preempt) const {
-  WorkerRun& run = l.run;
-  const auto deadline = l.started + std::chrono::seconds(o_.timeout_s);
-  if (l.output_done || Clock::now() >= deadline) return Done(l);
-  if (!l.log) l.log = OpenEventLog(o_.work_dir / (run.name + ".jsonl"));
-  auto line = l.child->ReadLine(std::min(deadline, Clock::now() + kEngineWatchSlice));
-  if (l.child->StderrBytes() > kMaxChildStderrBytes) {
-    l.transcript.Violate("its stderr passed " + std::to_string(kMaxChildStderrBytes >> 20) +
-                         " MiB");
-    return Done(l);
-  }
-  if (!line) {
-    if (l.child->OutputEnded()) return Done(l);
-    // Exited, but something it started holds its stdout: that one is not waited for.
-    if (!l.exited_at && l.child->Exited()) l.exited_at = Clock::now();
-    if (l.exited_at && Clock::now() - *l.exited_at > kEngineLeftoverGrace) return Done(l);
-    return true;
-  }
-  l.logged += line->size() + 1;
-  if (l.logged > kMaxEngineOutputBytes) {
-    l.transcript.Violate("its output passed " + std::to_string(kMaxEngineOutputBytes >> 20) +
-                         " MiB");
-    return Done(l);
-  }
-  if (line->size() <= kMaxEngineLineBytes) *l.log << *line << "\n";
-  const std::string event = l.transcript.Add(*line);
-  if (!event.empty() && !run.first_event_s.contains(event))
-    run.first_event_s[event] = Seconds(l.started);
-  if (event == kEventStep && l.transcript.LastCheckpoint("started")) l.stepped_after_save = true;
-  if (!l.transcript.violation().empty()) return Done(l);  // nothing more it says counts
-  if (event == kEventCheckpoint && !run.killed_by_us && ShouldPreempt(l.transcript, preempt)) {
-    l.child->Kill();
-    run.killed_by_us = true;
-  }
-  return true;
-}
-
-bool RoundtripRunner::Done(Launched& l) const {
-  if (l.output_done) return false;
-  if (!l.transcript.violation().empty()) l.child->Kill();
-  l.output_done = true;
-  l.output_done_at = Clock::now();
-  l.run.ended_s = SinceStart();
-  return false;
-}
-
-// Whether the checkpoint events so far are where `preempt` says the process dies.
-bool RoundtripRunner::ShouldPreempt(const EngineTranscript& t, Preempt preempt) const {
-  const bool committed = t.LastCheckpoint("committed").has_value();
-  const std::optional<int64_t> started = t.LastCheckpoint("started");
-  return (preempt == Preempt::kAfterCommit && committed) ||
-         (preempt == Preempt::kDuringSave && committed && started && *started > o_.checkpoint_at);
-}
-
-WorkerRun RoundtripRunner::Finish(Launched l, Preempt preempt, double* seconds) const {
-  while (ReadSome(l, preempt)) {
-  }
-  WorkerRun run = Collect(l);
-  if (seconds) *seconds = run.seconds;
-  return run;
-}
-
-std::pair<WorkerRun, WorkerRun> RoundtripRunner::FinishBoth(Launched first, Launched second) const {
-  bool first_open = true, second_open = true;
-  while (first_open || second_open) {
-    if (first_open) first_open = ReadSome(first, Preempt::kNever);
-    if (second_open) second_open = ReadSome(second, Preempt::kNever);
-  }
-  // The one whose output ended first is collected first: its seconds end when it did.
-  WorkerRun a = Collect(first);
-  WorkerRun b = Collect(second);
-  return {std::move(a), std::move(b)};
-}
-
-// After its output is done: waits for `l`, ends what it left, and folds what it said.
-WorkerRun RoundtripRunner::Collect(Launched& l) const {
-  WorkerRun run = std::move(l.run);
-  l.log.reset();
-  run.exit_code = l.child->Wait(l.started + std::chrono::seconds(o_.timeout_s));
-  if (l.child->stderr_capped()) {  // after its stdout ended, still writing stderr: stopped
-    if (!run.exit_code) run.exit_code = 128 + SIGKILL;  // or it ended by itself over the cap
-    l.transcript.Violate("its stderr passed " + std::to_string(kMaxChildStderrBytes >> 20) +
-                         " MiB");
-  }
-  l.child->KillLeftovers();  // what it started ends with it (a daemon holding its stdout too)
-  run.seconds = std::chrono::duration<double>(l.output_done_at - l.started).count();
-  run.peak_rss_bytes = l.rss->peak_bytes();
-  l.rss.reset();
-  run.oom_kills_after = CgroupOomKills();
-  l.transcript.End(run.exit_code == 0 && !run.killed_by_us);
-  run.result = l.transcript.result();
-  if (!l.transcript.violation().empty()) {
-    // Nothing this process said counts: its result is the violation.
-    ErrorEvent broke;
-    broke.kind = kErrorProtocol;
-    broke.message =
-        "process " + run.name + " broke the engine protocol: " + l.transcript.violation();
-    run.result.error = broke;
-  }
-  run.stderr_tail = TailOfFile(o_.work_dir / (run.name + ".stderr"), 5);
-  if (l.final_state) ReadFinalState(*l.final_state, run);
-  return run;
-}
-
-// Digests the state file `run` was told to write. A large one is deleted once digested: the
-// next process's state must fit beside the checkpoints, and only small states are diffed.
-void RoundtripRunner::ReadFinalState(const fs::path& file, WorkerRun& run) const {
-  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
-  run.state = DigestStateFile(file, threads);
-  std::error_code ec;
-  if (run.state->problem.empty() && run.state->bytes <= kKeptStateBytes) {
-    run.state_file = file;
-  } else if (fs::is_regular_file(fs::symlink_status(file, ec))) {
-    fs::remove(file, ec);
-  }
-}
-
-void RoundtripRunner::Abandon(Launched& l) const {
-  if (!l.child) return;  // a native process waits unspawned
-  l.child->Kill();
-  l.child->KillLeftovers();
+PreemptWhen RoundtripRunner::PreemptB() const {
+  if (!o_.kill_during_save) return CommittedACheckpoint;
+  const int64_t checkpoint_at = o_.checkpoint_at;
+  return [checkpoint_at](const EngineTranscript& t) {
+    const std::optional<int64_t> started = t.LastCheckpoint("started");
+    return CommittedACheckpoint(t) && started && *started > checkpoint_at;
+  };
 }
 
 // The step directory of the checkpoint the coordinator asked B for (--save-at), whatever B said
@@ -380,7 +175,7 @@ std::optional<VerifiedCheckpoint> RoundtripRunner::VerifyCommitted(const WorkerR
   const CommitRecord record =
       o_.engine == "native" ? CommitRecord::kNativeManifest : CommitRecord::kPythonMarker;
   return VerifyCheckpoint(o_.checkpoint_root, o_.checkpoint_at, record, IoThreads(),
-                          Clock::now() + std::chrono::seconds(o_.timeout_s));
+                          std::chrono::steady_clock::now() + std::chrono::seconds(o_.timeout_s));
 }
 
 // The portable process (D) only evaluates, so it can share the device with the resumed one
@@ -427,51 +222,51 @@ void RoundtripRunner::CorruptLatestCheckpoint() {
 // when they fit) and finishes them; when the checkpoint does not verify, C and D are ended
 // unreleased. No process is released, and no native one spawned, before the one it follows has
 // ended and its checkpoint verified.
-void RoundtripRunner::RunResume(Launched b_launched, RoundtripRuns& out) {
-  Release(b_launched);
+void RoundtripRunner::RunResume(EngineProcess b_process, RoundtripRuns& out) {
+  b_process.Release();
   std::vector<std::string> c_args = {"--steps", std::to_string(o_.steps), "--restore",
                                      "--final-state",
                                      (o_.work_dir / "c-final.safetensors").string()};
   if (o_.negative_control == NegativeControl::kSkipRngRestore) c_args.push_back("--no-restore-rng");
   if (o_.negative_control == NegativeControl::kSkipDataRestore)
     c_args.push_back("--no-restore-data");
-  const Preempt b_preempt = o_.kill_during_save ? Preempt::kDuringSave : Preempt::kAfterCommit;
+  const PreemptWhen b_preempt = PreemptB();
   // C and D only read the committed checkpoint: run them side by side when they fit, both
   // started (and their imports done) while B writes its checkpoint; neither reads anything
   // before release. They start once B has stepped after its save began, so their imports do
   // not share the host with the save's staging (the part of a save that holds training up).
-  while (!b_launched.stepped_after_save && ReadSome(b_launched, b_preempt)) {
+  while (!b_process.stepped_after_save() && b_process.Watch(b_preempt)) {
   }
   out.beside = PortableFitsBesideResume(out.a);
-  Launched c_launched = Launch("c-resumed", c_args, /*gated=*/true);
-  std::optional<Launched> d_launched;
-  if (out.beside) d_launched = Launch("d-portable", {"--role", "portable"}, /*gated=*/true);
-  out.b = Finish(std::move(b_launched), b_preempt, &out.b_s);
+  EngineProcess c_process = Launch("c-resumed", c_args, /*gated=*/true);
+  std::optional<EngineProcess> d_process;
+  if (out.beside) d_process = Launch("d-portable", {"--role", "portable"}, /*gated=*/true);
+  out.b = Finish(std::move(b_process), b_preempt);
+  out.b_s = out.b.seconds;
   out.checkpoint = VerifyCommitted(out.b);
   if (!out.checkpoint || !out.checkpoint->problem.empty()) {
     // Nothing verified to restore: C and D are never released, and nothing runs after them.
-    Abandon(c_launched);
-    if (d_launched) Abandon(*d_launched);
+    c_process.Abandon();
+    if (d_process) d_process->Abandon();
     return;
   }
   // The negative control damages the checkpoint after the coordinator verified it: what it
   // proves is that the engine's own restore refuses it.
   if (o_.negative_control == NegativeControl::kCorruptCheckpoint && out.b.killed_by_us)
     CorruptLatestCheckpoint();
-  Release(c_launched);
+  c_process.Release();
   if (out.beside) {
-    Release(*d_launched);
-    std::tie(out.c, out.d) = FinishBoth(std::move(c_launched), std::move(*d_launched));
+    d_process->Release();
+    std::tie(out.c, out.d) = FinishBoth(std::move(c_process), std::move(*d_process));
   } else {
-    out.c = Finish(std::move(c_launched), Preempt::kNever, nullptr);
-    out.d = Start("d-portable", {"--role", "portable"}, Preempt::kNever, nullptr);
+    out.c = Finish(std::move(c_process));
+    out.d = Start("d-portable", {"--role", "portable"});
   }
   if (o_.reshard_to > 0 && Selected(o_.only, {"train.roundtrip"})) {
-    out.e = Start(
-        "e-resharded",
-        {"--steps", std::to_string(o_.steps), "--restore", "--nproc", std::to_string(o_.reshard_to),
-         "--final-state", (o_.work_dir / "e-final.safetensors").string()},
-        Preempt::kNever, &out.e_s);
+    out.e = Start("e-resharded", {"--steps", std::to_string(o_.steps), "--restore", "--nproc",
+                                  std::to_string(o_.reshard_to), "--final-state",
+                                  (o_.work_dir / "e-final.safetensors").string()});
+    out.e_s = out.e->seconds;
   }
 }
 
@@ -493,7 +288,7 @@ RoundtripRuns RoundtripRunner::Run() {
   // NVML samples every GPU the processes train on (a resharded E's too) while they train.
   TelemetryWindow telemetry(o_.device, std::max(o_.engine_nproc, o_.reshard_to));
   const std::string steps = std::to_string(o_.steps), at = std::to_string(o_.checkpoint_at);
-  Launched a_launched =
+  EngineProcess a_process =
       Launch("a-uninterrupted",
              {"--steps", steps, "--measure-step", std::to_string(std::min<int64_t>(2, o_.steps)),
               "--final-state", (o_.work_dir / "a-final.safetensors").string()});
@@ -506,12 +301,13 @@ RoundtripRuns RoundtripRunner::Run() {
   }
   // B does its imports while A trains (a native B is spawned at its release); it is ended
   // unreleased when A decides there is no B.
-  std::optional<Launched> b_launched;
-  if (!o_.step_only) b_launched = Launch("b-preempted", b_args, /*gated=*/true);
-  runs.a = Finish(std::move(a_launched), Preempt::kNever, &runs.a_s);
+  std::optional<EngineProcess> b_process;
+  if (!o_.step_only) b_process = Launch("b-preempted", b_args, /*gated=*/true);
+  runs.a = Finish(std::move(a_process));
+  runs.a_s = runs.a.seconds;
   const std::string trained_on = runs.a.result.said.device.value_or("");
   runs.decided_by_a = DecidedByA({o_, project_, python_}, runs.a);
-  if (!runs.decided_by_a) RunResume(std::move(*b_launched), runs);
+  if (!runs.decided_by_a) RunResume(std::move(*b_process), runs);
   runs.telemetry = telemetry.Finish(trained_on);
   return runs;
 }

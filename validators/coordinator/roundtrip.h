@@ -1,5 +1,6 @@
-// The train -> checkpoint -> kill -> restore -> resume test, in two halves: roundtrip.cc runs
-// the engine's processes A to E (starting them, preempting the saving one with SIGKILL) into
+// The train -> checkpoint -> kill -> restore -> resume test, in two halves: roundtrip.cc's plan
+// runs the engine's processes A to E (deciding which run, in which order and where the saving
+// one is preempted with SIGKILL; engine_process.h starts, watches, kills and collects each) into
 // a value of what they did (roundtrip_runs.h), and roundtrip_checks.h's free functions judge
 // that value into the train.step, train.roundtrip, train.eval and ckpt.portable checks.
 #pragma once

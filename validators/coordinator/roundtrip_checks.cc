@@ -379,7 +379,7 @@ struct NotComparable {
 // (then C and D were never started), or when B announced its checkpoint somewhere else than
 // the step directory the coordinator verified; nullopt when neither.
 std::optional<NotComparable> CheckpointNotVerified(const JudgeInputs& in, const RoundtripRuns& r) {
-  const std::string stderr_file = (in.o.work_dir / (r.b.name + ".stderr")).string();
+  const std::string stderr_file = r.b.stderr_file.string();
   if (const std::string problem = CheckpointProblem(r.b, r.checkpoint); !problem.empty()) {
     return NotComparable{false, problem + "; the resumed and portable processes were not started",
                          "an engine may say `committed` only once its save wrote every file its "
@@ -453,7 +453,7 @@ std::optional<NotComparable> RoundtripNotComparable(const JudgeInputs& in, const
               ": the round trip is judged from the states the processes wrote, "
               "never from digests they print",
           "the engine must write its final state (safetensors) to --final-state; see " +
-              (in.o.work_dir / (run->name + ".stderr")).string());
+              run->stderr_file.string());
     }
   }
   return std::nullopt;

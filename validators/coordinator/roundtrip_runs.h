@@ -1,6 +1,6 @@
-// What the round trip's processes did: the value roundtrip.cc's runner fills as it runs
-// processes A to E, and the only thing roundtrip_checks.h's checks judge (with the options and
-// the config the processes ran with).
+// What the round trip's processes did: the value roundtrip.cc's plan fills as it runs
+// processes A to E (each collected by engine_process.h), and the only thing roundtrip_checks.h's
+// checks judge (with the options and the config the processes ran with).
 #pragma once
 
 #include <cstdint>
@@ -21,9 +21,10 @@ namespace trainlock::validate {
 struct WorkerRun {
   std::string name;
   int pid = -1;
-  std::optional<int> exit_code;  // nullopt: timed out
-  EngineFold result;             // what it said (its error, when it broke the protocol)
-  std::string stderr_tail;
+  std::optional<int> exit_code;       // nullopt: timed out
+  EngineFold result;                  // what it said (its error, when it broke the protocol)
+  std::filesystem::path stderr_file;  // where the coordinator kept its stderr
+  std::string stderr_tail;            // that file's last lines
   bool killed_by_us = false;
   uint64_t peak_rss_bytes = 0;                                // sampled while it ran
   std::optional<uint64_t> oom_kills_before, oom_kills_after;  // the cgroup's OOM-killer count
