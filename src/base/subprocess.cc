@@ -72,8 +72,8 @@ int OpenForChild(const std::filesystem::path& file, int flags, Fd* fd, bool regu
   int e = EINVAL;
   for (int attempt = 0; attempt < kPlantedFileAttempts; ++attempt) {
     const int exclusive = attempt > 0 ? O_EXCL : 0;  // after a removal: only a file of ours
-    *fd = AboveStdio(::open(file.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | exclusive | O_CLOEXEC,
-                            0644));
+    *fd = AboveStdio(
+        ::open(file.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | exclusive | O_CLOEXEC, 0644));
     e = fd->get() < 0 ? errno : 0;
     struct stat st {};
     if (e == 0 && ::fstat(fd->get(), &st) == 0 && S_ISREG(st.st_mode)) return 0;

@@ -44,8 +44,7 @@ class LockfileReader {
   const toml::table* EntryTable(TomlFields& f, const toml::node& element, std::string_view key,
                                 const char* shape) {
     const toml::table* t = element.as_table();
-    if (!t)
-      f.Error(PosOf(element), "'" + f.Qualified(key) + "' entries must be tables", shape);
+    if (!t) f.Error(PosOf(element), "'" + f.Qualified(key) + "' entries must be tables", shape);
     return t;
   }
   void CheckRelativePath(TomlFields& f, std::string_view key, const std::string& value,

@@ -60,8 +60,8 @@ void LockfileReader::ReadDebs(TomlFields& f, Target& target) {
   if (!debs) return;
   std::set<std::string> names;
   for (const toml::node& element : *debs) {
-    const toml::table* t =
-        EntryTable(f, element, "debs", "a lock lists each Debian package as { name, version, file, sha256 }");
+    const toml::table* t = EntryTable(
+        f, element, "debs", "a lock lists each Debian package as { name, version, file, sha256 }");
     if (!t) continue;
     TomlFields w = Fields(*t, f.Qualified("debs"));
     DebianPackage deb;

@@ -48,8 +48,8 @@ void LockfileReader::ReadWheels(TomlFields& f, Target& target) {
   target.wheels.emplace();
   std::set<std::string> names;
   for (const toml::node& element : *wheels) {
-    const toml::table* t =
-        EntryTable(f, element, "wheels", "a lock lists each wheel as { name, version, file, sha256, index }");
+    const toml::table* t = EntryTable(
+        f, element, "wheels", "a lock lists each wheel as { name, version, file, sha256, index }");
     if (!t) continue;
     TomlFields w = Fields(*t, f.Qualified("wheels"));
     PythonWheel wheel;

@@ -94,6 +94,7 @@ EVENTS = {
         "slowest_rank",
         "slowest_to_median",
         "artifacts",
+        "straggler_margin",
     ),
     "checkpoint": (
         "phase",
