@@ -47,6 +47,17 @@ class LockfileReader {
     if (!t) f.Error(PosOf(element), "'" + f.Qualified(key) + "' entries must be tables", shape);
     return t;
   }
+  // The members every pinned download of a target has (a wheel, a .deb): name, version, file
+  // and sha256, each required, the hash checked.
+  template <class Download>
+  void ReadDownload(TomlFields& w, Download& d) {
+    d.name = w.String("name", Need::kRequired).value_or("");
+    d.version = w.String("version", Need::kRequired).value_or("");
+    d.file = w.String("file", Need::kRequired).value_or("");
+    auto sha = w.String("sha256", Need::kRequired);
+    CheckSha256(w, "sha256", sha);
+    d.sha256 = sha.value_or("");
+  }
   void CheckRelativePath(TomlFields& f, std::string_view key, const std::string& value,
                          SourcePos pos);
   void CheckImagePath(TomlFields& f, std::string_view key, const std::string& value);

@@ -65,12 +65,7 @@ void LockfileReader::ReadDebs(TomlFields& f, Target& target) {
     if (!t) continue;
     TomlFields w = Fields(*t, f.Qualified("debs"));
     DebianPackage deb;
-    deb.name = w.String("name", Need::kRequired).value_or("");
-    deb.version = w.String("version", Need::kRequired).value_or("");
-    deb.file = w.String("file", Need::kRequired).value_or("");
-    auto sha = w.String("sha256", Need::kRequired);
-    CheckSha256(w, "sha256", sha);
-    deb.sha256 = sha.value_or("");
+    ReadDownload(w, deb);
     if (!deb.name.empty() && !IsDebianPackageName(deb.name)) {
       w.Error(w.Pos("name"), "'" + w.Qualified("name") + "' = " + Quoted(deb.name) +
                                  " is not a Debian package name");

@@ -53,12 +53,7 @@ void LockfileReader::ReadWheels(TomlFields& f, Target& target) {
     if (!t) continue;
     TomlFields w = Fields(*t, f.Qualified("wheels"));
     PythonWheel wheel;
-    wheel.name = w.String("name", Need::kRequired).value_or("");
-    wheel.version = w.String("version", Need::kRequired).value_or("");
-    wheel.file = w.String("file", Need::kRequired).value_or("");
-    auto sha = w.String("sha256", Need::kRequired);
-    CheckSha256(w, "sha256", sha);
-    wheel.sha256 = sha.value_or("");
+    ReadDownload(w, wheel);
     wheel.index = w.String("index", Need::kRequired).value_or("");
     // Each value goes into requirements.txt and the Containerfile: checked against its grammar
     // here, so that a crafted lock cannot add a line (a newline in a name) or an option.
