@@ -448,12 +448,13 @@ fs::path CommittedCheckpoint(const fs::path& dir) {
 }
 
 // A stand-in that replays the recorded events of a passing ddp round trip
-// (tests/engines/transcripts) for every process, A and C their losses and a `state` event, B
-// its steps and the commit of step 3, D the restore of step 3 and its eval: every event a pass
-// needs, and no training. Of the files a pass needs it writes what it is given: A and C the
-// final state `state` (nothing when empty), B the step directory `checkpoint` (copied into the
-// checkpoint root before it says `committed`; nothing when empty). Each gated process waits
-// for its release, as the engine does.
+// (tests/engines/transcripts) for every process, B (the uninterrupted reference too) and C their
+// losses, measurement and a `state` event, B also the commit of step 3 before it waits for its
+// kill, D the restore of step 3 and its eval: every event a pass needs, and no training. Of the
+// files a pass needs it writes what it is given: B and C the final state `state` (nothing when
+// empty), B the step directory `checkpoint` (copied into the checkpoint root before it says
+// `committed`; nothing when empty). Each gated process waits for its release, as the engine
+// does.
 std::string ReplayedRoundTrip(const fs::path& state, const fs::path& checkpoint) {
   const std::string dir = (testing::SourceDir() / "tests/engines/transcripts").string();
   const std::string without_hello = " | grep -v '\"event\": *\"hello\"'";
@@ -468,8 +469,8 @@ std::string ReplayedRoundTrip(const fs::path& state, const fs::path& checkpoint)
          SayLine(R"({"event":"restored","step":3,"bytes":1468660,"seconds":0.1})") + "; " +
          SayLine(R"({"event":"eval","when":"portable","loss":5.4283881187438965})") + "; " +
          SayLine(R"({"event":"done"})") + ";;\n  *--restore*) " + write_state + "cat " + dir +
-         "/ddp-resumed.jsonl" + without_hello + ";;\n  *--save-at*) grep -E '\"step\":[123],' " +
-         dir + "/ddp-uninterrupted.jsonl | grep step; " +
+         "/ddp-resumed.jsonl" + without_hello + ";;\n  *--save-at*) " + write_state + "cat " + dir +
+         "/ddp-uninterrupted.jsonl" + without_hello + " | grep -v '\"event\": *\"done\"'; " +
          SayLine(R"({"event":"eval","when":"after_save","loss":5.4283881187438965})") + "; " +
          plant +
          "printf '{\"event\":\"checkpoint\",\"phase\":\"committed\",\"step\":3,\"dir\":\"%s\","
@@ -479,7 +480,7 @@ std::string ReplayedRoundTrip(const fs::path& state, const fs::path& checkpoint)
 }
 
 // A validation with the stand-in: B writes a committed step directory that `plant` (when
-// given) then damages, or none; A and C write the same final state, or none.
+// given) then damages, or none; B and C write the same final state, or none.
 struct CheckpointRun {
   IsolatedRun run;
   fs::path step_dir;  // where B's checkpoint had to be: CHECKPOINT_ROOT/step-00000003
@@ -554,7 +555,7 @@ TEST(HostileEngine, AStandInThatReplaysAPassingRunWithoutWritingItsStateFailsThe
   EXPECT_EQ(r.run.run.exit_code, 1) << r.run.run.out << r.run.run.err;
   const nlohmann::json& roundtrip = r.check("train.roundtrip");
   EXPECT_EQ(roundtrip["status"], "fail") << roundtrip.dump();
-  EXPECT_NE(r.summary("train.roundtrip").find("a-uninterrupted's final state: "), std::string::npos)
+  EXPECT_NE(r.summary("train.roundtrip").find("b-preempted's final state: "), std::string::npos)
       << r.summary("train.roundtrip");
   EXPECT_NE(r.summary("train.roundtrip").find("never from digests they print"), std::string::npos);
   // Everything else the stand-in said agrees with a pass: only the missing files fail it.

@@ -41,19 +41,6 @@ std::unique_ptr<std::ofstream> OpenEventLog(const fs::path& file) {
   return std::make_unique<std::ofstream>(file);
 }
 
-// Digests the state file `run` was told to write. A large one is deleted once digested: the
-// next process's state must fit beside the checkpoints, and only small states are diffed.
-void ReadFinalState(const fs::path& file, WorkerRun& run) {
-  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
-  run.state = DigestStateFile(file, threads);
-  std::error_code ec;
-  if (run.state->problem.empty() && run.state->bytes <= kKeptStateBytes) {
-    run.state_file = file;
-  } else if (fs::is_regular_file(fs::symlink_status(file, ec))) {
-    fs::remove(file, ec);
-  }
-}
-
 // A cap's violation, as the transcript records it.
 std::string CapPassed(const char* what, uint64_t cap) {
   return std::string("its ") + what + " passed " + std::to_string(cap >> 20) + " MiB";
@@ -94,6 +81,7 @@ void EngineProcess::Spawn() {
 }
 
 void EngineProcess::Release() {
+  if (!start_.held) return;  // started at its turn: running already
   if (!child_) {
     Spawn();
     return;
@@ -130,7 +118,7 @@ bool EngineProcess::Watch(const PreemptWhen& preempt) {
     run_.first_event_s[event] = Seconds(started_);
   if (event == kEventStep && transcript_.LastCheckpoint("started")) stepped_after_save_ = true;
   if (!transcript_.violation().empty()) return Done();  // nothing more it says counts
-  if (event == kEventCheckpoint && !run_.killed_by_us && preempt && preempt(transcript_)) {
+  if (!event.empty() && !run_.killed_by_us && preempt && preempt(transcript_)) {
     child_->Kill();
     run_.killed_by_us = true;
   }
@@ -170,7 +158,7 @@ WorkerRun EngineProcess::Collect() {
     run.result.error = broke;
   }
   run.stderr_tail = TailOfFile(run.stderr_file, 5);
-  if (start_.final_state) ReadFinalState(*start_.final_state, run);
+  if (start_.final_state && !start_.digest_state_later) DigestFinalState(*start_.final_state, run);
   return run;
 }
 
@@ -178,6 +166,19 @@ void EngineProcess::Abandon() {
   if (!child_) return;  // a native process waits unspawned
   child_->Kill();
   child_->KillLeftovers();
+}
+
+// A large state is deleted once digested: the next process's state must fit beside the
+// checkpoints, and only small states are diffed.
+void DigestFinalState(const fs::path& file, WorkerRun& run) {
+  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+  run.state = DigestStateFile(file, threads);
+  std::error_code ec;
+  if (run.state->problem.empty() && run.state->bytes <= kKeptStateBytes) {
+    run.state_file = file;
+  } else if (fs::is_regular_file(fs::symlink_status(file, ec))) {
+    fs::remove(file, ec);
+  }
 }
 
 WorkerRun Finish(EngineProcess process, const PreemptWhen& preempt) {

@@ -41,8 +41,10 @@ struct EngineStart {
   std::string name;  // its name in the report and of its files
   EngineLaunch command;
   EngineExpectation expectation;  // what its hello must say
-  // The state file its command tells it to write (--final-state), digested when it is collected.
+  // The state file its command tells it to write (--final-state), digested when it is collected
+  // unless the plan digests it itself (DigestFinalState) beside the next process.
   std::optional<std::filesystem::path> final_state;
+  bool digest_state_later = false;
   // Started ahead of its turn: it starts training only at Release. With a gate (a Python engine
   // told --start-after GATE) it is spawned now, does its imports and waits for the gate file;
   // without one (the native worker, which starts in a second) it is spawned at Release.
@@ -50,8 +52,8 @@ struct EngineStart {
   std::optional<std::filesystem::path> gate;
 };
 
-// Whether the process is to die now (SIGKILL), asked at each checkpoint event with what it has
-// said so far; an empty predicate never preempts.
+// Whether the process is to die now (SIGKILL), asked at each event with what it has said so far;
+// an empty predicate never preempts.
 using PreemptWhen = std::function<bool(const EngineTranscript&)>;
 
 class EngineProcess {
@@ -63,7 +65,7 @@ class EngineProcess {
   EngineProcess& operator=(EngineProcess&&) = default;
 
   // Lets a held process go (spawning it if it waits unspawned); its times and its deadline
-  // count from now.
+  // count from now. A process started at its turn runs already: nothing changes.
   void Release();
   // Reads what is there of its output into its transcript and event log, waiting at most one
   // watch slice, and SIGKILLs it at a checkpoint event where `preempt` says. False once its
@@ -97,6 +99,10 @@ class EngineProcess {
   std::chrono::steady_clock::time_point output_done_at_;
   bool stepped_after_save_ = false;
 };
+
+// Digests the state file `run`'s process was told to write into run.state (state_file.h); a large
+// one is deleted once digested. Collect calls it, or the plan for a digest_state_later process.
+void DigestFinalState(const std::filesystem::path& file, WorkerRun& run);
 
 // Watches `process` until its output is done (preempting it as `preempt` says) and collects it.
 WorkerRun Finish(EngineProcess process, const PreemptWhen& preempt = {});

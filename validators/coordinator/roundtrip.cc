@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <future>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -61,7 +62,7 @@ class RoundtripRunner {
   // still runs. The native worker has no gate to wait at (and starts in a second): a gated one
   // is spawned at its release.
   EngineProcess Launch(const std::string& name, const std::vector<std::string>& extra,
-                       bool gated = false) const;
+                       bool gated = false, bool digest_state_later = false) const;
   EngineExpectation Expectation(const std::vector<std::string>& extra) const;
   // When B dies: once its checkpoint is committed, or with --kill-during-save as soon as a
   // later save begins.
@@ -71,11 +72,20 @@ class RoundtripRunner {
   }
   void PrepareEngine();
   bool PortableFitsBesideResume(const WorkerRun& a) const;
+  // The saving process B is also the reference A would be (it trains every step, measures the
+  // step and writes its final state before it is killed), except with --kill-during-save, where
+  // B dies mid-save, and with --only train.step, where nothing saves.
+  bool SavingRunIsReference() const { return !o_.kill_during_save && !o_.step_only; }
+  // B's options: a save at checkpoint_at (and with --kill-during-save a second one, killed
+  // mid-write), and when it is the reference A's measurement and final state too.
+  std::vector<std::string> SavingArgs() const;
   // B's checkpoint, read and hashed here (checkpoint_verify.h); nullopt when B announced none.
   std::optional<VerifiedCheckpoint> VerifyCommitted(const WorkerRun& b) const;
   void CorruptLatestCheckpoint();
   // Runs B, C and D (and E when a resharded resume is judged) into `runs`.
   void RunResume(EngineProcess b_process, RoundtripRuns& runs);
+  // Runs A, then B, C and D behind it (--kill-during-save, --only train.step).
+  void RunBehindReference(RoundtripRuns& runs);
 
   const RoundtripOptions& o_;
   const Project& project_;
@@ -122,9 +132,11 @@ void RoundtripRunner::PrepareEngine() {
 }
 
 EngineProcess RoundtripRunner::Launch(const std::string& name,
-                                      const std::vector<std::string>& extra, bool gated) const {
+                                      const std::vector<std::string>& extra, bool gated,
+                                      bool digest_state_later) const {
   EngineStart start;
   start.name = name;
+  start.digest_state_later = digest_state_later;
   std::vector<std::string> with_world = extra;
   if (o_.engine != "native" && std::find(extra.begin(), extra.end(), "--nproc") == extra.end())
     with_world.insert(with_world.end(), {"--nproc", std::to_string(o_.engine_nproc)});
@@ -159,7 +171,13 @@ EngineExpectation RoundtripRunner::Expectation(const std::vector<std::string>& e
 }
 
 PreemptWhen RoundtripRunner::PreemptB() const {
-  if (!o_.kill_during_save) return CommittedACheckpoint;
+  if (!o_.kill_during_save) {
+    // The saving run is also the reference: it dies once it has said everything A would have.
+    return [](const EngineTranscript& t) {
+      return CommittedACheckpoint(t) && t.result().final_state.has_value() &&
+             t.result().measurement.has_value();
+    };
+  }
   const int64_t checkpoint_at = o_.checkpoint_at;
   return [checkpoint_at](const EngineTranscript& t) {
     const std::optional<int64_t> started = t.LastCheckpoint("started");
@@ -217,37 +235,45 @@ void RoundtripRunner::CorruptLatestCheckpoint() {
   f.write(&byte, 1);
 }
 
-// Releases B (started gated while A ran), starts C and D gated once B's save is staged,
-// preempts B as the options say, verifies B's checkpoint, then releases C and D (side by side
-// when they fit) and finishes them; when the checkpoint does not verify, C and D are ended
-// unreleased. No process is released, and no native one spawned, before the one it follows has
-// ended and its checkpoint verified.
+// Releases B, starts C and D gated once B has stepped after its save began, preempts B as the
+// options say, verifies B's checkpoint, then releases C and D (side by side when they fit) and
+// finishes them; when the checkpoint does not verify, C and D are ended unreleased. No process is
+// released, and no native one spawned, before the one it follows has ended and its checkpoint
+// verified. When B is the reference it is runs.a too, and its final state is digested while C
+// runs (C's while D runs): the coordinator's hashing waits on no process.
 void RoundtripRunner::RunResume(EngineProcess b_process, RoundtripRuns& out) {
   b_process.Release();
+  const fs::path c_final = o_.work_dir / "c-final.safetensors";
   std::vector<std::string> c_args = {"--steps", std::to_string(o_.steps), "--restore",
-                                     "--final-state",
-                                     (o_.work_dir / "c-final.safetensors").string()};
+                                     "--final-state", c_final.string()};
   if (o_.negative_control == NegativeControl::kSkipRngRestore) c_args.push_back("--no-restore-rng");
   if (o_.negative_control == NegativeControl::kSkipDataRestore)
     c_args.push_back("--no-restore-data");
   const PreemptWhen b_preempt = PreemptB();
-  // C and D only read the committed checkpoint: run them side by side when they fit, both
-  // started (and their imports done) while B writes its checkpoint; neither reads anything
-  // before release. They start once B has stepped after its save began, so their imports do
-  // not share the host with the save's staging (the part of a save that holds training up).
+  // C and D only read the committed checkpoint; both are started (and their imports done) while
+  // B writes its checkpoint, and neither reads anything before release. They start once B has
+  // stepped after its save began, so their imports do not share the host with the save's
+  // staging (the part of a save that holds training up).
   while (!b_process.stepped_after_save() && b_process.Watch(b_preempt)) {
   }
-  out.beside = PortableFitsBesideResume(out.a);
-  EngineProcess c_process = Launch("c-resumed", c_args, /*gated=*/true);
-  std::optional<EngineProcess> d_process;
-  if (out.beside) d_process = Launch("d-portable", {"--role", "portable"}, /*gated=*/true);
+  EngineProcess c_process =
+      Launch("c-resumed", c_args, /*gated=*/true, /*digest_state_later=*/true);
+  EngineProcess d_process = Launch("d-portable", {"--role", "portable"}, /*gated=*/true);
   out.b = Finish(std::move(b_process), b_preempt);
   out.b_s = out.b.seconds;
-  out.checkpoint = VerifyCommitted(out.b);
-  if (!out.checkpoint || !out.checkpoint->problem.empty()) {
+  const bool b_is_a = SavingRunIsReference();
+  if (b_is_a) {
+    out.a = out.b;  // one process: the run that saved trained on, uninterrupted, to the end
+    out.a_s = out.b.seconds;
+    out.b_s = 0;
+    out.decided_by_a = DecidedByA({o_, project_, python_}, out.a);
+  }
+  if (!out.decided_by_a) out.checkpoint = VerifyCommitted(out.b);
+  if (out.decided_by_a || !out.checkpoint || !out.checkpoint->problem.empty()) {
     // Nothing verified to restore: C and D are never released, and nothing runs after them.
     c_process.Abandon();
-    if (d_process) d_process->Abandon();
+    d_process.Abandon();
+    if (b_is_a) DigestFinalState(o_.work_dir / "b-final.safetensors", out.a);
     return;
   }
   // The negative control damages the checkpoint after the coordinator verified it: what it
@@ -255,19 +281,65 @@ void RoundtripRunner::RunResume(EngineProcess b_process, RoundtripRuns& out) {
   if (o_.negative_control == NegativeControl::kCorruptCheckpoint && out.b.killed_by_us)
     CorruptLatestCheckpoint();
   c_process.Release();
+  std::future<void> a_state;
+  if (b_is_a) {
+    a_state = std::async(std::launch::async, [this, &out] {
+      DigestFinalState(o_.work_dir / "b-final.safetensors", out.a);
+    });
+  }
+  out.beside = PortableFitsBesideResume(out.a);
   if (out.beside) {
-    d_process->Release();
-    std::tie(out.c, out.d) = FinishBoth(std::move(c_process), std::move(*d_process));
+    d_process.Release();
+    std::tie(out.c, out.d) = FinishBoth(std::move(c_process), std::move(d_process));
+    DigestFinalState(c_final, out.c);
   } else {
     out.c = Finish(std::move(c_process));
-    out.d = Start("d-portable", {"--role", "portable"});
+    d_process.Release();
+    std::future<void> c_state =
+        std::async(std::launch::async, [&c_final, &out] { DigestFinalState(c_final, out.c); });
+    out.d = Finish(std::move(d_process));
+    c_state.get();
   }
+  if (a_state.valid()) a_state.get();
   if (o_.reshard_to > 0 && Selected(o_.only, {"train.roundtrip"})) {
     out.e = Start("e-resharded", {"--steps", std::to_string(o_.steps), "--restore", "--nproc",
                                   std::to_string(o_.reshard_to), "--final-state",
                                   (o_.work_dir / "e-final.safetensors").string()});
     out.e_s = out.e->seconds;
   }
+}
+
+std::vector<std::string> RoundtripRunner::SavingArgs() const {
+  std::vector<std::string> args = {"--steps", std::to_string(o_.steps), "--save-at",
+                                   std::to_string(o_.checkpoint_at)};
+  if (o_.kill_during_save) {
+    // A second save after the committed one, killed while it is being written: C must
+    // restore the committed checkpoint and never the torn one.
+    args.insert(args.end(), {"--save-at", std::to_string(o_.checkpoint_at + 1), "--async-save"});
+  }
+  if (SavingRunIsReference()) {
+    args.insert(args.end(), {"--measure-step", std::to_string(std::min<int64_t>(2, o_.steps)),
+                             "--final-state", (o_.work_dir / "b-final.safetensors").string()});
+    // A Python engine would exit once done; it waits for the SIGKILL as the native worker does
+    // after a save, so nothing a clean exit does can complete its checkpoint.
+    if (o_.engine != "native") args.push_back("--hold-until-killed");
+  }
+  return args;
+}
+
+void RoundtripRunner::RunBehindReference(RoundtripRuns& runs) {
+  EngineProcess a_process =
+      Launch("a-uninterrupted", {"--steps", std::to_string(o_.steps), "--measure-step",
+                                 std::to_string(std::min<int64_t>(2, o_.steps)), "--final-state",
+                                 (o_.work_dir / "a-final.safetensors").string()});
+  // B does its imports while A trains (a native B is spawned at its release); it is ended
+  // unreleased when A decides there is no B.
+  std::optional<EngineProcess> b_process;
+  if (!o_.step_only) b_process = Launch("b-preempted", SavingArgs(), /*gated=*/true);
+  runs.a = Finish(std::move(a_process));
+  runs.a_s = runs.a.seconds;
+  runs.decided_by_a = DecidedByA({o_, project_, python_}, runs.a);
+  if (!runs.decided_by_a) RunResume(std::move(*b_process), runs);
 }
 
 RoundtripRuns RoundtripRunner::Run() {
@@ -287,28 +359,13 @@ RoundtripRuns RoundtripRunner::Run() {
   runs.python = python_;
   // NVML samples every GPU the processes train on (a resharded E's too) while they train.
   TelemetryWindow telemetry(o_.device, std::max(o_.engine_nproc, o_.reshard_to));
-  const std::string steps = std::to_string(o_.steps), at = std::to_string(o_.checkpoint_at);
-  EngineProcess a_process =
-      Launch("a-uninterrupted",
-             {"--steps", steps, "--measure-step", std::to_string(std::min<int64_t>(2, o_.steps)),
-              "--final-state", (o_.work_dir / "a-final.safetensors").string()});
-  std::vector<std::string> b_args = {"--steps", steps, "--save-at", at};
-  if (o_.kill_during_save) {
-    // A second save after the committed one, killed while it is being written: C must
-    // restore the committed checkpoint and never the torn one.
-    b_args.insert(b_args.end(),
-                  {"--save-at", std::to_string(o_.checkpoint_at + 1), "--async-save"});
+  if (SavingRunIsReference()) {
+    RunResume(Launch("b-preempted", SavingArgs(), /*gated=*/false, /*digest_state_later=*/true),
+              runs);
+  } else {
+    RunBehindReference(runs);
   }
-  // B does its imports while A trains (a native B is spawned at its release); it is ended
-  // unreleased when A decides there is no B.
-  std::optional<EngineProcess> b_process;
-  if (!o_.step_only) b_process = Launch("b-preempted", b_args, /*gated=*/true);
-  runs.a = Finish(std::move(a_process));
-  runs.a_s = runs.a.seconds;
-  const std::string trained_on = runs.a.result.said.device.value_or("");
-  runs.decided_by_a = DecidedByA({o_, project_, python_}, runs.a);
-  if (!runs.decided_by_a) RunResume(std::move(*b_process), runs);
-  runs.telemetry = telemetry.Finish(trained_on);
+  runs.telemetry = telemetry.Finish(runs.a.result.said.device.value_or(""));
   return runs;
 }
 

@@ -524,8 +524,14 @@ CheckResult RoundtripCheck(const JudgeInputs& in, const RoundtripRuns& runs) {
   m.mode = "deterministic";  // every process of the round trip, for the bitwise check
   std::string summary;
   if (bitwise) {
-    summary = "resumed run is bitwise equal to the uninterrupted one after SIGKILL at step " +
-              std::to_string(in.o.checkpoint_at) + " of " + std::to_string(in.o.steps);
+    const std::string at = std::to_string(in.o.checkpoint_at), of = std::to_string(in.o.steps);
+    summary = a.pid == runs.b.pid
+                  ? "resumed run is bitwise equal to the uninterrupted one: the process that "
+                    "saved at step " +
+                        at + " trained on to step " + of +
+                        " and was killed with SIGKILL, a fresh one resumed from step " + at
+                  : "resumed run is bitwise equal to the uninterrupted one after SIGKILL at step " +
+                        at + " of " + of;
     if (in.o.engine != "native") summary += " (engine " + in.o.engine + ")";
     summary +=
         ": the final states the coordinator read from the processes' files, and the "

@@ -20,6 +20,7 @@
 #include "engines/native/async_checkpoint.h"
 #include "engines/native/checkpoint_state.h"
 #include "engines/native/model_loader.h"
+#include "engines/native/state_writer.h"
 #include "engines/native/trainer.h"
 #include "ops/custom_ops.h"
 #include "report/check_metrics.h"
@@ -365,19 +366,24 @@ int RunTrain(const WorkerOptions& o) {
     }
     if (checkpointer.Finished()) AnnounceCommitted(o, checkpointer);
   }
-  if (checkpointer.in_flight()) AnnounceCommitted(o, checkpointer);
+  // The final state is written while the checkpoint's upload goes on, and the step is measured
+  // in the run's mode only once the upload is done: no write shares the host with the timing.
   if (!o.final_state.empty()) {
     // The coordinator digests the file itself (coordinator/state_file.h): nothing printed here
     // stands in for it.
     const WrittenFile written =
-        WriteSafetensors(o.final_state, trainer->FinalState(/*on_device=*/true), {},
-                         /*durable=*/false);
+        WriteStateFile(o.final_state, trainer->FinalState(/*on_device=*/true));
     StateEvent state;
     state.step = trainer->step();
     state.bytes = static_cast<int64_t>(written.bytes);
     state.file = o.final_state.string();
     Emit(kEventState, ToJson(state));
   }
+  if (checkpointer.in_flight()) AnnounceCommitted(o, checkpointer);
+  // The saving worker never returns to say which pinned files it read: it says so here, before
+  // the measurement, after which the coordinator may kill it.
+  if (o.save_at > 0)
+    for (const ArtifactRow& row : VerifiedArtifacts()) Emit(kEventArtifact, ToJson(row));
   if (measurement) {
     Emit(kEventMeasurement, ToJson(MeasureInRunMode(
                                 *trainer, setup.spec.config.training.deterministic, *measurement)));

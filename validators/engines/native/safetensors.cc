@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -109,16 +110,17 @@ std::string SafetensorsDtype(at::ScalarType type) {
                 kExitEnvironment);
 }
 
-WrittenFile WriteSafetensors(const std::filesystem::path& file,
-                             const std::vector<NamedTensor>& tensors,
-                             const std::map<std::string, std::string>& metadata, bool durable) {
+std::vector<const NamedTensor*> SortedByName(const std::vector<NamedTensor>& tensors) {
   std::vector<const NamedTensor*> sorted;
   for (const NamedTensor& t : tensors) sorted.push_back(&t);
   std::sort(sorted.begin(), sorted.end(),
             [](const NamedTensor* a, const NamedTensor* b) { return a->name < b->name; });
+  return sorted;
+}
 
-  // The header needs only dtypes and shapes: tensors are copied to the host one at a time
-  // below, so a device-to-host copy overlaps the writes of other files' threads.
+SafetensorsLayout LayOutSafetensors(const std::vector<const NamedTensor*>& sorted,
+                                    const std::map<std::string, std::string>& metadata) {
+  // The header needs only dtypes and shapes, never the tensors' bytes.
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   // `"format": "pt"` always: older Hugging Face loaders (transformers' load_state_dict)
   // refuse a safetensors file whose metadata does not say it holds PyTorch tensors.
@@ -126,20 +128,34 @@ WrittenFile WriteSafetensors(const std::filesystem::path& file,
   with_format.emplace("format", "pt");
   header["__metadata__"] = with_format;
   uint64_t offset = 0;
+  std::vector<uint64_t> relative;
   for (const NamedTensor* t : sorted) {
     uint64_t bytes = static_cast<uint64_t>(t->tensor.numel()) * t->tensor.element_size();
     header[t->name] = {{"dtype", SafetensorsDtype(t->tensor.scalar_type())},
                        {"shape", t->tensor.sizes().vec()},
                        {"data_offsets", {offset, offset + bytes}}};
+    relative.push_back(offset);
     offset += bytes;
   }
   std::string header_text = header.dump();
   header_text.append((8 - header_text.size() % 8) % 8,
                      ' ');  // align the data to 8 bytes, as HF does
-  uint64_t length = header_text.size();
-  unsigned char prefix[8];
-  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>(length >> (8 * i));
+  const uint64_t length = header_text.size();
+  SafetensorsLayout layout;
+  for (int i = 0; i < 8; ++i) layout.prefix.push_back(static_cast<char>(length >> (8 * i)));
+  layout.prefix += header_text;
+  for (uint64_t at : relative) layout.data_at.push_back(layout.prefix.size() + at);
+  layout.file_bytes = layout.prefix.size() + offset;
+  return layout;
+}
 
+WrittenFile WriteSafetensors(const std::filesystem::path& file,
+                             const std::vector<NamedTensor>& tensors,
+                             const std::map<std::string, std::string>& metadata, bool durable) {
+  // Tensors are copied to the host one at a time below, so a device-to-host copy overlaps the
+  // writes of other files' threads.
+  const std::vector<const NamedTensor*> sorted = SortedByName(tensors);
+  const SafetensorsLayout layout = LayOutSafetensors(sorted, metadata);
   File out(file, O_WRONLY | O_CREAT | O_TRUNC);
   Sha256 hash;
   WrittenFile result;
@@ -158,8 +174,7 @@ WrittenFile WriteSafetensors(const std::filesystem::path& file,
       result.bytes += n;
     }
   };
-  emit(prefix, sizeof prefix);
-  emit(header_text.data(), header_text.size());
+  emit(layout.prefix.data(), layout.prefix.size());
   for (const NamedTensor* t : sorted) {
     torch::Tensor c = t->tensor.detach().to(torch::kCPU).contiguous();
     emit(c.data_ptr(), static_cast<size_t>(c.numel()) * c.element_size());

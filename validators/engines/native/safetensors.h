@@ -36,6 +36,21 @@ WrittenFile WriteSafetensors(const std::filesystem::path& file,
                              const std::map<std::string, std::string>& metadata = {},
                              bool durable = true);
 
+// Where a safetensors file's parts go: its first bytes (the 8-byte little-endian header length
+// and the JSON header, padded to 8 bytes) and, for each tensor in the order given, the file
+// offset its data starts at; `file_bytes` is the whole file's size. The one home of the layout,
+// for WriteSafetensors and state_writer.h alike.
+struct SafetensorsLayout {
+  std::string prefix;
+  std::vector<uint64_t> data_at;
+  uint64_t file_bytes = 0;
+};
+SafetensorsLayout LayOutSafetensors(const std::vector<const NamedTensor*>& sorted,
+                                    const std::map<std::string, std::string>& metadata);
+
+// `tensors` in the order a file holds them: by name.
+std::vector<const NamedTensor*> SortedByName(const std::vector<NamedTensor>& tensors);
+
 // Reads every tensor of a file onto the CPU. Validates the header with
 // ParseSafetensorsHeader (safetensors_header.h) and throws SafetensorsError on any problem,
 // and on a path that is not a regular file.

@@ -4,7 +4,7 @@
         --checkpoint-root DIR --steps N [--save-at K]... [--measure-step M] [--restore]
         [--no-restore-rng] [--no-restore-data] [--final-state FILE]
         [--device auto|cpu|cuda|cuda:I] [--threads T] [--keep-last K] [--nproc P]
-        [--async-save] [--start-after FILE]
+        [--async-save] [--start-after FILE] [--hold-until-killed]
 
 An option the engine cannot honour is refused before any work: `hello`, then `error` kind
 `input` and exit 2. With --nproc P > 1 this process only launches the ranks (launch.py).
@@ -43,6 +43,7 @@ def _parser():
     p.add_argument("--nproc", type=int, default=1)
     p.add_argument("--async-save", action="store_true")
     p.add_argument("--start-after", default=None)
+    p.add_argument("--hold-until-killed", action="store_true")
     return p
 
 

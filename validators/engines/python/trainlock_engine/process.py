@@ -7,6 +7,7 @@ with the device's memory figures, anything else as kind `training` (traceback on
 """
 
 import os
+import signal
 import sys
 import traceback
 
@@ -88,6 +89,8 @@ def run(opts):
         if ctx.spec["engine"] not in (None, opts.engine):
             raise EngineError("input", "spec.engine is %s, the process was started as --engine %s" % (ctx.spec["engine"], opts.engine))
         engine.run(ctx)
+        if opts.hold_until_killed:
+            _hold_until_killed()
         ctx.emit("done")
     except EngineError as err:
         code = _fail(ctx, err)
@@ -98,6 +101,15 @@ def run(opts):
     if world > 1:
         os._exit(code)  # a process group's teardown can block on a dead peer
     return code
+
+
+def _hold_until_killed():
+    """The saving process (B) has said everything; it waits for the coordinator's SIGKILL, so a
+    checkpoint it committed must hold without anything it would do on a clean exit."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    while True:
+        signal.pause()
 
 
 def _fail(ctx, err):

@@ -1,0 +1,122 @@
+// The final state, written by several threads; see state_writer.h.
+#include "engines/native/state_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "base/failure.h"
+
+namespace trainlock::validate {
+namespace {
+
+// A slice is what one thread copies and writes at a time: large enough that a write's system
+// call costs nothing beside its bytes, small enough that the threads share a tensor.
+constexpr int64_t kSliceBytes = int64_t{64} << 20;
+
+// One slice of one tensor: its bytes [from, from + size) go to the file at `file_at`.
+struct StateSlice {
+  const torch::Tensor* bytes;  // the tensor viewed as bytes, flat
+  int64_t from = 0;
+  int64_t size = 0;
+  uint64_t file_at = 0;
+};
+
+std::string ErrnoText(const std::filesystem::path& file, const char* what) {
+  return file.string() + ": " + what + ": " + std::strerror(errno);
+}
+
+void WriteAllAt(int fd, const char* data, size_t size, uint64_t at,
+                const std::filesystem::path& file) {
+  while (size > 0) {
+    const ssize_t n = ::pwrite(fd, data, size, static_cast<off_t>(at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Failure(ErrnoText(file, "write"), kExitEnvironment);
+    data += n;
+    size -= static_cast<size_t>(n);
+    at += static_cast<uint64_t>(n);
+  }
+}
+
+std::vector<StateSlice> SliceTensors(const std::vector<torch::Tensor>& bytes,
+                                     const std::vector<uint64_t>& data_at) {
+  std::vector<StateSlice> slices;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const int64_t total = bytes[i].numel();
+    for (int64_t from = 0; from < total; from += kSliceBytes) {
+      const int64_t size = std::min(kSliceBytes, total - from);
+      slices.push_back({&bytes[i], from, size, data_at[i] + static_cast<uint64_t>(from)});
+    }
+  }
+  return slices;
+}
+
+// Writes slices as `next` hands them out until none is left or another thread failed. A device
+// tensor's slice goes through this thread's pinned buffer, a host tensor's is written in place.
+void WriteSlices(int fd, const std::filesystem::path& file, const std::vector<StateSlice>& slices,
+                 std::atomic<size_t>& next, std::atomic<bool>& failed) {
+  torch::Tensor staging;
+  for (size_t i = next++; i < slices.size() && !failed; i = next++) {
+    const StateSlice& s = slices[i];
+    torch::Tensor part = s.bytes->narrow(0, s.from, s.size);
+    if (!part.device().is_cpu()) {
+      if (!staging.defined())
+        staging = torch::empty({kSliceBytes},
+                               torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true));
+      part = staging.narrow(0, 0, s.size).copy_(part);
+    }
+    WriteAllAt(fd, static_cast<const char*>(part.data_ptr()), static_cast<size_t>(s.size),
+               s.file_at, file);
+  }
+}
+
+}  // namespace
+
+WrittenFile WriteStateFile(const std::filesystem::path& file,
+                           const std::vector<NamedTensor>& tensors) {
+  const std::vector<const NamedTensor*> sorted = SortedByName(tensors);
+  const SafetensorsLayout layout = LayOutSafetensors(sorted, {});
+  std::vector<torch::Tensor> bytes;  // each tensor as flat bytes, where it lives
+  for (const NamedTensor* t : sorted)
+    bytes.push_back(t->tensor.detach().contiguous().reshape({-1}).view(torch::kUInt8));
+  const std::vector<StateSlice> slices = SliceTensors(bytes, layout.data_at);
+
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) throw Failure(ErrnoText(file, "open"), kExitEnvironment);
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  auto run = [&] {
+    try {
+      WriteSlices(fd, file, slices, next, failed);
+    } catch (...) {
+      failed = true;
+      const std::lock_guard<std::mutex> hold(error_mutex);
+      if (!error) error = std::current_exception();
+    }
+  };
+  const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency() / 2, 1, 8);
+  std::vector<std::thread> workers;
+  try {
+    WriteAllAt(fd, layout.prefix.data(), layout.prefix.size(), 0, file);
+    for (size_t i = 1; i < std::min(threads, slices.size()); ++i) workers.emplace_back(run);
+  } catch (...) {
+    failed = true;
+    error = std::current_exception();
+  }
+  if (!failed) run();  // this thread writes too
+  for (std::thread& t : workers) t.join();
+  ::close(fd);
+  if (error) std::rethrow_exception(error);
+  return WrittenFile{layout.file_bytes, ""};
+}
+
+}  // namespace trainlock::validate
