@@ -45,10 +45,13 @@ TEST(CheckMetrics, RoundTripsEachStruct) {
 
   const nlohmann::json eval = ToJson(EvalMetrics{1.0, 1.0, 0.0, 1e-6});
   EXPECT_EQ(ToJson(ReadMetrics<EvalMetrics>(eval)), eval);
-  PerfMetrics perf{std::vector<PerfDevice>{{0, "H200", 700.0, std::optional<double>(), {}, {}}},
-                   0.5};
+  PerfMetrics perf{
+      std::vector<PerfDevice>{
+          {0, "H200", 700.0, std::optional<double>(), 690.0, std::optional<double>(), {}, {}}},
+      0.5};
   const nlohmann::json p = ToJson(perf);
   EXPECT_TRUE(p.at("devices")[0].at("threshold").is_null());
+  EXPECT_TRUE(p.at("devices")[0].at("sustained_threshold").is_null());
   EXPECT_EQ(ToJson(ReadMetrics<PerfMetrics>(p)), p);
   const nlohmann::json command = ToJson(CommandMetrics{
       nlohmann::json::array({"true"}), ".", 0, false, 60.0, 0.1, 0, "", false, "pid-namespace"});

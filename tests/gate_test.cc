@@ -834,7 +834,6 @@ json H200PilotTelemetry() {
              {"samples", 249},
              {"power_limit_w", 700.0},
              {"default_power_limit_w", 700.0},
-             {"sustained_sm_clock_mhz", 1650.0},
              {"utilization_pct", {{"mean", 100.0}}},
              {"busy_at_power_cap_s", 13.2},
              {"sm_clock_at_power_cap_mhz", {{"min", 1920.0}, {"mean", 1942.5}, {"max", 1965.0}}},
@@ -847,6 +846,32 @@ TEST_F(Gate, AStepPassBesideAHealthyH200HeldAtItsDefaultPowerLimitIsNotRefused) 
   (*Check(report_, "train.roundtrip"))["metrics"]["telemetry"] = H200PilotTelemetry();
   const GateDecision d = Decide();
   EXPECT_FALSE(HasReason(d, "evidence", "train.step")) << ::testing::PrintToString(d.reasons);
+}
+
+// A healthy H100 under a dense GEMM at its 700 W cap (bench/results/2026-12-07-clock-under-load/
+// h100): 1384 MHz mean busy there. A report of an older validator still carries the clock floor
+// it was judged by (sustained_sm_clock_mhz); the key is read past, the clock not judged.
+TEST_F(Gate, AStepPassBesideAGemmBoundGpuFarBelowItsBoostClockAtThePowerCapIsNotRefused) {
+  json telemetry = H200PilotTelemetry();
+  telemetry["devices"][0]["sustained_sm_clock_mhz"] = 1650.0;
+  telemetry["devices"][0]["sm_clock_at_power_cap_mhz"] = {
+      {"min", 1140.0}, {"mean", 1384.0}, {"max", 1455.0}};
+  (*Check(report_, "train.roundtrip"))["metrics"]["telemetry"] = telemetry;
+  const GateDecision d = Decide();
+  EXPECT_FALSE(HasReason(d, "evidence", "train.step")) << ::testing::PrintToString(d.reasons);
+}
+
+TEST_F(Gate, AStepPassBesideClocksHeldByTheClockPolicyIsRefused) {
+  json telemetry = H200PilotTelemetry();
+  telemetry["devices"][0]["max_sm_clock_mhz"] = 1980.0;
+  telemetry["devices"][0]["busy_clock_policy_s"] = 12.4;
+  telemetry["devices"][0]["sm_clock_at_clock_policy_mhz"] = {
+      {"min", 1395.0}, {"mean", 1395.0}, {"max", 1395.0}};
+  (*Check(report_, "train.roundtrip"))["metrics"]["telemetry"] = telemetry;
+  EXPECT_TRUE(HasReason(Decide(), "evidence",
+                        "train.step: pass, but throttled during the round trip (GPU 0: SM clock "
+                        "held by the clock policy (applications_clocks_setting) at 1395 MHz mean "
+                        "(its highest 1980 MHz) for 12.4 s busy of 24.9 s)"));
 }
 
 TEST_F(Gate, AStepPassBesideAPowerLimitLoweredBelowTheDefaultIsRefused) {

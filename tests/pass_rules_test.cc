@@ -332,6 +332,21 @@ TEST(PassRules, JudgedWordsAFailureTheJudgeDidNotExpect) {
   EXPECT_FALSE(c.remedy.empty());
 }
 
+TEST(PassRules, AMatmulSustainedBelowItsThresholdOrMissingBesideOneIsRefused) {
+  Json m = Passing().at("perf.matmul");
+  m["devices"][0]["sustained_value"] = 560e12;
+  EXPECT_NE(Refusal("perf.matmul", m)
+                .find("GPU 0's sustained value 5.6e+14 is below its "
+                      "sustained threshold 5.87e+14"),
+            std::string::npos)
+      << Refusal("perf.matmul", m);
+  m["devices"][0].erase("sustained_value");
+  EXPECT_NE(Refusal("perf.matmul", m).find("has a sustained threshold but no sustained value"),
+            std::string::npos);
+  m["devices"][0]["sustained_threshold"] = nullptr;  // the catalog has no figure: not judged
+  EXPECT_EQ(Refusal("perf.matmul", m), "");
+}
+
 TEST(PassRules, NotMeasuredIsNeverAPassOrAFail) {
   EXPECT_EQ(NotMeasured("env.driver", CheckStatus::kSkip, "not selected").status,
             CheckStatus::kSkip);

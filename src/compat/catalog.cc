@@ -98,8 +98,8 @@ void Catalog::AddFile(const std::string& filename, const std::string& text,
       gpu.relative_cost = f.Number("relative-cost", Need::kOptional, 0, 1e3).value_or(0);
       gpu.interconnect_gbps = f.Number("interconnect-gbps", Need::kOptional, 0, 1e5).value_or(0);
       gpu.k8s_gpu_product = f.String("k8s-gpu-product", Need::kOptional).value_or("");
-      gpu.sustained_sm_clock_mhz =
-          f.Number("sustained-sm-clock-mhz", Need::kOptional, 1, 1e4).value_or(0);
+      gpu.matmul_tflops_at_power_limit =
+          f.Number("matmul-tflops-at-power-limit", Need::kOptional, 1, 1e6).value_or(0);
       gpus_.push_back(gpu);
     });
   } else {

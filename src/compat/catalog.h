@@ -26,10 +26,10 @@ struct GpuModel {
   // The value NVIDIA GPU Feature Discovery gives a node's nvidia.com/gpu.product label for
   // this GPU (`trainlock fleet k8s` selects nodes by it); "" = unknown.
   std::string k8s_gpu_product;
-  // The SM clock a healthy GPU of this model holds, at the least, while busy at its default
-  // power limit (gpus.toml says where each figure comes from); 0 = unknown, and the throttle
-  // rule's clock test is not judged (report/gpu_throttle.h).
-  double sustained_sm_clock_mhz = 0;
+  // The dense bf16 GEMM throughput a healthy GPU of this model sustains held at its default
+  // power limit, TFLOP/s (gpus.toml says where each figure comes from); 0 = unknown, and
+  // perf.matmul's sustained test is not judged (validators/probes/perf_checks.h).
+  double matmul_tflops_at_power_limit = 0;
 };
 
 struct CudaDriverRequirement {

@@ -193,22 +193,24 @@ using Text = std::optional<std::string>;
   X(Rows<TelemetryDevice>, devices)
 
 // One GPU's samples, summarised as they came: watts, degrees Celsius, MHz, percent, seconds.
-// The throttle rule (report/gpu_throttle.h) reads the limits, the clock at the power cap and the
-// reasons; not_judged says which of its tests these numbers cannot decide, and why.
+// The throttle rule (report/gpu_throttle.h) reads the limits, the reasons and the clocks held by
+// clock policy; not_judged says which of its tests these numbers cannot decide, and why.
 #define TRAINLOCK_TELEMETRY_DEVICE(X)                                                              \
   X(Integer, index) /* NVML's index, as nvidia-smi numbers it */                                   \
   X(Text, uuid)                                                                                    \
   X(Text, name) /* NVML's device name, "NVIDIA H200" */                                            \
   X(Integer, samples)                                                                              \
-  X(Free, power_w)                  /* TelemetryRange: min, mean, max */                           \
-  X(Number, power_limit_w)          /* the enforced limit (nvmlDeviceGetEnforcedPowerLimit) */     \
-  X(Number, default_power_limit_w)  /* nvmlDeviceGetPowerManagementDefaultLimit */                 \
-  X(Number, sustained_sm_clock_mhz) /* the catalog's, for this model; absent: unknown */           \
-  X(Free, temperature_c)            /* TelemetryRange: max */                                      \
-  X(Free, sm_clock_mhz)             /* TelemetryRange: min, max */                                 \
-  X(Free, utilization_pct)          /* TelemetryRange: mean */                                     \
-  X(Number, busy_at_power_cap_s)    /* seconds busy (kBusyUtilizationPct) with sw_power_cap set */ \
+  X(Free, power_w)                 /* TelemetryRange: min, mean, max */                            \
+  X(Number, power_limit_w)         /* the enforced limit (nvmlDeviceGetEnforcedPowerLimit) */      \
+  X(Number, default_power_limit_w) /* nvmlDeviceGetPowerManagementDefaultLimit */                  \
+  X(Number, max_sm_clock_mhz)      /* nvmlDeviceGetMaxClockInfo(SM): the GPU's highest */          \
+  X(Free, temperature_c)           /* TelemetryRange: max */                                       \
+  X(Free, sm_clock_mhz)            /* TelemetryRange: min, max */                                  \
+  X(Free, utilization_pct)         /* TelemetryRange: mean */                                      \
+  X(Number, busy_at_power_cap_s)   /* seconds busy (kBusyUtilizationPct) with sw_power_cap set */  \
   X(Free, sm_clock_at_power_cap_mhz) /* TelemetryRange: min, mean, max of those samples */         \
+  X(Number, busy_clock_policy_s) /* seconds busy, applications_clocks_setting set, no power cap */ \
+  X(Free, sm_clock_at_clock_policy_mhz) /* TelemetryRange: min, mean, max of those samples */      \
   X(Rows<TelemetryReason>, throttle_reasons_seen) /* every clocks-event reason, idle too */        \
   X(Integer, reason_samples) /* samples whose clocks-event reasons NVML gave (0: none judged) */   \
   X(Number, throttled_s)     /* seconds a slowdown reason (hardware, thermal, brake) held */       \
@@ -346,12 +348,15 @@ using Text = std::optional<std::string>;
   X(Rows<PerfDevice>, devices)    \
   X(Number, threshold_fraction_of_datasheet)
 
-#define TRAINLOCK_PERF_DEVICE(X)                               \
-  X(Integer, index)                                            \
-  X(Text, name)                                                \
-  X(Number, value)                                             \
-  X(OrNull<double>, threshold) /* null: no datasheet figure */ \
-  X(Free, method)                                              \
+#define TRAINLOCK_PERF_DEVICE(X)                                                              \
+  X(Integer, index)                                                                           \
+  X(Text, name)                                                                               \
+  X(Number, value)                                                                            \
+  X(OrNull<double>, threshold) /* null: no datasheet figure */                                \
+  X(Number, sustained_value)   /* perf.matmul: the rate over the last second of back-to-back  \
+                                  products, the power limiter acting; absent: not measured */ \
+  X(OrNull<double>, sustained_threshold) /* null: the catalog has no figure at the limit */   \
+  X(Free, method)                                                                             \
   X(Text, error)
 
 // ops.custom.

@@ -72,15 +72,13 @@ bool PowerLimitLowered(const TelemetryDevice& d) {
          *d.power_limit_w + 1 < *d.default_power_limit_w;
 }
 
-// The mean SM clock of `d`'s busy samples at the power cap, when they are enough to judge and
-// under what its model sustains there; nullopt otherwise.
-std::optional<double> ClockBelowSustained(const TelemetryDevice& d) {
-  const double sustained = d.sustained_sm_clock_mhz.value_or(0);
-  if (sustained <= 0 || d.busy_at_power_cap_s.value_or(0) < kClockJudgedMinS) return std::nullopt;
-  const auto clock =
-      ReadMetrics<TelemetryRange>(d.sm_clock_at_power_cap_mhz.value_or(nlohmann::json::object()));
-  if (!clock.mean || *clock.mean >= sustained) return std::nullopt;
-  return *clock.mean;
+// The mean SM clock of `d`'s busy samples held by clock policy, once they are enough to judge;
+// nullopt otherwise.
+std::optional<double> ClockPolicyHeld(const TelemetryDevice& d) {
+  if (d.busy_clock_policy_s.value_or(0) < kClockJudgedMinS) return std::nullopt;
+  const auto clock = ReadMetrics<TelemetryRange>(
+      d.sm_clock_at_clock_policy_mhz.value_or(nlohmann::json::object()));
+  return clock.mean;
 }
 
 const char* CauseRemedy(ThrottleCause cause) {
@@ -102,10 +100,12 @@ std::string PowerLimitRemedy(const TelemetryDevice& d) {
          "or the BMC)";
 }
 
-constexpr const char* kClockRemedy =
-    "the GPU holds lower clocks at its default power limit than a healthy one of its model: "
-    "check its temperature and cooling (`nvidia-smi -q -d TEMPERATURE,CLOCK,POWER`), compare "
-    "with a healthy GPU of its model and run NVIDIA's diagnostics (`dcgmi diag -r 3`)";
+std::string ClockPolicyRemedy(const TelemetryDevice& d) {
+  const std::string i = std::to_string(d.index.value_or(0));
+  return "GPU " + i + "'s clocks are held by application or locked clocks: reset them " +
+         "(`nvidia-smi -i " + i + " -rgc` and `nvidia-smi -i " + i + " -rac`, as root) and " +
+         "find what set them (a power or clock policy of the cluster's scheduler, DCGM)";
+}
 
 void AddRemedy(std::vector<std::string>* remedies, const std::string& remedy) {
   if (std::find(remedies->begin(), remedies->end(), remedy) == remedies->end())
@@ -130,12 +130,14 @@ std::vector<std::string> ThrottleCauses(const TelemetryDevice& d,
                      ThrottleWhole(*d.default_power_limit_w) + " W, reached for " +
                      ThrottleSeconds(*capped) + " s");
     AddRemedy(remedies, PowerLimitRemedy(d));
-  } else if (const std::optional<double> clock = ClockBelowSustained(d)) {
-    causes.push_back(
-        "SM clock " + ThrottleWhole(*clock) + " MHz at its default power limit, under " + "the " +
-        ThrottleWhole(*d.sustained_sm_clock_mhz) + " MHz its model sustains there, for " +
-        ThrottleSeconds(d.busy_at_power_cap_s.value_or(0)) + " s busy");
-    AddRemedy(remedies, kClockRemedy);
+  }
+  if (const std::optional<double> clock = ClockPolicyHeld(d)) {
+    const std::string highest =
+        d.max_sm_clock_mhz ? " (its highest " + ThrottleWhole(*d.max_sm_clock_mhz) + " MHz)" : "";
+    causes.push_back("SM clock held by the clock policy (applications_clocks_setting) at " +
+                     ThrottleWhole(*clock) + " MHz mean" + highest + " for " +
+                     ThrottleSeconds(*d.busy_clock_policy_s) + " s busy");
+    AddRemedy(remedies, ClockPolicyRemedy(d));
   }
   return causes;
 }
@@ -211,15 +213,8 @@ std::string NotJudged(const TelemetryDevice& d) {
     out.push_back(std::string("power limit not judged (NVML gave no ") +
                   (d.power_limit_w ? "default" : "enforced") + " power limit)");
   }
-  if (d.sustained_sm_clock_mhz.value_or(0) <= 0) {
-    out.push_back("clocks not judged (" +
-                  (d.name && !d.name->empty()
-                       ? "no sustained SM clock for '" + *d.name + "' in the GPU catalog"
-                       : std::string("NVML gave no GPU name to look up in the GPU catalog")) +
-                  ")");
-  } else if (!d.utilization_pct) {
-    out.push_back("clocks not judged (NVML gave no utilization to tell busy samples by)");
-  }
+  if (d.samples.value_or(0) > 0 && !d.utilization_pct)
+    out.push_back("clock policy not judged (NVML gave no utilization to tell busy samples by)");
   return JoinStrings(out, ", ");
 }
 

@@ -9,14 +9,19 @@
 //    system's power brake), sw_thermal_slowdown and hw_thermal_slowdown (cooling), whenever seen;
 //  - a power limit below the GPU's default one (power_limit_w < default_power_limit_w) that the
 //    GPU reached (sw_power_cap seen): the node was configured slower than its rating;
-//  - at its default limit, an SM clock below the one its model sustains there: the mean SM clock
-//    of the samples busy (kBusyUtilizationPct) at the power cap, once they add up to
-//    kClockJudgedMinS, under the catalog's sustained-sm-clock-mhz (lockfiles/compat/gpus.toml).
-// sw_power_cap alone is a GPU at its limit, normal under a heavy step (NVIDIA's tools report it as
-// information): recorded and said in a passing train.step's summary, never a failure. gpu_idle,
-// applications_clocks_setting, sync_boost and display_clock_setting are clock policy. A test the
-// telemetry lacks the data for (no default limit from NVML, a GPU model without a sustained
-// clock) is not judged, and TelemetryDevice's not_judged and the summary say so.
+//  - clocks held down by clock policy: applications_clocks_setting (set by `nvidia-smi -ac`
+//    application clocks and, on current drivers, `-lgc` locked clocks) in samples busy
+//    (kBusyUtilizationPct) without sw_power_cap and under the GPU's highest SM clock, once they
+//    add up to kClockJudgedMinS: the policy, not the load, held those clocks.
+// SM clocks at the power cap are not judged: a GPU at its limit trades clock for watts, and how
+// far depends on the load (a healthy H100 holds about 1384 MHz under a dense GEMM and 1934 MHz
+// under the pilot's training step, bench/results/2026-12-07-clock-under-load/h100), so no floor
+// separates a healthy GPU from a slowed one there; perf.matmul judges the throughput at the
+// limit instead. sw_power_cap alone is a GPU at its limit, normal under a heavy step (NVIDIA's
+// tools report it as information): recorded and said in a passing train.step's summary, never a
+// failure. gpu_idle, sync_boost and display_clock_setting are not judged. A test the telemetry
+// lacks the data for (no default limit from NVML, no utilization to tell busy samples by) is not
+// judged, and TelemetryDevice's not_judged and the summary say so.
 #pragma once
 
 #include <cstdint>
@@ -31,8 +36,14 @@ namespace trainlock {
 // A sample counts as busy from this GPU utilization (NVML's percent of the sample period a
 // kernel ran) up.
 inline constexpr double kBusyUtilizationPct = 80;
-// Clocks are judged once the busy samples at the power cap stand for this many seconds.
+// Clocks held by clock policy are judged once the busy samples they were held in stand for this
+// many seconds (a moment's policy change is not a run's speed).
 inline constexpr double kClockJudgedMinS = 1.0;
+
+// NVML's clocks-event reason bits the telemetry sorts samples by (nvml.h,
+// nvmlClocksEventReason*).
+inline constexpr uint64_t kApplicationsClocksSettingBit = 0x2;
+inline constexpr uint64_t kSwPowerCapBit = 0x4;
 
 // NVML's clocks-event reason bits (nvml.h, nvmlClocksEventReason*) by name, in bit order;
 // an unknown bit is "0x..." .
@@ -55,8 +66,8 @@ std::optional<ThrottleFinding> FindThrottle(const TelemetryMetrics& t);
 // limit never reached, tests not judged and why, or why nothing was sampled; "" when none.
 std::string ThrottleNotes(const TelemetryMetrics& t);
 
-// The tests of the rule that `d`'s telemetry cannot judge, with why ("clocks not judged (no
-// sustained SM clock for 'NVIDIA B200' in the GPU catalog)"); "" when every test can be judged.
+// The tests of the rule that `d`'s telemetry cannot judge, with why ("clock policy not judged
+// (NVML gave no utilization to tell busy samples by)"); "" when every test can be judged.
 std::string NotJudged(const TelemetryDevice& d);
 
 }  // namespace trainlock

@@ -90,7 +90,8 @@ Findings Ddp(const Json& metrics, const RuleContext&) {
   return out;
 }
 
-// perf.*: every device measured against a threshold, none below it.
+// perf.*: every device measured against a threshold, none below it, and perf.matmul's rate at
+// the power limit not below its sustained threshold where it has one.
 Findings Perf(const Json& metrics, const RuleContext&) {
   const auto m = ReadMetrics<PerfMetrics>(metrics);
   Findings out;
@@ -108,6 +109,20 @@ Findings Perf(const Json& metrics, const RuleContext&) {
           gpu + "'s value " + NumberText(*d.value) + " is below its threshold " +
               NumberText(*threshold),
           "a slow or throttled GPU: check env.health (clocks, thermal, power) and drain the node");
+    }
+    // perf.matmul's rate at the power limit: judged where its threshold is a number (null: the
+    // catalog has no figure for the model, said in the summary).
+    const Number sustained = d.sustained_threshold.value_or(std::nullopt);
+    if (sustained && !d.sustained_value) {
+      Add(out, TRAINLOCK_METRIC_KEY(PerfMetrics, devices),
+          gpu + " has a sustained threshold but no sustained value");
+    } else if (sustained && !(*d.sustained_value >= *sustained)) {
+      Add(out, TRAINLOCK_METRIC_KEY(PerfMetrics, devices),
+          gpu + "'s sustained value " + NumberText(*d.sustained_value) +
+              " is below its sustained threshold " + NumberText(*sustained),
+          "a GPU slower at its power limit than a healthy one of its model: check env.health "
+          "(clocks, thermal, power), compare with a healthy GPU of its model, run NVIDIA's "
+          "diagnostics (`dcgmi diag -r 3`) and drain the node");
     }
   }
   return out;

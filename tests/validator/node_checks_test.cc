@@ -2,10 +2,13 @@
 // a node without NVML skips every probe with the reason instead of passing.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "probes/node_checks.h"
 #include "probes/perf_checks.h"
 #include "probes/visible_gpus.h"
 #include "project/lockfile_loader.h"
+#include "report/check_metrics.h"
 #include "test_support.h"
 
 namespace trainlock::validate {
@@ -580,6 +583,59 @@ TEST(PerfChecks, ADatasheetWithoutBf16IsASkipNotAboveThePeak) {
   EXPECT_EQ(matmul.status, CheckStatus::kSkip);
   EXPECT_NE(matmul.summary.find("no TFLOP/s bf16 dense on the datasheet"), std::string::npos)
       << matmul.summary;
+}
+
+// An H100 80GB HBM3 that bursts at 780 TFLOP/s and sustained `sustained` over the last second at
+// its power limit (the catalog's healthy figure: 691).
+CheckResult MatmulOfAnH100Sustaining(std::optional<double> sustained) {
+  NodeProbe node = HealthyH200Node();
+  node.gpus[0].name = "NVIDIA H100 80GB HBM3";
+  DeviceRuns runs = RunsOnOneH200({90}, 780, 3.0);
+  if (sustained) runs.devices[0]["matmul_tflops_sustained"] = *sustained;
+  return Find(PerfChecks(node, runs, Catalog::Embedded()), "perf.matmul");
+}
+
+TEST(PerfChecks, AnH100SustainingFarBelowAHealthyOneAtItsPowerLimitFailsNamingTheSustainedRate) {
+  const CheckResult matmul = MatmulOfAnH100Sustaining(560);  // 0.81 x 691
+  EXPECT_EQ(matmul.status, CheckStatus::kFail);
+  EXPECT_NE(matmul.summary.find("GPU 0 (NVIDIA H100 80GB HBM3) 560 TFLOP/s bf16 dense sustained "
+                                "at its power limit, under 0.85 x the 691 a healthy one sustains "
+                                "there"),
+            std::string::npos)
+      << matmul.summary;
+  const PerfDevice d = ReadMetrics<PerfMetrics>(matmul.metrics).devices->at(0);
+  EXPECT_EQ(d.sustained_value, 560.0);
+  EXPECT_NEAR(d.sustained_threshold.value_or(std::nullopt).value_or(0), 587.35, 1e-9);
+}
+
+TEST(PerfChecks, AnH100SustainingNearAHealthyOneAtItsPowerLimitPasses) {
+  const CheckResult matmul = MatmulOfAnH100Sustaining(680);
+  EXPECT_EQ(matmul.status, CheckStatus::kPass) << matmul.summary;
+  EXPECT_NE(matmul.summary.find("slowest sustained: GPU 0 (NVIDIA H100 80GB HBM3) 680 TFLOP/s"),
+            std::string::npos)
+      << matmul.summary;
+}
+
+TEST(PerfChecks, AnH100WithoutASustainedRateIsAnErrorNotAPass) {
+  const CheckResult matmul = MatmulOfAnH100Sustaining(std::nullopt);
+  EXPECT_EQ(matmul.status, CheckStatus::kError);
+  EXPECT_NE(matmul.summary.find("no sustained rate (matmul_tflops_sustained)"), std::string::npos)
+      << matmul.summary;
+}
+
+TEST(PerfChecks, AGpuTheCatalogHasNoSustainedFigureForIsNotJudgedOnItAndTheSummarySaysSo) {
+  DeviceRuns runs = RunsOnOneH200({90});
+  runs.devices[0]["matmul_tflops_sustained"] = 100.0;  // would fail any H200 figure
+  const CheckResult matmul =
+      Find(PerfChecks(HealthyH200Node(), runs, Catalog::Embedded()), "perf.matmul");
+  EXPECT_EQ(matmul.status, CheckStatus::kPass) << matmul.summary;
+  EXPECT_NE(matmul.summary.find("sustained rate not judged (no matmul-tflops-at-power-limit in "
+                                "the GPU catalog for GPU 0 (NVIDIA H200))"),
+            std::string::npos)
+      << matmul.summary;
+  const PerfDevice d = ReadMetrics<PerfMetrics>(matmul.metrics).devices->at(0);
+  ASSERT_TRUE(d.sustained_threshold);
+  EXPECT_FALSE(*d.sustained_threshold) << "written as null";
 }
 
 }  // namespace

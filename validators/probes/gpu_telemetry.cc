@@ -25,11 +25,26 @@ TelemetryRange GpuTelemetry::Range::Of(bool with_min, bool with_mean, bool with_
   return r;
 }
 
-GpuTelemetry::GpuTelemetry(const NvmlGpu& gpu, std::optional<double> sustained_sm_clock_mhz,
-                           size_t series_cap)
-    : gpu_(gpu),
-      sustained_sm_clock_mhz_(sustained_sm_clock_mhz),
-      series_cap_((std::max<size_t>(series_cap, 2) + 1) / 2 * 2) {}  // even: see Add
+GpuTelemetry::GpuTelemetry(const NvmlGpu& gpu, size_t series_cap)
+    : gpu_(gpu), series_cap_((std::max<size_t>(series_cap, 2) + 1) / 2 * 2) {}  // even: see Add
+
+void GpuTelemetry::AddBusyClock(double held, const GpuReading& r) {
+  if (!r.sm_clock_mhz || r.utilization_pct.value_or(0) < kBusyUtilizationPct) return;
+  const uint64_t bits = r.clocks_event_reasons.value_or(0);
+  // Busy at the power cap: recorded for the summary (the clock there depends on the load).
+  if (bits & kSwPowerCapBit) {
+    busy_at_power_cap_s_ += held;
+    sm_clock_at_power_cap_mhz_.Add(*r.sm_clock_mhz);
+    return;
+  }
+  // Busy, held by application or locked clocks below the GPU's highest clock, with no power cap
+  // to explain it: the policy held the clock, and the throttle rule judges it.
+  const bool below_highest = !gpu_.max_sm_clock_mhz || *r.sm_clock_mhz < *gpu_.max_sm_clock_mhz;
+  if ((bits & kApplicationsClocksSettingBit) && below_highest) {
+    busy_clock_policy_s_ += held;
+    sm_clock_at_clock_policy_mhz_.Add(*r.sm_clock_mhz);
+  }
+}
 
 void GpuTelemetry::Add(double t_s, const GpuReading& r) {
   const double held = std::max(0.0, t_s - last_t_s_);
@@ -58,12 +73,7 @@ void GpuTelemetry::Add(double t_s, const GpuReading& r) {
       throttled = throttled || IsSlowdownReason(name);
     }
     if (throttled) throttled_s_ += held;
-    // Busy at the power cap: the clock the GPU holds there is what its model is judged on.
-    const bool capped = (*r.clocks_event_reasons & 0x4) != 0;  // nvml.h: SwPowerCap
-    if (capped && r.sm_clock_mhz && r.utilization_pct.value_or(0) >= kBusyUtilizationPct) {
-      busy_at_power_cap_s_ += held;
-      sm_clock_at_power_cap_mhz_.Add(*r.sm_clock_mhz);
-    }
+    AddBusyClock(held, r);
   }
   // The series keeps every stride-th sample; when full it drops every other one and doubles the
   // stride, so it always spans the whole window evenly.
@@ -86,13 +96,16 @@ TelemetryDevice GpuTelemetry::Summary() const {
   if (power_w_.n) d.power_w = ToJson(power_w_.Of(true, true, true));
   if (gpu_.power_limit_mw) d.power_limit_w = *gpu_.power_limit_mw / 1000.0;
   if (gpu_.default_power_limit_mw) d.default_power_limit_w = *gpu_.default_power_limit_mw / 1000.0;
-  d.sustained_sm_clock_mhz = sustained_sm_clock_mhz_;
+  if (gpu_.max_sm_clock_mhz) d.max_sm_clock_mhz = *gpu_.max_sm_clock_mhz;
   if (temperature_c_.n) d.temperature_c = ToJson(temperature_c_.Of(false, false, true));
   if (sm_clock_mhz_.n) d.sm_clock_mhz = ToJson(sm_clock_mhz_.Of(true, false, true));
   if (utilization_pct_.n) d.utilization_pct = ToJson(utilization_pct_.Of(false, true, false));
   d.busy_at_power_cap_s = busy_at_power_cap_s_;
   if (sm_clock_at_power_cap_mhz_.n)
     d.sm_clock_at_power_cap_mhz = ToJson(sm_clock_at_power_cap_mhz_.Of(true, true, true));
+  d.busy_clock_policy_s = busy_clock_policy_s_;
+  if (sm_clock_at_clock_policy_mhz_.n)
+    d.sm_clock_at_clock_policy_mhz = ToJson(sm_clock_at_clock_policy_mhz_.Of(true, true, true));
   std::vector<TelemetryReason> reasons;
   for (const auto& [name, held] : reasons_) reasons.push_back({name, held.samples, held.seconds});
   d.throttle_reasons_seen = reasons;
@@ -101,12 +114,6 @@ TelemetryDevice GpuTelemetry::Summary() const {
   if (std::string why = NotJudged(d); !why.empty()) d.not_judged = why;
   d.series = series_;
   return d;
-}
-
-std::optional<double> SustainedSmClockOf(const Catalog& catalog, const std::string& nvml_name) {
-  const GpuModel* model = catalog.FindGpu(nvml_name);
-  if (!model || model->sustained_sm_clock_mhz <= 0) return std::nullopt;
-  return model->sustained_sm_clock_mhz;
 }
 
 TelemetryMetrics TelemetryOf(const std::vector<GpuTelemetry>& gpus, double interval_s) {
@@ -222,8 +229,7 @@ TelemetryWindow::TelemetryWindow(const std::string& device, int processes,
     }
     gpus_.push_back(nvml_->gpus()[*i]);
   }
-  for (const NvmlGpu& gpu : gpus_)
-    telemetry_.emplace_back(gpu, SustainedSmClockOf(Catalog::Embedded(), gpu.name));
+  for (const NvmlGpu& gpu : gpus_) telemetry_.emplace_back(gpu);
   thread_ = std::thread([this] { Loop(); });
 }
 

@@ -3,7 +3,7 @@
 // thread of their own every interval for the GPU the training processes use. The samples are
 // summarised as they come (min, mean, max and a capped series), so memory stays bounded however
 // long the window. train.roundtrip carries the summary as metrics.telemetry; a slowdown in it
-// (hardware, thermal, a lowered power limit, clocks under the model's at its limit) fails
+// (hardware, thermal, a lowered power limit, clocks held by clock policy) fails
 // train.step (report/gpu_throttle.h decides), since a step timed on a slowed-down GPU is not the
 // node's speed; the power cap alone is said in train.step's summary.
 #pragma once
@@ -17,7 +17,6 @@
 #include <thread>
 #include <vector>
 
-#include "compat/catalog.h"
 #include "probes/nvml_probe.h"
 #include "report/check_metrics.h"
 #include "report/report.h"
@@ -31,10 +30,8 @@ inline constexpr size_t kTelemetrySeriesCap = 128;
 // before it (the first for the time since the window opened), so seconds add up to the window.
 class GpuTelemetry {
  public:
-  // `gpu`'s index, uuid, name and power limits; `sustained_sm_clock_mhz`: the catalog's for its
-  // model (SustainedSmClockOf), nullopt when unknown.
-  GpuTelemetry(const NvmlGpu& gpu, std::optional<double> sustained_sm_clock_mhz,
-               size_t series_cap = kTelemetrySeriesCap);
+  // `gpu`'s index, uuid, name, power limits and highest SM clock go into the summary.
+  explicit GpuTelemetry(const NvmlGpu& gpu, size_t series_cap = kTelemetrySeriesCap);
   // A sample taken `t_s` seconds after the window opened (t_s never decreases).
   void Add(double t_s, const GpuReading& reading);
   int64_t samples() const { return samples_; }
@@ -52,21 +49,19 @@ class GpuTelemetry {
     int64_t samples = 0;
     double seconds = 0;
   };
+  // Sorts a busy sample by why its clock is what it is: the power cap or clock policy.
+  void AddBusyClock(double held, const GpuReading& r);
+
   NvmlGpu gpu_;  // its handle unused
-  std::optional<double> sustained_sm_clock_mhz_;
   size_t series_cap_;
   int64_t samples_ = 0, reason_samples_ = 0;
-  double last_t_s_ = 0, throttled_s_ = 0, busy_at_power_cap_s_ = 0;
-  Range power_w_, temperature_c_, sm_clock_mhz_, utilization_pct_, sm_clock_at_power_cap_mhz_;
+  double last_t_s_ = 0, throttled_s_ = 0, busy_at_power_cap_s_ = 0, busy_clock_policy_s_ = 0;
+  Range power_w_, temperature_c_, sm_clock_mhz_, utilization_pct_, sm_clock_at_power_cap_mhz_,
+      sm_clock_at_clock_policy_mhz_;
   std::vector<std::pair<std::string, Held>> reasons_;  // in the order first seen
   std::vector<TelemetrySample> series_;
   int64_t stride_ = 1;  // every stride-th sample goes into the series
 };
-
-// The SM clock `catalog` says a GPU NVML names `nvml_name` ("NVIDIA H200", "NVIDIA H100 80GB
-// HBM3": the name, or the name without "NVIDIA ") sustains at its default power limit; nullopt
-// when the catalog does not know the GPU or has no such figure for it.
-std::optional<double> SustainedSmClockOf(const Catalog& catalog, const std::string& nvml_name);
 
 // The telemetry of `gpus`, sampled every `interval_s`: the window is up to the last sample; with
 // no sample at all it is `unavailable`, saying so.

@@ -31,8 +31,8 @@ struct BuildInfo {
 // What the node worker measured on every device (worker.h, role "node"), and the GPU code of
 // the libraries the validator loaded (LibTorch's CUDA library), for env.arch and perf.*.
 struct DeviceRuns {
-  nlohmann::json devices =
-      nlohmann::json::array();  // [{index, launch_ok, matmul_tflops, copy_tbps}]
+  nlohmann::json devices = nlohmann::json::array();  // [{index, launch_ok, matmul_tflops,
+                                                     // matmul_tflops_sustained, copy_tbps}]
   std::vector<std::pair<std::string, GpuBinaryInfo>> libraries;
 };
 

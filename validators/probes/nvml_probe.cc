@@ -247,6 +247,8 @@ NvmlSession::NvmlSession() : nvml_(std::make_unique<Nvml>()) {
     if (nvml_->Call("nvmlDeviceGetPowerManagementDefaultLimit", d, &limit))
       gpu.default_power_limit_mw = limit;
     if (nvml_->Call("nvmlDeviceGetName", d, text, 128u)) gpu.name = text;
+    unsigned clock = 0;
+    if (nvml_->Call("nvmlDeviceGetMaxClockInfo", d, 1, &clock)) gpu.max_sm_clock_mhz = clock;  // SM
     gpus_.push_back(gpu);
   }
 }

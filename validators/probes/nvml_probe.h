@@ -79,6 +79,7 @@ struct NvmlGpu {
   std::optional<unsigned> power_limit_mw;          // enforced (nvmlDeviceGetEnforcedPowerLimit)
   std::optional<unsigned> default_power_limit_mw;  // nvmlDeviceGetPowerManagementDefaultLimit
   std::string name;                                // "NVIDIA H200"
+  std::optional<unsigned> max_sm_clock_mhz;        // nvmlDeviceGetMaxClockInfo(NVML_CLOCK_SM)
 };
 
 namespace nvml_dl {

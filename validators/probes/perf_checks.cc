@@ -18,16 +18,24 @@ struct Measure {
   double scale;      // from the worker's unit to the shown one
   double fraction;
   double GpuModel::*peak;
+  // The rate at the power limit, judged against what a healthy GPU sustains there; nullptr:
+  // the measure has none.
+  const char* sustained_key;
+  double GpuModel::*at_power_limit;
 };
 
 constexpr Measure kMeasures[] = {
     {"perf.matmul", "matmul_tflops", "TFLOP/s bf16 dense", 1, kMatmulFraction,
-     &GpuModel::bf16_dense_tflops},
-    {"perf.hbm", "copy_tbps", "GB/s device copy", 1000, kHbmFraction, &GpuModel::hbm_tbps}};
+     &GpuModel::bf16_dense_tflops, "matmul_tflops_sustained",
+     &GpuModel::matmul_tflops_at_power_limit},
+    {"perf.hbm", "copy_tbps", "GB/s device copy", 1000, kHbmFraction, &GpuModel::hbm_tbps, nullptr,
+     nullptr}};
 
 // The findings of one measure over every GPU, by kind.
 struct Findings {
-  std::vector<std::string> unmeasured, implausible, slow, no_threshold;
+  std::vector<std::string> unmeasured, implausible, slow, no_threshold, sustained_not_judged;
+  double slowest_sustained = -1;
+  std::string slowest_sustained_text;
   double slowest = -1;
   std::string slowest_text;
   std::vector<PerfDevice> devices;
@@ -39,6 +47,42 @@ const nlohmann::json* EntryOf(const DeviceRuns& runs, unsigned index) {
     if (d.is_object() && d.value("index", -1) == static_cast<int>(index)) return &d;
   }
   return nullptr;
+}
+
+// The sustained rate of `entry` against what a healthy GPU of `model` sustains at its power
+// limit, into `row` and `f`.
+void JudgeSustained(const Measure& measure, const std::string& who, const GpuModel* model,
+                    const nlohmann::json& entry, PerfDevice& row, Findings& f) {
+  if (!measure.sustained_key) return;
+  const double expected = model ? model->*measure.at_power_limit : 0;
+  const auto value = entry.find(measure.sustained_key);
+  const bool measured =
+      value != entry.end() && value->is_number() && std::isfinite(value->get<double>());
+  if (measured) row.sustained_value = value->get<double>();
+  if (expected <= 0) {
+    row.sustained_threshold = std::optional<double>();  // written as null: not judged
+    f.sustained_not_judged.push_back(who);
+    return;
+  }
+  if (!measured) {
+    f.unmeasured.push_back(who + ": no sustained rate (" + measure.sustained_key + ")");
+    return;
+  }
+  const double threshold = expected * kMatmulSustainedFraction;
+  row.sustained_threshold = threshold;
+  char text[200];
+  std::snprintf(text, sizeof text, "%s %.0f %s sustained at its power limit", who.c_str(),
+                *row.sustained_value * measure.scale, measure.unit);
+  if (f.slowest_sustained < 0 || *row.sustained_value < f.slowest_sustained) {
+    f.slowest_sustained = *row.sustained_value;
+    f.slowest_sustained_text = text;
+  }
+  if (*row.sustained_value < threshold) {
+    char under[120];
+    std::snprintf(under, sizeof under, ", under %.2f x the %.0f a healthy one sustains there",
+                  kMatmulSustainedFraction, expected * measure.scale);
+    f.slow.push_back(text + std::string(under));
+  }
 }
 
 void JudgeDevice(const Measure& measure, const GpuProbe& gpu, const nlohmann::json* entry,
@@ -80,10 +124,11 @@ void JudgeDevice(const Measure& measure, const GpuProbe& gpu, const nlohmann::js
     // Faster than the datasheet is a timing that did not wait for the GPU, not a fast GPU.
     f.implausible.push_back(text);
   } else if (v < peak * measure.fraction) {
-    f.slow.push_back(text);
+    f.slow.push_back(text + std::string(" below the threshold"));
   }
   row.threshold = model && peak > 0 ? std::optional<double>(peak * measure.fraction)
                                     : std::nullopt;  // written as null: no datasheet figure
+  JudgeSustained(measure, who, model, *entry, row, f);
   f.devices.push_back(row);
 }
 
@@ -106,11 +151,19 @@ CheckResult Verdict(const Measure& measure, const Findings& f) {
                 "add the GPU's datasheet numbers to lockfiles/compat/gpus.toml");
   }
   if (!f.slow.empty()) {
-    return Judged(measure.id, m, JoinStrings(f.slow, "; ") + " below the threshold",
+    return Judged(measure.id, m, JoinStrings(f.slow, "; "),
                   "a slow or throttled GPU: check env.health (clocks, thermal, power) and drain "
                   "the node");
   }
-  return Judged(measure.id, m, "slowest: " + f.slowest_text);
+  std::string summary = "slowest: " + f.slowest_text;
+  if (!f.slowest_sustained_text.empty())
+    summary += "; slowest sustained: " + f.slowest_sustained_text;
+  if (!f.sustained_not_judged.empty())
+    summary +=
+        "; sustained rate not judged (no matmul-tflops-at-power-limit in the GPU catalog "
+        "for " +
+        JoinStrings(f.sustained_not_judged, ", ") + ")";
+  return Judged(measure.id, m, summary);
 }
 
 }  // namespace
