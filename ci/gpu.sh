@@ -97,6 +97,22 @@ pilot_ops() {
 }
 stage "custom op for the pilot (examples/ops)" pilot_ops
 
+# Where a round trip's time went: each process's seconds and its first event of each kind.
+process_times() {
+  python3 - "$1" <<'PY'
+import json, sys
+try:
+    checks = {c["id"]: c for c in json.load(open(sys.argv[1]))["checks"]}
+except (OSError, ValueError, KeyError):
+    sys.exit(0)
+for c in checks.values():
+    if c.get("duration_s"):
+        print("  %-16s %6.2f s" % (c["id"], c["duration_s"]))
+for name, p in (checks.get("train.roundtrip", {}).get("metrics", {}).get("processes") or {}).items():
+    events = ", ".join("%s %.1f" % (k, v) for k, v in sorted(p.get("first_event_s", {}).items(), key=lambda kv: kv[1]))
+    print("  %-18s %6.1f s  spawned %.1f ended %.1f (first: %s)" % (name, p.get("seconds", 0), p.get("spawned_s", 0), p.get("ended_s", 0), events))
+PY
+}
 pilot() {
   local start end
   start=$(date +%s.%N)
@@ -105,6 +121,7 @@ pilot() {
   local rc=$?
   end=$(date +%s.%N)
   echo "time to full verdict: $(python3 -c "print(round($end - $start, 1))") s" | tee "$OUT/pilot-verdict-time.txt"
+  process_times "$OUT/h200-pilot-report.json" | tee -a "$OUT/pilot-verdict-time.txt"
   tail -4 build-gpu/work-pilot/*/*.stderr 2>/dev/null | tail -20
   return $rc
 }
@@ -307,17 +324,7 @@ engine_validate() {  # engine_validate NAME PROJECT [validator options...]: one 
   end=$(date +%s.%N)
   grep -E "^  (PASS|FAIL|ERROR)|^verdict" "$OUT/engines/$name.log"
   echo "$name: exit $rc, $(python3 -c "print(round($end - $start, 1))") s" | tee -a "$OUT/engines/times.txt"
-  # Where the round trip's time went: each process's seconds and its first event of each kind.
-  python3 - "$OUT/engines/$name-report.json" <<'PY' | tee -a "$OUT/engines/times.txt"
-import json, sys
-try:
-    checks = {c["id"]: c for c in json.load(open(sys.argv[1]))["checks"]}
-except (OSError, ValueError, KeyError):
-    sys.exit(0)
-for name, p in (checks.get("train.roundtrip", {}).get("metrics", {}).get("processes") or {}).items():
-    events = ", ".join("%s %.1f" % (k, v) for k, v in sorted(p.get("first_event_s", {}).items(), key=lambda kv: kv[1]))
-    print("  %-18s %6.1f s  (first: %s)" % (name, p.get("seconds", 0), events))
-PY
+  process_times "$OUT/engines/$name-report.json" | tee -a "$OUT/engines/times.txt"
   grep -h '"committed"' "$PWD"/build-gpu/work-"$name"/*/b-preempted.jsonl 2>/dev/null | cut -c1-500
   grep -h "^trainlock-engine: " "$PWD"/build-gpu/work-"$name"/*/*.stderr 2>/dev/null | tee -a "$OUT/engines/times.txt"
   return $rc
