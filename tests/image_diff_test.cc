@@ -306,6 +306,39 @@ TEST(LayerListing, AnOversizedExtendedHeaderIsRefusedBeforeItIsRead) {
   }
 }
 
+// Issue #61: records "11 a=bcdef", "12 c=defghi" and one whose length wraps pos + len around
+// 2^64 back to the second record looped forever at 100 % CPU; the length is refused instead.
+TEST(LayerListing, APaxRecordLengthThatWouldWrapAroundIsRefusedNotLoopedOn) {
+  const std::string records = "11 a=bcdef\n12 c=defghi\n18446744073709551604 d=e\n";
+  const std::string tar = Header("PaxHeader", records.size(), 0644, 0, 'x', "", 0) +
+                          Padded(records) + Header("a", 1, 0644, 0, '0', "", 0) + Padded("x") +
+                          std::string(1024, '\0');
+  TarReader reader("layer");
+  try {
+    reader.Feed(tar);
+    reader.Finish();
+    FAIL() << "the wrapping pax length was accepted";
+  } catch (const Failure& e) {
+    EXPECT_NE(std::string(e.what()).find("a malformed pax record"), std::string::npos) << e.what();
+  }
+}
+
+// The same with a 19-digit length: within the digits a record may have, past the header's end.
+TEST(LayerListing, APaxRecordLongerThanItsHeaderIsRefused) {
+  const std::string records = "11 a=bcdef\n9223372036854775807 d=e\n";
+  TarReader reader("layer");
+  try {
+    reader.Feed(Header("PaxHeader", records.size(), 0644, 0, 'x', "", 0) + Padded(records) +
+                Header("a", 1, 0644, 0, '0', "", 0) + Padded("x") + std::string(1024, '\0'));
+    reader.Finish();
+    FAIL() << "a pax length past the header was accepted";
+  } catch (const Failure& e) {
+    EXPECT_NE(std::string(e.what()).find("a pax record whose length does not match"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(LayerListing, APaxPathLongerThanTheNameCapIsRefused) {
   TarReader reader("layer");
   try {

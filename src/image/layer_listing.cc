@@ -190,14 +190,18 @@ struct TarReader::State {
     size_t pos = 0;
     while (pos < meta.size()) {
       const size_t space = meta.find(' ', pos);
-      if (space == std::string::npos || space == pos || space - pos > 20)
+      // At most 19 digits: the length cannot overflow, and no record of a bounded extended
+      // header needs more.
+      if (space == std::string::npos || space == pos || space - pos > 19)
         Fail("a malformed pax record", offset);
       uint64_t len = 0;
       for (size_t i = pos; i < space; ++i) {
         if (meta[i] < '0' || meta[i] > '9') Fail("a malformed pax record length", offset);
         len = len * 10 + static_cast<uint64_t>(meta[i] - '0');
       }
-      if (len <= space - pos + 1 || pos + len > meta.size() || meta[pos + len - 1] != '\n')
+      // len > size - pos, never pos + len > size: a crafted length must not wrap around and
+      // send the parse back to an earlier record (it looped forever).
+      if (len <= space - pos + 1 || len > meta.size() - pos || meta[pos + len - 1] != '\n')
         Fail("a pax record whose length does not match", offset);
       const std::string record = meta.substr(space + 1, pos + len - 1 - space - 1);
       pos += len;
