@@ -111,7 +111,8 @@ std::string SafetensorsDtype(at::ScalarType type) {
 
 WrittenFile WriteSafetensors(const std::filesystem::path& file,
                              const std::vector<NamedTensor>& tensors,
-                             const std::map<std::string, std::string>& metadata, bool durable) {
+                             const std::map<std::string, std::string>& metadata, bool durable,
+                             const std::function<void()>& part_written) {
   std::vector<const NamedTensor*> sorted;
   for (const NamedTensor& t : tensors) sorted.push_back(&t);
   std::sort(sorted.begin(), sorted.end(),
@@ -160,9 +161,11 @@ WrittenFile WriteSafetensors(const std::filesystem::path& file,
   };
   emit(prefix, sizeof prefix);
   emit(header_text.data(), header_text.size());
+  if (part_written && sorted.size() < 2) part_written();
   for (const NamedTensor* t : sorted) {
     torch::Tensor c = t->tensor.detach().to(torch::kCPU).contiguous();
     emit(c.data_ptr(), static_cast<size_t>(c.numel()) * c.element_size());
+    if (part_written && sorted.size() >= 2 && t == sorted.front()) part_written();
   }
   if (!durable) return result;
   out.Sync();
