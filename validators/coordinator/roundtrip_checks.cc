@@ -589,10 +589,12 @@ CheckResult RoundtripCheck(const JudgeInputs& in, const RoundtripRuns& runs) {
     summary +=
         ": the final states the coordinator read from the processes' files, and the "
         "losses they reported";
+    const nlohmann::json skipped = m.skipped_uncommitted.value_or(nlohmann::json());
     if (m.killed_during_save.value_or(false))
-      summary += "; killed at " + in.o.kill_point +
-                 " of the next save, whose torn directory the "
-                 "resumed process reported it skipped";
+      summary += "; killed at " + in.o.kill_point + " of the next save" +
+                 (skipped.is_array() && !skipped.empty()
+                      ? ", whose torn directory the resumed process reported it skipped"
+                      : "");
     else if (in.o.kill_during_save)
       summary += "; killed at " + in.o.kill_point + " of the next save, which it restored";
     if (m.snapshot_equal.value_or(false))
