@@ -335,10 +335,15 @@ fsdp2_pilot() {
     --parallelism fsdp >/dev/null || return 1
   engine_validate fsdp2-pilot build-gpu/pilot-fsdp2
 }
-fsdp2_kill_during_save() {
+fsdp2_kill_during_save() {  # KILL_POINTS: the points to kill at (default all five), one validation each
   [ -d build-gpu/pilot-fsdp2 ] || python3 bench/engine_project.py examples/h200-pilot \
     build-gpu/pilot-fsdp2 --engine fsdp2 --parallelism fsdp >/dev/null || return 1
-  engine_validate fsdp2-pilot-kill-during-save build-gpu/pilot-fsdp2 --kill-during-save
+  local point rc=0
+  for point in ${KILL_POINTS:-before-files mid-file after-files after-metadata after-commit}; do
+    engine_validate "fsdp2-pilot-kill-$point" build-gpu/pilot-fsdp2 --kill-point "$point" || rc=1
+    grep -h '"held"' "$PWD/build-gpu/work-fsdp2-pilot-kill-$point"/*/b-preempted.jsonl 2>/dev/null | cut -c1-300
+  done
+  return $rc
 }
 fsdp2_beside_plain() {  # the fsdp2 engine on the pilot and a plain FSDP2 script, one call
   fsdp2_pilot || return 1
@@ -535,7 +540,7 @@ if [ -z "${SKIP_ENGINES:-}" ]; then
     stage "fsdp2 on h200-pilot beside a plain FSDP2 script (step, peak, async_save ratios)" \
       fsdp2_beside_plain
   [ -n "${SKIP_ENGINE_KDS:-}" ] ||
-    stage "fsdp2 on h200-pilot, SIGKILL during async_save" fsdp2_kill_during_save
+    stage "fsdp2 on h200-pilot, SIGKILL at each point of an async_save" fsdp2_kill_during_save
   [ -n "${SKIP_ENGINE_RESHARD:-}" ] || stage "fsdp2 resharding 2 -> 1 over gloo (CPU)" fsdp2_reshard_cpu
   [ -n "${SKIP_ENGINE_CONTROLS:-}" ] || stage "fsdp2's negative controls on the GPU" fsdp2_controls
   [ -n "${SKIP_FRAMEWORKS:-}" ] || stage "hf-trainer and lightning on the GPU" framework_engines

@@ -130,6 +130,8 @@ const std::map<std::pair<std::string, std::string>, Move>& Moves() {
       {{"train.roundtrip", "killed_during_save"},
        [](Json& m) { m["skipped_uncommitted"] = Json::array(); }},
       {{"train.roundtrip", "skipped_uncommitted"}, [](Json& m) { m.erase("skipped_uncommitted"); }},
+      {{"train.roundtrip", "kill_point"}, set("kill_point", "after-commit")},
+      {{"train.roundtrip", "snapshot_equal"}, set("snapshot_equal", false)},
       {{"train.roundtrip", "reshard"},
        [](Json& m) {
          m["reshard"]["bitwise_equal"] = false;

@@ -113,6 +113,8 @@ inline const std::map<std::string, nlohmann::json>& Passing() {
         {"checkpoint_verified", Verified()},
         {"killed_during_save", true},
         {"skipped_uncommitted", {"step-00000004"}},
+        {"kill_point", "mid-file"},
+        {"snapshot_equal", true},
         {"reshard",
          {{"saved_world_size", 2},
           {"restored_world_size", 1},

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -25,6 +26,7 @@
 #include "project/project.h"
 #include "project/validate_defaults.h"
 #include "project/validator_options.h"
+#include "support/engine_events.h"
 #include "support/torch_build.h"
 #include "worker/worker.h"
 
@@ -100,14 +102,47 @@ std::optional<std::string> FillOptions(const std::map<std::string, std::string>&
   }
   v.engine_nproc = number("--engine-nproc", v.engine_nproc);
   v.reshard_to = number("--reshard-to", v.reshard_to);
-  v.kill_during_save = flags.at("--kill-during-save");
+  v.kill_point = value("--kill-point");
+  v.kill_during_save = flags.at("--kill-during-save") || !v.kill_point.empty();
+  if (v.kill_during_save && v.kill_point.empty()) v.kill_point = kMidFile;
   v.python = value("--python");
   const std::string control = value("--negative-control");
-  v.negative_control = control == "rng"       ? NegativeControl::kSkipRngRestore
-                       : control == "data"    ? NegativeControl::kSkipDataRestore
-                       : control == "corrupt" ? NegativeControl::kCorruptCheckpoint
-                                              : NegativeControl::kNone;
+  v.negative_control = control == "rng"             ? NegativeControl::kSkipRngRestore
+                       : control == "data"          ? NegativeControl::kSkipDataRestore
+                       : control == "corrupt"       ? NegativeControl::kCorruptCheckpoint
+                       : control == "torn-snapshot" ? NegativeControl::kTornSnapshot
+                                                    : NegativeControl::kNone;
   return std::nullopt;
+}
+
+// The worker's saves (docs/validate.md, "Kill during a save"): --save-at once or twice, the hold
+// of the last one's save, the torn-snapshot check's states and its planted fault.
+void AddSaveOptions(CLI::App* worker, WorkerOptions& w, std::vector<int64_t>& save_at,
+                    std::vector<std::string>& state_at) {
+  worker->add_option("--save-at", save_at);
+  worker->add_flag("--async-save");  // the native worker's saves are all asynchronous
+  worker->add_option("--hold-save-at", w.hold_save_at)
+      ->check(
+          CLI::IsMember(std::vector<std::string>(std::begin(kSavePoints), std::end(kSavePoints))));
+  worker->add_option("--state-at", state_at);
+  worker->add_option("--restored-state", w.restored_state);
+  worker->add_flag("--leak-step-into-save", w.leak_step_into_save);
+}
+
+// The repeated save options into `w`; false when there are more than two --save-at or
+// --state-at is not STEP FILE.
+bool TakeSaveOptions(const std::vector<int64_t>& save_at, const std::vector<std::string>& state_at,
+                     WorkerOptions& w) {
+  if (save_at.size() > 2 || (!state_at.empty() && state_at.size() != 2)) return false;
+  if (!save_at.empty()) w.save_at = save_at.front();
+  if (save_at.size() == 2) w.save_again_at = save_at.back();
+  if (state_at.size() == 2) {
+    char* end = nullptr;
+    w.state_at = std::strtoll(state_at.front().c_str(), &end, 10);
+    if (*end != '\0' || w.state_at < 1) return false;
+    w.state_at_file = state_at.back();
+  }
+  return true;
 }
 
 int Main(int argc, char** argv) {
@@ -168,7 +203,9 @@ int Main(int argc, char** argv) {
   worker->add_option("--result", w_result);  // the node and ops roles' (WorkerWritesResult)
   worker->add_option("--final-state", w_final);
   worker->add_option("--steps", w.steps);
-  worker->add_option("--save-at", w.save_at);
+  std::vector<int64_t> w_save_at;
+  std::vector<std::string> w_state_at;
+  AddSaveOptions(worker, w, w_save_at, w_state_at);
   worker->add_option("--measure-step", w.measure_step);
   worker->add_option("--keep-last", w.keep_last);
   worker->add_flag("--restore", w.restore);
@@ -204,6 +241,11 @@ int Main(int argc, char** argv) {
     w.checkpoint_root = w_ckpt;
     w.result = w_result;
     w.final_state = w_final;
+    if (!TakeSaveOptions(w_save_at, w_state_at, w)) {
+      std::cerr << "trainlock-validate worker: error: --save-at is given at most twice, "
+                   "--state-at as STEP FILE\n";
+      return kExitBadInput;
+    }
     return RunWorker(w);
   }
   if (record->parsed()) return RecordImagePython(record_python, record_out);

@@ -10,7 +10,7 @@ namespace trainlock {
 namespace {
 
 constexpr std::array<RoundTripEngine, 6> kRoundTripEngines = {{
-    {"native", false, false, false, "the validator alone"},
+    {"native", false, true, false, "the validator alone"},
     {"ddp", true, false, true, "Python with torch >= 1.13"},
     {"fsdp2", true, true, true, "Python with torch >= 2.4 and transformers"},
     {"hf-trainer", true, false, false, "Python with torch, transformers and accelerate"},

@@ -14,10 +14,27 @@
 
 namespace trainlock {
 
+// The points of a save at which an engine told --hold-save-at POINT stops, says `checkpoint`
+// phase "held" and waits to be killed (docs/validate.md, "Kill during save"): before any file of
+// the step is written, with part of one file's bytes written, after every tensor file and
+// before the metadata, after the metadata and before the commit record, after the commit record.
+#define TRAINLOCK_SAVE_POINTS(X)      \
+  X(kBeforeFiles, "before-files")     \
+  X(kMidFile, "mid-file")             \
+  X(kAfterFiles, "after-files")       \
+  X(kAfterMetadata, "after-metadata") \
+  X(kAfterCommit, "after-commit")
+#define TRAINLOCK_SAVE_POINT_CONSTANT(name, text) inline constexpr const char* name = text;
+TRAINLOCK_SAVE_POINTS(TRAINLOCK_SAVE_POINT_CONSTANT)
+#undef TRAINLOCK_SAVE_POINT_CONSTANT
+#define TRAINLOCK_SAVE_POINT_TEXT(name, text) text,
+inline constexpr const char* kSavePoints[] = {TRAINLOCK_SAVE_POINTS(TRAINLOCK_SAVE_POINT_TEXT)};
+#undef TRAINLOCK_SAVE_POINT_TEXT
+
 struct RoundTripEngine {
   std::string_view name;
   bool python;             // a program of the shipped package, not this binary's worker
-  bool async_save;         // --kill-during-save: the coordinator can kill it mid-save
+  bool async_save;         // --kill-during-save: it saves twice and holds at --hold-save-at
   bool reshard;            // can restore a checkpoint at another world size
   std::string_view needs;  // what the image must hold, for messages
 };

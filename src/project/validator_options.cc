@@ -10,7 +10,7 @@ namespace trainlock {
 namespace {
 
 // The help texts are the validator's own (`trainlock-validate --help`).
-const std::array<ValidatorOption, 23> kValidatorOptionTable = {{
+const std::array<ValidatorOption, 24> kValidatorOptionTable = {{
     {"--out,-o", "FILE",
      "Where to write the report (default: DIR/.trainlock/reports/report.json, where `trainlock "
      "gate` looks)",
@@ -54,10 +54,11 @@ const std::array<ValidatorOption, 23> kValidatorOptionTable = {{
      "Sign the report with this Ed25519 private key (PEM, from `trainlock keygen`); `trainlock "
      "gate --key` verifies it",
      "", 0, -1, false, true},
-    {"--negative-control", "none|rng|data|corrupt",
+    {"--negative-control", "none|rng|data|corrupt|torn-snapshot",
      "Deliberately break the resume to prove the check fails: rng (skip RNG restore), data (skip "
-     "data-loader restore), corrupt (flip a checkpoint byte)",
-     "none|rng|data|corrupt"},
+     "data-loader restore), corrupt (flip a checkpoint byte), torn-snapshot (with "
+     "--kill-during-save, native engine: the saved tensors are a step newer than the checkpoint)",
+     "none|rng|data|corrupt|torn-snapshot"},
     {"--engine-nproc", "N",
      "Processes of one run of the lock's engine (its world size; Python engines, default 1)", "", 1,
      1024},
@@ -67,8 +68,14 @@ const std::array<ValidatorOption, 23> kValidatorOptionTable = {{
      "", 1, 1024},
     {"--kill-during-save", nullptr,
      "Save again after the committed checkpoint and SIGKILL the process while that save is being "
-     "written: the resume must use the committed one (engines that save asynchronously)",
+     "written: the resume must use the committed one (engines that save asynchronously); the "
+     "kill lands where --kill-point says, mid-file unless given",
      ""},
+    {"--kill-point", "POINT",
+     "Where --kill-during-save kills the second save (and implies it): before-files, mid-file, "
+     "after-files, after-metadata (before the commit record) or after-commit (the new checkpoint "
+     "must then be the one restored)",
+     "before-files|mid-file|after-files|after-metadata|after-commit"},
     {"--python", "PATH",
      "The Python that runs a Python engine (default: the image's /opt/venv/bin/python3, else "
      "python3 on PATH)",

@@ -165,6 +165,10 @@ using Text = std::optional<std::string>;
   X(Integer, world_size)       /* the engine's processes per run (--engine-nproc) */               \
   X(Flag, killed_during_save)  /* B died while a later save was being written */                   \
   X(Free, skipped_uncommitted) /* torn checkpoints the resumed process passed over */              \
+  X(Text, kill_point)          /* --kill-point: where B's second save was held and killed */       \
+  X(Flag, snapshot_equal)      /* C's state right after its restore == A's at that step; absent:   \
+                                  not checked (no --kill-during-save) */                           \
+  X(Text, snapshot_first_different) /* the first tensor in which they differ */                    \
   X(Free, checkpoint_verified) /* VerifiedCheckpointMetrics: B's checkpoint as the coordinator     \
                                   read it */                                                       \
   X(Free, reshard)             /* ReshardMetrics: B's checkpoint restored at another world size */ \

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "project/round_trip_engines.h"
 #include "report/gpu_throttle.h"
 #include "report/measured_shape.h"
 #include "report/pass_rules_internal.h"
@@ -31,6 +32,13 @@ int64_t FirstDivergentLoss(const std::vector<double>& a, const std::vector<doubl
   return first;
 }
 
+// The step the resumed process must have restored: checkpoint_at, or the second save's when the
+// kill landed after its commit record (kill_point after-commit); nullopt without checkpoint_at.
+std::optional<int64_t> StepToRestore(const RoundtripMetrics& m) {
+  if (!m.checkpoint_at) return std::nullopt;
+  return *m.checkpoint_at + (m.kill_point.value_or("") == kAfterCommit ? 1 : 0);
+}
+
 // As many losses in each run as steps, and the resumed process restored the step the preempted
 // one committed.
 void Counts(const RoundtripMetrics& m, Findings& out) {
@@ -48,16 +56,20 @@ void Counts(const RoundtripMetrics& m, Findings& out) {
           std::string(name) + " has " + std::to_string(have) + " losses for " +
               std::to_string(*m.steps) + " steps");
   }
-  if (!m.checkpoint_at) {
+  const std::optional<int64_t> expected = StepToRestore(m);
+  if (!expected) {
     Add(out, TRAINLOCK_METRIC_KEY(RoundtripMetrics, checkpoint_at), "it states no checkpoint_at");
   } else if (!m.restored_step || !*m.restored_step) {
     Add(out, TRAINLOCK_METRIC_KEY(RoundtripMetrics, restored_step),
         "it states no restored_step (the step the resumed process restored)",
         "another checkpoint shares the checkpoint directory; give the run its own");
-  } else if (**m.restored_step != *m.checkpoint_at) {
+  } else if (**m.restored_step != *expected) {
     Add(out, TRAINLOCK_METRIC_KEY(RoundtripMetrics, restored_step),
-        "restored_step " + std::to_string(**m.restored_step) + " is not checkpoint_at " +
-            std::to_string(*m.checkpoint_at),
+        "restored_step " + std::to_string(**m.restored_step) + " is not " +
+            (*expected == *m.checkpoint_at
+                 ? "checkpoint_at "
+                 : "checkpoint_at + 1 (kill_point " + std::string(kAfterCommit) + ") ") +
+            std::to_string(*expected),
         "another checkpoint shares the checkpoint directory; give the run its own");
   }
 }
@@ -210,13 +222,19 @@ Findings Roundtrip(const Json& metrics, const RuleContext&) {
                        m.losses_uninterrupted->size() != m.losses_resumed->size()))
     return out;
   VerifiedCheckpoint(m.checkpoint_verified,
-                     TRAINLOCK_METRIC_KEY(RoundtripMetrics, checkpoint_verified), m.checkpoint_at,
+                     TRAINLOCK_METRIC_KEY(RoundtripMetrics, checkpoint_verified), StepToRestore(m),
                      out);
   Comparison(m, out);
   if (IsTrue(m.killed_during_save) && !Lists(m.skipped_uncommitted))
     Add(out, TRAINLOCK_METRIC_KEY(RoundtripMetrics, skipped_uncommitted),
         "killed_during_save is true, but skipped_uncommitted names no torn checkpoint the resume "
         "passed over");
+  if (m.snapshot_equal && !*m.snapshot_equal)
+    Add(out, TRAINLOCK_METRIC_KEY(RoundtripMetrics, snapshot_equal),
+        "snapshot_equal is false: the checkpoint holds another state than the step it says (" +
+            m.snapshot_first_different.value_or("a tensor") + " differs)",
+        "stage a checkpoint's tensors before the next optimizer step changes them (copy, or "
+        "wait for the staged copy before stepping)");
   Reshard(m, out);
   if (Lists(m.ranks_computing_differently))
     Add(out, TRAINLOCK_METRIC_KEY(RoundtripMetrics, ranks_computing_differently),

@@ -309,7 +309,7 @@ class SchemaChecker {
         Problem(key, "must be 64 lower-case hex characters");
     }
     if (r.contains("negative_control"))
-      Enum(r, "negative_control", "$", {"rng", "data", "corrupt"});
+      Enum(r, "negative_control", "$", {"rng", "data", "corrupt", "torn-snapshot"});
     if (auto* drift = Optional(r, "drift", "$", Type::array)) {
       for (size_t i = 0; i < drift->size(); ++i) {
         const std::string where = "drift[" + std::to_string(i) + "]";

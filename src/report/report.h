@@ -72,8 +72,8 @@ struct Report {
   std::string config_sha256;
   std::string manifest_sha256;
   std::vector<ReportDrift> drift;  // non-empty only with --allow-drift
-  // "rng" | "data" | "corrupt" when the run broke the resume on purpose (--negative-control):
-  // such a report exists to fail, and its verdict is never "pass".
+  // "rng" | "data" | "corrupt" | "torn-snapshot" when the run broke the resume on purpose
+  // (--negative-control): such a report exists to fail, and its verdict is never "pass".
   std::string negative_control;
   std::optional<std::pair<std::string, std::string>> image;  // ref, digest
   // How the digest was obtained: "container-tool" (measured by the container tool that ran the

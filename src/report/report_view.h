@@ -63,9 +63,10 @@ struct ReportView {
   std::string engine_torch;
   bool engine_python_verified = false;  // engine.python_verified (report.h)
   std::string lock_sha256;
-  std::string config_sha256;        // "" when the report does not say
-  std::string manifest_sha256;      // "" when the report does not say (an older validator)
-  std::string negative_control;     // "rng" | "data" | "corrupt"; "" for a real validation
+  std::string config_sha256;    // "" when the report does not say
+  std::string manifest_sha256;  // "" when the report does not say (an older validator)
+  std::string
+      negative_control;  // "rng" | "data" | "corrupt" | "torn-snapshot"; "" for a real validation
   std::vector<std::string> drift;   // "lock.config: ..." for each drift --allow-drift let past
   std::string image_ref;            // "" when the report has no image
   std::string image_digest;         // "" when the report has no image

@@ -36,6 +36,30 @@ TEST(EngineTranscript, CheckpointPhasesAreTrackedSeparately) {
   EXPECT_EQ(t.result().save_started->step, 4);
 }
 
+// A save held at --hold-save-at's point (the kill during a save) is its own phase, with the
+// point, and never counts as committed.
+TEST(EngineTranscript, AHeldSaveIsTrackedWithItsPointAndIsNotCommitted) {
+  EngineTranscript t;
+  t.Add(R"({"event":"checkpoint","phase":"started","step":4,"async":true})");
+  EXPECT_FALSE(t.LastCheckpoint("held"));
+  t.Add(R"({"event":"checkpoint","phase":"held","step":4,"point":"mid-file"})");
+  EXPECT_EQ(t.LastCheckpoint("held"), 4);
+  EXPECT_FALSE(t.LastCheckpoint("committed"));
+  ASSERT_TRUE(t.result().save_held);
+  EXPECT_EQ(t.result().save_held->point, "mid-file");
+  EXPECT_EQ(t.violation(), "");
+}
+
+// The after_save evals that say their step are kept by step: a process that saves twice is
+// judged at the step its checkpoint was restored at.
+TEST(EngineTranscript, AfterSaveEvalsAreKeptByTheirStep) {
+  EngineTranscript t;
+  t.Add(R"({"event":"eval","when":"after_save","loss":2.5,"step":3})");
+  t.Add(R"({"event":"eval","when":"after_save","loss":2.25,"step":4})");
+  EXPECT_EQ(t.result().eval_after_save, 2.25);
+  EXPECT_EQ(t.result().eval_after_save_at, (std::map<int64_t, double>{{3, 2.5}, {4, 2.25}}));
+}
+
 // The coordinator digests the state file itself (coordinator/state_file.h): digests an engine
 // prints are never folded in, so nothing downstream can read them.
 TEST(EngineTranscript, AStateEventKeepsItsFileAndSizeButNotTheDigestsAnEngineClaims) {

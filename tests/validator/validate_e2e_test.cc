@@ -20,6 +20,7 @@
 #include "spec_for_tests.h"
 #include "support/engine_transcript.h"
 #include "test_support.h"
+#include "validator/report_checks.h"
 
 namespace trainlock {
 namespace {
@@ -60,12 +61,7 @@ Validation Validate(const std::vector<std::string>& extra) {
 }
 
 const nlohmann::json& Check(const nlohmann::json& report, const std::string& id) {
-  for (const auto& c : report["checks"]) {
-    if (c["id"] == id) return c;
-  }
-  static const nlohmann::json kMissing;
-  ADD_FAILURE() << "no check " << id;
-  return kMissing;
+  return testing::ReportCheck(report, id);
 }
 
 class ValidateTiny : public ::testing::Test {

@@ -13,6 +13,7 @@
 #include "project/round_trip_engines.h"
 #include "report/report.h"
 #include "test_support.h"
+#include "validator/report_checks.h"
 
 namespace trainlock {
 namespace {
@@ -74,11 +75,7 @@ EngineValidation ValidateWithEngine(const std::string& engine,
 }
 
 const nlohmann::json& CheckOf(const nlohmann::json& report, const std::string& id) {
-  for (const auto& c : report["checks"])
-    if (c["id"] == id) return c;
-  static const nlohmann::json kMissing = nlohmann::json::object();
-  ADD_FAILURE() << "no check " << id;
-  return kMissing;
+  return testing::ReportCheck(report, id);
 }
 
 class ValidateDdpEngine : public ::testing::Test {

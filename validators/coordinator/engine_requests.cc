@@ -58,6 +58,13 @@ void RefuseOptions(const RoundTripEngine& engine, const ValidateOptions& o, cons
         "--kill-during-save", {}, "engine " + name + " does not support --kill-during-save",
         "engines that do: " + EnginesThat([](const RoundTripEngine& e) { return e.async_save; }));
   }
+  if (o.negative_control == NegativeControl::kTornSnapshot &&
+      (!o.kill_during_save || engine.name != "native")) {
+    diags.Error("--negative-control", {},
+                "torn-snapshot plants its fault in the native engine's save and is judged by the "
+                "kill during a save's torn-snapshot check",
+                "give it with --kill-during-save and validate.engine = \"native\"");
+  }
   if (o.kill_during_save && lock.validate.checkpoint_at + 2 > lock.validate.steps) {
     diags.Error("--kill-during-save", {},
                 "needs validate.steps >= validate.checkpoint-at + 2 (a second save, then a step)",

@@ -178,11 +178,8 @@ PreemptWhen RoundtripRunner::PreemptB() const {
              t.result().measurement.has_value();
     };
   }
-  const int64_t checkpoint_at = o_.checkpoint_at;
-  return [checkpoint_at](const EngineTranscript& t) {
-    const std::optional<int64_t> started = t.LastCheckpoint("started");
-    return CommittedACheckpoint(t) && started && *started > checkpoint_at;
-  };
+  // B says its second save is held at the point asked (--hold-save-at): the kill lands there.
+  return [](const EngineTranscript& t) { return t.LastCheckpoint("held").has_value(); };
 }
 
 // The step directory of the checkpoint the coordinator asked B for (--save-at), whatever B said
@@ -192,7 +189,7 @@ std::optional<VerifiedCheckpoint> RoundtripRunner::VerifyCommitted(const WorkerR
   if (!b.result.save) return std::nullopt;
   const CommitRecord record =
       o_.engine == "native" ? CommitRecord::kNativeManifest : CommitRecord::kPythonMarker;
-  return VerifyCheckpoint(o_.checkpoint_root, o_.checkpoint_at, record, IoThreads(),
+  return VerifyCheckpoint(o_.checkpoint_root, StepToRestore(o_), record, IoThreads(),
                           std::chrono::steady_clock::now() + std::chrono::seconds(o_.timeout_s));
 }
 
@@ -249,6 +246,8 @@ void RoundtripRunner::RunResume(EngineProcess b_process, RoundtripRuns& out) {
   if (o_.negative_control == NegativeControl::kSkipRngRestore) c_args.push_back("--no-restore-rng");
   if (o_.negative_control == NegativeControl::kSkipDataRestore)
     c_args.push_back("--no-restore-data");
+  if (o_.kill_during_save)
+    c_args.insert(c_args.end(), {"--restored-state", RestoredStateFile(o_).string()});
   const PreemptWhen b_preempt = PreemptB();
   // C and D only read the committed checkpoint; both are started (and their imports done) while
   // B writes its checkpoint, and neither reads anything before release. They start once B has
@@ -313,9 +312,13 @@ std::vector<std::string> RoundtripRunner::SavingArgs() const {
   std::vector<std::string> args = {"--steps", std::to_string(o_.steps), "--save-at",
                                    std::to_string(o_.checkpoint_at)};
   if (o_.kill_during_save) {
-    // A second save after the committed one, killed while it is being written: C must
-    // restore the committed checkpoint and never the torn one.
-    args.insert(args.end(), {"--save-at", std::to_string(o_.checkpoint_at + 1), "--async-save"});
+    // A second save after the committed one, held at --kill-point and killed there: C must
+    // restore the committed checkpoint (the second one once its commit record is written) and
+    // never a torn one; A's state at that step is what C's restored state must equal.
+    args.insert(args.end(), {"--save-at", std::to_string(o_.checkpoint_at + 1), "--async-save",
+                             "--hold-save-at", o_.kill_point});
+    if (o_.negative_control == NegativeControl::kTornSnapshot)
+      args.push_back("--leak-step-into-save");
   }
   if (SavingRunIsReference()) {
     args.insert(args.end(), {"--measure-step", std::to_string(std::min<int64_t>(2, o_.steps)),
@@ -328,10 +331,15 @@ std::vector<std::string> RoundtripRunner::SavingArgs() const {
 }
 
 void RoundtripRunner::RunBehindReference(RoundtripRuns& runs) {
-  EngineProcess a_process =
-      Launch("a-uninterrupted", {"--steps", std::to_string(o_.steps), "--measure-step",
-                                 std::to_string(std::min<int64_t>(2, o_.steps)), "--final-state",
-                                 (o_.work_dir / "a-final.safetensors").string()});
+  std::vector<std::string> a_args = {
+      "--steps",        std::to_string(o_.steps),
+      "--measure-step", std::to_string(std::min<int64_t>(2, o_.steps)),
+      "--final-state",  (o_.work_dir / "a-final.safetensors").string()};
+  if (o_.kill_during_save) {
+    a_args.insert(a_args.end(), {"--state-at", std::to_string(StepToRestore(o_)),
+                                 StateAtRestoredStepFile(o_).string()});
+  }
+  EngineProcess a_process = Launch("a-uninterrupted", a_args);
   // B does its imports while A trains (a native B is spawned at its release); it is ended
   // unreleased when A decides there is no B.
   std::optional<EngineProcess> b_process;

@@ -13,6 +13,7 @@
 #include "project/project.h"
 #include "project/validate_defaults.h"
 #include "report/report.h"
+#include "support/engine_events.h"
 #include "support/validate_options.h"
 
 namespace trainlock::validate {
@@ -34,7 +35,10 @@ struct RoundtripOptions {
   int engine_nproc = 1;           // processes of one engine run (world size); native: 1
   int reshard_to = 0;             // > 0: also restore B's checkpoint at this world size (E)
   bool kill_during_save = false;  // B saves again after its checkpoint and dies mid-save
-  std::string python;             // a Python engine's interpreter ("" = the image's, python3)
+  // Where that second save is held and B killed (--kill-point: a point of TRAINLOCK_SAVE_POINTS,
+  // support/engine_events.h); mid-file when --kill-during-save names none.
+  std::string kill_point;
+  std::string python;  // a Python engine's interpreter ("" = the image's, python3)
   // Inside an image: the sys.path its record names and the validator verified
   // (checks/python_files.h), which the engine runs with; empty outside one.
   std::vector<std::string> engine_sys_path;
@@ -45,6 +49,22 @@ struct RoundtripOptions {
   // when its processes ran for a selected one.
   std::vector<std::string> only;
 };
+
+// The step the resumed process must restore: the checkpoint at checkpoint_at, or, when the kill
+// during a save lands after that save's commit record, the second save's (checkpoint_at + 1).
+inline int64_t StepToRestore(const RoundtripOptions& o) {
+  return o.kill_during_save && o.kill_point == kAfterCommit ? o.checkpoint_at + 1 : o.checkpoint_at;
+}
+
+// The torn-snapshot check's states (--kill-during-save only): A's after the step C restores, C's
+// right after its restore. They must be bitwise equal, or the checkpoint holds another step's
+// state than the step it says (an optimizer step leaked into the staged copy).
+inline std::filesystem::path StateAtRestoredStepFile(const RoundtripOptions& o) {
+  return o.work_dir / "a-state-at-restored-step.safetensors";
+}
+inline std::filesystem::path RestoredStateFile(const RoundtripOptions& o) {
+  return o.work_dir / "c-restored-state.safetensors";
+}
 
 // Runs processes A to E as `options` say (launching, gating, preempting, corrupting) into
 // what they did, and judges nothing. `project` is the project the validation loaded: its lock

@@ -27,6 +27,7 @@
 #include "report/pass_rules.h"
 #include "support/check_selection.h"
 #include "support/engine_protocol.h"
+#include "support/parallel.h"
 
 namespace trainlock::validate {
 namespace fs = std::filesystem;
@@ -115,6 +116,14 @@ std::string StateProblem(const WorkerRun& run) {
   return "";
 }
 
+// The eval loss `b` said after saving the checkpoint of `step` (a process that saves twice says
+// one per save), else the last it said after a save; nullopt when none.
+std::optional<double> EvalAfterSaveOf(const WorkerRun& b, int64_t step) {
+  const auto at = b.result.eval_after_save_at.find(step);
+  if (at != b.result.eval_after_save_at.end()) return at->second;
+  return b.result.eval_after_save;
+}
+
 // The step of the last checkpoint `run` reported committed; -1 when none.
 int64_t LastCommittedStep(const WorkerRun& run) {
   return run.result.save ? run.result.save->step.value_or(-1) : -1;
@@ -189,8 +198,9 @@ void DescribeEngine(const WorkerRun& a, const WorkerRun& b, const WorkerRun& c,
       break;
     }
   }
-  m->killed_during_save = b.result.save_started && b.killed_by_us && LastCommittedStep(b) >= 0 &&
-                          b.result.save_started->step != b.result.save->step;
+  // Killed where its second save was held (--hold-save-at), before that save's commit record.
+  m->killed_during_save = b.killed_by_us && b.result.save_held && LastCommittedStep(b) >= 0 &&
+                          b.result.save_held->point.value_or("") != kAfterCommit;
 }
 
 std::vector<CheckResult> CannotRunChecks(const JudgeInputs& in, const WorkerRun& a) {
@@ -325,12 +335,13 @@ RoundtripMetrics RoundtripFacts(const JudgeInputs& in, const WorkerRun& a, const
                                 const std::optional<VerifiedCheckpoint>& checkpoint) {
   std::vector<double> lb = Losses(b);
   std::vector<double> resumed;
-  for (int64_t i = 0; i < static_cast<int64_t>(lb.size()) && i < in.o.checkpoint_at; ++i)
+  for (int64_t i = 0; i < static_cast<int64_t>(lb.size()) && i < StepToRestore(in.o); ++i)
     resumed.push_back(lb[i]);
   for (double l : Losses(c)) resumed.push_back(l);
   RoundtripMetrics m;
   m.steps = in.o.steps;
   m.checkpoint_at = in.o.checkpoint_at;
+  if (in.o.kill_during_save) m.kill_point = in.o.kill_point;
   m.pids = {{"uninterrupted", a.pid}, {"preempted", b.pid}, {"resumed", c.pid}};
   m.preempted_with = "SIGKILL";
   m.losses_uninterrupted = Losses(a);
@@ -387,7 +398,7 @@ std::optional<NotComparable> CheckpointNotVerified(const JudgeInputs& in, const 
                              stderr_file};
   }
   const std::optional<std::string> said = r.b.result.save ? r.b.result.save->dir : std::nullopt;
-  if (said && LastCommittedStep(r.b) == in.o.checkpoint_at &&
+  if (said && LastCommittedStep(r.b) == StepToRestore(in.o) &&
       fs::path(*said).lexically_normal() != r.checkpoint->dir.lexically_normal()) {
     return NotComparable{
         false,
@@ -421,10 +432,17 @@ std::optional<NotComparable> RoundtripNotComparable(const JudgeInputs& in, const
   for (const WorkerRun* run : {&a, &b})
     if (std::optional<NotComparable> failure = failed(*run)) return failure;
   if (!b.killed_by_us) {
-    return not_exercised(
-        in.o.kill_during_save
-            ? "the preempted process never began its second save after the committed one"
-            : "the preempted process never announced its checkpoint");
+    return not_exercised(in.o.kill_during_save
+                             ? "the preempted process never held its second save at " +
+                                   in.o.kill_point
+                             : "the preempted process never announced its checkpoint");
+  }
+  if (in.o.kill_during_save && b.result.save_held &&
+      b.result.save_held->point.value_or("") != in.o.kill_point) {
+    return failure_of("process " + b.name + " held its save at " +
+                          Quoted(b.result.save_held->point.value_or("")) + ", not at " +
+                          in.o.kill_point + " as --hold-save-at asked",
+                      "an engine holds a save exactly at the point it is given");
   }
   if (in.o.kill_during_save && LastCommittedStep(b) != in.o.checkpoint_at) {
     // The second save became durable before the SIGKILL landed: nothing was torn, so the
@@ -439,11 +457,11 @@ std::optional<NotComparable> RoundtripNotComparable(const JudgeInputs& in, const
   // The resume must start from the checkpoint the preempted process committed, not an older
   // or newer one left in the storage.
   const std::optional<int64_t> restored = RestoredStep(c);
-  if (restored != in.o.checkpoint_at) {
+  if (restored != StepToRestore(in.o)) {
     return failure_of(
         "the resumed process restored " +
             (restored ? "step " + std::to_string(*restored) : std::string("no step it reported")) +
-            ", not the checkpoint committed at step " + std::to_string(in.o.checkpoint_at),
+            ", not the checkpoint committed at step " + std::to_string(StepToRestore(in.o)),
         "another checkpoint shares the checkpoint directory; give the run its own");
   }
   for (const WorkerRun* run : {&a, &c}) {
@@ -500,6 +518,39 @@ RoundtripComparison CompareRoundtrip(const WorkerRun& a, const WorkerRun& c,
   return out;
 }
 
+// The torn-snapshot check (--kill-during-save): the state C holds right after its restore
+// against A's after the same step, both digested here from the files the coordinator named.
+// Sets `m`'s snapshot members; a summary when the check fails or cannot run, "" when it passes.
+std::string TornSnapshot(const JudgeInputs& in, RoundtripMetrics& m) {
+  const StateDigest at = DigestStateFile(StateAtRestoredStepFile(in.o), IoThreads());
+  const StateDigest restored = DigestStateFile(RestoredStateFile(in.o), IoThreads());
+  const std::string step = std::to_string(StepToRestore(in.o));
+  m.snapshot_equal = false;
+  for (const StateDigest* d : {&at, &restored}) {
+    if (!d->problem.empty() || d->tensors.empty()) {
+      m.snapshot_first_different = "";
+      return "the torn-snapshot check has no state to compare: " +
+             (d->problem.empty() ? std::string("a state file holds no tensor") : d->problem) +
+             " (the engine must write --state-at and --restored-state)";
+    }
+  }
+  for (const auto& [name, digest] : at.tensors) {
+    const auto other = restored.tensors.find(name);
+    if (other == restored.tensors.end() || other->second != digest) {
+      m.snapshot_first_different = name;
+      return "the checkpoint of step " + step + " holds a state other than step " + step +
+             "'s: " + name + (other == restored.tensors.end() ? " is missing" : " differs");
+    }
+  }
+  if (restored.tensors.size() != at.tensors.size()) {
+    m.snapshot_first_different = "";
+    return "the checkpoint of step " + step + " holds tensors the state of step " + step +
+           " does not";
+  }
+  m.snapshot_equal = true;
+  return "";
+}
+
 CheckResult RoundtripCheck(const JudgeInputs& in, const RoundtripRuns& runs) {
   const WorkerRun &a = runs.a, &c = runs.c;
   RoundtripMetrics m = RoundtripFacts(in, a, runs.b, c, runs.checkpoint);
@@ -509,6 +560,14 @@ CheckResult RoundtripCheck(const JudgeInputs& in, const RoundtripRuns& runs) {
       return NotMeasured("train.roundtrip", CheckStatus::kError, refused->summary, refused->remedy,
                          ToJson(m));
     return Judged("train.roundtrip", ToJson(m), refused->summary, refused->remedy);
+  }
+  if (in.o.kill_during_save) {
+    if (const std::string torn = TornSnapshot(in, m); !torn.empty()) {
+      m.bitwise_equal = false;
+      return Judged("train.roundtrip", ToJson(m), torn,
+                    "stage a checkpoint's tensors before the next optimizer step changes them, "
+                    "and write the state the coordinator asks for");
+    }
   }
   const std::vector<double>& la = *m.losses_uninterrupted;
   const std::vector<double>& resumed = *m.losses_resumed;
@@ -536,10 +595,17 @@ CheckResult RoundtripCheck(const JudgeInputs& in, const RoundtripRuns& runs) {
     summary +=
         ": the final states the coordinator read from the processes' files, and the "
         "losses they reported";
+    const nlohmann::json skipped = m.skipped_uncommitted.value_or(nlohmann::json());
     if (m.killed_during_save.value_or(false))
-      summary +=
-          "; killed while the next save was being written, which the resumed process reported "
-          "it skipped";
+      summary += "; killed at " + in.o.kill_point + " of the next save" +
+                 (skipped.is_array() && !skipped.empty()
+                      ? ", whose torn directory the resumed process reported it skipped"
+                      : "");
+    else if (in.o.kill_during_save)
+      summary += "; killed at " + in.o.kill_point + " of the next save, which it restored";
+    if (m.snapshot_equal.value_or(false))
+      summary += "; the restored state is bitwise the state of step " +
+                 std::to_string(StepToRestore(in.o));
     summary += "; " + VerifiedSentence(*runs.checkpoint);
     return Judged("train.roundtrip", ToJson(m), summary);
   }
@@ -584,7 +650,7 @@ CheckResult ReshardCheck(const JudgeInputs& in, const WorkerRun& a, const Worker
   const auto rt = ReadMetrics<RoundtripMetrics>(roundtrip.metrics);
   std::vector<double> la = Losses(a), resharded;
   const std::vector<double> before = rt.losses_resumed.value_or(std::vector<double>{});
-  for (int64_t i = 0; i < in.o.checkpoint_at && i < static_cast<int64_t>(before.size()); ++i)
+  for (int64_t i = 0; i < StepToRestore(in.o) && i < static_cast<int64_t>(before.size()); ++i)
     resharded.push_back(before[static_cast<size_t>(i)]);
   for (double l : Losses(e)) resharded.push_back(l);
   m.losses_resharded = resharded;
@@ -610,9 +676,9 @@ CheckResult ReshardCheck(const JudgeInputs& in, const WorkerRun& a, const Worker
     summary = what + ": process e-resharded: " + failure;
   } else if (const std::string problem = StateProblem(e); !problem.empty()) {
     summary = what + ": " + problem;
-  } else if (m.restored_step != std::optional<int64_t>(in.o.checkpoint_at)) {
+  } else if (m.restored_step != std::optional<int64_t>(StepToRestore(in.o))) {
     summary = what + ": the resharded process did not restore the committed step " +
-              std::to_string(in.o.checkpoint_at);
+              std::to_string(StepToRestore(in.o));
   } else if (!*m.data_position_carried) {
     summary = what +
               ": the engine cannot carry its data position across world sizes, so a resharded "
@@ -642,13 +708,14 @@ CheckResult EvalCheck(const JudgeInputs& in, const RoundtripRuns& runs) {
   if (const std::string why = NotRestoredBecause(in, runs); !why.empty())
     return Judged("train.eval", nlohmann::json::object(), "no eval loss after a restore: " + why,
                   "see train.roundtrip");
-  if (!b.result.eval_after_save || !c.result.eval_after_restore) {
+  const std::optional<double> saved = EvalAfterSaveOf(b, StepToRestore(in.o));
+  if (!saved || !c.result.eval_after_restore) {
     return Judged(
         "train.eval", nlohmann::json::object(),
         "no eval loss around the checkpoint: " + ProcessFailure(in, c.result.error ? c : b),
         "see the processes' stderr in " + in.o.work_dir.string());
   }
-  double before = *b.result.eval_after_save;
+  double before = *saved;
   double after = *c.result.eval_after_restore;
   double diff = std::fabs(before - after);
   const nlohmann::json m = ToJson(EvalMetrics{before, after, diff, in.o.eval_tolerance});
@@ -674,14 +741,15 @@ CheckResult PortableCheck(const JudgeInputs& in, const RoundtripRuns& runs) {
   }
   const VerifiedCheckpoint& verified = *runs.checkpoint;
   std::string failure = ProcessFailure(in, d);
-  if (!failure.empty() || !b.result.eval_after_save) {
+  const std::optional<double> saved = EvalAfterSaveOf(b, StepToRestore(in.o));
+  if (!failure.empty() || !saved) {
     return Judged("ckpt.portable", nlohmann::json::object(),
                   "a fresh process could not use the checkpoint: " +
                       (failure.empty() ? "no reference eval loss" : failure),
                   "the checkpoint must be self-describing: config, seed and data description in "
                   "manifest.json");
   }
-  double want = *b.result.eval_after_save, got = d.result.eval.value_or(0.0);
+  double want = *saved, got = d.result.eval.value_or(0.0);
   const std::optional<int64_t> restored = RestoredStep(d);
   const PortableMetrics m{d.pid,
                           got,

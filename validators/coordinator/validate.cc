@@ -154,6 +154,8 @@ const char* NegativeControlName(NegativeControl control) {
       return "data";
     case NegativeControl::kCorruptCheckpoint:
       return "corrupt";
+    case NegativeControl::kTornSnapshot:
+      return "torn-snapshot";
     case NegativeControl::kNone:
       break;
   }

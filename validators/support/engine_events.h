@@ -13,6 +13,7 @@
 
 #include <cstddef>
 
+#include "project/round_trip_engines.h"
 #include "report/check_metrics.h"
 
 namespace trainlock {
@@ -34,6 +35,9 @@ inline constexpr size_t kMaxEngineLineBytes = size_t{1} << 20;
   X(non_finite_loss, 5)                 \
   X(training, 5)
 
+// The points of a save --hold-save-at names (TRAINLOCK_SAVE_POINTS, kSavePoints) are declared
+// with the engines' capabilities, project/round_trip_engines.h.
+
 // `restored` and `checkpoint`, which the round trip's checks read most of.
 #define TRAINLOCK_RESTORED_EVENT(X)                                                    \
   X(Integer, step)                                                                     \
@@ -53,8 +57,9 @@ inline constexpr size_t kMaxEngineLineBytes = size_t{1} << 20;
   X(Integer, verified_files) /* the portable process's: tensor files, manifest, hash */
 
 #define TRAINLOCK_CHECKPOINT_EVENT(X)                                               \
-  X(Text, phase) /* "started" | "committed" */                                      \
+  X(Text, phase) /* "started" | "held" (--hold-save-at) | "committed" */            \
   X(Integer, step)                                                                  \
+  X(Text, point) /* "held": where the save stopped (kSavePoints) */                 \
   X(Flag, async)                                                                    \
   X(Text, dir)                                                                      \
   X(Integer, bytes)                                                                 \

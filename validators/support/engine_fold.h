@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,10 +28,14 @@ struct EngineFold {
   std::optional<RestoredEvent> restore;
   std::vector<StepEvent>
       losses;  // in the order said; each step an integer, each loss a number or null
-  std::optional<TrainStepMetrics> measurement;                      // train.step's metrics
-  std::optional<CheckpointEvent> save;                              // the last checkpoint committed
-  std::optional<CheckpointEvent> save_started;                      // the last save begun
+  std::optional<TrainStepMetrics> measurement;  // train.step's metrics
+  std::optional<CheckpointEvent> save;          // the last checkpoint committed
+  std::optional<CheckpointEvent> save_started;  // the last save begun
+  std::optional<CheckpointEvent> save_held;     // where a save stopped (--hold-save-at), if it did
   std::optional<double> eval_after_save, eval_after_restore, eval;  // eval events by `when`
+  // The after_save evals that said their step, by step: a process that saves twice (the kill
+  // during a save) is judged at the step its checkpoint was restored at.
+  std::map<int64_t, double> eval_after_save_at;
   std::optional<StateEvent> final_state;  // where it wrote its final state and its size
   std::optional<ErrorEvent> error;        // always with a kind and a message
   bool done = false;

@@ -10,7 +10,7 @@ namespace trainlock::validate {
 namespace {
 
 std::string PythonString(std::string_view text) {
-  return "\"" + std::string(text) + "\"";  // names and kinds: [a-z0-9_./] only
+  return "\"" + std::string(text) + "\"";  // names, kinds and points: [a-z0-9_./-] only
 }
 
 std::string ErrorKinds() {
@@ -20,6 +20,15 @@ std::string ErrorKinds() {
   TRAINLOCK_ENGINE_ERROR_KINDS(TRAINLOCK_PYTHON_ERROR_KIND)
 #undef TRAINLOCK_PYTHON_ERROR_KIND
   return out + "}\n";
+}
+
+// The points --hold-save-at names, in the order a save passes them.
+std::string SavePoints() {
+  std::string out = "SAVE_POINTS = (\n";
+#define TRAINLOCK_PYTHON_SAVE_POINT(name, text) out += "    " + PythonString(text) + ",\n";
+  TRAINLOCK_SAVE_POINTS(TRAINLOCK_PYTHON_SAVE_POINT)
+#undef TRAINLOCK_PYTHON_SAVE_POINT
+  return out + ")\n";
 }
 
 std::string Events() {
@@ -51,7 +60,7 @@ std::string EngineProtocolPythonModule() {
              "(protocol.py).\"\"\"\n\n") +
          "PROTOCOL = " + PythonString(kEngineProtocol) + "\n" +
          "MAX_LINE = " + std::to_string(kMaxEngineLineBytes) + "\n\n" + ErrorKinds() + "\n" +
-         Events();
+         SavePoints() + "\n" + Events();
 }
 
 }  // namespace trainlock::validate

@@ -193,16 +193,20 @@ void EngineTranscript::Fold(const std::string& event, const nlohmann::json& body
     } else if (said.phase == "committed") {
       last_committed_ = said.step;
       r.save = said;
+    } else if (said.phase == "held") {
+      last_held_ = said.step;
+      r.save_held = said;
     } else {
-      Problem("a checkpoint event whose phase is neither \"started\" nor \"committed\"");
+      Problem("a checkpoint event whose phase is not \"started\", \"held\" or \"committed\"");
     }
   } else if (event == kEventEval) {
     const EvalEvent said = ReadMetrics<EvalEvent>(body);
     if (!said.loss)
       Problem("an eval event without a numeric loss");
-    else if (said.when == "after_save")
+    else if (said.when == "after_save") {
       r.eval_after_save = said.loss;
-    else if (said.when == "after_restore")
+      if (said.step) r.eval_after_save_at[*said.step] = *said.loss;
+    } else if (said.when == "after_restore")
       r.eval_after_restore = said.loss;
     else if (said.when == "portable")
       r.eval = said.loss;
@@ -228,6 +232,7 @@ void EngineTranscript::Fold(const std::string& event, const nlohmann::json& body
 }
 
 std::optional<int64_t> EngineTranscript::LastCheckpoint(std::string_view phase) const {
+  if (phase == "held") return last_held_;
   return phase == "started" ? last_started_ : last_committed_;
 }
 

@@ -51,7 +51,8 @@ class EngineTranscript {
   // What the process said so far.
   const EngineFold& result() const { return result_; }
 
-  // The step of the last checkpoint event of `phase` ("started", "committed"); nullopt if none.
+  // The step of the last checkpoint event of `phase` ("started", "held", "committed"); nullopt
+  // if none.
   std::optional<int64_t> LastCheckpoint(std::string_view phase) const;
 
   // After the process's output ended: without `hello`, or (when `exited_cleanly`, neither
@@ -73,7 +74,7 @@ class EngineTranscript {
   EngineFold result_;
   size_t events_ = 0;
   size_t artifacts_ = 0;
-  std::optional<int64_t> last_started_, last_committed_;
+  std::optional<int64_t> last_started_, last_committed_, last_held_;
 };
 
 }  // namespace trainlock::validate

@@ -11,7 +11,15 @@
 namespace trainlock::validate {
 
 // Negative controls: deliberately break the resume to prove the check can fail.
-enum class NegativeControl { kNone, kSkipRngRestore, kSkipDataRestore, kCorruptCheckpoint };
+// kTornSnapshot (with --kill-during-save, the native engine): B's first save stages its tensors
+// only after the next optimizer step, so the checkpoint of step N holds step N+1's tensors.
+enum class NegativeControl {
+  kNone,
+  kSkipRngRestore,
+  kSkipDataRestore,
+  kCorruptCheckpoint,
+  kTornSnapshot
+};
 
 struct ValidateOptions {
   std::filesystem::path project = ".";
@@ -38,7 +46,8 @@ struct ValidateOptions {
   // The round trip's engine runs (docs/validate.md, "Engines").
   int engine_nproc = 1;           // --engine-nproc: processes of one engine run
   int reshard_to = 0;             // --reshard-to: 0 none
-  bool kill_during_save = false;  // --kill-during-save
+  bool kill_during_save = false;  // --kill-during-save, or --kill-point
+  std::string kill_point;         // --kill-point: where B's second save is held and killed
   std::string python;             // --python: "" the image's, else python3 on PATH
 };
 

@@ -176,10 +176,11 @@ void Emit(const char* event, nlohmann::json body = nlohmann::json::object()) {
   std::cout << body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
 }
 
-void EmitEval(const char* when, double loss) {
+void EmitEval(const char* when, double loss, std::optional<int64_t> step = std::nullopt) {
   EvalEvent eval;
   eval.when = when;
   eval.loss = loss;
+  if (step) eval.step = *step;
   Emit(kEventEval, ToJson(eval));
 }
 
@@ -278,13 +279,13 @@ TrainStepMetrics MeasureInRunMode(Trainer& trainer, bool deterministic,
 }
 
 // Waits for the checkpoint write in flight, records it and tells the coordinator (which may
-// SIGKILL this process from then on) that the checkpoint is committed.
-void AnnounceCommitted(const WorkerOptions& o, AsyncCheckpointer& checkpointer) {
+// SIGKILL this process from then on) that the checkpoint of `step` is committed.
+void AnnounceCommitted(int64_t step, AsyncCheckpointer& checkpointer) {
   const CheckpointIo io = checkpointer.Wait();
   const AsyncSaveTimes& t = checkpointer.times();
   CheckpointEvent save;
   save.dir = io.dir.string();
-  save.step = o.save_at;
+  save.step = step;
   save.files = static_cast<int64_t>(io.files);
   save.bytes = static_cast<int64_t>(io.bytes);
   save.seconds = t.durable_s;  // from the save's start to the committed rename
@@ -298,6 +299,139 @@ void AnnounceCommitted(const WorkerOptions& o, AsyncCheckpointer& checkpointer) 
   Emit(kEventCheckpoint, ToJson(save));
 }
 
+void EmitSaveStarted(int64_t step) {
+  CheckpointEvent started;
+  started.phase = "started";
+  started.step = step;
+  started.async = true;
+  Emit(kEventCheckpoint, ToJson(started));
+}
+
+// Writes `state` where the coordinator asked (it digests the file itself, coordinator/
+// state_file.h: nothing printed here stands in for it); `announce` says it as a `state` event
+// (the final state's; a state at a step or after a restore is only written).
+void WriteState(const fs::path& file, const std::vector<NamedTensor>& state, int64_t step,
+                bool announce) {
+  // The coordinator digests the file itself (coordinator/state_file.h): nothing printed here
+  // stands in for it.
+  const WrittenFile written = WriteStateFile(file, state);
+  if (!announce) return;
+  StateEvent said;
+  said.step = step;
+  said.bytes = static_cast<int64_t>(written.bytes);
+  said.file = file.string();
+  Emit(kEventState, ToJson(said));
+}
+
+// The save --hold-save-at names (the last --save-at's), written on this thread: at its point it
+// says `checkpoint` phase "held" and waits for the coordinator's SIGKILL, so the kill lands
+// exactly there and never races the write.
+void SaveAndHold(const WorkerOptions& o, const CheckpointContents& contents) {
+  EmitSaveStarted(contents.step);
+  SaveCheckpoint(o.checkpoint_root, contents, o.keep_last, kDefaultShardBytes,
+                 [&](const char* point) {
+                   if (o.hold_save_at != point) return;
+                   CheckpointEvent held;
+                   held.phase = "held";
+                   held.step = contents.step;
+                   held.point = point;
+                   Emit(kEventCheckpoint, ToJson(held));
+                   while (true) ::pause();
+                 });
+  throw Failure("internal: the save held at " + o.hold_save_at + " did not hold", kExitEnvironment);
+}
+
+// Restores the newest complete checkpoint into `trainer` and says so, naming the torn ones
+// (temporaries of a save that never committed) it passed over.
+void RestoreLatest(const WorkerOptions& o, const RunSetup& setup, Trainer& trainer) {
+  auto latest = LatestCheckpoint(o.checkpoint_root);
+  if (!latest)
+    throw CheckpointError(o.checkpoint_root.string() + ": no complete checkpoint to restore");
+  CheckpointIo io;
+  CheckpointContents contents = LoadCheckpoint(*latest, &io);
+  ReadingCheckpointState(*latest, [&] {
+    // The checkpoint's spec is this run's: the same model, recipe, data and seed.
+    if (contents.state.value("spec_sha256", "") !=
+        setup.identity["spec_sha256"].get<std::string>()) {
+      throw CheckpointError(latest->string() + ": written for the run of spec " +
+                            Quoted(contents.state.value("spec_sha256", "?").substr(0, 12)) +
+                            "..., not this run's");
+    }
+    trainer.Restore(contents, {o.restore_rng, o.restore_data});
+  });
+  RestoredEvent restored;
+  restored.dir = latest->string();
+  restored.step = contents.step;
+  restored.bytes = static_cast<int64_t>(io.bytes);
+  restored.seconds = io.seconds;
+  restored.gbps = Gbps(io.bytes, io.seconds);
+  restored.rng_restored = o.restore_rng;
+  restored.data_restored = o.restore_data;
+  // One process, one world size: the position is carried as restored.
+  restored.data_position_carried = o.restore_data;
+  restored.world_size_saved = 1;
+  std::vector<std::string> torn;
+  for (const fs::path& dir : UncommittedCheckpoints(o.checkpoint_root))
+    torn.push_back(dir.string());
+  if (!torn.empty()) restored.skipped_uncommitted = torn;
+  Emit(kEventRestored, ToJson(restored));
+  if (!o.restored_state.empty())
+    WriteState(o.restored_state, trainer.FinalState(/*on_device=*/true), contents.step, false);
+  EmitEval("after_restore", trainer.EvalLoss());
+}
+
+// One training step of RunTrain, measured when it is the one to measure; says its loss.
+void TrainOneStep(const WorkerOptions& o, Trainer& trainer,
+                  std::optional<TrainStepMetrics>& measurement) {
+  double loss;
+  if (trainer.step() + 1 == o.measure_step) {
+    StepMeasurement m;
+    loss = trainer.MeasuredStep(&m);
+    measurement = MeasurementMetrics(trainer.step(), m);
+  } else {
+    loss = trainer.Step();
+  }
+  if (!std::isfinite(loss)) throw NonFiniteLoss(trainer.step(), loss);
+  StepEvent stepped;
+  stepped.step = trainer.step();
+  stepped.loss = loss;
+  Emit(kEventStep, ToJson(stepped));
+}
+
+// The saves of RunTrain after the step just taken: the first --save-at staged and written beside
+// the next steps; a second one after the first is committed, held when --hold-save-at says.
+// `leaked` is the first save's capture under --leak-step-into-save (a planted fault): its
+// tensors are the live ones, written only after this step changed them.
+void SaveAfterStep(const WorkerOptions& o, Trainer& trainer, AsyncCheckpointer& checkpointer,
+                   std::optional<CheckpointContents>& leaked) {
+  if (leaked) {
+    EmitSaveStarted(leaked->step);
+    checkpointer.Start(o.checkpoint_root, *leaked, o.keep_last);
+    leaked.reset();
+    AnnounceCommitted(o.save_at, checkpointer);
+  }
+  if (trainer.step() == o.save_at) {
+    if (o.leak_step_into_save) {
+      leaked = trainer.Capture();  // the state's step, RNG and data position; live tensors
+    } else {
+      // Training is held up only for the copy into the staging buffers; the write goes on
+      // beside the next steps, and the coordinator hears of the checkpoint once it is durable.
+      checkpointer.Start(o.checkpoint_root, trainer.Capture(), o.keep_last);
+      EmitSaveStarted(o.save_at);
+    }
+    EmitEval("after_save", trainer.EvalLoss(), o.save_at);
+  } else if (o.save_again_at > 0 && trainer.step() == o.save_again_at) {
+    if (checkpointer.in_flight()) AnnounceCommitted(o.save_at, checkpointer);
+    CheckpointContents contents = trainer.Capture();
+    EmitEval("after_save", trainer.EvalLoss(), o.save_again_at);
+    if (!o.hold_save_at.empty()) SaveAndHold(o, contents);
+    checkpointer.Start(o.checkpoint_root, contents, o.keep_last);
+    EmitSaveStarted(o.save_again_at);
+    AnnounceCommitted(o.save_again_at, checkpointer);
+  }
+  if (checkpointer.Finished()) AnnounceCommitted(o.save_at, checkpointer);
+}
+
 int RunTrain(const WorkerOptions& o) {
   torch::Device device = PickDevice(o.device);
   RunSetup setup = SetupFromSpec(o.spec, o.spec_sha256);
@@ -306,80 +440,22 @@ int RunTrain(const WorkerOptions& o) {
   const double setup_s = SecondsSinceWorkerStart();
   EmitHello(o, device);
   EmitSetup(made, setup_s);
-  if (o.restore) {
-    auto latest = LatestCheckpoint(o.checkpoint_root);
-    if (!latest)
-      throw CheckpointError(o.checkpoint_root.string() + ": no complete checkpoint to restore");
-    CheckpointIo io;
-    CheckpointContents contents = LoadCheckpoint(*latest, &io);
-    ReadingCheckpointState(*latest, [&] {
-      // The checkpoint's spec is this run's: the same model, recipe, data and seed.
-      if (contents.state.value("spec_sha256", "") !=
-          setup.identity["spec_sha256"].get<std::string>()) {
-        throw CheckpointError(latest->string() + ": written for the run of spec " +
-                              Quoted(contents.state.value("spec_sha256", "?").substr(0, 12)) +
-                              "..., not this run's");
-      }
-      trainer->Restore(contents, {o.restore_rng, o.restore_data});
-    });
-    RestoredEvent restored;
-    restored.dir = latest->string();
-    restored.step = contents.step;
-    restored.bytes = static_cast<int64_t>(io.bytes);
-    restored.seconds = io.seconds;
-    restored.gbps = Gbps(io.bytes, io.seconds);
-    restored.rng_restored = o.restore_rng;
-    restored.data_restored = o.restore_data;
-    // One process, one world size: the position is carried as restored.
-    restored.data_position_carried = o.restore_data;
-    restored.world_size_saved = 1;
-    Emit(kEventRestored, ToJson(restored));
-    EmitEval("after_restore", trainer->EvalLoss());
-  }
+  if (o.restore) RestoreLatest(o, setup, *trainer);
   AsyncCheckpointer checkpointer;
   if (o.save_at > 0) checkpointer.Prepare(trainer->Capture());
   std::optional<TrainStepMetrics> measurement;
+  std::optional<CheckpointContents> leaked;
   while (trainer->step() < o.steps) {
-    double loss;
-    if (trainer->step() + 1 == o.measure_step) {
-      StepMeasurement m;
-      loss = trainer->MeasuredStep(&m);
-      measurement = MeasurementMetrics(trainer->step(), m);
-    } else {
-      loss = trainer->Step();
-    }
-    if (!std::isfinite(loss)) throw NonFiniteLoss(trainer->step(), loss);
-    StepEvent stepped;
-    stepped.step = trainer->step();
-    stepped.loss = loss;
-    Emit(kEventStep, ToJson(stepped));
-    if (trainer->step() == o.save_at) {
-      // Training is held up only for the copy into the staging buffers; the write goes on
-      // beside the next steps, and the coordinator hears of the checkpoint once it is durable.
-      checkpointer.Start(o.checkpoint_root, trainer->Capture(), o.keep_last);
-      CheckpointEvent started;
-      started.phase = "started";
-      started.step = o.save_at;
-      started.async = true;
-      Emit(kEventCheckpoint, ToJson(started));
-      EmitEval("after_save", trainer->EvalLoss());
-    }
-    if (checkpointer.Finished()) AnnounceCommitted(o, checkpointer);
+    TrainOneStep(o, *trainer, measurement);
+    if (!o.state_at_file.empty() && trainer->step() == o.state_at)
+      WriteState(o.state_at_file, trainer->FinalState(/*on_device=*/true), o.state_at, false);
+    SaveAfterStep(o, *trainer, checkpointer, leaked);
   }
   // The final state is written while the checkpoint's upload goes on, and the step is measured
   // in the run's mode only once the upload is done: no write shares the host with the timing.
-  if (!o.final_state.empty()) {
-    // The coordinator digests the file itself (coordinator/state_file.h): nothing printed here
-    // stands in for it.
-    const WrittenFile written =
-        WriteStateFile(o.final_state, trainer->FinalState(/*on_device=*/true));
-    StateEvent state;
-    state.step = trainer->step();
-    state.bytes = static_cast<int64_t>(written.bytes);
-    state.file = o.final_state.string();
-    Emit(kEventState, ToJson(state));
-  }
-  if (checkpointer.in_flight()) AnnounceCommitted(o, checkpointer);
+  if (!o.final_state.empty())
+    WriteState(o.final_state, trainer->FinalState(/*on_device=*/true), trainer->step(), true);
+  if (checkpointer.in_flight()) AnnounceCommitted(o.save_at, checkpointer);
   // The saving worker never returns to say which pinned files it read: it says so here, before
   // the measurement, after which the coordinator may kill it.
   if (o.save_at > 0)

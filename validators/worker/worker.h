@@ -36,7 +36,21 @@ struct WorkerOptions {
   std::filesystem::path result;       // the node and ops roles' findings (WorkerWritesResult)
   std::filesystem::path final_state;  // where to write the final parameters and moments
   int64_t steps = 0;
-  int64_t save_at = 0;       // 0: never save
+  int64_t save_at = 0;  // 0: never save
+  // A second --save-at (the kill during a save's): 0 none. It starts once the first is
+  // committed; --hold-save-at (a point of support/engine_events.h's TRAINLOCK_SAVE_POINTS)
+  // writes it on the training thread and stops it at that point, saying `checkpoint` phase
+  // "held", until the coordinator's SIGKILL.
+  int64_t save_again_at = 0;
+  std::string hold_save_at;
+  // --state-at STEP FILE: the state after step STEP, written to FILE (the torn-snapshot check's
+  // reference); --restored-state FILE: the state just restored.
+  int64_t state_at = 0;
+  std::filesystem::path state_at_file;
+  std::filesystem::path restored_state;
+  // A planted fault for the torn-snapshot check's tests (--leak-step-into-save): the first
+  // save's tensors are staged only after the next optimizer step changed them.
+  bool leak_step_into_save = false;
   int64_t measure_step = 0;  // 0: measure nothing
   int64_t keep_last = 0;  // complete checkpoints kept: --keep-last, else kDefaultKeepLast (main.cc)
   bool restore = false;

@@ -17,6 +17,7 @@
 #include "base/safe_paths.h"
 #include "base/scoped_fd.h"
 #include "base/sha256.h"
+#include "support/engine_events.h"
 #include "support/parallel.h"
 
 namespace trainlock::validate {
@@ -107,13 +108,18 @@ std::vector<Shard> PlanShards(const std::string& role, const std::vector<NamedTe
 }  // namespace
 
 CheckpointIo SaveCheckpoint(const fs::path& root, const CheckpointContents& contents,
-                            int64_t keep_last, uint64_t shard_bytes) {
+                            int64_t keep_last, uint64_t shard_bytes,
+                            const SavePointHook& at_point) {
+  auto point = [&](const char* name) {
+    if (at_point) at_point(name);
+  };
   auto start = std::chrono::steady_clock::now();
   fs::create_directories(root);
   const std::string name = StepName(contents.step);
   // A fresh directory of a random name: never one another writer (or a planted link) holds.
   const fs::path tmp = CreateUniqueDirectory(root, "." + name + ".tmp-");
   const fs::path final_dir = root / name;
+  point(kBeforeFiles);
 
   std::vector<Shard> shards = PlanShards(kModelRole, contents.model, shard_bytes);
   for (Shard& s : PlanShards(kOptimizerRole, contents.optimizer, shard_bytes))
@@ -121,8 +127,11 @@ CheckpointIo SaveCheckpoint(const fs::path& root, const CheckpointContents& cont
   // Shards are independent files: copy to the host, write, hash and fsync them in parallel.
   std::vector<WrittenFile> written(shards.size());
   ParallelFor(shards.size(), IoThreads(), [&](size_t i) {
-    written[i] = WriteSafetensors(tmp / shards[i].file, shards[i].tensors);
+    std::function<void()> part_written;
+    if (i == 0) part_written = [&] { point(kMidFile); };
+    written[i] = WriteSafetensors(tmp / shards[i].file, shards[i].tensors, {}, true, part_written);
   });
+  point(kAfterFiles);
 
   nlohmann::json manifest = {{"format", kCheckpointFormat},
                              {"step", contents.step},
@@ -139,11 +148,13 @@ CheckpointIo SaveCheckpoint(const fs::path& root, const CheckpointContents& cont
   io.files = shards.size();
   std::string text = manifest.dump(2) + "\n";
   WriteFileAtomically(tmp / kManifest, text);  // fsyncs the file and tmp/
+  point(kAfterMetadata);
   WriteFileAtomically(tmp / kManifestHash, Sha256Hex(text) + "  " + kManifest + "\n");
   io.bytes += text.size() + 65;
   if (fs::exists(final_dir)) fs::remove_all(final_dir);  // a re-save of the same step
   fs::rename(tmp, final_dir);
   FsyncDir(root);
+  point(kAfterCommit);
   Prune(root, keep_last, final_dir);
   io.dir = final_dir;
   io.seconds = SecondsSince(start);
@@ -237,6 +248,20 @@ CheckpointContents LoadCheckpoint(const fs::path& dir, CheckpointIo* io) {
     io->seconds = SecondsSince(start);
   }
   return contents;
+}
+
+std::vector<fs::path> UncommittedCheckpoints(const fs::path& root) {
+  std::vector<fs::path> torn;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return torn;
+  for (const auto& e : fs::directory_iterator(root)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_symlink() || !e.is_directory()) continue;
+    const bool temporary = name.rfind(".step-", 0) == 0 && name.find(".tmp-") != std::string::npos;
+    if (temporary || (name.rfind("step-", 0) == 0 && !IsStepDir(e))) torn.push_back(e.path());
+  }
+  std::sort(torn.begin(), torn.end());
+  return torn;
 }
 
 std::optional<fs::path> LatestCheckpoint(const fs::path& root) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -40,8 +41,21 @@ struct CheckpointIo {
 // hidden temporary directory; the manifest is written last, the directory is renamed into
 // place and ROOT is fsynced. Older complete checkpoints beyond `keep_last` and stale
 // temporaries are removed.
+//
+// `at_point`, when set, is called at each point of the save (support/engine_events.h,
+// TRAINLOCK_SAVE_POINTS): before-files once the temporary directory exists, mid-file with part
+// of the first shard written, after-files, after-metadata (manifest.json written; its hash, the
+// commit record, not yet), after-commit (manifest.sha256 written, the directory renamed into
+// place and ROOT fsynced; older checkpoints not yet pruned). A save held there
+// (--hold-save-at) never returns.
+using SavePointHook = std::function<void(const char* point)>;
 CheckpointIo SaveCheckpoint(const std::filesystem::path& root, const CheckpointContents& contents,
-                            int64_t keep_last, uint64_t shard_bytes = kDefaultShardBytes);
+                            int64_t keep_last, uint64_t shard_bytes = kDefaultShardBytes,
+                            const SavePointHook& at_point = nullptr);
+
+// The torn saves under ROOT, in name order: temporaries of a save that never committed
+// (.step-<N>.tmp-*) and step directories without a manifest hash. A restore passes over them.
+std::vector<std::filesystem::path> UncommittedCheckpoints(const std::filesystem::path& root);
 
 // Verifies every file the manifest lists (present, size, SHA-256) while reading it, in
 // parallel, and returns the tensors only when all of them verify. Throws CheckpointError

@@ -151,7 +151,8 @@ SafetensorsLayout LayOutSafetensors(const std::vector<const NamedTensor*>& sorte
 
 WrittenFile WriteSafetensors(const std::filesystem::path& file,
                              const std::vector<NamedTensor>& tensors,
-                             const std::map<std::string, std::string>& metadata, bool durable) {
+                             const std::map<std::string, std::string>& metadata, bool durable,
+                             const std::function<void()>& part_written) {
   // Tensors are copied to the host one at a time below, so a device-to-host copy overlaps the
   // writes of other files' threads.
   const std::vector<const NamedTensor*> sorted = SortedByName(tensors);
@@ -175,9 +176,11 @@ WrittenFile WriteSafetensors(const std::filesystem::path& file,
     }
   };
   emit(layout.prefix.data(), layout.prefix.size());
+  if (part_written && sorted.size() < 2) part_written();
   for (const NamedTensor* t : sorted) {
     torch::Tensor c = t->tensor.detach().to(torch::kCPU).contiguous();
     emit(c.data_ptr(), static_cast<size_t>(c.numel()) * c.element_size());
+    if (part_written && sorted.size() >= 2 && t == sorted.front()) part_written();
   }
   if (!durable) return result;
   out.Sync();

@@ -31,10 +31,14 @@ struct WrittenFile {
 // wins). A `durable` write is hashed and fsynced (a checkpoint); otherwise the bytes are only
 // handed to the page cache (a state the coordinator reads at once) and `sha256` stays empty.
 // Throws std::runtime_error naming the file on I/O failure.
+// `part_written`, when set, is called once part of the file's bytes are in it: the header and
+// the first tensor of several (the header alone for one tensor); a save held there
+// (--hold-save-at mid-file) leaves a file cut short.
 WrittenFile WriteSafetensors(const std::filesystem::path& file,
                              const std::vector<NamedTensor>& tensors,
                              const std::map<std::string, std::string>& metadata = {},
-                             bool durable = true);
+                             bool durable = true,
+                             const std::function<void()>& part_written = nullptr);
 
 // Where a safetensors file's parts go: its first bytes (the 8-byte little-endian header length
 // and the JSON header, padded to 8 bytes) and, for each tensor in the order given, the file

@@ -4,7 +4,13 @@
         --checkpoint-root DIR --steps N [--save-at K]... [--measure-step M] [--restore]
         [--no-restore-rng] [--no-restore-data] [--final-state FILE]
         [--device auto|cpu|cuda|cuda:I] [--threads T] [--keep-last K] [--nproc P]
-        [--async-save] [--start-after FILE] [--hold-until-killed]
+        [--async-save] [--start-after FILE] [--hold-save-at POINT] [--state-at STEP FILE]
+        [--restored-state FILE] [--hold-until-killed]
+
+--hold-until-killed: once everything is said, wait for the coordinator's SIGKILL (the saving
+process B, which is also the uninterrupted reference). --hold-save-at stops the last --save-at's save at POINT (hold.py); --state-at writes the state
+after step STEP to FILE, --restored-state the state right after the restore (the coordinator's
+torn-snapshot check compares the two).
 
 An option the engine cannot honour is refused before any work: `hello`, then `error` kind
 `input` and exit 2. With --nproc P > 1 this process only launches the ranks (launch.py).
@@ -16,6 +22,7 @@ import sys
 
 from . import engines, launch
 from .protocol import PROTOCOL, EngineError, Emitter
+from .protocol_generated import SAVE_POINTS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -43,6 +50,9 @@ def _parser():
     p.add_argument("--nproc", type=int, default=1)
     p.add_argument("--async-save", action="store_true")
     p.add_argument("--start-after", default=None)
+    p.add_argument("--hold-save-at", choices=SAVE_POINTS, default=None)
+    p.add_argument("--state-at", nargs=2, metavar=("STEP", "FILE"), default=None)
+    p.add_argument("--restored-state", default=None)
     p.add_argument("--hold-until-killed", action="store_true")
     return p
 
@@ -56,6 +66,15 @@ def _check(opts):
     for k in opts.save_at:
         if not 1 <= k <= opts.steps:
             raise EngineError("input", "--save-at %d is outside 1..--steps (%d)" % (k, opts.steps))
+    if opts.hold_save_at and not opts.save_at:
+        raise EngineError("input", "--hold-save-at %s holds the last --save-at's save; none is given" % opts.hold_save_at)
+    if opts.state_at is not None:
+        step, path = opts.state_at
+        if not step.isdigit() or not 1 <= int(step) <= opts.steps:
+            raise EngineError("input", "--state-at %s: the step is outside 1..--steps (%d)" % (step, opts.steps))
+        opts.state_at = (int(step), path)
+    if opts.restored_state and not opts.restore:
+        raise EngineError("input", "--restored-state needs --restore")
     if opts.measure_step and not 1 <= opts.measure_step <= opts.steps:
         raise EngineError("input", "--measure-step %d is outside 1..--steps" % opts.measure_step)
     if opts.nproc < 1 or opts.nproc > 1024:

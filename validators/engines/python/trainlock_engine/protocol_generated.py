@@ -18,6 +18,14 @@ EXIT_CODES = {
     "training": 5,
 }
 
+SAVE_POINTS = (
+    "before-files",
+    "mid-file",
+    "after-files",
+    "after-metadata",
+    "after-commit",
+)
+
 EVENTS = {
     "hello": (
         "protocol",
@@ -99,6 +107,7 @@ EVENTS = {
     "checkpoint": (
         "phase",
         "step",
+        "point",
         "async",
         "dir",
         "bytes",

@@ -24,7 +24,7 @@ import time
 
 import torch
 
-from . import commit, data, digests, final_state, measure, rng, runtime, safe_load
+from . import commit, data, digests, final_state, hold, measure, rng, runtime, safe_load
 from . import spec as run_spec
 from .protocol import EngineError
 
@@ -37,6 +37,8 @@ class Engine:
 
     name = None
     saves_asynchronously = False  # True: every save is asynchronous, as the framework's users save
+    save_points = ()  # the points of hold.INSIDE_SAVE its save holds at (self.hold.at)
+    hold = None  # the hold.SaveHold of the save under way, when --hold-save-at asks for one
 
     def __init__(self, ctx):
         self.ctx, self.spec, self.device = ctx, ctx.spec, ctx.device
@@ -110,6 +112,8 @@ def seed_everything(seed):
 
 
 class Driver:
+    hold = None  # the hold.SaveHold of the save under way (--hold-save-at), shared with the engine
+
     def __init__(self, ctx, engine_class):
         self.ctx, self.spec, self.opts = ctx, ctx.spec, ctx.opts
         self.world = ctx.world_size
@@ -124,6 +128,9 @@ class Driver:
         started = time.perf_counter()
         self.loader = data.loader_for(self.spec, ctx.emit, self.world)
         self.engine = engine_class(ctx)
+        point = getattr(self.opts, "hold_save_at", None)
+        if point in hold.INSIDE_SAVE and point not in self.engine.save_points:
+            raise EngineError("unsupported", "--hold-save-at %s: the %s engine's save cannot stop there" % (point, self.engine.name))
         model = self.engine.build()
         ctx.emit("setup", data=self.loader.describe(), model=model, seconds=time.perf_counter() - started)
 
@@ -148,9 +155,17 @@ class Driver:
         return loss
 
     # -- checkpoints -------------------------------------------------------------------
+    def held_save(self, step):
+        """The hold of this step's save: the last --save-at's when --hold-save-at is given."""
+        point = getattr(self.opts, "hold_save_at", None)
+        if point is None or step != max(self.opts.save_at):
+            return None
+        return hold.SaveHold(self.ctx.emit, point, step)
+
     def save(self, step):
         if self.pending is not None:
             self.finish(wait=True)
+        self.hold = self.engine.hold = self.held_save(step)
         asynchronous = self.opts.async_save or self.engine.saves_asynchronously
         # The saved state's eval loss (after_save), taken before the save starts: evaluated
         # after it, its forward passes would overlap an async save's staging and stretch the
@@ -163,6 +178,8 @@ class Driver:
         if self.ctx.rank == 0:
             commit.prepare_dir(self.opts.checkpoint_root, step)
         runtime.barrier(self.world)
+        if self.hold is not None:
+            self.hold.at("before-files")
         prepared = time.perf_counter()
         # The RNG streams and the driver's state as of this step, captured now and written when
         # the save commits (finish): writing them here held training up for a quarter second
@@ -187,7 +204,7 @@ class Driver:
         phase_note("save %d" % step, prepared=prepared - started, captured=captured - prepared,
                    saved=returned - captured, gc=pauses.seconds)
         self.ctx.emit("eval", when="after_save", loss=saved_state_loss, step=self.step)
-        if handle is None:
+        if handle is None or self.hold is not None:  # a held save goes no further
             self.finish(wait=True)
 
     def finish(self, wait):
@@ -215,9 +232,15 @@ class Driver:
             runtime.set_fill(self.fill_outside_save)
             self.fill_outside_save = None
         runtime.barrier(self.world)
+        held, self.hold = self.hold, None
+        if held is not None:
+            self.engine.hold = None
+            held.at("after-metadata")
         if self.ctx.rank == 0:
             uploaded = time.perf_counter()
             files, size = commit.write_marker(directory, step)
+            if held is not None:
+                held.at("after-commit")
             seconds = time.perf_counter() - started
             phase_note("checkpoint %d" % step, uploaded=waited - started, released=released,
                        written=uploaded - waited - released, marked=seconds - (uploaded - started))
@@ -267,6 +290,8 @@ class Driver:
                       rng_restored=rng_restored, data_restored=data_restored, world_size_saved=world_saved,
                       data_position_carried=data_restored, grad_accum=self.grad_accum,
                       skipped_uncommitted=skipped)
+        if for_training and getattr(self.opts, "restored_state", None):
+            self.write_state(self.opts.restored_state)
 
     def rescale_accumulation(self, world_saved, accum_saved):
         if not isinstance(world_saved, int) or not isinstance(accum_saved, int) or world_saved < 1 or accum_saved < 1:
@@ -306,6 +331,9 @@ class Driver:
             if loss != loss or loss in (float("inf"), float("-inf")):
                 raise EngineError("non_finite_loss", "step %d's loss is %r" % (self.step, loss), step=self.step)
             self.ctx.emit("step", step=self.step, loss=loss)
+            state_at = getattr(self.opts, "state_at", None)
+            if state_at is not None and self.step == state_at[0]:
+                self.write_state(state_at[1])
             if self.pending is not None:
                 self.finish(wait=False)
             if self.step in save_at:
@@ -382,16 +410,22 @@ class Driver:
         self.ctx.emit("measurement", **measure.run_kernels_measurement(self.step, self.reference, timed))
 
     def final_state(self):
-        rngs = rng.capture()  # before anything below could draw
         started = time.perf_counter()
-        params, optim = self.engine.full_state()
-        flat = digests.flatten_state(params, optim, rng.streams(rngs), self.loader.state())
-        path = os.path.abspath(self.opts.final_state)
-        size = final_state.write(flat, path, writing=self.ctx.rank == 0)  # every rank gathers
+        path, size = self.write_state(self.opts.final_state)
         if self.ctx.rank != 0:
             return
         phase_note("final state", written=time.perf_counter() - started)
         self.ctx.emit("state", step=self.step, bytes=size, file=path)
+
+    def write_state(self, file):
+        """The state as of now (parameters, optimizer, RNG streams, data position) to `file`,
+        which the coordinator digests: the final state, A's state at a step (--state-at) or C's
+        right after its restore (--restored-state). Every rank gathers; rank 0 writes."""
+        rngs = rng.capture()  # before anything below could draw
+        params, optim = self.engine.full_state()
+        flat = digests.flatten_state(params, optim, rng.streams(rngs), self.loader.state())
+        path = os.path.abspath(file)
+        return path, final_state.write(flat, path, writing=self.ctx.rank == 0)
 
     def portable(self):
         self.restore(for_training=False)

@@ -35,7 +35,7 @@ import time
 
 import torch
 
-from .. import digests, measure, optim, roundtrip, runtime, safe_load
+from .. import digests, hold, measure, optim, roundtrip, runtime, safe_load
 from ..model import causal_lm_loss, matmul_parameters
 from ..protocol import EngineError
 from ..model_state import CachedModelState
@@ -94,6 +94,25 @@ def _single_process_group(device):
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", str(free_port()))
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=0, world_size=1)
+
+
+def holding_writer(target, save_hold):
+    """DCP's FileSystemWriter for `target` that stops where `save_hold` says (--hold-save-at):
+    mid-file inside the first data file's first write (hold.CutFileSystem), after-files at the
+    start of finish(), which writes the checkpoint's .metadata once every rank's files are
+    written. Only a held save gets it: every other save passes no storage writer, as a user's."""
+    from torch.distributed.checkpoint import FileSystemWriter
+
+    class HoldingWriter(FileSystemWriter):
+        def __init__(self, path):
+            super().__init__(path)
+            self.fs = hold.CutFileSystem(self.fs, save_hold)
+
+        def finish(self, metadata, results):
+            save_hold.at("after-files")
+            return super().finish(metadata, results)
+
+    return HoldingWriter(target)
 
 
 def _import_checkpointing():
@@ -198,6 +217,7 @@ class FutureSave:
 class Fsdp2Engine(roundtrip.Engine):
     name = "fsdp2"
     saves_asynchronously = True  # dcp.async_save for every checkpoint, as an FSDP2 user saves
+    save_points = hold.INSIDE_SAVE  # a held save's storage writer stops there (holding_writer)
 
     def build(self):
         from ..hf_model import build_hf_llama, watch_logits_dtype
@@ -302,14 +322,16 @@ class Fsdp2Engine(roundtrip.Engine):
         beside = {SCHEDULER_FILE: copy.deepcopy(self.scheduler.state_dict())} if self.ctx.rank == 0 else {}
         scheduled = time.perf_counter()
         state, modelled, model_made = self._state_to_save()
+        held = {"storage_writer": holding_writer(target, self.hold)} if self.hold is not None else {}
         if not asynchronous:
-            dcp.save(state, checkpoint_id=target)
+            dcp.save(state, checkpoint_id=target, **held)
             for name, value in beside.items():
                 torch.save(value, os.path.join(directory, name))
             return None
         stated = time.perf_counter()
         stager = _async_stager(self.device)
         extra = {"async_stager": stager} if stager is not None else {}
+        extra.update(held)
         stager_made = time.perf_counter()
         self.in_flight = FutureSave(dcp.async_save(state, checkpoint_id=target, process_group=self.async_group, **extra),
                                     stager, beside)
