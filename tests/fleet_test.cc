@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <tuple>
 
@@ -465,6 +467,35 @@ TEST_F(FleetSlurmRevalidate, EveryGeneratedScriptPassesShellcheck) {
     WriteFile(file, r.out);
     RunResult check = RunCommand({"shellcheck", "--norc", "--format=gcc", file.string()});
     EXPECT_EQ(check.exit_code, 0) << check.out << check.err << r.out;
+  }
+}
+
+// Issue #61: a reports directory whose newline ends the validation job's here-document and
+// starts a command of its own (run as root or SlurmUser) is refused, writing no script.
+TEST_F(FleetSlurmRevalidate, AReportsDirectoryWithANewlineIsRefusedBeforeAnyScriptIsWritten) {
+  RunResult r = Revalidate({"--node", "n", "--sign-key", "/k", "--reports-dir",
+                            "/r\nTRAINLOCK_VALIDATION_JOB\ntouch X\nsbatch --wait "
+                            "<<'TRAINLOCK_VALIDATION_JOB' #"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.rfind("--reports-dir: error: a control character at byte 2: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;  // one line, remedy included
+}
+
+// An escape sequence in any value a gate script carries never reaches the script raw.
+TEST_F(FleetSlurmRevalidate, AnEscapeSequenceInAGateOptionIsRefusedNamingTheOption) {
+  const std::map<std::string, std::string> good = {{"--key", "/shared/fleet.pub"},
+                                                   {"--reports-dir", "/shared/reports"}};
+  for (const char* option : {"--key", "--reports-dir", "--node-lock", "--trainlock"}) {
+    std::vector<std::string> args = {"fleet", "slurm", project_.string(), "--prolog"};
+    for (const auto& [name, value] : good)
+      if (name != option) args.insert(args.end(), {name, value});
+    args.insert(args.end(), {option, "/shared/\x1b]0;pwned\x07x"});
+    RunResult r = RunTrainlock(args);
+    EXPECT_EQ(r.exit_code, 2) << option << r.out;
+    EXPECT_EQ(r.err.rfind(std::string(option) + ": error: a control character at byte 8", 0), 0u)
+        << r.err;
+    EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << option;
   }
 }
 

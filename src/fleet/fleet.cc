@@ -8,6 +8,7 @@
 
 #include "base/diagnostic.h"
 #include "base/refs.h"
+#include "base/terminal_text.h"
 #include "plan/memory_model.h"
 
 namespace trainlock {
@@ -246,6 +247,48 @@ void CheckReportsDir(const std::string& dir, const char* option = "--reports-dir
   }
 }
 
+// A value a generated script, Prolog or manifest carries: one line of printable text. A newline
+// would end a here-document and start a command of its own (as root, in a Prolog), and an escape
+// sequence would act on the terminal of whoever reads the script (issue #61). Shell quoting keeps
+// the value one word; only this keeps it one line.
+void CheckScriptValue(const char* option, const std::string& value) {
+  for (size_t i = 0; i < value.size(); ++i) {
+    const auto c = static_cast<unsigned char>(value[i]);
+    const auto next = i + 1 < value.size() ? static_cast<unsigned char>(value[i + 1]) : 0;
+    const bool c1 = c == 0xC2 && next >= 0x80 && next <= 0x9F;  // U+0080-U+009F in UTF-8
+    if (c < 0x20 || c == 0x7F || c1) {
+      throw InputError(Diagnostic{
+          option,
+          {},
+          "a control character at byte " + std::to_string(i) + ": " + TerminalLine(value),
+          "give it as one line of printable text"});
+    }
+  }
+}
+
+void CheckScriptValues(const FleetOptions& o) {
+  const std::pair<const char*, const std::string*> values[] = {
+      {"--reports-dir", &o.reports_dir},
+      {"--partition", &o.partition},
+      {"--account", &o.account},
+      {"--sign-key", &o.sign_key},
+      {"--reservation", &o.reservation},
+      {"--key", &o.key},
+      {"--node-lock", &o.node_lock},
+      {"--trainlock", &o.trainlock_bin},
+      {"--name", &o.name},
+      {"--image", &o.image},
+      {"--kubectl-image", &o.kubectl_image},
+      {"--keys-secret", &o.keys_secret},
+      {"--service-account", &o.service_account},
+      {"--namespace", &o.k8s_namespace},
+      {"--reports-pvc", &o.reports_pvc}};
+  for (const auto& [option, value] : values) CheckScriptValue(option, *value);
+  for (const std::string& node : o.node_names) CheckScriptValue("--node", node);
+  for (const std::string& secret : o.image_pull_secrets)
+    CheckScriptValue("--image-pull-secret", secret);
+}
+
 // A path every node reads: absolute (a Prolog's working directory is not the submitter's), on
 // one line. It is shell-quoted where it is used.
 void CheckNodePath(const char* option, const std::string& path, const std::string& what) {
@@ -317,12 +360,14 @@ FleetOptions ResolveFleetOptions(const Project& project, const Catalog& catalog,
   options.name = ResolveName(requested, options.project_name);
   options.valid_for_from_lock = lock.validate.valid_for_s > 0;
   options.valid_for_s = options.valid_for_from_lock ? lock.validate.valid_for_s : kDefaultValidForS;
+  CheckScriptValues(options);  // after the checks that name what a value must be
   return options;
 }
 
 void ResolveNodeGate(const Project& project, FleetOptions& options) {
   if (options.node_lock.empty())
     options.node_lock = std::filesystem::absolute(project.lock_path).lexically_normal().string();
+  CheckScriptValue("--node-lock", options.node_lock);  // the project's own path, too
   CheckNodePath("--key", options.key, "the Ed25519 public key (`trainlock keygen`'s .pub)");
   CheckNodePath("--reports-dir", options.reports_dir,
                 "the directory the validation jobs write <node>.json into");
