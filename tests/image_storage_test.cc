@@ -4,6 +4,8 @@
 // real storage by CpuImage (tests/image_cpu_e2e_test.cc).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -78,6 +80,23 @@ TEST(ImageStorageCommand, ListsTheEntriesAndTheirTotal) {
   EXPECT_NE(r.out.find("in all"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  cache "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("pinned model and dataset files"), std::string::npos) << r.out;
+}
+
+// Issue #61: an entry named with an OSC sequence, a newline that would forge a "9.9 GiB" row and
+// U+202E is listed escaped: one line per entry, nothing a terminal acts on.
+TEST(ImageStorageCommand, AHostileEntryNameIsListedEscapedOnOneLine) {
+  TempDir dir;
+  const std::string hostile =
+      "x\x1b]0;pwned\x07\n  cache        9.9 GiB  \xe2\x80\xae"
+      "fake";
+  testing::WriteFile(dir.path() / ".trainlock" / hostile / "f", "data");
+  const auto r = testing::RunTrainlock({"image", "storage", dir.path().string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\xe2\x80\xae"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\n  cache        9.9 GiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("x\\x1b]0;pwned\\x07\\x0a"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;  // the total, one entry
 }
 
 TEST(ImageStorageCommand, JsonGivesEachEntrysBytes) {

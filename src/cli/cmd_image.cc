@@ -11,6 +11,7 @@
 #include "base/exit_code.h"
 #include "base/file_io.h"
 #include "base/json_file.h"
+#include "base/terminal_text.h"
 #include "base/text_format.h"
 #include "cli/commands.h"
 #include "image/image_build.h"
@@ -180,13 +181,15 @@ int RunStorage(const StorageCommandOptions& o, const GlobalOptions& global) {
     if (o.free)
       std::cout << "freed " << FormatBytes(static_cast<double>(freed)) << " of container storage\n";
     if (after.empty())
-      std::cout << root.string() << ": nothing stored\n";
+      std::cout << TerminalLine(root.string()) << ": nothing stored\n";
     else
-      std::cout << root.string() << ": " << FormatBytes(static_cast<double>(Total(after)))
-                << " in all\n";
+      std::cout << TerminalLine(root.string()) << ": "
+                << FormatBytes(static_cast<double>(Total(after))) << " in all\n";
     for (const StorageEntry& e : after) {
       std::string size = FormatBytes(static_cast<double>(e.bytes)) + (e.unreadable ? "+" : "");
-      std::string name = e.name;
+      // An entry's name is whatever was created in the directory: escape sequences, a newline
+      // forging a row, bidirectional controls are shown escaped, never acted on (issue #61).
+      std::string name = TerminalLine(e.name);
       name.resize(std::max<size_t>(name.size(), 14), ' ');
       size.insert(0, size.size() < 11 ? 11 - size.size() : 0, ' ');
       std::cout << "  " << name << size << "  " << EntryPurpose(e.name) << "\n";
