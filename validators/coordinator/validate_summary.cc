@@ -29,9 +29,12 @@ std::string StatusWord(CheckStatus s) {
 
 void PrintSummary(const Report& report, const ValidateOptions& o, const std::string& lock_sha,
                   const std::optional<RankEnv>& rank) {
-  std::cout << "trainlock-validate " << kTrainlockVersion << " (torch " << report.torch_version
-            << ", " << report.build << ") " << o.project.string() << " lock "
-            << lock_sha.substr(0, 12);
+  // Every value here that trainlock did not write (a path, an engine's answer, an interpreter's
+  // probe) goes through the terminal-safe printer: a path or a probe answer with an escape
+  // sequence or a newline must not act on the terminal or forge a line (issue #61).
+  std::cout << "trainlock-validate " << kTrainlockVersion << " (torch "
+            << TerminalLine(report.torch_version) << ", " << report.build << ") "
+            << TerminalLine(o.project.string()) << " lock " << lock_sha.substr(0, 12);
   if (rank)
     std::cout << " rank " << rank->rank << "/" << rank->world_size << " (" << rank->launcher << ")";
   std::cout << "\n";
@@ -40,16 +43,17 @@ void PrintSummary(const Report& report, const ValidateOptions& o, const std::str
               << "): this run breaks the resume on purpose; its verdict is never pass\n";
   }
   if (report.engine) {
-    std::cout << "engine " << report.engine->name << ": torch "
-              << (report.engine->torch.empty() ? "?" : report.engine->torch) << " in "
-              << (report.engine->python.empty() ? "(no interpreter)" : report.engine->python)
+    std::cout << "engine " << TerminalLine(report.engine->name) << ": torch "
+              << (report.engine->torch.empty() ? "?" : TerminalLine(report.engine->torch)) << " in "
+              << (report.engine->python.empty() ? "(no interpreter)"
+                                                : TerminalLine(report.engine->python))
               << "\n";
   }
   if (!report.environment_error.empty()) {
     std::cout << "NOT JUDGED: " << TerminalLine(report.environment_error) << "\n";
   }
   for (const ReportDrift& d : report.drift)
-    std::cout << "DRIFT (--allow-drift) " << d.id << ": " << d.message << "\n";
+    std::cout << "DRIFT (--allow-drift) " << d.id << ": " << TerminalLine(d.message) << "\n";
   int counts[4] = {};
   for (const CheckResult& c : report.checks) {
     ++counts[static_cast<int>(c.status)];
@@ -76,8 +80,8 @@ void PrintSummary(const Report& report, const ValidateOptions& o, const std::str
   std::cout << "verdict: " << report.Verdict() << " (" << counts[0] << " passed, " << counts[1]
             << " failed, " << counts[3] << " errors, " << counts[2] << " skipped) in "
             << static_cast<int>(report.duration_s + 0.5) << " s -> "
-            << (rank && rank->rank != 0 ? RankReportPath(o.out.string(), rank->rank)
-                                        : o.out.string())
+            << TerminalLine(rank && rank->rank != 0 ? RankReportPath(o.out.string(), rank->rank)
+                                                    : o.out.string())
             << "\n";
 }
 
