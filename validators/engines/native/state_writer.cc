@@ -5,14 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <exception>
-#include <mutex>
+#include <memory>
 #include <thread>
 
 #include "base/failure.h"
+#include "support/parallel.h"
 
 namespace trainlock::validate {
 namespace {
@@ -58,23 +57,16 @@ std::vector<StateSlice> SliceTensors(const std::vector<torch::Tensor>& bytes,
   return slices;
 }
 
-// Writes slices as `next` hands them out until none is left or another thread failed. A device
-// tensor's slice goes through this thread's pinned buffer, a host tensor's is written in place.
-void WriteSlices(int fd, const std::filesystem::path& file, const std::vector<StateSlice>& slices,
-                 std::atomic<size_t>& next, std::atomic<bool>& failed) {
-  torch::Tensor staging;
-  for (size_t i = next++; i < slices.size() && !failed; i = next++) {
-    const StateSlice& s = slices[i];
-    torch::Tensor part = s.bytes->narrow(0, s.from, s.size);
-    if (!part.device().is_cpu()) {
-      if (!staging.defined())
-        staging = torch::empty({kSliceBytes},
-                               torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true));
-      part = staging.narrow(0, 0, s.size).copy_(part);
-    }
-    WriteAllAt(fd, static_cast<const char*>(part.data_ptr()), static_cast<size_t>(s.size),
-               s.file_at, file);
+// Writes one slice: a device tensor's through a pinned buffer (torch's host allocator caches
+// it, so the next slice reuses it), a host tensor's in place.
+void WriteSlice(int fd, const std::filesystem::path& file, const StateSlice& s) {
+  torch::Tensor part = s.bytes->narrow(0, s.from, s.size);
+  if (!part.device().is_cpu()) {
+    part = torch::empty({s.size}, torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true))
+               .copy_(part);
   }
+  WriteAllAt(fd, static_cast<const char*>(part.data_ptr()), static_cast<size_t>(s.size), s.file_at,
+             file);
 }
 
 }  // namespace
@@ -90,32 +82,14 @@ WrittenFile WriteStateFile(const std::filesystem::path& file,
 
   const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) throw Failure(ErrnoText(file, "open"), kExitEnvironment);
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
-  auto run = [&] {
-    try {
-      WriteSlices(fd, file, slices, next, failed);
-    } catch (...) {
-      failed = true;
-      const std::lock_guard<std::mutex> hold(error_mutex);
-      if (!error) error = std::current_exception();
-    }
-  };
+  // Closed however the writes end; ParallelFor rethrows the first failing slice's error.
+  const std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* f) {
+    ::close(*f);
+    delete f;
+  });
+  WriteAllAt(fd, layout.prefix.data(), layout.prefix.size(), 0, file);
   const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency() / 2, 1, 8);
-  std::vector<std::thread> workers;
-  try {
-    WriteAllAt(fd, layout.prefix.data(), layout.prefix.size(), 0, file);
-    for (size_t i = 1; i < std::min(threads, slices.size()); ++i) workers.emplace_back(run);
-  } catch (...) {
-    failed = true;
-    error = std::current_exception();
-  }
-  if (!failed) run();  // this thread writes too
-  for (std::thread& t : workers) t.join();
-  ::close(fd);
-  if (error) std::rethrow_exception(error);
+  ParallelFor(slices.size(), threads, [&](size_t i) { WriteSlice(fd, file, slices[i]); });
   return WrittenFile{layout.file_bytes, ""};
 }
 
