@@ -108,7 +108,13 @@ except (OSError, ValueError, KeyError):
 for c in checks.values():
     if c.get("duration_s"):
         print("  %-16s %6.2f s" % (c["id"], c["duration_s"]))
-for name, p in (checks.get("train.roundtrip", {}).get("metrics", {}).get("processes") or {}).items():
+rt = checks.get("train.roundtrip", {}).get("metrics", {})
+print("  first save: blocking %s s, stall %s s, release %s s; steady saves: %s" % (
+    rt.get("save_blocking_s"), rt.get("save_stall_s"), rt.get("save_release_s"),
+    "; ".join("#%s blocking %.3f stretch %.3f release %.3f stall %.3f (median step %.3f) new pinned %s host growth %s" % (
+        e.get("ordinal"), e.get("blocking_s", 0), e.get("stretch_s", 0), e.get("release_s", 0), e.get("stall_s", 0),
+        e.get("median_step_s", 0), e.get("new_pinned_bytes"), e.get("host_growth_bytes")) for e in rt.get("save_steady") or [])))
+for name, p in (rt.get("processes") or {}).items():
     events = ", ".join("%s %.1f" % (k, v) for k, v in sorted(p.get("first_event_s", {}).items(), key=lambda kv: kv[1]))
     print("  %-18s %6.1f s  spawned %.1f ended %.1f (first: %s)" % (name, p.get("seconds", 0), p.get("spawned_s", 0), p.get("ended_s", 0), events))
 PY
@@ -384,8 +390,8 @@ print()
 print("| | trainlock fsdp2 engine | plain FSDP2 script | engine / plain |")
 print("|---|---|---|---|")
 stager_saves = [s for s in plain.get("saves", []) if s.get("stager") == "DefaultStager"]
-def median(key):
-    values = sorted(s[key] for s in stager_saves if s.get(key) is not None)
+def median(key, saves=None):
+    values = sorted(s[key] for s in (stager_saves if saves is None else saves) if s.get(key) is not None)
     return values[len(values) // 2] if values else None
 rows = (("step_time_s (s, median)", step.get("step_time_s"), plain.get("step_time_s"), 1),
         ("peak_allocated (MiB)", step.get("peak_allocated_bytes"), plain.get("peak_allocated_bytes"), 2**20),
@@ -401,6 +407,10 @@ rows = (("step_time_s (s, median)", step.get("step_time_s"), plain.get("step_tim
         ("releasing the staged copy (s): the engine's at its commit, plain's second save's blocking less its first's",
          roundtrip.get("save_release_s"),
          stager_saves[1]["blocking_s"] - stager_saves[0]["blocking_s"] if len(stager_saves) > 1 else None, 1),
+        ("a later save's whole cost to training (s): the engine's costliest steady-state save, plain's median over "
+         "its DefaultStager saves after the first", roundtrip.get("save_steady_stall_s"), median("stall_s", stager_saves[1:]), 1),
+        ("a later save's blocking (s): the same saves", roundtrip.get("save_steady_blocking_s"),
+         median("save_blocking_s", stager_saves[1:]), 1),
         ("async_save blocking (s), plain with its own staging", roundtrip.get("save_blocking_s"),
          next((s["save_blocking_s"] for s in plain.get("saves", []) if s.get("save") == "own-staging"), None), 1))
 for name, a, b, scale in rows:

@@ -102,6 +102,7 @@ std::optional<std::string> FillOptions(const std::map<std::string, std::string>&
   }
   v.engine_nproc = number("--engine-nproc", v.engine_nproc);
   v.reshard_to = number("--reshard-to", v.reshard_to);
+  v.steady_saves = number("--steady-saves", v.steady_saves);
   v.kill_point = value("--kill-point");
   v.kill_during_save = flags.at("--kill-during-save") || !v.kill_point.empty();
   if (v.kill_during_save && v.kill_point.empty()) v.kill_point = kMidFile;
@@ -127,6 +128,8 @@ void AddSaveOptions(CLI::App* worker, WorkerOptions& w, std::vector<int64_t>& sa
   worker->add_option("--state-at", state_at);
   worker->add_option("--restored-state", w.restored_state);
   worker->add_flag("--leak-step-into-save", w.leak_step_into_save);
+  worker->add_option("--steady-saves", w.steady_saves)->check(CLI::Range(0, kMaxSteadySaves));
+  worker->add_option("--steady-root", w.steady_root);
 }
 
 // The repeated save options into `w`; false when there are more than two --save-at or

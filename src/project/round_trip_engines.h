@@ -33,9 +33,12 @@ inline constexpr const char* kSavePoints[] = {TRAINLOCK_SAVE_POINTS(TRAINLOCK_SA
 
 struct RoundTripEngine {
   std::string_view name;
-  bool python;             // a program of the shipped package, not this binary's worker
-  bool async_save;         // --kill-during-save: it saves twice and holds at --hold-save-at
-  bool reshard;            // can restore a checkpoint at another world size
+  bool python;      // a program of the shipped package, not this binary's worker
+  bool async_save;  // --kill-during-save: it saves twice and holds at --hold-save-at
+  bool reshard;     // can restore a checkpoint at another world size
+  // --steady-saves: saves again after the round trip's checkpoint in the run's mode and says
+  // each as `checkpoint` phase "steady" (the engines whose loop trainlock's driver owns)
+  bool steady_saves;
   std::string_view needs;  // what the image must hold, for messages
 };
 

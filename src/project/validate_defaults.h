@@ -13,5 +13,9 @@ inline constexpr int64_t kDefaultEvalBatches = 2;
 inline constexpr int64_t kDefaultKeepLast = 2;      // complete checkpoints kept
 inline constexpr double kDefaultLossTolerance = 0;  // 0 = bitwise
 inline constexpr double kDefaultEvalTolerance = 0;  // 0 = bitwise
+// The saves the saving process makes after its checkpoint, in the run's mode, to measure what a
+// save costs training once its buffers exist (--steady-saves; docs/validate.md), and their cap.
+inline constexpr int kDefaultSteadySaves = 1;
+inline constexpr int kMaxSteadySaves = 16;
 
 }  // namespace trainlock

@@ -5,12 +5,13 @@
 #include <vector>
 
 #include "base/strings.h"
+#include "project/validate_defaults.h"
 
 namespace trainlock {
 namespace {
 
 // The help texts are the validator's own (`trainlock-validate --help`).
-const std::array<ValidatorOption, 24> kValidatorOptionTable = {{
+const std::array<ValidatorOption, 25> kValidatorOptionTable = {{
     {"--out,-o", "FILE",
      "Where to write the report (default: DIR/.trainlock/reports/report.json, where `trainlock "
      "gate` looks)",
@@ -76,6 +77,10 @@ const std::array<ValidatorOption, 24> kValidatorOptionTable = {{
      "after-files, after-metadata (before the commit record) or after-commit (the new checkpoint "
      "must then be the one restored)",
      "before-files|mid-file|after-files|after-metadata|after-commit"},
+    {"--steady-saves", "N",
+     "Saves the saving process makes after its checkpoint, in the run's mode, each timed with the "
+     "steps after it: what a save costs training once its buffers exist (default 1; 0 none)",
+     "", 0, kMaxSteadySaves},
     {"--python", "PATH",
      "The Python that runs a Python engine (default: the image's /opt/venv/bin/python3, else "
      "python3 on PATH)",

@@ -144,6 +144,10 @@ using Text = std::optional<std::string>;
   X(Number, save_write_s)                                                                          \
   X(Number, save_stall_s)   /* the Python engines': blocking + next step's stretch + release */    \
   X(Number, save_release_s) /* the Python engines': releasing the staged copy at the commit */     \
+  X(Free, save_steady) /* the steady-state saves (--steady-saves), each as its checkpoint event */ \
+  X(Number, save_steady_stall_s)    /* the costliest steady-state save's cost to training */       \
+  X(Number, save_steady_blocking_s) /* the longest a steady-state save held training up */         \
+  X(Integer, save_steady_new_pinned_bytes) /* page-locked memory they allocated; -1 unknown */     \
   X(Free, restore_s)                                                                               \
   X(Free, restore_gbps)                                                                            \
   X(Flag, bitwise_equal)                                                                           \

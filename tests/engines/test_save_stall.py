@@ -26,7 +26,7 @@ def driver_after(step_times, step_after_save):
     d.step_after_save = None
     for seconds in step_times:
         d.note_step_time(seconds)
-    d.pending = ("a save in flight",)
+    d.pending = (3, "dir", None, 0.0, 0.0, {})  # a save in flight, its handle without a wait
     if step_after_save is not None:
         d.note_step_time(step_after_save)
     return d
@@ -43,6 +43,15 @@ class SaveStall(unittest.TestCase):
 
     def test_a_save_with_no_step_after_it_costs_only_its_blocking(self):
         self.assertEqual(driver_after([3.0, 0.4], None).save_stretch(), 0.0)
+
+    def test_the_wait_for_the_staged_copy_inside_that_step_is_not_counted_twice(self):
+        d = roundtrip.Driver.__new__(roundtrip.Driver)
+        d.pending, d.step_times, d.step_after_save = None, [], None
+        for seconds in [3.0, 0.4, 0.4]:
+            d.note_step_time(seconds)
+        d.pending = (3, "dir", types.SimpleNamespace(staging_wait_s=1.5), 0, 0, {})
+        d.note_step_time(2.0)  # 1.5 s of it waiting for the staged copy, in blocking_s already
+        self.assertAlmostEqual(d.save_stretch(), 0.1)
 
     def test_steps_after_the_one_after_the_save_are_ordinary_steps_again(self):
         d = driver_after([3.0, 0.4, 0.4], 2.0)

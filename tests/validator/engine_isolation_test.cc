@@ -449,12 +449,12 @@ fs::path CommittedCheckpoint(const fs::path& dir) {
 
 // A stand-in that replays the recorded events of a passing ddp round trip
 // (tests/engines/transcripts) for every process, B (the uninterrupted reference too) and C their
-// losses, measurement and a `state` event, B also the commit of step 3 before it waits for its
-// kill, D the restore of step 3 and its eval: every event a pass needs, and no training. Of the
-// files a pass needs it writes what it is given: B and C the final state `state` (nothing when
-// empty), B the step directory `checkpoint` (copied into the checkpoint root before it says
-// `committed`; nothing when empty). Each gated process waits for its release, as the engine
-// does.
+// losses, measurement and a `state` event, B also the commit of step 3 and one steady-state
+// save before it waits for its kill, D the restore of step 3 and its eval: every event a pass
+// needs, and no training. Of the files a pass needs it writes what it is given: B and C the final
+// state `state` (nothing when empty), B the step directory `checkpoint` (copied into the checkpoint
+// root before it says `committed`; nothing when empty). Each gated process waits for its release,
+// as the engine does.
 std::string ReplayedRoundTrip(const fs::path& state, const fs::path& checkpoint) {
   const std::string dir = (testing::SourceDir() / "tests/engines/transcripts").string();
   const std::string without_hello = " | grep -v '\"event\": *\"hello\"'";
@@ -474,7 +474,9 @@ std::string ReplayedRoundTrip(const fs::path& state, const fs::path& checkpoint)
          SayLine(R"({"event":"eval","when":"after_save","loss":5.4283881187438965})") + "; " +
          plant +
          "printf '{\"event\":\"checkpoint\",\"phase\":\"committed\",\"step\":3,\"dir\":\"%s\","
-         "\"bytes\":1468660,\"seconds\":0.1}\\n' \"$root/step-00000003\"; exec sleep 60;;\n"
+         "\"bytes\":1468660,\"seconds\":0.1}\\n' \"$root/step-00000003\"; " +
+         SayLine(R"({"event":"checkpoint","phase":"steady","step":9,"ordinal":2,"stall_s":0.1})") +
+         "; exec sleep 60;;\n"
          "  *) " +
          write_state + "cat " + dir + "/ddp-uninterrupted.jsonl" + without_hello + ";;\nesac";
 }

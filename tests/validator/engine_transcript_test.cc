@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "project/validate_defaults.h"
 #include "support/engine_transcript.h"
 #include "test_support.h"
 
@@ -48,6 +49,32 @@ TEST(EngineTranscript, AHeldSaveIsTrackedWithItsPointAndIsNotCommitted) {
   ASSERT_TRUE(t.result().save_held);
   EXPECT_EQ(t.result().save_held->point, "mid-file");
   EXPECT_EQ(t.violation(), "");
+}
+
+// A steady-state save (--steady-saves) is kept in order with its costs, and never counts as the
+// round trip's checkpoint: nothing restores it.
+TEST(EngineTranscript, SteadySavesAreKeptInOrderAndAreNotTheCheckpoint) {
+  EngineTranscript t;
+  t.Add(R"({"event":"checkpoint","phase":"committed","step":4,"bytes":10,"seconds":0.1})");
+  t.Add(R"({"event":"checkpoint","phase":"steady","step":11,"ordinal":2,"stall_s":0.3})");
+  t.Add(R"({"event":"checkpoint","phase":"steady","step":17,"ordinal":3,"stall_s":0.2})");
+  ASSERT_EQ(t.result().steady_saves.size(), 2u);
+  EXPECT_EQ(t.result().steady_saves[1].ordinal, 3);
+  EXPECT_EQ(t.result().steady_saves[0].stall_s, 0.3);
+  EXPECT_EQ(t.LastCheckpoint("committed"), 4);
+  EXPECT_EQ(t.result().save->step, 4);
+  EXPECT_EQ(t.violation(), "");
+}
+
+// More steady-state saves than any run may ask for is an engine flooding the fold: a violation.
+TEST(EngineTranscript, MoreSteadySavesThanTheCapAreAViolation) {
+  EngineTranscript t;
+  for (int i = 0; i < kMaxSteadySaves; ++i)
+    t.Add(R"({"event":"checkpoint","phase":"steady","step":9,"ordinal":2})");
+  EXPECT_EQ(t.violation(), "");
+  t.Add(R"({"event":"checkpoint","phase":"steady","step":9,"ordinal":2})");
+  EXPECT_NE(t.violation().find("more than 16 steady-state saves"), std::string::npos)
+      << t.violation();
 }
 
 // The after_save evals that say their step are kept by step: a process that saves twice is

@@ -116,6 +116,22 @@ TEST_F(ValidateTiny, ResumeIsBitwiseEqualToTheRunThatSavedItAndWasKilled) {
       << roundtrip["summary"];
 }
 
+// After its checkpoint the saving process saves once more in the run's mode (--steady-saves
+// defaults to 1), timed with the steps after it; on the CPU nothing is page-locked.
+TEST_F(ValidateTiny, TheSavingProcessMeasuresASteadyStateSave) {
+  const auto& metrics = Check(pass().report, "train.roundtrip")["metrics"];
+  ASSERT_TRUE(metrics.contains("save_steady")) << metrics.dump();
+  ASSERT_EQ(metrics["save_steady"].size(), 1u) << metrics["save_steady"];
+  const auto& save = metrics["save_steady"][0];
+  EXPECT_EQ(save["ordinal"], 2);
+  EXPECT_EQ(save["steps_after"], 3);
+  EXPECT_EQ(save["new_pinned_bytes"], 0);
+  EXPECT_DOUBLE_EQ(save["stall_s"].get<double>(),
+                   save["blocking_s"].get<double>() + save["stretch_s"].get<double>());
+  EXPECT_EQ(metrics["save_steady_stall_s"], save["stall_s"]);
+  EXPECT_EQ(metrics["save_steady_new_pinned_bytes"], 0);
+}
+
 TEST_F(ValidateTiny, TheRestoredStepIsTheOneTheResumedWorkerReported) {
   const auto& roundtrip = Check(pass().report, "train.roundtrip");
   ASSERT_TRUE(roundtrip["metrics"].contains("restored_step")) << roundtrip["metrics"].dump();

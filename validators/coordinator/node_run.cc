@@ -128,6 +128,7 @@ std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& pr
   r.reshard_to = o.reshard_to;
   r.kill_during_save = o.kill_during_save;
   r.kill_point = o.kill_point;
+  r.steady_saves = o.steady_saves;
   r.python = python.in_image ? python.interpreter : o.python;
   r.engine_sys_path = python.sys_path;
   r.step_only = !Selected(o.only, {"train.roundtrip", "train.eval", "ckpt.portable"});

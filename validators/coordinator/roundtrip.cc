@@ -28,6 +28,7 @@
 #include "probes/gpu_telemetry.h"
 #include "project/artifact_paths.h"
 #include "project/project.h"
+#include "project/round_trip_engines.h"
 #include "report/check_metrics.h"
 #include "support/check_selection.h"
 #include "support/engine_transcript.h"
@@ -76,6 +77,9 @@ class RoundtripRunner {
   // step and writes its final state before it is killed), except with --kill-during-save, where
   // B dies mid-save, and with --only train.step, where nothing saves.
   bool SavingRunIsReference() const { return !o_.kill_during_save && !o_.step_only; }
+  // The steady-state saves B makes after its measurement (--steady-saves), where its engine can.
+  int SteadySaves() const;
+  fs::path SteadyRoot() const { return o_.work_dir / "steady-saves"; }
   // B's options: a save at checkpoint_at (and with --kill-during-save a second one, killed
   // mid-write), and when it is the reference A's measurement and final state too.
   std::vector<std::string> SavingArgs() const;
@@ -170,12 +174,18 @@ EngineExpectation RoundtripRunner::Expectation(const std::vector<std::string>& e
   return e;
 }
 
+int RoundtripRunner::SteadySaves() const {
+  const RoundTripEngine* engine = FindRoundTripEngine(o_.engine);
+  return SavingRunIsReference() && engine && engine->steady_saves ? o_.steady_saves : 0;
+}
+
 PreemptWhen RoundtripRunner::PreemptB() const {
   if (!o_.kill_during_save) {
-    // The saving run is also the reference: it dies once it has said everything A would have.
-    return [](const EngineTranscript& t) {
+    // The saving run is also the reference: it dies once it has said everything A would have,
+    // and its steady-state saves.
+    return [steady = static_cast<size_t>(SteadySaves())](const EngineTranscript& t) {
       return CommittedACheckpoint(t) && t.result().final_state.has_value() &&
-             t.result().measurement.has_value();
+             t.result().measurement.has_value() && t.result().steady_saves.size() >= steady;
     };
   }
   // B says its second save is held at the point asked (--hold-save-at): the kill lands there.
@@ -260,6 +270,10 @@ void RoundtripRunner::RunResume(EngineProcess b_process, RoundtripRuns& out) {
   EngineProcess d_process = Launch("d-portable", {"--role", "portable"}, /*gated=*/true);
   out.b = Finish(std::move(b_process), b_preempt);
   out.b_s = out.b.seconds;
+  // The steady-state saves are never restored: their bytes go before C writes its final state
+  // (B, which wrote them, is dead: nothing writes there any more; links are removed, not followed).
+  std::error_code ignored;
+  fs::remove_all(SteadyRoot(), ignored);
   const bool b_is_a = SavingRunIsReference();
   if (b_is_a) {
     out.a = out.b;  // one process: the run that saved trained on, uninterrupted, to the end
@@ -326,6 +340,9 @@ std::vector<std::string> RoundtripRunner::SavingArgs() const {
     // A Python engine would exit once done; it waits for the SIGKILL as the native worker does
     // after a save, so nothing a clean exit does can complete its checkpoint.
     if (o_.engine != "native") args.push_back("--hold-until-killed");
+    if (SteadySaves() > 0)
+      args.insert(args.end(), {"--steady-saves", std::to_string(SteadySaves()), "--steady-root",
+                               SteadyRoot().string()});
   }
   return args;
 }

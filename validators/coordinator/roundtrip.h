@@ -38,6 +38,9 @@ struct RoundtripOptions {
   // Where that second save is held and B killed (--kill-point: a point of TRAINLOCK_SAVE_POINTS,
   // support/engine_events.h); mid-file when --kill-during-save names none.
   std::string kill_point;
+  // Saves B makes after its checkpoint, in the run's mode, once the run-mode step is measured,
+  // into steady_root (never restored): what a save costs training in steady state.
+  int steady_saves = kDefaultSteadySaves;
   std::string python;  // a Python engine's interpreter ("" = the image's, python3)
   // Inside an image: the sys.path its record names and the validator verified
   // (checks/python_files.h), which the engine runs with; empty outside one.

@@ -203,6 +203,26 @@ void DescribeEngine(const WorkerRun& a, const WorkerRun& b, const WorkerRun& c,
                           b.result.save_held->point.value_or("") != kAfterCommit;
 }
 
+// The steady-state saves B said (--steady-saves): each as said, and the costliest one's cost to
+// training and blocking, the figures to hold against a long run's budget for a save.
+void DescribeSteadySaves(const std::vector<CheckpointEvent>& saves, RoundtripMetrics* m) {
+  if (saves.empty()) return;
+  nlohmann::json each = nlohmann::json::array();
+  double stall = 0, blocking = 0;
+  int64_t pinned = 0;
+  for (const CheckpointEvent& save : saves) {
+    each.push_back(ToJson(save));
+    stall = std::max(stall, save.stall_s.value_or(0));
+    blocking = std::max(blocking, save.blocking_s.value_or(0));
+    const int64_t bytes = save.new_pinned_bytes.value_or(-1);
+    pinned = pinned < 0 || bytes < 0 ? -1 : pinned + bytes;
+  }
+  m->save_steady = each;
+  m->save_steady_stall_s = stall;
+  m->save_steady_blocking_s = blocking;
+  m->save_steady_new_pinned_bytes = pinned;
+}
+
 std::vector<CheckResult> CannotRunChecks(const JudgeInputs& in, const WorkerRun& a) {
   TrainStepMetrics m;
   m.cannot_run = "engine " + in.o.engine + ": " + in.python.string() + " cannot run it here (" +
@@ -370,6 +390,7 @@ RoundtripMetrics RoundtripFacts(const JudgeInputs& in, const WorkerRun& a, const
     m.save_stall_s = save.stall_s;
     m.save_release_s = save.release_s;
   }
+  DescribeSteadySaves(b.result.steady_saves, &m);
   if (c.result.restore) {
     m.restore_s = raw(restore.seconds);
     m.restore_gbps = raw(restore.gbps);

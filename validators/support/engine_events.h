@@ -56,24 +56,31 @@ inline constexpr size_t kMaxEngineLineBytes = size_t{1} << 20;
   X(Number, gbps)            /* the native worker's */                                 \
   X(Integer, verified_files) /* the portable process's: tensor files, manifest, hash */
 
-#define TRAINLOCK_CHECKPOINT_EVENT(X)                                               \
-  X(Text, phase) /* "started" | "held" (--hold-save-at) | "committed" */            \
-  X(Integer, step)                                                                  \
-  X(Text, point) /* "held": where the save stopped (kSavePoints) */                 \
-  X(Flag, async)                                                                    \
-  X(Text, dir)                                                                      \
-  X(Integer, bytes)                                                                 \
-  X(Number, seconds)    /* from the save's start to its commit */                   \
-  X(Number, blocking_s) /* training held up: the save call and any staging wait */  \
-  X(Number, write_s)                                                                \
-  X(Number, staging_wait_s)                                                         \
-  X(Number, staging_s)                                                              \
-  X(Integer, files)                                                                 \
-  X(Number, staging_alloc_s) /* the native worker's */                              \
-  X(Number, gbps)                                                                   \
-  X(Number, step_after_save_s) /* the Python engines': the next step's wall time */ \
-  X(Number, stall_s)           /* blocking_s + that step's stretch + release_s */   \
-  X(Number, release_s)         /* the Python engines': releasing the staged copy at the commit */
+#define TRAINLOCK_CHECKPOINT_EVENT(X)                                                             \
+  X(Text, phase) /* "started" | "held" | "committed" | "steady" (--steady-saves) */               \
+  X(Integer, step)                                                                                \
+  X(Text, point) /* "held": where the save stopped (kSavePoints) */                               \
+  X(Flag, async)                                                                                  \
+  X(Text, dir)                                                                                    \
+  X(Integer, bytes)                                                                               \
+  X(Number, seconds)    /* from the save's start to its commit */                                 \
+  X(Number, blocking_s) /* training held up: the save call and any staging wait */                \
+  X(Number, write_s)                                                                              \
+  X(Number, staging_wait_s)                                                                       \
+  X(Number, staging_s)                                                                            \
+  X(Integer, files)                                                                               \
+  X(Number, staging_alloc_s) /* the native worker's */                                            \
+  X(Number, gbps)                                                                                 \
+  X(Number, step_after_save_s) /* the Python engines': the next step's wall time */               \
+  X(Number, stall_s)           /* blocking_s + that step's stretch + release_s */                 \
+  X(Number, release_s)         /* the Python engines': releasing the staged copy at the commit */ \
+  /* "steady": a later save in the run's mode (--steady-saves), never restored */                 \
+  X(Integer, ordinal)           /* the run's how-manieth save: 2 for the first steady one */      \
+  X(Number, stretch_s)          /* how much the following steps outlasted median_step_s */        \
+  X(Number, median_step_s)      /* the median of the run-mode steps before the save */            \
+  X(Integer, steps_after)       /* the steps timed after the save */                              \
+  X(Integer, new_pinned_bytes)  /* page-locked host memory the save allocated; -1 unknown */      \
+  X(Integer, host_growth_bytes) /* the process's resident memory growth across the save */
 
 // The other events' bodies.
 #define TRAINLOCK_HELLO_EVENT(X)               \

@@ -32,6 +32,8 @@ struct EngineFold {
   std::optional<CheckpointEvent> save;          // the last checkpoint committed
   std::optional<CheckpointEvent> save_started;  // the last save begun
   std::optional<CheckpointEvent> save_held;     // where a save stopped (--hold-save-at), if it did
+  // The steady-state saves (--steady-saves), in order; at most kMaxSteadySaves are kept.
+  std::vector<CheckpointEvent> steady_saves;
   std::optional<double> eval_after_save, eval_after_restore, eval;  // eval events by `when`
   // The after_save evals that said their step, by step: a process that saves twice (the kill
   // during a save) is judged at the step its checkpoint was restored at.

@@ -3,6 +3,7 @@
 
 #include <string_view>
 
+#include "project/validate_defaults.h"
 #include "support/engine_events.h"
 #include "support/engine_protocol.h"
 
@@ -55,11 +56,12 @@ std::string EngineProtocolPythonModule() {
              "with\n"
              "# `cmake --build build --target engine_protocol_py`.\n"
              "\"\"\"The engine protocol as every engine speaks it: its name, the longest line, "
-             "the error kinds\n"
+             "the most steady-state\nsaves, the error kinds "
              "with the exit code of each, and every event with the members it may carry "
              "(protocol.py).\"\"\"\n\n") +
          "PROTOCOL = " + PythonString(kEngineProtocol) + "\n" +
-         "MAX_LINE = " + std::to_string(kMaxEngineLineBytes) + "\n\n" + ErrorKinds() + "\n" +
+         "MAX_LINE = " + std::to_string(kMaxEngineLineBytes) + "\n" +
+         "MAX_STEADY_SAVES = " + std::to_string(kMaxSteadySaves) + "\n\n" + ErrorKinds() + "\n" +
          SavePoints() + "\n" + Events();
 }
 

@@ -6,6 +6,7 @@
 
 #include "base/json_file.h"
 #include "base/version.h"
+#include "project/validate_defaults.h"
 #include "report/check_metrics.h"
 #include "support/engine_protocol.h"
 
@@ -196,8 +197,14 @@ void EngineTranscript::Fold(const std::string& event, const nlohmann::json& body
     } else if (said.phase == "held") {
       last_held_ = said.step;
       r.save_held = said;
+    } else if (said.phase == "steady") {
+      if (r.steady_saves.size() == kMaxSteadySaves)
+        return Violate("more than " + std::to_string(kMaxSteadySaves) + " steady-state saves");
+      r.steady_saves.push_back(said);
     } else {
-      Problem("a checkpoint event whose phase is not \"started\", \"held\" or \"committed\"");
+      Problem(
+          "a checkpoint event whose phase is not \"started\", \"held\", \"committed\" or "
+          "\"steady\"");
     }
   } else if (event == kEventEval) {
     const EvalEvent said = ReadMetrics<EvalEvent>(body);

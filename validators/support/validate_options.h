@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "project/validate_defaults.h"
+
 namespace trainlock::validate {
 
 // Negative controls: deliberately break the resume to prove the check can fail.
@@ -44,11 +46,12 @@ struct ValidateOptions {
   bool verbose = false;           // -v: the summary shows each check's metrics
   std::string progress = "auto";  // --progress: auto, terminal, log, json or none (base/progress.h)
   // The round trip's engine runs (docs/validate.md, "Engines").
-  int engine_nproc = 1;           // --engine-nproc: processes of one engine run
-  int reshard_to = 0;             // --reshard-to: 0 none
-  bool kill_during_save = false;  // --kill-during-save, or --kill-point
-  std::string kill_point;         // --kill-point: where B's second save is held and killed
-  std::string python;             // --python: "" the image's, else python3 on PATH
+  int engine_nproc = 1;                    // --engine-nproc: processes of one engine run
+  int reshard_to = 0;                      // --reshard-to: 0 none
+  bool kill_during_save = false;           // --kill-during-save, or --kill-point
+  std::string kill_point;                  // --kill-point: where B's second save is held and killed
+  int steady_saves = kDefaultSteadySaves;  // --steady-saves: B's saves after its checkpoint
+  std::string python;                      // --python: "" the image's, else python3 on PATH
 };
 
 }  // namespace trainlock::validate

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "base/diagnostic.h"
+#include "base/elapsed.h"
 #include "base/failure.h"
 #include "base/file_io.h"
 #include "engines/native/async_checkpoint.h"
@@ -28,6 +29,7 @@
 #include "support/engine_protocol.h"
 #include "support/engine_transcript.h"
 #include "support/pinned_files.h"
+#include "support/save_cost.h"
 #include "support/torch_compat.h"
 
 #if defined(TRAINLOCK_WITH_CUDA)
@@ -432,6 +434,56 @@ void SaveAfterStep(const WorkerOptions& o, Trainer& trainer, AsyncCheckpointer& 
   if (checkpointer.Finished()) AnnounceCommitted(o.save_at, checkpointer);
 }
 
+// One training step outside the round trip's count (no step event: B's losses are the
+// reference's), timed from its start to its loss on the host.
+double TimedStep(Trainer& trainer) {
+  const auto start = std::chrono::steady_clock::now();
+  const double loss = trainer.Step();
+  if (!std::isfinite(loss)) throw NonFiniteLoss(trainer.step(), loss);
+  return SecondsSince(start);
+}
+
+// The steps timed before each steady-state save (with the run-mode measurement's, the median
+// its stretch is taken against) and after it (the steps its write and copies go on beside).
+constexpr int kStepsBeforeSteadySave = 3;
+constexpr int kStepsAfterSteadySave = 3;
+
+// What a save costs training once its staging buffers exist (--steady-saves; docs/validate.md,
+// "Steady-state saves"): after the run-mode measurement the worker trains on in the run's mode
+// and saves again into --steady-root, which nothing restores, each save said as `checkpoint`
+// phase "steady". Each save but the last is waited for before the next, as a long run's saves
+// are minutes apart; the last one's write goes on until the coordinator's SIGKILL (a native
+// save releases nothing at its commit, so there is nothing left to time).
+void SteadySaves(const WorkerOptions& o, Trainer& trainer, AsyncCheckpointer& checkpointer,
+                 std::vector<double> before) {
+  const bool pinned = trainer.model()->parameters().front().is_cuda();
+  for (int i = 0; i < o.steady_saves; ++i) {
+    for (int s = 0; s < kStepsBeforeSteadySave; ++s) before.push_back(TimedStep(trainer));
+    const int64_t resident = ResidentBytes();
+    const int64_t step = trainer.step();
+    checkpointer.Start(o.steady_root, trainer.Capture(), /*keep_last=*/1);
+    const AsyncSaveTimes times = checkpointer.times();
+    std::vector<double> after;
+    for (int s = 0; s < kStepsAfterSteadySave; ++s) after.push_back(TimedStep(trainer));
+    CheckpointEvent said;
+    said.phase = "steady";
+    said.step = step;
+    said.ordinal = i + 2;  // the checkpoint of the round trip was the first
+    said.async = true;
+    said.blocking_s = times.blocking_s;
+    said.median_step_s = MedianSeconds(before);
+    said.stretch_s = StretchSeconds(before, after);
+    said.stall_s = times.blocking_s + *said.stretch_s;
+    said.steps_after = static_cast<int64_t>(after.size());
+    said.new_pinned_bytes = pinned ? times.new_staging_bytes : 0;
+    const int64_t grown = ResidentBytes();
+    said.host_growth_bytes =
+        resident < 0 || grown < 0 ? -1 : std::max<int64_t>(0, grown - resident);
+    if (i + 1 < o.steady_saves) checkpointer.Wait();
+    Emit(kEventCheckpoint, ToJson(said));
+  }
+}
+
 int RunTrain(const WorkerOptions& o) {
   torch::Device device = PickDevice(o.device);
   RunSetup setup = SetupFromSpec(o.spec, o.spec_sha256);
@@ -460,10 +512,16 @@ int RunTrain(const WorkerOptions& o) {
   // the measurement, after which the coordinator may kill it.
   if (o.save_at > 0)
     for (const ArtifactRow& row : VerifiedArtifacts()) Emit(kEventArtifact, ToJson(row));
+  std::vector<double> run_mode_steps;
   if (measurement) {
-    Emit(kEventMeasurement, ToJson(MeasureInRunMode(
-                                *trainer, setup.spec.config.training.deterministic, *measurement)));
+    const TrainStepMetrics run_mode =
+        MeasureInRunMode(*trainer, setup.spec.config.training.deterministic, *measurement);
+    if (run_mode.step_times_s && run_mode.step_times_s->is_array())
+      run_mode_steps = run_mode.step_times_s->get<std::vector<double>>();
+    Emit(kEventMeasurement, ToJson(run_mode));
   }
+  if (o.steady_saves > 0 && o.save_at > 0)
+    SteadySaves(o, *trainer, checkpointer, std::move(run_mode_steps));
   if (o.save_at > 0) {
     // The saving worker is the one the coordinator preempts: wait for its SIGKILL.
     std::cout << "trainlock-waiting-for-kill" << std::endl;

@@ -51,6 +51,10 @@ struct WorkerOptions {
   // A planted fault for the torn-snapshot check's tests (--leak-step-into-save): the first
   // save's tensors are staged only after the next optimizer step changed them.
   bool leak_step_into_save = false;
+  // --steady-saves N: after the run-mode measurement, N more saves into --steady-root (never
+  // restored), each said as a `checkpoint` phase "steady" with the steps after it timed.
+  int steady_saves = 0;
+  std::filesystem::path steady_root;
   int64_t measure_step = 0;  // 0: measure nothing
   int64_t keep_last = 0;  // complete checkpoints kept: --keep-last, else kDefaultKeepLast (main.cc)
   bool restore = false;

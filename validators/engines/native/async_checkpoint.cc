@@ -34,6 +34,12 @@ bool Matches(const std::vector<torch::Tensor>& buffers,
   return true;
 }
 
+int64_t BytesOf(const std::vector<torch::Tensor>& buffers) {
+  int64_t bytes = 0;
+  for (const torch::Tensor& b : buffers) bytes += static_cast<int64_t>(b.nbytes());
+  return bytes;
+}
+
 }  // namespace
 
 AsyncCheckpointer::~AsyncCheckpointer() {
@@ -71,15 +77,19 @@ void AsyncCheckpointer::Prepare(const CheckpointContents& like) {
 
 std::vector<torch::Tensor> AsyncCheckpointer::TakeStaging(const CheckpointContents& contents) {
   const std::vector<const torch::Tensor*> tensors = TensorsOf(contents);
+  times_.new_staging_bytes = 0;
+  times_.staging_wait_s = 0;
   if (staging_alloc_.valid()) {
     const auto start = Clock::now();
     staging_ = staging_alloc_.get();
     times_.staging_wait_s = SecondsSince(start);
+    times_.new_staging_bytes = BytesOf(staging_);  // Prepare's, made for this first save
   }
   if (!Matches(staging_, tensors)) {
     const auto start = Clock::now();
     staging_ = AllocateLike(contents);
     times_.staging_alloc_s = times_.staging_wait_s = SecondsSince(start);
+    times_.new_staging_bytes = BytesOf(staging_);
   }
   return staging_;
 }

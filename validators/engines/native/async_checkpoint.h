@@ -24,6 +24,9 @@ struct AsyncSaveTimes {
   double staging_wait_s = 0;   // of which: waiting for the buffers' allocation to finish
   double staging_alloc_s = 0;  // the allocation itself (in the background, once per process)
   double durable_s = 0;        // from the save's start to the committed rename
+  // Staging memory this save allocated (pinned on CUDA): the whole state for a save that found
+  // no buffers to reuse, 0 for one that copied into the buffers of an earlier save or Prepare.
+  int64_t new_staging_bytes = 0;
 };
 
 class AsyncCheckpointer {

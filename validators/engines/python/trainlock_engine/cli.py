@@ -5,10 +5,11 @@
         [--no-restore-rng] [--no-restore-data] [--final-state FILE]
         [--device auto|cpu|cuda|cuda:I] [--threads T] [--keep-last K] [--nproc P]
         [--async-save] [--start-after FILE] [--hold-save-at POINT] [--state-at STEP FILE]
-        [--restored-state FILE] [--hold-until-killed]
+        [--restored-state FILE] [--hold-until-killed] [--steady-saves N --steady-root DIR]
 
 --hold-until-killed: once everything is said, wait for the coordinator's SIGKILL (the saving
-process B, which is also the uninterrupted reference). --hold-save-at stops the last --save-at's save at POINT (hold.py); --state-at writes the state
+process B, which is also the uninterrupted reference). --steady-saves N: after that, N more
+saves into --steady-root in the run's mode, each said as `checkpoint` phase "steady" (steady.py). --hold-save-at stops the last --save-at's save at POINT (hold.py); --state-at writes the state
 after step STEP to FILE, --restored-state the state right after the restore (the coordinator's
 torn-snapshot check compares the two).
 
@@ -22,7 +23,7 @@ import sys
 
 from . import engines, launch
 from .protocol import PROTOCOL, EngineError, Emitter
-from .protocol_generated import SAVE_POINTS
+from .protocol_generated import MAX_STEADY_SAVES, SAVE_POINTS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -54,6 +55,8 @@ def _parser():
     p.add_argument("--state-at", nargs=2, metavar=("STEP", "FILE"), default=None)
     p.add_argument("--restored-state", default=None)
     p.add_argument("--hold-until-killed", action="store_true")
+    p.add_argument("--steady-saves", type=int, default=0)
+    p.add_argument("--steady-root", default=None)
     return p
 
 
@@ -73,6 +76,10 @@ def _check(opts):
         if not step.isdigit() or not 1 <= int(step) <= opts.steps:
             raise EngineError("input", "--state-at %s: the step is outside 1..--steps (%d)" % (step, opts.steps))
         opts.state_at = (int(step), path)
+    if not 0 <= opts.steady_saves <= MAX_STEADY_SAVES:
+        raise EngineError("input", "--steady-saves %d is outside 0..%d" % (opts.steady_saves, MAX_STEADY_SAVES))
+    if opts.steady_saves and (not opts.steady_root or not opts.save_at):
+        raise EngineError("input", "--steady-saves needs --steady-root and a --save-at")
     if opts.restored_state and not opts.restore:
         raise EngineError("input", "--restored-state needs --restore")
     if opts.measure_step and not 1 <= opts.measure_step <= opts.steps:
@@ -92,6 +99,8 @@ def _check(opts):
 def parse_options(argv):
     opts = _check(_parser().parse_args(argv))
     opts.checkpoint_root = os.path.abspath(opts.checkpoint_root)
+    if opts.steady_root:
+        opts.steady_root = os.path.abspath(opts.steady_root)
     return opts
 
 

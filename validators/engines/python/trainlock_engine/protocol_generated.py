@@ -1,11 +1,12 @@
 # Generated from the engine protocol's declaration (validators/support/engine_events.h,
 # engine_protocol.cc) by trainlock-engine-protocol-py; do not edit. Regenerate with
 # `cmake --build build --target engine_protocol_py`.
-"""The engine protocol as every engine speaks it: its name, the longest line, the error kinds
-with the exit code of each, and every event with the members it may carry (protocol.py)."""
+"""The engine protocol as every engine speaks it: its name, the longest line, the most steady-state
+saves, the error kinds with the exit code of each, and every event with the members it may carry (protocol.py)."""
 
 PROTOCOL = "trainlock.engine/1"
 MAX_LINE = 1048576
+MAX_STEADY_SAVES = 16
 
 EXIT_CODES = {
     "input": 2,
@@ -122,6 +123,12 @@ EVENTS = {
         "step_after_save_s",
         "stall_s",
         "release_s",
+        "ordinal",
+        "stretch_s",
+        "median_step_s",
+        "steps_after",
+        "new_pinned_bytes",
+        "host_growth_bytes",
     ),
     "eval": (
         "when",

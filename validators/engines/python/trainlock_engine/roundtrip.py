@@ -24,7 +24,7 @@ import time
 
 import torch
 
-from . import commit, data, digests, final_state, hold, measure, rng, runtime, safe_load
+from . import commit, data, digests, final_state, hold, measure, rng, runtime, safe_load, steady
 from . import spec as run_spec
 from .protocol import EngineError
 
@@ -345,8 +345,11 @@ class Driver:
             self.final_state()
         if self.pending is not None:
             self.finish(wait=True)
+        run_mode_steps = self.step_times[1:]  # the deterministic run's own, when that is its mode
         if self.reference is not None:
-            self.measure_run_kernels()
+            run_mode_steps = self.measure_run_kernels()
+        if getattr(self.opts, "steady_saves", 0):
+            steady.run(self, run_mode_steps)
 
     def note_step_time(self, seconds):
         """Keeps each step's wall time (the step ends in the loss's .item(), so the device's
@@ -354,6 +357,9 @@ class Driver:
         the save's staging, which goes on beside it, stretched it."""
         if self.pending is not None and self.step_after_save is None:
             self.step_after_save = seconds
+            # The host's wait for the staged copy inside that step is counted in blocking_s
+            # already (staging_wait_s): the stretch leaves it out, so no second counts it.
+            self.waited_in_step_after_save = getattr(self.pending[2], "staging_wait_s", 0.0) or 0.0
         else:
             self.step_times.append(seconds)
 
@@ -366,7 +372,8 @@ class Driver:
         before = sorted(self.step_times[1:] or self.step_times)  # the first step warms up
         if not before:
             return 0.0
-        return max(0.0, self.step_after_save - before[len(before) // 2])
+        waited = getattr(self, "waited_in_step_after_save", 0.0)
+        return max(0.0, self.step_after_save - waited - before[len(before) // 2])
 
     def measured_step(self):
         timer = measure.StepTimer(self.ctx.device)
@@ -389,7 +396,8 @@ class Driver:
 
     def measure_run_kernels(self):
         """The step again with the run's (default) kernels, after the round trip: a warm-up
-        step, then run_kernel_steps timed ones; nothing is saved or compared after this."""
+        step, then run_kernel_steps timed ones (their seconds returned); nothing is compared
+        after this (steady.py's saves come after it, never restored)."""
         runtime.use_run_kernels()
         self.ctx.step = self.step + 1
         self.engine.train_step(self.micro_batches())
@@ -408,6 +416,7 @@ class Driver:
             timed.append((timer, measure.gather_rank_peaks(timer.memory, self.world, self.ctx.device)))
         self.ctx.step = None
         self.ctx.emit("measurement", **measure.run_kernels_measurement(self.step, self.reference, timed))
+        return [timer.seconds for timer, _ in timed]
 
     def final_state(self):
         started = time.perf_counter()

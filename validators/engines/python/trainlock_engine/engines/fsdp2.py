@@ -5,13 +5,17 @@ model and optimizer as sharded state dicts (each rank writes its shards), dcp.as
 every checkpoint, as an FSDP2 user saves. The model's state dict is made once and reused, as
 torchtitan's checkpoint manager does (model_state.py: a save checks that every parameter still
 has the storage the dict was made over, and makes it again where not); the optimizer's is made
-at each save (get_optimizer_state_dict). On a GPU with a torch that
-has it (2.9 and later), each save gets a DefaultStager of its own (see _async_stager: one reused
-across saves fails on torch 2.11); the next optimizer step waits for its staging copy to finish
-before it changes the parameters, and that wait counts as time training was held up (the
-handle's staging_wait_s; roundtrip.py adds it to
-blocking_s, which train.roundtrip reports as save_blocking_s). The checkpoint is committed only
-once the save's future resolved on every rank.
+at each save (get_optimizer_state_dict). On a GPU with a torch whose async_save takes a stager
+(2.9 and later), every save is staged by one ReusedPinnedStager (reused_stager.py): page-locked
+host buffers made once in the background after the first step and kept from save to save, the
+copies on a side stream beside the next step's forward and backward, and the optimizer step
+waiting for them on the device. torch's own DefaultStager, which pins a fresh copy for every
+save and cannot be reused on torch 2.11, stays the fallback where the block cannot be
+page-locked (_async_stager), one per save; the next optimizer step then waits on the host for
+its staging copy, and that wait counts as time training was held up (the handle's
+staging_wait_s; roundtrip.py adds it to blocking_s, which train.roundtrip reports as
+save_blocking_s). The checkpoint is committed only once the save's future resolved on every
+rank.
 
 The step drops the model's output before backward, as torchtitan's training loop does (the
 loss is computed, the logits released, then loss.backward()): the measured peak is that
@@ -39,6 +43,7 @@ from .. import digests, hold, measure, optim, roundtrip, runtime, safe_load
 from ..model import causal_lm_loss, matmul_parameters
 from ..protocol import EngineError
 from ..model_state import CachedModelState
+from ..reused_stager import ReusedPinnedStager, device_bytes
 
 DCP_DIR = "dcp"
 SCHEDULER_FILE = "fsdp2-scheduler.pt"
@@ -136,22 +141,41 @@ def _async_stager(device):
     of each staging, so a reused one fails its second save with KeyError(<class 'type'>)
     (pytorch/pytorch#183413, fixed after 2.11 by #183424; seen on the H200 on 2026-12-02,
     bench/results/2026-12-02-h200-fsdp2)."""
-    import torch.distributed.checkpoint as dcp
-
-    if device.type != "cuda":
+    if not _takes_stager(device):
         return None
-    try:
-        import inspect
+    from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions
 
-        from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions
-
-        if "async_stager" not in inspect.signature(dcp.async_save).parameters:
-            return None
-    except (ImportError, TypeError, ValueError):
-        return None
     # The upload runs in a thread of this process: no shared memory needed.
     return DefaultStager(StagingOptions(use_pinned_memory=True, use_shared_memory=False,
                                         use_async_staging=True, use_non_blocking_copy=True))
+
+
+def _takes_stager(device):
+    """Whether async_save on this torch takes a stager (2.9 and later) for saves from a GPU."""
+    import torch.distributed.checkpoint as dcp
+
+    if device.type != "cuda":
+        return False
+    try:
+        import inspect
+
+        from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions  # noqa: F401
+
+        return "async_stager" in inspect.signature(dcp.async_save).parameters
+    except (ImportError, TypeError, ValueError):
+        return False
+
+
+def _reused_stager(device):
+    """The ReusedPinnedStager where this torch's async_save takes a stager (and the GPU can
+    page-lock host memory), else None (_async_stager's per-save DefaultStager, or async_save's
+    own staging)."""
+    if not _takes_stager(device):
+        return None
+    cudart = torch.cuda.cudart()
+    if not hasattr(cudart, "cudaHostRegister"):
+        return None
+    return ReusedPinnedStager(device)
 
 
 class FutureSave:
@@ -166,11 +190,16 @@ class FutureSave:
     future's callback would leave the copy to the cyclic garbage collector, which unpins it at
     an unforeseen step, and the release would not be measured at all."""
 
-    def __init__(self, response, stager=None, beside=None):
+    def __init__(self, response, stager=None, beside=None, reused=None):
         self.beside = beside or {}  # {file name: state} the driver writes at the commit
         self.future = getattr(response, "upload_completion", response)  # newer torch: AsyncSaveResponse
         self.staging = getattr(response, "staging_completion", None)
         self.stager = stager  # this save's own DefaultStager, closed once the upload is done
+        # The ReusedPinnedStager that staged it: the optimizer waits for its copies on the
+        # device, and the commit has nothing to release.
+        self.reused = reused
+        self.releases_at_commit = stager is not None
+        self.new_pinned_bytes = reused.new_pinned_bytes if reused is not None else -1
         self.staging_wait_s = 0.0
         self._staged_after = []  # [seconds from async_save's return until the staged copy was complete]
         if self.staging is not None:
@@ -186,8 +215,13 @@ class FutureSave:
         self.stager = self.staging = self.future = None
 
     def wait_for_staging(self):
-        """Blocks until the staged copy is complete (the parameters may change from then on)."""
+        """Blocks until the staged copy is complete (the parameters may change from then on); a
+        reused stager's copies are waited for by the training stream, not the host."""
         if self.staging is None:
+            return
+        if self.reused is not None:
+            self.reused.gate_current_stream()
+            self.staging = None
             return
         if not self.staging.done():
             started = time.perf_counter()
@@ -246,6 +280,7 @@ class Fsdp2Engine(roundtrip.Engine):
         # interleave with training's, and making it inside the first save would block that save.
         self.async_group = torch.distributed.new_group(backend="gloo")
         _import_checkpointing()
+        self.stager = _reused_stager(self.device)  # its buffers are made after the first step
         self.in_flight = None  # the last async save's handle, until its staging is complete
         from torch.distributed.checkpoint.state_dict import get_model_state_dict
 
@@ -283,6 +318,10 @@ class Fsdp2Engine(roundtrip.Engine):
             # checks it (model_state.py).
             self.model_state.get()
             self.settle_model_state = False
+            if self.stager is not None and self.ctx.opts.save_at and not self.stager.prepared:
+                # A process that saves makes its staging block now, in the background (one
+                # that only resumes or evaluates never saves and allocates nothing).
+                self.stager.prepare(device_bytes(self._saved_tensors()))
         return runtime.global_mean(self.ctx.world_size, torch.stack(losses).mean())
 
     def eval_loss(self, batches):
@@ -292,6 +331,14 @@ class Fsdp2Engine(roundtrip.Engine):
         reshard_after_evaluation(self.model, self.fsdp_module_class)
         self.model.train()
         return runtime.global_mean(self.ctx.world_size, total)
+
+    def _saved_tensors(self):
+        """Every tensor a save stages: the model's state (its parameters' shards) and the
+        optimizer's moments."""
+        tensors = [t for _, t in self._named_tensors()]
+        for state in self.optimizer.state.values():
+            tensors.extend(v for v in state.values() if isinstance(v, torch.Tensor))
+        return tensors
 
     def _named_tensors(self):
         """The model's parameters and buffers by name: what the cached model state is made of."""
@@ -329,12 +376,15 @@ class Fsdp2Engine(roundtrip.Engine):
                 torch.save(value, os.path.join(directory, name))
             return None
         stated = time.perf_counter()
-        stager = _async_stager(self.device)
+        stager = self.stager or _async_stager(self.device)
         extra = {"async_stager": stager} if stager is not None else {}
         extra.update(held)
         stager_made = time.perf_counter()
-        self.in_flight = FutureSave(dcp.async_save(state, checkpoint_id=target, process_group=self.async_group, **extra),
-                                    stager, beside)
+        response = dcp.async_save(state, checkpoint_id=target, process_group=self.async_group, **extra)
+        if self.stager is not None:
+            self.in_flight = FutureSave(response, None, beside, reused=self.stager)
+        else:
+            self.in_flight = FutureSave(response, stager, beside)
         made_note = "made in this save, %s" % self.model_state.remade_because if model_made else "cached"
         roundtrip.phase_note("fsdp2 save (model state %s)" % made_note,
                              scheduler=scheduled - started, model_state=modelled - scheduled,
