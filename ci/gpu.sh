@@ -10,7 +10,8 @@
 # Python engines: fsdp2 on the pilot beside a plain FSDP2 script, a kill during async_save,
 # resharding 2 -> 1 over gloo on the CPUs, hf-trainer and lightning); VALIDATOR_TESTS_FILTER
 # runs only the validator tests it names (a GoogleTest filter). SKIP_ENGINE_PILOT, SKIP_ENGINE_KDS,
-# SKIP_ENGINE_RESHARD, SKIP_ENGINE_CONTROLS (FSDP2_CONTROLS picks of rng data corrupt), SKIP_FRAMEWORKS leave out single engine stages, SKIP_PERF the pilot's
+# SKIP_ENGINE_RESHARD, SKIP_ENGINE_CONTROLS (FSDP2_CONTROLS picks of rng data corrupt), SKIP_FRAMEWORKS leave out single engine stages
+# (KILL_POINTS, KILL_PROJECT=tiny for the kill stage; NATIVE_KILLS=1 adds the native engine's), SKIP_PERF the pilot's
 # perf.matmul and targets stages; FRAMEWORKS_STEP_ONLY=1 runs only process A of hf-trainer and
 # lightning beside their frameworks' own loops; PLAIN_SAVES=N sets the plain FSDP2 script's
 # DefaultStager saves (default 2), PLAIN_SAMPLE=1 samples where its main thread is in every save
@@ -342,12 +343,38 @@ fsdp2_pilot() {
   engine_validate fsdp2-pilot build-gpu/pilot-fsdp2
 }
 fsdp2_kill_during_save() {  # KILL_POINTS: the points to kill at (default all five), one validation each
-  [ -d build-gpu/pilot-fsdp2 ] || python3 bench/engine_project.py examples/h200-pilot \
-    build-gpu/pilot-fsdp2 --engine fsdp2 --parallelism fsdp >/dev/null || return 1
+  # KILL_PROJECT=tiny kills examples/tiny's fsdp2 project (seconds a validation) instead of the pilot's.
+  local project=build-gpu/pilot-fsdp2 name=fsdp2-pilot-kill
+  if [ "${KILL_PROJECT:-}" = tiny ]; then
+    project=build-gpu/tiny-fsdp2 name=fsdp2-tiny-kill
+    python3 bench/engine_project.py examples/tiny "$project" --engine fsdp2 --parallelism fsdp \
+      --torch "$(python3 -c 'import torch; print(torch.__version__.split("+")[0])')" >/dev/null || return 1
+  elif [ ! -d "$project" ]; then
+    python3 bench/engine_project.py examples/h200-pilot "$project" --engine fsdp2 --parallelism fsdp \
+      >/dev/null || return 1
+  fi
   local point rc=0
   for point in ${KILL_POINTS:-before-files mid-file after-files after-metadata after-commit}; do
-    engine_validate "fsdp2-pilot-kill-$point" build-gpu/pilot-fsdp2 --kill-point "$point" || rc=1
-    grep -h '"held"' "$PWD/build-gpu/work-fsdp2-pilot-kill-$point"/*/b-preempted.jsonl 2>/dev/null | cut -c1-300
+    ENGINE_ONLY="" engine_validate "$name-$point" "$project" --device cuda --kill-point "$point" || rc=1
+    grep -h '"held"' "$PWD/build-gpu/work-$name-$point"/*/b-preempted.jsonl 2>/dev/null | cut -c1-300
+  done
+  return $rc
+}
+# The native engine killed at each point of a save on the GPU, on examples/tiny (NATIVE_KILLS=1).
+native_kill_during_save() {
+  local point rc=0
+  mkdir -p "$OUT/native-kills"
+  for point in ${KILL_POINTS:-before-files mid-file after-files after-metadata after-commit}; do
+    build-gpu/bin/trainlock-validate examples/tiny --device cuda --kill-point "$point" \
+      --out "$OUT/native-kills/$point.json" >"$OUT/native-kills/$point.log" 2>&1 || rc=1
+    python3 - "$OUT/native-kills/$point.json" "$point" <<'PY'
+import json, sys
+checks = {c["id"]: c for c in json.load(open(sys.argv[1]))["checks"]}
+m = checks["train.roundtrip"]["metrics"]
+print("native %-14s %s: restored_step %s, killed_during_save %s, snapshot_equal %s, skipped %s" % (
+    sys.argv[2], checks["train.roundtrip"]["status"], m.get("restored_step"), m.get("killed_during_save"),
+    m.get("snapshot_equal"), m.get("skipped_uncommitted")))
+PY
   done
   return $rc
 }
@@ -551,6 +578,7 @@ if [ -z "${SKIP_ENGINES:-}" ]; then
       fsdp2_beside_plain
   [ -n "${SKIP_ENGINE_KDS:-}" ] ||
     stage "fsdp2 on h200-pilot, SIGKILL at each point of an async_save" fsdp2_kill_during_save
+  [ -z "${NATIVE_KILLS:-}" ] || stage "native on examples/tiny (GPU), SIGKILL at each point of a save" native_kill_during_save
   [ -n "${SKIP_ENGINE_RESHARD:-}" ] || stage "fsdp2 resharding 2 -> 1 over gloo (CPU)" fsdp2_reshard_cpu
   [ -n "${SKIP_ENGINE_CONTROLS:-}" ] || stage "fsdp2's negative controls on the GPU" fsdp2_controls
   [ -n "${SKIP_FRAMEWORKS:-}" ] || stage "hf-trainer and lightning on the GPU" framework_engines

@@ -444,8 +444,9 @@ double TimedStep(Trainer& trainer) {
 }
 
 // The steps timed before each steady-state save (with the run-mode measurement's, the median
-// its stretch is taken against) and after it (the steps its write and copies go on beside).
-constexpr int kStepsBeforeSteadySave = 3;
+// its stretch is taken against; the first save needs none when that measurement just timed as
+// many) and after it (the steps its write and copies go on beside).
+constexpr size_t kStepsBeforeSteadySave = 3;
 constexpr int kStepsAfterSteadySave = 3;
 
 // What a save costs training once its staging buffers exist (--steady-saves; docs/validate.md,
@@ -458,7 +459,9 @@ void SteadySaves(const WorkerOptions& o, Trainer& trainer, AsyncCheckpointer& ch
                  std::vector<double> before) {
   const bool pinned = trainer.model()->parameters().front().is_cuda();
   for (int i = 0; i < o.steady_saves; ++i) {
-    for (int s = 0; s < kStepsBeforeSteadySave; ++s) before.push_back(TimedStep(trainer));
+    const bool measured_just_now = i == 0 && before.size() >= kStepsBeforeSteadySave;
+    const size_t steps_before = measured_just_now ? 0 : kStepsBeforeSteadySave;
+    for (size_t s = 0; s < steps_before; ++s) before.push_back(TimedStep(trainer));
     const int64_t resident = ResidentBytes();
     const int64_t step = trainer.step();
     checkpointer.Start(o.steady_root, trainer.Capture(), /*keep_last=*/1);

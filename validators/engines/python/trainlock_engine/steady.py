@@ -4,7 +4,8 @@ buffers exist, the figure a run that saves hundreds of times lives with.
 After the round trip's state is recorded (the final state written, the checkpoint committed,
 the step measured with the run's kernels) the saving process trains on in the run's mode and
 saves N more times into DIR, which nothing restores: STEPS_BEFORE steps timed before each save
-(with the run-mode measurement's, the median the stretch is taken against), the save, then
+(with the run-mode measurement's, the median the stretch is taken against; none before the
+first when that measurement has just timed as many), the save, then
 STEPS_AFTER steps timed after it. Each is said as `checkpoint` phase "steady": `ordinal` (2 for
 the first: the round trip's checkpoint was the first), `blocking_s` (the save call),
 `stretch_s` (how much the steps after it outlasted the median, summed: a staging copy the
@@ -64,7 +65,8 @@ def _timed_step(driver):
 
 def _one(driver, ordinal, before, last):
     opts, ctx = driver.opts, driver.ctx
-    before.extend(_timed_step(driver) for _ in range(STEPS_BEFORE))
+    measured_just_now = ordinal == 2 and len(before) >= STEPS_BEFORE  # the run-mode steps
+    before.extend(_timed_step(driver) for _ in range(0 if measured_just_now else STEPS_BEFORE))
     step = driver.step
     directory = commit.step_dir(opts.steady_root, step)
     if ctx.rank == 0:
