@@ -401,6 +401,25 @@ TEST_F(ContainerTool, AValidatorPrintingWithoutBoundIsShownByItsEnd) {
   EXPECT_LT(r.out.size(), size_t{2} << 20);
 }
 
+// What the image prints is text from outside trainlock: an escape sequence in it is shown, not
+// obeyed, and a secret in it is masked, as the report's copy is (issue #61).
+TEST_F(ContainerTool, WhatTheImagePrintsIsShownEscapedAndMasked) {
+  const std::string token = "hf_" + std::string(34, 'Z');
+  Fake("podman",
+       PodmanWithImage("printf '\\033]0;pwned\\007 DB_PASSWORD=hunter2-planted " + token + "\\n'"));
+  const RunResult r =
+      testing::RunProgram("trainlock",
+                          {"validate", project_.string(), "--image", "registry.example/tiny:1",
+                           "--container-engine", "podman"},
+                          {"PATH=" + bin_.string()});
+  EXPECT_EQ(r.exit_code, 3) << r.err;  // it wrote no report
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\\x1b]0;pwned\\x07"), std::string::npos) << r.out;
+  EXPECT_EQ((r.out + r.err).find("hunter2-planted"), std::string::npos) << r.out;
+  EXPECT_EQ((r.out + r.err).find(token), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("DB_PASSWORD=***"), std::string::npos) << r.out;
+}
+
 TEST_F(ContainerTool, ATimeoutThatIsNotANumberIsBadInput) {
   Fake("buildah", WorkingEngine());
   const RunResult r =

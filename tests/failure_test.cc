@@ -47,6 +47,19 @@ TEST(RunWithExitCodes, FailureIsPrintedUnderTheCommandThenEachNote) {
   EXPECT_EQ(err.text(), "prog sub: a\nb\nprog sub: nothing written\n");
 }
 
+// A note quoting a file name from an image (--check's account) cannot start an unprefixed line.
+TEST(RunWithExitCodes, ANoteIsOneLineWhateverItQuotes) {
+  CapturedStderr err;
+  RunWithExitCodes(
+      "prog",
+      []() -> int {
+        throw Failure("why", kExitVerdict, {"layer 1 of 1: a\nforged line: only in the rebuild"});
+      },
+      "prog sub");
+  EXPECT_EQ(err.text(),
+            "prog sub: why\nprog sub: layer 1 of 1: a\\x0aforged line: only in the rebuild\n");
+}
+
 TEST(RunWithExitCodes, FailureWithoutACommandIsPrintedUnderTheProgram) {
   CapturedStderr err;
   RunWithExitCodes("prog", []() -> int { throw Failure("why", kExitBadInput); });

@@ -262,6 +262,19 @@ TEST_F(ImageDifference, ABidiOrControlCharacterInAFileNameIsEscaped) {
   EXPECT_EQ(Joined(lines).find("\u202E"), std::string::npos) << Joined(lines);
 }
 
+// A layer's path with a newline in it stays on its line: printed as a note of --check's
+// failure it would otherwise start an unprefixed line of its own ("layer 1 of 1: ..." forged).
+TEST_F(ImageDifference, ANewlineInAFileNameIsEscapedNotALineOfItsOwn) {
+  const std::string path = "a\nlayer 9 of 9: etc/passwd: content (forged)";
+  std::vector<TarFile> a = {F(path, "1")}, b = {F(path, "2")};
+  Layout(recorded(), Config(), {Tar(a)});
+  Layout(rebuilt(), Config(), {Tar(b)});
+  const auto lines = DescribeImageDifference(recorded(), rebuilt(), 40);
+  ASSERT_FALSE(lines.empty());
+  for (const std::string& line : lines) EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+  EXPECT_TRUE(Has(lines, "layer 1 of 1: a\\x0alayer 9 of 9")) << Joined(lines);
+}
+
 TEST(LayerListing, AMultiMemberGzipLayerIsReadToItsEnd) {
   TempDir dir;
   const std::string tar = Tar({F("a", "first"), F("b", "second")});

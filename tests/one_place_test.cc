@@ -24,13 +24,16 @@ struct OnePlace {
   std::string owner;  // relative to the source tree
 };
 
-// What each path means is in its owner's comments.
+// What each spelling means is in its owner's comments.
 const std::vector<OnePlace> kOnePlace = {
     {"/etc/trainlock", "src/image/in_image_paths.h"},
     {"/usr/local/bin/trainlock-validate", "src/image/in_image_paths.h"},
     {"/trainlock/project", "src/image/in_image_paths.h"},
     {"/trainlock/out", "src/image/in_image_paths.h"},
     {"/proc/self/exe", "src/base/program_path.cc"},
+    // The mask: one masking function (RedactCredentials, its table of secret forms) for every
+    // output; a second one elsewhere would spell it again.
+    {"\"***\"", "src/base/redact.cc"},
 };
 
 bool IsSource(const fs::path& file) {
@@ -72,7 +75,7 @@ std::vector<std::string> SpelledElsewhere(const fs::path& root,
   return found;
 }
 
-TEST(OnePlace, InImagePathsAndTheProcessPathAreSpelledOnlyByTheirOwners) {
+TEST(OnePlace, InImagePathsTheProcessPathAndTheMaskAreSpelledOnlyByTheirOwners) {
   const std::vector<std::string> found = SpelledElsewhere(testing::SourceDir(), kOnePlace);
   std::string all;
   for (const std::string& f : found) all += f + "\n";

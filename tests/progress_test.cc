@@ -233,6 +233,23 @@ TEST(Progress, AHostileSummaryReachesALogAsTextNotEscapes) {
   EXPECT_NE(lines[0].find("\\x1b]0;pwned"), std::string::npos) << lines[0];
 }
 
+// A check's summary quotes what a command or an engine printed; no style shows its secrets.
+TEST(Progress, ASecretInASummaryIsMaskedInEveryStyle) {
+  const std::string token = "hf_" + std::string(34, 'Q');
+  for (ProgressStyle style : {ProgressStyle::kLog, ProgressStyle::kJson}) {
+    Captured out;
+    {
+      Progress p(style, "trainlock-validate", out.file());
+      p.Checked("ext.command", "fail", 1, "exit 1: DB_PASSWORD=hunter2-planted " + token);
+    }
+    std::vector<std::string> lines = out.Lines();
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_EQ(lines[0].find("hunter2-planted"), std::string::npos) << lines[0];
+    EXPECT_EQ(lines[0].find(token), std::string::npos) << lines[0];
+    EXPECT_NE(lines[0].find("DB_PASSWORD=***"), std::string::npos) << lines[0];
+  }
+}
+
 TEST(Progress, APhaseAnErrorCutsShortEndsAsStoppedNotDone) {
   Captured out;
   try {

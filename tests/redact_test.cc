@@ -133,6 +133,132 @@ TEST(RedactCredentials, BearerAndBasicCredentialsAndHubTokensAreMasked) {
   EXPECT_EQ(RedactCredentials("token hf_" + std::string(34, 'A') + " used"), "token hf_*** used");
 }
 
+// One planted secret: the line a program prints, the secret in it, and what is shown instead.
+struct PlantedSecret {
+  std::string line;
+  std::string secret;
+  std::string shown;
+};
+
+const std::string kHubToken = "hf_" + std::string(34, 'H');
+const std::string kGitHubToken = "0123456789abcdefghijklmnopqrstuvwxyZ";  // 36 characters
+
+// Every form of secret issue #61 found printed unmasked, and the ones masked before it.
+std::vector<PlantedSecret> PlantedSecrets() {
+  return {
+      {"Authorization: Bearer abc.def-ghi_jkl", "abc.def-ghi_jkl", "Authorization: Bearer ***"},
+      {"curl -H 'authorization: bearer eyJhbGciOi.planted'", "eyJhbGciOi.planted",
+       "curl -H 'authorization: bearer ***'"},
+      {"sent bearer eyJhbGciOi.planted2", "eyJhbGciOi.planted2", "sent bearer ***"},
+      {"Bearer\teyJhbGciOi.planted3", "eyJhbGciOi.planted3", "Bearer\t***"},
+      {"Authorization: Basic YWxpY2U6czNjcmV0", "YWxpY2U6czNjcmV0", "Authorization: Basic ***"},
+      {"Authorization: Token 9f8e7d6c-planted", "9f8e7d6c-planted", "Authorization: Token ***"},
+      {"authorization: token planted-token-1", "planted-token-1", "authorization: token ***"},
+      {"Authorization: planted-raw-1", "planted-raw-1", "Authorization: ***"},
+      {R"({"Authorization": "Bearer planted-json-1"})", "planted-json-1",
+       R"({"Authorization": "Bearer ***"})"},
+      {"Proxy-Authorization: Basic cGxhbnRlZDpwdw==", "cGxhbnRlZDpwdw==",
+       "Proxy-Authorization: Basic ***"},
+      {"X-Api-Key: planted-api-key-1", "planted-api-key-1", "X-Api-Key: ***"},
+      {"token " + kHubToken + " used", kHubToken.substr(3), "token hf_*** used"},
+      {"ghp_" + kGitHubToken, kGitHubToken, "ghp_***"},
+      {"gho_" + kGitHubToken, kGitHubToken, "gho_***"},
+      {"ghs_" + kGitHubToken, kGitHubToken, "ghs_***"},
+      {"ghu_" + kGitHubToken, kGitHubToken, "ghu_***"},
+      {"push with github_pat_11ABCDEFG0plantedPLANTEDplanted_xyz",
+       "11ABCDEFG0plantedPLANTEDplanted_xyz", "push with github_pat_***"},
+      {"PRIVATE-TOKEN: glpat-PlantedGitLab-Token1", "PlantedGitLab-Token1", "PRIVATE-TOKEN: ***"},
+      {"token glpat-PlantedGitLab-Token2 refused", "PlantedGitLab-Token2",
+       "token glpat-*** refused"},
+      {"GET https://h.example/f?token=planted-q1&page=2 404", "planted-q1",
+       "GET https://h.example/f?token=***&page=2 404"},
+      {"GET https://h.example/f?page=2&token=planted-q2#top", "planted-q2",
+       "GET https://h.example/f?page=2&token=***#top"},
+      {"redirect to /cb?access_token=planted-q3", "planted-q3", "redirect to /cb?access_token=***"},
+      {"AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYPLANTED",
+       "wJalrXUtnFEMI/K7MDENG/bPxRfiCYPLANTED", "AWS_SECRET_ACCESS_KEY=***"},
+      {"AWS_SESSION_TOKEN=FwoGZXIvYXdzEPLANTED//", "FwoGZXIvYXdzEPLANTED//",
+       "AWS_SESSION_TOKEN=***"},
+      {"aws_secret_access_key = wJalrPlantedIni", "wJalrPlantedIni", "aws_secret_access_key = ***"},
+      {"AWS_ACCESS_KEY_ID=AKIAPLANTED0000", "AKIAPLANTED0000", "AWS_ACCESS_KEY_ID=***"},
+      {"DB_PASSWORD=hunter2", "hunter2", "DB_PASSWORD=***"},
+      {"export DB_PASSWORD='pa ss w0rd'", "pa ss w0rd", "export DB_PASSWORD='***'"},
+      {"MYSQL_PWD=hunter3", "hunter3", "MYSQL_PWD=***"},
+      {"DB_PASS=hunter4", "hunter4", "DB_PASS=***"},
+      {"SLACK_WEBHOOK_URL=https://hooks.slack.com/services/T000/B000/PlantedXXXX", "PlantedXXXX",
+       "SLACK_WEBHOOK_URL=***"},
+      {"posting to https://hooks.slack.com/services/T000/B000/PlantedYYYY", "B000/PlantedYYYY",
+       "posting to https://hooks.slack.com/services/***"},
+      {"MY_AUTH=planted-auth", "planted-auth", "MY_AUTH=***"},
+      {"CLIENT_SECRET=planted-secret", "planted-secret", "CLIENT_SECRET=***"},
+      {"GITHUB_TOKEN=planted-gh", "planted-gh", "GITHUB_TOKEN=***"},
+      {"train.py --api-key=planted-cli-key", "planted-cli-key", "train.py --api-key=***"},
+      {"Namespace(apiKey=planted-camel, lr=0.1)", "planted-camel", "Namespace(apiKey=*** lr=0.1)"},
+  };
+}
+
+// The table of redact.cc, form by form: the planted secret never survives, and the line around
+// it does.
+TEST(RedactCredentials, EachFormOfPrintedSecretIsMasked) {
+  for (const PlantedSecret& p : PlantedSecrets()) {
+    const std::string shown = RedactCredentials(p.line);
+    EXPECT_EQ(shown.find(p.secret), std::string::npos) << p.line << " -> " << shown;
+    EXPECT_EQ(shown, p.shown) << p.line;
+  }
+}
+
+// Text is redacted more than once on its way (a report string, then the terminal line that
+// quotes it): the second time changes nothing.
+TEST(RedactCredentials, RedactingTwiceChangesNothing) {
+  for (const PlantedSecret& p : PlantedSecrets()) {
+    const std::string once = RedactCredentials(p.line);
+    EXPECT_EQ(RedactCredentials(once), once) << p.line;
+  }
+}
+
+// What an engine or a command prints besides secrets stays readable: torch's answers, counts
+// of tokens, comparisons, file names and the shell's working directory are no secrets.
+TEST(RedactCredentials, NamesThatOnlyHoldASecretWordKeepTheirValues) {
+  for (const char* text :
+       {"_IncompatibleKeys(missing_keys=['lm_head.weight'], unexpected_keys=[])",
+        "max_tokens=4096 pad_token_id=0 tokenizer=gpt2 num_tokens=12", "KeyError: 'model.layers.0'",
+        "torch==2.4.0 and a != b and x <= y",
+        "kubectl create secret generic NAME --from-file=trainlock.key=KEY.key",
+        "PWD=/work/project OLDPWD=/work", "checks_passed=3",
+        "WWW-Authenticate: Bearer realm=\"https://auth.example/token\",service=\"r\"",
+        "refusing to send the Authorization header", "the authorization failed"})
+    EXPECT_EQ(RedactCredentials(text), text);
+}
+
+// The same secrets on the terminal: TerminalLine, TerminalText and CleanText (markup, report
+// strings) mask through the one function.
+TEST(RedactCredentials, EveryPrinterMasksEachForm) {
+  for (const PlantedSecret& p : PlantedSecrets()) {
+    for (const std::string& shown :
+         {TerminalLine(p.line), TerminalText("a\n" + p.line + "\n"), CleanText(p.line)})
+      EXPECT_EQ(shown.find(p.secret), std::string::npos) << p.line << " -> " << shown;
+  }
+}
+
+// Each planted form, printed by a project's smoke command (ext.command): the report's copy of
+// its output holds none of them.
+TEST(NoSecretInTheReport, AnExtCommandPrintingEachFormOfSecretLeavesNoneInTheReport) {
+  testing::TempDir dir;
+  std::string lines;
+  for (const PlantedSecret& p : PlantedSecrets()) lines += p.line + "\n";
+  testing::WriteFile(dir.path() / "printed.txt", lines);
+  ExtCommand command;
+  command.argv = {"cat", (dir.path() / "printed.txt").string()};
+  command.tail_lines = 100;  // every line kept
+  const SmokeRun run = RunSmokeCommand(command, dir.path());
+  Report report;
+  report.checks.push_back(SmokeCommandCheck(command, run));
+  const std::string json = report.ToJson().dump();
+  for (const PlantedSecret& p : PlantedSecrets())
+    EXPECT_EQ(json.find(p.secret), std::string::npos) << p.line << "\n" << json;
+  EXPECT_NE(json.find("DB_PASSWORD=***"), std::string::npos) << json;
+}
+
 // Ordinary words and names are not mistaken for credentials.
 TEST(RedactCredentials, WordsThatOnlyLookLikeMarkersAreLeftAlone) {
   for (const char* text :

@@ -25,8 +25,10 @@ int RunWithExitCodes(std::string_view program, const std::function<int()>& body,
     // Bad input in the one error format (base/usage_error.h): "trainlock CMD: error: ...".
     const char* kind = e.exit_code() == kExitBadInput ? "error: " : "";
     std::cerr << prefix << ": " << kind << TerminalText(e.what()) << "\n";
+    // A note is one line (failure.h): a newline in what it quotes (a layer's file name) is
+    // shown escaped, never as a line of its own without the prefix.
     for (const std::string& note : e.notes())
-      std::cerr << prefix << ": " << TerminalText(note) << "\n";
+      std::cerr << prefix << ": " << TerminalLine(note) << "\n";
     return e.exit_code();
   } catch (const std::filesystem::filesystem_error& e) {
     // Our own words for a file operation that failed: the path and the system's reason, not

@@ -24,7 +24,8 @@ namespace trainlock {
 class Failure : public std::runtime_error {
  public:
   // `notes` are printed after `what`, each on its own line under the same prefix, for what
-  // the user should know on top of the cause (e.g. that nothing was written).
+  // the user should know on top of the cause (e.g. that nothing was written). A note is one
+  // line: a newline or other control character in it is printed escaped (TerminalLine).
   Failure(const std::string& what, ExitCode code, std::vector<std::string> notes = {})
       : std::runtime_error(what), code_(code), notes_(std::move(notes)) {}
 

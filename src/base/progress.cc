@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_file.h"
 #include "base/terminal_text.h"
 #include "base/time_text.h"
 
@@ -143,8 +144,8 @@ void Progress::WriteEvent(const char* event, const std::string& text, double sec
       j["phase"] = text;
     }
     if (seconds >= 0) j["seconds"] = seconds;
-    std::fprintf(out_, "%s\n",
-                 j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    // A check's summary quotes what an engine printed: masked and escaped as --json output is.
+    std::fprintf(out_, "%s\n", DumpJsonOutput(j, -1).c_str());
   } else {
     char took[32] = "";
     if (seconds >= 0) std::snprintf(took, sizeof took, " (%.1f s)", seconds);

@@ -7,6 +7,7 @@
 #include "base/exit_code.h"
 #include "base/json_file.h"
 #include "base/strings.h"
+#include "base/terminal_text.h"
 #include "cli/commands.h"
 #include "compat/catalog.h"
 #include "compat/compat.h"
@@ -73,7 +74,8 @@ int RunCheck(const CheckOptions& options, const GlobalOptions& global) {
     std::cout << DumpJsonOutput(out) << "\n";
   } else {
     if (global.verbosity > 0) PrintInputs(project, global);
-    for (const Finding& f : findings) std::cout << f.Format() << "\n";
+    // A finding quotes the project's files (a cloned repository's): one terminal-safe line.
+    for (const Finding& f : findings) std::cout << TerminalLine(f.Format()) << "\n";
     PrintCheckSummary(options, project, findings.size(), unchecked);
   }
   return findings.empty() ? kExitOk : kExitVerdict;

@@ -8,6 +8,7 @@
 #include "base/file_stream.h"
 #include "base/safe_paths.h"
 #include "base/sha256.h"
+#include "base/terminal_text.h"
 #include "cli/commands.h"
 #include "lock/hf_hub.h"
 #include "project/artifact_paths.h"
@@ -63,8 +64,9 @@ int RunFetch(const FetchOptions& options, const GlobalOptions& global) {
       }
       DownloadHubFile(kind, a.repo, a.revision, file, dir.get(), dest, hub);
       progress->End();
-      std::cout << "  " << kind << " " << a.repo << ": " << file.path << " (" << file.size
-                << " bytes, sha256 verified)\n";
+      // The file's name is the Hub's (the lock refuses controls in it, not bidi characters).
+      std::cout << "  " << kind << " " << TerminalLine(a.repo) << ": " << TerminalLine(file.path)
+                << " (" << file.size << " bytes, sha256 verified)\n";
       ++fetched;
     }
   }

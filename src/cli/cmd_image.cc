@@ -196,7 +196,8 @@ int RunStorage(const StorageCommandOptions& o, const GlobalOptions& global) {
     }
   }
   if (!left.empty()) {
-    std::cerr << "trainlock image storage: error: " << left << "\n";
+    // What the container tool said: its output is shown through the terminal-safe printer.
+    std::cerr << "trainlock image storage: error: " << TerminalText(left) << "\n";
     return kExitEnvironment;
   }
   return kExitOk;

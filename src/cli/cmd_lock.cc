@@ -9,6 +9,7 @@
 #include "base/file_io.h"
 #include "base/json_file.h"
 #include "base/strings.h"
+#include "base/terminal_text.h"
 #include "base/toml_document.h"
 #include "cli/commands.h"
 #include "lock/lock_check.h"
@@ -45,12 +46,14 @@ int CheckLock(const std::filesystem::path& dir, const LockCommandOptions& option
   const LockCheckResult check = CheckLockAgainstFiles(dir, o);
   const std::string& current = check.lock_sha256;
   if (!check.up_to_date) {
-    std::cerr << path.string() << ": error: " << check.problem << relock << "\n";
+    // The lines quote the lock and what the indexes and registries answer: one line each,
+    // through the terminal-safe printer.
+    std::cerr << path.string() << ": error: " << TerminalLine(check.problem) << relock << "\n";
     // Each field by name (a hand edit of validate.required shows as that field), then the lines.
     for (const std::string& field : check.fields)
-      std::cerr << path.string() << ": " << field << "\n";
+      std::cerr << path.string() << ": " << TerminalLine(field) << "\n";
     for (const std::string& line : check.would_change)
-      std::cerr << "  would change: " << line << "\n";
+      std::cerr << "  would change: " << TerminalLine(line) << "\n";
     return kExitVerdict;
   }
   // Offline, "up to date" covers what offline can check; the rest is named, never implied.
@@ -103,7 +106,7 @@ int RunLock(const LockCommandOptions& options, const GlobalOptions& global) {
     return kExitOk;
   }
   if (global.quiet()) return kExitOk;
-  for (const std::string& line : lock.pinned) std::cout << "  " << line << "\n";
+  for (const std::string& line : lock.pinned) std::cout << "  " << TerminalLine(line) << "\n";
   std::cout << "wrote " << path.string() << " (lock-sha256 " << lock.lock_sha256 << ")\n";
   return kExitOk;
 }

@@ -240,8 +240,9 @@ int ValidateInImage(ValidateOptions& o) {
   }
   if (o.out.empty()) o.out = DefaultReportPath(o.dir).string();
   const EngineImage image = ResolveEngineImage(o.image, o.run);
-  std::cerr << "trainlock: validating in " << image.ref << " (" << image.digest << ", resolved by "
-            << image.engine << ")\n";
+  // The digest is the container tool's answer: shown through the terminal-safe printer.
+  std::cerr << "trainlock: validating in " << TerminalLine(image.ref) << " ("
+            << TerminalLine(image.digest) << ", resolved by " << image.engine << ")\n";
   OutDir out, summary;
   std::vector<std::string> argv = {kValidatorInImage, kProjectMountInContainer, "--out",
                                    std::string(kReportMountInContainer) + "/report.json"};
@@ -251,12 +252,14 @@ int ValidateInImage(ValidateOptions& o) {
                                {out.path(), kReportMountInContainer, false}},
                               {}, argv, summary.path() / "stdout");
   // The summary names the report where the container wrote it; the reader wants the host's.
+  // What the image printed is text from outside this process: escaped and masked.
   if (fs::exists(summary.path() / "stdout"))
-    std::cout << WithHostReportPaths(ContainerOutputTail(summary.path() / "stdout"), o.out)
+    std::cout << TerminalText(
+                     WithHostReportPaths(ContainerOutputTail(summary.path() / "stdout"), o.out))
               << std::flush;
   if (!fs::exists(out.path() / "report.json")) {
-    std::cerr << "trainlock: error: the validator in " << image.ref << " wrote no report (exit "
-              << code << ")\n";
+    std::cerr << "trainlock: error: the validator in " << TerminalLine(image.ref)
+              << " wrote no report (exit " << code << ")\n";
     return code == kExitOk || code == kExitVerdict ? kExitEnvironment : code;
   }
   // The merged report and, for a run of several ranks, each rank's beside it.
@@ -275,8 +278,8 @@ int ValidateInImage(ValidateOptions& o) {
     if (name == "report.json" && o.json) std::cout << DumpJsonOutput(report) << "\n";
   }
   if (!o.quiet)
-    std::cerr << "trainlock: wrote " << o.out << ", bound to " << image.digest
-              << (pem.empty() ? "" : ", signed") << "\n";
+    std::cerr << "trainlock: wrote " << TerminalLine(o.out) << ", bound to "
+              << TerminalLine(image.digest) << (pem.empty() ? "" : ", signed") << "\n";
   return code;
 }
 

@@ -20,8 +20,11 @@ namespace {
 
 constexpr size_t kMaxValueChars = 160;
 
+// A value or a file name from either image, as one line of the account: its newlines and
+// other controls escaped (a layer's path "a\nlayer 1 of 1: ..." would forge a line), bidi
+// characters shown, credentials masked.
 std::string Shown(const std::string& text) {
-  std::string clean = CleanText(text);
+  std::string clean = TerminalLine(text);
   if (clean.size() > kMaxValueChars) clean = clean.substr(0, kMaxValueChars) + "...";
   return clean;
 }

@@ -10,6 +10,7 @@
 #include "base/failure.h"
 #include "base/refs.h"
 #include "base/subprocess.h"
+#include "base/terminal_text.h"
 #include "image/container_tool.h"
 #include "image/in_image_paths.h"
 
@@ -44,7 +45,7 @@ void RemoveContainer(const std::string& engine, const ImageRunOptions& o, const 
       std::cerr << "trainlock: warning: `" << engine << " rm -f " << name
                 << "` failed; the container may still be running\n";
   } catch (const Failure& e) {
-    std::cerr << "trainlock: warning: " << e.what() << "; container " << name
+    std::cerr << "trainlock: warning: " << TerminalText(e.what()) << "; container " << name
               << " may still be running\n";
   }
 }

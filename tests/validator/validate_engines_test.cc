@@ -361,6 +361,31 @@ TEST(ValidateEngineEnvironment, OutsideAnImageATorchWhoseLibraryDoesNotLoadIsSti
                          "): install torch in that interpreter or pass --python PATH");
 }
 
+// The probe's reason is the interpreter's words (untrusted): the not-runnable error on the
+// terminal is escaped and masked as report.json's copy is (issue #61).
+TEST(ValidateEngineEnvironment, TheNotRunnableErrorIsShownEscapedAndMaskedOnTheTerminal) {
+  testing::TempDir dir;
+  const std::string token = "hf_" + std::string(34, 'T');
+  const std::string python = StandInPython(
+      dir.path(), R"({"versions": {}, "missing": "torch", "reason": "No module named )"
+                  R"(\u001b]0;pwned\u0007\nforged line )" +
+                      token + R"("})");
+  EngineValidation v = ValidateWithEngine("ddp", {"--python", python});
+  EXPECT_EQ(v.run.exit_code, 3) << v.run.out << v.run.err;
+  const std::string error = v.report.value("environment_error", "");
+  EXPECT_EQ(error.find(token), std::string::npos) << error;
+  EXPECT_NE(error.find("hf_***"), std::string::npos) << error;
+  const std::string terminal = v.run.out + v.run.err;
+  EXPECT_EQ(terminal.find(token), std::string::npos) << terminal;
+  EXPECT_EQ(terminal.find('\x1b'), std::string::npos) << terminal;
+  EXPECT_EQ(terminal.find("\nforged line"), std::string::npos) << terminal;
+  EXPECT_NE(v.run.err.find("trainlock-validate: error: engine ddp: " + python +
+                           " cannot import torch (No module named \\x1b]0;pwned\\x07\\x0aforged "
+                           "line hf_***)"),
+            std::string::npos)
+      << v.run.err;
+}
+
 // Enters a simulated image and runs the rest of its arguments there: in a new user and mount
 // namespace, /etc and /opt become views of the real ones (a link per entry) in which
 // /etc/trainlock is DIR/image-etc and /opt/venv/bin/python3 is DIR/python. Exits 97 when the

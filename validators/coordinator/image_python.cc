@@ -6,6 +6,7 @@
 
 #include "base/exit_code.h"
 #include "base/file_io.h"
+#include "base/terminal_text.h"
 
 #include "coordinator/engine_command.h"
 
@@ -65,7 +66,9 @@ int RecordImagePython(const fs::path& python, const fs::path& out) {
   try {
     record = RecordPythonFiles(python, std::chrono::steady_clock::now() + std::chrono::minutes(30));
   } catch (const std::exception& e) {
-    std::cerr << "trainlock-validate record-python-files: error: " << e.what() << "\n";
+    // It may name files of the image's Python path: shown through the terminal-safe printer.
+    std::cerr << "trainlock-validate record-python-files: error: " << TerminalText(e.what())
+              << "\n";
     return kExitEnvironment;
   }
   WriteFileAtomically(out, PythonFilesJson(record));

@@ -12,9 +12,11 @@
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
 #include "base/file_io.h"
+#include "base/json_file.h"
 #include "base/program_path.h"
 #include "base/progress.h"
 #include "base/rank_env.h"
+#include "base/terminal_text.h"
 #include "base/time_text.h"
 #include "base/version_info.h"
 #include "checks/host_info.h"
@@ -315,7 +317,8 @@ void CleanUp(const ValidateOptions& o, const fs::path& work, const fs::path& che
   fs::remove_all(checkpoint_root, ec);
   if (!o.work_dir.empty()) return;
   if (ReportNames(report, work)) {
-    std::cerr << "trainlock-validate: the workers' output stays in " << work.string() << "\n";
+    std::cerr << "trainlock-validate: the workers' output stays in " << TerminalLine(work.string())
+              << "\n";
   } else {
     fs::remove_all(work, ec);
   }
@@ -388,12 +391,13 @@ int ReportStopped(const ValidateOptions& o, const Project& project,
       WriteReports(o, project, rank, fs::path(),
                    distributed ? nlohmann::json::array() : nlohmann::json(), sign_pem, report);
   if (o.json) {
-    std::cout << j.dump(2) << "\n";
+    std::cout << DumpJsonOutput(j, 2) << "\n";
   } else {
     PrintSummary(report, o, project.lock->lock_build_sha256, rank);
   }
   if (report.environment_error.empty()) return kExitVerdict;
-  std::cerr << "trainlock-validate: error: " << report.environment_error << "\n";
+  // The probe's reason quotes the interpreter (untrusted): masked and escaped as the summary is.
+  std::cerr << "trainlock-validate: error: " << TerminalLine(report.environment_error) << "\n";
   return kExitEnvironment;
 }
 
@@ -459,7 +463,7 @@ int RunValidate(const ValidateOptions& o) {
 
   const nlohmann::json j = WriteReports(o, project, rank, work, rank_entries, sign_pem, report);
   if (o.json) {
-    std::cout << j.dump(2) << "\n";
+    std::cout << DumpJsonOutput(j, 2) << "\n";
   } else {
     PrintSummary(report, o, project.lock->lock_build_sha256, rank);
   }
