@@ -9,6 +9,7 @@
 
 #include "base/failure.h"
 #include "base/refs.h"
+#include "base/stop_signals.h"
 #include "base/subprocess.h"
 #include "image/container_tool.h"
 #include "image/in_image_paths.h"
@@ -215,6 +216,8 @@ int RunInImage(const EngineImage& image, const ImageRunOptions& o, const std::ve
     throw;
   }
   if (!container.empty()) Engine("buildah", o, {"rm", container});
+  // A Ctrl-C or SIGTERM passed on to the run: now that it has ended, this process ends by it.
+  EndByStopSignal(r.stop_signal);
   if (!r.started) throw Failure(image.engine + ": " + r.start_error, kExitEnvironment);
   return r.exit_code;
 }
