@@ -413,6 +413,30 @@ TEST(HostileEngine, AnEngineFloodingStdoutIsStoppedAtTheCap) {
   ExpectEngineRefused(r, "its output passed 256 MiB");
 }
 
+// A line without end: the reader stops at the line cap, names where the line began and stops
+// the process, instead of dropping the rest uncounted until --timeout (900 s by default).
+TEST(HostileEngine, AnEndlessLineWithoutANewlineStopsTheProcessAtTheLineCap) {
+  const IsolatedRun r = HostileRun(
+      SayLine(kGoodHello) +
+          "\ncase \"$*\" in *--measure-step*) /usr/bin/yes x | /usr/bin/tr -d '\\n';; esac",
+      {"--timeout", "120"});
+  ExpectEngineRefused(r,
+                      "broke the engine protocol: a line longer than 1048576 bytes at byte "
+                      "offset " +
+                          std::to_string(std::string(kGoodHello).size() + 1) + " of its stdout");
+  EXPECT_LT(r.seconds, 100.0) << "waited for --timeout";
+}
+
+// Lines that are not events cost the reader as events do: 20 million "{}" lines once took a
+// process 130 s and still passed. Past the line cap the process is stopped.
+TEST(HostileEngine, AFloodOfLinesThatAreNotEventsIsStoppedAtTheLineCap) {
+  const IsolatedRun r = HostileRun(
+      SayLine(kGoodHello) + "\ncase \"$*\" in *--measure-step*) exec /usr/bin/yes '{}';; esac",
+      {"--timeout", "120"});
+  ExpectEngineRefused(r, "more than 200000 lines on its stdout");
+  EXPECT_LT(r.seconds, 100.0) << "waited for --timeout";
+}
+
 // ---- the coordinator judges from files: a stand-in that replays a passing run ----
 
 // A final state of one tensor, in safetensors: what the stand-in hands A and C alike, so that
