@@ -159,8 +159,9 @@ std::error_code RemoveTreeAt(int dir_fd, const std::string& name) {
   return first;
 }
 
-ScopedFd OpenRegularFileAt(int dir_fd, const std::string& name, const fs::path& display) {
-  ScopedFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+ScopedFd OpenRegularFileAt(int dir_fd, const std::string& name, const fs::path& display,
+                           int access) {
+  ScopedFd fd(::openat(dir_fd, name.c_str(), access | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd.valid()) {
     if (errno == ENOENT) return fd;
     if (errno == ELOOP) RefuseUnsafePath(display, kSymlink);

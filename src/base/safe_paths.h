@@ -5,6 +5,7 @@
 // file, never through a symlink), and walking below a chosen root follows no symlink.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/types.h>
 
 #include <filesystem>
@@ -56,10 +57,10 @@ ScopedFd CreateFileAt(int dir_fd, const std::string& name, const std::filesystem
 // returns the first error, empty when everything went (or nothing was there).
 std::error_code RemoveTreeAt(int dir_fd, const std::string& name);
 
-// `name` in `dir_fd` opened for reading without following a symlink or blocking on a FIFO.
-// An invalid ScopedFd when there is nothing of that name; InputError for a symlink or anything
-// that is not a regular file.
+// `name` in `dir_fd` opened for reading (`access` O_RDWR: and writing) without following a
+// symlink or blocking on a FIFO. An invalid ScopedFd when there is nothing of that name;
+// InputError for a symlink or anything that is not a regular file.
 ScopedFd OpenRegularFileAt(int dir_fd, const std::string& name,
-                           const std::filesystem::path& display);
+                           const std::filesystem::path& display, int access = O_RDONLY);
 
 }  // namespace trainlock

@@ -479,7 +479,8 @@ fs::path CommittedCheckpoint(const fs::path& dir) {
 // empty), B the step directory `checkpoint` (copied into the checkpoint root before it says
 // `committed`; nothing when empty). Each gated process waits for its release, as the engine
 // does.
-std::string ReplayedRoundTrip(const fs::path& state, const fs::path& checkpoint) {
+std::string ReplayedRoundTrip(const fs::path& state, const fs::path& checkpoint,
+                              const std::string& b_also = {}) {
   const std::string dir = (testing::SourceDir() / "tests/engines/transcripts").string();
   const std::string without_hello = " | grep -v '\"event\": *\"hello\"'";
   const std::string plant =
@@ -496,7 +497,7 @@ std::string ReplayedRoundTrip(const fs::path& state, const fs::path& checkpoint)
          "/ddp-resumed.jsonl" + without_hello + ";;\n  *--save-at*) " + write_state + "cat " + dir +
          "/ddp-uninterrupted.jsonl" + without_hello + " | grep -v '\"event\": *\"done\"'; " +
          SayLine(R"({"event":"eval","when":"after_save","loss":5.4283881187438965})") + "; " +
-         plant +
+         plant + b_also +
          "printf '{\"event\":\"checkpoint\",\"phase\":\"committed\",\"step\":3,\"dir\":\"%s\","
          "\"bytes\":1468660,\"seconds\":0.1}\\n' \"$root/step-00000003\"; exec sleep 60;;\n"
          "  *) " +
@@ -513,7 +514,9 @@ struct CheckpointRun {
 };
 
 CheckpointRun RunWithCheckpoint(const std::function<void(const fs::path&)>& plant,
-                                bool write_checkpoint = true, bool write_states = true) {
+                                bool write_checkpoint = true, bool write_states = true,
+                                const std::string& b_also = {},
+                                const std::vector<std::string>& extra = {}) {
   testing::TempDir dir;
   fs::path state;
   if (write_states) {
@@ -527,7 +530,8 @@ CheckpointRun RunWithCheckpoint(const std::function<void(const fs::path&)>& plan
   }
   CheckpointRun r;
   r.run = ValidateFrom(dir.path(), dir.path(),
-                       StandIn(dir.path(), ReplayedRoundTrip(state, checkpoint)).string(), {});
+                       StandIn(dir.path(), ReplayedRoundTrip(state, checkpoint, b_also)).string(),
+                       {}, extra);
   r.step_dir = fs::path(r.run.report["checkpoint_dir"].value("path", "")) / "step-00000003";
   return r;
 }
@@ -613,6 +617,22 @@ TEST(HostileEngine, ACheckpointWithoutItsCommitMarkerFailsTheRoundTrip) {
   const CheckpointRun r = RunWithCheckpoint(
       [](const fs::path& committed) { fs::remove(committed / "trainlock-commit.json"); });
   ExpectNotRestored(r, r.step_dir.string() + "/trainlock-commit.json: missing");
+}
+
+// `--negative-control corrupt` flipped a byte of the largest file under the newest `step-*`
+// entry of the checkpoint root, wherever a link there pointed: an engine that planted
+// `step-99999999` as a link made the coordinator write into any file it can write. The control
+// damages the step directory it verified, reached without following a link.
+TEST(HostileEngine, ALinkPlantedAsTheNewestCheckpointIsNeverWrittenThroughByTheCorruptControl) {
+  testing::TempDir victim;
+  const std::string precious(8192, 'v');
+  testing::WriteFile(victim.path() / "precious.bin", precious);
+  const CheckpointRun r = RunWithCheckpoint(
+      nullptr, true, true, "ln -s '" + victim.path().string() + "' \"$root/step-99999999\"; ",
+      {"--negative-control", "corrupt"});
+  EXPECT_EQ(r.run.run.exit_code, 1) << r.run.run.out << r.run.run.err;
+  EXPECT_TRUE(testing::ReadFile(victim.path() / "precious.bin") == precious)
+      << "the file the planted link points to was written";
 }
 
 // ---- the validator as process 1 of its container ----
