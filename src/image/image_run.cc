@@ -7,6 +7,7 @@
 #include <iostream>
 #include <random>
 
+#include "base/diagnostic.h"
 #include "base/failure.h"
 #include "base/refs.h"
 #include "base/stop_signals.h"
@@ -167,9 +168,25 @@ std::vector<std::string> GpuPassthrough(const std::string& engine, const std::st
   return {};
 }
 
+void CheckMountableHostPath(const fs::path& host, const std::string& what) {
+  const std::string text = host.string();
+  const size_t at = text.find_first_of(":,");
+  if (at == std::string::npos) return;
+  throw InputError(Diagnostic{
+      text,
+      {},
+      what + " holds '" + text[at] +
+          "', which a container engine's mount cannot carry (--volume splits at ':', --mount "
+          "at ',')",
+      "move the project to a path without ':' or ',', or give it through a symbolic link "
+      "whose path has neither"});
+}
+
 int RunInImage(const EngineImage& image, const ImageRunOptions& o, const std::vector<Mount>& mounts,
                const std::map<std::string, std::string>& env, const std::vector<std::string>& argv,
                const std::filesystem::path& stdout_file) {
+  for (const Mount& m : mounts)
+    CheckMountableHostPath(m.host, "a directory mounted into " + image.ref);
   std::vector<std::string> options;
   for (const Mount& m : mounts) {
     options.push_back("--volume");
