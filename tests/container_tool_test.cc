@@ -9,13 +9,18 @@
 // Each fake records its argv, one call a line, in the test's engine.log.
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/refs.h"
+#include "base/subprocess.h"
 #include "test_support.h"
 
 namespace trainlock {
@@ -381,6 +386,91 @@ TEST_F(ContainerTool, ARunStoppedAtTheTimeoutRemovesItsContainerByName) {
   const std::vector<std::string> removed = Calls("rm");
   ASSERT_EQ(removed.size(), 1u) << Log();
   EXPECT_NE(removed[0].find(" rm -f " + name), std::string::npos) << removed[0];
+}
+
+// `--volume HOST:CONTAINER:ro` splits at ':': a project in /p:colon was mounted from /p at
+// "colon:/trainlock/project". A path a mount cannot carry is refused before any engine work.
+TEST_F(ContainerTool, AProjectPathWithAColonIsRefusedBeforeAnyEngineCall) {
+  Fake("podman", PodmanWithImage("exit 0"));
+  const fs::path colon = dir_.path() / "p:colon";
+  fs::create_directories(colon);
+  testing::CopyExample("tiny", colon);
+  const RunResult r = Trainlock({"validate", colon.string(), "--image", "registry.example/tiny:1",
+                                 "--container-engine", "podman"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(colon.string() + ": error: the project directory holds ':'"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(Log(), "");  // nothing pulled, inspected or run
+}
+
+TEST_F(ContainerTool, AProjectPathWithACommaIsRefusedToo) {
+  Fake("podman", PodmanWithImage("exit 0"));
+  const fs::path comma = dir_.path() / "p,comma";
+  fs::create_directories(comma);
+  testing::CopyExample("tiny", comma);
+  const RunResult r = Trainlock({"validate", comma.string(), "--image", "registry.example/tiny:1",
+                                 "--container-engine", "podman"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("the project directory holds ','"), std::string::npos) << r.err;
+}
+
+// `validate --image` under a CI runner: its stderr is a pipe the log reader holds until every
+// writer has closed it. A run stopped at its limit takes everything the container tool started
+// with it (its whole process group): a child of the tool that kept the inherited stderr would
+// hold the log open long after trainlock's exit 3.
+TEST_F(ContainerTool, ARunStoppedAtTheTimeoutStopsTheToolsChildrenSoTheLogPipeCloses) {
+  Fake("podman", PodmanWithImage("/bin/sleep 30 & exec /bin/sleep 600"));
+  SpawnOptions spawn;
+  spawn.argv = {(testing::BinDir() / "trainlock").string(),
+                "validate",
+                project_.string(),
+                "--image",
+                "registry.example/tiny:1",
+                "--container-engine",
+                "podman"};
+  spawn.env = {{"PATH", bin_.string()}, {"TRAINLOCK_ENGINE_TIMEOUT", "1"}};
+  spawn.null_stdin = true;  // stdout and stderr: one pipe, as a CI runner's log
+  const auto start = ProcessClock::now();
+  Subprocess trainlock(spawn);
+  ASSERT_TRUE(trainlock.started()) << trainlock.start_error();
+  EXPECT_EQ(trainlock.Wait(start + std::chrono::seconds(60)), std::optional<int>(3))
+      << trainlock.tail().Text();
+  trainlock.DrainOutput(ProcessClock::now() + std::chrono::seconds(10));
+  EXPECT_TRUE(trainlock.output_ended()) << "a child of the container tool still holds the pipe";
+  EXPECT_LT(ProcessClock::now() - start, std::chrono::seconds(15));
+  trainlock.KillPipeHolders();  // what a regression leaves behind
+}
+
+// Out of the terminal's foreground group, the run would no longer see a Ctrl-C: a SIGINT to
+// trainlock is passed on to it (podman and docker stop and remove the container on it), and
+// trainlock ends by the signal once the run has ended.
+TEST_F(ContainerTool, ACtrlCDuringTheRunIsPassedOnToTheContainerTool) {
+  const fs::path seen = dir_.path() / "interrupted";
+  Fake("podman", PodmanWithImage("trap 'echo yes > " + seen.string() +
+                                 "; exit 130' INT; /bin/sleep 600 & wait"));
+  SpawnOptions spawn;
+  spawn.argv = {(testing::BinDir() / "trainlock").string(),
+                "validate",
+                project_.string(),
+                "--image",
+                "registry.example/tiny:1",
+                "--container-engine",
+                "podman"};
+  spawn.env = {{"PATH", bin_.string()}};
+  spawn.null_stdin = true;
+  Subprocess trainlock(spawn);
+  ASSERT_TRUE(trainlock.started()) << trainlock.start_error();
+  const auto start = ProcessClock::now();
+  while (Calls("run").empty() && ProcessClock::now() - start < std::chrono::seconds(30))
+    trainlock.Wait(ProcessClock::now() + std::chrono::milliseconds(50));
+  ASSERT_EQ(Calls("run").size(), 1u) << Log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the trap is set
+  ::kill(trainlock.pid(), SIGINT);
+  EXPECT_EQ(trainlock.Wait(ProcessClock::now() + std::chrono::seconds(30)),
+            std::optional<int>(128 + SIGINT))
+      << trainlock.tail().Text();
+  EXPECT_TRUE(fs::exists(seen)) << "the container tool never saw the Ctrl-C";
 }
 
 // What the validator in the image prints is shown, its end only: 70 MB of it was once refused

@@ -3,11 +3,15 @@
 // layer_listing.h), on OCI layouts written here; and that a crafted layout or layer is refused
 // with the file and position, never followed outside the layout or read without bound.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -273,6 +277,149 @@ TEST_F(ImageDifference, ANewlineInAFileNameIsEscapedNotALineOfItsOwn) {
   ASSERT_FALSE(lines.empty());
   for (const std::string& line : lines) EXPECT_EQ(line.find('\n'), std::string::npos) << line;
   EXPECT_TRUE(Has(lines, "layer 1 of 1: a\\x0alayer 9 of 9")) << Joined(lines);
+}
+
+// ---- bounded whatever the recorded image holds (issue #61) ----
+
+// The peak resident memory `body` adds, measured in a child process of its own: ASan's own
+// reservations are virtual, so what counts is what is resident.
+long PeakMemoryMiBOf(const std::function<void()>& body) {
+  int fds[2];
+  EXPECT_EQ(::pipe(fds), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    rusage before{};
+    ::getrusage(RUSAGE_SELF, &before);
+    try {
+      body();
+    } catch (...) {
+    }
+    rusage after{};
+    ::getrusage(RUSAGE_SELF, &after);
+    const long mib = (after.ru_maxrss - before.ru_maxrss) / 1024;
+    (void)!::write(fds[1], &mib, sizeof mib);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  long mib = -1;
+  EXPECT_EQ(::read(fds[0], &mib, sizeof mib), static_cast<ssize_t>(sizeof mib));
+  ::close(fds[0]);
+  ::waitpid(pid, nullptr, 0);
+  return mib;
+}
+
+// `{"deep": {K1: {K2: ... {"l0": v, ..., "l999": v}}}}` with 16 keys of 64 KiB: about 1 MiB of
+// JSON whose every leaf has a 1 MiB path.
+nlohmann::json DeepConfig(const std::string& value) {
+  nlohmann::json leaves = nlohmann::json::object();
+  for (int i = 0; i < 1000; ++i) leaves["l" + std::to_string(i)] = value;
+  nlohmann::json deep = leaves;
+  for (int level = 0; level < 16; ++level)
+    deep = nlohmann::json{{std::string(64 << 10, static_cast<char>('a' + level)), deep}};
+  nlohmann::json config = Config();
+  config["deep"] = deep;
+  return config;
+}
+
+// Flattening every leaf before the 40-line cut took 1 GiB for 7.6 MiB of JSON: here two 1 MiB
+// configurations whose 1000 differing leaves each have a 1 MiB path took some 3 GiB.
+TEST_F(ImageDifference, DifferingConfigurationsAreComparedInBoundedMemory) {
+  Layout(recorded(), DeepConfig("recorded"), {Tar(Base())});
+  Layout(rebuilt(), DeepConfig("rebuilt"), {Tar(Base())});
+  std::vector<std::string> lines;
+  const long mib =
+      PeakMemoryMiBOf([&] { lines = DescribeImageDifference(recorded(), rebuilt(), 40); });
+  EXPECT_LT(mib, 256) << "MiB";
+  lines = DescribeImageDifference(recorded(), rebuilt(), 40);
+  ASSERT_EQ(lines.size(), 20u) << Joined(lines);
+  EXPECT_EQ(lines.back(), "image.json: ... and 981 more fields");
+  for (const std::string& line : lines) EXPECT_LT(line.size(), 1000u) << line.substr(0, 200);
+}
+
+TEST_F(ImageDifference, AConfigurationOverItsSizeCapIsRefusedInOneLine) {
+  nlohmann::json big = Config();
+  big["config"]["Env"].push_back("X=" + std::string(kMaxLayoutJsonBytes, 'x'));
+  Layout(recorded(), big, {Tar(Base())});
+  Layout(rebuilt(), Config(), {Tar(Base())});
+  try {
+    DescribeImageDifference(recorded(), rebuilt(), 40);
+    FAIL() << "a configuration over the cap was read";
+  } catch (const Failure& e) {
+    EXPECT_NE(std::string(e.what()).find(": more than 4 MiB, the limit of an image's index, "
+                                         "manifest or configuration"),
+              std::string::npos)
+        << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+  }
+}
+
+TEST_F(ImageDifference, ConfigurationsOverTheLeafCapAreRefused) {
+  nlohmann::json many = Config();
+  many["many"] = nlohmann::json::array();
+  for (size_t i = 0; i < kMaxConfigLeaves / 2 + 1; ++i) many["many"].push_back(0);
+  Layout(recorded(), many, {Tar(Base())});
+  Layout(rebuilt(), many, {Tar(Base())});
+  try {
+    DescribeImageDifference(recorded(), rebuilt(), 40);
+    FAIL() << "configurations over the leaf cap were compared";
+  } catch (const Failure& e) {
+    EXPECT_NE(std::string(e.what()).find("image.json: more than 1000000 leaves"), std::string::npos)
+        << e.what();
+  }
+}
+
+// A layer's bytes bound the time its reading takes (3.5 s per GiB): each layer has its cap,
+// and all the layers one comparison reads share another (one small gzip blob, listed as every
+// layer, once decompressed to its 256 GiB cap as often as the manifest listed it).
+TEST_F(ImageDifference, ALayerOverItsCapIsRefusedNamingTheCap) {
+  Layout(recorded(), Config(), {Tar({F("big", std::string(2 << 20, 'a'))})});
+  Layout(rebuilt(), Config(), {Tar({F("big", std::string(2 << 20, 'b'))})});
+  try {
+    DescribeImageDifference(recorded(), rebuilt(), DifferenceLimits{40, 1 << 20, 64 << 20});
+    FAIL() << "a layer over its cap was read";
+  } catch (const Failure& e) {
+    EXPECT_NE(std::string(e.what()).find("more bytes uncompressed than a layer's limit"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(ImageDifference, LayersOverTheComparisonsSharedCapAreRefused) {
+  std::vector<std::string> a, b;
+  for (int i = 0; i < 4; ++i) {
+    a.push_back(Tar({F("f" + std::to_string(i), std::string(800 << 10, 'a'))}));
+    b.push_back(Tar({F("f" + std::to_string(i), std::string(800 << 10, 'b'))}));
+  }
+  Layout(recorded(), Config(), a);
+  Layout(rebuilt(), Config(), b);
+  EXPECT_EQ(
+      DescribeImageDifference(recorded(), rebuilt(), DifferenceLimits{40, 1 << 20, 8 << 20}).size(),
+      8u);  // four diff_ids and one file a layer
+  try {
+    DescribeImageDifference(recorded(), rebuilt(), DifferenceLimits{40, 1 << 20, 4 << 20});
+    FAIL() << "layers over the shared cap were read";
+  } catch (const Failure& e) {
+    EXPECT_NE(std::string(e.what()).find("what is left of the comparison's limit"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(LayerListing, AListingOverItsMemoryCapIsRefused) {
+  TarReader reader("layer");
+  const std::string name_part(60 << 10, 'n');
+  try {
+    for (size_t i = 0; i < 2 * kMaxLayerListingBytes / (60 << 10); ++i) {
+      std::string record = " path=" + name_part + std::to_string(i) + "\n";
+      record = std::to_string(record.size() + std::to_string(record.size()).size()) + record;
+      reader.Feed(Header("PaxHeader", record.size(), 0644, 0, 'x', "", 0) + Padded(record) +
+                  Header("x", 0, 0644, 0, '0', "", 0));
+    }
+    FAIL() << "the listing grew past its cap";
+  } catch (const Failure& e) {
+    EXPECT_NE(std::string(e.what()).find("a listing over 128 MiB"), std::string::npos) << e.what();
+  }
 }
 
 TEST(LayerListing, AMultiMemberGzipLayerIsReadToItsEnd) {

@@ -2,6 +2,7 @@
 // du counts (allocated blocks, a hard link once, a symlink as a link, never followed), and
 // freeing its container storage (storage_usage.h). The freeing through buildah is exercised on
 // real storage by CpuImage (tests/image_cpu_e2e_test.cc).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/safe_paths.h"
 #include "image/storage_usage.h"
 #include "test_support.h"
 
@@ -147,6 +149,43 @@ TEST(ImageStorageCommand, ATrainlockDirThatIsASymlinkIsRefusedAndNothingIsFreed)
   EXPECT_NE(r.err.find("project/.trainlock: error: is a symbolic link"), std::string::npos)
       << r.err;
   EXPECT_TRUE(fs::exists(dir.path() / "victim" / "containers" / "precious"));
+}
+
+// The check before the engine runs is not enough: `.trainlock` swapped for a link while buildah
+// removes the images made the removal by path afterwards delete the containers directory of
+// wherever the link points. The delete re-checks at the moment it runs.
+TEST(ImageStorageCommand, ATrainlockDirSwappedForALinkWhileTheEngineRunsIsNotDeletedThrough) {
+  TempDir dir;
+  const fs::path project = dir.path() / "project";
+  testing::WriteFile(dir.path() / "victim" / "containers" / "precious", "x");
+  testing::WriteFile(project / ".trainlock" / "containers" / "layer", "l");
+  const fs::path bin = dir.path() / "bin";
+  testing::WriteFile(bin / "buildah", "#!/bin/sh\ncase \" $* \" in *\" rmi \"*)\n  /bin/mv " +
+                                          (project / ".trainlock").string() + " " +
+                                          (dir.path() / "moved").string() + "\n  /bin/ln -s " +
+                                          (dir.path() / "victim").string() + " " +
+                                          (project / ".trainlock").string() + ";;\nesac\nexit 0\n");
+  fs::permissions(bin / "buildah", fs::perms::owner_all);
+  const auto r = testing::RunProgram("trainlock", {"image", "storage", project.string(), "--free"},
+                                     {"PATH=" + bin.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("project/.trainlock: error: is a symbolic link"), std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::exists(dir.path() / "victim" / "containers" / "precious"));
+}
+
+// What the delete walks may hold links too: each is removed as a link, its target left alone.
+TEST(RemoveTreeAt, RemovesATreeAndTheLinksInItNeverWhatTheyPointTo) {
+  TempDir dir;
+  testing::WriteFile(dir.path() / "outside" / "keep", "k");
+  testing::WriteFile(dir.path() / "tree" / "a" / "b" / "file", "f");
+  fs::create_directory_symlink(dir.path() / "outside", dir.path() / "tree" / "a" / "dirlink");
+  fs::create_symlink(dir.path() / "outside" / "keep", dir.path() / "tree" / "filelink");
+  const ScopedFd top(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  EXPECT_FALSE(RemoveTreeAt(top.get(), "tree"));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(dir.path() / "tree")));
+  EXPECT_TRUE(fs::exists(dir.path() / "outside" / "keep"));
+  EXPECT_FALSE(RemoveTreeAt(top.get(), "tree"));  // nothing there: nothing to say
 }
 
 }  // namespace

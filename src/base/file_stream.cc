@@ -14,30 +14,32 @@
 namespace trainlock {
 namespace {
 
-// Opens without blocking (a FIFO with no writer would block a plain open) and refuses anything
-// that is not a regular file before the first read.
-int OpenRegular(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw StreamError(path, std::string("cannot open: ") + std::strerror(errno));
+void RequireRegular(int fd, const std::filesystem::path& path) {
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw StreamError(path, "not a regular file");
-  }
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  return fd;
+  if (::fstat(fd, &st) != 0)
+    throw StreamError(path, std::string("cannot stat: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw StreamError(path, "not a regular file");
 }
 
 }  // namespace
 
+ScopedFd OpenRegularFile(const std::filesystem::path& path) {
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid()) throw StreamError(path, std::string("cannot open: ") + std::strerror(errno));
+  RequireRegular(fd.get(), path);
+  ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
 uint64_t StreamRegularFile(const std::filesystem::path& path,
                            const std::function<void(std::string_view)>& chunk, Deadline deadline) {
-  ScopedFd fd(OpenRegular(path));
+  ScopedFd fd = OpenRegularFile(path);
   return StreamDescriptor(fd.get(), path, chunk, deadline);
 }
 
 uint64_t StreamDescriptor(int fd, const std::filesystem::path& path,
                           const std::function<void(std::string_view)>& chunk, Deadline deadline) {
+  RequireRegular(fd, path);
   std::vector<char> buffer(size_t{4} << 20);
   uint64_t total = 0;
   while (true) {

@@ -1,6 +1,7 @@
 // Unpredictable names, exclusive creation and symlink-free walks; see safe_paths.h.
 #include "base/safe_paths.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include "base/diagnostic.h"
 #include "base/failure.h"
@@ -120,8 +122,46 @@ ScopedFd CreateFileAt(int dir_fd, const std::string& name, const fs::path& displ
   return fd;
 }
 
-ScopedFd OpenRegularFileAt(int dir_fd, const std::string& name, const fs::path& display) {
-  ScopedFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+std::error_code RemoveTreeAt(int dir_fd, const std::string& name) {
+  std::error_code first;
+  const auto note = [&first](int error) {
+    if (!first) first = std::error_code(error, std::generic_category());
+  };
+  // O_NOFOLLOW: a link (or a directory swapped for one since) is not entered; ENOTDIR and ELOOP
+  // say it is something to unlink itself.
+  const int fd =
+      ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return first;
+    if (errno != ENOTDIR && errno != ELOOP) {
+      note(errno);
+      return first;
+    }
+    if (::unlinkat(dir_fd, name.c_str(), 0) != 0 && errno != ENOENT) note(errno);
+    return first;
+  }
+  DIR* listing = ::fdopendir(fd);  // owns fd from here
+  if (listing == nullptr) {
+    note(errno);
+    ::close(fd);
+    return first;
+  }
+  std::vector<std::string> names;
+  while (const dirent* entry = ::readdir(listing)) {
+    const std::string child = entry->d_name;
+    if (child != "." && child != "..") names.push_back(child);
+  }
+  for (const std::string& child : names) {
+    if (std::error_code e = RemoveTreeAt(::dirfd(listing), child); e && !first) first = e;
+  }
+  ::closedir(listing);
+  if (::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) note(errno);
+  return first;
+}
+
+ScopedFd OpenRegularFileAt(int dir_fd, const std::string& name, const fs::path& display,
+                           int access) {
+  ScopedFd fd(::openat(dir_fd, name.c_str(), access | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd.valid()) {
     if (errno == ENOENT) return fd;
     if (errno == ELOOP) RefuseUnsafePath(display, kSymlink);

@@ -5,11 +5,13 @@
 // file, never through a symlink), and walking below a chosen root follows no symlink.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/types.h>
 
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 #include "base/scoped_fd.h"
 
@@ -48,10 +50,17 @@ ScopedFd OpenDirectoryBelow(const std::filesystem::path& root, const std::filesy
 ScopedFd CreateFileAt(int dir_fd, const std::string& name, const std::filesystem::path& display,
                       mode_t mode = 0644);
 
-// `name` in `dir_fd` opened for reading without following a symlink or blocking on a FIFO.
-// An invalid ScopedFd when there is nothing of that name; InputError for a symlink or anything
-// that is not a regular file.
+// Removes `name` in the directory `dir_fd` and, when it is a directory, everything below it,
+// each step relative to a descriptor of the directory it is in and never through a symbolic
+// link (a link anywhere is removed itself, never followed): a name swapped for a link while
+// the removal runs changes nothing outside the tree. Goes on past what cannot be removed;
+// returns the first error, empty when everything went (or nothing was there).
+std::error_code RemoveTreeAt(int dir_fd, const std::string& name);
+
+// `name` in `dir_fd` opened for reading (`access` O_RDWR: and writing) without following a
+// symlink or blocking on a FIFO. An invalid ScopedFd when there is nothing of that name;
+// InputError for a symlink or anything that is not a regular file.
 ScopedFd OpenRegularFileAt(int dir_fd, const std::string& name,
-                           const std::filesystem::path& display);
+                           const std::filesystem::path& display, int access = O_RDONLY);
 
 }  // namespace trainlock

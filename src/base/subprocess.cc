@@ -438,6 +438,8 @@ void Subprocess::Spawn(const SpawnOptions& o) {
   if (int e = MakePipe(&status_read, &status_write)) return Fail("pipe failed: " + ErrorText(e), e);
   ExecPlan plan(o, streams);
   plan.own_group = own_group_;
+  // Before the fork: a Ctrl-C from now on is held until the group exists, never lost.
+  if (o.forward_stop_signals && own_group_) forwarding_ = std::make_unique<StopSignalForwarding>();
   containment_ = own_group_ ? "process-group only" : "none";
   if (o.own_pid_namespace) {
     NamespaceChild child = SpawnInPidNamespace(plan, status_write.get());
@@ -455,6 +457,7 @@ void Subprocess::Spawn(const SpawnOptions& o) {
     return Fail("fork failed: " + ErrorText(e), e);
   }
   if (own_group_) ::setpgid(pid_, pid_);  // here too, so the group exists before any kill
+  if (forwarding_) forwarding_->To(pid_);
   status_write.Reset();
   streams.pipe_write.Reset();  // else the pipe never ends
   if (o.err == Stream::kFile && streams.err_file.get() >= 0)
@@ -620,6 +623,7 @@ ProcessRun RunProcess(const SpawnOptions& options, const RunLimits& limits) {
   child.DrainOutput(ProcessClock::now() + kFinalDrain);
   run.output = child.tail().Text();
   run.output_lines = child.tail().total();
+  run.stop_signal = child.stop_signal();
   return run;
 }
 

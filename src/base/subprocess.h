@@ -11,11 +11,13 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/output_tail.h"
+#include "base/stop_signals.h"
 
 namespace trainlock {
 
@@ -51,6 +53,10 @@ struct SpawnOptions {
   bool clean_env = false;
   std::filesystem::path cwd;  // empty: this process's
   bool own_group = false;     // a process group of its own: stopping it stops all it started
+  // With own_group, while the child runs: SIGTERM, SIGINT and SIGHUP to this process go to the
+  // child's group too (StopSignalForwarding), which a terminal's Ctrl-C no longer reaches; the
+  // signal is remembered (stop_signal()) for the caller to end by once it has cleaned up.
+  bool forward_stop_signals = false;
   // Also a PID namespace of its own where the kernel permits one (CLONE_NEWPID, else with
   // CLONE_NEWUSER): its first process is a small init of ours that runs the program, and when
   // it ends the kernel ends every process left in the namespace, including one that left the
@@ -124,6 +130,8 @@ class Subprocess {
   // Reads what the pipe still holds into the tail, until its end or `until`.
   void DrainOutput(ProcessClock::time_point until);
   const OutputTail& tail() const { return tail_; }
+  // The stop signal forwarded to the child (forward_stop_signals), 0 when none came.
+  int stop_signal() const { return forwarding_ ? forwarding_->received() : 0; }
 
  private:
   void Spawn(const SpawnOptions& options);
@@ -148,6 +156,7 @@ class Subprocess {
   bool discarding_ = false;  // dropping the rest of an over-long line up to its newline
   uint64_t pipe_inode_ = 0;  // the pipe's inode, for KillPipeHolders
   OutputTail tail_;
+  std::unique_ptr<StopSignalForwarding> forwarding_;  // forward_stop_signals
 };
 
 // How long a RunProcess may take.
@@ -167,6 +176,7 @@ struct ProcessRun {
   std::string containment;      // Subprocess::containment()
   std::string output;           // the tail of the pipe
   int output_lines = 0;         // lines on the pipe in all
+  int stop_signal = 0;          // Subprocess::stop_signal()
 };
 
 // Starts a child, waits for it within the limits, and kills what it left in its own group.

@@ -225,6 +225,8 @@ int ValidateInImage(ValidateOptions& o) {
   o.run.tls_verify = !o.no_tls_verify;
   if (o.run.storage.root.empty()) o.run.storage.root = DefaultStorageRoot(fs::absolute(o.dir));
   CheckStorageDriver(o.run.storage.driver);
+  // Before any engine work (a pull can take an hour): the project is mounted by its path.
+  CheckMountableHostPath(fs::absolute(o.dir), "the project directory");
   Project project = LoadProject(o.dir);
   RequireLock(project, "missing; run `trainlock lock` first");
   IgnoreTrainlockDir(o.run.storage.root);

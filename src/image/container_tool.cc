@@ -60,9 +60,15 @@ double ContainerToolTimeoutS(ContainerToolCall call) {
 }
 
 ProcessRun RunContainerTool(SpawnOptions spawn, ContainerToolCall call, const std::string& what) {
-  // The run in the image keeps this process's group, so a Ctrl-C reaches the engine as before.
-  if (call != ContainerToolCall::kRun) {
-    spawn.own_group = true;
+  // Every call runs in a group of its own, so that the limit stops everything the tool started:
+  // a child of `podman run` that kept our stderr (a CI log's pipe) would otherwise hold it open
+  // after we exit. The run's group is out of the terminal's foreground group, so a Ctrl-C or a
+  // SIGTERM to us is forwarded to it (podman and docker stop and remove the container on it);
+  // the others die with us instead.
+  spawn.own_group = true;
+  if (call == ContainerToolCall::kRun) {
+    spawn.forward_stop_signals = true;
+  } else {
     spawn.die_with_parent = true;
   }
   RunLimits limits;

@@ -32,8 +32,10 @@ constexpr const char* kContainerToolTimeoutVariable = "TRAINLOCK_ENGINE_TIMEOUT"
 // Failure (exit 2) when the variable is set to anything but a positive number.
 double ContainerToolTimeoutS(ContainerToolCall call);
 
-// Runs a container tool command to its end within ContainerToolTimeoutS(call), but for kRun in a
-// process group of its own that dies with this thread; what is kept of a piped output is the tail
+// Runs a container tool command to its end within ContainerToolTimeoutS(call), in a process group
+// of its own: every call but kRun dies with this thread; kRun gets this process's SIGINT, SIGTERM
+// and SIGHUP forwarded (ProcessRun::stop_signal says which came). What is kept of a piped output is
+// the tail
 // (`spawn.tail_lines` lines of at most `spawn.tail_line_bytes` bytes). A command that runs past its
 // limit is stopped (its whole group) and is a Failure (exit 3) naming `what` and the limit; one
 // that cannot start is returned as such (exit code 127, start_error).

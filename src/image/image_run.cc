@@ -7,8 +7,10 @@
 #include <iostream>
 #include <random>
 
+#include "base/diagnostic.h"
 #include "base/failure.h"
 #include "base/refs.h"
+#include "base/stop_signals.h"
 #include "base/subprocess.h"
 #include "base/terminal_text.h"
 #include "image/container_tool.h"
@@ -167,9 +169,25 @@ std::vector<std::string> GpuPassthrough(const std::string& engine, const std::st
   return {};
 }
 
+void CheckMountableHostPath(const fs::path& host, const std::string& what) {
+  const std::string text = host.string();
+  const size_t at = text.find_first_of(":,");
+  if (at == std::string::npos) return;
+  throw InputError(Diagnostic{
+      text,
+      {},
+      what + " holds '" + text[at] +
+          "', which a container engine's mount cannot carry (--volume splits at ':', --mount "
+          "at ',')",
+      "move the project to a path without ':' or ',', or give it through a symbolic link "
+      "whose path has neither"});
+}
+
 int RunInImage(const EngineImage& image, const ImageRunOptions& o, const std::vector<Mount>& mounts,
                const std::map<std::string, std::string>& env, const std::vector<std::string>& argv,
                const std::filesystem::path& stdout_file) {
+  for (const Mount& m : mounts)
+    CheckMountableHostPath(m.host, "a directory mounted into " + image.ref);
   std::vector<std::string> options;
   for (const Mount& m : mounts) {
     options.push_back("--volume");
@@ -216,6 +234,8 @@ int RunInImage(const EngineImage& image, const ImageRunOptions& o, const std::ve
     throw;
   }
   if (!container.empty()) Engine("buildah", o, {"rm", container});
+  // A Ctrl-C or SIGTERM passed on to the run: now that it has ended, this process ends by it.
+  EndByStopSignal(r.stop_signal);
   if (!r.started) throw Failure(image.engine + ": " + r.start_error, kExitEnvironment);
   return r.exit_code;
 }

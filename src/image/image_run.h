@@ -39,9 +39,16 @@ struct Mount {
   bool read_only = true;
 };
 
+// Refuses (InputError, exit 2, naming it) a host path that a mount cannot carry as it is: the
+// engines' `--volume HOST:CONTAINER:ro` splits at ':' (a project in /p:colon would mount /p
+// at "colon"), and `--mount`'s comma-separated fields split at ',' (podman and buildah read no
+// quoting there). `what` says what the path is ("the project directory").
+void CheckMountableHostPath(const std::filesystem::path& host, const std::string& what);
+
 // Runs argv (argv[0] a path inside the image) in a fresh container of `image`, its output on
 // this process's stdout and stderr (stdout into `stdout_file` when one is given), and returns
-// its exit code. Throws a Failure (exit 3) when the engine cannot start it.
+// its exit code. Throws a Failure (exit 3) when the engine cannot start it, and InputError for a
+// mount's host path CheckMountableHostPath refuses.
 int RunInImage(const EngineImage& image, const ImageRunOptions& options,
                const std::vector<Mount>& mounts, const std::map<std::string, std::string>& env,
                const std::vector<std::string>& argv, const std::filesystem::path& stdout_file = {});

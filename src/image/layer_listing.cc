@@ -41,10 +41,13 @@ std::string NormalPath(std::string path) {
 
 struct TarReader::State {
   enum class Phase { kHeader, kBody, kPadding, kEnd };
-  explicit State(std::string d) : display(std::move(d)) {}
+  State(std::string d, uint64_t max, std::string c)
+      : display(std::move(d)), max_bytes(max), cap_text(std::move(c)) {}
 
   std::string display;
-  uint64_t offset = 0;  // bytes of the tar stream consumed
+  uint64_t max_bytes;
+  std::string cap_text;  // what max_bytes is, for the refusal
+  uint64_t offset = 0;   // bytes of the tar stream consumed
   Phase phase = Phase::kHeader;
   std::string header;
   int zero_blocks = 0;
@@ -60,7 +63,7 @@ struct TarReader::State {
   std::optional<uint64_t> next_size, next_uid, next_gid;
   std::optional<int64_t> next_mtime;
   LayerListing listing;
-  uint64_t names_bytes = 0;  // of the paths and link targets listed, for the memory cap
+  uint64_t listing_bytes = 0;  // the listing's estimated memory, for its cap
 
   [[noreturn]] void Fail(const std::string& why, uint64_t at) const {
     throw Failure(display + ": " + why + " at byte " + std::to_string(at) + " of the tar stream",
@@ -135,9 +138,11 @@ struct TarReader::State {
     if (!listing.contains(path)) {
       if (listing.size() >= kMaxLayerEntries)
         Fail("more than " + std::to_string(kMaxLayerEntries) + " entries", at);
-      names_bytes += path.size() + entry.link.size();
-      if (names_bytes > kMaxLayerNamesTotalBytes)
-        Fail("more than " + std::to_string(kMaxLayerNamesTotalBytes >> 20) + " MiB of names", at);
+      listing_bytes += kLayerEntryBytes + path.size() + entry.link.size();
+      if (listing_bytes > kMaxLayerListingBytes)
+        Fail("a listing over " + std::to_string(kMaxLayerListingBytes >> 20) +
+                 " MiB (its entries and names)",
+             at);
     }
     entry.size = size;
     BeginBody(type, size);
@@ -226,14 +231,24 @@ struct TarReader::State {
   }
 };
 
-TarReader::TarReader(std::string display) : state_(std::make_unique<State>(std::move(display))) {}
+TarReader::TarReader(std::string display, uint64_t max_bytes, std::string cap)
+    : state_(std::make_unique<State>(
+          std::move(display), max_bytes,
+          cap.empty() ? "a layer's limit of " + std::to_string(max_bytes >> 30) + " GiB" : cap)) {}
 TarReader::~TarReader() = default;
+
+uint64_t TarReader::bytes() const {
+  return state_->offset;
+}
 
 void TarReader::Feed(std::string_view bytes) {
   State& s = *state_;
   while (!bytes.empty()) {
-    if (s.offset > kMaxLayerBytes)
-      s.Fail("more than " + std::to_string(kMaxLayerBytes >> 30) + " GiB uncompressed", s.offset);
+    // Checked before each piece: what one piece adds is at most what one Feed was given.
+    if (s.offset > s.max_bytes)
+      s.Fail(
+          "more bytes uncompressed than " + s.cap_text + " (" + std::to_string(s.max_bytes) + ")",
+          s.offset);
     size_t n = 0;
     switch (s.phase) {
       case State::Phase::kEnd:  // the zero blocks that pad the archive to its record size
@@ -261,6 +276,9 @@ void TarReader::Feed(std::string_view bytes) {
     }
     bytes.remove_prefix(n);
   }
+  if (s.offset > s.max_bytes)
+    s.Fail("more bytes uncompressed than " + s.cap_text + " (" + std::to_string(s.max_bytes) + ")",
+           s.offset);
 }
 
 LayerListing TarReader::Finish() {
@@ -270,18 +288,17 @@ LayerListing TarReader::Finish() {
   return std::move(s.listing);
 }
 
-namespace {
-
-// Inflates gzip members fed in pieces into `out`.
-class Gunzipper {
+// Inflates gzip members fed in pieces into `out`. (Not in an anonymous namespace: LayerReader's
+// State holds one.)
+class LayerGunzipper {
  public:
-  Gunzipper(TarReader& out, std::string display) : out_(out), display_(std::move(display)) {
+  LayerGunzipper(TarReader& out, std::string display) : out_(out), display_(std::move(display)) {
     if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK)
       throw Failure(display_ + ": cannot start gunzip", kExitEnvironment);
   }
-  ~Gunzipper() { inflateEnd(&z_); }
-  Gunzipper(const Gunzipper&) = delete;
-  Gunzipper& operator=(const Gunzipper&) = delete;
+  ~LayerGunzipper() { inflateEnd(&z_); }
+  LayerGunzipper(const LayerGunzipper&) = delete;
+  LayerGunzipper& operator=(const LayerGunzipper&) = delete;
 
   void Feed(std::string_view in) {
     z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
@@ -329,38 +346,91 @@ class Gunzipper {
   bool member_done_ = false;
 };
 
-}  // namespace
+// A layer blob's bytes, before it is known whether they are gzip or tar, and after.
+struct LayerReader::State {
+  State(std::string d, uint64_t max_bytes, std::string cap)
+      : display(std::move(d)), tar(display, max_bytes, std::move(cap)) {}
+  std::string display;
+  TarReader tar;
+  std::unique_ptr<LayerGunzipper> gunzip;
+  std::string head;  // the first bytes, until there are two to tell the format by
+  bool decided = false;
 
-LayerListing ListLayerFile(const fs::path& path, const std::string& display) {
+  void Decide() {
+    const auto b0 = static_cast<unsigned char>(head[0]);
+    const auto b1 = head.size() > 1 ? static_cast<unsigned char>(head[1]) : 0;
+    if (b0 == 0x28 && b1 == 0xb5)
+      throw Failure(
+          display + ": a zstd-compressed layer (trainlock compares gzip and plain tar layers)",
+          kExitEnvironment);
+    if (b0 == 0x1f && b1 == 0x8b) gunzip = std::make_unique<LayerGunzipper>(tar, display);
+    decided = true;
+    Pass(head);
+    head.clear();
+  }
+
+  void Pass(std::string_view bytes) {
+    // zlib counts in 32 bits: a caller's piece goes on in slices it can take.
+    for (size_t at = 0; at < bytes.size(); at += size_t{1} << 30) {
+      const std::string_view slice = bytes.substr(at, size_t{1} << 30);
+      if (gunzip) {
+        gunzip->Feed(slice);
+      } else {
+        tar.Feed(slice);
+      }
+    }
+  }
+};
+
+LayerReader::LayerReader(std::string display, uint64_t max_bytes, std::string cap)
+    : state_(std::make_unique<State>(std::move(display), max_bytes, std::move(cap))) {}
+LayerReader::~LayerReader() = default;
+
+void LayerReader::Feed(std::string_view bytes) {
+  State& s = *state_;
+  if (!s.decided) {
+    const size_t take = std::min(bytes.size(), 2 - s.head.size());
+    s.head.append(bytes.substr(0, take));
+    bytes.remove_prefix(take);
+    if (s.head.size() < 2) return;
+    s.Decide();
+  }
+  s.Pass(bytes);
+}
+
+LayerListing LayerReader::Finish() {
+  State& s = *state_;
+  if (!s.decided && !s.head.empty()) s.Decide();
+  if (s.gunzip) s.gunzip->Finish();
+  return s.tar.Finish();
+}
+
+uint64_t LayerReader::bytes() const {
+  return state_->tar.bytes();
+}
+
+LayerListing ListLayerFile(const fs::path& path, const std::string& display, LayerBudget* budget) {
   std::error_code ec;
   if (fs::is_symlink(fs::symlink_status(path, ec)))
     throw Failure(display + ": a symbolic link, not followed", kExitEnvironment);
-  TarReader tar(display);
-  std::unique_ptr<Gunzipper> gunzip;
-  bool first = true;
+  LayerBudget one;
+  LayerBudget& b = budget ? *budget : one;
+  const bool shared_binds = b.left < b.per_layer;
+  LayerReader reader(display, shared_binds ? b.left : b.per_layer,
+                     shared_binds
+                         ? "what is left of the comparison's limit of uncompressed layers"
+                         : "a layer's limit of " + std::to_string(b.per_layer >> 30) + " GiB");
+  struct TakeFromBudget {  // also when the listing fails: what was read was read
+    LayerBudget& b;
+    const LayerReader& reader;
+    ~TakeFromBudget() { b.left -= std::min(b.left, reader.bytes()); }
+  } take{b, reader};
   try {
-    StreamRegularFile(path, [&](std::string_view chunk) {
-      if (first && !chunk.empty()) {
-        first = false;
-        const auto b0 = static_cast<unsigned char>(chunk[0]);
-        const auto b1 = chunk.size() > 1 ? static_cast<unsigned char>(chunk[1]) : 0;
-        if (b0 == 0x28 && b1 == 0xb5)
-          throw Failure(
-              display + ": a zstd-compressed layer (trainlock compares gzip and plain tar layers)",
-              kExitEnvironment);
-        if (b0 == 0x1f && b1 == 0x8b) gunzip = std::make_unique<Gunzipper>(tar, display);
-      }
-      if (gunzip) {
-        gunzip->Feed(chunk);
-      } else {
-        tar.Feed(chunk);
-      }
-    });
+    StreamRegularFile(path, [&](std::string_view chunk) { reader.Feed(chunk); });
   } catch (const StreamError& e) {
     throw Failure(e.what(), kExitEnvironment);
   }
-  if (gunzip) gunzip->Finish();
-  return tar.Finish();
+  return reader.Finish();
 }
 
 }  // namespace trainlock

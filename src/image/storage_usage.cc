@@ -9,6 +9,7 @@
 
 #include "base/exit_code.h"
 #include "base/failure.h"
+#include "base/safe_paths.h"
 #include "base/subprocess.h"
 
 namespace trainlock {
@@ -93,7 +94,12 @@ std::string FreeContainerStorage(const ContainerToolStorage& storage, bool verbo
              (verbose ? ": " + r.output : std::string()) + "; nothing else was removed";
     }
   }
-  fs::remove_all(storage.root, ec);
+  // The removal re-checks the path now, not before the engine ran: `.trainlock` opened without
+  // following a link (one swapped in meanwhile is refused, exit 2, naming it) and every delete
+  // relative to that descriptor, so nothing outside the project's storage is ever removed.
+  const ScopedFd holder = OpenDirectoryBelow(storage.root.parent_path().parent_path(),
+                                             storage.root.parent_path().filename(), false);
+  ec = RemoveTreeAt(holder.get(), storage.root.filename().string());
   if (!ec) return "";
   return "some files are left (" + ec.message() + "): remove them with `" + engine +
          " unshare rm -rf " + storage.root.string() + "`, or as root";

@@ -26,9 +26,10 @@ std::vector<StorageEntry> TrainlockDirUsage(const std::filesystem::path& trainlo
 
 // Frees the buildah/podman storage at `storage.root` (DIR/.trainlock/containers): every
 // working container and image is removed through the engine (which owns files of a user
-// namespace), then the directory. Returns what is left to say: "" when it is gone; why, with
-// the command that removes the rest, when files remain. Failure (exit 3) when neither buildah
-// nor podman can run here.
+// namespace), then the directory, through a descriptor of its parent opened without following
+// a link after the engine ran (InputError, exit 2, when the parent is a link by then). Returns what
+// is left to say: "" when it is gone; why, with the command that removes the rest, when files
+// remain. Failure (exit 3) when neither buildah nor podman can run here.
 std::string FreeContainerStorage(const ContainerToolStorage& storage, bool verbose);
 
 }  // namespace trainlock

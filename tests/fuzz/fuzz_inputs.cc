@@ -1,8 +1,11 @@
 // The fuzz targets' bodies; see fuzz_inputs.h.
 #include "fuzz_inputs.h"
 
+#include <zlib.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -17,6 +20,7 @@
 #include "engines/native/checkpoint_state.h"
 #include "engines/native/safetensors_header.h"
 #include "engines/native/token_data.h"
+#include "fleet/fleet.h"
 #include "image/layer_listing.h"
 #include "lock/debian_index.h"
 #include "lock/hub_json.h"
@@ -299,21 +303,114 @@ void DebianIndex(std::string_view input) {
   }
 }
 
-// A container layer's tar stream, fed in two pieces: accepted or Failure; every file
-// listed has a digest and no entry is named twice.
+// What every listing the layer reader accepts promises: every entry has a path, and a regular
+// file, and only a file, has a digest.
+void RequireListingPromises(const LayerListing& listing) {
+  for (const auto& [path, entry] : listing) {
+    Require(!path.empty(), "an entry without a path");
+    Require((entry.type == '0' || entry.type == '7') == !entry.sha256.empty(),
+            "a file without a digest");
+  }
+}
+
+// A layer blob (gzip or plain tar, told apart by its first bytes), fed in two pieces through
+// the layer reader: accepted or Failure, within its caps.
 void Layer(std::string_view input) {
-  TarReader reader("fuzz.layer");
+  LayerReader reader("fuzz.layer");
   try {
     const size_t half = input.size() / 2;
     reader.Feed(input.substr(0, half));
     reader.Feed(input.substr(half));
-    for (const auto& [path, entry] : reader.Finish()) {
-      Require(!path.empty(), "an entry without a path");
-      Require((entry.type == '0' || entry.type == '7') == !entry.sha256.empty(),
-              "a file without a digest");
-    }
+    RequireListingPromises(reader.Finish());
   } catch (const Failure&) {
   }
+}
+
+// gzip members of `data` cut at `cut` (one member when 0), as a registry's layer blob holds it.
+std::string GzipMembers(std::string_view data, size_t cut) {
+  std::string out;
+  for (std::string_view part : {data.substr(0, cut), data.substr(cut)}) {
+    if (part.empty() && !out.empty()) continue;
+    z_stream z{};
+    if (deflateInit2(&z, 1, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+      throw FuzzInvariantBroken("deflateInit2 failed");
+    std::string member(deflateBound(&z, part.size()) + 32, '\0');
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(part.data()));
+    z.avail_in = static_cast<uInt>(part.size());
+    z.next_out = reinterpret_cast<Bytef*>(member.data());
+    z.avail_out = static_cast<uInt>(member.size());
+    const int rc = deflate(&z, Z_FINISH);
+    deflateEnd(&z);
+    if (rc != Z_STREAM_END) throw FuzzInvariantBroken("deflate did not finish");
+    member.resize(z.total_out);
+    out += member;
+  }
+  return out;
+}
+
+// The rest of the input as a tar stream, gzip-compressed here into one or two members (the
+// first byte says where the second starts), so that mutations of the tar, pax and GNU headers
+// reach the reader through gunzip as a registry's layer does; fed in pieces of the first
+// byte's size.
+void LayerGzip(std::string_view input) {
+  if (input.empty()) return;
+  const auto selector = static_cast<unsigned char>(input[0]);
+  const std::string_view tar = input.substr(1);
+  const std::string blob = GzipMembers(tar, selector % 2 ? tar.size() * selector / 256 : 0);
+  LayerReader reader("fuzz.layer.gz");
+  try {
+    const size_t piece = std::max<size_t>(1, selector);
+    for (size_t at = 0; at < blob.size(); at += piece)
+      reader.Feed(std::string_view(blob).substr(at, piece));
+    const LayerListing listing = reader.Finish();
+    RequireListingPromises(listing);
+    Require(reader.bytes() == tar.size(), "gunzip lost or invented bytes of the stream");
+  } catch (const Failure&) {
+  }
+}
+
+// How bash reads one word made of bare characters, backslash escapes and single-quoted parts:
+// the word's value, or nullopt when the text holds anything that is not one such word (an
+// unquoted space, newline, $, `, ", ;, |, &, <, >, (, ), *, ?, [, ~, {, a leading #, an
+// unterminated quote). A backslash-newline outside quotes is a line continuation, which bash
+// removes. Written here, from the shell's rules, independently of the function under test.
+std::optional<std::string> ReadShellWord(std::string_view text) {
+  static const std::string_view kBare =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-#";
+  std::string value;
+  for (size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    if (c == '\'') {
+      const size_t close = text.find('\'', i + 1);
+      if (close == std::string_view::npos) return std::nullopt;
+      value.append(text.substr(i + 1, close - i - 1));
+      i = close + 1;
+    } else if (c == '\\') {
+      if (i + 1 == text.size()) return std::nullopt;
+      if (text[i + 1] != '\n') value.push_back(text[i + 1]);
+      i += 2;
+    } else if (kBare.find(c) != std::string_view::npos && !(c == '#' && i == 0)) {
+      value.push_back(c);
+      ++i;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (text.empty()) return std::nullopt;  // no word at all
+  return value;
+}
+
+// ShellQuote, the one quoting function of every value the fleet's generated Slurm, Prolog and
+// node-problem-detector scripts carry: whatever the value (bash holds no NUL byte), bash reads
+// the quoted text back as exactly one word whose value is the input. So a newline in it is
+// inside single quotes, where it cannot end a line of the script (ReadShellWord refuses a bare
+// one, and a backslash-newline would read back as nothing).
+void ShellQuoteTarget(std::string_view input) {
+  if (input.find('\0') != std::string_view::npos) return;
+  const std::string quoted = ShellQuote(input);
+  const std::optional<std::string> read = ReadShellWord(quoted);
+  Require(read.has_value(), "the quoted value is not one shell word");
+  Require(*read == input, "the quoted value reads back as another value");
 }
 
 const std::vector<FuzzTarget>& FuzzTargets() {
@@ -331,6 +428,8 @@ const std::vector<FuzzTarget>& FuzzTargets() {
       {"metadata", Metadata},
       {"debian_index", DebianIndex},
       {"layer", Layer},
+      {"layer_gzip", LayerGzip},
+      {"shell_quote", ShellQuoteTarget},
   };
   return targets;
 }

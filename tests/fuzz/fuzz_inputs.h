@@ -45,8 +45,15 @@ void Pep691(std::string_view input);
 // A wheel's core metadata: ParseCoreMetadata.
 void Metadata(std::string_view input);
 
-// A container layer's tar stream: TarReader (layer_listing.h).
+// A container layer's blob, gzip or plain tar: LayerReader (layer_listing.h).
 void Layer(std::string_view input);
+// A tar stream gzip-compressed here (one or two members) and read back through LayerReader:
+// the pax, ustar and GNU headers behind gunzip.
+void LayerGzip(std::string_view input);
+// ShellQuote (fleet.h), the quoting of every value in a generated script: bash reads the
+// result back as one word holding exactly the input (ReadShellWord, a parser of the shell's
+// word rules written in the target).
+void ShellQuoteTarget(std::string_view input);
 
 struct FuzzTarget {
   const char* name;  // the target's folder under tests/fuzz/seeds and tests/fuzz/regressions

@@ -210,6 +210,24 @@ def layer_tar():
 
 
 write("layer", "layer.tar", layer_tar())
+# The same tar as a registry serves it: one gzip member, and two (as a layer written in parts).
+import gzip  # noqa: E402
+write("layer", "layer.tar.gz", gzip.compress(layer_tar(), mtime=0))
+write("layer", "layer-2-members.tar.gz",
+      gzip.compress(layer_tar()[:1024], mtime=0) + gzip.compress(layer_tar()[1024:], mtime=0))
+
+# ---- layer_gzip: a selector byte (odd: two gzip members, cut at its share) and a tar ----
+
+write("layer_gzip", "one-member", b"\x00" + layer_tar())
+write("layer_gzip", "two-members", b"\x81" + layer_tar())
+
+# ---- shell_quote: values a generated Slurm, Prolog or NPD script carries ----
+
+for i, value in enumerate(("/shared/trainlock/reports", "/opt/trainlock/bin/trainlock",
+                           "it's here", "a b\tc", "$(touch x)`id`;|&<>*?[~{}]", "#comment",
+                           "", "'", "line one\nline two", "\\n\\", "ü\u202e.txt",
+                           "rs '\n\x01thee")):
+    write("shell_quote", f"value-{i}", value.encode())
 
 # ---- checkpoint_state: the state in manifest.json, as the native engine writes it ----
 

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "coordinator/checkpoint_corrupt.h"
 #include "engines/native/checkpoint.h"
 #include "test_support.h"
 
@@ -255,6 +256,44 @@ TEST(CheckpointVerify, ANativeCheckpointWithAFileItsManifestDoesNotListIsRefused
   testing::WriteFile(dir / "extra.safetensors", "planted");
   ExpectProblem(VerifyCheckpoint(root.path(), 3, CommitRecord::kNativeManifest, 2),
                 dir / "extra.safetensors", "not in manifest.json");
+}
+
+// ---- the negative control `corrupt` (coordinator/checkpoint_corrupt.h) ----
+
+TEST(CorruptCheckpoint, FlipsTheMiddleByteOfTheLargestFileOfTheStepDirectory) {
+  TempDir dir;
+  testing::WriteFile(dir.path() / "step-00000003" / "small", "ab");
+  testing::WriteFile(dir.path() / "step-00000003" / "shards" / "large", std::string(100, 'a'));
+  const CorruptedByte flipped = CorruptCheckpoint(dir.path(), "step-00000003");
+  EXPECT_EQ(flipped.problem, "");
+  EXPECT_EQ(flipped.file, "shards/large");
+  EXPECT_EQ(flipped.offset, 50u);
+  EXPECT_EQ(testing::ReadFile(dir.path() / "step-00000003" / "shards" / "large"),
+            std::string(50, 'a') + '`' + std::string(49, 'a'));
+}
+
+TEST(CorruptCheckpoint, AStepDirectoryThatIsALinkIsRefusedAndItsTargetLeftAlone) {
+  TempDir dir;
+  testing::WriteFile(dir.path() / "victim" / "precious", std::string(64, 'v'));
+  fs::create_directories(dir.path() / "root");
+  fs::create_directory_symlink(dir.path() / "victim", dir.path() / "root" / "step-99999999");
+  const CorruptedByte flipped = CorruptCheckpoint(dir.path() / "root", "step-99999999");
+  EXPECT_NE(flipped.problem.find("is a symbolic link"), std::string::npos) << flipped.problem;
+  EXPECT_TRUE(testing::ReadFile(dir.path() / "victim" / "precious") == std::string(64, 'v'))
+      << "written through the link";
+}
+
+TEST(CorruptCheckpoint, LinksInsideTheStepDirectoryAreNeitherEnteredNorWrittenThrough) {
+  TempDir dir;
+  testing::WriteFile(dir.path() / "victim" / "precious", std::string(4096, 'v'));
+  const fs::path step = dir.path() / "root" / "step-00000003";
+  testing::WriteFile(step / "state.pt", std::string(16, 's'));
+  fs::create_symlink(dir.path() / "victim" / "precious", step / "model.pt");
+  fs::create_directory_symlink(dir.path() / "victim", step / "shards");
+  const CorruptedByte flipped = CorruptCheckpoint(dir.path() / "root", "step-00000003");
+  EXPECT_EQ(flipped.file, "state.pt") << flipped.problem;
+  EXPECT_TRUE(testing::ReadFile(dir.path() / "victim" / "precious") == std::string(4096, 'v'))
+      << "written through the link";
 }
 
 }  // namespace

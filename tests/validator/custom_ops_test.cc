@@ -5,8 +5,10 @@
 // built for sm_80 only).
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <torch/cuda.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "ops/ops_check.h"
@@ -24,6 +26,8 @@ struct OpsLibrary {
   std::string op = kOp;
   std::string reference = "rmsnorm";
   std::string dtype = "fp32";
+  // Puts something other than a built library at the lock's path (when `built` is "").
+  void (*plant)(const fs::path& at) = nullptr;
 };
 
 // examples/tiny with the library copied to ops/ and declared in the lock.
@@ -37,6 +41,7 @@ class CustomOps : public ::testing::Test {
       fs::copy_file(fs::path(TRAINLOCK_OPS_DIR) / lib.built, project / "ops" / "libops.so",
                     fs::copy_options::overwrite_existing);
     }
+    if (lib.plant) lib.plant(project / "ops" / "libops.so");
     const std::string tol = lib.dtype == "fp32"
                                 ? "rtol = 1e-4\natol = 1e-5\ngrad-rtol = 1e-3\ngrad-atol = 1e-4\n"
                                 : "rtol = 2e-2\natol = 2e-2\ngrad-rtol = 5e-2\ngrad-atol = 5e-2\n";
@@ -53,7 +58,7 @@ class CustomOps : public ::testing::Test {
     o.validator = testing::BinDir() / "trainlock-validate";
     o.work_dir = dir_.path();
     o.device = device;
-    o.timeout_s = 300;
+    o.timeout_s = timeout_s_;
     return RunOpsCheck(o);
   }
 
@@ -65,6 +70,7 @@ class CustomOps : public ::testing::Test {
   }
 
   testing::TempDir dir_;
+  int timeout_s_ = 300;
 };
 
 TEST_F(CustomOps, TheSampleLibraryPassesForwardAndBackwardOnTheCpu) {
@@ -95,6 +101,31 @@ TEST_F(CustomOps, AFileTheLoaderRejectsIsLibraryLoadFailedWithTheLoadersMessage)
   CheckResult c = Run({"not-a-library.so"});
   EXPECT_EQ(Kinds(c), "library_load_failed");
   EXPECT_NE(c.summary.find("libops.so"), std::string::npos) << c.summary;
+}
+
+// An unpinned library is measured, not compared, and dlopen reopens it through /proc/self/fd
+// without O_NONBLOCK: a FIFO there (no writer) or a device must be refused by type at once,
+// never hashed as the empty file (FIFO) or read forever (/dev/zero) until --timeout.
+TEST_F(CustomOps, AFifoAtTheLibrarysPathIsRefusedByTypeWithoutWaiting) {
+  timeout_s_ = 60;  // without the refusal the worker hangs until this and is "crashed"
+  const auto start = std::chrono::steady_clock::now();
+  CheckResult c = Run({"", kOp, "rmsnorm", "fp32",
+                       [](const fs::path& at) { ASSERT_EQ(::mkfifo(at.c_str(), 0644), 0); }});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  EXPECT_EQ(Kinds(c), "library_load_failed");
+  EXPECT_NE(c.summary.find("ops/libops.so: not a regular file"), std::string::npos) << c.summary;
+}
+
+TEST_F(CustomOps, ADeviceAtTheLibrarysPathIsRefusedByTypeWithoutReadingIt) {
+  timeout_s_ = 60;
+  const auto start = std::chrono::steady_clock::now();
+  CheckResult c =
+      Run({"", kOp, "rmsnorm", "fp32", [](const fs::path& at) {
+             fs::create_symlink("/dev/zero", at);  // links are followed; a device is not
+           }});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  EXPECT_EQ(Kinds(c), "library_load_failed");
+  EXPECT_NE(c.summary.find("ops/libops.so: not a regular file"), std::string::npos) << c.summary;
 }
 
 TEST_F(CustomOps, AnOpTheLibraryDoesNotRegisterIsOpNotRegistered) {

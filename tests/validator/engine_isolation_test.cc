@@ -413,6 +413,30 @@ TEST(HostileEngine, AnEngineFloodingStdoutIsStoppedAtTheCap) {
   ExpectEngineRefused(r, "its output passed 256 MiB");
 }
 
+// A line without end: the reader stops at the line cap, names where the line began and stops
+// the process, instead of dropping the rest uncounted until --timeout (900 s by default).
+TEST(HostileEngine, AnEndlessLineWithoutANewlineStopsTheProcessAtTheLineCap) {
+  const IsolatedRun r = HostileRun(
+      SayLine(kGoodHello) +
+          "\ncase \"$*\" in *--measure-step*) /usr/bin/yes x | /usr/bin/tr -d '\\n';; esac",
+      {"--timeout", "120"});
+  ExpectEngineRefused(r,
+                      "broke the engine protocol: a line longer than 1048576 bytes at byte "
+                      "offset " +
+                          std::to_string(std::string(kGoodHello).size() + 1) + " of its stdout");
+  EXPECT_LT(r.seconds, 100.0) << "waited for --timeout";
+}
+
+// Lines that are not events cost the reader as events do: 20 million "{}" lines once took a
+// process 130 s and still passed. Past the line cap the process is stopped.
+TEST(HostileEngine, AFloodOfLinesThatAreNotEventsIsStoppedAtTheLineCap) {
+  const IsolatedRun r = HostileRun(
+      SayLine(kGoodHello) + "\ncase \"$*\" in *--measure-step*) exec /usr/bin/yes '{}';; esac",
+      {"--timeout", "120"});
+  ExpectEngineRefused(r, "more than 200000 lines on its stdout");
+  EXPECT_LT(r.seconds, 100.0) << "waited for --timeout";
+}
+
 // ---- the coordinator judges from files: a stand-in that replays a passing run ----
 
 // A final state of one tensor, in safetensors: what the stand-in hands A and C alike, so that
@@ -455,7 +479,8 @@ fs::path CommittedCheckpoint(const fs::path& dir) {
 // state `state` (nothing when empty), B the step directory `checkpoint` (copied into the checkpoint
 // root before it says `committed`; nothing when empty). Each gated process waits for its release,
 // as the engine does.
-std::string ReplayedRoundTrip(const fs::path& state, const fs::path& checkpoint) {
+std::string ReplayedRoundTrip(const fs::path& state, const fs::path& checkpoint,
+                              const std::string& b_also = {}) {
   const std::string dir = (testing::SourceDir() / "tests/engines/transcripts").string();
   const std::string without_hello = " | grep -v '\"event\": *\"hello\"'";
   const std::string plant =
@@ -472,7 +497,7 @@ std::string ReplayedRoundTrip(const fs::path& state, const fs::path& checkpoint)
          "/ddp-resumed.jsonl" + without_hello + ";;\n  *--save-at*) " + write_state + "cat " + dir +
          "/ddp-uninterrupted.jsonl" + without_hello + " | grep -v '\"event\": *\"done\"'; " +
          SayLine(R"({"event":"eval","when":"after_save","loss":5.4283881187438965})") + "; " +
-         plant +
+         plant + b_also +
          "printf '{\"event\":\"checkpoint\",\"phase\":\"committed\",\"step\":3,\"dir\":\"%s\","
          "\"bytes\":1468660,\"seconds\":0.1}\\n' \"$root/step-00000003\"; " +
          SayLine(R"({"event":"checkpoint","phase":"steady","step":9,"ordinal":2,"stall_s":0.1})") +
@@ -491,7 +516,9 @@ struct CheckpointRun {
 };
 
 CheckpointRun RunWithCheckpoint(const std::function<void(const fs::path&)>& plant,
-                                bool write_checkpoint = true, bool write_states = true) {
+                                bool write_checkpoint = true, bool write_states = true,
+                                const std::string& b_also = {},
+                                const std::vector<std::string>& extra = {}) {
   testing::TempDir dir;
   fs::path state;
   if (write_states) {
@@ -505,7 +532,8 @@ CheckpointRun RunWithCheckpoint(const std::function<void(const fs::path&)>& plan
   }
   CheckpointRun r;
   r.run = ValidateFrom(dir.path(), dir.path(),
-                       StandIn(dir.path(), ReplayedRoundTrip(state, checkpoint)).string(), {});
+                       StandIn(dir.path(), ReplayedRoundTrip(state, checkpoint, b_also)).string(),
+                       {}, extra);
   r.step_dir = fs::path(r.run.report["checkpoint_dir"].value("path", "")) / "step-00000003";
   return r;
 }
@@ -591,6 +619,22 @@ TEST(HostileEngine, ACheckpointWithoutItsCommitMarkerFailsTheRoundTrip) {
   const CheckpointRun r = RunWithCheckpoint(
       [](const fs::path& committed) { fs::remove(committed / "trainlock-commit.json"); });
   ExpectNotRestored(r, r.step_dir.string() + "/trainlock-commit.json: missing");
+}
+
+// `--negative-control corrupt` flipped a byte of the largest file under the newest `step-*`
+// entry of the checkpoint root, wherever a link there pointed: an engine that planted
+// `step-99999999` as a link made the coordinator write into any file it can write. The control
+// damages the step directory it verified, reached without following a link.
+TEST(HostileEngine, ALinkPlantedAsTheNewestCheckpointIsNeverWrittenThroughByTheCorruptControl) {
+  testing::TempDir victim;
+  const std::string precious(8192, 'v');
+  testing::WriteFile(victim.path() / "precious.bin", precious);
+  const CheckpointRun r = RunWithCheckpoint(
+      nullptr, true, true, "ln -s '" + victim.path().string() + "' \"$root/step-99999999\"; ",
+      {"--negative-control", "corrupt"});
+  EXPECT_EQ(r.run.run.exit_code, 1) << r.run.run.out << r.run.run.err;
+  EXPECT_TRUE(testing::ReadFile(victim.path() / "precious.bin") == precious)
+      << "the file the planted link points to was written";
 }
 
 // ---- the validator as process 1 of its container ----

@@ -147,12 +147,29 @@ TEST(EngineTranscript, ADeeplyNestedLineIsRefusedNotParsed) {
   EXPECT_FALSE(t.result().error);
 }
 
-TEST(EngineTranscript, AnOversizedLineIsRefused) {
+TEST(EngineTranscript, AnOversizedLineIsAViolationNamingItsByteOffset) {
   EngineTranscript t;
+  t.Add(R"({"event":"done"})");
+  t.Add("");
   std::string huge = R"({"event":"step","step":1,"loss":1,"pad":")" +
                      std::string(kMaxEngineLineBytes, 'x') + "\"}";
   EXPECT_EQ(t.Add(huge), "");
   EXPECT_TRUE(t.result().losses.empty());
+  EXPECT_EQ(t.violation(), "a line longer than 1048576 bytes at byte offset 18 of its stdout");
+}
+
+TEST(EngineTranscript, AnOversizedLineThatIsNotAnEventIsAViolationToo) {
+  EngineTranscript t;
+  EXPECT_EQ(t.Add(std::string(kMaxEngineLineBytes + 1, 'x')), "");
+  EXPECT_EQ(t.violation(), "a line longer than 1048576 bytes at byte offset 0 of its stdout");
+}
+
+TEST(EngineTranscript, LinesBeyondTheCapAreAViolationWhateverTheyHold) {
+  EngineTranscript t;
+  for (size_t i = 0; i < kMaxEngineLines; ++i) t.Add(i % 2 ? "{}" : "");
+  EXPECT_EQ(t.violation(), "");
+  EXPECT_EQ(t.Add(R"({"event":"done"})"), "");
+  EXPECT_EQ(t.violation(), "more than 200000 lines on its stdout");
 }
 
 TEST(EngineTranscript, EventsBeyondTheCapAreAViolation) {

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <future>
 #include <optional>
 #include <tuple>
@@ -18,6 +17,7 @@
 #include "base/file_io.h"
 #include "base/json_file.h"
 #include "base/sha256.h"
+#include "coordinator/checkpoint_corrupt.h"
 #include "coordinator/checkpoint_verify.h"
 #include "coordinator/engine_command.h"
 #include "coordinator/engine_process.h"
@@ -85,7 +85,6 @@ class RoundtripRunner {
   std::vector<std::string> SavingArgs() const;
   // B's checkpoint, read and hashed here (checkpoint_verify.h); nullopt when B announced none.
   std::optional<VerifiedCheckpoint> VerifyCommitted(const WorkerRun& b) const;
-  void CorruptLatestCheckpoint();
   // Runs B, C and D (and E when a resharded resume is judged) into `runs`.
   void RunResume(EngineProcess b_process, RoundtripRuns& runs);
   // Runs A, then B, C and D behind it (--kill-during-save, --only train.step).
@@ -216,32 +215,6 @@ bool RoundtripRunner::PortableFitsBesideResume(const WorkerRun& a) const {
   return static_cast<double>(total - used) > need;
 }
 
-void RoundtripRunner::CorruptLatestCheckpoint() {
-  // Flip one byte in the middle of the newest checkpoint's largest file (whatever the engine's
-  // format: the native engine's safetensors, a framework's state files).
-  fs::path latest;
-  for (const auto& e : fs::directory_iterator(o_.checkpoint_root)) {
-    if (e.path().filename().string().rfind("step-", 0) == 0 && e.path() > latest) latest = e.path();
-  }
-  if (latest.empty()) return;  // nothing saved: the resume fails on its own
-  fs::path file;
-  uintmax_t largest = 0;
-  for (const auto& e : fs::recursive_directory_iterator(latest)) {
-    if (!e.is_regular_file() || e.is_symlink() || e.file_size() <= largest) continue;
-    largest = e.file_size();
-    file = e.path();
-  }
-  if (file.empty()) return;
-  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-  const auto middle = static_cast<std::streamoff>(largest / 2);
-  f.seekg(middle);
-  char byte = 0;
-  f.read(&byte, 1);
-  byte = static_cast<char>(byte ^ 0x01);
-  f.seekp(middle);
-  f.write(&byte, 1);
-}
-
 // Releases B, starts C and D gated once B has stepped after its save began, preempts B as the
 // options say, verifies B's checkpoint, then releases C and D (side by side when they fit) and
 // finishes them; when the checkpoint does not verify, C and D are ended unreleased. No process is
@@ -291,8 +264,10 @@ void RoundtripRunner::RunResume(EngineProcess b_process, RoundtripRuns& out) {
   }
   // The negative control damages the checkpoint after the coordinator verified it: what it
   // proves is that the engine's own restore refuses it.
+  // The step directory it verified, by name below the root: a `step-99999999` link an engine
+  // planted is never the target, and nothing below is written through a link.
   if (o_.negative_control == NegativeControl::kCorruptCheckpoint && out.b.killed_by_us)
-    CorruptLatestCheckpoint();
+    CorruptCheckpoint(o_.checkpoint_root, out.checkpoint->dir.filename().string());
   c_process.Release();
   std::future<void> a_state;
   if (b_is_a) {

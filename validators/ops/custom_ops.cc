@@ -329,23 +329,24 @@ json CheckLibrary(const OpsLibrary& lib, const OpsDevice& device) {
   }
   // The library is opened once; the bytes hashed and the bytes loaded are those of that one
   // open file: dlopen goes through /proc/self/fd/N, not the path, so a file swapped in at the
-  // path between hashing and loading is never loaded. O_NONBLOCK: a FIFO is refused, not
-  // waited on (StreamDescriptor takes only a regular file).
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
+  // path between hashing and loading is never loaded. dlopen reopens that name without
+  // O_NONBLOCK, so a FIFO or a device (an unpinned one hashes as whatever a read returns) must
+  // be refused by type here, before anything can block on it: OpenRegularFile opens without
+  // blocking and takes only a regular file.
+  ScopedFd fd;
+  try {
+    fd = OpenRegularFile(path);
+  } catch (const StreamError& e) {
     failures.push_back(OpFailure(op_failure::kLibraryLoadFailed, "",
-                                 lib.library + ": cannot be opened (" + path.string() + ")",
-                                 "make the library readable by the validator"));
+                                 lib.library + ": cannot be loaded (" + e.what() + ")",
+                                 "make the library a readable regular file"));
     return finish();
   }
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
-  const fs::path opened = "/proc/self/fd/" + std::to_string(fd);
+  const fs::path opened = "/proc/self/fd/" + std::to_string(fd.get());
   try {
     Sha256 hash;
-    const uint64_t bytes = StreamDescriptor(fd, path, [&](std::string_view c) { hash.Update(c); });
+    const uint64_t bytes =
+        StreamDescriptor(fd.get(), path, [&](std::string_view c) { hash.Update(c); });
     // A library built from source in the image has no pinned hash (lib.sha256 ""): measured
     // and recorded, not compared.
     VerifyPinned(path.string(), hash.HexDigest(), bytes, lib.sha256);

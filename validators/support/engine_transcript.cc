@@ -112,11 +112,18 @@ void EngineTranscript::Problem(const std::string& why) {
 }
 
 std::string EngineTranscript::Add(std::string_view line) {
-  if (line.empty() || line.front() != '{') return "";  // not an event: a library's print
-  if (line.size() > kMaxEngineLineBytes) {
-    Problem("a line longer than " + std::to_string(kMaxEngineLineBytes) + " bytes");
+  const uint64_t at = offset_;
+  offset_ += line.size() + 1;
+  if (++lines_ > kMaxEngineLines) {
+    Violate("more than " + std::to_string(kMaxEngineLines) + " lines on its stdout");
     return "";
   }
+  if (line.size() > kMaxEngineLineBytes) {  // whatever it holds: the reader stops here
+    Violate("a line longer than " + std::to_string(kMaxEngineLineBytes) + " bytes at byte offset " +
+            std::to_string(at) + " of its stdout");
+    return "";
+  }
+  if (line.empty() || line.front() != '{') return "";  // not an event: a library's print
   if (events_ >= kMaxEngineEvents) {
     Violate("more than " + std::to_string(kMaxEngineEvents) + " events");
     return "";

@@ -1,12 +1,14 @@
 // What an engine process said, in the engine protocol (`trainlock.engine/1`, docs/validate.md
 // "The engine protocol"): JSON lines on its stdout, folded into one typed value (EngineFold)
 // that the round trip's checks read, whatever engine ran. The engine's output is untrusted: lines
-// and events are capped, a line that is not a JSON object with a known "event" is counted and
-// ignored, and members the checks read are read tolerantly by them (support/engine_events.h).
-// What would make a result count that is not the lock's run is a violation instead, which
-// fails the process's result: an event before `hello`, a hello that is not the protocol's or
-// not the lock's engine, framework or world size, a number that is not finite or out of range,
-// more events or artifacts than the caps, an exit without `done` or `error`.
+// (how many, and each one's length) and events are capped, a line that is not a JSON object with a
+// known "event" is counted and ignored, and members the checks read are read tolerantly by them
+// (support/engine_events.h). What would make a result count that is not the lock's run is a
+// violation instead, which fails the process's result: an event before `hello`, a hello that is not
+// the protocol's or not the lock's engine, framework or world size, a number that is not finite or
+// out of range, more lines, events or artifacts than the caps, a line longer than
+// kMaxEngineLineBytes (named with its byte offset: the reader stops there rather than discard an
+// endless line), an exit without `done` or `error`.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -25,6 +27,11 @@
 namespace trainlock::validate {
 
 inline constexpr size_t kMaxEngineEvents = 100000;
+// Lines of any kind (events, blank lines, lines that are not JSON or not an event) one process
+// may write on stdout: twice the event cap. The engines write events alone there (the Python
+// Emitter points fd 1 at stderr; the native worker prints nothing else), one `step` per step and
+// a few dozen others, so only a flood of lines that are not events comes near it.
+inline constexpr size_t kMaxEngineLines = 2 * kMaxEngineEvents;
 inline constexpr size_t kMaxEngineArtifacts = 4096;
 inline constexpr size_t kMaxEngineArtifactBytes = 8192;  // one artifact event, serialized
 // Every number an event carries: finite and within [0, kMaxEngineNumber]; a member named
@@ -45,7 +52,9 @@ class EngineTranscript {
   EngineTranscript() = default;
   explicit EngineTranscript(EngineExpectation expect) : expect_(std::move(expect)) {}
 
-  // Folds one stdout line in; returns the event's name ("" for a line that is not an event).
+  // Folds one stdout line in (without its newline; a reader that cuts a long line hands over
+  // more than kMaxEngineLineBytes of it, which is a violation); returns the event's name ("" for
+  // a line that is not an event).
   std::string Add(std::string_view line);
 
   // What the process said so far.
@@ -72,6 +81,8 @@ class EngineTranscript {
   std::string violation_;
   bool hello_ = false, world_said_ = false, torch_said_ = false;
   EngineFold result_;
+  size_t lines_ = 0;
+  uint64_t offset_ = 0;  // bytes of stdout before the next line
   size_t events_ = 0;
   size_t artifacts_ = 0;
   std::optional<int64_t> last_started_, last_committed_, last_held_;
