@@ -388,31 +388,22 @@ TEST_F(ContainerTool, ARunStoppedAtTheTimeoutRemovesItsContainerByName) {
   EXPECT_NE(removed[0].find(" rm -f " + name), std::string::npos) << removed[0];
 }
 
-// `--volume HOST:CONTAINER:ro` splits at ':': a project in /p:colon was mounted from /p at
-// "colon:/trainlock/project". A path a mount cannot carry is refused before any engine work.
-TEST_F(ContainerTool, AProjectPathWithAColonIsRefusedBeforeAnyEngineCall) {
+// `--volume HOST:CONTAINER:ro` splits at ':' (a project in /p:colon was mounted from /p at
+// "colon:/trainlock/project") and `--mount` at ','. A path a mount cannot carry is refused with
+// exit 2, naming it, before any call of the container tool.
+TEST_F(ContainerTool, AProjectPathWithAColonOrACommaIsRefusedBeforeAnyEngineCall) {
   Fake("podman", PodmanWithImage("exit 0"));
-  const fs::path colon = dir_.path() / "p:colon";
-  fs::create_directories(colon);
-  testing::CopyExample("tiny", colon);
-  const RunResult r = Trainlock({"validate", colon.string(), "--image", "registry.example/tiny:1",
-                                 "--container-engine", "podman"});
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find(colon.string() + ": error: the project directory holds ':'"),
-            std::string::npos)
-      << r.err;
-  EXPECT_EQ(Log(), "");  // nothing pulled, inspected or run
-}
-
-TEST_F(ContainerTool, AProjectPathWithACommaIsRefusedToo) {
-  Fake("podman", PodmanWithImage("exit 0"));
-  const fs::path comma = dir_.path() / "p,comma";
-  fs::create_directories(comma);
-  testing::CopyExample("tiny", comma);
-  const RunResult r = Trainlock({"validate", comma.string(), "--image", "registry.example/tiny:1",
-                                 "--container-engine", "podman"});
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find("the project directory holds ','"), std::string::npos) << r.err;
+  for (const char* name : {"p:colon", "p,comma"}) {
+    const fs::path project = dir_.path() / name;
+    fs::create_directories(project);
+    testing::CopyExample("tiny", project);
+    const RunResult r = Trainlock({"validate", project.string(), "--image",
+                                   "registry.example/tiny:1", "--container-engine", "podman"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    const std::string held = std::string(": error: the project directory holds '") + name[1] + "'";
+    EXPECT_NE(r.err.find(project.string() + held), std::string::npos) << r.err;
+    EXPECT_EQ(Log(), "");  // nothing pulled, inspected or run
+  }
 }
 
 // `validate --image` under a CI runner: its stderr is a pipe the log reader holds until every
