@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -406,22 +407,31 @@ TEST_F(ContainerTool, AProjectPathWithAColonOrACommaIsRefusedBeforeAnyEngineCall
   }
 }
 
+// `trainlock validate PROJECT --image ... --container-engine podman` as a CI runner starts it:
+// no stdin, stdout and stderr one pipe, PATH the fake tools' (and `extra` in the environment).
+SpawnOptions ValidateInImage(const fs::path& project, const fs::path& bin,
+                             const std::map<std::string, std::string>& extra) {
+  SpawnOptions spawn;
+  spawn.argv = {(testing::BinDir() / "trainlock").string(),
+                "validate",
+                project.string(),
+                "--image",
+                "registry.example/tiny:1",
+                "--container-engine",
+                "podman"};
+  spawn.env = {{"PATH", bin.string()}};
+  spawn.env.insert(extra.begin(), extra.end());
+  spawn.null_stdin = true;
+  return spawn;
+}
+
 // `validate --image` under a CI runner: its stderr is a pipe the log reader holds until every
 // writer has closed it. A run stopped at its limit takes everything the container tool started
 // with it (its whole process group): a child of the tool that kept the inherited stderr would
 // hold the log open long after trainlock's exit 3.
 TEST_F(ContainerTool, ARunStoppedAtTheTimeoutStopsTheToolsChildrenSoTheLogPipeCloses) {
   Fake("podman", PodmanWithImage("/bin/sleep 30 & exec /bin/sleep 600"));
-  SpawnOptions spawn;
-  spawn.argv = {(testing::BinDir() / "trainlock").string(),
-                "validate",
-                project_.string(),
-                "--image",
-                "registry.example/tiny:1",
-                "--container-engine",
-                "podman"};
-  spawn.env = {{"PATH", bin_.string()}, {"TRAINLOCK_ENGINE_TIMEOUT", "1"}};
-  spawn.null_stdin = true;  // stdout and stderr: one pipe, as a CI runner's log
+  SpawnOptions spawn = ValidateInImage(project_, bin_, {{"TRAINLOCK_ENGINE_TIMEOUT", "1"}});
   const auto start = ProcessClock::now();
   Subprocess trainlock(spawn);
   ASSERT_TRUE(trainlock.started()) << trainlock.start_error();
@@ -440,16 +450,7 @@ TEST_F(ContainerTool, ACtrlCDuringTheRunIsPassedOnToTheContainerTool) {
   const fs::path seen = dir_.path() / "interrupted";
   Fake("podman", PodmanWithImage("trap 'echo yes > " + seen.string() +
                                  "; exit 130' INT; /bin/sleep 600 & wait"));
-  SpawnOptions spawn;
-  spawn.argv = {(testing::BinDir() / "trainlock").string(),
-                "validate",
-                project_.string(),
-                "--image",
-                "registry.example/tiny:1",
-                "--container-engine",
-                "podman"};
-  spawn.env = {{"PATH", bin_.string()}};
-  spawn.null_stdin = true;
+  SpawnOptions spawn = ValidateInImage(project_, bin_, {});
   Subprocess trainlock(spawn);
   ASSERT_TRUE(trainlock.started()) << trainlock.start_error();
   const auto start = ProcessClock::now();
