@@ -270,8 +270,7 @@ TrainStepMetrics MeasureInRunMode(Trainer& trainer, bool deterministic,
     peak.device_used_bytes = std::max(peak.device_used_bytes, m.device_used_bytes);
     peak.peak_rss_bytes = std::max(peak.peak_rss_bytes, m.peak_rss_bytes);
   }
-  std::sort(times.begin(), times.end());
-  peak.step_time_s = times[times.size() / 2];
+  peak.step_time_s = MedianSeconds(times);
   peak.tokens_per_s = static_cast<double>(peak.tokens) / peak.step_time_s;
   TrainStepMetrics run_mode = MeasurementMetrics(trainer.step(), peak);
   run_mode.mode = "default";

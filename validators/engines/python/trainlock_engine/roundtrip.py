@@ -369,11 +369,11 @@ class Driver:
         does not show, as a plain async_save's next step shows it (bench/fsdp2_plain.py)."""
         if self.step_after_save is None:
             return 0.0
-        before = sorted(self.step_times[1:] or self.step_times)  # the first step warms up
+        before = self.step_times[1:] or self.step_times  # the first step warms up
         if not before:
             return 0.0
         waited = getattr(self, "waited_in_step_after_save", 0.0)
-        return max(0.0, self.step_after_save - waited - before[len(before) // 2])
+        return steady.stretch(before, [self.step_after_save - waited])
 
     def measured_step(self):
         timer = measure.StepTimer(self.ctx.device)
