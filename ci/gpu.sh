@@ -11,7 +11,8 @@
 # resharding 2 -> 1 over gloo on the CPUs, hf-trainer and lightning); VALIDATOR_TESTS_FILTER
 # runs only the validator tests it names (a GoogleTest filter). SKIP_ENGINE_PILOT, SKIP_ENGINE_KDS,
 # SKIP_ENGINE_RESHARD, SKIP_ENGINE_CONTROLS (FSDP2_CONTROLS picks of rng data corrupt), SKIP_FRAMEWORKS leave out single engine stages
-# (KILL_POINTS, KILL_PROJECT=tiny for the kill stage; NATIVE_KILLS=1 adds the native engine's), SKIP_PERF the pilot's
+# (KILL_POINTS, KILL_PROJECT=tiny for the kill stage; NATIVE_KILLS=1 adds the native engine's),
+# PILOT_DISK_STATES=1 validates the pilot a second time with its final states on disk, SKIP_PERF the pilot's
 # perf.matmul and targets stages; FRAMEWORKS_STEP_ONLY=1 runs only process A of hf-trainer and
 # lightning beside their frameworks' own loops; PLAIN_SAVES=N sets the plain FSDP2 script's
 # DefaultStager saves (default 2), PLAIN_SAMPLE=1 samples where its main thread is in every save
@@ -115,6 +116,9 @@ print("  first save: blocking %s s, stall %s s, release %s s; steady saves: %s" 
     "; ".join("#%s blocking %.3f stretch %.3f release %.3f stall %.3f (median step %.3f) new pinned %s host growth %s" % (
         e.get("ordinal"), e.get("blocking_s", 0), e.get("stretch_s", 0), e.get("release_s", 0), e.get("stall_s", 0),
         e.get("median_step_s", 0), e.get("new_pinned_bytes"), e.get("host_growth_bytes")) for e in rt.get("save_steady") or [])))
+print("  final states in: %s%s; D beside C: %s, beside C's end: %s" % (
+    rt.get("states_in"), " (%s)" % rt["states_not_in_memory"] if rt.get("states_not_in_memory") else "",
+    rt.get("portable_beside_resume"), rt.get("portable_beside_resume_end", False)))
 for name, p in (rt.get("processes") or {}).items():
     events = ", ".join("%s %.1f" % (k, v) for k, v in sorted(p.get("first_event_s", {}).items(), key=lambda kv: kv[1]))
     print("  %-18s %6.1f s  spawned %.1f ended %.1f (first: %s)" % (name, p.get("seconds", 0), p.get("spawned_s", 0), p.get("ended_s", 0), events))
@@ -130,6 +134,23 @@ pilot() {
   echo "time to full verdict: $(python3 -c "print(round($end - $start, 1))") s" | tee "$OUT/pilot-verdict-time.txt"
   process_times "$OUT/h200-pilot-report.json" | tee -a "$OUT/pilot-verdict-time.txt"
   tail -4 build-gpu/work-pilot/*/*.stderr 2>/dev/null | tail -20
+  echo "  /dev/shm: $(df -h --output=size,avail /dev/shm | tail -1); $(grep -E 'MemTotal|MemAvailable' /proc/meminfo | tr -s ' ' | paste -sd ' ')"
+  [ -z "${PILOT_DISK_STATES:-}" ] || pilot_disk_states || rc=1
+  return $rc
+}
+# PILOT_DISK_STATES=1: the pilot again with its final states on the work directory's disk
+# (--state-dir), as they were before they went to memory: the same machine's comparison.
+pilot_disk_states() {
+  local start end rc
+  mkdir -p build-gpu/states-disk
+  start=$(date +%s.%N)
+  build-gpu/bin/trainlock validate examples/h200-pilot --out "$OUT/h200-pilot-disk-states-report.json" \
+    --work-dir "$PWD/build-gpu/work-pilot" --state-dir "$PWD/build-gpu/states-disk" -q
+  rc=$?
+  end=$(date +%s.%N)
+  echo "time to full verdict, final states on disk: $(python3 -c "print(round($end - $start, 1))") s" |
+    tee "$OUT/pilot-verdict-time-disk-states.txt"
+  process_times "$OUT/h200-pilot-disk-states-report.json" | tee -a "$OUT/pilot-verdict-time-disk-states.txt"
   return $rc
 }
 [ -n "${SKIP_PILOT:-}" ] || stage "h200-pilot" pilot

@@ -77,6 +77,7 @@ std::optional<std::string> FillOptions(const std::map<std::string, std::string>&
   v.checkpoint_dir = value("--checkpoint-dir");
   v.work_dir = value("--work-dir");
   v.keep_work = flags.at("--keep-work");
+  v.state_dir = value("--state-dir");
   v.device = value("--device");
   v.threads = number("--threads", v.threads);
   v.timeout_s = number("--timeout", v.timeout_s);
@@ -216,6 +217,7 @@ int Main(int argc, char** argv) {
   worker->add_flag("!--no-restore-data", w.restore_data);
   worker->add_option("--device", w.device);
   worker->add_option("--threads", w.threads);
+  worker->add_option("--start-after", w.start_after);
 
   std::string record_python = kPythonInImage, record_out = kPythonFilesInImage;
   CLI::App* record = app.add_subcommand(

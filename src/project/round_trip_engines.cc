@@ -10,12 +10,14 @@ namespace trainlock {
 namespace {
 
 constexpr std::array<RoundTripEngine, 6> kRoundTripEngines = {{
-    {"native", false, true, false, true, "the validator alone"},
-    {"ddp", true, false, true, true, "Python with torch >= 1.13"},
-    {"fsdp2", true, true, true, true, "Python with torch >= 2.4 and transformers"},
-    {"hf-trainer", true, false, false, false, "Python with torch, transformers and accelerate"},
-    {"lightning", true, false, false, false, "Python with torch, transformers and lightning"},
-    {"deepspeed", true, false, false, true, "Python with torch, transformers and deepspeed"},
+    {"native", false, true, false, true, true, "the validator alone"},
+    {"ddp", true, false, true, true, false, "Python with torch >= 1.13"},
+    {"fsdp2", true, true, true, true, false, "Python with torch >= 2.4 and transformers"},
+    {"hf-trainer", true, false, false, false, false,
+     "Python with torch, transformers and accelerate"},
+    {"lightning", true, false, false, false, false,
+     "Python with torch, transformers and lightning"},
+    {"deepspeed", true, false, false, true, false, "Python with torch, transformers and deepspeed"},
 }};
 
 }  // namespace

@@ -39,6 +39,9 @@ struct RoundTripEngine {
   // --steady-saves: saves again after the round trip's checkpoint in the run's mode and says
   // each as `checkpoint` phase "steady" (the engines whose loop trainlock's driver owns)
   bool steady_saves;
+  // Its resumed process gives the device back (gradients, the allocator's cached blocks) before
+  // it says its last step, so the portable process may start beside its end
+  bool frees_device_after_training;
   std::string_view needs;  // what the image must hold, for messages
 };
 

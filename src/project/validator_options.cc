@@ -11,7 +11,7 @@ namespace trainlock {
 namespace {
 
 // The help texts are the validator's own (`trainlock-validate --help`).
-const std::array<ValidatorOption, 25> kValidatorOptionTable = {{
+const std::array<ValidatorOption, 26> kValidatorOptionTable = {{
     {"--out,-o", "FILE",
      "Where to write the report (default: DIR/.trainlock/reports/report.json, where `trainlock "
      "gate` looks)",
@@ -25,6 +25,10 @@ const std::array<ValidatorOption, 25> kValidatorOptionTable = {{
      "(default: the temporary directory)",
      ""},
     {"--keep-work", nullptr, "Keep the work directory and checkpoints afterwards", ""},
+    {"--state-dir", "DIR",
+     "Where the round trip's processes write their final states, an existing directory (default: "
+     "a private directory in /dev/shm when the host's memory holds them, else the work dir)",
+     ""},
     {"--device", "auto|cpu|cuda", "auto, cpu or cuda", "auto|cpu|cuda"},
     {"--threads", "N", "CPU threads per process (0: LibTorch's default)", "", 0, 1024},
     {"--timeout", "S", "Seconds each worker process may run before it is killed", "", 1, 86400},

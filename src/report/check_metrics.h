@@ -160,6 +160,10 @@ using Text = std::optional<std::string>;
   X(Integer, first_divergent_step)                                                                 \
   X(Text, first_divergent_tensor)                                                                  \
   X(Flag, portable_beside_resume)                                                                  \
+  X(Flag, portable_beside_resume_end) /* D started once C had trained its last step */             \
+  X(Text, states_in) /* the final states' directory: "memory" (private, in /dev/shm), "option"     \
+                        (--state-dir), "work-dir" */                                               \
+  X(Text, states_not_in_memory) /* why they were not in memory */                                  \
   X(Free, processes) /* {process: {seconds, first_event_s: {event: seconds}, spawned_s, started_s, \
                         ended_s}}: where time went */                                              \
   X(OrNull<bool>, ranks_bitwise_identical) /* null: no two ranks of one GPU model */               \

@@ -41,6 +41,24 @@ TEST(StateWriter, WritesTheFileWriteSafetensorsWritesByteForByte) {
   EXPECT_TRUE(torch::equal(back.at("model.embed.weight"), state[1].tensor));
 }
 
+TEST(StateWriter, ThePwritePathWritesTheSameBytesAsTheMappedOne) {
+  testing::TempDir dir;
+  const std::vector<NamedTensor> state = MixedState();
+  WriteStateFile(dir.path() / "mapped.safetensors", state, StateWritePath::kMappedWhenRoom);
+  WriteStateFile(dir.path() / "pwrite.safetensors", state, StateWritePath::kPwrite);
+  EXPECT_TRUE(testing::ReadFile(dir.path() / "mapped.safetensors") ==
+              testing::ReadFile(dir.path() / "pwrite.safetensors"));
+}
+
+TEST(StateWriter, ALongerFileLeftAtItsPathIsReplacedWhole) {
+  testing::TempDir dir;
+  const fs::path file = dir.path() / "final.safetensors";
+  testing::WriteFile(file, std::string(200 << 20, 'x'));  // longer than the state
+  const WrittenFile written = WriteStateFile(file, MixedState());
+  EXPECT_EQ(fs::file_size(file), written.bytes);
+  EXPECT_TRUE(torch::equal(ReadSafetensors(file).at("step"), torch::tensor({int64_t{42}})));
+}
+
 TEST(StateWriter, RefusesALinkPlantedAtItsPathAndLeavesItsTargetAlone) {
   testing::TempDir dir;
   testing::WriteFile(dir.path() / "target", "untouched");

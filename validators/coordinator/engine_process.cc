@@ -170,9 +170,9 @@ void EngineProcess::Abandon() {
 
 // A large state is deleted once digested: the next process's state must fit beside the
 // checkpoints, and only small states are diffed.
-void DigestFinalState(const fs::path& file, WorkerRun& run) {
-  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
-  run.state = DigestStateFile(file, threads);
+void DigestFinalState(const fs::path& file, WorkerRun& run, unsigned threads) {
+  if (threads == 0) threads = std::thread::hardware_concurrency();
+  run.state = DigestStateFile(file, std::clamp(threads, 1u, 16u));
   std::error_code ec;
   if (run.state->problem.empty() && run.state->bytes <= kKeptStateBytes) {
     run.state_file = file;
@@ -185,18 +185,6 @@ WorkerRun Finish(EngineProcess process, const PreemptWhen& preempt) {
   while (process.Watch(preempt)) {
   }
   return process.Collect();
-}
-
-std::pair<WorkerRun, WorkerRun> FinishBoth(EngineProcess first, EngineProcess second) {
-  bool first_open = true, second_open = true;
-  while (first_open || second_open) {
-    if (first_open) first_open = first.Watch({});
-    if (second_open) second_open = second.Watch({});
-  }
-  // The one whose output ended first is collected first: its seconds end when it did.
-  WorkerRun a = first.Collect();
-  WorkerRun b = second.Collect();
-  return {std::move(a), std::move(b)};
 }
 
 }  // namespace trainlock::validate

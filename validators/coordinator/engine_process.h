@@ -45,9 +45,9 @@ struct EngineStart {
   // unless the plan digests it itself (DigestFinalState) beside the next process.
   std::optional<std::filesystem::path> final_state;
   bool digest_state_later = false;
-  // Started ahead of its turn: it starts training only at Release. With a gate (a Python engine
-  // told --start-after GATE) it is spawned now, does its imports and waits for the gate file;
-  // without one (the native worker, which starts in a second) it is spawned at Release.
+  // Started ahead of its turn: it starts training only at Release. With a gate (an engine told
+  // --start-after GATE) it is spawned now, loads its libraries and waits for the gate file;
+  // without one it is spawned at Release.
   bool held = false;
   std::optional<std::filesystem::path> gate;
 };
@@ -74,6 +74,8 @@ class EngineProcess {
   bool Watch(const PreemptWhen& preempt);
   // Whether it sent a step after a checkpoint's start (its save's staging is behind it).
   bool stepped_after_save() const { return stepped_after_save_; }
+  // What it has said so far.
+  const EngineTranscript& transcript() const { return transcript_; }
   // After its output is done: waits for it, ends what it left, folds what it said (a protocol
   // violation is its result's error) and digests its final state.
   WorkerRun Collect();
@@ -100,15 +102,12 @@ class EngineProcess {
   bool stepped_after_save_ = false;
 };
 
-// Digests the state file `run`'s process was told to write into run.state (state_file.h); a large
-// one is deleted once digested. Collect calls it, or the plan for a digest_state_later process.
-void DigestFinalState(const std::filesystem::path& file, WorkerRun& run);
+// Digests the state file `run`'s process was told to write into run.state (state_file.h), on
+// `threads` threads (0: one per core, at most 16); a large one is deleted once digested. Collect
+// calls it, or the plan for a digest_state_later process.
+void DigestFinalState(const std::filesystem::path& file, WorkerRun& run, unsigned threads = 0);
 
 // Watches `process` until its output is done (preempting it as `preempt` says) and collects it.
 WorkerRun Finish(EngineProcess process, const PreemptWhen& preempt = {});
-
-// Finishes two processes that run side by side, watching both as they go (so each one's times
-// are its own, not the time the other took); neither is preempted.
-std::pair<WorkerRun, WorkerRun> FinishBoth(EngineProcess first, EngineProcess second);
 
 }  // namespace trainlock::validate

@@ -3,6 +3,9 @@
 #include "coordinator/node_run.h"
 
 #include <chrono>
+#include <functional>
+#include <future>
+#include <optional>
 
 #include "base/json_file.h"
 #include "base/program_path.h"
@@ -31,18 +34,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The node worker's per-device launch and throughput, and the GPU code of the CUDA
-// libraries this process loaded and of the custom-op libraries that carry CUDA code.
-DeviceRuns MeasureDevices(const fs::path& work, int timeout_s,
-                          const std::vector<fs::path>& custom_op_libraries) {
-  DeviceRuns runs;
-  fs::path result = work / "node.json";
-  Child child(
-      {RunningExecutable().string(), "worker", "--role", "node", "--result", result.string()},
-      work / "node.stderr");
-  child.Wait(std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s));
-  nlohmann::json j = TryReadJsonFile(result, nullptr).value_or(nlohmann::json());
-  if (j.is_object() && j.contains("devices")) runs.devices = j["devices"];
+// The GPU code of the CUDA libraries this process loaded and of the custom-op libraries that
+// carry CUDA code, into runs.libraries.
+void InspectLibraries(const std::vector<fs::path>& custom_op_libraries, DeviceRuns& runs) {
   for (const std::string& lib : LoadedTorchCudaLibraries()) {
     try {
       runs.libraries.emplace_back(lib, InspectGpuBinary(lib));
@@ -58,7 +52,36 @@ DeviceRuns MeasureDevices(const fs::path& work, int timeout_s,
       // Missing or unreadable: ops.custom names it.
     }
   }
+}
+
+// The node worker's per-device launch and throughput, and the GPU code of the CUDA
+// libraries this process loaded and of the custom-op libraries that carry CUDA code.
+DeviceRuns MeasureDevices(const fs::path& work, int timeout_s,
+                          const std::vector<fs::path>& custom_op_libraries) {
+  DeviceRuns runs;
+  fs::path result = work / "node.json";
+  Child child(
+      {RunningExecutable().string(), "worker", "--role", "node", "--result", result.string()},
+      work / "node.stderr");
+  // The libraries' GPU code is read here while the worker measures: CPU work beside GPU work.
+  InspectLibraries(custom_op_libraries, runs);
+  child.Wait(std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s));
+  nlohmann::json j = TryReadJsonFile(result, nullptr).value_or(nlohmann::json());
+  if (j.is_object() && j.contains("devices")) runs.devices = j["devices"];
   return runs;
+}
+
+// ops.custom: what ran beside the round trip's portable process, else a run of its own now
+// (the round trip never got there), or the skip saying why it did not run.
+CheckResult OpsCustom(const Lockfile& lock, const std::optional<OpsCheckOptions>& options,
+                      std::future<CheckResult>& beside, Progress& progress) {
+  if (lock.custom_ops.empty()) return Skip("ops.custom", "the lock declares no custom ops");
+  if (!options) return Skip("ops.custom", "not selected (--only)");
+  if (beside.valid()) return beside.get();
+  progress.Begin("ops.custom: loading and smoke-testing the custom ops");
+  CheckResult ran = RunOpsCheck(*options);
+  progress.End();
+  return ran;
 }
 
 // The device a worker given `device` trains on, as the progress line names it: "auto" is the
@@ -97,7 +120,7 @@ std::vector<CheckResult> EnvChecks(const Lockfile& lock, NodeProbe node, const D
 std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& project,
                                      const ImagePythonFiles& python, const std::string& device,
                                      const fs::path& work, const fs::path& checkpoint_root,
-                                     Progress& progress) {
+                                     Progress& progress, std::function<void()> beside_portable) {
   const Lockfile& lock = *project.lock;
   const bool python_engine = lock.validate.engine != "native";
   const bool selected =
@@ -114,6 +137,7 @@ std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& pr
   RoundtripOptions r;
   r.work_dir = work;
   r.checkpoint_root = checkpoint_root;
+  r.state_dir = o.state_dir;
   r.steps = lock.validate.steps;
   r.checkpoint_at = lock.validate.checkpoint_at;
   r.keep_last = lock.validate.keep_last;
@@ -133,8 +157,11 @@ std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& pr
   r.engine_sys_path = python.sys_path;
   r.step_only = !Selected(o.only, {"train.roundtrip", "train.eval", "ckpt.portable"});
   r.only = o.only;
+  const bool ops_beside = static_cast<bool>(beside_portable);
+  r.beside_portable = std::move(beside_portable);
   progress.Begin("train.step, train.roundtrip on " + ShownDevice(device) +
-                 ": train -> checkpoint -> SIGKILL -> restore -> resume");
+                 ": train -> checkpoint -> SIGKILL -> restore -> resume" +
+                 (ops_beside ? " (ops.custom beside the portable process)" : ""));
   std::vector<CheckResult> checks = RunRoundtrip(r, project);
   progress.End();
   return checks;
@@ -181,21 +208,26 @@ NodeRun RunNodeChecks(const ValidateOptions& o, const Project& project,
     return CheckInstalledPackages(lock, report.build, python, o.timeout_s);
   }));
   AnnounceChecks(progress, report);
-  if (lock.custom_ops.empty()) {
-    report.checks.push_back(Skip("ops.custom", "the lock declares no custom ops"));
-  } else if (!Selected(o.only, {"ops.custom"})) {
-    report.checks.push_back(Skip("ops.custom", "not selected (--only)"));
-  } else {
-    progress.Begin("ops.custom: loading and smoke-testing the custom ops");
-    report.checks.push_back(
-        RunOpsCheck({ResolveOpsLibraries(project), {}, work, o.device, o.timeout_s}));
-    progress.End();
+  // ops.custom needs the GPU for a moment and times nothing: it runs beside the round trip's
+  // portable process (D) when the round trip gets there, else on its own after it.
+  const bool ops = !lock.custom_ops.empty() && Selected(o.only, {"ops.custom"});
+  std::optional<OpsCheckOptions> ops_options;
+  if (ops)
+    ops_options = OpsCheckOptions{ResolveOpsLibraries(project), {}, work, o.device, o.timeout_s};
+  std::future<CheckResult> ops_beside;
+  std::function<void()> start_ops_beside;
+  if (ops) {
+    start_ops_beside = [&] {
+      ops_beside = std::async(std::launch::async, [&] { return RunOpsCheck(*ops_options); });
+    };
   }
+  std::vector<CheckResult> training =
+      framework_import ? RoundTripNotRun(*framework_import, o.only)
+                       : RunTraining(o, project, python, train_device, work, run.checkpoint_root,
+                                     progress, start_ops_beside);
+  report.checks.push_back(OpsCustom(lock, ops_options, ops_beside, progress));
   AnnounceChecks(progress, report);
-  for (CheckResult& c : framework_import ? RoundTripNotRun(*framework_import, o.only)
-                                         : RunTraining(o, project, python, train_device, work,
-                                                       run.checkpoint_root, progress))
-    report.checks.push_back(std::move(c));
+  for (CheckResult& c : training) report.checks.push_back(std::move(c));
   AnnounceChecks(progress, report);
   return run;
 }

@@ -28,12 +28,13 @@ struct NodeRun {
 // train.step, train.roundtrip, train.eval and ckpt.portable on `device`: the round trip. A
 // Python engine runs the image's recorded interpreter and path (`python`, verified before any
 // Python started), and not at all when that verification found anything (env.packages says
-// what).
+// what). `beside_portable` (RoundtripOptions's) starts what runs beside the portable process.
 std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& project,
                                      const ImagePythonFiles& python, const std::string& device,
                                      const std::filesystem::path& work,
                                      const std::filesystem::path& checkpoint_root,
-                                     Progress& progress);
+                                     Progress& progress,
+                                     std::function<void()> beside_portable = {});
 
 // env.*, data.*, ops.custom and the round trip on `train_device`: the checks of one node.
 // `measured` runs once the devices' throughput is measured (the other ranks wait for it

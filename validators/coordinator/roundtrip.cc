@@ -10,6 +10,7 @@
 #include <chrono>
 #include <future>
 #include <optional>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -24,6 +25,7 @@
 #include "coordinator/roundtrip_checks.h"
 #include "coordinator/roundtrip_runs.h"
 #include "coordinator/spec_resolver.h"
+#include "coordinator/state_dir.h"
 #include "plan/memory_model.h"
 #include "probes/gpu_telemetry.h"
 #include "project/artifact_paths.h"
@@ -37,6 +39,11 @@
 namespace trainlock::validate {
 namespace fs = std::filesystem;
 namespace {
+
+// Threads for hashing beside a process that trains on: half of the host's.
+unsigned HalfTheCores() {
+  return std::max(1u, std::thread::hardware_concurrency() / 2);
+}
 
 // B dies (SIGKILL) once its checkpoint is committed: the preemption of the round trip.
 bool CommittedACheckpoint(const EngineTranscript& t) {
@@ -57,11 +64,10 @@ class RoundtripRunner {
 
  private:
   std::vector<std::string> CommonArgs() const;
-  // Starts a process with the protocol's common options and `extra`. A gated Python engine is
-  // started ahead of its turn: it does its imports and waits (--start-after) until released,
-  // so the seconds of its interpreter and framework imports pass while the process before it
-  // still runs. The native worker has no gate to wait at (and starts in a second): a gated one
-  // is spawned at its release.
+  // Starts a process with the protocol's common options and `extra`. A gated process is started
+  // ahead of its turn: it loads its libraries (a Python engine its interpreter and framework, the
+  // native worker LibTorch) and waits (--start-after) without a device until released, so those
+  // seconds pass while the process before it still runs.
   EngineProcess Launch(const std::string& name, const std::vector<std::string>& extra,
                        bool gated = false, bool digest_state_later = false) const;
   EngineExpectation Expectation(const std::vector<std::string>& extra) const;
@@ -73,6 +79,10 @@ class RoundtripRunner {
   }
   void PrepareEngine();
   bool PortableFitsBesideResume(const WorkerRun& a) const;
+  bool PortableFitsBesideResumedState(const WorkerRun& a) const;
+  static bool SaidStep(const EngineProcess& process, int64_t step);
+  void FinishWithPortable(EngineProcess c_process, EngineProcess d_process, const fs::path& c_final,
+                          RoundtripRuns& out, const std::function<void()>& at_c_end) const;
   // The saving process B is also the reference A would be (it trains every step, measures the
   // step and writes its final state before it is killed), except with --kill-during-save, where
   // B dies mid-save, and with --only train.step, where nothing saves.
@@ -145,7 +155,7 @@ EngineProcess RoundtripRunner::Launch(const std::string& name,
     with_world.insert(with_world.end(), {"--nproc", std::to_string(o_.engine_nproc)});
   std::vector<std::string> argv_extra = with_world;  // its own options, after the common ones
   start.held = gated;
-  if (gated && o_.engine != "native") {
+  if (gated) {
     start.gate = o_.work_dir / (name + ".start");
     argv_extra.insert(argv_extra.end(), {"--start-after", start.gate->string()});
   }
@@ -215,6 +225,50 @@ bool RoundtripRunner::PortableFitsBesideResume(const WorkerRun& a) const {
   return static_cast<double>(total - used) > need;
 }
 
+// The portable process (D) may also start once the resumed one (C) has trained its last step,
+// when its engine then gives the device back (round_trip_engines.h) and what C keeps (weights,
+// optimizer moments and 1 GiB of context) leaves room for D's weights and eval logits with a
+// margin: C's end (its final state written to the host, its exit) and D's start overlap.
+bool RoundtripRunner::PortableFitsBesideResumedState(const WorkerRun& a) const {
+  const RoundTripEngine* engine = FindRoundTripEngine(o_.engine);
+  const TrainStepMetrics m = a.result.measurement.value_or(TrainStepMetrics{});
+  const int64_t total = m.device_total_bytes.value_or(-1);
+  if (!engine || !engine->frees_device_after_training || total <= 0 || o_.engine_nproc > 1)
+    return false;
+  const MemoryEstimate estimate = EstimateTrainingMemory(project_.config);
+  const double kept = estimate.weights_bytes + estimate.optimizer_bytes + 1.0 * (1 << 30);
+  const double need = estimate.weights_bytes + estimate.logits_bytes + 2.0 * (1 << 30);
+  return static_cast<double>(total) - kept > need;
+}
+
+// Whether `process` has said the step `step` (its losses, in order).
+bool RoundtripRunner::SaidStep(const EngineProcess& process, int64_t step) {
+  const std::vector<StepEvent>& losses = process.transcript().result().losses;
+  return !losses.empty() && losses.back().step >= step;
+}
+
+// Watches C and D as they run side by side; C is collected and its final state digested on a
+// thread of its own once its output ends (and `at_c_end` called), while D is still watched (so
+// D's times stay its own).
+void RoundtripRunner::FinishWithPortable(EngineProcess c_process, EngineProcess d_process,
+                                         const fs::path& c_final, RoundtripRuns& out,
+                                         const std::function<void()>& at_c_end) const {
+  std::future<void> c_done;
+  bool c_open = true, d_open = true;
+  while (c_open || d_open) {
+    if (c_open && !(c_open = c_process.Watch({}))) {
+      if (at_c_end) at_c_end();
+      c_done = std::async(std::launch::async, [&c_process, &c_final, &out] {
+        out.c = c_process.Collect();
+        DigestFinalState(c_final, out.c);
+      });
+    }
+    if (d_open) d_open = d_process.Watch({});
+  }
+  out.d = d_process.Collect();
+  c_done.get();
+}
+
 // Releases B, starts C and D gated once B has stepped after its save began, preempts B as the
 // options say, verifies B's checkpoint, then releases C and D (side by side when they fit) and
 // finishes them; when the checkpoint does not verify, C and D are ended unreleased. No process is
@@ -223,7 +277,7 @@ bool RoundtripRunner::PortableFitsBesideResume(const WorkerRun& a) const {
 // runs (C's while D runs): the coordinator's hashing waits on no process.
 void RoundtripRunner::RunResume(EngineProcess b_process, RoundtripRuns& out) {
   b_process.Release();
-  const fs::path c_final = o_.work_dir / "c-final.safetensors";
+  const fs::path c_final = StateFile(o_, "c-final.safetensors");
   std::vector<std::string> c_args = {"--steps", std::to_string(o_.steps), "--restore",
                                      "--final-state", c_final.string()};
   if (o_.negative_control == NegativeControl::kSkipRngRestore) c_args.push_back("--no-restore-rng");
@@ -241,13 +295,34 @@ void RoundtripRunner::RunResume(EngineProcess b_process, RoundtripRuns& out) {
   EngineProcess c_process =
       Launch("c-resumed", c_args, /*gated=*/true, /*digest_state_later=*/true);
   EngineProcess d_process = Launch("d-portable", {"--role", "portable"}, /*gated=*/true);
-  out.b = Finish(std::move(b_process), b_preempt);
-  out.b_s = out.b.seconds;
-  // The steady-state saves are never restored: their bytes go before C writes its final state
-  // (B, which wrote them, is dead: nothing writes there any more; links are removed, not followed).
-  std::error_code ignored;
-  fs::remove_all(SteadyRoot(), ignored);
   const bool b_is_a = SavingRunIsReference();
+  // B's final state is digested as soon as B says it is written, while B warms up its run mode
+  // and waits for its upload (the digest leaves half the cores to B), not beside C's restore.
+  WorkerRun b_state;
+  std::future<void> b_state_digested;
+  while (b_process.Watch(b_preempt)) {
+    if (b_is_a && !b_state_digested.valid() && b_process.transcript().result().final_state) {
+      b_state_digested = std::async(std::launch::async, [this, &b_state] {
+        DigestFinalState(StateFile(o_, "b-final.safetensors"), b_state, HalfTheCores());
+      });
+    }
+  }
+  out.b = b_process.Collect();
+  out.b_s = out.b.seconds;
+  // The steady-state saves are never restored: their bytes go (beside the checkpoint's
+  // verification) before C is released to write its final state (B, which wrote them, is dead:
+  // nothing writes there any more; links are removed, not followed).
+  std::future<void> steady_removed = std::async(std::launch::async, [root = SteadyRoot()] {
+    std::error_code ignored;
+    fs::remove_all(root, ignored);
+  });
+  const auto take_b_state = [&] {
+    if (!b_state_digested.valid())
+      return DigestFinalState(StateFile(o_, "b-final.safetensors"), out.a);
+    b_state_digested.get();
+    out.a.state = std::move(b_state.state);
+    out.a.state_file = b_state.state_file;
+  };
   if (b_is_a) {
     out.a = out.b;  // one process: the run that saved trained on, uninterrupted, to the end
     out.a_s = out.b.seconds;
@@ -255,11 +330,12 @@ void RoundtripRunner::RunResume(EngineProcess b_process, RoundtripRuns& out) {
     out.decided_by_a = DecidedByA({o_, project_, python_}, out.a);
   }
   if (!out.decided_by_a) out.checkpoint = VerifyCommitted(out.b);
+  steady_removed.get();
   if (out.decided_by_a || !out.checkpoint || !out.checkpoint->problem.empty()) {
     // Nothing verified to restore: C and D are never released, and nothing runs after them.
     c_process.Abandon();
     d_process.Abandon();
-    if (b_is_a) DigestFinalState(o_.work_dir / "b-final.safetensors", out.a);
+    if (b_is_a) take_b_state();
     return;
   }
   // The negative control damages the checkpoint after the coordinator verified it: what it
@@ -270,19 +346,26 @@ void RoundtripRunner::RunResume(EngineProcess b_process, RoundtripRuns& out) {
     CorruptCheckpoint(o_.checkpoint_root, out.checkpoint->dir.filename().string());
   c_process.Release();
   std::future<void> a_state;
-  if (b_is_a) {
-    a_state = std::async(std::launch::async, [this, &out] {
-      DigestFinalState(o_.work_dir / "b-final.safetensors", out.a);
-    });
-  }
+  if (b_is_a) a_state = std::async(std::launch::async, take_b_state);
   out.beside = PortableFitsBesideResume(out.a);
+  const auto beside_portable = [this] {
+    if (o_.beside_portable) o_.beside_portable();
+  };
   if (out.beside) {
     d_process.Release();
-    std::tie(out.c, out.d) = FinishBoth(std::move(c_process), std::move(d_process));
-    DigestFinalState(c_final, out.c);
+    FinishWithPortable(std::move(c_process), std::move(d_process), c_final, out, beside_portable);
+  } else if (PortableFitsBesideResumedState(out.a)) {
+    // C gives the device back before it says its last step: D starts then, beside C's end.
+    while (!SaidStep(c_process, o_.steps) && c_process.Watch({})) {
+    }
+    d_process.Release();
+    beside_portable();
+    out.beside_end = true;
+    FinishWithPortable(std::move(c_process), std::move(d_process), c_final, out, {});
   } else {
     out.c = Finish(std::move(c_process));
     d_process.Release();
+    beside_portable();
     std::future<void> c_state =
         std::async(std::launch::async, [&c_final, &out] { DigestFinalState(c_final, out.c); });
     out.d = Finish(std::move(d_process));
@@ -292,7 +375,7 @@ void RoundtripRunner::RunResume(EngineProcess b_process, RoundtripRuns& out) {
   if (o_.reshard_to > 0 && Selected(o_.only, {"train.roundtrip"})) {
     out.e = Start("e-resharded", {"--steps", std::to_string(o_.steps), "--restore", "--nproc",
                                   std::to_string(o_.reshard_to), "--final-state",
-                                  (o_.work_dir / "e-final.safetensors").string()});
+                                  (StateFile(o_, "e-final.safetensors")).string()});
     out.e_s = out.e->seconds;
   }
 }
@@ -311,7 +394,7 @@ std::vector<std::string> RoundtripRunner::SavingArgs() const {
   }
   if (SavingRunIsReference()) {
     args.insert(args.end(), {"--measure-step", std::to_string(std::min<int64_t>(2, o_.steps)),
-                             "--final-state", (o_.work_dir / "b-final.safetensors").string()});
+                             "--final-state", (StateFile(o_, "b-final.safetensors")).string()});
     // A Python engine would exit once done; it waits for the SIGKILL as the native worker does
     // after a save, so nothing a clean exit does can complete its checkpoint.
     if (o_.engine != "native") args.push_back("--hold-until-killed");
@@ -326,13 +409,13 @@ void RoundtripRunner::RunBehindReference(RoundtripRuns& runs) {
   std::vector<std::string> a_args = {
       "--steps",        std::to_string(o_.steps),
       "--measure-step", std::to_string(std::min<int64_t>(2, o_.steps)),
-      "--final-state",  (o_.work_dir / "a-final.safetensors").string()};
+      "--final-state",  (StateFile(o_, "a-final.safetensors")).string()};
   if (o_.kill_during_save) {
     a_args.insert(a_args.end(), {"--state-at", std::to_string(StepToRestore(o_)),
                                  StateAtRestoredStepFile(o_).string()});
   }
   EngineProcess a_process = Launch("a-uninterrupted", a_args);
-  // B does its imports while A trains (a native B is spawned at its release); it is ended
+  // B does its imports while A trains (a native B loads LibTorch); it is ended
   // unreleased when A decides there is no B.
   std::optional<EngineProcess> b_process;
   if (!o_.step_only) b_process = Launch("b-preempted", SavingArgs(), /*gated=*/true);
@@ -377,15 +460,31 @@ RoundtripOptions WithAbsolutePaths(const RoundtripOptions& options) {
   return absolute;
 }
 
-}  // namespace
-
-RoundtripRuns RunRoundtripProcesses(const RoundtripOptions& options, const Project& project) {
-  return RoundtripRunner(WithAbsolutePaths(options), project).Run();
+// The final states' size: the model's weights and its optimizer's moments, as the round trip's
+// states hold them (fp32 weights, AdamW's two moments; a smaller optimizer's are smaller).
+uint64_t StateBytes(const Project& project) {
+  const MemoryEstimate estimate = EstimateTrainingMemory(project.config);
+  return static_cast<uint64_t>(std::max(0.0, estimate.weights_bytes + estimate.optimizer_bytes));
 }
 
+// The states held at once: B's being digested while C writes its own; with --kill-during-save
+// also A's at the restored step and C's right after its restore, kept until judged.
+int StatesHeldAtOnce(const RoundtripOptions& o) {
+  return o.kill_during_save ? 4 : 2;
+}
+
+}  // namespace
+
 std::vector<CheckResult> RunRoundtrip(const RoundtripOptions& options, const Project& project) {
-  const RoundtripOptions absolute = WithAbsolutePaths(options);  // the judge reads them too
-  const RoundtripRuns runs = RoundtripRunner(absolute, project).Run();
+  RoundtripOptions absolute = WithAbsolutePaths(options);  // the judge reads them too
+  // Kept until the judging below has read the states it diffs; removed at its end.
+  const StateDirectory states =
+      StateDirectory::Choose(absolute.work_dir, absolute.state_dir, kMemoryStateRoot,
+                             StateBytes(project), StatesHeldAtOnce(absolute));
+  absolute.state_dir = fs::absolute(states.path());
+  RoundtripRuns runs = RoundtripRunner(absolute, project).Run();
+  runs.states_in = states.where();
+  runs.states_not_in_memory = states.why_not_memory();
   return JudgeRoundtrip({absolute, project, runs.python}, runs);
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,9 @@
 namespace trainlock::validate {
 
 struct RoundtripOptions {
-  std::filesystem::path work_dir;         // results and final states
+  std::filesystem::path work_dir;  // results (and the final states when state_dir is "")
+  // Where the processes write their final states (state_dir.h); "" the work directory.
+  std::filesystem::path state_dir;
   std::filesystem::path checkpoint_root;  // where B saves and C restores
   int64_t steps = kDefaultValidateSteps;
   int64_t checkpoint_at = kDefaultCheckpointAt;
@@ -51,6 +54,10 @@ struct RoundtripOptions {
   // --only's list (empty: every check): an unselected check of the four is never judged, even
   // when its processes ran for a selected one.
   std::vector<std::string> only;
+  // Called once, if the round trip gets there, when the portable process (D) runs and nothing
+  // trains beside it any more: work that needs the GPU briefly and times nothing (ops.custom)
+  // starts then, beside D, instead of before the round trip.
+  std::function<void()> beside_portable;
 };
 
 // The step the resumed process must restore: the checkpoint at checkpoint_at, or, when the kill
@@ -59,22 +66,23 @@ inline int64_t StepToRestore(const RoundtripOptions& o) {
   return o.kill_during_save && o.kill_point == kAfterCommit ? o.checkpoint_at + 1 : o.checkpoint_at;
 }
 
+// The final state file `name` of this run: in state_dir, else the work directory.
+inline std::filesystem::path StateFile(const RoundtripOptions& o, const std::string& name) {
+  return (o.state_dir.empty() ? o.work_dir : o.state_dir) / name;
+}
+
 // The torn-snapshot check's states (--kill-during-save only): A's after the step C restores, C's
 // right after its restore. They must be bitwise equal, or the checkpoint holds another step's
 // state than the step it says (an optimizer step leaked into the staged copy).
 inline std::filesystem::path StateAtRestoredStepFile(const RoundtripOptions& o) {
-  return o.work_dir / "a-state-at-restored-step.safetensors";
+  return StateFile(o, "a-state-at-restored-step.safetensors");
 }
 inline std::filesystem::path RestoredStateFile(const RoundtripOptions& o) {
-  return o.work_dir / "c-restored-state.safetensors";
+  return StateFile(o, "c-restored-state.safetensors");
 }
 
-// Runs processes A to E as `options` say (launching, gating, preempting, corrupting) into
-// what they did, and judges nothing. `project` is the project the validation loaded: its lock
-// and config are resolved into the engine spec the processes read.
-RoundtripRuns RunRoundtripProcesses(const RoundtripOptions& options, const Project& project);
-
-// Runs the processes and returns the four checks roundtrip_checks.h judges, in report order.
+// Runs the processes (their final states where StateDirectory::Choose puts them when
+// options.state_dir is "") and returns the four checks roundtrip_checks.h judges, in report order.
 // `project` is the project the validation loaded: the coordinator reads its config from here and
 // never loads it again; the processes read the engine spec resolved from it.
 std::vector<CheckResult> RunRoundtrip(const RoundtripOptions& options, const Project& project);

@@ -858,6 +858,9 @@ std::vector<CheckResult> JudgeEveryProcess(const JudgeInputs& in, const Roundtri
   }
   RoundtripMetrics placement;
   placement.portable_beside_resume = r.beside;
+  if (r.beside_end) placement.portable_beside_resume_end = true;
+  if (!r.states_in.empty()) placement.states_in = r.states_in;
+  if (!r.states_not_in_memory.empty()) placement.states_not_in_memory = r.states_not_in_memory;
   placement.processes = processes;
   placement.telemetry = ToJson(r.telemetry);
   JudgeStepBesideTelemetry(r.telemetry, &checks[0]);  // a throttled step time is not the node's

@@ -62,7 +62,11 @@ struct RoundtripRuns {
   std::optional<WorkerRun> e;
   double a_s = 0, b_s = 0, e_s = 0;  // wall times; B's includes its waiting for the kill
   bool beside = false;               // C and D ran side by side
-  TelemetryMetrics telemetry;        // NVML's samples while the processes trained
+  bool beside_end = false;           // D started once C had trained its last step
+  // Where the final states were written (state_dir.h): "memory", "option" or "work-dir", and
+  // why not in memory when they were not.
+  std::string states_in, states_not_in_memory;
+  TelemetryMetrics telemetry;  // NVML's samples while the processes trained
 };
 
 }  // namespace trainlock::validate

@@ -418,6 +418,7 @@ int RunValidate(const ValidateOptions& o) {
   if (no_gpu.empty()) RefuseUnsupportedEngineRun(project, o, TrainsOnCpu(o, rank));
   const CheckpointStorage storage = ChooseCheckpointStorage(o, project);
   RequireCheckpointStorage(storage, project);
+  RequireStateDirectory(o.state_dir);
   const std::string sign_pem = ReadSigningKey(o.sign_key);
   Progress progress(ProgressStyleFor(o, rank), ProgressSource(rank));
   if (!o.json) progress.LeaveChecksToSummary();  // PrintSummary lists every check

@@ -52,6 +52,21 @@ void RequireCheckpointStorage(const CheckpointStorage& storage, const Project& p
       "give the storage the long run checkpoints to, mounted and writable here"});
 }
 
+void RequireStateDirectory(const fs::path& state_dir) {
+  if (state_dir.empty()) return;
+  std::error_code ec;
+  std::string problem;
+  if (!fs::is_directory(state_dir, ec))
+    problem = fs::exists(state_dir, ec) ? "is not a directory" : "does not exist";
+  else if (::access(state_dir.c_str(), W_OK | X_OK) != 0)
+    problem = "is not writable by this process";
+  if (problem.empty()) return;
+  throw InputError(Diagnostic{"--state-dir",
+                              {},
+                              Quoted(state_dir.string()) + " " + problem,
+                              "name an existing, writable directory, or leave --state-dir out"});
+}
+
 fs::path CheckpointRoot(const ValidateOptions& o, const Project& project, const fs::path& work) {
   const CheckpointStorage storage = ChooseCheckpointStorage(o, project);
   if (storage.source == "work-dir") return work / "checkpoints";

@@ -31,6 +31,10 @@ CheckpointStorage ChooseCheckpointStorage(const ValidateOptions& o, const Projec
 // is the long run's, never created here.
 void RequireCheckpointStorage(const CheckpointStorage& storage, const Project& project);
 
+// Throws InputError (exit 2) naming --state-dir when it is given and is not an existing
+// directory this process may write.
+void RequireStateDirectory(const std::filesystem::path& state_dir);
+
 // `work`/checkpoints when no storage is named; else a directory of this run's own, made under
 // the storage (RequireCheckpointStorage'd) with a random name (trainlock-validate-XXXXXX) that
 // no other run can share or predict.

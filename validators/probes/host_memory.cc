@@ -57,6 +57,42 @@ uint64_t HostMemoryBytes() {
          static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
+std::optional<uint64_t> AvailableMemoryBytes() {
+  const auto kib = KeyedValue("/proc/meminfo", "MemAvailable:");
+  if (!kib || *kib > (uint64_t{1} << 50)) return std::nullopt;
+  return *kib * 1024;
+}
+
+namespace {
+// The free memory of the v2 cgroup directory `dir` under its limit; nullopt when unlimited.
+std::optional<uint64_t> FreeUnderLimit(const std::string& dir) {
+  std::ifstream max_file(dir + "/memory.max");
+  uint64_t limit = 0;
+  if (!(max_file >> limit)) return std::nullopt;  // no limit (the word max), or unreadable
+  std::ifstream current_file(dir + "/memory.current");
+  uint64_t current = 0;
+  if (!(current_file >> current)) return std::nullopt;
+  const uint64_t file = KeyedValue(dir + "/memory.stat", "file").value_or(0);
+  const uint64_t shmem = KeyedValue(dir + "/memory.stat", "shmem").value_or(0);
+  const uint64_t droppable = file > shmem ? file - shmem : 0;
+  const uint64_t held = current > droppable ? current - droppable : 0;
+  return limit > held ? limit - held : 0;
+}
+}  // namespace
+
+std::optional<uint64_t> CgroupFreeMemoryBytes() {
+  auto [path, v2] = OwnCgroup();
+  if (!v2) return std::nullopt;
+  std::optional<uint64_t> smallest;
+  for (int depth = 0; depth < 64; ++depth) {  // a cgroup path is far shorter
+    const std::optional<uint64_t> free = FreeUnderLimit("/sys/fs/cgroup" + path);
+    if (free && (!smallest || *free < *smallest)) smallest = free;
+    if (path.empty() || path == "/") break;
+    path = path.substr(0, path.rfind('/'));
+  }
+  return smallest;
+}
+
 std::optional<uint64_t> CgroupOomKills() {
   const auto [path, v2] = OwnCgroup();
   if (v2) {

@@ -20,6 +20,14 @@ std::optional<uint64_t> PeakRssBytes(pid_t pid);
 // Physical memory of the host.
 uint64_t HostMemoryBytes();
 
+// MemAvailable of /proc/meminfo in bytes: what the host can give without swapping.
+std::optional<uint64_t> AvailableMemoryBytes();
+
+// What this process's cgroup (v2) and the cgroups above it may still take before their
+// memory.max: the smallest over those with a limit of max - current + the page cache they could
+// drop (memory.stat's file less shmem); nullopt when none has a limit or none is readable.
+std::optional<uint64_t> CgroupFreeMemoryBytes();
+
 // The oom_kill counter of this process's cgroup (v2 memory.events, or v1's
 // memory.oom_control); nullopt when no counter is readable.
 std::optional<uint64_t> CgroupOomKills();

@@ -30,6 +30,7 @@ struct ValidateOptions {
       checkpoint_dir;              // "" = the lock's validate.checkpoint-dir, else the work dir
   std::filesystem::path work_dir;  // "" = a fresh temporary directory
   bool keep_work = false;
+  std::filesystem::path state_dir;  // --state-dir: "" = in memory when it has room (state_dir.h)
   std::string device = "auto";
   int threads = 0;
   int timeout_s = 900;

@@ -243,17 +243,24 @@ TrainStepMetrics MeasurementMetrics(int64_t step, const StepMeasurement& m) {
   return out;
 }
 
-// train.step in the mode the long run trains in. The reference steps above ran with
-// deterministic kernels (the bitwise round trip needs them); a run that does not ask for them
-// gets torch's default, faster kernels, so its step is measured again that way, after the
-// reference is recorded: a warm-up step in the new mode, then the median of measured steps.
-TrainStepMetrics MeasureInRunMode(Trainer& trainer, bool deterministic,
-                                  TrainStepMetrics reference) {
-  reference.mode = "deterministic";
-  if (deterministic) return reference;
+// The reference steps ran with deterministic kernels (the bitwise round trip needs them); a run
+// that does not ask for them gets torch's default, faster kernels, so once the reference is
+// recorded the process switches to them and takes an untimed warm-up step, in which they pick
+// their algorithms. False when the run is deterministic (nothing to switch).
+bool SwitchToRunMode(Trainer& trainer, bool deterministic) {
+  if (deterministic) return false;
   at::globalContext().setDeterministicAlgorithms(false, false);
+  const double loss = trainer.Step();
+  if (!std::isfinite(loss)) throw NonFiniteLoss(trainer.step(), loss);
+  return true;
+}
+
+// train.step in the mode the long run trains in (after SwitchToRunMode): the median of measured
+// steps; the reference's own measurement when the run is deterministic.
+TrainStepMetrics MeasureInRunMode(Trainer& trainer, bool switched, TrainStepMetrics reference) {
+  reference.mode = "deterministic";
+  if (!switched) return reference;
   const int measured = trainer.model()->parameters().front().is_cuda() ? 5 : 3;
-  trainer.Step();  // warm-up: the default kernels pick their algorithms
   std::vector<StepMeasurement> steps;
   for (int i = 0; i < measured; ++i) {
     StepMeasurement m;
@@ -393,6 +400,10 @@ void TrainOneStep(const WorkerOptions& o, Trainer& trainer,
     loss = trainer.Step();
   }
   if (!std::isfinite(loss)) throw NonFiniteLoss(trainer.step(), loss);
+  // A process that only writes its state after its last step (the resumed one) gives the device
+  // back before saying that step: the coordinator may start the portable process then.
+  const bool trains_on = o.measure_step > 0 || o.save_at > 0 || !o.state_at_file.empty();
+  if (trainer.step() == o.steps && !trains_on) trainer.ReleaseTrainingMemory();
   StepEvent stepped;
   stepped.step = trainer.step();
   stepped.loss = loss;
@@ -505,10 +516,12 @@ int RunTrain(const WorkerOptions& o) {
       WriteState(o.state_at_file, trainer->FinalState(/*on_device=*/true), o.state_at, false);
     SaveAfterStep(o, *trainer, checkpointer, leaked);
   }
-  // The final state is written while the checkpoint's upload goes on, and the step is measured
-  // in the run's mode only once the upload is done: no write shares the host with the timing.
+  // The final state and the run mode's untimed warm-up step go on beside the checkpoint's
+  // upload; the timed steps only once it is done: no write shares the host with the timing.
   if (!o.final_state.empty())
     WriteState(o.final_state, trainer->FinalState(/*on_device=*/true), trainer->step(), true);
+  const bool switched =
+      measurement && SwitchToRunMode(*trainer, setup.spec.config.training.deterministic);
   if (checkpointer.in_flight()) AnnounceCommitted(o.save_at, checkpointer);
   // The saving worker never returns to say which pinned files it read: it says so here, before
   // the measurement, after which the coordinator may kill it.
@@ -516,8 +529,7 @@ int RunTrain(const WorkerOptions& o) {
     for (const ArtifactRow& row : VerifiedArtifacts()) Emit(kEventArtifact, ToJson(row));
   std::vector<double> run_mode_steps;
   if (measurement) {
-    const TrainStepMetrics run_mode =
-        MeasureInRunMode(*trainer, setup.spec.config.training.deterministic, *measurement);
+    const TrainStepMetrics run_mode = MeasureInRunMode(*trainer, switched, *measurement);
     if (run_mode.step_times_s && run_mode.step_times_s->is_array())
       run_mode_steps = run_mode.step_times_s->get<std::vector<double>>();
     Emit(kEventMeasurement, ToJson(run_mode));
@@ -613,12 +625,14 @@ double SustainedMatmulTflops(const torch::TensorOptions& options, int index) {
 
 // Dense bf16 matmul throughput as a datasheet states it: square matmuls of several sizes into a
 // preallocated output, each timed over bursts of back-to-back launches (launch gaps and the
-// host's synchronization do not count) of two lengths: about 6 ms, shorter than the power
-// limiter's reaction, which is the clock a datasheet's peak assumes, and about 60 ms, the
-// sustained clock under that limit. The best burst of three per size and length, the best
-// overall reported; every figure is kept under matmul_method; then the sustained rate at the power
-// limit (SustainedMatmulTflops). The probe runs with torch's
-// default kernels and cuBLAS workspace (not the round trip's deterministic settings).
+// host's synchronization do not count) of about 6 ms, shorter than the power limiter's reaction,
+// which is the clock a datasheet's peak assumes. The best burst of three per size, the best
+// overall reported; every figure is kept under matmul_method; then the rate at the power limit
+// (SustainedMatmulTflops), which replaced the 60 ms bursts this probe also timed until
+// 2026-12-07 (a second of the verdict's time, never the judged figure). The probe runs with
+// torch's default kernels and cuBLAS workspace (not the round trip's deterministic settings).
+constexpr double kBurstSeconds = 0.006;
+
 void MeasureMatmul(const torch::TensorOptions& options, int index, nlohmann::json& d) {
   nlohmann::json per_size = nlohmann::json::object();
   double best = 0;
@@ -628,30 +642,26 @@ void MeasureMatmul(const torch::TensorOptions& options, int index, nlohmann::jso
     torch::Tensor out = torch::empty({n, n}, options.dtype(torch::kBFloat16));
     const double flops = 2.0 * static_cast<double>(n) * n * n;
     const double guess_s = flops / 800e12;  // an H200's order of magnitude; only sizes bursts
-    for (const double burst_s : {0.006, 0.060}) {
-      const int burst = static_cast<int>(std::max(2.0, std::round(burst_s / guess_s)));
-      double fastest = 1e30;
-      for (int round = 0; round < 4; ++round) {  // the first burst warms up
-        const double s = MedianSeconds(
-            [&] {
-              for (int k = 0; k < burst; ++k) at::mm_out(out, a, b);
-            },
-            index, 0, 1);
-        if (round > 0) fastest = std::min(fastest, s / burst);
-      }
-      const double tflops = flops / fastest / 1e12;
-      per_size[std::to_string(n) + (burst_s < 0.01 ? "/6ms" : "/60ms")] = tflops;
-      best = std::max(best, tflops);
+    const int burst = static_cast<int>(std::max(2.0, std::round(kBurstSeconds / guess_s)));
+    double fastest = 1e30;
+    for (int round = 0; round < 4; ++round) {  // the first burst warms up
+      const double s = MedianSeconds(
+          [&] {
+            for (int k = 0; k < burst; ++k) at::mm_out(out, a, b);
+          },
+          index, 0, 1);
+      if (round > 0) fastest = std::min(fastest, s / burst);
     }
+    const double tflops = flops / fastest / 1e12;
+    per_size[std::to_string(n) + "/6ms"] = tflops;
+    best = std::max(best, tflops);
   }
   d["matmul_tflops"] = best;
   d["matmul_tflops_sustained"] = SustainedMatmulTflops(options, index);
   d["matmul_method"] = {
       {"dtype", "bf16"},
       {"tflops_by_size", per_size},
-      {"timing",
-       "best of 3 bursts of back-to-back mm_out per size and burst length (about 6 and "
-       "60 ms), best overall"},
+      {"timing", "best of 3 bursts of back-to-back mm_out of about 6 ms per size, best overall"},
       {"sustained",
        "8192^3 mm_out back to back for 1.5 s, synchronized every 8; the rate over the last "
        "second (matmul_tflops_sustained)"}};
@@ -784,6 +794,18 @@ int RunSpeakingProtocol(const WorkerOptions& o, std::optional<ErrorEvent>* error
   return code;
 }
 
+// --start-after: the process exists, LibTorch and its CUDA libraries loaded, before its turn;
+// it opens no device and reads nothing until the coordinator creates the file. False when the
+// process that started it ended first (nothing would ever create the file).
+bool WaitForRelease(const std::filesystem::path& gate) {
+  const pid_t parent = ::getppid();
+  while (::access(gate.c_str(), F_OK) != 0) {
+    if (::getppid() != parent) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
 }  // namespace
 
 int RunWorker(const WorkerOptions& o) {
@@ -793,7 +815,13 @@ int RunWorker(const WorkerOptions& o) {
     ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
     at::globalContext().setDeterministicAlgorithms(true, false);
   }
-  SecondsSinceWorkerStart();  // starts the clock
+  if (!o.start_after.empty() && !WaitForRelease(o.start_after)) {
+    Emit(kEventError, ToJson(Failed("input", "--start-after " + o.start_after.string() +
+                                                 ": the process that started this one ended "
+                                                 "before releasing it")));
+    return kWorkerBadInput;
+  }
+  SecondsSinceWorkerStart();  // starts the clock (at the release of a process started early)
   if (o.threads > 0) torch::set_num_threads(o.threads);
   std::optional<ErrorEvent> error;
   const int code =

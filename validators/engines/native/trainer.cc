@@ -225,6 +225,16 @@ double Trainer::Step() {
   return loss;
 }
 
+void Trainer::ReleaseTrainingMemory() {
+  for (auto& [name, p] : params_) p.mutable_grad() = torch::Tensor();
+#if defined(TRAINLOCK_WITH_CUDA)
+  if (options_.device.is_cuda()) {
+    torch::cuda::synchronize(options_.device.index());
+    c10::cuda::CUDACachingAllocator::emptyCache();
+  }
+#endif
+}
+
 DeviceMemory ReadDeviceMemory(const torch::Device& device) {
   DeviceMemory d;
 #if defined(TRAINLOCK_WITH_CUDA)

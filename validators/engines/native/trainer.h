@@ -87,6 +87,10 @@ class Trainer {
 
   CheckpointContents Capture();
   void Restore(const CheckpointContents& contents, const RestoreOptions& options = {});
+  // Gives the device back what training alone needs (gradients, the caching allocator's free
+  // blocks), keeping the state: after the last step of a process that only writes its state
+  // next, so that the portable process can start beside it (docs/validate.md, "What runs", D).
+  void ReleaseTrainingMemory();
   // Parameters and optimizer moments (on the CPU, or where they live), for bitwise
   // comparison between runs.
   std::vector<NamedTensor> FinalState(bool on_device = false);
