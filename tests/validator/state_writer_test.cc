@@ -41,15 +41,6 @@ TEST(StateWriter, WritesTheFileWriteSafetensorsWritesByteForByte) {
   EXPECT_TRUE(torch::equal(back.at("model.embed.weight"), state[1].tensor));
 }
 
-TEST(StateWriter, ThePwritePathWritesTheSameBytesAsTheMappedOne) {
-  testing::TempDir dir;
-  const std::vector<NamedTensor> state = MixedState();
-  WriteStateFile(dir.path() / "mapped.safetensors", state, StateWritePath::kMappedWhenRoom);
-  WriteStateFile(dir.path() / "pwrite.safetensors", state, StateWritePath::kPwrite);
-  EXPECT_TRUE(testing::ReadFile(dir.path() / "mapped.safetensors") ==
-              testing::ReadFile(dir.path() / "pwrite.safetensors"));
-}
-
 TEST(StateWriter, ALongerFileLeftAtItsPathIsReplacedWhole) {
   testing::TempDir dir;
   const fs::path file = dir.path() / "final.safetensors";

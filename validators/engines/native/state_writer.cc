@@ -2,15 +2,11 @@
 #include "engines/native/state_writer.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdint>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <thread>
 
@@ -61,70 +57,22 @@ std::vector<StateSlice> SliceTensors(const std::vector<torch::Tensor>& bytes,
   return slices;
 }
 
-// One slice's bytes in host memory: a device tensor's copied into a pinned buffer (torch's host
-// allocator caches it, so the next slice reuses it), a host tensor's in place.
-torch::Tensor HostBytes(const StateSlice& s) {
-  torch::Tensor part = s.bytes->narrow(0, s.from, s.size);
-  if (part.device().is_cpu()) return part;
-  return torch::empty({s.size}, torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true))
-      .copy_(part);
-}
-
-// Writes one slice with pwrite. The file system serializes writes to one file (the inode lock of
-// ext4's and tmpfs's buffered writes), so this path moves about 2-3 GB/s whatever the threads.
+// Writes one slice: a device tensor's through a pinned buffer (torch's host allocator caches
+// it, so the next slice reuses it), a host tensor's in place.
 void WriteSlice(int fd, const std::filesystem::path& file, const StateSlice& s) {
-  const torch::Tensor part = HostBytes(s);
+  torch::Tensor part = s.bytes->narrow(0, s.from, s.size);
+  if (!part.device().is_cpu()) {
+    part = torch::empty({s.size}, torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true))
+               .copy_(part);
+  }
   WriteAllAt(fd, static_cast<const char*>(part.data_ptr()), static_cast<size_t>(s.size), s.file_at,
              file);
-}
-
-// Copies one slice into the file's shared mapping: the page faults of different pages take no
-// lock in common, so the threads' copies go side by side (the pilot's 14.8 GB in about 1.5 s
-// against 5 to 9 s through pwrite).
-void CopySlice(char* mapped, const StateSlice& s) {
-  const torch::Tensor part = HostBytes(s);
-  char* to = mapped + s.file_at;
-#ifdef MADV_POPULATE_WRITE
-  // The pages made in one call rather than one fault each; an older kernel refuses (EINVAL)
-  // and the copy below faults them in.
-  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t start = reinterpret_cast<uintptr_t>(to) & ~(page - 1);
-  ::madvise(reinterpret_cast<void*>(start),
-            reinterpret_cast<uintptr_t>(to) + static_cast<uintptr_t>(s.size) - start,
-            MADV_POPULATE_WRITE);
-#endif
-  std::memcpy(to, part.data_ptr(), static_cast<size_t>(s.size));
-}
-
-// Whether the file system of `fd` has room for `bytes` more with a margin: a shared mapping that
-// runs out of room kills the process with SIGBUS, where pwrite would have said ENOSPC.
-bool HasRoomFor(int fd, uint64_t bytes) {
-  struct statvfs room {};
-  if (::fstatvfs(fd, &room) != 0) return false;
-  const uint64_t free_bytes = static_cast<uint64_t>(room.f_bavail) * room.f_frsize;
-  return free_bytes > bytes && free_bytes - bytes > (uint64_t{256} << 20);
-}
-
-// The state through a shared mapping of the file, sized first; false (nothing written) when the
-// file system lacks the room or refuses the mapping.
-bool WriteMapped(int fd, const SafetensorsLayout& layout, const std::vector<StateSlice>& slices,
-                 size_t threads) {
-  if (layout.file_bytes == 0 || !HasRoomFor(fd, layout.file_bytes)) return false;
-  if (::ftruncate(fd, static_cast<off_t>(layout.file_bytes)) != 0) return false;
-  void* mapped = ::mmap(nullptr, layout.file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (mapped == MAP_FAILED) return false;
-  const std::unique_ptr<void, std::function<void(void*)>> unmap(
-      mapped, [size = layout.file_bytes](void* m) { ::munmap(m, size); });
-  char* bytes = static_cast<char*>(mapped);
-  std::memcpy(bytes, layout.prefix.data(), layout.prefix.size());
-  ParallelFor(slices.size(), threads, [&](size_t i) { CopySlice(bytes, slices[i]); });
-  return true;
 }
 
 }  // namespace
 
 WrittenFile WriteStateFile(const std::filesystem::path& file,
-                           const std::vector<NamedTensor>& tensors, StateWritePath path) {
+                           const std::vector<NamedTensor>& tensors) {
   const std::vector<const NamedTensor*> sorted = SortedByName(tensors);
   const SafetensorsLayout layout = LayOutSafetensors(sorted, {});
   std::vector<torch::Tensor> bytes;  // each tensor as flat bytes, where it lives
@@ -132,17 +80,15 @@ WrittenFile WriteStateFile(const std::filesystem::path& file,
     bytes.push_back(t->tensor.detach().contiguous().reshape({-1}).view(torch::kUInt8));
   const std::vector<StateSlice> slices = SliceTensors(bytes, layout.data_at);
 
-  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) throw Failure(ErrnoText(file, "open"), kExitEnvironment);
   // Closed however the writes end; ParallelFor rethrows the first failing slice's error.
   const std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* f) {
     ::close(*f);
     delete f;
   });
-  const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency() / 2, 1, 16);
-  if (path == StateWritePath::kMappedWhenRoom && WriteMapped(fd, layout, slices, threads))
-    return WrittenFile{layout.file_bytes, ""};
   WriteAllAt(fd, layout.prefix.data(), layout.prefix.size(), 0, file);
+  const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency() / 2, 1, 8);
   ParallelFor(slices.size(), threads, [&](size_t i) { WriteSlice(fd, file, slices[i]); });
   return WrittenFile{layout.file_bytes, ""};
 }
