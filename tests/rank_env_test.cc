@@ -91,5 +91,46 @@ TEST(RankEnv, HostNameIsTheKernelsHostName) {
   }
 }
 
+// The final states a rank keeps in memory are counted once per rank that shares the host.
+int RanksHere(const std::map<std::string, std::string>& vars) {
+  auto getenv = [&](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+  return RanksOnThisHost(DetectRankEnv(getenv), getenv);
+}
+
+TEST(RanksOnThisHost, ASingleProcessIsOne) {
+  EXPECT_EQ(RanksHere({}), 1);
+}
+
+TEST(RanksOnThisHost, TorchrunSaysItsLocalWorldSize) {
+  EXPECT_EQ(RanksHere({{"RANK", "3"},
+                       {"WORLD_SIZE", "16"},
+                       {"LOCAL_WORLD_SIZE", "8"},
+                       {"MASTER_ADDR", "n0"},
+                       {"MASTER_PORT", "29500"}}),
+            8);
+}
+
+TEST(RanksOnThisHost, SlurmsTasksPerNodeIsReadToItsFirstCount) {
+  EXPECT_EQ(RanksHere({{"SLURM_PROCID", "1"},
+                       {"SLURM_NTASKS", "8"},
+                       {"SLURM_LOCALID", "1"},
+                       {"SLURM_TASKS_PER_NODE", "4(x2)"},
+                       {"MASTER_ADDR", "n0"},
+                       {"MASTER_PORT", "29500"}}),
+            4);
+}
+
+TEST(RanksOnThisHost, WithoutAPerHostCountEveryRankMayShareIt) {
+  EXPECT_EQ(RanksHere({{"RANK", "0"},
+                       {"WORLD_SIZE", "4"},
+                       {"LOCAL_WORLD_SIZE", "many"},
+                       {"MASTER_ADDR", "n0"},
+                       {"MASTER_PORT", "29500"}}),
+            4);
+}
+
 }  // namespace
 }  // namespace trainlock

@@ -121,4 +121,16 @@ std::string RankReportPath(const std::string& out, int rank) {
   return (p.parent_path() / (stem + ".rank-" + std::to_string(rank) + ext)).string();
 }
 
+int RanksOnThisHost(const std::optional<RankEnv>& env, const Getenv& getenv) {
+  if (!env || env->world_size <= 1) return 1;
+  for (const char* name : {"LOCAL_WORLD_SIZE", "SLURM_TASKS_PER_NODE"}) {
+    const std::optional<std::string> text = Var(getenv, name);
+    if (!text) continue;
+    char* end = nullptr;
+    const long n = std::strtol(text->c_str(), &end, 10);
+    if (end != text->c_str() && n >= 1 && n <= 65536) return static_cast<int>(n);
+  }
+  return env->world_size;
+}
+
 }  // namespace trainlock

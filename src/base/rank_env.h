@@ -25,6 +25,13 @@ struct RankEnv {
 // are inconsistent: a rank outside the world, a missing MASTER_ADDR, a port out of range.
 std::optional<RankEnv> DetectRankEnv(const std::function<const char*(const char*)>& getenv);
 
+// How many ranks of this validation may share this host (its memory): torchrun's and --nproc's
+// LOCAL_WORLD_SIZE, else the leading count of Slurm's SLURM_TASKS_PER_NODE ("4(x2)" -> 4), else
+// every rank of `env` (nothing says where they run), and 1 for a single process. Never below 1;
+// a value that is not a count counts as absent.
+int RanksOnThisHost(const std::optional<RankEnv>& env,
+                    const std::function<const char*(const char*)>& getenv);
+
 // A loopback TCP port that was free a moment ago (rank 0's rendezvous under --nproc; test
 // servers). Throws std::runtime_error when none can be bound.
 int FreeLoopbackPort();

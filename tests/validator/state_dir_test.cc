@@ -66,8 +66,17 @@ TEST(StatesInMemory, NotWhenTheCgroupsLimitLeavesTooLittle) {
   EXPECT_NE(why.find("this cgroup's memory limit leaves 40.0 GiB"), std::string::npos) << why;
 }
 
+TEST(StatesInMemory, RanksSharingTheHostEachNeedTheirOwn) {
+  MemoryRoom room = RoomyHost();
+  room.tmpfs_free_bytes = 1024 * kGiB;
+  room.available_bytes = 1024 * kGiB;                                // an 8-GPU node
+  EXPECT_EQ(WhyStatesDoNotFitInMemory(room, 100 * kGiB, 2, 1), "");  // an 8B model's states
+  const std::string why = WhyStatesDoNotFitInMemory(room, 100 * kGiB, 2, 8);
+  EXPECT_NE(why.find("it holds 1024.0 GiB, the states need 1601.0 GiB"), std::string::npos) << why;
+}
+
 TEST(StatesInMemory, AHugeEstimateDoesNotOverflowIntoAFit) {
-  EXPECT_NE(WhyStatesDoNotFitInMemory(RoomyHost(), ~uint64_t{0}, 4), "");
+  EXPECT_NE(WhyStatesDoNotFitInMemory(RoomyHost(), ~uint64_t{0}, 64, 65536), "");
 }
 
 TEST(StateDirectory, AGivenDirectoryHoldsAPrivateOneOfThisRunRemovedAtItsEnd) {

@@ -3,12 +3,14 @@
 #include "coordinator/node_run.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <future>
 #include <optional>
 
 #include "base/json_file.h"
 #include "base/program_path.h"
+#include "base/rank_env.h"
 #include "checks/data_checks.h"
 #include "checks/python_packages.h"
 #include "checks/smoke_command.h"
@@ -138,6 +140,8 @@ std::vector<CheckResult> RunTraining(const ValidateOptions& o, const Project& pr
   r.work_dir = work;
   r.checkpoint_root = checkpoint_root;
   r.state_dir = o.state_dir;
+  const auto getenv = [](const char* name) { return std::getenv(name); };
+  r.ranks_on_host = RanksOnThisHost(DetectRankEnv(getenv), getenv);
   r.steps = lock.validate.steps;
   r.checkpoint_at = lock.validate.checkpoint_at;
   r.keep_last = lock.validate.keep_last;

@@ -478,9 +478,9 @@ int StatesHeldAtOnce(const RoundtripOptions& o) {
 std::vector<CheckResult> RunRoundtrip(const RoundtripOptions& options, const Project& project) {
   RoundtripOptions absolute = WithAbsolutePaths(options);  // the judge reads them too
   // Kept until the judging below has read the states it diffs; removed at its end.
-  const StateDirectory states =
-      StateDirectory::Choose(absolute.work_dir, absolute.state_dir, kMemoryStateRoot,
-                             StateBytes(project), StatesHeldAtOnce(absolute));
+  const StateDirectory states = StateDirectory::Choose(
+      absolute.work_dir, absolute.state_dir, kMemoryStateRoot, StateBytes(project),
+      StatesHeldAtOnce(absolute), absolute.ranks_on_host);
   absolute.state_dir = fs::absolute(states.path());
   RoundtripRuns runs = RoundtripRunner(absolute, project).Run();
   runs.states_in = states.where();

@@ -23,6 +23,9 @@ struct RoundtripOptions {
   std::filesystem::path work_dir;  // results (and the final states when state_dir is "")
   // Where the processes write their final states (state_dir.h); "" the work directory.
   std::filesystem::path state_dir;
+  // Ranks of this validation that may share this host's memory (RanksOnThisHost): each keeps
+  // its own states.
+  int ranks_on_host = 1;
   std::filesystem::path checkpoint_root;  // where B saves and C restores
   int64_t steps = kDefaultValidateSteps;
   int64_t checkpoint_at = kDefaultCheckpointAt;

@@ -88,10 +88,13 @@ MemoryRoom MeasureMemoryRoom(const fs::path& dir) {
   return room;
 }
 
-std::string WhyStatesDoNotFitInMemory(const MemoryRoom& room, uint64_t state_bytes, int states) {
-  state_bytes = std::min(state_bytes, uint64_t{1} << 50);  // no state near this: no overflow
-  const uint64_t held = state_bytes * static_cast<uint64_t>(std::clamp(states, 0, 64));
-  const uint64_t memory_need = held + state_bytes + 4 * kGiB;
+std::string WhyStatesDoNotFitInMemory(const MemoryRoom& room, uint64_t state_bytes, int states,
+                                      int ranks) {
+  state_bytes = std::min(state_bytes, uint64_t{1} << 40);  // no state near this: no overflow
+  const uint64_t per_rank = static_cast<uint64_t>(std::clamp(states, 0, 64));
+  const uint64_t sharing = static_cast<uint64_t>(std::clamp(ranks, 1, 65536));
+  const uint64_t held = state_bytes * per_rank * sharing;
+  const uint64_t memory_need = held + state_bytes * sharing + 4 * kGiB;
   if (!room.tmpfs) return "not a RAM-backed file system (tmpfs)";
   if (!room.tmpfs_free_bytes || *room.tmpfs_free_bytes < held + kGiB)
     return "it holds " + Size(room.tmpfs_free_bytes.value_or(0)) + ", the states need " +
@@ -127,8 +130,8 @@ int RemoveAbandonedStateDirectories(const fs::path& memory_root) {
 }
 
 StateDirectory StateDirectory::Choose(const fs::path& work_dir, const fs::path& requested,
-                                      const fs::path& memory_root, uint64_t state_bytes,
-                                      int states) {
+                                      const fs::path& memory_root, uint64_t state_bytes, int states,
+                                      int ranks) {
   StateDirectory chosen;
   chosen.path_ = work_dir;
   chosen.where_ = "work-dir";
@@ -147,7 +150,7 @@ StateDirectory StateDirectory::Choose(const fs::path& work_dir, const fs::path& 
   }
   RemoveAbandonedStateDirectories(memory_root);
   const std::string why =
-      WhyStatesDoNotFitInMemory(MeasureMemoryRoom(memory_root), state_bytes, states);
+      WhyStatesDoNotFitInMemory(MeasureMemoryRoom(memory_root), state_bytes, states, ranks);
   if (!why.empty()) {
     chosen.why_not_memory_ = memory_root.string() + ": " + why;
     return chosen;

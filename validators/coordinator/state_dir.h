@@ -31,10 +31,12 @@ struct MemoryRoom {
 // The room `dir` and this host (and this process's cgroup) have now.
 MemoryRoom MeasureMemoryRoom(const std::filesystem::path& dir);
 
-// Whether `states` states of `state_bytes` each may be kept in memory: the file system holds them
-// and the memory available (host and cgroup) holds them, one more state's worth (the staging copy
-// a saving process keeps in host memory) and 4 GiB besides. "" when they fit, else why not.
-std::string WhyStatesDoNotFitInMemory(const MemoryRoom& room, uint64_t state_bytes, int states);
+// Whether `states` states of `state_bytes` each, for each of `ranks` ranks sharing the host, may
+// be kept in memory: the file system holds them all and the memory available (host and cgroup)
+// holds them, one more state's worth per rank (the staging copy a saving process keeps in host
+// memory) and 4 GiB besides. "" when they fit, else why not.
+std::string WhyStatesDoNotFitInMemory(const MemoryRoom& room, uint64_t state_bytes, int states,
+                                      int ranks = 1);
 
 class StateDirectory {
  public:
@@ -45,7 +47,7 @@ class StateDirectory {
   static StateDirectory Choose(const std::filesystem::path& work_dir,
                                const std::filesystem::path& requested,
                                const std::filesystem::path& memory_root, uint64_t state_bytes,
-                               int states);
+                               int states, int ranks = 1);
   ~StateDirectory();
   StateDirectory(StateDirectory&& other) noexcept;
   StateDirectory& operator=(StateDirectory&&) = delete;
