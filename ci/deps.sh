@@ -29,6 +29,8 @@ test_packages=(
   # tests of `trainlock lock`: a real registry on loopback, images built and read back with
   # buildah and skopeo, and Python stand-ins for the Hugging Face Hub and a tampering proxy
   docker-registry buildah skopeo python3 busybox-static
+  # umoci, a second reader of the OCI layouts `image build` writes (tests/lock_registry_test.cc)
+  umoci
   # the cpu image end to end: its base root file system from Debian packages (mmdebstrap, with
   # eatmydata to skip fsyncs) and pip in it (python3-venv)
   mmdebstrap eatmydata python3-venv

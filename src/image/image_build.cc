@@ -228,7 +228,15 @@ std::string BuildOnce(const std::string& engine, const ImageBuildOptions& o,
   return name;
 }
 
-// Pushes `name` to `destination` (docker://REF or oci:DIR) and returns the manifest digest.
+// The name an OCI layout the build writes gives its image (index.json's
+// `org.opencontainers.image.ref.name`), so that tools which address a layout's image by name
+// (umoci, skopeo's oci:DIR:REF) find it: the lock's build identity, which the image carries.
+// It is in index.json only, never in the manifest, so the digest does not depend on it.
+std::string OciLayoutDestination(const fs::path& layout, const Project& project) {
+  return "oci:" + layout.string() + ":" + project.lock->lock_build_sha256;
+}
+
+// Pushes `name` to `destination` (docker://REF or oci:DIR:NAME) and returns the manifest digest.
 std::string PushOnce(const std::string& engine, const ImageBuildOptions& o, const std::string& name,
                      const std::string& destination, const fs::path& digest_file) {
   std::vector<std::string> argv = ContainerToolCommand(engine, o.storage);
@@ -255,8 +263,8 @@ std::string PushOnce(const std::string& engine, const ImageBuildOptions& o, cons
 // and written as an OCI layout beside the rebuild's. Lines for Failure's notes; when the
 // recorded image cannot be fetched or read, one line saying why (the digests alone remain).
 std::vector<std::string> WhatDiffers(const std::string& engine, const ImageBuildOptions& o,
-                                     const BuiltImage& recorded, const fs::path& rebuilt,
-                                     const fs::path& layout) {
+                                     const Project& project, const BuiltImage& recorded,
+                                     const fs::path& rebuilt, const fs::path& layout) {
   constexpr size_t kMaxDifferenceLines = 40;
   if (recorded.ref.empty())
     return {"no per-file account: the lock records no ref to fetch the recorded image from"};
@@ -280,7 +288,7 @@ std::vector<std::string> WhatDiffers(const std::string& engine, const ImageBuild
       throw Failure("the pull printed no image id", kExitEnvironment);
     fs::remove_all(layout);
     std::vector<std::string> push = ContainerToolCommand(engine, o.storage);
-    push.insert(push.end(), {"push", id, "oci:" + layout.string()});
+    push.insert(push.end(), {"push", id, OciLayoutDestination(layout, project)});
     Run(push, "write the recorded image as an OCI layout", o.verbose, ContainerToolCall::kTransfer);
     std::vector<std::string> lines = DescribeImageDifference(layout, rebuilt, kMaxDifferenceLines);
     if (lines.empty()) lines.push_back("the two images hold the same configuration and files");
@@ -414,7 +422,7 @@ static BuiltImageResult BuildChecked(const fs::path& project_dir, const Project&
   const std::string first = BuildOnce(result.engine, o, context, 1, plain_http_base);
   progress.Begin(o.push.empty() ? "writing the image as an OCI layout" : "pushing to " + o.push);
   auto destination = [&](int n) {
-    return o.push.empty() ? "oci:" + (work / ("image-" + std::to_string(n))).string()
+    return o.push.empty() ? OciLayoutDestination(work / ("image-" + std::to_string(n)), project)
                           : "docker://" + o.push;
   };
   result.digest = PushOnce(result.engine, o, first, destination(1), work / "digest-1");
@@ -433,7 +441,7 @@ static BuiltImageResult BuildChecked(const fs::path& project_dir, const Project&
   if (recorded && result.digest != recorded->digest) {
     progress.Begin("comparing with the recorded image");
     std::vector<std::string> differences =
-        WhatDiffers(result.engine, o, *recorded, work / "image-1", work / "recorded");
+        WhatDiffers(result.engine, o, project, *recorded, work / "image-1", work / "recorded");
     progress.End();
     throw Failure("the rebuild of " + table + " gives " + result.digest + ", the lock records " +
                       recorded->digest + " (same lock, SOURCE_DATE_EPOCH " +
