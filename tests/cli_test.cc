@@ -48,9 +48,7 @@ TEST(CliCheck, FindingsExitOne) {
 TEST(CliCheck, MissingDirectoryIsBadInput) {
   auto r = RunTrainlock({"check", "/nonexistent/project"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err,
-            "/nonexistent/project: error: not a project directory; run `trainlock init "
-            "/nonexistent/project --from-hub ORG/NAME --target cuda|rocm|cpu`\n");
+  EXPECT_EQ(r.err, "/nonexistent/project: error: no such directory\n");
 }
 
 TEST(CliCheck, MissingManifestNamesTheFile) {

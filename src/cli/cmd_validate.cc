@@ -321,7 +321,7 @@ Command RegisterValidate(CLI::App& app, const GlobalOptions& global) {
           "1 fail.");
   cmd->add_option("DIR", options->dir,
                   "Project directory (or its trainlock.lock or trainlock.toml)")
-      ->transform(ProjectDirArgument())
+      ->transform(CLI::Validator(ProjectDirOrMissing, "DIR", "project directory"))
       ->capture_default_str();
   cmd->add_option("--image", options->image,
                   "Validate inside this image (REF or REF@sha256:...), pulled when not local");
@@ -352,6 +352,7 @@ Command RegisterValidate(CLI::App& app, const GlobalOptions& global) {
         options->dir = ".";
       }
     }
+    RequireProjectDirExists(options->dir);  // now that DIR is known to be DIR
     // `trainlock -q validate` and `-v`: the validator's own -q and -v, unless it was told
     // otherwise.
     std::vector<std::string>& p = options->passthrough;
