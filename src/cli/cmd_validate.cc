@@ -317,8 +317,8 @@ Command RegisterValidate(CLI::App& app, const GlobalOptions& global) {
           ValidatorOptionsSummary() +
           ".\nWith --image REF the validator inside that image runs (through buildah, podman or\n"
           "docker, with the GPUs passed through) on DIR mounted read-only; the report is then\n"
-          "bound to the image digest the engine resolved and signed on the host. Exit 0 pass,\n"
-          "1 fail.");
+          "bound to the image digest the engine resolved and signed on the host.\n" +
+          ValidateExitCodesHelp());
   cmd->add_option("DIR", options->dir,
                   "Project directory (or its trainlock.lock or trainlock.toml)")
       ->transform(CLI::Validator(ProjectDirOrMissing, "DIR", "project directory"))
