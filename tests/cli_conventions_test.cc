@@ -45,6 +45,23 @@ TEST(CliConventions, HelpOfACommandIsThatCommandsHelp) {
   EXPECT_NE(help.out.find("--nodes"), std::string::npos);
 }
 
+// `trainlock nosuch --help` is a usage error naming the word, never the top-level help.
+TEST(CliConventions, HelpAfterAnUnknownCommandNamesItAndIsAUsageError) {
+  auto r = RunTrainlock({"nosuch", "--help"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "trainlock: error: unknown command 'nosuch'\nrun `trainlock --help` for the list\n");
+}
+
+TEST(CliConventions, HelpAfterAMistypedNestedCommandSuggestsTheClosestOne) {
+  auto r = RunTrainlock({"fleet", "slrum", "--help"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("trainlock fleet: error: unknown command 'slrum'; did you mean 'slurm'?"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(CliConventions, HelpOfAnUnknownCommandSuggestsOne) {
   auto r = RunTrainlock({"help", "gaet"});
   EXPECT_EQ(r.exit_code, 2);
