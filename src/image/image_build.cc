@@ -16,6 +16,7 @@
 #include "base/tree_hash.h"
 #include "image/container_tool.h"
 #include "image/image_diff.h"
+#include "image/rebuild_sources.h"
 #include "lock/lock_check.h"
 #include "lock/lock_resolver.h"
 #include "project/artifact_paths.h"
@@ -299,6 +300,34 @@ std::vector<std::string> WhatDiffers(const std::string& engine, const ImageBuild
   }
 }
 
+// Whether the engine has `ref` among its images already (then the build does not pull it).
+bool EngineHasImage(const std::string& engine, const ImageBuildOptions& o, const std::string& ref) {
+  SpawnOptions spawn;
+  spawn.argv = ContainerToolCommand(engine, o.storage);
+  spawn.argv.insert(spawn.argv.end(), {"inspect", "--type", "image", ref});
+  spawn.null_stdin = true;
+  spawn.tail_lines = 1;
+  return RunContainerTool(spawn, ContainerToolCall::kQuery, "look for the base image").exit_code ==
+         0;
+}
+
+// --check rebuilds from what the lock records: each place that fetches from is probed first,
+// for a few seconds, so a host that is down is one line at once (rebuild_sources.h). With a
+// Containerfile of the user's own, only the base's registry, and only when it names the base.
+void ProbeRebuildSources(const std::string& engine, const ImageBuildOptions& o,
+                         const Target& target) {
+  constexpr long kProbeSeconds = 5;
+  const bool generated = o.containerfile.empty();
+  if (!generated && ReadInputFile(o.containerfile, o.containerfile.string()).find(target.base) ==
+                        std::string::npos)
+    return;
+  std::vector<RebuildSource> sources =
+      RebuildSources(target, EngineHasImage(engine, o, target.base), o.tls_verify);
+  if (!generated)
+    std::erase_if(sources, [](const RebuildSource& s) { return s.what != "the base's registry"; });
+  RequireReachable(sources, kProbeSeconds);
+}
+
 // --check's reference: the digest the lock records for the target (exit 2 when none, before
 // any work).
 const BuiltImage& RecordedImage(const Project& project, const ImageBuildOptions& o) {
@@ -407,6 +436,8 @@ static BuiltImageResult BuildChecked(const fs::path& project_dir, const Project&
   result.engine = PickContainerTool(o.engine, ContainerToolUse::kBuild);
   // The base comes over plain HTTP from a loopback registry (or with --no-tls-verify).
   const auto target = project.lock->targets.find(o.image.target);
+  if (recorded && target != project.lock->targets.end())
+    ProbeRebuildSources(result.engine, o, target->second);
   const bool plain_http_base = PlainHttpRegistry(
       target == project.lock->targets.end() ? "" : target->second.base, o.tls_verify);
   Progress quiet(ProgressStyle::kNone, "");
