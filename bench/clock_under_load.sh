@@ -57,4 +57,4 @@ nvidia-smi -q -d POWER,CLOCK,PERFORMANCE,TEMPERATURE >"$W/nvidia-smi-q-after.txt
 pack
 cp "$W"/*.json "$OUT"/ 2>/dev/null
 ls -la "$W" "$OUT"
-log done
+log "done"

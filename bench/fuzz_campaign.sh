@@ -46,7 +46,8 @@ cpu_seconds_in() {
 
 # One target: fuzz, then record seconds, CPU seconds, executions, corpus size and findings.
 fuzz_one() {
-  local target=$1 corpus=$campaign/$target log=$campaign/$target.log
+  local target=$1
+  local corpus=$campaign/$target log=$campaign/$target.log
   local artifacts=$src/build/fuzz/artifacts/$target
   "$src/tests/fuzz/run_fuzz.sh" seed "$src" "$target" "$corpus"
   mkdir -p "$artifacts"
@@ -65,10 +66,10 @@ fuzz_one() {
   size=$(find "$corpus" -type f | wc -l)
   local found=0 f
   mkdir -p "$src/tests/fuzz/regressions/$target"
-  for f in $(find "$artifacts" -type f -newer "$log.start" 2>/dev/null); do
+  while IFS= read -r -d '' f; do
     cp "$f" "$src/tests/fuzz/regressions/$target/"
     found=$((found + 1))
-  done
+  done < <(find "$artifacts" -type f -newer "$log.start" -print0 2>/dev/null)
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$ran" "$workers" "$cpu" "${execs:-0}" \
     "$size" "$found" "$(date -u +%FT%TZ)" "$machine" >>"$results/runs.tsv"
   rmdir "$src/tests/fuzz/regressions/$target" 2>/dev/null || true

@@ -41,7 +41,9 @@ case ${1:-} in
     read -ra chosen <<<"${FUZZ_TARGETS:-}"
     FUZZ_BIN=$bin FUZZ_JOBS=${FUZZ_JOBS:-11} FUZZ_WORKERS=${FUZZ_WORKERS:-4} \
       "$src/bench/fuzz_campaign.sh" "$seconds" "${chosen[@]}" || true
-    (cd "$src" && tar -cf "${OUT:?}/fuzz.tar" bench/results/*-fuzz $(ls -d tests/fuzz/regressions 2>/dev/null))
+    # The findings' folder only when a run made it.
+    (cd "$src" && found=() && { [ ! -d tests/fuzz/regressions ] || found=(tests/fuzz/regressions); } &&
+      tar -cf "${OUT:?}/fuzz.tar" bench/results/*-fuzz "${found[@]}")
     # The grown corpora, to go on from (build/fuzz/campaign), when small enough to come back.
     (cd "$src" && tar -cJf "$OUT/corpus.tar.xz" --exclude='*.log*' build/fuzz/campaign)
     [ "$(stat -c %s "$OUT/corpus.tar.xz")" -lt $((15 << 20)) ] || rm "$OUT/corpus.tar.xz"

@@ -29,15 +29,17 @@ test_packages=(
   # tests of `trainlock lock`: a real registry on loopback, images built and read back with
   # buildah and skopeo, and Python stand-ins for the Hugging Face Hub and a tampering proxy
   docker-registry buildah skopeo python3 busybox-static
+  # umoci, a second reader of the OCI layouts `image build` writes (tests/lock_registry_test.cc)
+  umoci
   # the cpu image end to end: its base root file system from Debian packages (mmdebstrap, with
   # eatmydata to skip fsyncs) and pip in it (python3-venv)
   mmdebstrap eatmydata python3-venv
   # tests of `trainlock report`: the HTML page in headless Chromium (with a font to draw
   # text), the JUnit XML against tests/junit/junit.xsd with xmllint
   chromium fonts-dejavu-core libxml2-utils
-  # the Slurm node gate against a real slurmctld and slurmd with munge (tests/slurm_gate_test.cc)
+  # the Slurm node gate against a real slurmctld and slurmd with munge (tests/node_gate_test.cc)
   slurm-wlm munge
-  # the shell linter, on every script of ci/ and examples/ and the generated fleet scripts
+  # the shell linter, on every shell script git tracks and the generated fleet scripts
   # (tests/shellcheck_test.cc) and on the example workflow's run: steps as actionlint runs it
   # (tests/ci_workflow_test.cc); no comment here may start with its name (a directive to it)
   shellcheck

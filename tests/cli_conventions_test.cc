@@ -45,10 +45,48 @@ TEST(CliConventions, HelpOfACommandIsThatCommandsHelp) {
   EXPECT_NE(help.out.find("--nodes"), std::string::npos);
 }
 
+// `trainlock nosuch --help` is a usage error naming the word, never the top-level help.
+TEST(CliConventions, HelpAfterAnUnknownCommandNamesItAndIsAUsageError) {
+  auto r = RunTrainlock({"nosuch", "--help"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "trainlock: error: unknown command 'nosuch'\nrun `trainlock --help` for the list\n");
+}
+
+TEST(CliConventions, HelpAfterAMistypedNestedCommandSuggestsTheClosestOne) {
+  auto r = RunTrainlock({"fleet", "slrum", "--help"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("trainlock fleet: error: unknown command 'slrum'; did you mean 'slurm'?"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(CliConventions, HelpOfAnUnknownCommandSuggestsOne) {
   auto r = RunTrainlock({"help", "gaet"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown command 'gaet'; did you mean 'gate'?"), std::string::npos) << r.err;
+}
+
+// docs/DESIGN.md, "Exit codes", as they apply to a validation.
+void ExpectEveryValidateExitCode(const std::string& help) {
+  for (const char* code : {"0 pass", "1 fail", "2 bad input or usage", "3 the environment failed",
+                           "128+N stopped by signal N"})
+    EXPECT_NE(help.find(code), std::string::npos) << code << " in\n" << help;
+}
+
+TEST(CliConventions, ValidateHelpListsEveryExitCodeOfAValidation) {
+  auto r = RunTrainlock({"validate", "--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  ExpectEveryValidateExitCode(r.out);
+}
+
+TEST(CliConventions, TheValidatorsHelpListsEveryExitCodeOfAValidation) {
+  if (!std::filesystem::exists(testing::BinDir() / "trainlock-validate"))
+    GTEST_SKIP() << "trainlock-validate is not built (no LibTorch)";
+  auto r = testing::RunProgram("trainlock-validate", {"--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  ExpectEveryValidateExitCode(r.out);
 }
 
 TEST(CliConventions, VersionNamesTheVersionAndACommitOfThisRepository) {

@@ -149,6 +149,39 @@ TEST_F(CliErrors, TheValidatorSaysItsErrorsInTheOneFormat) {
   ExpectOneError(RunIn(cwd_, "trainlock-validate", {"--out"}), "--out");
 }
 
+// The commands whose DIR is a project to read (its --help says "Project directory", and not
+// one `init` creates).
+std::vector<std::vector<std::string>> ProjectDirCommands() {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& leaf : LeafCommands()) {
+    std::vector<std::string> args = leaf;
+    args.push_back("--help");
+    const std::string help = testing::RunTrainlock(args).out;
+    static const std::regex kProjectDir(R"((^|\n)  DIR\s+.*Project directory (\(or|holding))");
+    if (std::regex_search(help, kProjectDir)) out.push_back(leaf);
+  }
+  return out;
+}
+
+// A mistyped project directory is named as missing, not taken for a project to `init`.
+TEST_F(CliErrors, AProjectDirectoryThatDoesNotExistIsNoSuchDirectory) {
+  const auto commands = ProjectDirCommands();
+  EXPECT_GE(commands.size(), 9u);  // check, hash, validate, lock, fetch, archs, image x3, fleet
+  for (const auto& leaf : commands) {
+    std::vector<std::string> args = leaf;
+    args.push_back("myprojet");
+    EXPECT_EQ(ExpectOneError(RunIn(cwd_, "trainlock", args), Joined(args)),
+              "myprojet: error: no such directory");
+  }
+}
+
+TEST_F(CliErrors, TheValidatorSaysAProjectDirectoryThatDoesNotExistIsNoSuchDirectory) {
+  if (!std::filesystem::exists(testing::BinDir() / "trainlock-validate"))
+    GTEST_SKIP() << "trainlock-validate is not built (no LibTorch)";
+  EXPECT_EQ(ExpectOneError(RunIn(cwd_, "trainlock-validate", {"myprojet"}), "myprojet"),
+            "myprojet: error: no such directory");
+}
+
 TEST_F(CliErrors, AMissingArgumentAndAMissingCommandAreUsageErrors) {
   EXPECT_EQ(ExpectOneError(RunIn(cwd_, "trainlock", {"inspect"}), "inspect"),
             "trainlock inspect: error: LIB is required");

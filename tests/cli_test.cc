@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+
 #include "test_support.h"
 
 namespace trainlock {
@@ -48,9 +50,22 @@ TEST(CliCheck, FindingsExitOne) {
 TEST(CliCheck, MissingDirectoryIsBadInput) {
   auto r = RunTrainlock({"check", "/nonexistent/project"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err,
-            "/nonexistent/project: error: not a project directory; run `trainlock init "
-            "/nonexistent/project --from-hub ORG/NAME --target cuda|rocm|cpu`\n");
+  EXPECT_EQ(r.err, "/nonexistent/project: error: no such directory\n");
+}
+
+// examples/h200-pilot copied elsewhere: its custom op's sources ("../ops") are not beside it,
+// which is said at the manifest's field, file:line:column, as other manifest errors are.
+TEST(CliCheck, CustomOpSourcesThatAreNotThereAreNamedAtTheirLine) {
+  testing::TempDir dir;
+  const std::filesystem::path project = dir.path() / "pilot";
+  std::filesystem::create_directories(project);
+  testing::CopyExample("h200-pilot", project);
+  auto r = RunTrainlock({"check", project.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_TRUE(r.err.starts_with((project / "trainlock.toml").string() +
+                                ":20:10: error: custom-ops[0].source: ../ops: no such directory (" +
+                                (dir.path() / "ops").string() + ")"))
+      << r.err;
 }
 
 TEST(CliCheck, MissingManifestNamesTheFile) {

@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -334,6 +335,40 @@ TEST_F(ContainerTool, CheckWithAnEmptyDigestIsAnEngineErrorNotADifference) {
   Fake("buildah", EngineWithDigestFile(": > \"$a\""));
   const RunResult r = Build({"--container-engine", "buildah", "--check"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+}
+
+// --check rebuilds from the lock's sources: with its package index and its base's registry
+// down (loopback ports nothing listens on) it says so in one line naming both, within seconds,
+// and builds nothing (it took pip's and the engine's retries, a minute and a screen, before).
+TEST_F(ContainerTool, CheckNamesEachUnreachableSourceInOneLineBeforeBuilding) {
+  Fake("buildah", WorkingEngine());
+  const std::string index = "http://127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
+  const std::string registry = "127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
+  for (const char* file : {"trainlock.toml", "trainlock.lock"}) {
+    std::string text = testing::ReadFile(project_ / file);
+    for (size_t at; (at = text.find("http://127.0.0.1:8765")) != std::string::npos;)
+      text.replace(at, 21, index);
+    text.replace(text.find("docker.io/library/debian"), 24, registry + "/library/debian");
+    testing::WriteFile(project_ / file, text);
+  }
+  std::string manifest_sha = Trainlock({"hash", project_.string(), "--manifest"}).out;
+  manifest_sha.erase(manifest_sha.find('\n'));
+  std::string lock = testing::ReadFile(project_ / "trainlock.lock");
+  const size_t pin = lock.find("manifest-sha256 = '") + 19;
+  lock.replace(pin, 64, manifest_sha);
+  testing::WriteFile(project_ / "trainlock.lock",
+                     lock + "\n[images.cpu]\nref = 'registry.example/tiny:1'\ndigest = '" +
+                         kDigest + "'\nsource-date-epoch = 1764460800\n");
+  const auto start = std::chrono::steady_clock::now();
+  const RunResult r = Trainlock({"image", "build", project_.string(), "--target", "cpu", "--check",
+                                 "--container-engine", "buildah", "-q"});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("the package index " + index + "/simple ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the base's registry http://" + registry + "/v2/ ("), std::string::npos)
+      << r.err;
+  EXPECT_TRUE(Calls("build").empty()) << Log();
 }
 
 TEST_F(ContainerTool, ABuildThatNeverReturnsIsStoppedAtTheTimeout) {

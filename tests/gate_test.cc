@@ -567,6 +567,22 @@ TEST_F(CliGate, MatchingReportExitsZero) {
   EXPECT_NE(r.out.find("gate: pass:"), std::string::npos) << r.out;
 }
 
+// `gate DIR` reads DIR's report and compares it with DIR's lock, wherever it runs from.
+TEST_F(CliGate, AProjectDirectoryGivesTheReportAndTheLock) {
+  const std::filesystem::path project = tmp_.path() / "project";
+  const std::filesystem::path elsewhere = tmp_.path() / "elsewhere";
+  std::filesystem::create_directories(project / ".trainlock/reports");
+  std::filesystem::create_directories(elsewhere);
+  testing::CopyExample("tiny", project);
+  std::filesystem::copy_file(Fixture(), project / ".trainlock/reports/report.json");
+  auto r = testing::RunCommand({"env", "-C", elsewhere.string(),
+                                (testing::BinDir() / "trainlock").string(), "gate",
+                                project.string(), "--allow-unsigned"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(" clears " + (project / "trainlock.lock").string()), std::string::npos)
+      << r.out;
+}
+
 TEST_F(CliGate, RefusalPrintsEveryReasonAndExitsOne) {
   auto r = testing::RunTrainlock({"gate", Fixture(), "--lock", Tiny(), "--max-age", "1m",
                                   "--require", "comm.ddp", "--allow-unsigned"});

@@ -381,5 +381,26 @@ TEST_F(CpuImage, ATamperedOrIncompleteClosureFailsTheBuild) {
   Timing("a build refusing an incomplete closure", start);
 }
 
+// A missing tool is named with the Debian packages this path needs, not the whole suite's
+// (ci/deps.sh would install Chromium, hipcc and Node for it): here skopeo and flock are not on
+// PATH, the other tools are stand-ins.
+TEST(ImagePathScript, AMissingToolIsNamedWithThisPathsPackagesOnly) {
+  testing::TempDir dir;
+  for (const char* present : {"buildah", "docker-registry", "python3", "mmdebstrap", "dpkg"})
+    fs::create_symlink("/bin/true", dir.path() / present);
+  for (const char* shell_tool : {"bash", "dirname"}) {
+    const RunResult which = RunCommand({"sh", "-c", std::string("command -v ") + shell_tool});
+    ASSERT_EQ(which.exit_code, 0) << shell_tool;
+    fs::create_symlink(which.out.substr(0, which.out.find('\n')), dir.path() / shell_tool);
+  }
+  const std::string script = (testing::SourceDir() / "examples/offline/image-path.sh").string();
+  const RunResult r =
+      RunCommand({"env", "PATH=" + dir.path().string(), (dir.path() / "bash").string(), script});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_EQ(r.err, script +
+                       ": not installed: skopeo flock; install them (this path's tools only): "
+                       "apt-get install skopeo util-linux\n");
+}
+
 }  // namespace
 }  // namespace trainlock

@@ -432,6 +432,47 @@ TEST_F(ImageBuild, TwoBuildsGiveOneDigestWhichIsPushedAndRecordedInTheLock) {
   EXPECT_EQ(RunTrainlock({"hash", project.string(), "--build"}).out, identity);
 }
 
+// The OCI layout a --check rebuild writes names its image in index.json
+// (org.opencontainers.image.ref.name): the lock's build identity, `trainlock hash --build`.
+TEST_F(ImageBuild, TheLayoutOfACheckNamesItsImageByTheLocksBuildIdentity) {
+  fs::path project = BuildProject("/bin/busybox true");
+  ASSERT_EQ(Build(project, "test/named:v1").exit_code, 0);
+  auto r = Check(project, "named-storage");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::string identity = RunTrainlock({"hash", project.string(), "--build"}).out;
+  identity.erase(identity.find_last_not_of('\n') + 1);
+  const nlohmann::json index = nlohmann::json::parse(
+      testing::ReadFile(project / ".trainlock/build-cpu-out/image-1/index.json"));
+  ASSERT_EQ(index["manifests"].size(), 1u) << index.dump();
+  EXPECT_EQ(index["manifests"][0]["annotations"].value("org.opencontainers.image.ref.name", ""),
+            identity)
+      << index.dump();
+  EXPECT_EQ(index["manifests"][0]["digest"], Lock(project).images.at("cpu").digest);
+}
+
+// umoci lists the layout's image by that name, and skopeo reads it as oci:DIR:NAME.
+TEST_F(ImageBuild, UmociAndSkopeoAddressTheWrittenLayoutByItsName) {
+  if (!testing::HaveProgram("umoci")) GTEST_SKIP() << "umoci is not installed (ci/deps.sh)";
+  fs::path project = BuildProject("/bin/busybox true");
+  auto built =
+      RunTrainlock({"image", "build", project.string(), "--target", "cpu", "--container-engine",
+                    "buildah", "--containerfile", (project / "Containerfile").string(),
+                    "--no-tls-verify", "--source-date-epoch", "1764460800", "--storage-root",
+                    (project_dir_.path() / "layout-storage").string()});
+  ASSERT_EQ(built.exit_code, 0) << built.out << built.err;
+  std::string identity = RunTrainlock({"hash", project.string(), "--build"}).out;
+  identity.erase(identity.find_last_not_of('\n') + 1);
+  const fs::path layout = project / ".trainlock/build-cpu-out/image-1";
+  auto listed = RunCommand({"umoci", "ls", "--layout", layout.string()});
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_EQ(listed.out, identity + "\n") << listed.err;
+  auto inspected = RunCommand(
+      {"skopeo", "inspect", "--format", "{{.Digest}}", "oci:" + layout.string() + ":" + identity});
+  EXPECT_EQ(inspected.exit_code, 0) << inspected.err;
+  EXPECT_NE(built.out.find("built with buildah: " + inspected.out.substr(0, 71)), std::string::npos)
+      << built.out << inspected.out;
+}
+
 TEST_F(ImageBuild, ABuildThatIsNotReproducibleIsExit1WithBothDigests) {
   fs::path project = BuildProject("/bin/busybox head -c 16 /dev/urandom > /random");
   auto r = Build(project, "test/random:v1");

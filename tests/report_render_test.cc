@@ -333,9 +333,23 @@ TEST(ReportMarkdown, PipesAndNewlinesInCellsAreEscaped) {
 }
 
 TEST(ReportMarkdown, HtmlAndEmphasisInCellsAreEscaped) {
-  std::string md = RenderReportMarkdown(TinyWithFailedStep("<img src=x> *bold* `code`", ""));
-  EXPECT_NE(md.find("&lt;img src=x&gt; \\*bold\\* \\`code\\`"), std::string::npos) << md;
+  std::string md = RenderReportMarkdown(TinyWithFailedStep("<img src=x> *bold* _it_", ""));
+  EXPECT_NE(md.find("&lt;img src=x&gt; \\*bold\\* \\_it\\_"), std::string::npos) << md;
   EXPECT_EQ(md.find("<img"), std::string::npos);
+}
+
+// A remedy's `command` renders as code: the span is kept, its text literal.
+TEST(ReportMarkdown, ACodeSpanInACellStaysACodeSpan) {
+  std::string md =
+      RenderReportMarkdown(TinyWithFailedStep("x", "run `trainlock lock` (a_b*c in ``x`y``)"));
+  EXPECT_NE(md.find("| run `trainlock lock` (a\\_b\\*c in ``x`y``) |"), std::string::npos) << md;
+}
+
+// Inside a code span a pipe is still escaped for the table and a newline is a space; a backtick
+// that closes no span is escaped.
+TEST(ReportMarkdown, ACodeSpanCannotBreakTheTableAndALoneBacktickIsEscaped) {
+  std::string md = RenderReportMarkdown(TinyWithFailedStep("x", "`a | b\nc` then ` alone"));
+  EXPECT_NE(md.find("| `a \\| b c` then \\` alone |"), std::string::npos) << md;
 }
 
 // ---- HTML ----

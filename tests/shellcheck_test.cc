@@ -1,12 +1,15 @@
 // Every shell script the project ships or generates passes Debian's shellcheck (ci/deps.sh
-// installs it) at its default severity, with no exclusions: ci/*.sh, every script under
-// examples/ (by extension or shebang), and what `trainlock fleet slurm` (the batch script and
+// installs it) at its default severity, with no exclusions: every script of the repository,
+// found by its extension or its shebang among the files git tracks (ci/, examples/, bench/,
+// tests/, .ci/, wherever one is added), and what `trainlock fleet slurm` (the batch script and
 // the --prolog node gate) and `trainlock fleet k8s` (every container's `/bin/sh -c` script, the
 // --label-nodes job included, and the --npd-plugin) write.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -38,24 +41,66 @@ std::string FindingsOf(const RunResult& r) {
   return r.out + r.err;
 }
 
-// A script by its name (.sh, .sbatch) or its first line (a shebang naming sh, bash or dash).
-bool IsShellScript(const fs::path& file) {
-  if (file.extension() == ".sh" || file.extension() == ".sbatch") return true;
-  const std::string text = testing::ReadFile(file);
-  const std::string first = text.substr(0, text.find('\n'));
-  if (!first.starts_with("#!")) return false;
-  return first.ends_with("/sh") || first.ends_with("bash") || first.ends_with("/dash");
+// The program a shebang line runs: its first word, or the word after `env` ("" for none).
+std::string ShebangProgram(const std::string& first_line) {
+  if (!first_line.starts_with("#!")) return "";
+  std::vector<std::string> words;
+  size_t at = 2;
+  while (at < first_line.size()) {
+    const size_t begin = first_line.find_first_not_of(" \t", at);
+    if (begin == std::string::npos) break;
+    const size_t stop = first_line.find_first_of(" \t", begin);
+    words.push_back(first_line.substr(begin, stop - begin));
+    at = stop == std::string::npos ? first_line.size() : stop;
+  }
+  if (words.empty()) return "";
+  std::string program = fs::path(words[0]).filename().string();
+  if (program == "env") {
+    const auto arg = std::find_if(words.begin() + 1, words.end(),
+                                  [](const std::string& w) { return !w.starts_with("-"); });
+    program = arg == words.end() ? "" : fs::path(*arg).filename().string();
+  }
+  return program;
 }
 
-std::vector<fs::path> ShippedScripts() {
+// A script by its name (.sh, .bash, .sbatch) or its first line (a shebang running sh, bash,
+// dash or ksh, directly or through env).
+bool IsShellScript(const fs::path& file) {
+  const std::string ext = file.extension().string();
+  if (ext == ".sh" || ext == ".bash" || ext == ".sbatch") return true;
+  std::ifstream in(file);
+  std::string first_line;
+  std::getline(in, first_line);
+  const std::string program = ShebangProgram(first_line);
+  return program == "sh" || program == "bash" || program == "dash" || program == "ksh";
+}
+
+// Every file git tracks in the source tree (a link and a file deleted in the work tree left out).
+std::vector<fs::path> TrackedFiles() {
+  const RunResult r =
+      testing::RunCommand({"git", "-C", SourceDir().string(), "ls-files", "-z", "--cached"});
+  EXPECT_EQ(r.exit_code, 0) << "git ls-files in " << SourceDir() << ": " << r.err;
   std::vector<fs::path> out;
-  for (const auto& e : fs::directory_iterator(SourceDir() / "ci")) {
-    if (e.is_regular_file() && e.path().extension() == ".sh") out.push_back(e.path());
-  }
-  for (const auto& e : fs::recursive_directory_iterator(SourceDir() / "examples")) {
-    if (e.is_regular_file() && IsShellScript(e.path())) out.push_back(e.path());
+  for (size_t at = 0; at < r.out.size();) {
+    size_t end = r.out.find('\0', at);
+    if (end == std::string::npos) end = r.out.size();
+    const fs::path file = SourceDir() / r.out.substr(at, end - at);
+    if (!fs::is_symlink(file) && fs::is_regular_file(file)) out.push_back(file);
+    at = end + 1;
   }
   return out;
+}
+
+std::vector<fs::path> RepositoryScripts() {
+  std::vector<fs::path> out;
+  for (const fs::path& file : TrackedFiles()) {
+    if (IsShellScript(file)) out.push_back(file);
+  }
+  return out;
+}
+
+bool Lists(const std::vector<fs::path>& files, const std::string& relative) {
+  return std::find(files.begin(), files.end(), SourceDir() / relative) != files.end();
 }
 
 class Shellcheck : public ::testing::Test {
@@ -101,13 +146,29 @@ class Shellcheck : public ::testing::Test {
   testing::TempDir tmp_;
 };
 
-TEST_F(Shellcheck, FindsNothingInAnyScriptOfCiOrExamples) {
-  const std::vector<fs::path> scripts = ShippedScripts();
+TEST_F(Shellcheck, FindsNothingInAnyScriptOfTheRepository) {
+  if (!testing::HaveProgram("git")) GTEST_SKIP() << "git missing: the scripts are git's files";
+  const std::vector<fs::path> scripts = RepositoryScripts();
   for (const fs::path& script : scripts) {
     const RunResult r = ShellcheckFile(script);
     EXPECT_EQ(r.exit_code, 0) << fs::relative(script, SourceDir()) << ":\n" << FindingsOf(r);
   }
-  EXPECT_GE(scripts.size(), 8u);  // ci's six, examples/offline's two, examples/fleet's
+  EXPECT_GE(scripts.size(), 17u);  // ci's, examples', bench's, tests', .ci/run
+}
+
+// The finder reaches past ci/ and examples/, and knows a script by its shebang alone.
+TEST_F(Shellcheck, TheScriptsAreFoundWhereverTheyAreAndByTheirShebang) {
+  if (!testing::HaveProgram("git")) GTEST_SKIP() << "git missing: the scripts are git's files";
+  const std::vector<fs::path> scripts = RepositoryScripts();
+  for (const char* script : {"bench/fuzz_campaign.sh", "tests/fuzz/run_fuzz.sh", ".ci/run",
+                             "examples/fleet/validate.sbatch"}) {
+    EXPECT_TRUE(Lists(scripts, script)) << script;
+  }
+  EXPECT_FALSE(Lists(scripts, "bench/compare_hf.py"));  // a shebang, but Python's
+  EXPECT_EQ(ShebangProgram("#!/usr/bin/env -S bash -e"), "bash");
+  EXPECT_EQ(ShebangProgram("#! /bin/sh -eu"), "sh");
+  EXPECT_EQ(ShebangProgram("#!/usr/bin/env python3"), "python3");
+  EXPECT_EQ(ShebangProgram("# no shebang"), "");
 }
 
 TEST_F(Shellcheck, FindsNothingInTheGeneratedSlurmScripts) {

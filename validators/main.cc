@@ -156,7 +156,8 @@ int Main(int argc, char** argv) {
       "pinned data, custom ops, one measured training step, a train -> checkpoint -> SIGKILL\n"
       "-> restore -> resume round trip that must be bitwise equal to an uninterrupted run,\n"
       "eval agreement, checkpoint portability) and writes report.json\n"
-      "(trainlock.report/v2). Exit 0 pass, 1 fail, 2 bad input, 3 environment failure."};
+      "(trainlock.report/v2).\n" +
+      ValidateExitCodesHelp()};
   app.name("trainlock-validate");
   app.set_version_flag("--version", std::string(kTrainlockVersion) + " (torch " +
                                         BuiltTorchVersion() + ", " + BuiltTorchFlavour() + ")");

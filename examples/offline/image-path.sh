@@ -24,7 +24,7 @@
 #                  exits with that command's code
 # Prints each step and `registry: HOST:PORT`, `index: URL`, `pushed: DIGEST` lines; stops the
 # registry and index when it ends. Exit 0 when the gate passes, 3 when a tool is missing
-# (ci/deps.sh installs them all), else the failing step's.
+# (named with the Debian packages to install for this path), else the failing step's.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source_dir=$(cd "$here/../.." && pwd)
@@ -42,12 +42,21 @@ while [ $# -gt 0 ]; do
 done
 cache=${cache:-$bin/../test-images}
 
+# The tools this path runs, each with its Debian package: a missing one is named with the
+# packages to install for this path alone (ci/deps.sh installs the whole suite's tools).
+declare -A package_of=([buildah]=buildah [docker-registry]=docker-registry [skopeo]=skopeo
+  [python3]=python3 [mmdebstrap]=mmdebstrap [dpkg]=dpkg [flock]=util-linux)
+missing=() packages=()
 for tool in buildah docker-registry skopeo python3 mmdebstrap dpkg flock; do
   if ! command -v "$tool" >/dev/null; then
-    echo "$0: $tool is not installed: bash ci/deps.sh installs the tools of this path" >&2
-    exit 3
+    missing+=("$tool")
+    packages+=("${package_of[$tool]}")
   fi
 done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "$0: not installed: ${missing[*]}; install them (this path's tools only): apt-get install ${packages[*]}" >&2
+  exit 3
+fi
 for program in trainlock trainlock-validate; do
   if [ ! -x "$bin/$program" ]; then
     echo "$0: no $bin/$program: build it (bash ci/demo.sh builds build/bin) or give --bin DIR" >&2

@@ -206,6 +206,10 @@ std::string CommandSuggestion(const std::string& word, const std::vector<std::st
   return "; did you mean '" + best + "'?";
 }
 
+std::string UnknownCommandText(const CLI::App& app, const std::vector<std::string>& args) {
+  return UnknownSubcommand(app, args);
+}
+
 std::string UsageErrorText(CLI::App& app, const CLI::ParseError& e,
                            const std::vector<std::string>& args) {
   for (const std::string& unknown : {UnknownSubcommand(app, args), UnknownOption(app, args)})

@@ -23,6 +23,12 @@ std::vector<std::string> SubcommandNames(const CLI::App& app);
 // "; did you mean 'lock'?" for a mistyped command among `names`, or "".
 std::string CommandSuggestion(const std::string& word, const std::vector<std::string>& names);
 
+// When the word after the deepest command parsed names none of its subcommands ("trainlock
+// nosuch --help"), the lines (each ending in "\n") saying so with the closest one; else "".
+// Asked before a request for help is answered, so that a typo is not answered with the help of
+// the command above it.
+std::string UnknownCommandText(const CLI::App& app, const std::vector<std::string>& args);
+
 // The lines (each ending in "\n") that say why parsing `args` (argv without the program)
 // failed with `e`, which is not a request for help or the version.
 std::string UsageErrorText(CLI::App& app, const CLI::ParseError& e,

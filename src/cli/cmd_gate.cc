@@ -2,6 +2,7 @@
 // exit 0 only when the report clears every rule of gate.h; otherwise print every reason.
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -36,7 +37,7 @@ namespace {
 
 struct GateOptions {
   std::string report;
-  std::string lock_dir = ".";
+  std::string lock_dir;  // --lock; "" = not given (GateLockDir)
   std::string key;
   std::optional<std::string> max_age;  // given (perhaps empty) or not
   std::vector<std::string> require;
@@ -215,9 +216,20 @@ void PrintReportChecks(const GateRequest& request, const std::vector<std::string
   }
 }
 
+// The project whose lock the report is compared with: --lock when given; else REPORT when it
+// names a project directory (`gate DIR` reads that project's report, so its lock too); else
+// the current directory.
+std::string GateLockDir(const GateOptions& options) {
+  if (!options.lock_dir.empty()) return LockDirOf(options.lock_dir);
+  std::error_code ec;
+  if (!options.report.empty() && std::filesystem::is_directory(options.report, ec))
+    return options.report;
+  return ".";
+}
+
 int RunGate(const GateOptions& options, const GlobalOptions& global) {
   Catalog catalog = LoadCatalog(global);
-  const std::string dir = LockDirOf(options.lock_dir);
+  const std::string dir = GateLockDir(options);
   Project project = LoadProject(dir, ManifestRequirement::kOptional);
   RequireLock(project, "cannot read: no such file: the gate compares a report with a lock");
   GateOptions resolved = options;
@@ -269,11 +281,12 @@ Command RegisterGate(CLI::App& app, const GlobalOptions& global) {
       "reason.\n"
       "Exit 0 pass, 1 refused, 2 bad input.");
   cmd->add_option("REPORT", options->report,
-                  "report.json written by trainlock-validate (default: the --lock project's "
-                  ".trainlock/reports/report.json, where it writes by default)");
+                  "report.json written by trainlock-validate, or a project directory for its "
+                  ".trainlock/reports/report.json, where it writes by default (default: the "
+                  "--lock project's)");
   cmd->add_option("--lock", options->lock_dir,
-                  "The lock: trainlock.lock itself or the project directory holding it")
-      ->capture_default_str();
+                  "The lock: trainlock.lock itself or the project directory holding it "
+                  "(default: REPORT's project when REPORT is a directory, else .)");
   cmd->add_option("--key", options->key, "Ed25519 public key (PEM) the report must be signed with");
   cmd->add_option("--max-age", options->max_age,
                   "Refuse a report older than this (e.g. 36h, 7d, 1h30m; default the lock's "

@@ -317,11 +317,11 @@ Command RegisterValidate(CLI::App& app, const GlobalOptions& global) {
           ValidatorOptionsSummary() +
           ".\nWith --image REF the validator inside that image runs (through buildah, podman or\n"
           "docker, with the GPUs passed through) on DIR mounted read-only; the report is then\n"
-          "bound to the image digest the engine resolved and signed on the host. Exit 0 pass,\n"
-          "1 fail.");
+          "bound to the image digest the engine resolved and signed on the host.\n" +
+          ValidateExitCodesHelp());
   cmd->add_option("DIR", options->dir,
                   "Project directory (or its trainlock.lock or trainlock.toml)")
-      ->transform(ProjectDirArgument())
+      ->transform(CLI::Validator(ProjectDirOrMissing, "DIR", "project directory"))
       ->capture_default_str();
   cmd->add_option("--image", options->image,
                   "Validate inside this image (REF or REF@sha256:...), pulled when not local");
@@ -352,6 +352,7 @@ Command RegisterValidate(CLI::App& app, const GlobalOptions& global) {
         options->dir = ".";
       }
     }
+    RequireProjectDirExists(options->dir);  // now that DIR is known to be DIR
     // `trainlock -q validate` and `-v`: the validator's own -q and -v, unless it was told
     // otherwise.
     std::vector<std::string>& p = options->passthrough;

@@ -116,7 +116,15 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // prints the help or the version
+    if (e.get_exit_code() == 0) {
+      // `trainlock nosuch --help`: the unknown command is named, not the help above it shown.
+      const std::string unknown = UnknownCommandText(app, args);
+      if (!unknown.empty()) {
+        std::cerr << unknown;
+        return kExitBadInput;
+      }
+      return app.exit(e);  // prints the help or the version
+    }
     std::cerr << UsageErrorText(app, e, args);
     return kExitBadInput;
   }

@@ -16,6 +16,7 @@
 #include "base/tree_hash.h"
 #include "image/container_tool.h"
 #include "image/image_diff.h"
+#include "image/rebuild_sources.h"
 #include "lock/lock_check.h"
 #include "lock/lock_resolver.h"
 #include "project/artifact_paths.h"
@@ -228,7 +229,15 @@ std::string BuildOnce(const std::string& engine, const ImageBuildOptions& o,
   return name;
 }
 
-// Pushes `name` to `destination` (docker://REF or oci:DIR) and returns the manifest digest.
+// The name an OCI layout the build writes gives its image (index.json's
+// `org.opencontainers.image.ref.name`), so that tools which address a layout's image by name
+// (umoci, skopeo's oci:DIR:REF) find it: the lock's build identity, which the image carries.
+// It is in index.json only, never in the manifest, so the digest does not depend on it.
+std::string OciLayoutDestination(const fs::path& layout, const Project& project) {
+  return "oci:" + layout.string() + ":" + project.lock->lock_build_sha256;
+}
+
+// Pushes `name` to `destination` (docker://REF or oci:DIR:NAME) and returns the manifest digest.
 std::string PushOnce(const std::string& engine, const ImageBuildOptions& o, const std::string& name,
                      const std::string& destination, const fs::path& digest_file) {
   std::vector<std::string> argv = ContainerToolCommand(engine, o.storage);
@@ -255,8 +264,8 @@ std::string PushOnce(const std::string& engine, const ImageBuildOptions& o, cons
 // and written as an OCI layout beside the rebuild's. Lines for Failure's notes; when the
 // recorded image cannot be fetched or read, one line saying why (the digests alone remain).
 std::vector<std::string> WhatDiffers(const std::string& engine, const ImageBuildOptions& o,
-                                     const BuiltImage& recorded, const fs::path& rebuilt,
-                                     const fs::path& layout) {
+                                     const Project& project, const BuiltImage& recorded,
+                                     const fs::path& rebuilt, const fs::path& layout) {
   constexpr size_t kMaxDifferenceLines = 40;
   if (recorded.ref.empty())
     return {"no per-file account: the lock records no ref to fetch the recorded image from"};
@@ -280,7 +289,7 @@ std::vector<std::string> WhatDiffers(const std::string& engine, const ImageBuild
       throw Failure("the pull printed no image id", kExitEnvironment);
     fs::remove_all(layout);
     std::vector<std::string> push = ContainerToolCommand(engine, o.storage);
-    push.insert(push.end(), {"push", id, "oci:" + layout.string()});
+    push.insert(push.end(), {"push", id, OciLayoutDestination(layout, project)});
     Run(push, "write the recorded image as an OCI layout", o.verbose, ContainerToolCall::kTransfer);
     std::vector<std::string> lines = DescribeImageDifference(layout, rebuilt, kMaxDifferenceLines);
     if (lines.empty()) lines.push_back("the two images hold the same configuration and files");
@@ -289,6 +298,34 @@ std::vector<std::string> WhatDiffers(const std::string& engine, const ImageBuild
   } catch (const std::exception& e) {
     return {"no per-file account: " + CleanText(e.what()).substr(0, 400)};
   }
+}
+
+// Whether the engine has `ref` among its images already (then the build does not pull it).
+bool EngineHasImage(const std::string& engine, const ImageBuildOptions& o, const std::string& ref) {
+  SpawnOptions spawn;
+  spawn.argv = ContainerToolCommand(engine, o.storage);
+  spawn.argv.insert(spawn.argv.end(), {"inspect", "--type", "image", ref});
+  spawn.null_stdin = true;
+  spawn.tail_lines = 1;
+  return RunContainerTool(spawn, ContainerToolCall::kQuery, "look for the base image").exit_code ==
+         0;
+}
+
+// --check rebuilds from what the lock records: each place that fetches from is probed first,
+// for a few seconds, so a host that is down is one line at once (rebuild_sources.h). With a
+// Containerfile of the user's own, only the base's registry, and only when it names the base.
+void ProbeRebuildSources(const std::string& engine, const ImageBuildOptions& o,
+                         const Target& target) {
+  constexpr long kProbeSeconds = 5;
+  const bool generated = o.containerfile.empty();
+  if (!generated && ReadInputFile(o.containerfile, o.containerfile.string()).find(target.base) ==
+                        std::string::npos)
+    return;
+  std::vector<RebuildSource> sources =
+      RebuildSources(target, EngineHasImage(engine, o, target.base), o.tls_verify);
+  if (!generated)
+    std::erase_if(sources, [](const RebuildSource& s) { return s.what != "the base's registry"; });
+  RequireReachable(sources, kProbeSeconds);
 }
 
 // --check's reference: the digest the lock records for the target (exit 2 when none, before
@@ -399,6 +436,8 @@ static BuiltImageResult BuildChecked(const fs::path& project_dir, const Project&
   result.engine = PickContainerTool(o.engine, ContainerToolUse::kBuild);
   // The base comes over plain HTTP from a loopback registry (or with --no-tls-verify).
   const auto target = project.lock->targets.find(o.image.target);
+  if (recorded && target != project.lock->targets.end())
+    ProbeRebuildSources(result.engine, o, target->second);
   const bool plain_http_base = PlainHttpRegistry(
       target == project.lock->targets.end() ? "" : target->second.base, o.tls_verify);
   Progress quiet(ProgressStyle::kNone, "");
@@ -414,7 +453,7 @@ static BuiltImageResult BuildChecked(const fs::path& project_dir, const Project&
   const std::string first = BuildOnce(result.engine, o, context, 1, plain_http_base);
   progress.Begin(o.push.empty() ? "writing the image as an OCI layout" : "pushing to " + o.push);
   auto destination = [&](int n) {
-    return o.push.empty() ? "oci:" + (work / ("image-" + std::to_string(n))).string()
+    return o.push.empty() ? OciLayoutDestination(work / ("image-" + std::to_string(n)), project)
                           : "docker://" + o.push;
   };
   result.digest = PushOnce(result.engine, o, first, destination(1), work / "digest-1");
@@ -433,7 +472,7 @@ static BuiltImageResult BuildChecked(const fs::path& project_dir, const Project&
   if (recorded && result.digest != recorded->digest) {
     progress.Begin("comparing with the recorded image");
     std::vector<std::string> differences =
-        WhatDiffers(result.engine, o, *recorded, work / "image-1", work / "recorded");
+        WhatDiffers(result.engine, o, project, *recorded, work / "image-1", work / "recorded");
     progress.End();
     throw Failure("the rebuild of " + table + " gives " + result.digest + ", the lock records " +
                       recorded->digest + " (same lock, SOURCE_DATE_EPOCH " +

@@ -214,6 +214,22 @@ HttpResponse HttpFetchWithRetries(const HttpRequest& request, const RetryPolicy&
   }
 }
 
+std::string HttpConnectProblem(const std::string& url, long timeout_s) {
+  GlobalInit();
+  CurlHandle h;
+  if (!h.curl) return "libcurl: cannot create a handle";
+  curl_easy_setopt(h.curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h.curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h.curl, CURLOPT_ERRORBUFFER, h.error);
+  curl_easy_setopt(h.curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h.curl, CURLOPT_CONNECT_ONLY, 1L);
+  curl_easy_setopt(h.curl, CURLOPT_CONNECTTIMEOUT, timeout_s);
+  curl_easy_setopt(h.curl, CURLOPT_TIMEOUT, timeout_s);
+  const CURLcode code = curl_easy_perform(h.curl);
+  if (code == CURLE_OK) return "";
+  return RedactCredentials(h.error[0] ? h.error : curl_easy_strerror(code));
+}
+
 DownloadResult HttpDownload(const HttpRequest& request, int fd, uint64_t max_bytes) {
   RefuseBrokenHeaders(request);
   GlobalInit();

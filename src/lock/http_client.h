@@ -66,6 +66,12 @@ HttpResponse HttpFetch(const HttpRequest& request);
 // HttpFetch retried on HttpError, 429 and 5xx; the last answer or error is returned/thrown.
 HttpResponse HttpFetchWithRetries(const HttpRequest& request, const RetryPolicy& retry = {});
 
+// Whether a connection to `url`'s server opens within `timeout_s` seconds (through the proxy
+// the environment names, TLS handshake and certificate check included; nothing is requested):
+// "" when it does, else why not, in libcurl's words (naming the host and port), credentials
+// redacted. One attempt, no retry: a probe before work that would otherwise retry for minutes.
+std::string HttpConnectProblem(const std::string& url, long timeout_s);
+
 struct DownloadResult {
   long status = 0;
   uint64_t bytes = 0;       // written to the file

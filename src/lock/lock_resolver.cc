@@ -516,6 +516,29 @@ void RefuseUrlSources(const Lockfile& manifest) {
   }
 }
 
+// A custom op's sources are hashed from the project directory (`source` is relative to it, and
+// may reach beside it: "../ops"): a directory that is not there, as in a copied example, is
+// refused at the manifest's field, before anything is looked up. Not where the lock's own pin
+// is used (the validator never reads the sources).
+void RefuseMissingCustomOpSources(const fs::path& dir, const Lockfile& manifest,
+                                  const LockOptions& o) {
+  if (o.pins_verified_at_use_from_lock) return;
+  for (size_t i = 0; i < manifest.custom_ops.size(); ++i) {
+    const std::string& source = manifest.custom_ops[i].source;
+    std::error_code ec;
+    if (source.empty() || fs::is_directory(dir / source, ec)) continue;
+    const std::string field = "custom-ops[" + std::to_string(i) + "].source";
+    const fs::path where = (dir / source).lexically_normal();
+    throw InputError(Diagnostic{
+        manifest.path, manifest.Pos(field),
+        field + ": " + source + ": " +
+            (fs::exists(dir / source, ec) ? "not a directory" : "no such directory") + " (" +
+            where.string() + ")",
+        "source is relative to the project directory: bring the sources there, or point source "
+        "at them"});
+  }
+}
+
 // Built images are outputs recorded in the lock: a re-lock keeps them.
 void KeepBuiltImages(const std::optional<Lockfile>& old, toml::table& doc) {
   if (!old || old->images.empty()) return;
@@ -542,6 +565,7 @@ ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& options) {
   Lockfile manifest =
       LoadLockfile(manifest_text, manifest_path.string(), LockfileKind::kManifest, &manifest_sha);
   RefuseUrlSources(manifest);
+  RefuseMissingCustomOpSources(dir, manifest, o);
   const fs::path config_path = dir / manifest.config;
   const std::string config_text = ReadInputFile(config_path, config_path.string());
   // The lock pins the config by its hash; one that does not load is refused before it is

@@ -8,7 +8,16 @@
 
 namespace trainlock {
 
-std::string ProjectDirFromArgument(std::string& value) {
+namespace {
+
+// A project directory named that is not there: most often a typo, so no `init` hint.
+Diagnostic NoSuchDirectory(const std::filesystem::path& dir) {
+  return Diagnostic{dir.string(), {}, "no such directory", ""};
+}
+
+}  // namespace
+
+std::string ProjectDirOrMissing(std::string& value) {
   const std::filesystem::path path = value;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return "";  // loading says what is wrong
@@ -22,6 +31,17 @@ std::string ProjectDirFromArgument(std::string& value) {
   }
   value = path.has_parent_path() ? path.parent_path().string() : ".";
   return "";
+}
+
+std::string ProjectDirFromArgument(std::string& value) {
+  std::error_code ec;
+  if (!std::filesystem::exists(value, ec)) return NoSuchDirectory(value).Format();
+  return ProjectDirOrMissing(value);
+}
+
+void RequireProjectDirExists(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) throw InputError(NoSuchDirectory(dir));
 }
 
 std::string DisplayPath(const std::filesystem::path& dir, const std::string& name) {
@@ -56,6 +76,7 @@ Project LoadProject(const std::filesystem::path& dir, ManifestRequirement requir
   Diagnostics all;
 
   std::error_code ec;
+  RequireProjectDirExists(dir);
   if (!std::filesystem::is_directory(dir, ec)) {
     all.Error(dir.string(), {}, "not a project directory", InitHint(dir));
     throw InputError(all);

@@ -47,9 +47,18 @@ const Lockfile& RequireLock(const Project& project, std::string message, std::st
 
 // A project argument as users give it: the directory, or its trainlock.lock or trainlock.toml
 // (then `value` becomes the directory holding it). Returns "" when `value` is (now) a
-// directory to load, or a missing path that loading reports; else why it is refused (another
-// file is not a project). The shape of a CLI11 transform.
+// directory to load; else why it is refused: a path that does not exist is no such directory
+// (a typo, not a project to create), another file is not a project. The shape of a CLI11
+// transform.
 std::string ProjectDirFromArgument(std::string& value);
+
+// ProjectDirFromArgument, but a path that does not exist passes as it is: for a command line
+// whose parser may take an option's value for DIR (`trainlock validate --timeout 5`), which
+// says RequireProjectDirExists once it knows which word is DIR.
+std::string ProjectDirOrMissing(std::string& value);
+
+// Throws InputError "DIR: error: no such directory" when `dir` does not exist.
+void RequireProjectDirExists(const std::filesystem::path& dir);
 
 // "dir/name" as a user would write it ("name" when dir is ".").
 std::string DisplayPath(const std::filesystem::path& dir, const std::string& name);

@@ -144,4 +144,11 @@ std::string ValidatorOptionsSummary() {
   return JoinStrings(parts, ", ");
 }
 
+std::string ValidateExitCodesHelp() {
+  return "Exit codes: 0 pass; 1 fail (a check failed, or a required check did not pass);\n"
+         "2 bad input or usage (nothing ran, no report); 3 the environment failed (a setup that\n"
+         "cannot run: the report's verdict is error; with --image, one that wrote no report);\n"
+         "128+N stopped by signal N (SIGTERM, SIGINT or SIGHUP; no report).";
+}
+
 }  // namespace trainlock

@@ -41,4 +41,8 @@ const ValidatorOption* FindValidatorOption(std::string_view arg);
 // lists them.
 std::string ValidatorOptionsSummary();
 
+// The exit codes of a validation (docs/DESIGN.md, "Exit codes"), as trainlock-validate --help
+// and `trainlock validate --help` both list them (several lines, the last without '\n').
+std::string ValidateExitCodesHelp();
+
 }  // namespace trainlock

@@ -3,6 +3,7 @@
 // report_junit.cc.
 #include "report/report_render.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -313,13 +314,61 @@ std::string RenderReportText(const nlohmann::json& report, bool color) {
 
 namespace {
 
+// One past the run of backticks that closes the code span whose opening run of `n` starts at
+// `at` (the next run of exactly `n`, as CommonMark pairs them); npos when none closes it.
+size_t CodeSpanEnd(std::string_view text, size_t at, size_t n) {
+  for (size_t i = at + n; i < text.size();) {
+    if (text[i] != '`') {
+      ++i;
+      continue;
+    }
+    const size_t run = text.find_first_not_of('`', i);
+    const size_t end = run == std::string_view::npos ? text.size() : run;
+    if (end - i == n) return end;
+    i = end;
+  }
+  return std::string_view::npos;
+}
+
+// A code span inside a cell, `span` with its backtick runs: shown literally by markdown, so only
+// what would break the table changes: '|' is escaped (GFM takes \| inside a span as a pipe of
+// the span) and a line break becomes a space, as it would within a span anyway.
+void AppendCodeSpan(std::string_view span, std::string& out) {
+  for (size_t i = 0; i < span.size(); ++i) {
+    const char c = span[i];
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\r' && i + 1 < span.size() && span[i + 1] == '\n') {
+      continue;
+    } else if (c == '\n' || c == '\r' || c == '\t') {
+      out += ' ';
+    } else {
+      out.push_back(c);
+    }
+  }
+}
+
 // A table cell: GitHub-flavoured markdown would end the cell at '|' and the row at a newline,
-// and would render HTML and emphasis from the report's text; all of it is escaped.
+// and would render HTML and emphasis from the report's text; all of it is escaped. A code span
+// (`trainlock lock` in a remedy) stays one, so it renders as code; a backtick that closes none
+// is escaped.
 std::string MarkdownCell(std::string_view text) {
   std::string out;
   std::string clean = CleanText(text);
   for (size_t i = 0; i < clean.size(); ++i) {
     char c = clean[i];
+    if (c == '`') {
+      const size_t run = std::min(clean.find_first_not_of('`', i), clean.size()) - i;
+      const size_t end = CodeSpanEnd(clean, i, run);
+      if (end != std::string_view::npos) {
+        AppendCodeSpan(std::string_view(clean).substr(i, end - i), out);
+        i = end - 1;
+      } else {
+        for (size_t k = 0; k < run; ++k) out += "\\`";
+        i += run - 1;
+      }
+      continue;
+    }
     if (AppendMarkupEntity(c, out)) continue;
     switch (c) {
       case '\r':
@@ -334,7 +383,6 @@ std::string MarkdownCell(std::string_view text) {
         break;
       case '|':
       case '\\':
-      case '`':
       case '*':
       case '_':
       case '[':

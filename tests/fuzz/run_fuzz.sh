@@ -20,7 +20,8 @@ seed_corpus() {
   mkdir -p "$corpus"
   # The loaders' seeds: a selector byte (0 manifest, 1 lock, 2 config) and a real file.
   seed_with() {
-    { printf "\\$(printf '%03o' "$1")"; cat "$2"; } >"$corpus/seed-$n"
+    # The selector byte through printf's %b (an octal escape), never as a format string.
+    { printf '%b' "\\0$(printf '%03o' "$1")"; cat "$2"; } >"$corpus/seed-$n"
     n=$((n + 1))
   }
   case $target in
