@@ -324,7 +324,9 @@ void ProbeRebuildSources(const std::string& engine, const ImageBuildOptions& o,
   std::vector<RebuildSource> sources =
       RebuildSources(target, EngineHasImage(engine, o, target.base), o.tls_verify);
   if (!generated)
-    std::erase_if(sources, [](const RebuildSource& s) { return s.what != "the base's registry"; });
+    std::erase_if(sources, [](const RebuildSource& s) {
+      return s.kind != RebuildSource::Kind::kBaseRegistry;
+    });
   RequireReachable(sources, kProbeSeconds);
 }
 
@@ -434,10 +436,10 @@ static BuiltImageResult BuildChecked(const fs::path& project_dir, const Project&
   BuiltImageResult result;
   result.source_date_epoch = o.image.source_date_epoch;
   result.engine = PickContainerTool(o.engine, ContainerToolUse::kBuild);
-  // The base comes over plain HTTP from a loopback registry (or with --no-tls-verify).
   const auto target = project.lock->targets.find(o.image.target);
   if (recorded && target != project.lock->targets.end())
     ProbeRebuildSources(result.engine, o, target->second);
+  // The base comes over plain HTTP from a loopback registry (or with --no-tls-verify).
   const bool plain_http_base = PlainHttpRegistry(
       target == project.lock->targets.end() ? "" : target->second.base, o.tls_verify);
   Progress quiet(ProgressStyle::kNone, "");

@@ -21,7 +21,7 @@ std::vector<RebuildSource> RebuildSources(const Target& target, bool base_is_loc
   const std::optional<ImageRef> base = ParseImageRef(target.base, &error);
   if (base && !base_is_local) {
     const std::string scheme = PlainHttpRegistry(target.base, tls_verify) ? "http://" : "https://";
-    out.push_back({"the base's registry", scheme + RegistryApiHost(*base) + "/v2/"});
+    out.push_back({RebuildSource::Kind::kBaseRegistry, scheme + RegistryApiHost(*base) + "/v2/"});
   }
   // Each wheel names the simple root it was resolved from: the one pip fetches it from.
   std::set<std::string> indexes;
@@ -29,10 +29,28 @@ std::vector<RebuildSource> RebuildSources(const Target& target, bool base_is_loc
     for (const PythonWheel& wheel : *target.wheels)
       if (!wheel.index.empty()) indexes.insert(wheel.index);
   }
-  for (const std::string& index : indexes) out.push_back({"the package index", index});
-  if (!target.debs.empty()) out.push_back({"the Debian archive", target.AptSourceUrl()});
+  for (const std::string& index : indexes)
+    out.push_back({RebuildSource::Kind::kPackageIndex, index});
+  if (!target.debs.empty())
+    out.push_back({RebuildSource::Kind::kDebianArchive, target.AptSourceUrl()});
   return out;
 }
+
+namespace {
+
+const char* RebuildSourceName(RebuildSource::Kind kind) {
+  switch (kind) {
+    case RebuildSource::Kind::kBaseRegistry:
+      return "the base's registry";
+    case RebuildSource::Kind::kPackageIndex:
+      return "the package index";
+    case RebuildSource::Kind::kDebianArchive:
+      return "the Debian archive";
+  }
+  return "";
+}
+
+}  // namespace
 
 void RequireReachable(const std::vector<RebuildSource>& sources, long timeout_s) {
   std::vector<std::future<std::string>> probes;
@@ -45,8 +63,8 @@ void RequireReachable(const std::vector<RebuildSource>& sources, long timeout_s)
   for (size_t i = 0; i < sources.size(); ++i) {
     const std::string problem = probes[i].get();
     if (!problem.empty())
-      unreachable.push_back(sources[i].what + " " + RedactUrl(sources[i].url) + " (" + problem +
-                            ")");
+      unreachable.push_back(std::string(RebuildSourceName(sources[i].kind)) + " " +
+                            RedactUrl(sources[i].url) + " (" + problem + ")");
   }
   if (unreachable.empty()) return;
   throw Failure("cannot reach what the rebuild fetches from: " + JoinStrings(unreachable, "; ") +

@@ -12,8 +12,9 @@
 namespace trainlock {
 
 struct RebuildSource {
-  std::string what;  // "the package index", "the Debian archive", "the base's registry"
-  std::string url;   // what is probed: the index root, the archive, https://REGISTRY/v2/
+  enum class Kind { kBaseRegistry, kPackageIndex, kDebianArchive };
+  Kind kind;
+  std::string url;  // what is probed: https://REGISTRY/v2/, the index root, the archive
 };
 
 // The places the generated Containerfile of `target` (a lock's) fetches from: the base's
