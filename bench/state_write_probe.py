@@ -49,6 +49,21 @@ def threads(n, work, count):
         t.join()
 
 
+def mapped_file(path):
+    """A new file of SIZE bytes, its shared mapping and a uint8 tensor over it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.ftruncate(fd, SIZE)
+    m = mmap.mmap(fd, SIZE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    return fd, m, torch.frombuffer(m, dtype=torch.uint8)
+
+
+def close_mapped(path, fd, m):
+    """After the caller dropped its tensor over the mapping (which holds the buffer open)."""
+    m.close()
+    os.close(fd)
+    os.unlink(path)
+
+
 def main():
     device = torch.empty(SIZE, dtype=torch.uint8, device="cuda").random_()
     pinned = torch.empty(SIZE, dtype=torch.uint8, pin_memory=True)
@@ -64,20 +79,12 @@ def main():
                 n, lambda i: os.pwrite(fd, view[i * SLICE:(i + 1) * SLICE], i * SLICE), slices))
             os.close(fd)
             os.unlink(path)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.ftruncate(fd, SIZE)
-        m = mmap.mmap(fd, SIZE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        mapped = torch.frombuffer(m, dtype=torch.uint8)
+        fd, m, mapped = mapped_file(path)
         timed("mmap-8", where, lambda: threads(
             8, lambda i: mapped[i * SLICE:(i + 1) * SLICE].copy_(pinned[i * SLICE:(i + 1) * SLICE]), slices))
         del mapped
-        m.close()
-        os.close(fd)
-        os.unlink(path)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.ftruncate(fd, SIZE)
-        m = mmap.mmap(fd, SIZE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        mapped = torch.frombuffer(m, dtype=torch.uint8)
+        close_mapped(path, fd, m)
+        fd, m, mapped = mapped_file(path)
         ptr = mapped.data_ptr()
         err = timed("register", where, lambda: torch.cuda.cudart().cudaHostRegister(ptr, SIZE, 0))
         if int(err) == 0:
@@ -86,9 +93,7 @@ def main():
         else:
             print("register   %-10s refused: cudaError %s" % (where, int(err)), flush=True)
         del mapped
-        m.close()
-        os.close(fd)
-        os.unlink(path)
+        close_mapped(path, fd, m)
 
 
 main()
