@@ -6,6 +6,7 @@ times each leg on the GPU machine, for a file in /dev/shm and one on the work di
   d2h        device -> one pinned buffer (one copy)
   pwrite-1   pinned -> file with os.pwrite, one thread
   pwrite-8   the same from 8 threads (the file system's inode lock serializes them)
+  files-8    8 threads, each writing its own file (one inode each: no shared lock)
   mmap-8     pinned -> the file's shared mapping, 8 threads copying (page faults in parallel)
   register   cudaHostRegister of the file's shared mapping (pins its pages, faulting them in)
   d2h-mapped device -> the registered mapping directly (no bounce through a pinned buffer)
@@ -79,6 +80,12 @@ def main():
                 n, lambda i: os.pwrite(fd, view[i * SLICE:(i + 1) * SLICE], i * SLICE), slices))
             os.close(fd)
             os.unlink(path)
+        fds = [os.open("%s.%d" % (path, k), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600) for k in range(8)]
+        timed("files-8", where, lambda: threads(
+            8, lambda i: os.pwrite(fds[i % 8], view[i * SLICE:(i + 1) * SLICE], (i // 8) * SLICE), slices))
+        for k, fd in enumerate(fds):
+            os.close(fd)
+            os.unlink("%s.%d" % (path, k))
         fd, m, mapped = mapped_file(path)
         timed("mmap-8", where, lambda: threads(
             8, lambda i: mapped[i * SLICE:(i + 1) * SLICE].copy_(pinned[i * SLICE:(i + 1) * SLICE]), slices))

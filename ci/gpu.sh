@@ -124,33 +124,32 @@ for name, p in (rt.get("processes") or {}).items():
     print("  %-18s %6.1f s  spawned %.1f ended %.1f (first: %s)" % (name, p.get("seconds", 0), p.get("spawned_s", 0), p.get("ended_s", 0), events))
 PY
 }
-pilot() {
-  local start end
+# One full validation of the pilot, timed: NAME (its files' suffix, "" the first), the words the
+# time line says, then validate's extra options.
+timed_pilot() {
+  local name=$1 words=$2 start end rc
+  shift 2
   start=$(date +%s.%N)
-  build-gpu/bin/trainlock validate examples/h200-pilot --out "$OUT/h200-pilot-report.json" \
-    --work-dir "$PWD/build-gpu/work-pilot" --keep-work
-  local rc=$?
+  build-gpu/bin/trainlock validate examples/h200-pilot --out "$OUT/h200-pilot${name}-report.json" \
+    --work-dir "$PWD/build-gpu/work-pilot" "$@"
+  rc=$?
   end=$(date +%s.%N)
-  echo "time to full verdict: $(python3 -c "print(round($end - $start, 1))") s" | tee "$OUT/pilot-verdict-time.txt"
-  process_times "$OUT/h200-pilot-report.json" | tee -a "$OUT/pilot-verdict-time.txt"
-  tail -4 build-gpu/work-pilot/*/*.stderr 2>/dev/null | tail -20
-  echo "  /dev/shm: $(df -h --output=size,avail /dev/shm | tail -1); $(grep -E 'MemTotal|MemAvailable' /proc/meminfo | tr -s ' ' | paste -sd ' ')"
-  [ -z "${PILOT_DISK_STATES:-}" ] || pilot_disk_states || rc=1
+  echo "time to full verdict${words}: $(python3 -c "print(round($end - $start, 1))") s" |
+    tee "$OUT/pilot-verdict-time${name}.txt"
+  process_times "$OUT/h200-pilot${name}-report.json" | tee -a "$OUT/pilot-verdict-time${name}.txt"
   return $rc
 }
 # PILOT_DISK_STATES=1: the pilot again with its final states on the work directory's disk
 # (--state-dir), as they were before they went to memory: the same machine's comparison.
-pilot_disk_states() {
-  local start end rc
-  mkdir -p build-gpu/states-disk
-  start=$(date +%s.%N)
-  build-gpu/bin/trainlock validate examples/h200-pilot --out "$OUT/h200-pilot-disk-states-report.json" \
-    --work-dir "$PWD/build-gpu/work-pilot" --state-dir "$PWD/build-gpu/states-disk" -q
-  rc=$?
-  end=$(date +%s.%N)
-  echo "time to full verdict, final states on disk: $(python3 -c "print(round($end - $start, 1))") s" |
-    tee "$OUT/pilot-verdict-time-disk-states.txt"
-  process_times "$OUT/h200-pilot-disk-states-report.json" | tee -a "$OUT/pilot-verdict-time-disk-states.txt"
+pilot() {
+  local rc=0
+  timed_pilot "" "" --keep-work || rc=1
+  tail -4 build-gpu/work-pilot/*/*.stderr 2>/dev/null | tail -20
+  echo "  /dev/shm: $(df -h --output=size,avail /dev/shm | tail -1); $(grep -E 'MemTotal|MemAvailable' /proc/meminfo | tr -s ' ' | paste -sd ' ')"
+  if [ -n "${PILOT_DISK_STATES:-}" ]; then
+    mkdir -p build-gpu/states-disk
+    timed_pilot -disk-states ", final states on disk" --state-dir "$PWD/build-gpu/states-disk" -q || rc=1
+  fi
   return $rc
 }
 [ -n "${SKIP_PILOT:-}" ] || stage "h200-pilot" pilot

@@ -45,6 +45,21 @@ unsigned HalfTheCores() {
   return std::max(1u, std::thread::hardware_concurrency() / 2);
 }
 
+// The final states' size: the model's weights and its optimizer's moments, as the round trip's
+// states hold them (fp32 weights, AdamW's two moments; a smaller optimizer's are smaller). The
+// resumed process keeps as much on its device once it has given back what training alone needs.
+double StateBytes(const TrainConfig& config) {
+  const MemoryEstimate estimate = EstimateTrainingMemory(config);
+  return std::max(0.0, estimate.weights_bytes + estimate.optimizer_bytes);
+}
+
+// What the portable process (D) needs on the device beside another process: its weights and
+// eval logits with a margin.
+double PortableNeedsBytes(const TrainConfig& config) {
+  const MemoryEstimate estimate = EstimateTrainingMemory(config);
+  return estimate.weights_bytes + estimate.logits_bytes + 2.0 * (1 << 30);
+}
+
 // B dies (SIGKILL) once its checkpoint is committed: the preemption of the round trip.
 bool CommittedACheckpoint(const EngineTranscript& t) {
   return t.LastCheckpoint("committed").has_value();
@@ -64,10 +79,11 @@ class RoundtripRunner {
 
  private:
   std::vector<std::string> CommonArgs() const;
-  // Starts a process with the protocol's common options and `extra`. A gated process is started
-  // ahead of its turn: it loads its libraries (a Python engine its interpreter and framework, the
-  // native worker LibTorch) and waits (--start-after) without a device until released, so those
-  // seconds pass while the process before it still runs.
+  // Starts a process with the protocol's common options and `extra`. A gated Python engine is
+  // started ahead of its turn: it does its imports and waits (--start-after) until released,
+  // so the seconds of its interpreter and framework imports pass while the process before it
+  // still runs. The native worker has no gate to wait at (and starts in a second): a gated one
+  // is spawned at its release.
   EngineProcess Launch(const std::string& name, const std::vector<std::string>& extra,
                        bool gated = false, bool digest_state_later = false) const;
   EngineExpectation Expectation(const std::vector<std::string>& extra) const;
@@ -155,7 +171,7 @@ EngineProcess RoundtripRunner::Launch(const std::string& name,
     with_world.insert(with_world.end(), {"--nproc", std::to_string(o_.engine_nproc)});
   std::vector<std::string> argv_extra = with_world;  // its own options, after the common ones
   start.held = gated;
-  if (gated) {
+  if (gated && o_.engine != "native") {
     start.gate = o_.work_dir / (name + ".start");
     argv_extra.insert(argv_extra.end(), {"--start-after", start.gate->string()});
   }
@@ -220,9 +236,7 @@ bool RoundtripRunner::PortableFitsBesideResume(const WorkerRun& a) const {
   const int64_t total = m.device_total_bytes.value_or(-1);
   const int64_t used = m.device_used_bytes.value_or(-1);
   if (total <= 0 || used < 0) return false;  // CPU, or nothing measured: keep them apart
-  MemoryEstimate estimate = EstimateTrainingMemory(project_.config);
-  const double need = estimate.weights_bytes + estimate.logits_bytes + 2.0 * (1 << 30);
-  return static_cast<double>(total - used) > need;
+  return static_cast<double>(total - used) > PortableNeedsBytes(project_.config);
 }
 
 // The portable process (D) may also start once the resumed one (C) has trained its last step,
@@ -235,10 +249,8 @@ bool RoundtripRunner::PortableFitsBesideResumedState(const WorkerRun& a) const {
   const int64_t total = m.device_total_bytes.value_or(-1);
   if (!engine || !engine->frees_device_after_training || total <= 0 || o_.engine_nproc > 1)
     return false;
-  const MemoryEstimate estimate = EstimateTrainingMemory(project_.config);
-  const double kept = estimate.weights_bytes + estimate.optimizer_bytes + 1.0 * (1 << 30);
-  const double need = estimate.weights_bytes + estimate.logits_bytes + 2.0 * (1 << 30);
-  return static_cast<double>(total) - kept > need;
+  const double kept = StateBytes(project_.config) + 1.0 * (1 << 30);  // and its context
+  return static_cast<double>(total) - kept > PortableNeedsBytes(project_.config);
 }
 
 // Whether `process` has said the step `step` (its losses, in order).
@@ -317,11 +329,13 @@ void RoundtripRunner::RunResume(EngineProcess b_process, RoundtripRuns& out) {
     fs::remove_all(root, ignored);
   });
   const auto take_b_state = [&] {
-    if (!b_state_digested.valid())
-      return DigestFinalState(StateFile(o_, "b-final.safetensors"), out.a);
-    b_state_digested.get();
-    out.a.state = std::move(b_state.state);
-    out.a.state_file = b_state.state_file;
+    if (b_state_digested.valid()) {
+      b_state_digested.get();
+      out.a.state = std::move(b_state.state);
+      out.a.state_file = b_state.state_file;
+    } else {
+      DigestFinalState(StateFile(o_, "b-final.safetensors"), out.a);  // B never said it
+    }
   };
   if (b_is_a) {
     out.a = out.b;  // one process: the run that saved trained on, uninterrupted, to the end
@@ -375,7 +389,7 @@ void RoundtripRunner::RunResume(EngineProcess b_process, RoundtripRuns& out) {
   if (o_.reshard_to > 0 && Selected(o_.only, {"train.roundtrip"})) {
     out.e = Start("e-resharded", {"--steps", std::to_string(o_.steps), "--restore", "--nproc",
                                   std::to_string(o_.reshard_to), "--final-state",
-                                  (StateFile(o_, "e-final.safetensors")).string()});
+                                  StateFile(o_, "e-final.safetensors").string()});
     out.e_s = out.e->seconds;
   }
 }
@@ -394,7 +408,7 @@ std::vector<std::string> RoundtripRunner::SavingArgs() const {
   }
   if (SavingRunIsReference()) {
     args.insert(args.end(), {"--measure-step", std::to_string(std::min<int64_t>(2, o_.steps)),
-                             "--final-state", (StateFile(o_, "b-final.safetensors")).string()});
+                             "--final-state", StateFile(o_, "b-final.safetensors").string()});
     // A Python engine would exit once done; it waits for the SIGKILL as the native worker does
     // after a save, so nothing a clean exit does can complete its checkpoint.
     if (o_.engine != "native") args.push_back("--hold-until-killed");
@@ -409,13 +423,13 @@ void RoundtripRunner::RunBehindReference(RoundtripRuns& runs) {
   std::vector<std::string> a_args = {
       "--steps",        std::to_string(o_.steps),
       "--measure-step", std::to_string(std::min<int64_t>(2, o_.steps)),
-      "--final-state",  (StateFile(o_, "a-final.safetensors")).string()};
+      "--final-state",  StateFile(o_, "a-final.safetensors").string()};
   if (o_.kill_during_save) {
     a_args.insert(a_args.end(), {"--state-at", std::to_string(StepToRestore(o_)),
                                  StateAtRestoredStepFile(o_).string()});
   }
   EngineProcess a_process = Launch("a-uninterrupted", a_args);
-  // B does its imports while A trains (a native B loads LibTorch); it is ended
+  // B does its imports while A trains (a native B is spawned at its release); it is ended
   // unreleased when A decides there is no B.
   std::optional<EngineProcess> b_process;
   if (!o_.step_only) b_process = Launch("b-preempted", SavingArgs(), /*gated=*/true);
@@ -460,13 +474,6 @@ RoundtripOptions WithAbsolutePaths(const RoundtripOptions& options) {
   return absolute;
 }
 
-// The final states' size: the model's weights and its optimizer's moments, as the round trip's
-// states hold them (fp32 weights, AdamW's two moments; a smaller optimizer's are smaller).
-uint64_t StateBytes(const Project& project) {
-  const MemoryEstimate estimate = EstimateTrainingMemory(project.config);
-  return static_cast<uint64_t>(std::max(0.0, estimate.weights_bytes + estimate.optimizer_bytes));
-}
-
 // The states held at once: B's being digested while C writes its own; with --kill-during-save
 // also A's at the restored step and C's right after its restore, kept until judged.
 int StatesHeldAtOnce(const RoundtripOptions& o) {
@@ -478,9 +485,10 @@ int StatesHeldAtOnce(const RoundtripOptions& o) {
 std::vector<CheckResult> RunRoundtrip(const RoundtripOptions& options, const Project& project) {
   RoundtripOptions absolute = WithAbsolutePaths(options);  // the judge reads them too
   // Kept until the judging below has read the states it diffs; removed at its end.
-  const StateDirectory states = StateDirectory::Choose(
-      absolute.work_dir, absolute.state_dir, kMemoryStateRoot, StateBytes(project),
-      StatesHeldAtOnce(absolute), absolute.ranks_on_host);
+  const StateDirectory states =
+      StateDirectory::Choose(absolute.work_dir, absolute.state_dir, kMemoryStateRoot,
+                             static_cast<uint64_t>(StateBytes(project.config)),
+                             StatesHeldAtOnce(absolute), absolute.ranks_on_host);
   absolute.state_dir = fs::absolute(states.path());
   RoundtripRuns runs = RoundtripRunner(absolute, project).Run();
   runs.states_in = states.where();
