@@ -1396,6 +1396,41 @@ TEST_F(GateCli, FilesNotPresentAreSaidToRelyOnTheReport) {
       << r.out;
 }
 
+// A node holds the lock alone (docs/fleet.md): no manifest, no config beside it. The report's
+// config hash is still held to the lock's, and the pass names what it relied on.
+TEST_F(GateCli, TheLockAloneIsEnoughAndTheAbsentFilesAreNamed) {
+  std::filesystem::remove(project_ / "trainlock.toml");
+  std::filesystem::remove(project_ / "configs/tiny.yaml");
+  auto r = Gate({"--lock", (project_ / "trainlock.lock").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("files not present: relying on the report for " +
+                       (project_ / "trainlock.toml").string() + ", " +
+                       (project_ / "configs/tiny.yaml").string()),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(GateCli, WithTheLockAloneAReportOfAnotherConfigIsStillRefused) {
+  std::filesystem::remove(project_ / "trainlock.toml");
+  std::filesystem::remove(project_ / "configs/tiny.yaml");
+  const auto report_file = project_ / ".trainlock/reports/report.json";
+  nlohmann::json report = nlohmann::json::parse(testing::ReadFile(report_file));
+  report["config_sha256"] = std::string(64, 'a');
+  testing::WriteFile(report_file, report.dump(2));
+  auto r = Gate({"--lock", project_.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("config"), std::string::npos) << r.out;
+}
+
+// A config that is there but cannot be read is no absent file: the gate cannot decide.
+TEST_F(GateCli, WithTheLockAloneAConfigThatIsADirectoryIsBadInput) {
+  std::filesystem::remove(project_ / "configs/tiny.yaml");
+  std::filesystem::create_directory(project_ / "configs/tiny.yaml");
+  auto r = Gate({"--lock", project_.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("configs/tiny.yaml"), std::string::npos) << r.err;
+}
+
 // A copy of tiny with a local dataset file data/a.bin, locked, and a report of that lock.
 std::filesystem::path LockedTinyWithLocalData(const std::filesystem::path& dest) {
   const auto project = testing::UnlockedTiny(

@@ -72,6 +72,13 @@ std::optional<std::string> GateTargetOf(const GateOptions& options, const Projec
                  "give --target with the one the run uses"});
 }
 
+// What matched among the files that are here, once some are absent.
+std::string FilesHereFact(const Project& project, const PinnedFilesHere& here) {
+  if (!project.config_read) return here.checked ? " (the pinned files here match the lock)" : "";
+  return here.checked ? " (the config and the pinned files here match the lock)"
+                      : " (the config matches the lock)";
+}
+
 // The project's files against the lock: the config's hash always (lock_drift.h), each pinned
 // project file that is here hashed (pinned_files_here.h), and with the manifest and every file
 // here, `lock --check`'s own offline re-derivation (lock_check.h). A pinned file that is here
@@ -89,13 +96,12 @@ void CheckFiles(const std::string& dir, const Project& project, GateRequest& req
                                  "the project, as `trainlock lock` hashed it");
   }
   std::vector<std::string> absent = here.absent;
+  if (!project.config_read) absent.insert(absent.begin(), project.config_path);
   if (!project.manifest) absent.insert(absent.begin(), project.manifest_path);
   if (!absent.empty()) {  // no re-derivation: each file that is here against its hash
     for (const std::string& change : here.changed) request.file_drift.push_back(change + relock);
     request.files_fact = "files not present: relying on the report for " +
-                         JoinStrings(absent, ", ") +
-                         (here.checked ? " (the config and the pinned files here match the lock)"
-                                       : " (the config matches the lock)");
+                         JoinStrings(absent, ", ") + FilesHereFact(project, here);
     return;
   }
   if (!here.unusable.empty()) return;
@@ -230,7 +236,9 @@ std::string GateLockDir(const GateOptions& options) {
 int RunGate(const GateOptions& options, const GlobalOptions& global) {
   Catalog catalog = LoadCatalog(global);
   const std::string dir = GateLockDir(options);
-  Project project = LoadProject(dir, ManifestRequirement::kOptional);
+  // The lock is the one file a node needs (docs/fleet.md); the manifest and config are
+  // compared with it when they are here.
+  Project project = LoadProject(dir, ManifestRequirement::kLockAlone);
   RequireLock(project, "cannot read: no such file: the gate compares a report with a lock");
   GateOptions resolved = options;
   resolved.report = ReportPathOf(resolved.report.empty() ? dir : resolved.report);

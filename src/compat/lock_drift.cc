@@ -15,7 +15,7 @@ std::vector<Finding> LockDrift(const Project& project) {
                         "run `trainlock lock` to re-resolve"});
   }
   const bool same_config = !project.manifest || lock.config == project.manifest->config;
-  if (same_config && lock.config_sha256 != project.config_sha256) {
+  if (same_config && project.config_read && lock.config_sha256 != project.config_sha256) {
     findings.push_back(
         {"lock.config", project.lock_path, lock.Pos("project.config-sha256"),
          "the training config " + project.config_path + " changed since the lock was made",

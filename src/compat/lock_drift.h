@@ -11,7 +11,8 @@
 namespace trainlock {
 
 // lock.stale when the manifest is present and is not the one the lock was made from
-// (manifest-sha256); lock.config when the config the lock names changed (config-sha256).
+// (manifest-sha256); lock.config when the config the lock names changed (config-sha256); a
+// config that is not there (Project::config_read false) is not judged.
 // Empty without a lock.
 std::vector<Finding> LockDrift(const Project& project);
 

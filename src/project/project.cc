@@ -108,11 +108,16 @@ Project LoadProject(const std::filesystem::path& dir, ManifestRequirement requir
                                               : nullptr;
   if (named_by && !named_by->config.empty()) {
     project.config_path = DisplayPath(dir, named_by->config);
-    Collect(all, [&] {
-      std::string text = ReadInputFile(dir / named_by->config, project.config_path);
-      project.config_sha256 = Sha256Hex(text);
-      project.config = LoadTrainConfig(text, project.config_path);
-    });
+    const std::filesystem::path config = dir / named_by->config;
+    project.config_read = !(requirement == ManifestRequirement::kLockAlone && has_lock &&
+                            !std::filesystem::exists(std::filesystem::symlink_status(config, ec)));
+    if (project.config_read) {
+      Collect(all, [&] {
+        std::string text = ReadInputFile(config, project.config_path);
+        project.config_sha256 = Sha256Hex(text);
+        project.config = LoadTrainConfig(text, project.config_path);
+      });
+    }
   }
   if (!all.empty()) throw InputError(all);
   return project;

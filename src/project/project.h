@@ -26,17 +26,23 @@ struct Project {
   std::string lock_sha256;
   TrainConfig config;
   std::string config_sha256;  // of the config file's bytes
+  // False only when loaded with ManifestRequirement::kLockAlone and the config is not there.
+  bool config_read = true;
 
   // The pinned spec when there is a lock, else the manifest.
   const Lockfile& effective() const { return lock ? *lock : *manifest; }
 };
 
-enum class ManifestRequirement { kRequired, kOptional };
+// kLockAlone: the lock is the one file needed; the manifest and the config are read when they
+// are there (the node gate: a node holds only the lock, and the report it judges states the
+// config it trained, which the gate compares with the lock's hash). A config that is there but
+// cannot be read is still an error.
+enum class ManifestRequirement { kRequired, kOptional, kLockAlone };
 
 // Loads DIR/trainlock.toml, DIR/trainlock.lock (if present) and the config they name. Every
 // problem in every file is collected; throws InputError carrying all of them. A missing
-// manifest is allowed with kOptional when a lock exists (inside an image only the lock and the
-// config are installed).
+// manifest is allowed with kOptional and kLockAlone when a lock exists (inside an image only the
+// lock and the config are installed), a missing config with kLockAlone.
 Project LoadProject(const std::filesystem::path& dir,
                     ManifestRequirement manifest = ManifestRequirement::kRequired);
 
