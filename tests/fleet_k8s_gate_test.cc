@@ -204,8 +204,10 @@ TEST_F(FleetK8sGate, LabelNodesRefusesAnUnpinnedKubectlImageOrNoKeys) {
 // container leaves in /reports (here a temporary directory).
 class LabelScript : public FleetK8sGate {
  protected:
-  RunResult Run(const std::string& status, const std::string& gate_output) {
+  RunResult Run(const std::string& status, const std::string& gate_output,
+                bool report_only = false) {
     FleetOptions o;
+    o.report_only = report_only;
     o.image = "registry.example/p@" + kDigest;
     o.lock_sha256 = std::string(64, 'c');
     o.valid_for_s = 3600;
@@ -255,6 +257,27 @@ TEST_F(LabelScript, NoDecisionIsARefusalNotAPass) {
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(Calls().find("trainlock.io/gate=error:NoSchedule"), std::string::npos) << Calls();
   EXPECT_EQ(Calls().find("validated=pass"), std::string::npos) << Calls();
+}
+
+// The rollout's first step: the labeller says what it would do, with the gate's reason, and
+// calls no kubectl.
+TEST_F(LabelScript, ReportOnlySaysTheTaintItWouldSetAndChangesNothing) {
+  RunResult r = Run("1", "gate: refused: ...\n  - age: the report is 2h old\n  - node: x\n",
+                    /*report_only=*/true);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("trainlock node gate (report only): gpu-a: would label it "
+                       "trainlock.io/validated=fail and taint it "
+                       "trainlock.io/gate=age:NoSchedule: age: the report is 2h old"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(std::filesystem::exists(tmp_.path() / "kubectl.log")) << Calls();
+}
+
+TEST_F(LabelScript, ReportOnlySaysTheLabelAPassWouldSet) {
+  RunResult r = Run("0", "gate: pass: ...\n", /*report_only=*/true);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("would label it trainlock.io/validated=pass"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(tmp_.path() / "kubectl.log")) << Calls();
 }
 
 // The wait in the Job's header, with a stand-in kubectl reporting pod phases.

@@ -512,6 +512,100 @@ TEST_F(FleetSlurmRevalidate, NeedsTheNodesTheReportsDirectoryAndTheSigningKey) {
   }
 }
 
+// ---- the node gate's lock: one file, installed on each node ----
+
+class FleetNodeGate : public FleetSlurm {
+ protected:
+  RunResult Gate(const std::string& kind, std::vector<std::string> extra) {
+    std::vector<std::string> args = {
+        "fleet",           kind,
+        project_.string(), kind == "slurm" ? "--prolog" : "--npd-plugin",
+        "--key",           "/shared/fleet.pub",
+        "--reports-dir",   "/shared/reports"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunTrainlock(args);
+  }
+};
+
+// Without --node-lock the scripts read the lock where docs/fleet.md says to install it, never
+// the checkout they were generated from.
+TEST_F(FleetNodeGate, TheLockIsReadAtItsInstalledPathNotTheGeneratingCheckout) {
+  for (const char* kind : {"slurm", "k8s"}) {
+    RunResult r = Gate(kind, {});
+    ASSERT_EQ(r.exit_code, 0) << kind << r.err;
+    EXPECT_NE(r.out.find("LOCK=/etc/trainlock/h200-pilot/trainlock.lock\n"), std::string::npos)
+        << kind << r.out;
+    EXPECT_EQ(r.out.find(project_.string()), std::string::npos) << kind << r.out;
+  }
+}
+
+TEST_F(FleetNodeGate, ALockInsideAGitWorkTreeIsRefusedNamingIt) {
+  fs::create_directories(tmp_.path() / "checkout/.git");
+  const std::string lock = (tmp_.path() / "checkout/pilot/trainlock.lock").string();
+  for (const char* kind : {"slurm", "k8s"}) {
+    RunResult r = Gate(kind, {"--node-lock", lock});
+    EXPECT_EQ(r.exit_code, 2) << kind << r.out;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err.rfind("--node-lock: error: " + lock + " is inside the git work tree " +
+                              (tmp_.path() / "checkout").string(),
+                          0),
+              0u)
+        << r.err;
+  }
+}
+
+TEST_F(FleetNodeGate, TheScriptSaysWhatEachNodeNeeds) {
+  RunResult r = Gate("slurm", {});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("# Each node needs: trainlock at TRAINLOCK (the trainlock package)"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(FleetNodeGate, ReportOnlyIsANodeGatesModeOnly) {
+  RunResult r =
+      RunTrainlock({"fleet", "slurm", project_.string(), "--nodes", "2", "--report-only"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "--report-only: error: only a node gate has a report-only mode; give it with "
+            "--prolog\n");
+  r = RunTrainlock({"fleet", "k8s", project_.string(), "--nodes", "2", "--report-only"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("give it with --label-nodes"), std::string::npos) << r.err;
+}
+
+// The report-only gate run outside Slurm (scontrol a stand-in that records every call, unless a
+// real one comes first on the script's PATH): a node without a report would be drained, so the
+// log says so; nothing is updated and the Prolog exits 0 (a refusing one would requeue the job).
+TEST_F(FleetNodeGate, ReportOnlyLogsTheDrainAndUpdatesNothing) {
+  if (!testing::HaveProgram("bash")) GTEST_SKIP() << "bash is not on PATH";
+  const fs::path bin = tmp_.path() / "bin", log = tmp_.path() / "gate.log";
+  fs::create_directories(bin);
+  WriteFile(bin / "scontrol",
+            "#!/bin/sh\necho \"$*\" >> " + (tmp_.path() / "calls").string() + "\n");
+  fs::permissions(bin / "scontrol", fs::perms::owner_all);
+  RunResult generated = Gate("slurm", {"--report-only", "--gate-log", log.string(), "--out",
+                                       (tmp_.path() / "gate.sh").string()});
+  ASSERT_EQ(generated.exit_code, 0) << generated.err;
+  const char* path = std::getenv("PATH");
+  RunResult r = RunCommand(
+      {"bash", (tmp_.path() / "gate.sh").string()},
+      {"PATH=" + bin.string() + ":" + (path ? path : "/usr/bin:/bin"), "SLURMD_NODENAME=gpu-7"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string logged = ReadFile(log);
+  EXPECT_NE(logged.find("trainlock node gate (report only): gpu-7: would drain: trainlock: "
+                        "report: no report /shared/reports/gpu-7.json; validate this node"),
+            std::string::npos)
+      << logged;
+  // The script puts the system's directories first on PATH: where Slurm is installed the real
+  // scontrol answers instead of the stand-in, so the script itself must hold no update.
+  EXPECT_EQ(ReadFile(tmp_.path() / "gate.sh").find("scontrol update"), std::string::npos);
+  if (fs::exists(tmp_.path() / "calls")) {
+    const std::string calls = ReadFile(tmp_.path() / "calls");
+    EXPECT_EQ(calls.find("update"), std::string::npos) << calls;
+  }
+}
+
 TEST_F(FleetSlurm, RunsTheImageByDigestThroughPyxis) {
   Script();
   EXPECT_TRUE(Has("IMAGE='registry.example#h200-pilot@" + kDigest + "'") ||
@@ -778,13 +872,8 @@ TEST_F(FleetSummarize, ControlCharactersInAHostnameAreEscaped) {
 TEST(FleetExamples, CheckedInExamplesAreWhatTheCommandGenerates) {
   TempDir tmp;
   const fs::path pilot = SourceDir() / "examples/h200-pilot";
-  const std::vector<std::string> gate = {"--prolog",
-                                         "--key",
-                                         "/shared/trainlock/fleet.pub",
-                                         "--reports-dir",
-                                         "/shared/trainlock-reports",
-                                         "--node-lock",
-                                         "/shared/h200-pilot/trainlock.lock"};
+  const std::vector<std::string> gate = {"--prolog", "--key", "/shared/trainlock/fleet.pub",
+                                         "--reports-dir", "/shared/trainlock-reports"};
   const std::vector<std::string> revalidate = {"--revalidate",
                                                "--node",
                                                "gpu-017,gpu-018",

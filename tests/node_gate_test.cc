@@ -62,6 +62,9 @@ class NodeGate : public ::testing::Test {
       fs::create_directories(dir_ / sub);
   }
 
+  // Where the gates read the lock: a copy of the project's, with nothing beside it.
+  fs::path NodeLock() const { return dir_ / "node/etc/trainlock/h200-pilot/trainlock.lock"; }
+
   // examples/h200-pilot's lock and config as the nodes see them (no manifest: the gate relies
   // on the report for the files), with a built image recorded and a 1 h validity window.
   void MakeProject() {
@@ -74,6 +77,9 @@ class NodeGate : public ::testing::Test {
     text +=
         "\n[images.cuda]\nref = \"registry.example/h200-pilot:1\"\ndigest = \"" + kDigest + "\"\n";
     testing::WriteFile(lock, text);
+    // The node holds the lock alone, installed at a path of its own (docs/fleet.md).
+    fs::create_directories(NodeLock().parent_path());
+    fs::copy_file(lock, NodeLock());
     RunResult keys = testing::RunTrainlock({"keygen", (dir_ / "key").string()});
     ASSERT_EQ(keys.exit_code, 0) << keys.err;
     private_key_ = testing::ReadFile(dir_ / "key.key");
@@ -139,11 +145,17 @@ class SlurmNodeGate : public NodeGate {
     daemons_.clear();                               // then SIGKILL whatever is left
   }
 
-  void WriteGate() {
-    RunResult gate = testing::RunTrainlock(
-        {"fleet", "slurm", project_.string(), "--prolog", "--key", (dir_ / "key.pub").string(),
-         "--reports-dir", (dir_ / "reports").string(), "--trainlock",
-         (testing::BinDir() / "trainlock").string(), "--out", (dir_ / "gate.sh").string()});
+  // The gate the hooks run; `extra` options after the usual ones (--report-only).
+  void WriteGate(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"fleet",           "slurm",
+                                     project_.string(), "--prolog",
+                                     "--key",           (dir_ / "key.pub").string(),
+                                     "--reports-dir",   (dir_ / "reports").string(),
+                                     "--node-lock",     NodeLock().string(),
+                                     "--trainlock",     (testing::BinDir() / "trainlock").string(),
+                                     "--out",           (dir_ / "gate.sh").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    RunResult gate = testing::RunTrainlock(args);
     ASSERT_EQ(gate.exit_code, 0) << gate.err;
     // slurmd runs both hooks with a bare environment: on a cluster slurm.conf is in /etc/slurm.
     // While hc-paused exists the health check (the hook without a job) does nothing: a job then
@@ -272,6 +284,24 @@ class SlurmNodeGate : public NodeGate {
   std::vector<std::unique_ptr<testing::BackgroundProcess>> daemons_;
 };
 
+// The rollout's first step: in report-only mode the gate decides as always, logs the drain it
+// would make with the reason, and changes nothing: the node stays up and the job runs.
+TEST_F(SlurmNodeGate, ReportOnlyLogsTheDrainItWouldMakeAndTheJobRuns) {
+  const fs::path log = dir_ / "log/trainlock-node-gate.log";
+  WriteGate({"--report-only", "--gate-log", log.string()});
+  ASSERT_FALSE(HasFatalFailure());
+  ResumeHealthChecks();
+  const std::string job = Submit("report-only");
+  EXPECT_TRUE(WaitFor([&] { return Ran("report-only"); }, 60)) << JobState(job);
+  EXPECT_FALSE(Drained()) << NodeField("State") << " " << NodeField("Reason");
+  const std::string logged = fs::exists(log) ? testing::ReadFile(log) : "";
+  EXPECT_NE(logged.find("trainlock node gate (report only): " + std::string(kNode) +
+                        ": would drain: trainlock: report: no report " +
+                        (dir_ / "reports").string() + "/" + kNode + ".json"),
+            std::string::npos)
+      << logged;
+}
+
 // The validation job's name is the user's to choose: it is no way past the gate.
 TEST_F(SlurmNodeGate, AJobNamedLikeTheValidationJobIsStillGated) {
   const std::string job = Submit("named", "trainlock-validate-h200-pilot");
@@ -381,10 +411,10 @@ class NpdPlugin : public NodeGate {
   }
 
   void Generate(const std::string& trainlock) {
-    RunResult r = testing::RunTrainlock({"fleet", "k8s", project_.string(), "--npd-plugin", "--key",
-                                         (dir_ / "key.pub").string(), "--reports-dir",
-                                         (dir_ / "reports").string(), "--trainlock", trainlock,
-                                         "--out", (dir_ / "plugin.sh").string()});
+    RunResult r = testing::RunTrainlock(
+        {"fleet", "k8s", project_.string(), "--npd-plugin", "--key", (dir_ / "key.pub").string(),
+         "--reports-dir", (dir_ / "reports").string(), "--node-lock", NodeLock().string(),
+         "--trainlock", trainlock, "--out", (dir_ / "plugin.sh").string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
 

@@ -176,7 +176,10 @@ TEST_F(Shellcheck, FindsNothingInTheGeneratedSlurmScripts) {
       Generate("slurm", "validate.sbatch", {"--nodes", "4", "--partition", "gpu"}),
       Generate("slurm", "node-gate.sh",
                {"--prolog", "--key", "/shared/fleet.pub", "--reports-dir", "/shared/reports",
-                "--node-lock", "/shared/trainlock.lock"})};
+                "--node-lock", "/shared/trainlock.lock"}),
+      Generate("slurm", "report-only-gate.sh",
+               {"--prolog", "--key", "/shared/fleet.pub", "--reports-dir", "/shared/reports",
+                "--report-only"})};
   for (const fs::path& script : scripts) {
     const RunResult r = ShellcheckFile(script);
     EXPECT_EQ(r.exit_code, 0) << script.filename() << ":\n" << FindingsOf(r);
@@ -191,6 +194,11 @@ TEST_F(Shellcheck, FindsNothingInTheGeneratedKubernetesScripts) {
                                  "--keys-secret", "trainlock-keys"}));
   EXPECT_GE(labelled.size(), 2u);  // the validation and the labeller
   scripts.insert(scripts.end(), labelled.begin(), labelled.end());
+  const std::vector<fs::path> report_only = ContainerScripts(
+      Generate("k8s", "report-only.yaml",
+               {"--nodes", "4", "--label-nodes", "--report-only", "--kubectl-image", kKubectlImage,
+                "--keys-secret", "trainlock-keys"}));
+  scripts.insert(scripts.end(), report_only.begin(), report_only.end());
   for (const fs::path& script : scripts) {
     const RunResult r = ShellcheckFile(script, "sh");
     EXPECT_EQ(r.exit_code, 0) << script.filename() << ":\n"

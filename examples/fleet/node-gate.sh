@@ -16,12 +16,15 @@
 # its validation job runs in the operators' reservation trainlock-revalidate, whose jobs this gate
 # does not gate (slurmd sets SLURM_JOB_RESERVATION, a job cannot) and whose nodes it does not
 # drain. Only root or SlurmUser create reservations and name who may use them.
+# Each node needs: trainlock at TRAINLOCK (the trainlock package), this project's
+# trainlock.lock at LOCK (`install -D -m 0644 trainlock.lock LOCK`; the lock alone, no
+# checkout), the public key at KEY and the reports directory REPORTS, shared by every node.
 
 set -uo pipefail
 export PATH="/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin:$PATH"
 
 TRAINLOCK=trainlock
-LOCK=/shared/h200-pilot/trainlock.lock
+LOCK=/etc/trainlock/h200-pilot/trainlock.lock
 KEY=/shared/trainlock/fleet.pub
 REPORTS=/shared/trainlock-reports
 IMAGE_DIGEST=sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef

@@ -58,6 +58,16 @@ void CheckRevalidate(const FleetOptions& o) {
                               ""});
 }
 
+// --report-only changes what a gate does to its nodes: only a gate has it.
+void CheckReportOnly(const FleetScriptOptions& o) {
+  if (!o.fleet.report_only || o.prolog || o.fleet.label_nodes) return;
+  throw InputError(
+      Diagnostic{"--report-only",
+                 {},
+                 "only a node gate has a report-only mode",
+                 o.fleet.slurm ? "give it with --prolog" : "give it with --label-nodes"});
+}
+
 int WriteFleetScript(const FleetScriptOptions& o, const GlobalOptions& global,
                      std::string (*generate)(const FleetOptions&)) {
   FleetOptions requested = o.fleet;
@@ -77,6 +87,7 @@ int WriteFleetScript(const FleetScriptOptions& o, const GlobalOptions& global,
   if (!node_gate && !o.long_run_affinity && requested.nodes == 0) {
     throw InputError(Diagnostic{"--nodes", {}, "is required: how many nodes to validate", ""});
   }
+  CheckReportOnly(o);
   Project project = LoadProject(o.dir, ManifestRequirement::kOptional);
   FleetOptions resolved = ResolveFleetOptions(project, LoadCatalog(global), requested);
   if (node_gate) ResolveNodeGate(project, resolved);
@@ -190,9 +201,13 @@ CLI::App* AddK8sCommand(CLI::App* fleet, FleetScriptOptions& k8s) {
   k8s_cmd->add_option("--reports-dir", k8s.fleet.reports_dir,
                       "--npd-plugin: the directory of <node>.json reports on the node, absolute");
   k8s_cmd->add_option("--node-lock", k8s.fleet.node_lock,
-                      "--npd-plugin: trainlock.lock on the node (default: DIR's, absolute)");
+                      "--npd-plugin: trainlock.lock as installed on the node (default: "
+                      "/etc/trainlock/<project>/trainlock.lock; not in a git work tree)");
   k8s_cmd->add_option("--trainlock", k8s.fleet.trainlock_bin,
                       "--npd-plugin: the trainlock program on the node (default: on PATH)");
+  k8s_cmd->add_flag("--report-only", k8s.fleet.report_only,
+                    "--label-nodes: gate each node as always but label and taint nothing: the "
+                    "label container logs what it would label or taint, with the reason");
   return k8s_cmd;
 }
 
@@ -241,11 +256,19 @@ CLI::App* AddSlurmCommand(CLI::App* fleet, FleetScriptOptions& slurm) {
                         "--prolog: the Ed25519 public key (PEM) reports must be signed with, as "
                         "an absolute path every node reads");
   slurm_cmd->add_option("--node-lock", slurm.fleet.node_lock,
-                        "--prolog: where the nodes read trainlock.lock (default: DIR's, made "
-                        "absolute)");
+                        "--prolog: trainlock.lock as installed on the nodes (default: "
+                        "/etc/trainlock/<project>/trainlock.lock; not in a git work tree)");
   slurm_cmd->add_option("--trainlock", slurm.fleet.trainlock_bin,
                         "--prolog: the trainlock program on the nodes (default: trainlock on "
                         "PATH)");
+  slurm_cmd->add_flag("--report-only", slurm.fleet.report_only,
+                      "--prolog: decide as always but drain, resume and requeue nothing: log each "
+                      "drain or resume it would make, with the reason, to --gate-log and syslog "
+                      "(a rollout's first step, on a staging partition)");
+  slurm_cmd
+      ->add_option("--gate-log", slurm.fleet.gate_log,
+                   "--prolog --report-only: the file on each node the gate appends to")
+      ->capture_default_str();
   return slurm_cmd;
 }
 

@@ -305,6 +305,25 @@ void CheckNodePath(const char* option, const std::string& path, const std::strin
   }
 }
 
+// A node lock inside a git work tree here is a checkout: what the nodes read would change with
+// every pull or branch switch, and a node gate must judge against the lock that was installed.
+void CheckNotInWorkTree(const std::string& node_lock) {
+  std::error_code ec;
+  const std::filesystem::path lock = std::filesystem::path(node_lock).lexically_normal();
+  for (std::filesystem::path dir = lock.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+    if (std::filesystem::exists(dir / ".git", ec)) {
+      throw InputError(Diagnostic{"--node-lock",
+                                  {},
+                                  node_lock + " is inside the git work tree " + dir.string() +
+                                      ": the nodes would read whatever that checkout holds",
+                                  "install the lock on every node at a path of its own, e.g. " +
+                                      NodeLockPath("NAME") +
+                                      " (docs/fleet.md, \"What each node needs\")"});
+    }
+    if (dir == dir.root_path()) break;
+  }
+}
+
 }  // namespace
 
 std::string Dns1123Label(std::string_view text) {
@@ -364,14 +383,20 @@ FleetOptions ResolveFleetOptions(const Project& project, const Catalog& catalog,
   return options;
 }
 
+std::string NodeLockPath(const std::string& project_name) {
+  return "/etc/trainlock/" + project_name + "/trainlock.lock";
+}
+
 void ResolveNodeGate(const Project& project, FleetOptions& options) {
-  if (options.node_lock.empty())
-    options.node_lock = std::filesystem::absolute(project.lock_path).lexically_normal().string();
-  CheckScriptValue("--node-lock", options.node_lock);  // the project's own path, too
+  if (options.node_lock.empty()) options.node_lock = NodeLockPath(project.lock->name);
+  CheckScriptValue("--node-lock", options.node_lock);  // the project's name, too
   CheckNodePath("--key", options.key, "the Ed25519 public key (`trainlock keygen`'s .pub)");
   CheckNodePath("--reports-dir", options.reports_dir,
                 "the directory the validation jobs write <node>.json into");
   CheckNodePath("--node-lock", options.node_lock, "where every node reads trainlock.lock");
+  CheckNotInWorkTree(options.node_lock);
+  CheckScriptValue("--gate-log", options.gate_log);
+  CheckNodePath("--gate-log", options.gate_log, "the file report-only decisions are logged to");
   if (options.trainlock_bin.empty() || options.trainlock_bin.find('\n') != std::string::npos) {
     throw InputError(Diagnostic{"--trainlock", {}, "must name the trainlock program", ""});
   }

@@ -42,6 +42,8 @@ inline constexpr const char* kNodeGateReasonPrefix = "trainlock:";
 // --revalidate`). The gate neither gates a job of it nor drains a node in it; only root or
 // SlurmUser create reservations and name their users, so no ordinary job can enter it.
 inline constexpr const char* kDefaultRevalidationReservation = "trainlock-revalidate";
+// Where the Slurm gate logs what it would do in report-only mode (slurmd keeps no hook output).
+inline constexpr const char* kDefaultGateLog = "/var/log/trainlock-node-gate.log";
 // node-problem-detector's custom plugins cut their output at max_output_length (default 80):
 // the plugin's first line, the condition's message, fits in it.
 inline constexpr size_t kNpdMessageLength = 80;
@@ -76,8 +78,10 @@ struct FleetOptions {
   std::string lock_sha256;
 
   // Node gates (SlurmNodeGateScript): where every node finds the lock, the public key reports
-  // are signed for, and trainlock; all absolute paths on a filesystem the nodes share.
-  std::string node_lock;  // resolved: default DIR's trainlock.lock, absolute
+  // are signed for, and trainlock; all absolute paths as the nodes see them. The lock is the
+  // one project file a node needs (`trainlock gate` relies on the report for the config and
+  // manifest, which it holds to the lock's hashes).
+  std::string node_lock;  // resolved: default NodeLockPath(project name)
   std::string key;        // required by a gate: an Ed25519 public key (PEM)
   std::string trainlock_bin = "trainlock";
   int64_t valid_for_s = 0;           // resolved: the lock's valid-for, else kDefaultValidForS
@@ -93,6 +97,12 @@ struct FleetOptions {
   std::string kubectl_image;  // --label-nodes: an image with kubectl and sh, pinned by digest
   std::string keys_secret;    // --label-nodes: Secret with trainlock.key and trainlock.pub
   std::string service_account = "trainlock-node-labeler";
+
+  // The gates' rollout mode: the Prolog/HealthCheckProgram and the label container decide as
+  // always but only log what they would drain, resume, label or taint, and change nothing (a
+  // Prolog then never requeues a job). The Slurm gate appends each such line to gate_log.
+  bool report_only = false;
+  std::string gate_log = kDefaultGateLog;
 };
 
 // The node labels --label-nodes writes on a pass, which the long run's nodeAffinity requires
@@ -132,7 +142,9 @@ std::string KubernetesJobYaml(const FleetOptions& options);
 // (left by the validate init container), then on a pass labels $TRAINLOCK_NODE_NAME validated=
 // pass, lock, image and valid-until (now + valid_for_s) and removes the gate taint; on a
 // refusal labels it validated=fail, removes lock, image and valid-until, and taints it
-// trainlock.io/gate=<first topic>:NoSchedule. Exits with the gate's code.
+// trainlock.io/gate=<first topic>:NoSchedule. Exits with the gate's code. With report_only it
+// changes nothing: it prints what it would label or taint, with the gate's first reason, and
+// exits 0.
 std::string KubernetesLabelScript(const FleetOptions& options);
 
 // The Job's header lines that wait for it and return at the first failed pod (kubectl wait
@@ -170,8 +182,13 @@ std::string SlurmRevalidateScript(const FleetOptions& options);
 // (absolute).
 std::string SlurmNodeGateScript(const FleetOptions& options);
 
-// Checks what a node gate needs (--key, --reports-dir, --node-lock: absolute, shell-safe paths)
-// and resolves node_lock; throws InputError (exit 2) naming the option.
+// Where a node gate reads the lock by default: a path of its own on every node, installed
+// there (docs/fleet.md, "What each node needs"), never the checkout the gate was generated from.
+std::string NodeLockPath(const std::string& project_name);
+
+// Checks what a node gate needs (--key, --reports-dir, --node-lock, --gate-log: absolute,
+// shell-safe paths; --node-lock not inside a git work tree on this machine, whose checkout would
+// change under the nodes) and resolves node_lock; throws InputError (exit 2) naming the option.
 void ResolveNodeGate(const Project& project, FleetOptions& options);
 
 // `value` as one word for bash and POSIX sh: single-quoted, with embedded single quotes as '\''.

@@ -23,9 +23,33 @@ std::string Namespace(const FleetOptions& o) {
   return o.k8s_namespace.empty() ? "" : " -n " + o.k8s_namespace;
 }
 
+// --report-only: the label container says what it would label or taint, with the gate's first
+// reason, and calls no kubectl that changes the node.
+std::string KubernetesReportOnlyLabelScript() {
+  const std::string reports = kReportsInContainer;
+  const std::string say = "echo \"trainlock node gate (report only): $node: would ";
+  return "node=\"$TRAINLOCK_NODE_NAME\"; cat " + reports + "/gate.txt; status=$(cat " + reports +
+         "/gate.status 2>/dev/null || echo 3)\n"
+         "if [ \"$status\" = 0 ]; then\n"
+         "  " +
+         say + "label it " + kNodeLabelValidated + "=pass and remove the taint " + kNodeGateTaint +
+         "\"\n"
+         "  exit 0\n"
+         "fi\n"
+         "topic=$(sed -n 's/^  - \\([a-z]*\\):.*/\\1/p' " +
+         reports +
+         "/gate.txt | head -n 1)\n"
+         "why=$(sed -n 's/^  - //p' " +
+         reports + "/gate.txt | head -n 1)\n" + say + "label it " + kNodeLabelValidated +
+         "=fail and taint it " + kNodeGateTaint +
+         "=${topic:-error}:NoSchedule: ${why:-the gate could not decide}\"\n"
+         "exit 0\n";
+}
+
 }  // namespace
 
 std::string KubernetesLabelScript(const FleetOptions& o) {
+  if (o.report_only) return KubernetesReportOnlyLabelScript();
   const std::string validated = kNodeLabelValidated;
   const std::string lock = kNodeLabelLock;
   const std::string image = kNodeLabelImage;

@@ -5,7 +5,8 @@
 // resumes a node only trainlock drained. Like LBNL NHC, it never replaces or lifts a drain
 // reason it did not set: an admin's "maintenance: fan" stays. The way back for a drained or new
 // node is the operators' revalidation reservation (fleet_slurm_revalidate.cc): a job of it is
-// the validation itself and is not gated, and a node in it is not drained meanwhile.
+// the validation itself and is not gated, and a node in it is not drained meanwhile. With
+// --report-only (a rollout's first step) it decides the same way and only logs what it would do.
 #include "base/refs.h"
 #include "base/time_text.h"
 #include "fleet/fleet.h"
@@ -69,7 +70,16 @@ std::string GateScriptHeader(const FleetOptions& o) {
          ", whose jobs this gate\n"
          "# does not gate (slurmd sets SLURM_JOB_RESERVATION, a job cannot) and whose nodes it "
          "does not\n"
-         "# drain. Only root or SlurmUser create reservations and name who may use them.\n";
+         "# drain. Only root or SlurmUser create reservations and name who may use them.\n"
+         "# Each node needs: trainlock at TRAINLOCK (the trainlock package), this project's\n"
+         "# trainlock.lock at LOCK (`install -D -m 0644 trainlock.lock LOCK`; the lock alone, no\n"
+         "# checkout), the public key at KEY and the reports directory REPORTS, shared by every "
+         "node.\n" +
+         (o.report_only ? "# REPORT ONLY (--report-only): the gate decides as above but drains, "
+                          "resumes and requeues\n"
+                          "# nothing; each drain or resume it would make is appended to "
+                          "GATE_LOG (and syslog).\n"
+                        : std::string());
 }
 
 std::string Settings(const FleetOptions& o) {
@@ -84,15 +94,37 @@ std::string Settings(const FleetOptions& o) {
   text += "IMAGE_DIGEST=" + ShellQuote(image.digest) + "\n";
   text += "TARGET=" + ShellQuote(o.target) + "\n";
   text += "RESERVATION=" + ShellQuote(GateReservation(o)) + "\n";
+  if (o.report_only) text += "GATE_LOG=" + ShellQuote(o.gate_log) + "\n";
   // slurmd sets SLURMD_NODENAME for both hooks; the validation job names reports by it too.
   text += "NODE=\"${SLURMD_NODENAME:-$(hostname -s)}\"\n";
   text += "REPORT=\"$REPORTS/$NODE.json\"\n";
   return text;
 }
 
-std::string Functions() {
+// Report-only: the line each drain or resume would have been, in the log and syslog.
+std::string WouldFunction() {
+  return "\n# Report only: what the gate would have done, with the reason, in GATE_LOG and "
+         "syslog.\n"
+         "would() {\n"
+         "  local line\n"
+         "  line=\"trainlock node gate (report only): $NODE: would $*\"\n"
+         "  printf '%s\\n' \"$line\"\n"
+         "  printf '%s %s\\n' \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\" \"$line\" >> \"$GATE_LOG\" "
+         "2>/dev/null || true\n"
+         "  logger -t trainlock-node-gate -- \"$line\" 2>/dev/null || true\n"
+         "}\n";
+}
+
+std::string Functions(const FleetOptions& o) {
   const std::string prefix = kNodeGateReasonPrefix;
-  return "\n# The node's drain reason as slurmctld keeps it (\"why [user@time]\"); \"\" when "
+  const std::string drain_action =
+      o.report_only ? "  would \"drain: $reason\"\n"
+                    : "  scontrol update NodeName=\"$NODE\" State=DRAIN Reason=\"$reason\"\n";
+  const std::string resume_action =
+      o.report_only ? "  would \"resume (only a trainlock reason holds it): $current\"\n"
+                    : "  scontrol update NodeName=\"$NODE\" State=RESUME\n";
+  return (o.report_only ? WouldFunction() : std::string()) +
+         "\n# The node's drain reason as slurmctld keeps it (\"why [user@time]\"); \"\" when "
          "none.\n"
          "current_reason() {\n"
          "  scontrol show node \"$NODE\" 2>/dev/null | sed -n 's/^ *Reason=//p' | head -n 1\n"
@@ -125,21 +157,20 @@ std::string Functions() {
          "}\" = \"$current\" ]; then\n"
          "    echo \"trainlock node gate: $NODE keeps its reason ($current), not: $reason\"\n"
          "    return 0\n"
-         "  fi\n"
-         "  scontrol update NodeName=\"$NODE\" State=DRAIN Reason=\"$reason\"\n"
+         "  fi\n" +
+         drain_action +
          "}\n\n"
          "# Resumes a node only a trainlock reason holds.\n"
          "resume() {\n"
          "  local current\n"
          "  current=$(current_reason)\n"
          "  [ \"${current#" +
-         prefix +
-         "}\" != \"$current\" ] || return 0\n"
-         "  scontrol update NodeName=\"$NODE\" State=RESUME\n"
-         "}\n";
+         prefix + "}\" != \"$current\" ] || return 0\n" + resume_action + "}\n";
 }
 
 std::string Decide(const FleetOptions& o) {
+  // A refusing Prolog requeues the job held; in report-only mode nothing may change.
+  const std::string refused = o.report_only ? "exit 0 # report only: the job runs\n" : "exit 1\n";
   // With a valid-for in the lock the gate applies it itself (and names it in the refusal).
   const std::string max_age =
       o.valid_for_from_lock ? "" : " --max-age " + std::to_string(o.valid_for_s) + "s";
@@ -153,7 +184,8 @@ std::string Decide(const FleetOptions& o) {
          "fi\n"
          "if [ ! -f \"$REPORT\" ]; then\n"
          "  drain \"report: no report $REPORT; validate this node\"\n"
-         "  exit 1\n"
+         "  " +
+         refused +
          "fi\n"
          "verdict=$(timeout 120 \"$TRAINLOCK\" gate \"$REPORT\" --lock \"$LOCK\" --key \"$KEY\" "
          "\\\n"
@@ -167,14 +199,15 @@ std::string Decide(const FleetOptions& o) {
          "  1) why=$(printf '%s\\n' \"$verdict\" | sed -n 's/^  - //p' | head -n 1) ;;\n"
          "  *) why=\"gate: exit $status: $(printf '%s\\n' \"$verdict\" | head -n 1)\" ;;\n"
          "esac\n"
-         "drain \"${why:-gate: refused}\"\n"
-         "exit 1\n";
+         "drain \"${why:-gate: refused}\"\n" +
+         refused;
 }
 
 }  // namespace
 
 std::string SlurmNodeGateScript(const FleetOptions& options) {
-  return GateScriptHeader(options) + "\n" + Settings(options) + Functions() + Decide(options);
+  return GateScriptHeader(options) + "\n" + Settings(options) + Functions(options) +
+         Decide(options);
 }
 
 }  // namespace trainlock
