@@ -31,6 +31,8 @@ test_packages=(
   docker-registry buildah skopeo python3 busybox-static
   # umoci, a second reader of the OCI layouts `image build` writes (tests/lock_registry_test.cc)
   umoci
+  # the Debian package (tests/deb_package_test.sh): CPack's dependencies from dpkg-shlibdeps
+  dpkg-dev
   # the cpu image end to end: its base root file system from Debian packages (mmdebstrap, with
   # eatmydata to skip fsyncs) and pip in it (python3-venv)
   mmdebstrap eatmydata python3-venv
