@@ -16,6 +16,9 @@ demo_packages=(
   libtorch-dev
   # headers of Gloo, which LibTorch's c10d ProcessGroupGloo includes (comm.allreduce, comm.ddp on CPU)
   libgloo-dev
+  # the doc-tests, which README's quick subset runs after the demo (ctest -L quick), and the
+  # suite's Python stand-ins (the Hub, a tampering proxy, package indexes)
+  python3
 )
 test_packages=(
   # HIP compiler for the inspector's test library (CUDA's nvcc comes with the machine image)
@@ -28,7 +31,8 @@ test_packages=(
   python3-torch
   # tests of `trainlock lock`: a real registry on loopback, images built and read back with
   # buildah and skopeo, and Python stand-ins for the Hugging Face Hub and a tampering proxy
-  docker-registry buildah skopeo python3 busybox-static
+  # (python3 is among the demo's packages above)
+  docker-registry buildah skopeo busybox-static
   # umoci, a second reader of the OCI layouts `image build` writes (tests/lock_registry_test.cc)
   umoci
   # the Debian package (tests/deb_package_test.sh): CPack's dependencies from dpkg-shlibdeps

