@@ -35,8 +35,9 @@ test_packages=(
   docker-registry buildah skopeo busybox-static
   # umoci, a second reader of the OCI layouts `image build` writes (tests/lock_registry_test.cc)
   umoci
-  # the Debian package (tests/deb_package_test.sh): CPack's dependencies from dpkg-shlibdeps
-  dpkg-dev
+  # the Debian package (tests/deb_package_test.sh): CPack reads its dependencies with
+  # dpkg-shlibdeps and finds the binaries with file
+  dpkg-dev file
   # the cpu image end to end: its base root file system from Debian packages (mmdebstrap, with
   # eatmydata to skip fsyncs) and pip in it (python3-venv)
   mmdebstrap eatmydata python3-venv
