@@ -201,8 +201,8 @@ CLI::App* AddK8sCommand(CLI::App* fleet, FleetScriptOptions& k8s) {
   k8s_cmd->add_option("--reports-dir", k8s.fleet.reports_dir,
                       "--npd-plugin: the directory of <node>.json reports on the node, absolute");
   k8s_cmd->add_option("--node-lock", k8s.fleet.node_lock,
-                      "--npd-plugin: trainlock.lock as installed on the node (default: "
-                      "/etc/trainlock/<project>/trainlock.lock; not in a git work tree)");
+                      "--npd-plugin: trainlock.lock as installed on the node (default: " +
+                          NodeLockPath("<project>") + "; not in a git work tree)");
   k8s_cmd->add_option("--trainlock", k8s.fleet.trainlock_bin,
                       "--npd-plugin: the trainlock program on the node (default: on PATH)");
   k8s_cmd->add_flag("--report-only", k8s.fleet.report_only,
@@ -256,8 +256,8 @@ CLI::App* AddSlurmCommand(CLI::App* fleet, FleetScriptOptions& slurm) {
                         "--prolog: the Ed25519 public key (PEM) reports must be signed with, as "
                         "an absolute path every node reads");
   slurm_cmd->add_option("--node-lock", slurm.fleet.node_lock,
-                        "--prolog: trainlock.lock as installed on the nodes (default: "
-                        "/etc/trainlock/<project>/trainlock.lock; not in a git work tree)");
+                        "--prolog: trainlock.lock as installed on the nodes (default: " +
+                            NodeLockPath("<project>") + "; not in a git work tree)");
   slurm_cmd->add_option("--trainlock", slurm.fleet.trainlock_bin,
                         "--prolog: the trainlock program on the nodes (default: trainlock on "
                         "PATH)");

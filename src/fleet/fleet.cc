@@ -9,6 +9,7 @@
 #include "base/diagnostic.h"
 #include "base/refs.h"
 #include "base/terminal_text.h"
+#include "image/in_image_paths.h"
 #include "plan/memory_model.h"
 
 namespace trainlock {
@@ -384,7 +385,7 @@ FleetOptions ResolveFleetOptions(const Project& project, const Catalog& catalog,
 }
 
 std::string NodeLockPath(const std::string& project_name) {
-  return "/etc/trainlock/" + project_name + "/trainlock.lock";
+  return std::string(kProjectInImage) + "/" + project_name + "/trainlock.lock";
 }
 
 void ResolveNodeGate(const Project& project, FleetOptions& options) {

@@ -10,6 +10,8 @@ namespace trainlock {
 // The project as baked into the image: trainlock.lock, trainlock.toml, the training config,
 // image.json and relative custom-op libraries.
 inline constexpr const char* kProjectInImage = "/etc/trainlock";
+// On a host the node gates read each project's lock from a folder of this directory too
+// (fleet.h's NodeLockPath): trainlock's configuration directory, in an image or not.
 // The image's record of its own build (image_record.h).
 inline constexpr const char* kImageRecordInImage = "/etc/trainlock/image.json";
 // The validator binary, also the image's entrypoint.
