@@ -13,8 +13,9 @@
 namespace trainlock {
 namespace {
 
-constexpr std::string_view kFiles[] = {"cuda-drivers.toml", "cuda-architectures.toml",
-                                       "rocm-architectures.toml", "torch-builds.toml", "gpus.toml"};
+constexpr std::string_view kFiles[] = {
+    "cuda-drivers.toml", "cuda-architectures.toml", "rocm-architectures.toml", "torch-builds.toml",
+    "gpus.toml",         "gpu-events.toml"};
 
 Version RequireVersion(TomlFields& f, std::string_view key) {
   auto text = f.String(key, Need::kRequired);
@@ -102,6 +103,8 @@ void Catalog::AddFile(const std::string& filename, const std::string& text,
           f.Number("matmul-tflops-at-power-limit", Need::kOptional, 1, 1e6).value_or(0);
       gpus_.push_back(gpu);
     });
+  } else if (filename == "gpu-events.toml") {
+    gpu_events_ = GpuEventTable::Read(root, display, diags);
   } else {
     diags.Error(display, {}, "not a catalog file; expected one of the files in lockfiles/compat");
   }
