@@ -6,7 +6,6 @@
 #include <limits>
 
 #include "base/diagnostic.h"
-#include "base/toml_document.h"
 #include "compat/catalog.h"
 #include "test_support.h"
 #include "watch/event_judge.h"
@@ -17,11 +16,7 @@ namespace trainlock {
 namespace {
 
 GpuEventTable TableFrom(const std::string& text) {
-  Diagnostics diags;
-  toml::table root = ParseTomlDocument(text, "gpu-events.toml");
-  GpuEventTable table = GpuEventTable::Read(root, "gpu-events.toml", diags);
-  if (!diags.empty()) throw InputError(diags);
-  return table;
+  return GpuEventTable::Parse(text, "gpu-events.toml");
 }
 
 std::string LoadError(const std::string& text) {

@@ -49,6 +49,10 @@ void ForEachEntry(const toml::table& root, std::string_view key, const std::stri
 
 void Catalog::AddFile(const std::string& filename, const std::string& text,
                       const std::string& display) {
+  if (filename == "gpu-events.toml") {  // its own reader, as it is its own concept
+    gpu_events_ = GpuEventTable::Parse(text, display);
+    return;
+  }
   toml::table root = ParseTomlDocument(text, display);
   Diagnostics diags;
   if (filename == "cuda-drivers.toml") {
@@ -103,8 +107,6 @@ void Catalog::AddFile(const std::string& filename, const std::string& text,
           f.Number("matmul-tflops-at-power-limit", Need::kOptional, 1, 1e6).value_or(0);
       gpus_.push_back(gpu);
     });
-  } else if (filename == "gpu-events.toml") {
-    gpu_events_ = GpuEventTable::Read(root, display, diags);
   } else {
     diags.Error(display, {}, "not a catalog file; expected one of the files in lockfiles/compat");
   }

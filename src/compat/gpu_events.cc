@@ -5,6 +5,8 @@
 #include <map>
 #include <optional>
 
+#include "base/diagnostic.h"
+#include "base/toml_document.h"
 #include "base/toml_fields.h"
 
 namespace trainlock {
@@ -78,8 +80,9 @@ std::string_view EventClassName(EventClass c) {
   return "info";
 }
 
-GpuEventTable GpuEventTable::Read(const toml::table& root, const std::string& display,
-                                  Diagnostics& diags) {
+GpuEventTable GpuEventTable::Parse(const std::string& text, const std::string& display) {
+  const toml::table root = ParseTomlDocument(text, display);
+  Diagnostics diags;
   GpuEventTable table;
   TomlFields f(root, "", display, diags);
   f.Allow("meta");
@@ -95,6 +98,7 @@ GpuEventTable GpuEventTable::Read(const toml::table& root, const std::string& di
   table.xids_ = ReadRules(f, "xid", Need::kRequired);
   table.sxids_ = ReadRules(f, "sxid", Need::kOptional);
   f.Finish();
+  if (!diags.empty()) throw InputError(diags);
   return table;
 }
 

@@ -8,10 +8,6 @@
 #include <string_view>
 #include <vector>
 
-#include <toml++/toml.h>
-
-#include "base/diagnostic.h"
-
 namespace trainlock {
 
 // What an event means for the node: its validity revoked until a new signed pass, a
@@ -39,9 +35,9 @@ struct EventMeaning {
 
 class GpuEventTable {
  public:
-  // Reads the file's root table; every problem goes to `diags` with its position.
-  static GpuEventTable Read(const toml::table& root, const std::string& display,
-                            Diagnostics& diags);
+  // Parses the file's text; throws InputError naming display:line:column for each problem
+  // (an unknown class, a code listed twice, a missing field, an unknown key).
+  static GpuEventTable Parse(const std::string& text, const std::string& display);
 
   // The meaning of Xid `code` whose line reads `text` after the number.
   EventMeaning Xid(int64_t code, std::string_view text) const;
