@@ -19,8 +19,9 @@ namespace {
 namespace fs = std::filesystem;
 
 // The stages in data-flow order: a stage may include its own headers and those of earlier ones.
-constexpr std::array<const char*, 11> kStages = {
-    "base", "run", "project", "compat", "lock", "image", "report", "checks", "plan", "fleet", "cli",
+constexpr std::array<const char*, 12> kStages = {
+    "base",   "run",    "project", "compat", "lock",  "image",
+    "report", "checks", "plan",    "fleet",  "watch", "cli",
 };
 
 // The validator's parts (docs/DESIGN.md, "Architecture map"), lowest first. validators/ sits

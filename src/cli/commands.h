@@ -59,5 +59,6 @@ Command RegisterGate(CLI::App& app, const GlobalOptions& global);
 Command RegisterKeygen(CLI::App& app, const GlobalOptions& global);
 Command RegisterReport(CLI::App& app, const GlobalOptions& global);
 Command RegisterFleet(CLI::App& app, const GlobalOptions& global);
+Command RegisterWatch(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace trainlock::cli

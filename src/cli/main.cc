@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
        {cli::RegisterInit, cli::RegisterCheck, cli::RegisterHash, cli::RegisterValidate,
         cli::RegisterInspect, cli::RegisterArchs, cli::RegisterLock, cli::RegisterFetch,
         cli::RegisterImage, cli::RegisterPlan, cli::RegisterGate, cli::RegisterKeygen,
-        cli::RegisterReport, cli::RegisterFleet}) {
+        cli::RegisterReport, cli::RegisterFleet, cli::RegisterWatch}) {
     Command command = registrar(app, global);
     commands[app.get_subcommands({}).back()] = command;
   }

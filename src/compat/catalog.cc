@@ -13,8 +13,9 @@
 namespace trainlock {
 namespace {
 
-constexpr std::string_view kFiles[] = {"cuda-drivers.toml", "cuda-architectures.toml",
-                                       "rocm-architectures.toml", "torch-builds.toml", "gpus.toml"};
+constexpr std::string_view kFiles[] = {
+    "cuda-drivers.toml", "cuda-architectures.toml", "rocm-architectures.toml", "torch-builds.toml",
+    "gpus.toml",         "gpu-events.toml"};
 
 Version RequireVersion(TomlFields& f, std::string_view key) {
   auto text = f.String(key, Need::kRequired);
@@ -48,6 +49,10 @@ void ForEachEntry(const toml::table& root, std::string_view key, const std::stri
 
 void Catalog::AddFile(const std::string& filename, const std::string& text,
                       const std::string& display) {
+  if (filename == "gpu-events.toml") {  // its own reader, as it is its own concept
+    gpu_events_ = GpuEventTable::Parse(text, display);
+    return;
+  }
   toml::table root = ParseTomlDocument(text, display);
   Diagnostics diags;
   if (filename == "cuda-drivers.toml") {

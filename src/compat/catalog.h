@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/version.h"
+#include "compat/gpu_events.h"
 
 namespace trainlock {
 
@@ -52,7 +53,7 @@ class Catalog {
  public:
   // The catalog compiled into the binary (lockfiles/compat at build time).
   static Catalog Embedded();
-  // Reads the five files from `dir`; throws InputError naming the file on bad data.
+  // Reads the six files from `dir`; throws InputError naming the file on bad data.
   static Catalog FromDirectory(const std::filesystem::path& dir);
   // Parses one named file's text into this catalog (the name selects the table).
   void AddFile(const std::string& filename, const std::string& text, const std::string& display);
@@ -71,6 +72,8 @@ class Catalog {
   const TorchBuildTag* FindTorchTag(std::string_view tag) const;
 
   const std::vector<GpuModel>& gpus() const { return gpus_; }
+  // What each Xid and SXid means for a node's validity (gpu-events.toml; `trainlock watch`).
+  const GpuEventTable& gpu_events() const { return gpu_events_; }
 
  private:
   std::vector<GpuModel> gpus_;
@@ -78,6 +81,7 @@ class Catalog {
   std::vector<std::pair<Version, std::vector<int>>> cuda_archs_;
   std::vector<std::pair<Version, std::vector<std::string>>> rocm_archs_;
   std::vector<TorchBuildTag> torch_tags_;
+  GpuEventTable gpu_events_;
 };
 
 }  // namespace trainlock
