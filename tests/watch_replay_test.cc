@@ -16,6 +16,13 @@
 namespace trainlock {
 namespace {
 
+// The table compiled into trainlock (lockfiles/compat/gpu-events.toml), kept for the whole run:
+// a reference into a temporary Catalog would dangle.
+const GpuEventTable& ShippedTable() {
+  static const Catalog catalog = Catalog::Embedded();
+  return catalog.gpu_events();
+}
+
 using testing::RunTrainlock;
 using testing::SourceDir;
 
@@ -84,7 +91,7 @@ TEST(WatchReplay, TheSuiteHoldsAtLeastTwentyTracesEachWithItsExpectedOutcome) {
 }
 
 TEST(WatchReplay, EveryTraceGivesExactlyItsExpectedDecisions) {
-  const GpuEventTable& table = Catalog::Embedded().gpu_events();
+  const GpuEventTable& table = ShippedTable();
   int revocations = 0;
   for (const auto& file : TraceFiles()) {
     const ReplayResult result = ReplayKernelLogFile(file, table);

@@ -15,6 +15,13 @@
 namespace trainlock {
 namespace {
 
+// The table compiled into trainlock (lockfiles/compat/gpu-events.toml), kept for the whole run:
+// a reference into a temporary Catalog would dangle.
+const GpuEventTable& ShippedTable() {
+  static const Catalog catalog = Catalog::Embedded();
+  return catalog.gpu_events();
+}
+
 GpuEventTable TableFrom(const std::string& text) {
   return GpuEventTable::Parse(text, "gpu-events.toml");
 }
@@ -35,7 +42,7 @@ constexpr const char* kDefaults =
 // --- the table -------------------------------------------------------------------------------
 
 TEST(GpuEventTable, TheShippedTableRevokesOnHardwareFaultsAndAsksAgainOnApplicationOnes) {
-  const GpuEventTable& table = Catalog::Embedded().gpu_events();
+  const GpuEventTable& table = ShippedTable();
   for (int code : {48, 62, 64, 74, 79, 92, 95, 119, 120, 140, 154}) {
     EXPECT_EQ(table.Xid(code, "").event_class, EventClass::kRevoke) << code;
   }
@@ -53,7 +60,7 @@ TEST(GpuEventTable, AnUnlistedXidTakesTheDocumentedDefaultRevalidate) {
 }
 
 TEST(GpuEventTable, ARecoveryActionBackToNoneIsInformation) {
-  const GpuEventTable& table = Catalog::Embedded().gpu_events();
+  const GpuEventTable& table = ShippedTable();
   EXPECT_EQ(
       table.Xid(154, "GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)")
           .event_class,
@@ -65,7 +72,7 @@ TEST(GpuEventTable, ARecoveryActionBackToNoneIsInformation) {
 }
 
 TEST(GpuEventTable, AnSXidIsJudgedByTheSeverityItsLineStates) {
-  const GpuEventTable& table = Catalog::Embedded().gpu_events();
+  const GpuEventTable& table = ShippedTable();
   EXPECT_EQ(table.SXid(20034, true).event_class, EventClass::kRevoke);
   EXPECT_EQ(table.SXid(12028, false).event_class, EventClass::kInfo);
 }
@@ -73,18 +80,18 @@ TEST(GpuEventTable, AnSXidIsJudgedByTheSeverityItsLineStates) {
 TEST(GpuEventTable, AnUnknownClassIsRefusedAtItsLine) {
   EXPECT_EQ(
       LoadError(std::string(kDefaults) + "[[xid]]\ncode = 79\nname = \"x\"\nclass = \"drain\"\n"),
-      "gpu-events.toml:8:9: error: 'xid.class' is 'drain'; one of revoke, revalidate, info");
+      "gpu-events.toml:9:9: error: 'xid.class' is 'drain'; one of revoke, revalidate, info");
 }
 
 TEST(GpuEventTable, AnXidListedTwiceIsRefusedNamingTheFirst) {
   const std::string entry = "[[xid]]\ncode = 79\nname = \"x\"\nclass = \"revoke\"\n";
   EXPECT_EQ(LoadError(std::string(kDefaults) + entry + entry),
-            "gpu-events.toml:10:8: error: xid 79 is listed twice (first at line 6)");
+            "gpu-events.toml:11:8: error: xid 79 is listed twice (first at line 7)");
 }
 
 TEST(GpuEventTable, AMissingNameOrDefaultsIsRefused) {
   EXPECT_NE(LoadError(std::string(kDefaults) + "[[xid]]\ncode = 79\nclass = \"revoke\"\n")
-                .find("'xid.name'"),
+                .find("missing required key 'name' in [xid]"),
             std::string::npos);
   EXPECT_NE(LoadError("[[xid]]\ncode = 79\nname = \"x\"\nclass = \"revoke\"\n").find("defaults"),
             std::string::npos);
@@ -273,7 +280,7 @@ NvidiaEvent Xid(const std::string& pci, int64_t code) {
 }
 
 TEST(EventJudge, AStormOfOneXidIsOneRequestPerGpuPerWindow) {
-  const GpuEventTable& table = Catalog::Embedded().gpu_events();
+  const GpuEventTable& table = ShippedTable();
   EventJudge judge(table);
   int requests = 0;
   for (int i = 0; i < 500; ++i) {
@@ -288,7 +295,7 @@ TEST(EventJudge, AStormOfOneXidIsOneRequestPerGpuPerWindow) {
 }
 
 TEST(EventJudge, ARevocationIsMadeOnceAndNothingLaterClearsIt) {
-  const GpuEventTable& table = Catalog::Embedded().gpu_events();
+  const GpuEventTable& table = ShippedTable();
   EventJudge judge(table);
   auto first = judge.Judge(Xid("0000:3b:00", 79), 5000000, 1);
   ASSERT_TRUE(first);
@@ -298,7 +305,7 @@ TEST(EventJudge, ARevocationIsMadeOnceAndNothingLaterClearsIt) {
 }
 
 TEST(EventJudge, KernelTimeGoingBackIsANewBootAndWindowsStartOver) {
-  const GpuEventTable& table = Catalog::Embedded().gpu_events();
+  const GpuEventTable& table = ShippedTable();
   EventJudge judge(table);
   EXPECT_TRUE(judge.Judge(Xid("0000:3b:00", 13), 50000000, 1));
   EXPECT_TRUE(judge.Judge(Xid("0000:3b:00", 13), 2000000, 2));

@@ -59,7 +59,7 @@ std::vector<GpuEventRule> ReadRules(TomlFields& root, std::string_view key, Need
   return rules;
 }
 
-const GpuEventRule* Find(const std::vector<GpuEventRule>& rules, int64_t code) {
+const GpuEventRule* FindRule(const std::vector<GpuEventRule>& rules, int64_t code) {
   for (const GpuEventRule& rule : rules) {
     if (rule.code == code) return &rule;
   }
@@ -103,7 +103,7 @@ GpuEventTable GpuEventTable::Parse(const std::string& text, const std::string& d
 }
 
 EventMeaning GpuEventTable::Xid(int64_t code, std::string_view text) const {
-  const GpuEventRule* rule = Find(xids_, code);
+  const GpuEventRule* rule = FindRule(xids_, code);
   if (!rule) return {default_xid_, "not in the event table", false};
   if (!rule->info_if.empty() && text.find(rule->info_if) != std::string_view::npos) {
     return {EventClass::kInfo, rule->name, true};
@@ -112,7 +112,8 @@ EventMeaning GpuEventTable::Xid(int64_t code, std::string_view text) const {
 }
 
 EventMeaning GpuEventTable::SXid(int64_t code, bool fatal) const {
-  if (const GpuEventRule* rule = Find(sxids_, code)) return {rule->event_class, rule->name, true};
+  if (const GpuEventRule* rule = FindRule(sxids_, code))
+    return {rule->event_class, rule->name, true};
   if (fatal) return {sxid_fatal_, "fatal NVSwitch error", false};
   return {sxid_non_fatal_, "non-fatal NVSwitch error", false};
 }

@@ -7,7 +7,6 @@
 namespace trainlock {
 namespace {
 
-constexpr size_t kMaxRefusedLinesKept = 10;
 // A syslog or journal prefix ("May 18 19:02:39 host kernel: ") is short; a longer one is text.
 constexpr size_t kMaxPrefixBytes = 128;
 
@@ -30,7 +29,7 @@ bool AppendCapped(std::string& out, std::string_view text) {
 }
 
 // kmsg escapes bytes it will not print as \xNN (docs: Documentation/ABI/testing/dev-kmsg).
-std::string Unescape(std::string_view text) {
+std::string UnescapeKmsg(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
@@ -62,7 +61,7 @@ bool LooksLikeKmsgHeader(std::string_view line) {
 }
 
 template <typename T>
-std::optional<T> Number(std::string_view text) {
+std::optional<T> KmsgNumber(std::string_view text) {
   T value{};
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
@@ -79,10 +78,10 @@ std::string_view StripBracketTime(std::string_view message, std::optional<int64_
   while (!inside.empty() && inside[0] == ' ') inside.remove_prefix(1);
   const size_t dot = inside.find('.');
   if (dot != std::string_view::npos && dot <= 12 && inside.size() - dot - 1 <= 6) {
-    auto seconds = Number<int64_t>(inside.substr(0, dot));
+    auto seconds = KmsgNumber<int64_t>(inside.substr(0, dot));
     std::string fraction(inside.substr(dot + 1));
     fraction.resize(6, '0');
-    auto micros = Number<int64_t>(fraction);
+    auto micros = KmsgNumber<int64_t>(fraction);
     if (seconds && micros) time_us = *seconds * 1000000 + *micros;
   }
   message.remove_prefix(close + 1);
@@ -106,7 +105,7 @@ KernelRecord ParseTextLine(std::string_view line, uint64_t number) {
   return record;
 }
 
-void Refuse(KernelLogCounts& counts, uint64_t line) {
+void CountRefused(KernelLogCounts& counts, uint64_t line) {
   ++counts.refused;
   if (counts.refused_lines.size() < kMaxRefusedLinesKept) counts.refused_lines.push_back(line);
 }
@@ -124,7 +123,7 @@ void AddDictLine(KernelRecord& record, std::string_view line) {
   if (eq == std::string_view::npos) {
     record.dict.emplace_back(std::string(line), "");
   } else {
-    record.dict.emplace_back(std::string(line.substr(0, eq)), Unescape(line.substr(eq + 1)));
+    record.dict.emplace_back(std::string(line.substr(0, eq)), UnescapeKmsg(line.substr(eq + 1)));
   }
 }
 
@@ -142,9 +141,9 @@ std::optional<KernelRecord> ParseKmsgRecord(std::string_view text, uint64_t line
     field = header.substr(0, comma);
     header.remove_prefix(comma + 1);  // LooksLikeKmsgHeader saw three commas
   }
-  auto priority = Number<uint64_t>(fields[0]);
-  auto sequence = Number<uint64_t>(fields[1]);
-  auto time_us = Number<int64_t>(fields[2]);
+  auto priority = KmsgNumber<uint64_t>(fields[0]);
+  auto sequence = KmsgNumber<uint64_t>(fields[1]);
+  auto time_us = KmsgNumber<int64_t>(fields[2]);
   if (!priority || !sequence || !time_us) return std::nullopt;
   KernelRecord record;
   record.line = line;
@@ -152,7 +151,7 @@ std::optional<KernelRecord> ParseKmsgRecord(std::string_view text, uint64_t line
   record.from_kernel = (*priority >> 3) == 0;
   std::string_view message = first.substr(semi + 1);
   record.truncated = message.size() > kMaxRecordBytes;
-  record.message = Unescape(message.substr(0, kMaxRecordBytes));
+  record.message = UnescapeKmsg(message.substr(0, kMaxRecordBytes));
   // The continuation lines " KEY=VALUE" follow in the same read.
   while (end != std::string_view::npos) {
     text.remove_prefix(end + 1);
@@ -194,7 +193,7 @@ void ReadKernelLog(std::string_view text, const std::function<void(KernelRecord&
     pending_kmsg = LooksLikeKmsgHeader(line);
     if (pending_kmsg) {
       pending = ParseKmsgRecord(line, number);
-      if (!pending) Refuse(counts, number);
+      if (!pending) CountRefused(counts, number);
       continue;
     }
     pending = ParseTextLine(line, number);

@@ -17,6 +17,8 @@ namespace trainlock {
 // The kernel's own record limit is about 1 KiB (PRINTK_MESSAGE_MAX is 2 KiB); 8 KiB leaves room
 // for continuation lines and escapes and still bounds a hostile line.
 inline constexpr size_t kMaxRecordBytes = 8192;
+// How many refused lines a reading keeps to name (the rest are only counted).
+inline constexpr size_t kMaxRefusedLinesKept = 10;
 
 struct KernelRecord {
   uint64_t line = 0;               // 1-based line of the source where the record starts

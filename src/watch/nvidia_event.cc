@@ -35,7 +35,7 @@ std::string NormalizePci(std::string_view text) {
   return out;
 }
 
-NvidiaLine Refused(std::string why) {
+NvidiaLine RefusedNvidiaLine(std::string why) {
   NvidiaLine line;
   line.kind = LineKind::kRefused;
   line.why = std::move(why);
@@ -45,21 +45,22 @@ NvidiaLine Refused(std::string why) {
 // "(PCI:0000:3b:00): 79, rest" after the "Xid " or "SXid " word.
 NvidiaLine ParseCodeLine(std::string_view rest, bool sxid) {
   const std::string_view what = sxid ? "SXid" : "Xid";
-  if (!rest.starts_with("(")) return Refused(std::string(what) + " without a device");
+  if (!rest.starts_with("(")) return RefusedNvidiaLine(std::string(what) + " without a device");
   const size_t close = rest.find("): ");
   if (close == std::string_view::npos || close > kMaxPciChars + 6) {
-    return Refused(std::string(what) + " device not closed");
+    return RefusedNvidiaLine(std::string(what) + " device not closed");
   }
   NvidiaLine line;
   line.event.sxid = sxid;
   line.event.device = sxid ? DeviceKind::kNvSwitch : DeviceKind::kGpu;
   line.event.pci = NormalizePci(rest.substr(1, close - 1));
-  if (line.event.pci.empty()) return Refused(std::string(what) + " device is not a PCI address");
+  if (line.event.pci.empty())
+    return RefusedNvidiaLine(std::string(what) + " device is not a PCI address");
   rest.remove_prefix(close + 3);
   size_t digits = 0;
   while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
-  if (digits == 0) return Refused(std::string(what) + " without a number");
-  if (digits > kMaxCodeDigits) return Refused(std::string(what) + " number too long");
+  if (digits == 0) return RefusedNvidiaLine(std::string(what) + " without a number");
+  if (digits > kMaxCodeDigits) return RefusedNvidiaLine(std::string(what) + " number too long");
   std::from_chars(rest.data(), rest.data() + digits, line.event.code);
   rest.remove_prefix(digits);
   if (rest.starts_with(",")) rest.remove_prefix(1);
@@ -85,7 +86,7 @@ NvidiaLine ParseFallenOffTheBus(std::string_view rest) {
   if (address.ends_with(":")) address.remove_suffix(1);
   NvidiaLine line;
   line.event.pci = NormalizePci(address);
-  if (line.event.pci.empty()) return Refused("fallen off the bus without a PCI address");
+  if (line.event.pci.empty()) return RefusedNvidiaLine("fallen off the bus without a PCI address");
   line.event.code = 79;
   line.event.text = "GPU has fallen off the bus.";
   line.kind = LineKind::kEvent;

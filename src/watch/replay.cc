@@ -9,8 +9,6 @@
 namespace trainlock {
 namespace {
 
-constexpr size_t kMaxRefusedLinesKept = 10;
-
 std::string TimeText(const Decision& d) {
   if (!d.time_us) return "at line " + std::to_string(d.line);
   char buffer[48];
