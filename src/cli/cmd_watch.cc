@@ -7,6 +7,7 @@
 
 #include "base/exit_code.h"
 #include "base/json_file.h"
+#include "base/terminal_text.h"
 #include "cli/commands.h"
 #include "watch/replay.h"
 
@@ -24,8 +25,10 @@ int RunWatch(const WatchOptions& options, const GlobalOptions& global) {
   if (options.json) {
     std::cout << DumpJsonOutput(ReplayJson(result, options.replay), 2) << "\n";
   } else {
-    for (const Decision& d : result.decisions) std::cout << DecisionLine(d) << "\n";
-    if (!global.quiet()) std::cout << options.replay << ": " << ReplaySummary(result) << "\n";
+    // The file name is the user's; a decision quotes the log's own text (its PCI address).
+    for (const Decision& d : result.decisions) std::cout << TerminalLine(DecisionLine(d)) << "\n";
+    if (!global.quiet())
+      std::cout << TerminalLine(options.replay) << ": " << ReplaySummary(result) << "\n";
   }
   return result.revoked() ? kExitVerdict : kExitOk;
 }

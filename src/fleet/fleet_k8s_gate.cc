@@ -23,25 +23,34 @@ std::string Namespace(const FleetOptions& o) {
   return o.k8s_namespace.empty() ? "" : " -n " + o.k8s_namespace;
 }
 
+// The label container's first line: the node, the gate's output and its exit status as the
+// validate container left them in the reports volume (3 when there is none: no decision).
+std::string ReadGateDecision() {
+  const std::string reports = kReportsInContainer;
+  return "node=\"$TRAINLOCK_NODE_NAME\"; cat " + reports + "/gate.txt; status=$(cat " + reports +
+         "/gate.status 2>/dev/null || echo 3)\n";
+}
+
+// `topic`: the first refusal reason's topic (age, node, signature, ...), the taint's value.
+std::string RefusalTopic() {
+  return "topic=$(sed -n 's/^  - \\([a-z]*\\):.*/\\1/p' " + std::string(kReportsInContainer) +
+         "/gate.txt | head -n 1)\n";
+}
+
 // --report-only: the label container says what it would label or taint, with the gate's first
 // reason, and calls no kubectl that changes the node.
 std::string KubernetesReportOnlyLabelScript() {
   const std::string reports = kReportsInContainer;
   const std::string say = "echo \"trainlock node gate (report only): $node: would ";
-  return "node=\"$TRAINLOCK_NODE_NAME\"; cat " + reports + "/gate.txt; status=$(cat " + reports +
-         "/gate.status 2>/dev/null || echo 3)\n"
+  return ReadGateDecision() +
          "if [ \"$status\" = 0 ]; then\n"
          "  " +
          say + "label it " + kNodeLabelValidated + "=pass and remove the taint " + kNodeGateTaint +
          "\"\n"
          "  exit 0\n"
-         "fi\n"
-         "topic=$(sed -n 's/^  - \\([a-z]*\\):.*/\\1/p' " +
-         reports +
-         "/gate.txt | head -n 1)\n"
-         "why=$(sed -n 's/^  - //p' " +
-         reports + "/gate.txt | head -n 1)\n" + say + "label it " + kNodeLabelValidated +
-         "=fail and taint it " + kNodeGateTaint +
+         "fi\n" +
+         RefusalTopic() + "why=$(sed -n 's/^  - //p' " + reports + "/gate.txt | head -n 1)\n" +
+         say + "label it " + kNodeLabelValidated + "=fail and taint it " + kNodeGateTaint +
          "=${topic:-error}:NoSchedule: ${why:-the gate could not decide}\"\n"
          "exit 0\n";
 }
@@ -56,8 +65,7 @@ std::string KubernetesLabelScript(const FleetOptions& o) {
   const std::string until = kNodeLabelValidUntil;
   const std::string taint = kNodeGateTaint;
   const std::string reports = kReportsInContainer;
-  return "node=\"$TRAINLOCK_NODE_NAME\"; cat " + reports + "/gate.txt; status=$(cat " + reports +
-         "/gate.status 2>/dev/null || echo 3)\n"
+  return ReadGateDecision() +
          "if [ \"$status\" = 0 ]; then\n"
          "  kubectl label node \"$node\" --overwrite " +
          validated + "=pass " + lock + "=" + LockHex(o) + " " + image + "=" + DigestHex(o) + " " +
@@ -67,12 +75,9 @@ std::string KubernetesLabelScript(const FleetOptions& o) {
          taint +
          ":NoSchedule- >/dev/null 2>&1\n"
          "  exit 0\n"
-         "fi\n"
-         "topic=$(sed -n 's/^  - \\([a-z]*\\):.*/\\1/p' " +
-         reports +
-         "/gate.txt | head -n 1)\n"
-         "kubectl label node \"$node\" --overwrite " +
-         validated + "=fail " + lock + "- " + image + "- " + until +
+         "fi\n" +
+         RefusalTopic() + "kubectl label node \"$node\" --overwrite " + validated + "=fail " +
+         lock + "- " + image + "- " + until +
          "- || exit 3\n"
          "kubectl taint node \"$node\" --overwrite \"" +
          taint +
