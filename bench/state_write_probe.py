@@ -10,6 +10,9 @@ times each leg on the GPU machine, for a file in /dev/shm and one on the work di
   mmap-8     pinned -> the file's shared mapping, 8 threads copying (page faults in parallel)
   register   cudaHostRegister of the file's shared mapping (pins its pages, faulting them in)
   d2h-mapped device -> the registered mapping directly (no bounce through a pinned buffer)
+  falloc     posix_fallocate of the whole file (a tmpfs allocates and zeroes its pages here, so a
+             writer that knows its size early can pay this off the critical path)
+  *-pre      the same legs into a file allocated beforehand (the mapping populated: MAP_POPULATE)
 
 Usage: python3 bench/state_write_probe.py [GIB] [DIR ...]   (default 8 GiB, /dev/shm and .)
 Prints one line per leg and directory: seconds and GB/s.
@@ -35,7 +38,7 @@ def timed(name, where, fn):
     result = fn()
     torch.cuda.synchronize()
     s = time.perf_counter() - start
-    print("%-11s %-10s %7.3f s %7.2f GB/s" % (name, where, s, SIZE / s / 1e9), flush=True)
+    print("%-14s %-10s %7.3f s %7.2f GB/s" % (name, where, s, SIZE / s / 1e9), flush=True)
     return result
 
 
@@ -50,11 +53,24 @@ def threads(n, work, count):
         t.join()
 
 
-def mapped_file(path):
-    """A new file of SIZE bytes, its shared mapping and a uint8 tensor over it."""
+def allocated_file(path, where):
+    """A new file with SIZE bytes allocated (timed as falloc)."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.ftruncate(fd, SIZE)
-    m = mmap.mmap(fd, SIZE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    timed("falloc", where, lambda: os.posix_fallocate(fd, 0, SIZE))
+    return fd
+
+
+def mapped_file(path, where=None):
+    """A new file of SIZE bytes, its shared mapping and a uint8 tensor over it; allocated
+    beforehand and the mapping populated when `where` is given."""
+    if where is None:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.ftruncate(fd, SIZE)
+        flags = mmap.MAP_SHARED
+    else:
+        fd = allocated_file(path, where)
+        flags = mmap.MAP_SHARED | mmap.MAP_POPULATE
+    m = mmap.mmap(fd, SIZE, flags, mmap.PROT_READ | mmap.PROT_WRITE)
     return fd, m, torch.frombuffer(m, dtype=torch.uint8)
 
 
@@ -101,6 +117,32 @@ def main():
             print("register   %-10s refused: cudaError %s" % (where, int(err)), flush=True)
         del mapped
         close_mapped(path, fd, m)
+        pre_legs(path, where, view, pinned, device, slices)
+
+
+def pre_legs(path, where, view, pinned, device, slices):
+    """The legs again into files allocated (and mappings populated) beforehand."""
+    for name, n in (("pwrite-1-pre", 1), ("pwrite-8-pre", 8)):
+        fd = allocated_file(path, where)
+        timed(name, where, lambda: threads(
+            n, lambda i: os.pwrite(fd, view[i * SLICE:(i + 1) * SLICE], i * SLICE), slices))
+        os.close(fd)
+        os.unlink(path)
+    fd, m, mapped = mapped_file(path, where)
+    timed("mmap-8-pre", where, lambda: threads(
+        8, lambda i: mapped[i * SLICE:(i + 1) * SLICE].copy_(pinned[i * SLICE:(i + 1) * SLICE]), slices))
+    del mapped
+    close_mapped(path, fd, m)
+    fd, m, mapped = mapped_file(path, where)
+    ptr = mapped.data_ptr()
+    err = timed("register-pre", where, lambda: torch.cuda.cudart().cudaHostRegister(ptr, SIZE, 0))
+    if int(err) == 0:
+        timed("d2h-mapped-pre", where, lambda: mapped.copy_(device))
+        torch.cuda.cudart().cudaHostUnregister(ptr)
+    else:
+        print("register-pre %-10s refused: cudaError %s" % (where, int(err)), flush=True)
+    del mapped
+    close_mapped(path, fd, m)
 
 
 main()
