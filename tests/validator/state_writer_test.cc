@@ -1,10 +1,13 @@
 // The final-state writer (validators/engines/native/state_writer.h): the file several threads
-// write is the one WriteSafetensors writes, byte for byte, and it never writes through a link.
+// write is the one WriteSafetensors writes, byte for byte, and it never writes through a link;
+// a file prepared ahead holds the same bytes, appears at its name only once written and never
+// stays behind.
 #include "engines/native/state_writer.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +58,61 @@ TEST(StateWriter, RefusesALinkPlantedAtItsPathAndLeavesItsTargetAlone) {
   testing::WriteFile(dir.path() / "target", "untouched");
   fs::create_symlink(dir.path() / "target", dir.path() / "final.safetensors");
   EXPECT_THROW(WriteStateFile(dir.path() / "final.safetensors", MixedState()), Failure);
+  EXPECT_EQ(testing::ReadFile(dir.path() / "target"), "untouched");
+}
+
+TEST(StateWriter, APreparedFileHoldsTheSameBytesAndIsRenamedToItsName) {
+  testing::TempDir dir;
+  const std::vector<NamedTensor> state = MixedState();
+  const fs::path file = dir.path() / "final.safetensors";
+  PreparedStateFile prepared(file, state);
+  const std::optional<fs::path> ready = prepared.Ready(file);
+  ASSERT_TRUE(ready.has_value());  // tmpfs and ext4 both allocate ahead
+  EXPECT_FALSE(fs::exists(file));  // nothing at the coordinator's name before the write
+  WriteStateFile(file, state, ready);
+  WriteSafetensors(dir.path() / "serial.safetensors", state, {}, /*durable=*/false);
+  EXPECT_TRUE(testing::ReadFile(file) == testing::ReadFile(dir.path() / "serial.safetensors"));
+  EXPECT_FALSE(fs::exists(*ready));
+}
+
+TEST(StateWriter, APreparedFileNeverUsedIsRemoved) {
+  testing::TempDir dir;
+  const fs::path file = dir.path() / "final.safetensors";
+  fs::path left;
+  {
+    PreparedStateFile prepared(file, MixedState());
+    left = file.string() + ".prepared";
+  }
+  EXPECT_FALSE(fs::exists(left));
+}
+
+TEST(StateWriter, APreparedFileIsOnlyHandedToTheFileItWasMadeFor) {
+  testing::TempDir dir;
+  PreparedStateFile prepared(dir.path() / "b-final.safetensors", MixedState());
+  EXPECT_FALSE(prepared.Ready(dir.path() / "c-final.safetensors").has_value());
+}
+
+TEST(StateWriter, AFileAlreadyAtThePreparedNameIsNeitherUsedNorRemoved) {
+  testing::TempDir dir;
+  const fs::path file = dir.path() / "final.safetensors";
+  testing::WriteFile(file.string() + ".prepared", "someone else's");
+  {
+    PreparedStateFile prepared(file, MixedState());
+    EXPECT_FALSE(prepared.Ready(file).has_value());
+    WriteStateFile(file, MixedState(), prepared.Ready(file));  // written as without preparing
+  }
+  EXPECT_EQ(testing::ReadFile(file.string() + ".prepared"), "someone else's");
+  EXPECT_TRUE(torch::equal(ReadSafetensors(file).at("step"), torch::tensor({int64_t{42}})));
+}
+
+TEST(StateWriter, ALinkPlantedAtTheNameOfAPreparedWriteIsReplacedAndItsTargetLeftAlone) {
+  testing::TempDir dir;
+  const fs::path file = dir.path() / "final.safetensors";
+  testing::WriteFile(dir.path() / "target", "untouched");
+  fs::create_symlink(dir.path() / "target", file);
+  PreparedStateFile prepared(file, MixedState());
+  WriteStateFile(file, MixedState(), prepared.Ready(file));
+  EXPECT_FALSE(fs::is_symlink(file));
   EXPECT_EQ(testing::ReadFile(dir.path() / "target"), "untouched");
 }
 

@@ -408,12 +408,17 @@ TEST(ValidateNegativeControl, ACorruptCheckpointIsRefusedNotLoaded) {
 // Two validations sharing one --checkpoint-dir at once, each (where this machine allows a
 // PID namespace) as PID 1 of its own, as two containers on one node are: each gets its own
 // directory under it, so neither removes nor restores the other's checkpoints (their locks
-// differ in the seed, so a checkpoint of the other run would be refused).
+// differ in the seed, so a checkpoint of the other run would be refused). Each namespace mounts
+// its own /proc, as a container's runtime does: with the host's, a process's own PID names
+// another process there, and LeakSanitizer's exit check (which lists /proc/<pid>/task) failed
+// any sanitized process whose PID in the namespace is missing on the host.
 TEST(ValidateCheckpointDir, TwoRunsSharingItAtOnceBothPass) {
   testing::TempDir shared;
+  const std::vector<std::string> in_pid_namespace = {"unshare", "--pid", "--fork", "--mount-proc"};
+  std::vector<std::string> probe = in_pid_namespace;
+  probe.push_back("true");
   const bool pid_namespaces =
-      testing::HaveProgram("unshare") &&
-      testing::RunCommand({"unshare", "--pid", "--fork", "true"}).exit_code == 0;
+      testing::HaveProgram("unshare") && testing::RunCommand(probe).exit_code == 0;
   auto validate = [&](const std::string& seed) {
     testing::TempDir dir;
     const fs::path project = dir.path() / "tiny";
@@ -425,7 +430,7 @@ TEST(ValidateCheckpointDir, TwoRunsSharingItAtOnceBothPass) {
     if (RunTrainlock({"lock", project.string(), "--offline"}).exit_code != 0)
       return testing::RunResult{-1, "", "could not lock " + project.string()};
     std::vector<std::string> argv;
-    if (pid_namespaces) argv = {"unshare", "--pid", "--fork"};
+    if (pid_namespaces) argv = in_pid_namespace;
     for (const std::string& a :
          {(testing::BinDir() / "trainlock").string(), std::string("validate"), project.string(),
           std::string("--out"), (dir.path() / "report.json").string(), std::string("--threads"),

@@ -174,6 +174,9 @@ void DigestFinalState(const fs::path& file, WorkerRun& run, unsigned threads) {
   if (threads == 0) threads = std::thread::hardware_concurrency();
   run.state = DigestStateFile(file, std::clamp(threads, 1u, 16u));
   std::error_code ec;
+  // A process killed while it wrote leaves the file it allocated (state_writer.h) unrenamed.
+  const fs::path prepared = file.string() + kPreparedStateSuffix;
+  if (fs::is_regular_file(fs::symlink_status(prepared, ec))) fs::remove(prepared, ec);
   if (run.state->problem.empty() && run.state->bytes <= kKeptStateBytes) {
     run.state_file = file;
   } else if (fs::is_regular_file(fs::symlink_status(file, ec))) {

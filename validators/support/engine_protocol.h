@@ -22,6 +22,11 @@ inline constexpr const char* kErrorIntegrity = "integrity";
 inline constexpr const char* kErrorUnsupported = "unsupported";
 inline constexpr const char* kErrorProtocol = "protocol";
 
+// The suffix of the file a native process allocates its final state in, beside the name the
+// coordinator gave and renamed to it once written (engines/native/state_writer.h); the
+// coordinator removes one that a killed process left (coordinator/engine_process.h).
+inline constexpr const char* kPreparedStateSuffix = ".prepared";
+
 // The member that names a line's event, and the events' names in the order a process says them.
 inline constexpr const char* kEventMember = "event";
 inline constexpr const char* kEventHello = "hello";

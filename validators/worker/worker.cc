@@ -319,10 +319,11 @@ void EmitSaveStarted(int64_t step) {
 // state_file.h: nothing printed here stands in for it); `announce` says it as a `state` event
 // (the final state's; a state at a step or after a restore is only written).
 void WriteState(const fs::path& file, const std::vector<NamedTensor>& state, int64_t step,
-                bool announce) {
+                bool announce, std::optional<PreparedStateFile>* prepared = nullptr) {
   // The coordinator digests the file itself (coordinator/state_file.h): nothing printed here
   // stands in for it.
-  const WrittenFile written = WriteStateFile(file, state);
+  const WrittenFile written =
+      WriteStateFile(file, state, prepared && *prepared ? (*prepared)->Ready(file) : std::nullopt);
   if (!announce) return;
   StateEvent said;
   said.step = step;
@@ -497,6 +498,14 @@ void SteadySaves(const WorkerOptions& o, Trainer& trainer, AsyncCheckpointer& ch
   }
 }
 
+// Starts allocating the final state's file (state_writer.h) once the measured step is behind:
+// beside the steps after it, never beside the one timed.
+void PrepareFinalState(const WorkerOptions& o, Trainer& trainer,
+                       std::optional<PreparedStateFile>& prepared) {
+  if (o.final_state.empty() || prepared || trainer.step() < o.measure_step) return;
+  prepared.emplace(o.final_state, trainer.FinalState(/*on_device=*/true));
+}
+
 int RunTrain(const WorkerOptions& o) {
   torch::Device device = PickDevice(o.device);
   RunSetup setup = SetupFromSpec(o.spec, o.spec_sha256);
@@ -510,8 +519,11 @@ int RunTrain(const WorkerOptions& o) {
   if (o.save_at > 0) checkpointer.Prepare(trainer->Capture());
   std::optional<TrainStepMetrics> measurement;
   std::optional<CheckpointContents> leaked;
+  std::optional<PreparedStateFile> prepared_state;
+  PrepareFinalState(o, *trainer, prepared_state);
   while (trainer->step() < o.steps) {
     TrainOneStep(o, *trainer, measurement);
+    PrepareFinalState(o, *trainer, prepared_state);
     if (!o.state_at_file.empty() && trainer->step() == o.state_at)
       WriteState(o.state_at_file, trainer->FinalState(/*on_device=*/true), o.state_at, false);
     SaveAfterStep(o, *trainer, checkpointer, leaked);
@@ -519,7 +531,8 @@ int RunTrain(const WorkerOptions& o) {
   // The final state and the run mode's untimed warm-up step go on beside the checkpoint's
   // upload; the timed steps only once it is done: no write shares the host with the timing.
   if (!o.final_state.empty())
-    WriteState(o.final_state, trainer->FinalState(/*on_device=*/true), trainer->step(), true);
+    WriteState(o.final_state, trainer->FinalState(/*on_device=*/true), trainer->step(), true,
+               &prepared_state);
   const bool switched =
       measurement && SwitchToRunMode(*trainer, setup.spec.config.training.deterministic);
   if (checkpointer.in_flight()) AnnounceCommitted(o.save_at, checkpointer);

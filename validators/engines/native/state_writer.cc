@@ -2,15 +2,18 @@
 #include "engines/native/state_writer.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <thread>
 
 #include "base/failure.h"
+#include "support/engine_protocol.h"
 #include "support/parallel.h"
 
 namespace trainlock::validate {
@@ -28,7 +31,7 @@ struct StateSlice {
   uint64_t file_at = 0;
 };
 
-std::string ErrnoText(const std::filesystem::path& file, const char* what) {
+std::string ErrnoText(const std::filesystem::path& file, const std::string& what) {
   return file.string() + ": " + what + ": " + std::strerror(errno);
 }
 
@@ -69,10 +72,60 @@ void WriteSlice(int fd, const std::filesystem::path& file, const StateSlice& s) 
              file);
 }
 
+// The bytes `tensors` take as a safetensors file (its header and data).
+uint64_t StateFileBytes(const std::vector<NamedTensor>& tensors) {
+  return LayOutSafetensors(SortedByName(tensors), {}).file_bytes;
+}
+
+// Creates `prepared` new and allocates `bytes` in it; whether it stands ready. fallocate(2)
+// rather than posix_fallocate: where the file system cannot allocate ahead, glibc's fallback
+// writes zeros, which is the cost this was to move off the critical path.
+bool AllocateStateFile(const std::filesystem::path& prepared, uint64_t bytes) {
+  const int fd =
+      ::open(prepared.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  const bool allocated = bytes <= static_cast<uint64_t>(std::numeric_limits<off_t>::max()) &&
+                         ::fallocate(fd, 0, 0, static_cast<off_t>(bytes)) == 0;
+  ::close(fd);
+  return allocated;
+}
+
+// Opens the file the state is written into: the prepared one (allocated, so not truncated),
+// else `file` new or truncated. Never follows a link.
+int OpenStateFile(const std::filesystem::path& file,
+                  const std::optional<std::filesystem::path>& prepared) {
+  const std::filesystem::path& target = prepared ? *prepared : file;
+  const int flags = O_WRONLY | O_CLOEXEC | O_NOFOLLOW | (prepared ? 0 : O_CREAT | O_TRUNC);
+  const int fd = ::open(target.c_str(), flags, 0644);
+  if (fd < 0) throw Failure(ErrnoText(target, "open"), kExitEnvironment);
+  return fd;
+}
+
 }  // namespace
 
+PreparedStateFile::PreparedStateFile(const std::filesystem::path& file,
+                                     const std::vector<NamedTensor>& tensors)
+    : file_(file), prepared_(file.string() + kPreparedStateSuffix) {
+  const uint64_t bytes = StateFileBytes(tensors);
+  allocating_ = std::thread([this, bytes] { ready_ = AllocateStateFile(prepared_, bytes); });
+}
+
+PreparedStateFile::~PreparedStateFile() {
+  if (allocating_.joinable()) allocating_.join();
+  std::error_code ec;
+  if (ready_) std::filesystem::remove(prepared_, ec);  // never renamed: no state was written
+}
+
+std::optional<std::filesystem::path> PreparedStateFile::Ready(const std::filesystem::path& file) {
+  if (allocating_.joinable()) allocating_.join();
+  if (!ready_ || file != file_) return std::nullopt;
+  ready_ = false;  // handed over: the write renames it
+  return prepared_;
+}
+
 WrittenFile WriteStateFile(const std::filesystem::path& file,
-                           const std::vector<NamedTensor>& tensors) {
+                           const std::vector<NamedTensor>& tensors,
+                           const std::optional<std::filesystem::path>& prepared) {
   const std::vector<const NamedTensor*> sorted = SortedByName(tensors);
   const SafetensorsLayout layout = LayOutSafetensors(sorted, {});
   std::vector<torch::Tensor> bytes;  // each tensor as flat bytes, where it lives
@@ -80,8 +133,7 @@ WrittenFile WriteStateFile(const std::filesystem::path& file,
     bytes.push_back(t->tensor.detach().contiguous().reshape({-1}).view(torch::kUInt8));
   const std::vector<StateSlice> slices = SliceTensors(bytes, layout.data_at);
 
-  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) throw Failure(ErrnoText(file, "open"), kExitEnvironment);
+  const int fd = OpenStateFile(file, prepared);
   // Closed however the writes end; ParallelFor rethrows the first failing slice's error.
   const std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* f) {
     ::close(*f);
@@ -90,6 +142,14 @@ WrittenFile WriteStateFile(const std::filesystem::path& file,
   WriteAllAt(fd, layout.prefix.data(), layout.prefix.size(), 0, file);
   const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency() / 2, 1, 8);
   ParallelFor(slices.size(), threads, [&](size_t i) { WriteSlice(fd, file, slices[i]); });
+  if (prepared) {
+    if (::ftruncate(fd, static_cast<off_t>(layout.file_bytes)) != 0)
+      throw Failure(ErrnoText(*prepared, "truncate"), kExitEnvironment);
+    // rename(2) replaces the entry at `file` and follows no link there.
+    if (::rename(prepared->c_str(), file.c_str()) != 0)
+      throw Failure(ErrnoText(file, "rename from " + prepared->filename().string()),
+                    kExitEnvironment);
+  }
   return WrittenFile{layout.file_bytes, ""};
 }
 

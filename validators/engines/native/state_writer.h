@@ -9,18 +9,48 @@
 // there and 20 times slower in a sandbox whose page faults are dear (bench/results/
 // 2026-12-07-native-verdict). The bytes only reach the page cache: the coordinator reads the
 // file at once (coordinator/state_file.h) and nothing survives a crash.
+//
+// Most of that time was the file system finding pages, not copying: a tmpfs allocates and zeroes
+// each page under the same lock as the copy. A process that knows its state's size early
+// (PreparedStateFile, started beside training) has the pages allocated before the state exists,
+// so the write only copies. The state is written into that prepared file and renamed to its
+// name once complete: the coordinator never finds a file of the final size that holds zeros.
 #pragma once
 
 #include <filesystem>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include "engines/native/safetensors.h"
 
 namespace trainlock::validate {
 
-// Writes `tensors` (any device) to `file` in name order; never follows a link at `file`.
+// The file a final state will be written into, allocated on a thread from construction: at
+// `<file>.prepared` beside `file`, created new (never an existing file or a link), at the size
+// `tensors` take as a safetensors file. A failure (a file system without fallocate, no room)
+// only costs the time it saves: the write then allocates as it goes.
+class PreparedStateFile {
+ public:
+  PreparedStateFile(const std::filesystem::path& file, const std::vector<NamedTensor>& tensors);
+  ~PreparedStateFile();  // waits for the allocation; removes the file if it was never used
+  PreparedStateFile(const PreparedStateFile&) = delete;
+  PreparedStateFile& operator=(const PreparedStateFile&) = delete;
+
+  // Waits for the allocation; the prepared file's path when it stands ready for `file`.
+  std::optional<std::filesystem::path> Ready(const std::filesystem::path& file);
+
+ private:
+  std::filesystem::path file_, prepared_;
+  bool ready_ = false;
+  std::thread allocating_;
+};
+
+// Writes `tensors` (any device) to `file` in name order; never follows a link at `file`. With
+// `prepared` (PreparedStateFile::Ready), writes into that file and renames it to `file`.
 // Throws a Failure naming the file on I/O failure.
 WrittenFile WriteStateFile(const std::filesystem::path& file,
-                           const std::vector<NamedTensor>& tensors);
+                           const std::vector<NamedTensor>& tensors,
+                           const std::optional<std::filesystem::path>& prepared = std::nullopt);
 
 }  // namespace trainlock::validate
