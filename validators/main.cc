@@ -218,6 +218,7 @@ int Main(int argc, char** argv) {
   worker->add_flag("!--no-restore-data", w.restore_data);
   worker->add_option("--device", w.device);
   worker->add_option("--threads", w.threads);
+  worker->add_option("--start-after", w.start_after);
 
   std::string record_python = kPythonInImage, record_out = kPythonFilesInImage;
   CLI::App* record = app.add_subcommand(

@@ -149,20 +149,28 @@ TEST_F(ValidateTiny, OnTheCpuTheRoundTripsTelemetryIsUnavailableSayingWhy) {
       << step["summary"];
 }
 
-// The native worker has no gate to wait at: each process of the round trip is spawned only
-// once the one it follows has ended (C could find no checkpoint yet). With the saving process as
-// the reference there is no process A.
-TEST_F(ValidateTiny, EachNativeProcessIsSpawnedAfterTheOneItFollowsEnded) {
+// A native process of the round trip may be spawned ahead of its turn (it loads LibTorch and
+// waits at its gate without a device), but starts only once the one it follows has ended (C
+// could find no checkpoint yet). With the saving process as the reference there is no process A.
+TEST_F(ValidateTiny, EachNativeProcessStartsOnlyAfterTheOneItFollowsEnded) {
   const auto& processes = Check(pass().report, "train.roundtrip")["metrics"]["processes"];
   ASSERT_TRUE(processes.is_object()) << processes.dump();
   const auto times = [&](const char* name, const char* what) {
     return processes.at(name).at(what).get<double>();
   };
   EXPECT_FALSE(processes.contains("a-uninterrupted")) << "the saving process is the reference";
-  EXPECT_LE(times("b-preempted", "ended_s"), times("c-resumed", "spawned_s"));
-  EXPECT_LE(times("b-preempted", "ended_s"), times("d-portable", "spawned_s"));
+  EXPECT_LE(times("b-preempted", "ended_s"), times("c-resumed", "started_s"));
+  EXPECT_LE(times("b-preempted", "ended_s"), times("d-portable", "started_s"));
   for (const char* name : {"b-preempted", "c-resumed", "d-portable"})
-    EXPECT_EQ(times(name, "spawned_s"), times(name, "started_s")) << name;
+    EXPECT_LE(times(name, "spawned_s"), times(name, "started_s")) << name;
+}
+
+TEST_F(ValidateTiny, TheResumedAndPortableProcessesAreSpawnedBeforeTheirTurn) {
+  const auto& processes = Check(pass().report, "train.roundtrip")["metrics"]["processes"];
+  for (const char* name : {"c-resumed", "d-portable"})
+    EXPECT_LT(processes.at(name).at("spawned_s").get<double>(),
+              processes.at("b-preempted").at("ended_s").get<double>())
+        << name;
 }
 
 // The final states go to memory when the host has room (coordinator/state_dir.h), and the report

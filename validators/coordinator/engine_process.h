@@ -45,9 +45,9 @@ struct EngineStart {
   // unless the plan digests it itself (DigestFinalState) beside the next process.
   std::optional<std::filesystem::path> final_state;
   bool digest_state_later = false;
-  // Started ahead of its turn: it starts training only at Release. With a gate (a Python engine
-  // told --start-after GATE) it is spawned now, does its imports and waits for the gate file;
-  // without one (the native worker, which starts in a second) it is spawned at Release.
+  // Started ahead of its turn: it starts training only at Release. With a gate (an engine told
+  // --start-after GATE) it is spawned now, loads its libraries and waits for the gate file;
+  // without one it is spawned at Release.
   bool held = false;
   std::optional<std::filesystem::path> gate;
 };

@@ -79,11 +79,10 @@ class RoundtripRunner {
 
  private:
   std::vector<std::string> CommonArgs() const;
-  // Starts a process with the protocol's common options and `extra`. A gated Python engine is
-  // started ahead of its turn: it does its imports and waits (--start-after) until released,
-  // so the seconds of its interpreter and framework imports pass while the process before it
-  // still runs. The native worker has no gate to wait at (and starts in a second): a gated one
-  // is spawned at its release.
+  // Starts a process with the protocol's common options and `extra`. A gated process is started
+  // ahead of its turn: it loads its libraries (a Python engine its interpreter and framework, the
+  // native worker LibTorch) and waits (--start-after) without a device until released, so those
+  // seconds pass while the process before it still runs.
   EngineProcess Launch(const std::string& name, const std::vector<std::string>& extra,
                        bool gated = false, bool digest_state_later = false) const;
   EngineExpectation Expectation(const std::vector<std::string>& extra) const;
@@ -171,7 +170,7 @@ EngineProcess RoundtripRunner::Launch(const std::string& name,
     with_world.insert(with_world.end(), {"--nproc", std::to_string(o_.engine_nproc)});
   std::vector<std::string> argv_extra = with_world;  // its own options, after the common ones
   start.held = gated;
-  if (gated && o_.engine != "native") {
+  if (gated) {
     start.gate = o_.work_dir / (name + ".start");
     argv_extra.insert(argv_extra.end(), {"--start-after", start.gate->string()});
   }
@@ -429,7 +428,7 @@ void RoundtripRunner::RunBehindReference(RoundtripRuns& runs) {
                                  StateAtRestoredStepFile(o_).string()});
   }
   EngineProcess a_process = Launch("a-uninterrupted", a_args);
-  // B does its imports while A trains (a native B is spawned at its release); it is ended
+  // B loads its libraries while A trains (waiting at its gate); it is ended
   // unreleased when A decides there is no B.
   std::optional<EngineProcess> b_process;
   if (!o_.step_only) b_process = Launch("b-preempted", SavingArgs(), /*gated=*/true);

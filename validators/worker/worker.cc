@@ -807,6 +807,18 @@ int RunSpeakingProtocol(const WorkerOptions& o, std::optional<ErrorEvent>* error
   return code;
 }
 
+// --start-after: the process exists, LibTorch and its CUDA libraries loaded, before its turn;
+// it opens no device and reads nothing until the coordinator creates the file. False when the
+// process that started it ended first (nothing would ever create the file).
+bool WaitForRelease(const std::filesystem::path& gate) {
+  const pid_t parent = ::getppid();
+  while (::access(gate.c_str(), F_OK) != 0) {
+    if (::getppid() != parent) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
 }  // namespace
 
 int RunWorker(const WorkerOptions& o) {
@@ -816,7 +828,13 @@ int RunWorker(const WorkerOptions& o) {
     ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
     at::globalContext().setDeterministicAlgorithms(true, false);
   }
-  SecondsSinceWorkerStart();  // starts the clock
+  if (!o.start_after.empty() && !WaitForRelease(o.start_after)) {
+    Emit(kEventError, ToJson(Failed("input", "--start-after " + o.start_after.string() +
+                                                 ": the process that started this one ended "
+                                                 "before releasing it")));
+    return kWorkerBadInput;
+  }
+  SecondsSinceWorkerStart();  // starts the clock (at the release of a process started early)
   if (o.threads > 0) torch::set_num_threads(o.threads);
   std::optional<ErrorEvent> error;
   const int code =

@@ -62,6 +62,10 @@ struct WorkerOptions {
   bool restore_data = true;
   std::string device = "auto";
   int threads = 0;  // 0: LibTorch's default
+  // --start-after FILE: started ahead of its turn, the train or portable process waits before it
+  // opens a device or reads anything until FILE exists (the coordinator's release), and fails if
+  // the process that started it ends first.
+  std::filesystem::path start_after;
 };
 
 int RunWorker(const WorkerOptions& options);
