@@ -106,5 +106,77 @@ class StreamedFinalState(unittest.TestCase):
             self.assertEqual(f.read(), "keep")
 
 
+class PreparedFinalState(unittest.TestCase):
+    """final_state.Prepared: the file allocated ahead holds the same bytes once written, appears
+    at its name only then, and never stays behind or replaces a file it did not make."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "state.safetensors")
+        g = torch.Generator().manual_seed(5)
+        self.flat = {"param/w": torch.randn(300, 70, generator=g), "param/b": torch.randn(9, generator=g),
+                     "data/position": {"step": 8}}
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def unprepared_bytes(self):
+        other = os.path.join(self.dir.name, "unprepared.safetensors")
+        final_state.write(self.flat, other)
+        with open(other, "rb") as f:
+            return f.read()
+
+    def test_a_prepared_file_holds_the_same_bytes_and_is_renamed_to_its_name(self):
+        prepared = final_state.Prepared(self.path, final_state.tensor_bytes(self.flat))
+        ready = prepared.take(self.path)
+        self.assertIsNotNone(ready)
+        self.assertFalse(os.path.exists(self.path))
+        size = final_state.write(self.flat, self.path, prepared=ready)
+        with open(self.path, "rb") as f:
+            self.assertEqual(f.read(), self.unprepared_bytes())
+        self.assertEqual(size, os.path.getsize(self.path))
+        self.assertFalse(os.path.exists(ready))
+
+    def test_the_estimate_counts_the_tensors_bytes(self):
+        self.assertEqual(final_state.tensor_bytes(self.flat), (300 * 70 + 9) * 4)
+
+    def test_a_prepared_file_larger_than_the_state_is_cut_to_its_size(self):
+        prepared = final_state.Prepared(self.path, 1 << 20)
+        final_state.write(self.flat, self.path, prepared=prepared.take(self.path))
+        with open(self.path, "rb") as f:
+            self.assertEqual(f.read(), self.unprepared_bytes())
+
+    def test_a_prepared_file_never_used_is_removed(self):
+        prepared = final_state.Prepared(self.path, 4096)
+        prepared.discard()
+        self.assertEqual(os.listdir(self.dir.name), [])
+
+    def test_it_is_only_handed_to_the_file_it_was_made_for(self):
+        prepared = final_state.Prepared(self.path, 4096)
+        self.assertIsNone(prepared.take(os.path.join(self.dir.name, "other.safetensors")))
+        prepared.discard()
+
+    def test_a_file_already_at_the_prepared_name_is_neither_used_nor_removed(self):
+        theirs = self.path + ".prepared"
+        with open(theirs, "w") as f:
+            f.write("someone else's")
+        prepared = final_state.Prepared(self.path, 4096)
+        self.assertIsNone(prepared.take(self.path))
+        prepared.discard()
+        with open(theirs) as f:
+            self.assertEqual(f.read(), "someone else's")
+
+    def test_a_link_at_the_name_of_a_prepared_write_is_replaced_and_its_target_left_alone(self):
+        target = os.path.join(self.dir.name, "elsewhere")
+        with open(target, "w") as f:
+            f.write("keep")
+        os.symlink(target, self.path)
+        prepared = final_state.Prepared(self.path, 4096)
+        final_state.write(self.flat, self.path, prepared=prepared.take(self.path))
+        self.assertFalse(os.path.islink(self.path))
+        with open(target) as f:
+            self.assertEqual(f.read(), "keep")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -56,13 +56,15 @@ std::string EngineProtocolPythonModule() {
              "with\n"
              "# `cmake --build build --target engine_protocol_py`.\n"
              "\"\"\"The engine protocol as every engine speaks it: its name, the longest line, "
-             "the most steady-state\nsaves, the error kinds "
+             "the most steady-state\nsaves, the suffix of a final state's file allocated ahead, "
+             "the error kinds "
              "with the exit code of each, and every event with the members it may carry "
              "(protocol.py).\"\"\"\n\n") +
          "PROTOCOL = " + PythonString(kEngineProtocol) + "\n" +
          "MAX_LINE = " + std::to_string(kMaxEngineLineBytes) + "\n" +
-         "MAX_STEADY_SAVES = " + std::to_string(kMaxSteadySaves) + "\n\n" + ErrorKinds() + "\n" +
-         SavePoints() + "\n" + Events();
+         "MAX_STEADY_SAVES = " + std::to_string(kMaxSteadySaves) + "\n" +
+         "PREPARED_STATE_SUFFIX = " + PythonString(kPreparedStateSuffix) + "\n\n" + ErrorKinds() +
+         "\n" + SavePoints() + "\n" + Events();
 }
 
 }  // namespace trainlock::validate

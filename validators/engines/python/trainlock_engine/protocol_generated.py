@@ -2,11 +2,12 @@
 # engine_protocol.cc) by trainlock-engine-protocol-py; do not edit. Regenerate with
 # `cmake --build build --target engine_protocol_py`.
 """The engine protocol as every engine speaks it: its name, the longest line, the most steady-state
-saves, the error kinds with the exit code of each, and every event with the members it may carry (protocol.py)."""
+saves, the suffix of a final state's file allocated ahead, the error kinds with the exit code of each, and every event with the members it may carry (protocol.py)."""
 
 PROTOCOL = "trainlock.engine/1"
 MAX_LINE = 1048576
 MAX_STEADY_SAVES = 16
+PREPARED_STATE_SUFFIX = ".prepared"
 
 EXIT_CODES = {
     "input": 2,

@@ -124,6 +124,7 @@ class Driver:
         self.step_times = []  # each step's wall time, but the one after a save (note_step_time)
         self.step_after_save = None
         self.reference = None  # the deterministic measurement, while the run's kernels are to come
+        self.prepared = None  # the final state's file, allocated ahead (prepare_final_state)
         seed_everything(self.spec["seed"])
         started = time.perf_counter()
         self.loader = data.loader_for(self.spec, ctx.emit, self.world)
@@ -331,6 +332,7 @@ class Driver:
             if loss != loss or loss in (float("inf"), float("-inf")):
                 raise EngineError("non_finite_loss", "step %d's loss is %r" % (self.step, loss), step=self.step)
             self.ctx.emit("step", step=self.step, loss=loss)
+            self.prepare_final_state()
             state_at = getattr(self.opts, "state_at", None)
             if state_at is not None and self.step == state_at[0]:
                 self.write_state(state_at[1])
@@ -418,15 +420,26 @@ class Driver:
         self.ctx.emit("measurement", **measure.run_kernels_measurement(self.step, self.reference, timed))
         return [timer.seconds for timer, _ in timed]
 
+    def prepare_final_state(self):
+        """Starts allocating the final state's file (final_state.Prepared) once the measured
+        step is behind: beside the steps after it, never beside the one timed. Rank 0 writes."""
+        if not self.opts.final_state or self.prepared is not None or self.ctx.rank != 0:
+            return
+        if self.step < (self.opts.measure_step or 0):
+            return
+        params, optim = self.engine.full_state()
+        size = final_state.tensor_bytes(digests.flatten_state(params, optim, {}, None))
+        self.prepared = final_state.Prepared(self.opts.final_state, size)
+
     def final_state(self):
         started = time.perf_counter()
-        path, size = self.write_state(self.opts.final_state)
+        path, size = self.write_state(self.opts.final_state, self.prepared)
         if self.ctx.rank != 0:
             return
         phase_note("final state", written=time.perf_counter() - started)
         self.ctx.emit("state", step=self.step, bytes=size, file=path)
 
-    def write_state(self, file):
+    def write_state(self, file, prepared=None):
         """The state as of now (parameters, optimizer, RNG streams, data position) to `file`,
         which the coordinator digests: the final state, A's state at a step (--state-at) or C's
         right after its restore (--restored-state). Every rank gathers; rank 0 writes."""
@@ -434,7 +447,8 @@ class Driver:
         params, optim = self.engine.full_state()
         flat = digests.flatten_state(params, optim, rng.streams(rngs), self.loader.state())
         path = os.path.abspath(file)
-        return path, final_state.write(flat, path, writing=self.ctx.rank == 0)
+        ready = prepared.take(path) if prepared is not None else None
+        return path, final_state.write(flat, path, writing=self.ctx.rank == 0, prepared=ready)
 
     def portable(self):
         self.restore(for_training=False)
