@@ -12,7 +12,7 @@ namespace {
 constexpr std::array<RoundTripEngine, 6> kRoundTripEngines = {{
     {"native", false, true, false, true, true, "the validator alone"},
     {"ddp", true, false, true, true, false, "Python with torch >= 1.13"},
-    {"fsdp2", true, true, true, true, false, "Python with torch >= 2.4 and transformers"},
+    {"fsdp2", true, true, true, true, true, "Python with torch >= 2.4 and transformers"},
     {"hf-trainer", true, false, false, false, false,
      "Python with torch, transformers and accelerate"},
     {"lightning", true, false, false, false, false,

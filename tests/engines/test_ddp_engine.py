@@ -72,6 +72,14 @@ class DdpRoundTrip(unittest.TestCase):
         for prefix in ("param/", "optim/", "rng/torch_cpu", "rng/python", "data/position"):
             self.assertTrue(any(k.startswith(prefix) for k in digests), prefix)
 
+    def test_the_resumed_run_gives_the_device_back_after_its_last_step(self):
+        # Nothing trains after it: the coordinator may start the portable process beside its end.
+        self.assertIn("trainlock-engine: device given back", self.c.stderr)
+
+    def test_a_run_that_measures_or_saves_keeps_its_device(self):
+        self.assertNotIn("device given back", self.a.stderr)
+        self.assertNotIn("device given back", self.b.stderr)
+
     def test_resumed_losses_equal_the_uninterrupted_losses(self):
         a, c = self.a.losses(), self.c.losses()
         self.assertEqual(sorted(c), list(range(SAVE_AT + 1, STEPS + 1)))

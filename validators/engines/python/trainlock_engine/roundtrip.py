@@ -66,6 +66,14 @@ class Engine:
     def load(self, directory):
         raise NotImplementedError
 
+    def release_training_memory(self):
+        """Gives the device back once nothing trains any more (gradients, the allocator's cached
+        blocks), before the last step is said, so the portable process may start beside the
+        end of this one: an engine whose capability frees_device_after_training says so
+        (src/project/round_trip_engines.h). Returns whether it gave anything back; by default
+        it keeps everything."""
+        return False
+
     def full_state(self):
         """({param name: tensor}, {param name: {key: tensor}}) on any device; a sharded
         DTensor is gathered by final_state.write, on every rank in the same order."""
@@ -331,6 +339,10 @@ class Driver:
             self.step += 1
             if loss != loss or loss in (float("inf"), float("-inf")):
                 raise EngineError("non_finite_loss", "step %d's loss is %r" % (self.step, loss), step=self.step)
+            if self.step == self.opts.steps and not self.trains_on(save_at):
+                releasing = time.perf_counter()
+                if self.engine.release_training_memory():
+                    phase_note("device given back", released=time.perf_counter() - releasing)
             self.ctx.emit("step", step=self.step, loss=loss)
             self.prepare_final_state()
             state_at = getattr(self.opts, "state_at", None)
@@ -419,6 +431,12 @@ class Driver:
         self.ctx.step = None
         self.ctx.emit("measurement", **measure.run_kernels_measurement(self.step, self.reference, timed))
         return [timer.seconds for timer, _ in timed]
+
+    def trains_on(self, save_at):
+        """Whether the device is needed after the last step: a measurement, a save, a state at
+        a step, steady-state saves, or a save still under way."""
+        return bool(self.opts.measure_step or save_at or getattr(self.opts, "state_at", None)
+                    or getattr(self.opts, "steady_saves", 0) or self.pending is not None)
 
     def prepare_final_state(self):
         """Starts allocating the final state's file (final_state.Prepared) once the measured
