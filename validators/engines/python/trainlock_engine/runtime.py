@@ -128,3 +128,14 @@ def all_ranks_ok(ok, world, device):
     flag = torch.tensor([1 if ok else 0], dtype=torch.int64, device=device)
     dist.all_reduce(flag, op=dist.ReduceOp.MIN)
     return bool(flag.item())
+
+
+def give_device_back(optimizer, device):
+    """Drops the gradients and the allocator's cached blocks once nothing trains any more
+    (Engine.release_training_memory): what stays is the parameters and the optimizer's state.
+    Returns True: something was given back."""
+    optimizer.zero_grad(set_to_none=True)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.empty_cache()
+    return True

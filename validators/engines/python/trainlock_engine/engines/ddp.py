@@ -76,11 +76,7 @@ class DdpEngine(roundtrip.Engine):
     def release_training_memory(self):
         # As fsdp2's: gradients and the allocator's cached blocks (ddp runs several ranks, where
         # the coordinator keeps D apart anyway; giving the device back costs nothing).
-        self.optimizer.zero_grad(set_to_none=True)
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-            torch.cuda.empty_cache()
-        return True
+        return runtime.give_device_back(self.optimizer, self.device)
 
     def train_step(self, micro_batches):
         self.wrapped.train()

@@ -293,11 +293,7 @@ class Fsdp2Engine(roundtrip.Engine):
     def release_training_memory(self):
         # The gradients (the pilot's are 5 GB of fp32) and every cached block: what C keeps is
         # its parameters and AdamW's moments (the coordinator's PortableFitsBesideResumedState).
-        self.optimizer.zero_grad(set_to_none=True)
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-            torch.cuda.empty_cache()
-        return True
+        return runtime.give_device_back(self.optimizer, self.device)
 
     def train_step(self, micro_batches):
         self.model.train()
