@@ -203,6 +203,10 @@ CLI::App* AddK8sCommand(CLI::App* fleet, FleetScriptOptions& k8s) {
   k8s_cmd->add_option("--node-lock", k8s.fleet.node_lock,
                       "--npd-plugin: trainlock.lock as installed on the node (default: " +
                           NodeLockPath("<project>") + "; not in a git work tree)");
+  k8s_cmd
+      ->add_option("--watch-state", k8s.fleet.watch_state,
+                   "--npd-plugin: where `trainlock watch` keeps the node's revocation record")
+      ->capture_default_str();
   k8s_cmd->add_option("--trainlock", k8s.fleet.trainlock_bin,
                       "--npd-plugin: the trainlock program on the node (default: on PATH)");
   k8s_cmd->add_flag("--report-only", k8s.fleet.report_only,
@@ -258,6 +262,10 @@ CLI::App* AddSlurmCommand(CLI::App* fleet, FleetScriptOptions& slurm) {
   slurm_cmd->add_option("--node-lock", slurm.fleet.node_lock,
                         "--prolog: trainlock.lock as installed on the nodes (default: " +
                             NodeLockPath("<project>") + "; not in a git work tree)");
+  slurm_cmd
+      ->add_option("--watch-state", slurm.fleet.watch_state,
+                   "--prolog: where `trainlock watch` keeps each node's revocation record")
+      ->capture_default_str();
   slurm_cmd->add_option("--trainlock", slurm.fleet.trainlock_bin,
                         "--prolog: the trainlock program on the nodes (default: trainlock on "
                         "PATH)");

@@ -103,6 +103,9 @@ struct FleetOptions {
   // Prolog then never requeues a job). The Slurm gate appends each such line to gate_log.
   bool report_only = false;
   std::string gate_log = kDefaultGateLog;
+  // Where `trainlock watch` keeps each node's revocation record: the gates pass it to `trainlock
+  // gate --watch-state`, which refuses a report older than the node's last revoking event.
+  std::string watch_state = kWatchStateDir;
 };
 
 // The node labels --label-nodes writes on a pass, which the long run's nodeAffinity requires
