@@ -115,6 +115,9 @@ inline constexpr const char* kNodeLabelValidated = "trainlock.io/validated";  //
 inline constexpr const char* kNodeLabelLock = "trainlock.io/lock";
 inline constexpr const char* kNodeLabelImage = "trainlock.io/image";
 inline constexpr const char* kNodeLabelValidUntil = "trainlock.io/valid-until";
+// `trainlock watch --revoke k8s` (watch/revoke_action.h): validated=revoked and the event's UTC
+// time ("20261207T190239Z"), with the gate's taint, value "revoked".
+inline constexpr const char* kNodeLabelRevokedAt = "trainlock.io/revoked-at";
 // The taint a refusal sets (value: the gate's first topic, effect NoSchedule).
 inline constexpr const char* kNodeGateTaint = "trainlock.io/gate";
 inline constexpr size_t kLabelHexDigits = 32;
