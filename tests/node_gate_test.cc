@@ -456,6 +456,22 @@ TEST_F(SlurmWatch, TheBreakerTripsWhenTheOnlyGpuNodeWouldBeRevoked) {
   EXPECT_TRUE(fs::exists(State() / (std::string(kNode) + ".record")));  // recorded all the same
 }
 
+// Slurm's HealthCheckProgram mode: `watch --once --health-check` drains a node whose record
+// holds a revocation that no report postdates.
+TEST_F(SlurmWatch, TheHealthCheckModeDrainsARevokedNode) {
+  Validate(kNode, 60);
+  ASSERT_EQ(Watch({"--revoke", "none"}).exit_code, 0);  // the record only
+  EXPECT_FALSE(Drained());
+  RunResult r = testing::RunProgram(
+      "trainlock",
+      {"watch", "--once", "--health-check", "--watch-state", State().string(), "--node", kNode,
+       "--reports-dir", (dir_ / "reports").string(), "--breaker-fraction", "1"},
+      {"SLURM_CONF=" + Conf()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(DrainedWith("trainlock: revoked gpu 0000:3b:00 Xid 79"))
+      << r.out << NodeField("Reason");
+}
+
 // The node-problem-detector plugin: exit 0 ok, 1 problem, 2 unknown; the first line is the
 // condition's message.
 class NpdPlugin : public NodeGate {

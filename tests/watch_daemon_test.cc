@@ -207,6 +207,40 @@ TEST_F(WatchDaemon, OnceRefusesACorruptRecordAsBadInput) {
       << r.err;
 }
 
+// --- the systemd unit ------------------------------------------------------------------------
+
+TEST_F(WatchDaemon, TheSystemdUnitRunsThisWatchWithTheOptionsGiven) {
+  RunResult r = testing::RunTrainlock({"watch", "--print-systemd-unit", "--revoke", "slurm",
+                                       "--node", "gpu-017", "--reports-dir", "/shared/reports"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nExecStart=" + (testing::BinDir() / "trainlock").string() +
+                       " watch --watch-state /var/lib/trainlock/watch --revoke slurm --node "
+                       "gpu-017 --reports-dir /shared/reports --breaker-fraction 0.5 "
+                       "--breaker-window 5m\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\nStateDirectory=trainlock/watch\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nSuccessExitStatus=143\n"), std::string::npos) << r.out;
+  if (!testing::HaveProgram("systemd-analyze")) GTEST_SKIP() << "no systemd-analyze";
+  const fs::path unit = tmp_.path() / "trainlock-watch.service";
+  WriteFile(unit, r.out);
+  RunResult verify = testing::RunCommand({"systemd-analyze", "verify", unit.string()});
+  EXPECT_EQ(verify.err.find("trainlock-watch.service:"), std::string::npos) << verify.err;
+}
+
+TEST_F(WatchDaemon, TheUnitRefusesAValueSystemdWouldReadOtherwise) {
+  for (const char* node : {"gpu 017", "gpu%n", "gpu$HOME"}) {
+    RunResult r = testing::RunTrainlock({"watch", "--print-systemd-unit", "--node", node});
+    EXPECT_EQ(r.exit_code, 2) << node << r.out;
+  }
+  RunResult r = testing::RunTrainlock({"watch", "--print-systemd-unit", "--reports-dir", "/a b"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("--print-systemd-unit: error: a value the unit cannot carry as one plain "
+                       "word: '/a b'"),
+            std::string::npos)
+      << r.err;
+}
+
 // --- revoking through Kubernetes, against a stand-in kubectl ---------------------------------
 
 class WatchKubernetes : public WatchDaemon {

@@ -2,21 +2,24 @@
 //   --replay FILE [--json]   replays a saved log: exit 0 nothing would revoke, 1 something would
 //   (no mode)                follows /dev/kmsg (--kmsg FILE), keeps the node's revocation record
 //                            under --watch-state, revokes through --revoke slurm|k8s
-//   --once                   prints the node's state: exit 0 not revoked, 1 revoked (a report
-//                            would be refused)
+//   --once [--health-check]  prints the node's state: exit 0 not revoked, 1 revoked (a report
+//                            would be refused; --health-check also drains it through Slurm)
 // Exit 2 for bad input, a record that does not read included.
 #include <iostream>
 
 #include "base/diagnostic.h"
 #include "base/exit_code.h"
 #include "base/json_file.h"
+#include "base/program_path.h"
 #include "base/rank_env.h"
 #include "base/terminal_text.h"
+#include "base/text_format.h"
 #include "base/time_text.h"
 #include "cli/commands.h"
 #include "image/in_image_paths.h"
 #include "watch/node_state.h"
 #include "watch/replay.h"
+#include "watch/systemd_unit.h"
 #include "watch/watch_daemon.h"
 
 namespace trainlock::cli {
@@ -26,6 +29,7 @@ struct WatchOptions {
   std::string replay;
   bool json = false;
   bool once = false;
+  bool health_check = false;
   std::string kmsg = "/dev/kmsg";
   std::string state_dir = kWatchStateDir;
   std::string node;  // "" = this host's name as the validator names it
@@ -33,6 +37,7 @@ struct WatchOptions {
   std::string revoke = "none";
   double breaker_fraction = 0.5;
   std::string breaker_window = "5m";
+  bool print_unit = false;
 };
 
 int RunReplay(const WatchOptions& options, const GlobalOptions& global) {
@@ -57,6 +62,7 @@ RevokeOptions RevokeOptionsOf(const WatchOptions& options) {
   revoke.scheduler = options.revoke == "slurm" ? Scheduler::kSlurm
                      : options.revoke == "k8s" ? Scheduler::kKubernetes
                                                : Scheduler::kNone;
+  if (options.health_check) revoke.scheduler = Scheduler::kSlurm;
   if (!(options.breaker_fraction > 0 && options.breaker_fraction <= 1)) {
     throw InputError(
         Diagnostic{"--breaker-fraction",
@@ -76,7 +82,7 @@ RevokeOptions RevokeOptionsOf(const WatchOptions& options) {
   return revoke;
 }
 
-// --once: the node's state; with --revoke a revoked node is revoked through the scheduler.
+// --once: the node's state; with --health-check a revoked node is drained through Slurm.
 int RunOnce(const WatchOptions& options) {
   const RevokeOptions revoke = RevokeOptionsOf(options);
   const NodeState state = DescribeNodeState({options.state_dir, revoke.node, options.reports_dir});
@@ -93,8 +99,28 @@ int RunOnce(const WatchOptions& options) {
   return kExitVerdict;
 }
 
+// --print-systemd-unit: the unit that runs this watch, with the options given here.
+int PrintSystemdUnit(const WatchOptions& options) {
+  RevokeOptionsOf(options);  // the same checks the daemon makes
+  WatchUnitOptions unit;
+  unit.trainlock = RunningExecutable().string();
+  unit.state_dir = options.state_dir;
+  unit.args = {"--watch-state", options.state_dir, "--revoke", options.revoke};
+  if (options.kmsg != "/dev/kmsg") unit.args.insert(unit.args.end(), {"--kmsg", options.kmsg});
+  if (!options.node.empty()) unit.args.insert(unit.args.end(), {"--node", options.node});
+  if (!options.reports_dir.empty())
+    unit.args.insert(unit.args.end(), {"--reports-dir", options.reports_dir});
+  if (options.revoke != "none") {
+    unit.args.insert(unit.args.end(), {"--breaker-fraction", ShortNumber(options.breaker_fraction),
+                                       "--breaker-window", options.breaker_window});
+  }
+  std::cout << WatchSystemdUnit(unit);
+  return kExitOk;
+}
+
 int RunWatch(const WatchOptions& options, const GlobalOptions& global) {
   if (!options.replay.empty()) return RunReplay(options, global);
+  if (options.print_unit) return PrintSystemdUnit(options);
   if (options.once) return RunOnce(options);
   const Catalog catalog = LoadCatalog(global);
   WatchDaemonOptions daemon;
@@ -151,10 +177,19 @@ Command RegisterWatch(CLI::App& app, const GlobalOptions& global) {
           ->type_name("FILE");
   cmd->add_flag("--json", options->json, "With --replay: the decisions and counts as JSON")
       ->needs(replay);
-  cmd->add_flag("--once", options->once,
-                "Print the node's state (its record, last revoking event, whether a report "
-                "would be refused) and exit")
-      ->excludes(replay);
+  CLI::Option* once =
+      cmd->add_flag("--once", options->once,
+                    "Print the node's state (its record, last revoking event, whether a report "
+                    "would be refused) and exit")
+          ->excludes(replay);
+  cmd->add_flag("--health-check", options->health_check,
+                "With --once, as Slurm's HealthCheckProgram: drain a revoked node through Slurm")
+      ->needs(once);
+  cmd->add_flag("--print-systemd-unit", options->print_unit,
+                "Print the systemd unit that runs this watch (with the options given) on the "
+                "node, and exit")
+      ->excludes(replay)
+      ->excludes(once);
   AddDaemonOptions(cmd, *options);
   return [options, &global] { return RunWatch(*options, global); };
 }

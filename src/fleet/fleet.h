@@ -106,6 +106,7 @@ struct FleetOptions {
   // Where `trainlock watch` keeps each node's revocation record: the gates pass it to `trainlock
   // gate --watch-state`, which refuses a report older than the node's last revoking event.
   std::string watch_state = kWatchStateDir;
+  std::string watch_image;  // --watch-daemonset: an image with trainlock and kubectl, by digest
 };
 
 // The node labels --label-nodes writes on a pass, which the long run's nodeAffinity requires
@@ -166,6 +167,11 @@ std::string KubernetesLongRunAffinityYaml(const FleetOptions& options, int64_t n
 // the Slurm gate, exit 0 ok, 1 problem (refused, or no report), 2 unknown (the gate could not
 // decide); its first output line is the reason NPD shows on the node condition.
 std::string NodeProblemDetectorPlugin(const FleetOptions& options);
+
+// `fleet k8s --watch-daemonset`: the ServiceAccount, ClusterRole (get, list, patch nodes), its
+// binding and the DaemonSet running `trainlock watch --revoke k8s` on every node in watch_image
+// (pinned by digest: InputError otherwise), the host's /dev/kmsg and watch_state mounted.
+std::string KubernetesWatchDaemonSetYaml(const FleetOptions& options);
 
 // An sbatch script running the validator in the image on every node through pyxis/enroot, then
 // `trainlock fleet summarize` on the reports.
