@@ -90,6 +90,7 @@ int RunOnce(const WatchOptions& options) {
   if (!state.revoked) return kExitOk;
   if (revoke.scheduler != Scheduler::kNone) {
     const std::optional<NodeRecord> record = ReadNodeRecord(options.state_dir, revoke.node);
+    if (!record || !record->revoked) return kExitVerdict;  // rewritten since: the next run acts
     const RevokeOutcome outcome =
         RevokeThroughScheduler(revoke, *record->revoked, EventUtcMicros(std::nullopt));
     std::cout << "  " << TerminalLine(outcome.message) << "\n";
