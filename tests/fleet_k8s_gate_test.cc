@@ -364,6 +364,39 @@ TEST_F(FleetK8sGate, EveryGeneratedDocumentConformsToTheKubernetesOpenApiSchemas
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
+// `--watch-daemonset`: `trainlock watch --revoke k8s` on every node, tainted ones too, reading the
+// host's /dev/kmsg and keeping the record on the host; RBAC to list (the breaker) and patch nodes.
+TEST_F(FleetK8sGate, TheWatchDaemonSetRunsTheWatchOnEveryNodeAndConformsToTheSchemas) {
+  std::vector<YAML::Node> docs = Documents(
+      {"--watch-daemonset", "--watch-image", kKubectlImage, "--reports-dir", "/shared/reports"},
+      "watch.yaml");
+  ASSERT_EQ(docs.size(), 4u);
+  EXPECT_EQ(docs[1]["rules"][0]["verbs"][1].as<std::string>(), "list");
+  EXPECT_EQ(docs[1]["rules"][0]["verbs"][2].as<std::string>(), "patch");
+  const YAML::Node& ds = docs[3];
+  EXPECT_EQ(ds["kind"].as<std::string>(), "DaemonSet");
+  const YAML::Node& pod = ds["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["tolerations"][0]["operator"].as<std::string>(), "Exists");
+  const YAML::Node& container = pod["containers"][0];
+  EXPECT_EQ(container["image"].as<std::string>(), kKubectlImage);
+  std::string command;
+  for (const YAML::Node& word : container["command"]) command += word.as<std::string>() + " ";
+  EXPECT_EQ(command,
+            "trainlock watch --revoke k8s --node $(NODE_NAME) --watch-state "
+            "/var/lib/trainlock/watch --reports-dir /shared/reports ");
+  EXPECT_EQ(pod["volumes"][0]["hostPath"]["path"].as<std::string>(), "/dev/kmsg");
+  if (!HaveSchemas()) GTEST_SKIP() << "node or tests/k8s/node_modules missing: run ci/deps.sh";
+  RunResult r = Schema(tmp_.path() / "watch.yaml");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("4 document(s), 0 problem(s)"), std::string::npos) << r.out;
+}
+
+TEST_F(FleetK8sGate, TheWatchDaemonSetNeedsAnImagePinnedByDigest) {
+  RunResult r = Fleet({"--watch-daemonset", "--watch-image", "registry.example/watch:latest"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(r.err.rfind("--watch-image: error: --watch-daemonset needs an image", 0), 0u) << r.err;
+}
+
 TEST_F(FleetK8sGate, TheSchemaCheckRefusesAMisspeltFieldAndAWrongType) {
   if (!HaveSchemas()) GTEST_SKIP() << "node or tests/k8s/node_modules missing: run ci/deps.sh";
   std::string text = Fleet(Labelled()).out;

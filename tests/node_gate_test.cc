@@ -11,6 +11,7 @@
 // A "validate" is a report signed with the test's key as `trainlock-validate --sign` writes it,
 // of examples/h200-pilot's lock: the validator itself runs on GPU nodes, not here.
 #include <gtest/gtest.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -21,6 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/sha256.h"
 #include "base/time_text.h"
 #include "project/project.h"
 #include "report/report_signing.h"
@@ -396,6 +398,78 @@ TEST_F(SlurmNodeGate, AReasonTrainlockDidNotSetIsNeitherReplacedNorLifted) {
   Validate(kNode);
   std::this_thread::sleep_for(std::chrono::seconds(5));  // health checks with a passing one
   EXPECT_TRUE(DrainedWith("maintenance: fan")) << NodeField("State") << NodeField("Reason");
+}
+
+// `trainlock watch --revoke slurm` against the same slurmctld: a revoking kernel record drains
+// the node naming the event and the digest of its report; the node gate, given the watch's state,
+// refuses that report from then on, and only a new pass started after the event restores it.
+class SlurmWatch : public SlurmNodeGate {
+ protected:
+  fs::path State() const { return dir_ / "watch"; }
+  RunResult Watch(const std::vector<std::string>& extra) {
+    const fs::path kmsg = dir_ / "kmsg";
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const int64_t kernel_us = int64_t{now.tv_sec} * 1000000 + now.tv_nsec / 1000 - 1000000;
+    testing::WriteFile(kmsg, "4,900," + std::to_string(kernel_us) +
+                                 ",-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, "
+                                 "GPU has fallen off the bus.\n");
+    std::vector<std::string> args = {
+        "watch",         "--kmsg",         kmsg.string(),
+        "--watch-state", State().string(), "--node",
+        kNode,           "--reports-dir",  (dir_ / "reports").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return testing::RunProgram("trainlock", args, {"SLURM_CONF=" + Conf()});
+  }
+};
+
+TEST_F(SlurmWatch, ARevokingEventDrainsTheNodeAndOnlyANewPassRestoresIt) {
+  WriteGate({"--watch-state", State().string()});
+  ASSERT_FALSE(HasFatalFailure());
+  Validate(kNode, 60);
+  const std::string digest =
+      Sha256Hex(testing::ReadFile(dir_ / "reports" / (std::string(kNode) + ".json")));
+  RunResult r = Watch({"--revoke", "slurm", "--breaker-fraction", "1"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(DrainedWith("trainlock: revoked gpu 0000:3b:00 Xid 79 (fallen off the bus) at "))
+      << r.out << r.err << NodeField("State") << " " << NodeField("Reason");
+  EXPECT_NE(NodeField("Reason").find(" report sha256:" + digest), std::string::npos)
+      << NodeField("Reason");
+  ResumeHealthChecks();  // the gate refuses the report that predates the event
+  ASSERT_TRUE(WaitFor([&] { return DrainedWith("trainlock: revoked: the node reported"); }, 30))
+      << NodeField("State") << " " << NodeField("Reason");
+  const std::string job = Submit("revoked");
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  EXPECT_FALSE(Ran("revoked")) << JobState(job);
+  Validate(kNode);  // a new signed pass, started after the event
+  EXPECT_TRUE(WaitFor([&] { return !Drained(); }, 30)) << NodeField("Reason");
+}
+
+TEST_F(SlurmWatch, TheBreakerTripsWhenTheOnlyGpuNodeWouldBeRevoked) {
+  Validate(kNode, 60);
+  RunResult r = Watch({"--revoke", "slurm", "--breaker-fraction", "0.5"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("CIRCUIT BREAKER: not revoked through the scheduler: 0 of 1 GPU nodes"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(Drained()) << NodeField("Reason");
+  EXPECT_TRUE(fs::exists(State() / (std::string(kNode) + ".record")));  // recorded all the same
+}
+
+// Slurm's HealthCheckProgram mode: `watch --once --health-check` drains a node whose record
+// holds a revocation that no report postdates.
+TEST_F(SlurmWatch, TheHealthCheckModeDrainsARevokedNode) {
+  Validate(kNode, 60);
+  ASSERT_EQ(Watch({"--revoke", "none"}).exit_code, 0);  // the record only
+  EXPECT_FALSE(Drained());
+  RunResult r = testing::RunProgram(
+      "trainlock",
+      {"watch", "--once", "--health-check", "--watch-state", State().string(), "--node", kNode,
+       "--reports-dir", (dir_ / "reports").string(), "--breaker-fraction", "1"},
+      {"SLURM_CONF=" + Conf()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(DrainedWith("trainlock: revoked gpu 0000:3b:00 Xid 79"))
+      << r.out << NodeField("Reason");
 }
 
 // The node-problem-detector plugin: exit 0 ok, 1 problem, 2 unknown; the first line is the

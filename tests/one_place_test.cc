@@ -27,6 +27,7 @@ struct OnePlace {
 // What each spelling means is in its owner's comments.
 const std::vector<OnePlace> kOnePlace = {
     {"/etc/trainlock", "src/image/in_image_paths.h"},
+    {"/var/lib/trainlock", "src/image/in_image_paths.h"},
     {"/usr/local/bin/trainlock-validate", "src/image/in_image_paths.h"},
     {"/trainlock/project", "src/image/in_image_paths.h"},
     {"/trainlock/out", "src/image/in_image_paths.h"},

@@ -19,6 +19,8 @@
 # Each node needs: trainlock at TRAINLOCK (the trainlock package), this project's
 # trainlock.lock at LOCK (`install -D -m 0644 trainlock.lock LOCK`; the lock alone, no
 # checkout), the public key at KEY and the reports directory REPORTS, shared by every node.
+# A report older than the node's last revoking event (`trainlock watch`'s record under
+# WATCH_STATE) is refused: only a new signed pass restores the node.
 
 set -uo pipefail
 export PATH="/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin:$PATH"
@@ -30,6 +32,7 @@ REPORTS=/shared/trainlock-reports
 IMAGE_DIGEST=sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
 TARGET=cuda
 RESERVATION=trainlock-revalidate
+WATCH_STATE=/var/lib/trainlock/watch
 NODE="${SLURMD_NODENAME:-$(hostname -s)}"
 REPORT="$REPORTS/$NODE.json"
 
@@ -83,7 +86,7 @@ if [ ! -f "$REPORT" ]; then
   exit 1
 fi
 verdict=$(timeout 120 "$TRAINLOCK" gate "$REPORT" --lock "$LOCK" --key "$KEY" \
-  --image "$IMAGE_DIGEST" --target "$TARGET" --node "$NODE" --max-age 86400s 2>&1)
+  --image "$IMAGE_DIGEST" --target "$TARGET" --node "$NODE" --watch-state "$WATCH_STATE" --max-age 86400s 2>&1)
 status=$?
 printf '%s\n' "$verdict"
 case $status in

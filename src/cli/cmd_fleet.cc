@@ -24,6 +24,7 @@ struct FleetScriptOptions {
   bool npd_plugin = false;         // k8s: the node-problem-detector plugin instead
   bool long_run_affinity = false;  // k8s: the long run's nodeAffinity instead
   bool revalidate = false;         // slurm: the operator's way back for --node nodes
+  bool watch_daemonset = false;    // k8s: the DaemonSet running `trainlock watch` instead
   FleetOptions fleet;
 };
 
@@ -75,7 +76,10 @@ int WriteFleetScript(const FleetScriptOptions& o, const GlobalOptions& global,
   if (requested.nodes == 0 && !requested.node_names.empty())
     requested.nodes = static_cast<int>(requested.node_names.size());
   const bool node_gate = o.prolog || o.npd_plugin;
-  if (node_gate || o.long_run_affinity) {
+  if (o.watch_daemonset) {
+    requested.nodes = 1;  // every node
+    generate = KubernetesWatchDaemonSetYaml;
+  } else if (node_gate || o.long_run_affinity) {
     requested.nodes = 1;  // these run on, or select, whichever node they are given
     if (o.prolog) generate = SlurmNodeGateScript;
     if (o.npd_plugin) generate = NodeProblemDetectorPlugin;
@@ -193,6 +197,12 @@ CLI::App* AddK8sCommand(CLI::App* fleet, FleetScriptOptions& k8s) {
   k8s_cmd->add_flag("--long-run-affinity", k8s.long_run_affinity,
                     "Write instead the nodeAffinity a long run's pods need: nodes labelled "
                     "passing this lock and image, valid until after now");
+  k8s_cmd->add_flag("--watch-daemonset", k8s.watch_daemonset,
+                    "Write instead the DaemonSet running `trainlock watch --revoke k8s` on every "
+                    "node, with its ServiceAccount and RBAC; needs --watch-image");
+  k8s_cmd->add_option("--watch-image", k8s.fleet.watch_image,
+                      "--watch-daemonset: an image with trainlock and kubectl, "
+                      "REF@sha256:<64 hex>");
   k8s_cmd->add_flag("--npd-plugin", k8s.npd_plugin,
                     "Write instead a node-problem-detector custom plugin gating the node's "
                     "report (exit 0 ok, 1 problem, 2 unknown); needs --key and --reports-dir");
@@ -203,6 +213,10 @@ CLI::App* AddK8sCommand(CLI::App* fleet, FleetScriptOptions& k8s) {
   k8s_cmd->add_option("--node-lock", k8s.fleet.node_lock,
                       "--npd-plugin: trainlock.lock as installed on the node (default: " +
                           NodeLockPath("<project>") + "; not in a git work tree)");
+  k8s_cmd
+      ->add_option("--watch-state", k8s.fleet.watch_state,
+                   "--npd-plugin: where `trainlock watch` keeps the node's revocation record")
+      ->capture_default_str();
   k8s_cmd->add_option("--trainlock", k8s.fleet.trainlock_bin,
                       "--npd-plugin: the trainlock program on the node (default: on PATH)");
   k8s_cmd->add_flag("--report-only", k8s.fleet.report_only,
@@ -258,6 +272,10 @@ CLI::App* AddSlurmCommand(CLI::App* fleet, FleetScriptOptions& slurm) {
   slurm_cmd->add_option("--node-lock", slurm.fleet.node_lock,
                         "--prolog: trainlock.lock as installed on the nodes (default: " +
                             NodeLockPath("<project>") + "; not in a git work tree)");
+  slurm_cmd
+      ->add_option("--watch-state", slurm.fleet.watch_state,
+                   "--prolog: where `trainlock watch` keeps each node's revocation record")
+      ->capture_default_str();
   slurm_cmd->add_option("--trainlock", slurm.fleet.trainlock_bin,
                         "--prolog: the trainlock program on the nodes (default: trainlock on "
                         "PATH)");

@@ -21,6 +21,7 @@
 #include "base/time_text.h"
 #include "cli/commands.h"
 #include "compat/lock_drift.h"
+#include "image/in_image_paths.h"
 #include "lock/lock_check.h"
 #include "lock/pinned_files_here.h"
 #include "project/artifact_paths.h"
@@ -31,6 +32,7 @@
 #include "report/report_attestation.h"
 #include "report/report_signing.h"
 #include "report/report_view.h"
+#include "watch/node_record.h"
 
 namespace trainlock::cli {
 namespace {
@@ -46,7 +48,8 @@ struct GateOptions {
   std::string require_engine;
   std::string image;
   std::string target;
-  std::optional<std::string> node;  // --node NAME; a bare --node: this host's name
+  std::optional<std::string> node;           // --node NAME; a bare --node: this host's name
+  std::string watch_state = kWatchStateDir;  // --watch-state DIR
   bool json = false;
 };
 
@@ -176,6 +179,21 @@ GateRequest BuildRequest(const GateOptions& options, const Project& project) {
   return request;
 }
 
+// The node's last revoking event from its record under --watch-state (the node is --node's,
+// else this host's): none without a directory or a record; a record that cannot be read or
+// does not parse is bad input (ReadNodeRecord), never no revocation.
+std::optional<GateRevocation> NodeRevocation(const GateOptions& options) {
+  const std::string node = options.node && !options.node->empty() ? *options.node : HostName();
+  const std::optional<NodeRecord> record = ReadNodeRecord(options.watch_state, node);
+  if (!record || !record->revoked) return std::nullopt;
+  GateRevocation revocation;
+  revocation.at_s = record->revoked->at_us / 1000000;
+  revocation.event = RecordedEventText(*record->revoked);
+  revocation.kernel_line = record->revoked->kernel_line;
+  revocation.record = NodeRecordPath(options.watch_state, node).string();
+  return revocation;
+}
+
 // -v: every check the report carries with its status, the required ones (the lock's [validate]
 // required and --require, as the gate judges them) marked, so that a
 // decision can be read against the evidence. Nothing when the report is not JSON (the
@@ -243,6 +261,7 @@ int RunGate(const GateOptions& options, const GlobalOptions& global) {
   GateOptions resolved = options;
   resolved.report = ReportPathOf(resolved.report.empty() ? dir : resolved.report);
   GateRequest request = BuildRequest(resolved, project);
+  request.revocation = NodeRevocation(options);
   CheckFiles(dir, project, request);
   GateDecision decision;
   try {
@@ -285,8 +304,8 @@ Command RegisterGate(CLI::App& app, const GlobalOptions& global) {
       "only with --allow-unsigned), trained the lock's config, is no negative control, and\n"
       "whose every passing check's metrics support the pass; that is no rank's partial report,\n"
       "validated --target (required with a multi-target lock), and whose project files (with\n"
-      "--lock DIR) still match the lock, as `lock --check` sees them. A refusal prints every\n"
-      "reason.\n"
+      "--lock DIR) still match the lock, as `lock --check` sees them, and that started after\n"
+      "the node's last revoking event (--watch-state). A refusal prints every reason.\n"
       "Exit 0 pass, 1 refused, 2 bad input.");
   cmd->add_option("REPORT", options->report,
                   "report.json written by trainlock-validate, or a project directory for its "
@@ -304,6 +323,14 @@ Command RegisterGate(CLI::App& app, const GlobalOptions& global) {
                   "--node names this host as the validator does (TRAINLOCK_NODE_NAME, else the "
                   "host name)")
       ->expected(0, 1);
+  cmd->add_option("--watch-state", options->watch_state,
+                  "The directory where `trainlock watch` keeps the node's revocation record "
+                  "(default " +
+                      std::string(kWatchStateDir) +
+                      "): a report that started before "
+                      "the node's last revoking event is refused; no directory or record is no "
+                      "revocation, one that does not read is an error")
+      ->type_name("DIR");
   cmd->add_flag("--allow-unsigned", options->allow_unsigned,
                 "Accept a report without a signature (without --key the gate refuses otherwise)");
   cmd->add_option("--image", options->image,

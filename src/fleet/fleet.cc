@@ -398,6 +398,9 @@ void ResolveNodeGate(const Project& project, FleetOptions& options) {
   CheckNotInWorkTree(options.node_lock);
   CheckScriptValue("--gate-log", options.gate_log);
   CheckNodePath("--gate-log", options.gate_log, "the file report-only decisions are logged to");
+  CheckScriptValue("--watch-state", options.watch_state);
+  CheckNodePath("--watch-state", options.watch_state,
+                "the directory `trainlock watch` keeps each node's revocation record in");
   if (options.trainlock_bin.empty() || options.trainlock_bin.find('\n') != std::string::npos) {
     throw InputError(Diagnostic{"--trainlock", {}, "must name the trainlock program", ""});
   }

@@ -103,6 +103,10 @@ struct FleetOptions {
   // Prolog then never requeues a job). The Slurm gate appends each such line to gate_log.
   bool report_only = false;
   std::string gate_log = kDefaultGateLog;
+  // Where `trainlock watch` keeps each node's revocation record: the gates pass it to `trainlock
+  // gate --watch-state`, which refuses a report older than the node's last revoking event.
+  std::string watch_state = kWatchStateDir;
+  std::string watch_image;  // --watch-daemonset: an image with trainlock and kubectl, by digest
 };
 
 // The node labels --label-nodes writes on a pass, which the long run's nodeAffinity requires
@@ -112,6 +116,9 @@ inline constexpr const char* kNodeLabelValidated = "trainlock.io/validated";  //
 inline constexpr const char* kNodeLabelLock = "trainlock.io/lock";
 inline constexpr const char* kNodeLabelImage = "trainlock.io/image";
 inline constexpr const char* kNodeLabelValidUntil = "trainlock.io/valid-until";
+// `trainlock watch --revoke k8s` (watch/revoke_action.h): validated=revoked and the event's UTC
+// time ("20261207T190239Z"), with the gate's taint, value "revoked".
+inline constexpr const char* kNodeLabelRevokedAt = "trainlock.io/revoked-at";
 // The taint a refusal sets (value: the gate's first topic, effect NoSchedule).
 inline constexpr const char* kNodeGateTaint = "trainlock.io/gate";
 inline constexpr size_t kLabelHexDigits = 32;
@@ -160,6 +167,11 @@ std::string KubernetesLongRunAffinityYaml(const FleetOptions& options, int64_t n
 // the Slurm gate, exit 0 ok, 1 problem (refused, or no report), 2 unknown (the gate could not
 // decide); its first output line is the reason NPD shows on the node condition.
 std::string NodeProblemDetectorPlugin(const FleetOptions& options);
+
+// `fleet k8s --watch-daemonset`: the ServiceAccount, ClusterRole (get, list, patch nodes), its
+// binding and the DaemonSet running `trainlock watch --revoke k8s` on every node in watch_image
+// (pinned by digest: InputError otherwise), the host's /dev/kmsg and watch_state mounted.
+std::string KubernetesWatchDaemonSetYaml(const FleetOptions& options);
 
 // An sbatch script running the validator in the image on every node through pyxis/enroot, then
 // `trainlock fleet summarize` on the reports.

@@ -173,6 +173,7 @@ std::string NodeProblemDetectorPlugin(const FleetOptions& o) {
          ShellQuote(o.trainlock_bin) + "\nLOCK=" + ShellQuote(o.node_lock) +
          "\nKEY=" + ShellQuote(o.key) + "\nREPORTS=" + ShellQuote(o.reports_dir) +
          "\nIMAGE_DIGEST=" + ShellQuote(image.digest) + "\nTARGET=" + ShellQuote(o.target) +
+         "\nWATCH_STATE=" + ShellQuote(o.watch_state) +
          "\n"
          "NODE=\"${NODE_NAME:-$(hostname)}\"\n"
          "REPORT=\"$REPORTS/$NODE.json\"\n"
@@ -191,7 +192,7 @@ std::string NodeProblemDetectorPlugin(const FleetOptions& o) {
          " report: no report $REPORT; validate this node\"; exit 1; fi\n"
          "verdict=$(\"$TRAINLOCK\" gate \"$REPORT\" --lock \"$LOCK\" --key \"$KEY\" --image "
          "\"$IMAGE_DIGEST\" \\\n"
-         "  --target \"$TARGET\" --node \"$NODE\"" +
+         "  --target \"$TARGET\" --node \"$NODE\" --watch-state \"$WATCH_STATE\"" +
          max_age +
          " 2>&1)\n"
          "case $? in\n"

@@ -74,7 +74,9 @@ std::string GateScriptHeader(const FleetOptions& o) {
          "# Each node needs: trainlock at TRAINLOCK (the trainlock package), this project's\n"
          "# trainlock.lock at LOCK (`install -D -m 0644 trainlock.lock LOCK`; the lock alone, no\n"
          "# checkout), the public key at KEY and the reports directory REPORTS, shared by every "
-         "node.\n" +
+         "node.\n"
+         "# A report older than the node's last revoking event (`trainlock watch`'s record under\n"
+         "# WATCH_STATE) is refused: only a new signed pass restores the node.\n" +
          (o.report_only ? "# REPORT ONLY (--report-only): the gate decides as above but drains, "
                           "resumes and requeues\n"
                           "# nothing; each drain or resume it would make is appended to "
@@ -94,6 +96,7 @@ std::string Settings(const FleetOptions& o) {
   text += "IMAGE_DIGEST=" + ShellQuote(image.digest) + "\n";
   text += "TARGET=" + ShellQuote(o.target) + "\n";
   text += "RESERVATION=" + ShellQuote(GateReservation(o)) + "\n";
+  text += "WATCH_STATE=" + ShellQuote(o.watch_state) + "\n";
   if (o.report_only) text += "GATE_LOG=" + ShellQuote(o.gate_log) + "\n";
   // slurmd sets SLURMD_NODENAME for both hooks; the validation job names reports by it too.
   text += "NODE=\"${SLURMD_NODENAME:-$(hostname -s)}\"\n";
@@ -189,7 +192,8 @@ std::string Decide(const FleetOptions& o) {
          "fi\n"
          "verdict=$(timeout 120 \"$TRAINLOCK\" gate \"$REPORT\" --lock \"$LOCK\" --key \"$KEY\" "
          "\\\n"
-         "  --image \"$IMAGE_DIGEST\" --target \"$TARGET\" --node \"$NODE\"" +
+         "  --image \"$IMAGE_DIGEST\" --target \"$TARGET\" --node \"$NODE\" --watch-state "
+         "\"$WATCH_STATE\"" +
          max_age +
          " 2>&1)\n"
          "status=$?\n"

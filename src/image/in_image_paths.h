@@ -34,6 +34,10 @@ inline constexpr const char* kEnginesInImage = "/opt/trainlock/engines";
 // them with the lock and installs them; removed by that step, so no image keeps it.
 inline constexpr const char* kDebianDownloadsInImage = "/tmp/trainlock-debs";
 
+// `trainlock watch`'s state on a node: one revocation record per node (watch/node_record.h),
+// which `trainlock gate --watch-state` and the node gates read.
+inline constexpr const char* kWatchStateDir = "/var/lib/trainlock/watch";
+
 // `trainlock validate --image`: the host's project directory (read-only) and the directory the
 // validator writes its report into, as the container sees them.
 inline constexpr const char* kProjectMountInContainer = "/trainlock/project";

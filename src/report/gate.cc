@@ -54,6 +54,7 @@ class GateRules {
     Evidence();
     Age();
     if (request_.node) Node(*request_.node);
+    if (request_.revocation) Revoked(*request_.revocation);
     return decision_;
   }
 
@@ -426,6 +427,17 @@ class GateRules {
            ", not on this node " + Quoted(node) + "; validate this node");
   }
 
+  // --watch-state: the node reported a fault after this report started.
+  void Revoked(const GateRevocation& revocation) {
+    const std::string why = RevocationRefusal(revocation, view_.started_at);
+    if (!why.empty()) {
+      Refuse(why);
+      return;
+    }
+    decision_.facts.push_back("started after the node's last revoking event (" + revocation.event +
+                              ")");
+  }
+
   bool HasTopic(const std::string& topic) const {
     return std::any_of(decision_.reasons.begin(), decision_.reasons.end(),
                        [&](const std::string& r) { return r.starts_with(topic + ":"); });
@@ -439,6 +451,16 @@ class GateRules {
 };
 
 }  // namespace
+
+std::string RevocationRefusal(const GateRevocation& revocation, const std::string& started_at) {
+  const std::optional<int64_t> started = ParseRfc3339(started_at);
+  if (started && *started > revocation.at_s) return "";
+  const std::string when = started ? "started " + started_at + ", not after it"
+                                   : "states no start time that says it came after it";
+  return "revoked: the node reported " + revocation.event + " (kernel: " + revocation.kernel_line +
+         "; " + revocation.record + "); the report " + when +
+         ": only a new signed pass validated after the event restores the node";
+}
 
 Json GateDecision::ToJson() const {
   return {{"allowed", allowed()}, {"reasons", reasons}, {"facts", facts}};

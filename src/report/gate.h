@@ -15,6 +15,16 @@
 
 namespace trainlock {
 
+// The node's last revoking event, as its watch recorded it (watch/node_record.h; the caller
+// reads the record): a report that started before the event vouches for a node that has since
+// reported a fault, and only a new pass started after it restores the node.
+struct GateRevocation {
+  int64_t at_s = 0;         // the event's UTC time, seconds since the epoch (fraction dropped)
+  std::string event;        // "gpu 0000:3b:00 Xid 79 (fallen off the bus) at <UTC time>"
+  std::string kernel_line;  // the kernel log's line
+  std::string record;       // the record's path, for the refusal
+};
+
 struct GateRequest {
   std::string report_path;  // for messages
   std::string report_text;  // the file's bytes, as read (the signature covers them)
@@ -45,11 +55,14 @@ struct GateRequest {
   // --require-engine: the round trip must have been trained by this engine (the lock's
   // validate.engine is required whenever a training check passed).
   std::optional<std::string> require_engine;
+  // --watch-state: the node's last revoking event, when its record holds one.
+  std::optional<GateRevocation> revocation;
 };
 
 struct GateDecision {
   // Why the gate refuses, each "<topic>: <sentence>" with topic one of signature, schema,
-  // partial, lock, files, config, target, image, devices, checks, checkpoint, evidence, age, node.
+  // partial, lock, files, config, target, image, devices, checks, checkpoint, evidence, age, node,
+  // revoked.
   // Empty when the report clears the gate.
   std::vector<std::string> reasons;
   // What was established when it clears: the facts the pass line prints.
@@ -57,6 +70,12 @@ struct GateDecision {
   bool allowed() const { return reasons.empty(); }
   nlohmann::json ToJson() const;
 };
+
+// The one revocation rule, for the gate and for `trainlock watch --once` alike: why a report
+// whose started_at is `started_at` does not clear a node revoked by `revocation`, "" when it
+// does (it started in a second after the event's). A start time that does not parse is a
+// refusal: nothing says the report came after the fault.
+std::string RevocationRefusal(const GateRevocation& revocation, const std::string& started_at);
 
 // Decides. Throws InputError (exit 2) when the report is not JSON and no key was given, and for a
 // report of another version of the format (ReportSchemaVersionProblem) whose signature, if a key

@@ -18,10 +18,8 @@ std::string TimeText(const Decision& d) {
   return buffer;
 }
 
-size_t CountClass(const ReplayResult& result, EventClass c) {
-  size_t n = 0;
-  for (const Decision& d : result.decisions) n += d.event_class == c ? 1 : 0;
-  return n;
+uint64_t CountClass(const ReplayResult& result, EventClass c) {
+  return result.by_class[static_cast<int>(c)];
 }
 
 }  // namespace
@@ -33,30 +31,34 @@ bool ReplayResult::revoked() const {
   return false;
 }
 
+std::optional<Decision> RecordJudge::Take(const KernelRecord& record, ReplayResult& result) {
+  NvidiaLine line = ParseNvidiaLine(record.message);
+  if (line.kind == LineKind::kOther) return std::nullopt;
+  if (!record.from_kernel) {
+    ++result.not_from_kernel;
+    return std::nullopt;
+  }
+  if (line.kind == LineKind::kRefused) {
+    ++result.refused;
+    if (result.refused_lines.size() < kMaxRefusedLinesKept)
+      result.refused_lines.push_back(record.line);
+    return std::nullopt;
+  }
+  ++result.events;
+  std::optional<Decision> decision = judge_.Judge(line.event, record.time_us, record.line);
+  if (decision) ++result.by_class[static_cast<int>(decision->event_class)];
+  return decision;
+}
+
 ReplayResult ReplayKernelLog(std::string_view text, const std::string& display,
                              const GpuEventTable& table) {
   ReplayResult result;
-  EventJudge judge(table);
+  RecordJudge judge(table);
   ReadKernelLog(
       text,
       [&](KernelRecord&& record) {
-        NvidiaLine line = ParseNvidiaLine(record.message);
-        if (line.kind == LineKind::kOther) return;
-        if (!record.from_kernel) {
-          ++result.not_from_kernel;
-          return;
-        }
-        if (line.kind == LineKind::kRefused) {
-          ++result.refused;
-          if (result.refused_lines.size() < kMaxRefusedLinesKept) {
-            result.refused_lines.push_back(record.line);
-          }
-          return;
-        }
-        ++result.events;
-        if (auto decision = judge.Judge(line.event, record.time_us, record.line)) {
+        if (auto decision = judge.Take(record, result))
           result.decisions.push_back(std::move(*decision));
-        }
       },
       result.log);
   if (result.log.first_nul_line != 0) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,24 @@ struct ReplayResult {
   uint64_t refused = 0;     // NVIDIA lines that did not parse (log.refused not included)
   std::vector<uint64_t> refused_lines;
   uint64_t not_from_kernel = 0;  // NVIDIA-looking kmsg records written by userspace
+  // Decisions by class (revoke, revalidate, info): what the summary counts, also where the
+  // live watch keeps no list of its decisions.
+  uint64_t by_class[3] = {0, 0, 0};
   bool revoked() const;
+};
+
+// Judges kernel records one at a time, for the replay and the live watch alike: each record's
+// NVIDIA line, counted in `result` (refused, not from the kernel, events), judged through one
+// EventJudge so storms fold across records.
+class RecordJudge {
+ public:
+  explicit RecordJudge(const GpuEventTable& table) : judge_(table) {}
+  // The decision `record` makes; nullopt for no event, a refused or forged line, or a repeat.
+  std::optional<Decision> Take(const KernelRecord& record, ReplayResult& result);
+  uint64_t suppressed() const { return judge_.suppressed(); }
+
+ private:
+  EventJudge judge_;
 };
 
 // Replays `text`, read from `display`; throws InputError naming display:line for a file that
