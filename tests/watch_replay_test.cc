@@ -180,10 +180,13 @@ TEST(WatchCommand, BinaryDataIsBadInputNamingTheLine) {
   EXPECT_EQ(r.err.rfind((dir.path() / "bin").string() + ":2:1: error: a NUL byte", 0), 0u) << r.err;
 }
 
-TEST(WatchCommand, WithoutReplayItIsAUsageError) {
-  auto r = RunTrainlock({"watch"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--replay"), std::string::npos) << r.err;
+// Without --replay or --once the watch follows the kernel log (watch_daemon_test.cc): one it
+// cannot open is an environment error naming it, never a watch that silently watches nothing.
+TEST(WatchCommand, AKernelLogItCannotOpenIsAnEnvironmentErrorNamingIt) {
+  auto r = RunTrainlock({"watch", "--kmsg", "/nonexistent/kmsg"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("/nonexistent/kmsg: cannot open the kernel log"), std::string::npos)
+      << r.err;
 }
 
 }  // namespace
