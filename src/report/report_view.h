@@ -85,6 +85,8 @@ struct ReportView {
   std::vector<std::string> required;  // the string entries of `required`
   std::vector<RankView> ranks;        // empty for a single process
   bool partial = false;               // one rank's part of a distributed run (IsPartialReport)
+  // It carries a `signature` member; whether that verifies is report_signing.h's to say.
+  bool is_signed = false;
   std::optional<int64_t> rank;        // `rank.rank`, when the report has a rank
   std::optional<int64_t> world_size;  // `rank.world_size`
 
