@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,8 @@
 #include "fleet/fleet_round.h"
 #include "image/in_image_paths.h"
 #include "project/project.h"
+#include "report/golden_compare.h"
+#include "report/golden_digest.h"
 
 namespace trainlock {
 
@@ -222,6 +225,19 @@ struct NodeSummary {
   std::string untrusted;
   // Why it does not count in the round (NotInRound), "" when it does.
   std::string not_in_round;
+  std::optional<GoldenDigest> golden;  // the report's golden digest and its key
+  // Why its golden digest names it as computing differently (CompareGolden), "" when it does
+  // not; such a node fails the round whatever its verdict.
+  std::string golden_problem;
+};
+
+// A round's reports under one golden key (CompareRoundGolden).
+struct GoldenGroup {
+  std::string key_sha256;
+  GoldenKey key;
+  std::vector<std::string> nodes;  // one witness per node, sorted
+  std::string digest;              // the digest they share, or the majority's; "" otherwise
+  GoldenVerdict verdict;
 };
 
 struct FleetSummary {
@@ -236,6 +252,8 @@ struct FleetSummary {
   // report: set aside, never a row. A node with rank reports only is one "partial" row (failed:
   // its merged report was never written).
   std::vector<std::string> rank_reports;
+  // The counted reports with a golden digest, grouped by key (CompareRoundGolden).
+  std::vector<GoldenGroup> golden_groups;
 
   int passed() const;
   int failed() const;    // fail, error, unreadable and partial
@@ -259,6 +277,10 @@ struct FleetSummary {
 // is not an Ed25519 public key.
 FleetSummary SummarizeReports(const std::filesystem::path& dir, const std::string& display,
                               const FleetRound& round = {});
+
+// Compares the golden digests of the round's reports key by key (CompareGolden, one witness per
+// node) into `golden_groups`; each node named gets its golden_problem and, if it passed, fails.
+void CompareRoundGolden(FleetSummary& summary);
 
 // The table, warnings and footer ("4 nodes: 2 passed, 2 failed") for a terminal.
 std::string RenderFleetSummaryText(const FleetSummary& summary);

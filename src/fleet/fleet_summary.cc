@@ -74,6 +74,7 @@ NodeSummary ReportRow(const fs::path& file, const ReportView& report) {
   row.duration_s = report.duration_s;
   row.started_at = report.started_at;
   row.lock_sha256 = report.lock_sha256;
+  row.golden = report.golden;
   row.status = report.verdict == "pass" && row.failing.empty() ? "pass" : "fail";
   if (report.verdict == "error") {
     // Not judged: the environment could not run the validation; no check of it is a finding.
@@ -225,6 +226,7 @@ FleetSummary SummarizeReports(const fs::path& dir, const std::string& display,
   std::sort(summary.rank_reports.begin(), summary.rank_reports.end());
   std::sort(summary.nodes.begin(), summary.nodes.end(), NodeThenFile);
   std::sort(summary.outside.begin(), summary.outside.end(), NodeThenFile);
+  CompareRoundGolden(summary);
   return summary;
 }
 

@@ -18,11 +18,15 @@ std::string GpuText(const NodeSummary& row) {
   return std::to_string(row.gpu_count) + " x " + row.gpu_model;
 }
 
+// What fails the node: its failing checks, and computing differently from its key's peers.
 std::string FailingText(const NodeSummary& row) {
   if (row.status == "unreadable" || row.status == "error" || row.status == "partial")
     return row.reason;
+  const std::string golden =
+      row.golden_problem.empty() ? "" : "computes differently (golden digest, below)";
+  if (row.failing.empty() && !golden.empty()) return golden;
   if (row.failing.empty()) return row.status == "pass" ? "-" : "(verdict fail)";
-  std::string text;
+  std::string text = golden;
   for (const FailingCheck& check : row.failing) {
     std::string item = check.id;
     if (check.status == "error") item += " (error)";
@@ -53,6 +57,52 @@ std::string Columns(const std::vector<std::vector<std::string>>& rows) {
     out += line + "\n";
   }
   return out;
+}
+
+// A golden key for a person: its short id and the parts that are known.
+std::string KeyText(const GoldenGroup& group) {
+  const GoldenKey& k = group.key;
+  std::string text = k.gpu + (k.compute_capability.empty() ? "" : " " + k.compute_capability);
+  for (const auto& [label, value] : {std::pair<const char*, const std::string&>{"driver", k.driver},
+                                     {"CUDA", k.cuda},
+                                     {"torch", k.torch},
+                                     {"engine", k.engine}}) {
+    if (!value.empty()) text += std::string(", ") + label + " " + value;
+  }
+  if (!k.image_digest.empty()) text += ", image " + ShortSha(k.image_digest);
+  return "key " + ShortSha(group.key_sha256) + " (" + text + ")";
+}
+
+// The golden digests key by key: agreeing, differing (naming the nodes), or one alone.
+std::string GoldenText(const FleetSummary& summary) {
+  if (summary.golden_groups.empty()) return "";
+  std::string out = "golden digests:\n";
+  for (const GoldenGroup& g : summary.golden_groups) {
+    out += "  " + TerminalLine(KeyText(g)) + ": ";
+    if (g.nodes.size() == 1) {
+      out += TerminalLine(g.nodes.front()) + " alone under its key, compared with no other (" +
+             ShortSha(g.digest) + ")\n";
+    } else if (g.verdict.differing.empty()) {
+      out += Plural(static_cast<int>(g.nodes.size()), "node") + " agree on " + ShortSha(g.digest) +
+             "\n";
+    } else {
+      out += TerminalLine(g.verdict.reason) + "\n";
+    }
+  }
+  return out + "\n";
+}
+
+nlohmann::json GoldenJson(const FleetSummary& summary) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const GoldenGroup& g : summary.golden_groups) {
+    groups.push_back({{"key_sha256", g.key_sha256},
+                      {"key", ToJson(GoldenDigest{g.digest, g.key})["key"]},
+                      {"nodes", g.nodes},
+                      {"digest", g.digest.empty() ? nlohmann::json() : nlohmann::json(g.digest)},
+                      {"differing", g.verdict.differing},
+                      {"reason", g.verdict.reason}});
+  }
+  return groups;
 }
 
 // Why a node the round names has no row: no report at all, or which of its reports did not count.
@@ -140,7 +190,8 @@ std::string RenderFleetSummaryText(const FleetSummary& summary) {
         {TerminalLine(node), "missing", "-", "-", "-", TerminalLine(MissingReason(summary, node))});
   std::stable_sort(rows.begin() + 1, rows.end(),
                    [](const auto& a, const auto& b) { return a[0] < b[0]; });
-  std::string out = Columns(rows) + "\n" + OutsideText(summary) + RoundText(summary.round);
+  std::string out =
+      Columns(rows) + "\n" + GoldenText(summary) + OutsideText(summary) + RoundText(summary.round);
   for (const std::string& warning : summary.Warnings())
     out += "warning: " + TerminalLine(warning) + "\n";
   if (!summary.rank_reports.empty()) {
@@ -170,6 +221,7 @@ nlohmann::json FleetSummaryJson(const FleetSummary& summary) {
       row["started_at"] = n.started_at;
       row["lock_sha256"] = n.lock_sha256;
       row["failing_checks"] = failing;
+      if (!n.golden_problem.empty()) row["computes_differently"] = n.golden_problem;
       if (n.status == "error") row["reason"] = n.reason;
     }
     nodes.push_back(row);
@@ -197,6 +249,7 @@ nlohmann::json FleetSummaryJson(const FleetSummary& summary) {
           {"missing_nodes", summary.MissingNodes()},
           {"not_in_round", outside},
           {"round", RoundJson(summary.round)},
+          {"golden", GoldenJson(summary)},
           {"locks", locks},
           {"warnings", summary.Warnings()},
           {"all_passed", summary.all_passed()}};
