@@ -9,6 +9,7 @@
 
 #include "base/time_text.h"
 #include "compat/catalog.h"
+#include "image/image_build.h"
 #include "project/project.h"
 #include "report/gate.h"
 #include "report/golden_digest.h"
@@ -76,6 +77,31 @@ TEST_F(LockGolden, APassingReportsDigestIsPinnedUnderItsKeyAndTheBuildIdentitySt
   EXPECT_EQ(BuildIdentity(), build) << "a pin is an output, as [images] is";
   EXPECT_EQ(RunTrainlock({"lock", dir_.string(), "--check"}).exit_code, 0)
       << "the re-derivation leaves pins alone";
+}
+
+// A pin is an output as [images] is: re-locking keeps it.
+TEST_F(LockGolden, ARelockKeepsThePins) {
+  const GoldenDigest golden = GoldenOf(project_.lock->lock_build_sha256, kA);
+  ASSERT_EQ(RunTrainlock({"lock", dir_.string(), "--golden", Report(golden).string()}).exit_code,
+            0);
+  RunResult relock = RunTrainlock({"lock", dir_.string(), "--offline"});
+  ASSERT_EQ(relock.exit_code, 0) << relock.err;
+  const Project relocked = LoadProject(dir_);
+  const GoldenPin* pin = PinnedGoldenFor(*relocked.lock, golden.key);
+  ASSERT_NE(pin, nullptr);
+  EXPECT_EQ(pin->digest, kA);
+}
+
+// Only the report decides what is pinned: the image built from the lock never carries the pins
+// (its digest is part of the key they are pinned under).
+TEST_F(LockGolden, TheImagesCopyOfTheLockLeavesThePinsOut) {
+  const std::string lock = testing::ReadFile(dir_ / "trainlock.lock");
+  const std::string pinned =
+      LockTextWithGoldenPin(lock, "trainlock.lock", project_.lock->lock_build_sha256,
+                            GoldenOf(project_.lock->lock_build_sha256, kA));
+  EXPECT_NE(pinned.find("[golden."), std::string::npos);
+  EXPECT_EQ(LockTextForImage(pinned, "trainlock.lock").find("golden"), std::string::npos);
+  EXPECT_EQ(LockTextForImage(pinned, "trainlock.lock"), LockTextForImage(lock, "trainlock.lock"));
 }
 
 TEST_F(LockGolden, AReportOfAnotherLockIsNotPinned) {
