@@ -615,7 +615,10 @@ TEST_F(FleetSlurm, RunsTheImageByDigestThroughPyxis) {
   EXPECT_TRUE(Has("--container-mounts=\"$REPORTS:/reports\"")) << text_;
   EXPECT_TRUE(Has("export TRAINLOCK_NODE_NAME=\"${SLURMD_NODENAME:-$(hostname)}\"")) << text_;
   EXPECT_TRUE(Has("--nproc auto --out \"/reports/$TRAINLOCK_NODE_NAME.json\"")) << text_;
-  EXPECT_TRUE(Has("trainlock fleet summarize --nodes 4 \"$REPORTS\"")) << text_;
+  EXPECT_TRUE(
+      Has("trainlock fleet summarize --nodes 4 --since \"$ROUND_START\" --node "
+          "\"$ROUND_NODES\" --allow-unsigned \"$REPORTS\""))
+      << text_;
   EXPECT_TRUE(Has("apptainer exec --nv")) << text_;
 }
 
@@ -637,8 +640,12 @@ TEST_F(FleetSlurm, HostileValuesAreQuotedAndNotExecuted) {
   WriteFile(bin / "srun", "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"" +
                               args_file.string() + "\"\n");
   fs::permissions(bin / "srun", fs::perms::owner_all);
-  RunResult r = RunCommand({"bash", script.string()},
-                           {"PATH=" + bin.string() + ":/usr/bin:/bin", "SLURM_JOB_ID=7"});
+  // The round's nodes, as sbatch's environment and scontrol name them.
+  WriteFile(bin / "scontrol", "#!/bin/sh\necho gpu-1\n");
+  fs::permissions(bin / "scontrol", fs::perms::owner_all);
+  RunResult r = RunCommand(
+      {"bash", script.string()},
+      {"PATH=" + bin.string() + ":/usr/bin:/bin", "SLURM_JOB_ID=7", "SLURM_JOB_NODELIST=gpu-1"});
   EXPECT_FALSE(fs::exists(marker)) << r.out << r.err;
   EXPECT_TRUE(fs::is_directory(hostile)) << r.err;
   EXPECT_NE(ReadFile(args_file).find("--container-mounts=" + hostile + ":/reports\n"),
@@ -805,7 +812,9 @@ TEST_F(FleetSummarize, RankReportsBesideTheMergedReportAreSetAsideNotCountedAsNo
   Put("gpu-a.json", Passing("gpu-a"));
   Put("gpu-a.rank-0.json", RankReport(Passing("gpu-a"), 0));
   Put("gpu-a.rank-1.json", RankReport(Passing("gpu-a"), 1));
-  FleetSummary s = SummarizeReports(tmp_.path(), "reports", 3);
+  FleetRound three_nodes;
+  three_nodes.expected_nodes = 3;
+  FleetSummary s = SummarizeReports(tmp_.path(), "reports", three_nodes);
   ASSERT_EQ(s.nodes.size(), 1u);
   EXPECT_EQ(s.rank_reports, (std::vector<std::string>{"gpu-a.rank-0.json", "gpu-a.rank-1.json"}));
   EXPECT_EQ(s.missing(), 2);

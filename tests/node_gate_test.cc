@@ -87,9 +87,9 @@ class NodeGate : public ::testing::Test {
     private_key_ = testing::ReadFile(dir_ / "key.key");
   }
 
-  // What `trainlock-validate --sign` leaves after a pass on `host`, `age_s` seconds ago, as
-  // kNode's report (or at `to`).
-  void Validate(const std::string& host, int64_t age_s = 0, fs::path to = {}) {
+  // What `trainlock-validate --sign` leaves after a pass (or, `passing` false, a failed
+  // train.roundtrip) on `host`, `age_s` seconds ago, as kNode's report (or at `to`).
+  void Validate(const std::string& host, int64_t age_s = 0, fs::path to = {}, bool passing = true) {
     Project project = LoadProject(project_, ManifestRequirement::kOptional);
     json report = json::parse(
         testing::ReadFile(testing::SourceDir() / "tests/fixtures/reports/h200-pilot-report.json"));
@@ -104,6 +104,11 @@ class NodeGate : public ::testing::Test {
     char text[32];
     std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&started));
     report["started_at"] = text;
+    if (!passing) {
+      report["verdict"] = "fail";
+      for (json& check : report["checks"])
+        if (check["id"] == "train.roundtrip") check["status"] = "fail";
+    }
     SignReport(report, private_key_);
     if (to.empty()) to = dir_ / "reports" / (std::string(kNode) + ".json");
     testing::WriteFile(to, SignedReportText(report));
@@ -257,27 +262,43 @@ class SlurmNodeGate : public NodeGate {
 
   // `trainlock fleet slurm --revalidate --node gpu-001` run as the operator (root) in jobs/.
   // pyxis is not here: a stand-in srun leaves `staged`, a signed report, as the node's report
-  // in the directory the job mounts on /reports, as the validator in the image would.
-  RunResult Revalidate(const fs::path& staged) {
+  // in the directory the job mounts on /reports, as the validator in the image would (an empty
+  // `staged`: it leaves none, as a node whose validator never wrote one). With `summarize`
+  // trainlock is on the job's PATH, so the job ends with `trainlock fleet summarize` of its
+  // round and its exit code.
+  RunResult Revalidate(const fs::path& staged, bool summarize = false) {
     RunResult gen = testing::RunTrainlock(
         {"fleet", "slurm", project_.string(), "--revalidate", "--node", kNode, "--reports-dir",
          (dir_ / "reports").string(), "--sign-key", (dir_ / "key.key").string(), "--out",
          (dir_ / "revalidate.sh").string()});
     EXPECT_EQ(gen.exit_code, 0) << gen.err;
     fs::create_directories(dir_ / "bin");
+    const std::string leave =
+        staged.empty()
+            ? std::string("true\n")
+            : "cp " + staged.string() + " \"${mounts%%:/reports*}/$SLURMD_NODENAME.json\"\n";
     testing::WriteFile(dir_ / "bin/srun",
                        "#!/bin/bash\n"
                        "for arg; do case $arg in --container-mounts=*) "
-                       "mounts=${arg#--container-mounts=};; esac; done\n"
-                       "cp " +
-                           staged.string() + " \"${mounts%%:/reports*}/$SLURMD_NODENAME.json\"\n");
+                       "mounts=${arg#--container-mounts=};; esac; done\n" +
+                           leave);
     fs::permissions(dir_ / "bin/srun", fs::perms::owner_all);
+    if (summarize) fs::create_symlink(testing::BinDir() / "trainlock", dir_ / "bin/trainlock");
     const char* path = std::getenv("PATH");
     return RunCommand({"bash", "-c",
                        "cd " + (dir_ / "jobs").string() + " && exec timeout 120 bash " +
                            (dir_ / "revalidate.sh").string()},
                       {"SLURM_CONF=" + Conf(),
                        "PATH=" + (dir_ / "bin").string() + ":" + (path ? path : "/usr/bin:/bin")});
+  }
+  // What the validation job printed (its --output file in jobs/).
+  std::string JobOutput() {
+    std::string out;
+    for (const auto& entry : fs::directory_iterator(dir_ / "jobs")) {
+      if (entry.path().filename().string().starts_with("trainlock-validate-"))
+        out += testing::ReadFile(entry.path());
+    }
+    return out;
   }
   bool Reserved() {
     return Scontrol({"show", "reservation"}).out.find("trainlock-revalidate") != std::string::npos;
@@ -330,6 +351,32 @@ TEST_F(SlurmNodeGate, ADrainedNodeIsValidatedThroughTheRevalidationReservationTh
   EXPECT_FALSE(Drained()) << NodeField("State") << " " << NodeField("Reason");
   const std::string job = Submit("ordinary");
   EXPECT_TRUE(WaitFor([&] { return Ran("ordinary"); }, 60)) << JobState(job);
+}
+
+// The validation job is a round: a node that writes no report in it is missing, whatever
+// passing report of an earlier round it left in the shared directory (tests/fleet_round_test.cc
+// has the rule).
+TEST_F(SlurmNodeGate, TheJobsRoundCountsNoOldPassingReportOfANodeThatDidNotReport) {
+  Validate(kNode, 600);  // passed ten minutes ago, before this round
+  RunResult r = Revalidate({}, true);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err << JobOutput();
+  const std::string out = JobOutput();
+  EXPECT_NE(out.find(std::string(kNode) + "  missing"), std::string::npos) << out;
+  EXPECT_NE(out.find("before the round began at"), std::string::npos) << out;
+}
+
+// Another node's failing report in the shared directory is not this round's: the job passes on
+// its own node's report.
+TEST_F(SlurmNodeGate, AnUnrelatedNodesFailingReportDoesNotFailTheJobsRound) {
+  Validate("gpu-099", 0, dir_ / "reports/gpu-099.json", false);
+  // Started ten minutes ahead: the stand-in srun copies it during the job, where the validator
+  // would write a report started after the round began.
+  Validate(kNode, -600, dir_ / "staged.json");
+  RunResult r = Revalidate(dir_ / "staged.json", true);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << JobOutput();
+  const std::string out = JobOutput();
+  EXPECT_NE(out.find("gpu-099 (gpu-099.json, fail): not in this round"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 node: 1 passed, 0 failed"), std::string::npos) << out;
 }
 
 // A revalidation whose report the gate refuses brings nothing back: once the reservation is

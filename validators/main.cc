@@ -113,6 +113,7 @@ std::optional<std::string> FillOptions(const std::map<std::string, std::string>&
                        : control == "data"          ? NegativeControl::kSkipDataRestore
                        : control == "corrupt"       ? NegativeControl::kCorruptCheckpoint
                        : control == "torn-snapshot" ? NegativeControl::kTornSnapshot
+                       : control == "bitflip"       ? NegativeControl::kFlipBit
                                                     : NegativeControl::kNone;
   return std::nullopt;
 }
@@ -216,6 +217,7 @@ int Main(int argc, char** argv) {
   worker->add_flag("--restore", w.restore);
   worker->add_flag("!--no-restore-rng", w.restore_rng);
   worker->add_flag("!--no-restore-data", w.restore_data);
+  worker->add_option("--flip-bit-at", w.flip_bit_at);
   worker->add_option("--device", w.device);
   worker->add_option("--threads", w.threads);
   worker->add_option("--start-after", w.start_after);

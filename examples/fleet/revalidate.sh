@@ -55,6 +55,12 @@ sbatch --wait <<'TRAINLOCK_VALIDATION_JOB'
 
 set -euo pipefail
 
+# This job is the round `trainlock fleet summarize` judges: a report counts only when
+# one of its nodes started it after this line (by the report's signed start time), so
+# an older report in the directory, or another node's, neither passes nor fails it.
+ROUND_START=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+ROUND_NODES=$(scontrol show hostnames "${SLURM_JOB_NODELIST:?submit this script with sbatch}" | paste -sd, -)
+
 IMAGE=registry.example#h200-pilot@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
 REPORTS=/shared/trainlock-reports
 # The report records the image it ran in (`trainlock gate` compares it with the lock);
@@ -78,11 +84,11 @@ srun --kill-on-bad-exit=0 --container-image="$IMAGE" --container-writable \
 #   srun --kill-on-bad-exit=0 apptainer exec --nv --bind "$REPORTS:/reports,$SIGN_KEY:/var/run/secrets/trainlock/trainlock.key:ro" \
 #     docker://registry.example/h200-pilot@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef bash -c 'export TRAINLOCK_NODE_NAME="${SLURMD_NODENAME:-$(hostname)}"; exec /usr/local/bin/trainlock-validate /etc/trainlock --nproc auto --sign /var/run/secrets/trainlock/trainlock.key --out "/reports/$TRAINLOCK_NODE_NAME.json"' || status=$?
 
-# Exit 0 only when every node reported and passed.
+# Exit 0 only when every node of the round reported in it and passed.
 if command -v trainlock >/dev/null 2>&1; then
-  trainlock fleet summarize --nodes 2 "$REPORTS" && status=0 || status=$?
+  trainlock fleet summarize --nodes 2 --since "$ROUND_START" --node "$ROUND_NODES" --key "$SIGN_KEY" "$REPORTS" && status=0 || status=$?
 else
-  echo "reports in $REPORTS: summarise them with trainlock fleet summarize" >&2
+  echo "reports in $REPORTS: summarise them with trainlock fleet summarize --since $ROUND_START --node $ROUND_NODES" >&2
 fi
 exit "$status"
 TRAINLOCK_VALIDATION_JOB

@@ -166,7 +166,7 @@ std::string LockSha256(const toml::table& lock) {
 }
 
 std::string LockBuildSha256(const toml::table& lock) {
-  return Sha256Hex(CanonicalJson(lock, {"images"}));
+  return Sha256Hex(CanonicalJson(lock, {"images", "golden"}));
 }
 
 }  // namespace trainlock

@@ -27,8 +27,10 @@ std::string ManifestSha256(const toml::table& manifest);
 std::string LockSha256(const toml::table& lock);
 
 // The lock's build identity: lock-sha256 of the lock without [images], the table of images
-// built *from* it. Images, their labels and the reports validated in them carry this one: an
-// image cannot contain its own digest. For a lock without [images] it equals lock-sha256.
+// built *from* it, and without [golden], the digests pinned from reports validated in them.
+// Images, their labels and the reports validated in them carry this one: an image cannot
+// contain its own digest, nor a report's key the digest pinned under it. For a lock without
+// either it equals lock-sha256.
 std::string LockBuildSha256(const toml::table& lock);
 
 }  // namespace trainlock

@@ -1,6 +1,7 @@
 // `trainlock fleet k8s|slurm DIR --nodes N` writes the Kubernetes Job or sbatch script that
 // validates N nodes in the lock's image; `trainlock fleet summarize DIR` tables the reports
 // they wrote and exits 1 when any node failed (fleet.h).
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 
@@ -12,6 +13,7 @@
 #include "cli/commands.h"
 #include "fleet/fleet.h"
 #include "project/project.h"
+#include "report/report_signing.h"
 
 namespace trainlock::cli {
 namespace {
@@ -131,11 +133,67 @@ void AddGenerateOptions(CLI::App* cmd, FleetScriptOptions& o) {
 struct SummarizeOptions {
   std::string dir;
   int expected_nodes = 0;
+  std::vector<std::string> node_names;  // the round's nodes
+  std::string since;                    // the round's start, RFC 3339
+  std::string key;                      // verifies each report's start time
+  bool allow_unsigned = false;
   bool json = false;
 };
 
+// The round's nodes: each once (an empty name, as a trailing comma leaves, is no name), and no
+// fewer than --nodes says when both are given.
+std::vector<std::string> RoundNodes(const SummarizeOptions& o) {
+  std::vector<std::string> nodes;
+  for (const std::string& node : o.node_names) {
+    if (node.empty()) continue;
+    if (std::find(nodes.begin(), nodes.end(), node) != nodes.end())
+      throw InputError(
+          Diagnostic{"--node", {}, "names node " + Quoted(node) + " twice", "name each node once"});
+    nodes.push_back(node);
+  }
+  return nodes;
+}
+
+// The key every counted report must be signed with: a public key, or the signing key itself
+// (the generated Slurm job has that one at hand), whose public half is used.
+std::string RoundKey(const std::string& file) {
+  const std::string pem = ReadInputFile(file, file);
+  try {
+    const bool is_private = pem.find("PRIVATE KEY") != std::string::npos;
+    const std::string public_pem = is_private ? PublicPemOf(pem) : pem;
+    PublicKeyId(public_pem);  // refuses what is no Ed25519 public key
+    return public_pem;
+  } catch (const KeyError& e) {
+    throw InputError(Diagnostic{file, {}, e.what(), "give the .pub file from keygen"});
+  }
+}
+
+FleetRound RoundOf(const SummarizeOptions& o) {
+  FleetRound round;
+  round.expected_nodes = o.expected_nodes;
+  round.nodes = RoundNodes(o);
+  round.allow_unsigned = o.allow_unsigned;
+  if (!o.key.empty()) round.public_key_pem = RoundKey(o.key);
+  if (o.since.empty()) return round;
+  round.since_s = ParseRfc3339(o.since);
+  if (!round.since_s)
+    throw InputError(Diagnostic{"--since",
+                                {},
+                                "not an RFC 3339 time: " + Quoted(o.since),
+                                "e.g. 2026-12-07T16:00:00Z (date -u +%Y-%m-%dT%H:%M:%SZ)"});
+  round.since = o.since;
+  if (!round.public_key_pem && !round.allow_unsigned)
+    throw InputError(Diagnostic{"--since",
+                                {},
+                                "needs --key: a report's start time is trusted only under its "
+                                "signature",
+                                "give --key PUB, or --allow-unsigned to take unsigned reports at "
+                                "their word"});
+  return round;
+}
+
 int RunSummarize(const SummarizeOptions& o) {
-  FleetSummary summary = SummarizeReports(o.dir, o.dir, o.expected_nodes);
+  FleetSummary summary = SummarizeReports(o.dir, o.dir, RoundOf(o));
   if (o.json) {
     // Report strings are valid UTF-8 (the parser checks); file names need not be.
     std::cout << DumpJsonOutput(FleetSummaryJson(summary)) << "\n";
@@ -297,12 +355,28 @@ CLI::App* AddSummarizeCommand(CLI::App* fleet, SummarizeOptions& summarize) {
       "Print one row per report in DIR (every *.json, not recursive): node, verdict, GPUs,\n"
       "duration, lock, failing checks (failed, errored, and required ones skipped). A file that\n"
       "is not a valid report is an `unreadable` row. Warns when nodes validated different\n"
-      "locks. Exit 0 all passed, 1 any failed, unreadable or missing, 2 no DIR or no *.json.");
+      "locks. A round (--since, --node) counts only reports its nodes started after it began,\n"
+      "by their signed start time; a named node without one is missing, any other report is\n"
+      "shown as not in this round. Exit 0 all passed, 1 any failed, unreadable or missing, 2\n"
+      "no DIR or no *.json.");
   summarize_cmd->add_option("DIR", summarize.dir, "Directory of <node>.json reports")->required();
   summarize_cmd
       ->add_option("--nodes", summarize.expected_nodes,
                    "Nodes expected to report; fewer reports is a failure")
       ->check(CLI::Range(1, kMaxFleetNodes));
+  summarize_cmd
+      ->add_option("--node", summarize.node_names,
+                   "The round's nodes (repeated or a,b): only their reports count, and one "
+                   "without a report of the round is missing")
+      ->delimiter(',');
+  summarize_cmd->add_option("--since", summarize.since,
+                            "The round's start (RFC 3339): a report that started before it is "
+                            "of an earlier round; needs --key or --allow-unsigned");
+  summarize_cmd->add_option("--key", summarize.key,
+                            "Ed25519 public key (PEM; or the signing key, whose public half is "
+                            "used) every counted report must be signed with");
+  summarize_cmd->add_flag("--allow-unsigned", summarize.allow_unsigned,
+                          "Take an unsigned report's start time at its word");
   summarize_cmd->add_flag("--json", summarize.json, "Print the summary as JSON");
   return summarize_cmd;
 }

@@ -1,9 +1,11 @@
 // `trainlock lock DIR [--check] [--offline]`: resolve the manifest into trainlock.lock, or
-// (--check) say offline whether the lock is still the manifest's.
+// (--check) say offline whether the lock is still the manifest's, or (--golden REPORT) pin the
+// golden digest of a passing report under its key (report/golden_pin.h).
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
+#include "base/diagnostic.h"
 #include "base/exit_code.h"
 #include "base/failure.h"
 #include "base/file_io.h"
@@ -15,6 +17,9 @@
 #include "lock/lock_check.h"
 #include "lock/lock_resolver.h"
 #include "project/project.h"
+#include "report/golden_pin.h"
+#include "report/report_file.h"
+#include "report/report_view.h"
 
 namespace trainlock::cli {
 namespace {
@@ -28,6 +33,7 @@ struct LockCommandOptions {
   bool upstream = false;  // --check --upstream: also ask whether floating refs moved
   bool json = false;
   long timeout_s = 30;
+  std::string golden_report;  // --golden REPORT
 };
 
 // --check: the CI drift gate. Offline by design: it asks whether the lock still pins what the
@@ -77,9 +83,42 @@ int CheckLock(const std::filesystem::path& dir, const LockCommandOptions& option
   return kExitOk;
 }
 
+// --golden REPORT: the digest a passing report's round trip computed, pinned under its key.
+// Only a pass is pinned: a failing node's digest, or a negative control's, is no reference.
+int PinGolden(const std::filesystem::path& dir, const LockCommandOptions& options) {
+  const std::string& file = options.golden_report;
+  const ReportView report = ViewOfReport(ReadReportFile(file, file));
+  if (!report.golden)
+    throw InputError(Diagnostic{
+        file, {}, "carries no golden digest", "pin a report whose train.roundtrip passed bitwise"});
+  if (report.verdict != "pass" || !report.negative_control.empty())
+    throw InputError(Diagnostic{file,
+                                {},
+                                "is not a passing report: its digest is no reference",
+                                "pin the report of a node that passed"});
+  const Project project = LoadProject(dir, ManifestRequirement::kOptional);
+  RequireLock(project, "cannot read: no such file: the golden digest is pinned into the lock");
+  const std::filesystem::path path = dir / kLockFile;
+  const std::string text = LockTextWithGoldenPin(ReadInputFile(path, path.string()), path.string(),
+                                                 project.lock->lock_build_sha256, *report.golden);
+  WriteFileAtomically(path, text);
+  const std::string key = GoldenKeyId(report.golden->key);
+  if (options.json) {
+    std::cout << DumpJsonOutput(nlohmann::json{{"lock", path.string()},
+                                               {"key_sha256", key},
+                                               {"digest", report.golden->digest}})
+              << "\n";
+  } else {
+    std::cout << "pinned golden digest " << report.golden->digest << " for key " << key << " ("
+              << TerminalLine(report.golden->key.gpu) << ") in " << path.string() << "\n";
+  }
+  return kExitOk;
+}
+
 int RunLock(const LockCommandOptions& options, const GlobalOptions& global) {
   const std::filesystem::path dir = options.dir;
   if (options.check) return CheckLock(dir, options);
+  if (!options.golden_report.empty()) return PinGolden(dir, options);
   LockOptions o;
   o.offline = options.offline;
   o.python_only = options.python_only;
@@ -151,6 +190,10 @@ Command RegisterLock(CLI::App& app, const GlobalOptions& global) {
       "is unchanged, leave the others unresolved (`image generate` then refuses them)");
   cmd->add_flag("--json", options->json,
                 "Print the lock's path, lock-sha256 and what was pinned as JSON");
+  cmd->add_option("--golden", options->golden_report,
+                  "Instead of resolving: pin the golden digest of this passing REPORT into the "
+                  "lock under its key ([golden.<key-sha256>]), which `trainlock gate` then holds "
+                  "every report of that key to");
   cmd->add_option("--timeout", options->timeout_s, "Seconds per network request")
       ->capture_default_str()
       ->check(CLI::Range(1L, 3600L));

@@ -11,13 +11,17 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "compat/catalog.h"
+#include "fleet/fleet_round.h"
 #include "image/in_image_paths.h"
 #include "project/project.h"
+#include "report/golden_compare.h"
+#include "report/golden_digest.h"
 
 namespace trainlock {
 
@@ -229,21 +233,48 @@ struct NodeSummary {
   std::string started_at;
   std::string lock_sha256;
   std::vector<FailingCheck> failing;
+  // Why the start time it states is not trusted (UntrustedStartReason), "" when it is.
+  std::string untrusted;
+  // Why it does not count in the round (NotInRound), "" when it does.
+  std::string not_in_round;
+  std::optional<GoldenDigest> golden;  // the report's golden digest and its key
+  // Why its golden digest names it as computing differently (CompareGolden), "" when it does
+  // not; such a node fails the round whatever its verdict.
+  std::string golden_problem;
+};
+
+// A round's reports under one golden key (CompareRoundGolden).
+struct GoldenGroup {
+  std::string key_sha256;
+  GoldenKey key;
+  std::vector<std::string> nodes;  // one witness per node, sorted
+  std::string digest;              // the digest they share, or the majority's; "" otherwise
+  GoldenVerdict verdict;
 };
 
 struct FleetSummary {
-  std::string dir;                 // as the user wrote it
-  std::vector<NodeSummary> nodes;  // sorted by node name, then file name
+  std::string dir;  // as the user wrote it
+  FleetRound round;
+  // The reports that count in the round, sorted by node name, then file name.
+  std::vector<NodeSummary> nodes;
+  // The other reports, in the same order: each shown with why it does not count, none of them
+  // deciding the verdict.
+  std::vector<NodeSummary> outside;
   // Ranks' own reports (`<node>.rank-N.json`, IsPartialReport) of nodes that have their merged
   // report: set aside, never a row. A node with rank reports only is one "partial" row (failed:
   // its merged report was never written).
   std::vector<std::string> rank_reports;
-  int expected_nodes = 0;  // 0 = not given
+  // The counted reports with a golden digest, grouped by key (CompareRoundGolden).
+  std::vector<GoldenGroup> golden_groups;
 
   int passed() const;
   int failed() const;    // fail, error, unreadable and partial
   int reported() const;  // distinct nodes among the rows: copies of one node's report count once
-  int missing() const;   // expected_nodes minus the nodes reported, when more were expected
+  // The nodes the round names that have no report counting in it, sorted.
+  std::vector<std::string> MissingNodes() const;
+  // Named nodes without a report of the round, or the round's expected count minus the nodes
+  // reported, whichever is more.
+  int missing() const;
   bool all_passed() const { return failed() == 0 && missing() == 0; }
   // Distinct lock_sha256 values of the readable reports, most common first.
   std::vector<std::pair<std::string, int>> Locks() const;
@@ -252,10 +283,16 @@ struct FleetSummary {
 };
 
 // Reads every *.json directly in `dir` (not recursively) through ReadReportFile; a file that is
-// not a valid report becomes an "unreadable" row, a rank's own report is set aside (above). Throws
-// InputError (exit 2) when `dir` is not a directory or holds no *.json file.
+// not a valid report becomes an "unreadable" row, a rank's own report is set aside (above), and a
+// report that does not count in `round` goes to `outside` (fleet_round.h). Throws InputError
+// (exit 2) when `dir` is not a directory or holds no *.json file, KeyError when the round's key
+// is not an Ed25519 public key.
 FleetSummary SummarizeReports(const std::filesystem::path& dir, const std::string& display,
-                              int expected_nodes = 0);
+                              const FleetRound& round = {});
+
+// Compares the golden digests of the round's reports key by key (CompareGolden, one witness per
+// node) into `golden_groups`; each node named gets its golden_problem and, if it passed, fails.
+void CompareRoundGolden(FleetSummary& summary);
 
 // The table, warnings and footer ("4 nodes: 2 passed, 2 failed") for a terminal.
 std::string RenderFleetSummaryText(const FleetSummary& summary);

@@ -380,6 +380,35 @@ void JobSpec(YAML::Emitter& out, const FleetOptions& o) {
   out << YAML::EndMap;
 }
 
+// The header's last lines: the Job is the round `fleet summarize` judges (fleet_round.h), from
+// its creation on, on the nodes named or, without --node, those its pods ran on.
+std::string SummarizeTheRound(const FleetOptions& o) {
+  const std::string ns = o.k8s_namespace.empty() ? "" : " -n " + o.k8s_namespace;
+  std::string nodes;
+  for (const std::string& node : o.node_names) nodes += (nodes.empty() ? "" : ",") + node;
+  std::string text =
+      "The Job is the round: only its nodes' reports started after its creation count (an older\n"
+      "report in reports/, or another node's, neither passes nor fails it):\n"
+      "  since=$(kubectl get job" +
+      ns + " " + o.name + " -o jsonpath='{.metadata.creationTimestamp}')\n";
+  if (nodes.empty()) {
+    text += "  nodes=$(kubectl get pods" + ns + " -l " + kJobLabel + "=" + o.name +
+            " -o jsonpath='{.items[*].spec.nodeName}'); nodes=${nodes// /,}\n";
+    nodes = "$nodes";
+  }
+  // Signed reports (--label-nodes) are judged under the Secret's public key, unsigned ones at
+  // their word.
+  if (o.label_nodes) {
+    text += "(trainlock.pub: the Secret " + o.keys_secret +
+            "'s public key, which the reports are "
+            "signed for)\n";
+  }
+  const std::string trust =
+      o.label_nodes ? " --key " + std::string(kPublicKeyFile) : " --allow-unsigned";
+  return text + "  trainlock fleet summarize --nodes " + std::to_string(o.nodes) +
+         " --since \"$since\" --node \"" + nodes + "\"" + trust + " reports";
+}
+
 std::string HowToUse(const FleetOptions& o) {
   const std::string ns = o.k8s_namespace.empty() ? "" : " -n " + o.k8s_namespace;
   const std::string nodes = std::to_string(o.nodes);
@@ -423,8 +452,7 @@ std::string HowToUse(const FleetOptions& o) {
             " (it must be ReadWriteMany) and prints it to its log too; copy them out\n"
             "(a pod mounting the claim, `kubectl cp`) into reports/, then:\n";
   }
-  text += "  trainlock fleet summarize --nodes " + nodes + " reports";
-  return text;
+  return text + SummarizeTheRound(o);
 }
 
 // --label-nodes: the ServiceAccount the pods run as, allowed to read and label or taint nodes

@@ -91,11 +91,23 @@ std::string Header(const FleetOptions& o) {
   return text;
 }
 
+// This job is the round `fleet summarize` judges (fleet_round.h): its start, taken before any
+// node validates, and the nodes Slurm gave it.
+std::string RoundStart() {
+  return "# This job is the round `trainlock fleet summarize` judges: a report counts only when\n"
+         "# one of its nodes started it after this line (by the report's signed start time), so\n"
+         "# an older report in the directory, or another node's, neither passes nor fails it.\n"
+         "ROUND_START=$(date -u +%Y-%m-%dT%H:%M:%SZ)\n"
+         "ROUND_NODES=$(scontrol show hostnames \"${SLURM_JOB_NODELIST:?submit this script with "
+         "sbatch}\" | paste -sd, -)\n\n";
+}
+
 std::string Setup(const FleetOptions& o) {
   ImageRef image = *ParseImageRef(o.image, nullptr);
   const std::string digest = image.digest;
   image.digest.clear();
   std::string text = "\nset -euo pipefail\n\n";
+  text += RoundStart();
   text += "IMAGE=" + ShellQuote(EnrootImageRef(o.image)) + "\n";
   if (o.reports_dir.empty()) {
     text +=
@@ -146,13 +158,20 @@ std::string Run(const FleetOptions& o) {
 }
 
 std::string Summarize(const FleetOptions& o) {
-  return "\n# Exit 0 only when every node reported and passed.\n"
+  // Signed reports are judged under the signing key's public half; unsigned ones at their word.
+  const std::string trust = o.sign_key.empty() ? " --allow-unsigned" : " --key \"$SIGN_KEY\"";
+  std::string text = "\n# Exit 0 only when every node of the round reported in it and passed.\n";
+  if (o.sign_key.empty())
+    text +=
+        "# The reports are unsigned (no --sign-key): their start times are taken at their word.\n";
+  return text +
          "if command -v trainlock >/dev/null 2>&1; then\n"
          "  trainlock fleet summarize --nodes " +
-         std::to_string(o.nodes) +
+         std::to_string(o.nodes) + " --since \"$ROUND_START\" --node \"$ROUND_NODES\"" + trust +
          " \"$REPORTS\" && status=0 || status=$?\n"
          "else\n"
-         "  echo \"reports in $REPORTS: summarise them with trainlock fleet summarize\" >&2\n"
+         "  echo \"reports in $REPORTS: summarise them with trainlock fleet summarize --since "
+         "$ROUND_START --node $ROUND_NODES\" >&2\n"
          "fi\n"
          "exit \"$status\"\n";
 }

@@ -10,11 +10,13 @@
 #include <system_error>
 
 #include "base/diagnostic.h"
+#include "base/file_io.h"
 #include "base/text_format.h"
 #include "fleet/fleet.h"
 #include "report/report.h"
 #include "report/report_file.h"
 #include "report/report_render.h"
+#include "report/report_signing.h"
 #include "report/report_view.h"
 
 namespace trainlock {
@@ -72,6 +74,7 @@ NodeSummary ReportRow(const fs::path& file, const ReportView& report) {
   row.duration_s = report.duration_s;
   row.started_at = report.started_at;
   row.lock_sha256 = report.lock_sha256;
+  row.golden = report.golden;
   row.status = report.verdict == "pass" && row.failing.empty() ? "pass" : "fail";
   if (report.verdict == "error") {
     // Not judged: the environment could not run the validation; no check of it is a finding.
@@ -83,10 +86,13 @@ NodeSummary ReportRow(const fs::path& file, const ReportView& report) {
 }
 
 // A row, and whether the file is one rank's part of a distributed run (IsPartialReport).
-std::pair<NodeSummary, bool> SummarizeFile(const fs::path& file, const std::string& display) {
+std::pair<NodeSummary, bool> SummarizeFile(const fs::path& file, const std::string& display,
+                                           const FleetRound& round) {
   try {
     const ReportView report = ViewOfReport(ReadReportFile(file, display));
-    return {ReportRow(file, report), report.partial};
+    NodeSummary row = ReportRow(file, report);
+    row.untrusted = UntrustedStartReason(round, ReadInputFile(file, display), report.is_signed);
+    return {std::move(row), report.partial};
   } catch (const InputError& e) {
     return {UnreadableRow(file, FirstProblem(e)), false};
   } catch (const std::exception& e) {
@@ -136,47 +142,16 @@ std::vector<fs::path> JsonFiles(const fs::path& dir, const std::string& display)
   return files;
 }
 
-std::string GpuText(const NodeSummary& row) {
-  if (row.status == "unreadable") return "-";
-  if (row.gpu_count == 0) return "none";
-  return std::to_string(row.gpu_count) + " x " + row.gpu_model;
+// Moves each row that does not count in the round to `outside`, saying why.
+void SortOutTheRound(FleetSummary& summary, std::vector<NodeSummary>& rows) {
+  for (NodeSummary& row : rows) {
+    row.not_in_round = NotInRound(summary.round, row.node, row.started_at, row.untrusted);
+    (row.not_in_round.empty() ? summary.nodes : summary.outside).push_back(std::move(row));
+  }
 }
 
-std::string FailingText(const NodeSummary& row) {
-  if (row.status == "unreadable" || row.status == "error" || row.status == "partial")
-    return row.reason;
-  if (row.failing.empty()) return row.status == "pass" ? "-" : "(verdict fail)";
-  std::string text;
-  for (const FailingCheck& check : row.failing) {
-    std::string item = check.id;
-    if (check.status == "error") item += " (error)";
-    if (check.status == "skip") item += " (skipped)";
-    text += (text.empty() ? "" : ", ") + item;
-  }
-  return text;
-}
-
-std::string Plural(int n, const char* word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
-}
-
-// Rows of cells printed as left-aligned columns; the last column is not padded.
-std::string Columns(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> widths;
-  for (const auto& row : rows) {
-    widths.resize(std::max(widths.size(), row.size()));
-    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
-    }
-    out += line + "\n";
-  }
-  return out;
+bool NodeThenFile(const NodeSummary& a, const NodeSummary& b) {
+  return a.node != b.node ? a.node < b.node : a.file < b.file;
 }
 
 }  // namespace
@@ -196,8 +171,19 @@ int FleetSummary::reported() const {
   return static_cast<int>(names.size());
 }
 
+std::vector<std::string> FleetSummary::MissingNodes() const {
+  std::vector<std::string> missing;
+  for (const std::string& name : round.nodes) {
+    const bool counted = std::any_of(nodes.begin(), nodes.end(),
+                                     [&name](const NodeSummary& n) { return n.node == name; });
+    if (!counted) missing.push_back(name);
+  }
+  std::sort(missing.begin(), missing.end());
+  return missing;
+}
+
 int FleetSummary::missing() const {
-  return std::max(0, expected_nodes - reported());
+  return std::max(static_cast<int>(MissingNodes().size()), round.Expected() - reported());
 }
 
 std::vector<std::pair<std::string, int>> FleetSummary::Locks() const {
@@ -211,122 +197,37 @@ std::vector<std::pair<std::string, int>> FleetSummary::Locks() const {
   return locks;
 }
 
-std::vector<std::string> FleetSummary::Warnings() const {
-  std::vector<std::string> warnings;
-  if (auto locks = Locks(); locks.size() > 1) {
-    std::string text =
-        "the reports validated " + std::to_string(locks.size()) + " different locks:";
-    for (size_t i = 0; i < locks.size(); ++i) {
-      text += (i ? ", " : " ") + ShortSha(locks[i].first) + " (" + Plural(locks[i].second, "node") +
-              ")";
-    }
-    warnings.push_back(text);
-  }
-  std::map<std::string, std::vector<std::string>> files_of_node;
-  for (const NodeSummary& n : nodes) files_of_node[n.node].push_back(n.file);
-  for (const auto& [node, files] : files_of_node) {
-    if (files.size() < 2) continue;
-    std::string list;
-    for (const std::string& f : files) list += (list.empty() ? "" : ", ") + f;
-    warnings.push_back("node " + node + " has " + std::to_string(files.size()) + " reports (" +
-                       list + ")");
-  }
-  if (missing() > 0) {
-    warnings.push_back(std::to_string(expected_nodes) + " nodes expected, " +
-                       std::to_string(reported()) + " reported: " + std::to_string(missing()) +
-                       " missing");
-  }
-  return warnings;
-}
-
-FleetSummary SummarizeReports(const fs::path& dir, const std::string& display, int expected_nodes) {
+FleetSummary SummarizeReports(const fs::path& dir, const std::string& display,
+                              const FleetRound& round) {
+  // A key that is no public key is the user's input at fault, before any report is judged.
+  if (round.public_key_pem) PublicKeyId(*round.public_key_pem);
   FleetSummary summary;
   summary.dir = display;
-  summary.expected_nodes = expected_nodes;
-  std::map<std::string, std::vector<NodeSummary>> ranks_of_node;
+  summary.round = round;
+  std::vector<NodeSummary> merged_rows, rank_rows;
   for (const fs::path& file : JsonFiles(dir, display)) {
-    auto [row, partial] = SummarizeFile(file, (fs::path(display) / file.filename()).string());
-    if (partial) {
-      ranks_of_node[row.node].push_back(std::move(row));
-    } else {
-      summary.nodes.push_back(std::move(row));
-    }
+    auto [row, partial] =
+        SummarizeFile(file, (fs::path(display) / file.filename()).string(), round);
+    (partial ? rank_rows : merged_rows).push_back(std::move(row));
+  }
+  SortOutTheRound(summary, merged_rows);
+  std::map<std::string, std::vector<NodeSummary>> ranks_of_node;
+  for (NodeSummary& rank : rank_rows) {
+    summary.rank_reports.push_back(rank.file);
+    rank.not_in_round = NotInRound(round, rank.node, rank.started_at, rank.untrusted);
+    if (rank.not_in_round.empty()) ranks_of_node[rank.node].push_back(std::move(rank));
   }
   for (const auto& entry : ranks_of_node) {
     const std::string& node = entry.first;  // a lambda may not capture a structured binding
     const bool merged = std::any_of(summary.nodes.begin(), summary.nodes.end(),
                                     [&node](const NodeSummary& n) { return n.node == node; });
     if (!merged) summary.nodes.push_back(PartialRow(node, entry.second));
-    for (const NodeSummary& rank : entry.second) summary.rank_reports.push_back(rank.file);
   }
   std::sort(summary.rank_reports.begin(), summary.rank_reports.end());
-  std::sort(summary.nodes.begin(), summary.nodes.end(),
-            [](const NodeSummary& a, const NodeSummary& b) {
-              return a.node != b.node ? a.node < b.node : a.file < b.file;
-            });
+  std::sort(summary.nodes.begin(), summary.nodes.end(), NodeThenFile);
+  std::sort(summary.outside.begin(), summary.outside.end(), NodeThenFile);
+  CompareRoundGolden(summary);
   return summary;
-}
-
-std::string RenderFleetSummaryText(const FleetSummary& summary) {
-  std::vector<std::vector<std::string>> rows = {
-      {"NODE", "VERDICT", "GPUS", "DURATION", "LOCK", "FAILING CHECKS"}};
-  for (const NodeSummary& n : summary.nodes) {
-    const bool readable = n.status != "unreadable";
-    rows.push_back({TerminalLine(n.node), n.status, TerminalLine(GpuText(n)),
-                    readable ? FormatSeconds(n.duration_s) : "-",
-                    readable ? TerminalLine(ShortSha(n.lock_sha256)) : "-",
-                    TerminalLine(FailingText(n))});
-  }
-  std::string out = Columns(rows) + "\n";
-  for (const std::string& warning : summary.Warnings())
-    out += "warning: " + TerminalLine(warning) + "\n";
-  if (!summary.rank_reports.empty()) {
-    out += "(" + Plural(static_cast<int>(summary.rank_reports.size()), "rank report") +
-           " set aside: a node's merged report is the one that counts)\n";
-  }
-  out += Plural(summary.reported(), "node");
-  if (summary.nodes.size() != static_cast<size_t>(summary.reported()))
-    out += " in " + Plural(static_cast<int>(summary.nodes.size()), "report");
-  out += ": " + std::to_string(summary.passed()) + " passed, " + std::to_string(summary.failed()) +
-         " failed";
-  if (summary.missing() > 0) out += ", " + std::to_string(summary.missing()) + " missing";
-  return out + "\n";
-}
-
-nlohmann::json FleetSummaryJson(const FleetSummary& summary) {
-  nlohmann::json nodes = nlohmann::json::array();
-  for (const NodeSummary& n : summary.nodes) {
-    nlohmann::json failing = nlohmann::json::array();
-    for (const FailingCheck& c : n.failing) failing.push_back({{"id", c.id}, {"status", c.status}});
-    nlohmann::json row = {{"node", n.node}, {"file", n.file}, {"verdict", n.status}};
-    if (n.status == "unreadable" || n.status == "partial") {
-      row["reason"] = n.reason;
-    } else {
-      row["gpus"] = {{"count", n.gpu_count}, {"model", n.gpu_model}};
-      row["duration_s"] = n.duration_s;
-      row["started_at"] = n.started_at;
-      row["lock_sha256"] = n.lock_sha256;
-      row["failing_checks"] = failing;
-      if (n.status == "error") row["reason"] = n.reason;
-    }
-    nodes.push_back(row);
-  }
-  nlohmann::json locks = nlohmann::json::array();
-  for (const auto& [sha, count] : summary.Locks())
-    locks.push_back({{"lock_sha256", sha}, {"nodes", count}});
-  return {{"dir", summary.dir},
-          {"nodes", nodes},
-          {"total", summary.nodes.size()},
-          {"reported_nodes", summary.reported()},
-          {"rank_reports", summary.rank_reports},
-          {"passed", summary.passed()},
-          {"failed", summary.failed()},
-          {"expected_nodes",
-           summary.expected_nodes > 0 ? nlohmann::json(summary.expected_nodes) : nlohmann::json()},
-          {"missing", summary.missing()},
-          {"locks", locks},
-          {"warnings", summary.Warnings()},
-          {"all_passed", summary.all_passed()}};
 }
 
 }  // namespace trainlock

@@ -96,8 +96,8 @@ std::string LockFieldDifference::Describe() const {
 std::vector<LockFieldDifference> LockFieldDifferences(const toml::table& lock,
                                                       const toml::table& derived) {
   // The canonical form (base/canonical.h) is JSON: the comparison is by value, not spelling.
-  const nlohmann::json a = nlohmann::json::parse(CanonicalJson(lock, {"images"}));
-  const nlohmann::json b = nlohmann::json::parse(CanonicalJson(derived, {"images"}));
+  const nlohmann::json a = nlohmann::json::parse(CanonicalJson(lock, {"images", "golden"}));
+  const nlohmann::json b = nlohmann::json::parse(CanonicalJson(derived, {"images", "golden"}));
   std::vector<LockFieldDifference> out;
   CompareLockObjects("", a, b, out);
   return out;

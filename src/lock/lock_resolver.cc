@@ -552,6 +552,19 @@ void KeepBuiltImages(const std::optional<Lockfile>& old, toml::table& doc) {
   doc.insert_or_assign("images", images);
 }
 
+// Pinned golden digests are outputs too: a re-lock keeps them (a pin whose key names another
+// build identity no longer matches any report, and does no harm).
+void KeepGoldenPins(const std::optional<Lockfile>& old, toml::table& doc) {
+  if (!old || old->golden.empty()) return;
+  toml::table golden;
+  for (const auto& [key_sha256, pin] : old->golden) {
+    toml::table kept{{"digest", pin.digest}};
+    for (const auto& [name, value] : pin.key) kept.insert(name, value);
+    golden.insert(key_sha256, std::move(kept));
+  }
+  doc.insert_or_assign("golden", golden);
+}
+
 }  // namespace
 
 ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& options) {
@@ -585,6 +598,7 @@ ResolvedLock ResolveLock(const fs::path& dir, const LockOptions& options) {
   doc.insert_or_assign("manifest-sha256", manifest_sha);
   doc["project"].as_table()->insert_or_assign("config-sha256", Sha256Hex(config_text));
   KeepBuiltImages(old, doc);
+  KeepGoldenPins(old, doc);
   std::ostringstream text;
   text
       << "# trainlock.lock: written by `trainlock lock` from trainlock.toml; do not edit by hand.\n"

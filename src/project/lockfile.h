@@ -180,6 +180,14 @@ struct BuiltImage {
   std::string validator_sha256;
 };
 
+// [golden.<key-sha256>] in the lock: the golden digest pinned for one key (`trainlock lock
+// --golden REPORT`, report/golden_pin.h). An output like [images]: part of lock-sha256, not of the
+// build identity (the key names the build identity, and the image carries the lock without it).
+struct GoldenPin {
+  std::string digest;                      // 64 hex
+  std::map<std::string, std::string> key;  // the key's members as the report names them
+};
+
 struct Lockfile {
   LockfileKind kind = LockfileKind::kManifest;
   std::string path;  // the file it was read from, for messages
@@ -201,7 +209,9 @@ struct Lockfile {
   int64_t lock_version = 0;
   std::string manifest_sha256;
   std::map<std::string, BuiltImage> images;
-  // lock-sha256 without [images] (base/canonical.h): what images and reports are bound to.
+  std::map<std::string, GoldenPin> golden;  // key-sha256 -> the digest pinned for that key
+  // lock-sha256 without [images] and [golden] (base/canonical.h): what images and reports are
+  // bound to.
   std::string lock_build_sha256;
 
   // Where each field was read ("targets.cuda.driver-min" -> 12:15), for findings.

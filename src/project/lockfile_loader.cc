@@ -47,6 +47,7 @@ void LockfileReader::Read(const toml::table& root) {
   if (const toml::table* t = f.Table("ext", Need::kOptional)) ReadExt(*t);
   if (lock()) {
     if (const toml::table* t = f.Table("images", Need::kOptional)) ReadImages(*t);
+    if (const toml::table* t = f.Table("golden", Need::kOptional)) ReadGoldenPins(*t);
   }
   f.Finish();
 }

@@ -81,6 +81,7 @@ class LockfileReader {
   void ReadEngine(TomlFields& f, ValidateSection& v);
   void ReadExt(const toml::table& t);
   void ReadImages(const toml::table& t);
+  void ReadGoldenPins(const toml::table& t);
 
   const std::string& path_;
   LockfileKind kind_;

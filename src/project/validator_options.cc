@@ -59,11 +59,13 @@ const std::array<ValidatorOption, 26> kValidatorOptionTable = {{
      "Sign the report with this Ed25519 private key (PEM, from `trainlock keygen`); `trainlock "
      "gate --key` verifies it",
      "", 0, -1, false, true},
-    {"--negative-control", "none|rng|data|corrupt|torn-snapshot",
+    {"--negative-control", "none|rng|data|corrupt|torn-snapshot|bitflip",
      "Deliberately break the resume to prove the check fails: rng (skip RNG restore), data (skip "
      "data-loader restore), corrupt (flip a checkpoint byte), torn-snapshot (with "
-     "--kill-during-save, native engine: the saved tensors are a step newer than the checkpoint)",
-     "none|rng|data|corrupt|torn-snapshot"},
+     "--kill-during-save, native engine: the saved tensors are a step newer than the "
+     "checkpoint), bitflip (native engine: one weight's lowest mantissa bit flipped after the "
+     "first step; only the golden digest differs from the key's other nodes)",
+     "none|rng|data|corrupt|torn-snapshot|bitflip"},
     {"--engine-nproc", "N",
      "Processes of one run of the lock's engine (its world size; Python engines, default 1)", "", 1,
      1024},

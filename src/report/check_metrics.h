@@ -152,6 +152,8 @@ using Text = std::optional<std::string>;
   X(Free, restore_gbps)                                                                            \
   X(Flag, bitwise_equal)                                                                           \
   X(Text, reference_digest) /* sha256 of the uninterrupted run's losses and state */               \
+  X(Text, golden_digest)    /* sha256 of its final state alone, as the coordinator read it         \
+                               (golden_digest.h) */                                                \
   X(Number, max_abs_loss_diff)                                                                     \
   X(Flag, final_state_equal)                                                                       \
   X(OrNull<double>, max_abs_state_diff) /* null: the states were not both written */               \

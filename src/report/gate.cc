@@ -13,6 +13,8 @@
 #include "image/in_image_paths.h"
 #include "project/check_ids.h"
 #include "report/check_metrics.h"
+#include "report/golden_compare.h"
+#include "report/golden_pin.h"
 #include "report/pass_rules.h"
 #include "report/report.h"
 #include "report/report_attestation.h"
@@ -52,6 +54,7 @@ class GateRules {
     EngineInterpreter();
     Checks();
     Evidence();
+    Golden();
     Age();
     if (request_.node) Node(*request_.node);
     if (request_.revocation) Revoked(*request_.revocation);
@@ -61,6 +64,28 @@ class GateRules {
   void Refuse(const std::string& reason) { decision_.reasons.push_back(reason); }
 
  private:
+  // The lock's golden pins (`lock --golden`): a report under a pinned key must have computed the
+  // pinned digest, by the rule fleet summarize applies too (golden_compare.h). A report under a
+  // key the lock pins nothing for is compared with nothing.
+  void Golden() {
+    if (!request_.lock || request_.lock->golden.empty()) return;
+    if (!view_.golden) {
+      Refuse(
+          "golden: the lock pins golden digests and the report carries none (train.roundtrip "
+          "did not pass bitwise, or did not run): validate the node with train.roundtrip");
+      return;
+    }
+    const GoldenPin* pin = PinnedGoldenFor(*request_.lock, view_.golden->key);
+    if (!pin) return;
+    const std::string node = view_.host.hostname.empty() ? "the node" : view_.host.hostname;
+    const GoldenVerdict verdict = CompareGolden({{node, view_.golden->digest}}, pin->digest);
+    if (!verdict.differing.empty()) {
+      Refuse("golden: " + verdict.reason);
+      return;
+    }
+    decision_.facts.push_back("golden digest " + ShortSha(pin->digest) + " as the lock pins");
+  }
+
   void Schema() {
     std::vector<std::string> violations = ReportSchemaViolations(report_);
     if (violations.empty()) return;

@@ -115,6 +115,7 @@ nlohmann::json Report::ToJson() const {
                    {"versions", engine->versions},
                    {"python_verified", engine->python_verified}};
   }
+  j["golden"] = golden ? trainlock::ToJson(*golden) : nlohmann::json(nullptr);
   if (!environment_error.empty()) j["environment_error"] = environment_error;
   ShareableStrings(j);
   return j;
@@ -309,7 +310,7 @@ class SchemaChecker {
         Problem(key, "must be 64 lower-case hex characters");
     }
     if (r.contains("negative_control"))
-      Enum(r, "negative_control", "$", {"rng", "data", "corrupt", "torn-snapshot"});
+      Enum(r, "negative_control", "$", {"rng", "data", "corrupt", "torn-snapshot", "bitflip"});
     if (auto* drift = Optional(r, "drift", "$", Type::array)) {
       for (size_t i = 0; i < drift->size(); ++i) {
         const std::string where = "drift[" + std::to_string(i) + "]";
@@ -322,6 +323,10 @@ class SchemaChecker {
       }
     }
     if (r.contains("work_dir") && !r["work_dir"].is_null()) Field(r, "work_dir", "$", Type::string);
+    if (r.contains("golden")) {
+      if (const std::string problem = GoldenSchemaProblem(r["golden"]); !problem.empty())
+        Problem("golden", problem);
+    }
     if (auto* dir = Optional(r, "checkpoint_dir", "$", Type::object)) {
       Field(*dir, "path", "checkpoint_dir", Type::string);
       Enum(*dir, "source", "checkpoint_dir", {"lock", "option", "work-dir"});

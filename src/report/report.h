@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "report/golden_digest.h"
+
 namespace trainlock {
 
 // The schema this trainlock writes and reads; docs/formats.md ("Report") says what changed
@@ -72,7 +74,7 @@ struct Report {
   std::string config_sha256;
   std::string manifest_sha256;
   std::vector<ReportDrift> drift;  // non-empty only with --allow-drift
-  // "rng" | "data" | "corrupt" | "torn-snapshot" when the run broke the resume on purpose
+  // "rng" | "data" | "corrupt" | "torn-snapshot" | "bitflip" when the run broke on purpose
   // (--negative-control): such a report exists to fail, and its verdict is never "pass".
   std::string negative_control;
   std::optional<std::pair<std::string, std::string>> image;  // ref, digest
@@ -108,6 +110,9 @@ struct Report {
   bool partial = false;
 
   std::optional<ReportEngine> engine;
+  // What the round trip's deterministic steps computed, with the key it is comparable under
+  // (golden_digest.h, GoldenOfReport); written as null when train.roundtrip did not pass bitwise.
+  std::optional<GoldenDigest> golden;
   // Why the node was not judged: this environment cannot run the validation (the engine's
   // interpreter, framework or torch is missing or unusable here). One line naming what and how
   // to get it; non-empty makes the verdict "error" (exit 3) whatever the checks say.

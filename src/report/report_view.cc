@@ -183,6 +183,8 @@ ReportView ViewOfReport(const nlohmann::json& report) {
   v.required = RequiredIds(report);
   v.ranks = ViewsOf(report, "ranks", &ViewOfRank);
   v.partial = IsPartialReport(report);
+  v.is_signed = report.is_object() && report.contains("signature");
+  v.golden = ReadGolden(Member(report, "golden"));
   const nlohmann::json& rank = Member(report, "rank");
   if (std::optional<double> r = FiniteNumber(rank, "rank")) v.rank = static_cast<int64_t>(*r);
   if (std::optional<double> w = FiniteNumber(rank, "world_size"))

@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "report/golden_digest.h"
+
 namespace trainlock {
 
 struct CheckView {
@@ -66,7 +68,7 @@ struct ReportView {
   std::string config_sha256;    // "" when the report does not say
   std::string manifest_sha256;  // "" when the report does not say (an older validator)
   std::string
-      negative_control;  // "rng" | "data" | "corrupt" | "torn-snapshot"; "" for a real validation
+      negative_control;  // "rng" | "data" | "corrupt" | "torn-snapshot" | "bitflip"; "" if real
   std::vector<std::string> drift;   // "lock.config: ..." for each drift --allow-drift let past
   std::string image_ref;            // "" when the report has no image
   std::string image_digest;         // "" when the report has no image
@@ -85,6 +87,10 @@ struct ReportView {
   std::vector<std::string> required;  // the string entries of `required`
   std::vector<RankView> ranks;        // empty for a single process
   bool partial = false;               // one rank's part of a distributed run (IsPartialReport)
+  // The golden digest and its key (golden_digest.h); nullopt when the report has none.
+  std::optional<GoldenDigest> golden;
+  // It carries a `signature` member; whether that verifies is report_signing.h's to say.
+  bool is_signed = false;
   std::optional<int64_t> rank;        // `rank.rank`, when the report has a rank
   std::optional<int64_t> world_size;  // `rank.world_size`
 

@@ -82,6 +82,19 @@ TEST(EngineRequests, AReshardThatCannotKeepTheGlobalBatchIsRefused) {
   EXPECT_EQ(Refusal(p, o), "");
 }
 
+// The bitflip control plants its fault in the native engine's step: another engine would train
+// unflipped and the control would prove nothing.
+TEST(EngineRequests, TheBitflipControlIsRefusedForAnEngineOtherThanNative) {
+  validate::ValidateOptions o;
+  o.negative_control = validate::NegativeControl::kFlipBit;
+  EXPECT_NE(Refusal(ProjectFor("ddp"), o)
+                .find("bitflip plants its fault in the native engine's "
+                      "step"),
+            std::string::npos)
+      << Refusal(ProjectFor("ddp"), o);
+  EXPECT_EQ(Refusal(ProjectFor("native"), o), "");
+}
+
 TEST(EngineRequests, Fp16IsRefusedForFsdp2NamingTheField) {
   Project p = ProjectFor("fsdp2");
   p.config.training.precision = "fp16";

@@ -6,6 +6,7 @@
 
 #include "base/text_format.h"
 #include "report/check_metrics.h"
+#include "report/golden_compare.h"
 #include "report/pass_rules.h"
 #include "report/report_view.h"
 
@@ -205,20 +206,15 @@ void CompareStepTimes(Report& report, const Json& entries, const MergeOptions& o
 }
 
 // The ranks whose digest is not the one most ranks share; all of them when there is no
-// majority.
+// majority, both of two that differ: the rule the fleet and the gate apply to nodes
+// (report/golden_compare.h), here to the ranks of one GPU model.
 std::vector<const Json*> Deviants(const std::vector<const Json*>& group) {
-  std::map<std::string, int> counts;
-  for (const Json* e : group) ++counts[TrainOf(*e).reference_digest.value_or("")];
-  if (counts.size() == 1) return {};
-  auto majority = std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) {
-    return a.second < b.second;
-  });
-  const bool has_majority = majority->second * 2 > static_cast<int>(group.size());
+  std::vector<GoldenWitness> witnesses;
+  for (size_t i = 0; i < group.size(); ++i)
+    witnesses.push_back({std::to_string(i), TrainOf(*group[i]).reference_digest.value_or("")});
   std::vector<const Json*> out;
-  for (const Json* e : group) {
-    if (!has_majority || TrainOf(*e).reference_digest.value_or("") != majority->first)
-      out.push_back(e);
-  }
+  for (const std::string& index : CompareGolden(witnesses).differing)
+    out.push_back(group[std::stoul(index)]);
   return out;
 }
 

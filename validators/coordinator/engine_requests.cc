@@ -65,6 +65,10 @@ void RefuseOptions(const RoundTripEngine& engine, const ValidateOptions& o, cons
                 "kill during a save's torn-snapshot check",
                 "give it with --kill-during-save and validate.engine = \"native\"");
   }
+  if (o.negative_control == NegativeControl::kFlipBit && engine.name != "native") {
+    diags.Error("--negative-control", {}, "bitflip plants its fault in the native engine's step",
+                "give it with validate.engine = \"native\"");
+  }
   if (o.kill_during_save && lock.validate.checkpoint_at + 2 > lock.validate.steps) {
     diags.Error("--kill-during-save", {},
                 "needs validate.steps >= validate.checkpoint-at + 2 (a second save, then a step)",

@@ -68,6 +68,14 @@ bool CommittedACheckpoint(const EngineTranscript& t) {
 // Decides and drives processes A to E as the options say (which run, gated behind which,
 // preempted where, what is verified or corrupted between them), each run by an EngineProcess,
 // into a RoundtripRuns value; roundtrip_checks.h's judges read that value.
+// --negative-control bitflip: the processes that compute the reference (A, and B, which saves)
+// flip one weight's lowest mantissa bit after their first step, before any checkpoint, so the
+// resume agrees with them and only the golden digest tells (engines/native/trainer.h).
+const std::vector<std::string>& FlipBitArgs() {
+  static const std::vector<std::string> kArgs = {"--flip-bit-at", "1"};
+  return kArgs;
+}
+
 class RoundtripRunner {
  public:
   RoundtripRunner(const RoundtripOptions& o, const Project& project)
@@ -405,6 +413,8 @@ std::vector<std::string> RoundtripRunner::SavingArgs() const {
     if (o_.negative_control == NegativeControl::kTornSnapshot)
       args.push_back("--leak-step-into-save");
   }
+  if (o_.negative_control == NegativeControl::kFlipBit)
+    args.insert(args.end(), FlipBitArgs().begin(), FlipBitArgs().end());
   if (SavingRunIsReference()) {
     args.insert(args.end(), {"--measure-step", std::to_string(std::min<int64_t>(2, o_.steps)),
                              "--final-state", StateFile(o_, "b-final.safetensors").string()});
@@ -427,6 +437,8 @@ void RoundtripRunner::RunBehindReference(RoundtripRuns& runs) {
     a_args.insert(a_args.end(), {"--state-at", std::to_string(StepToRestore(o_)),
                                  StateAtRestoredStepFile(o_).string()});
   }
+  if (o_.negative_control == NegativeControl::kFlipBit)
+    a_args.insert(a_args.end(), FlipBitArgs().begin(), FlipBitArgs().end());
   EngineProcess a_process = Launch("a-uninterrupted", a_args);
   // B loads its libraries while A trains (waiting at its gate); it is ended
   // unreleased when A decides there is no B.

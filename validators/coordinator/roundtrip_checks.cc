@@ -23,6 +23,7 @@
 #include "project/project.h"
 #include "project/train_shape.h"
 #include "report/check_metrics.h"
+#include "report/golden_digest.h"
 #include "report/measured_shape.h"
 #include "report/pass_rules.h"
 #include "support/check_selection.h"
@@ -595,6 +596,8 @@ CheckResult RoundtripCheck(const JudgeInputs& in, const RoundtripRuns& runs) {
   const RoundtripComparison cmp = CompareRoundtrip(a, c, la, resumed, in.o.steps);
   // What the uninterrupted run computed, to the bit: ranks on GPUs of one model must agree.
   m.reference_digest = Sha256Hex(nlohmann::json(la).dump() + Fingerprints(a).dump());
+  // The state alone, the coordinator's reading of the file: what another node must agree with.
+  if (StateProblem(a).empty()) m.golden_digest = GoldenStateDigest(a.state->tensors);
   const bool bitwise = cmp.losses_equal && cmp.states_equal;
   m.bitwise_equal = bitwise;
   m.max_abs_loss_diff = cmp.max_loss_diff;

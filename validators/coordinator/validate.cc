@@ -158,6 +158,8 @@ const char* NegativeControlName(NegativeControl control) {
       return "corrupt";
     case NegativeControl::kTornSnapshot:
       return "torn-snapshot";
+    case NegativeControl::kFlipBit:
+      return "bitflip";
     case NegativeControl::kNone:
       break;
   }
@@ -384,6 +386,7 @@ int ReportStopped(const ValidateOptions& o, const Project& project,
   ReportStoppedChecks(preflight, report);
   SortChecks(report);
   ApplyOnly(report, o.only);
+  report.golden = GoldenOfReport(report);
   report.duration_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const bool distributed = rank && rank->world_size > 1;
@@ -459,6 +462,7 @@ int RunValidate(const ValidateOptions& o) {
   const nlohmann::json rank_entries = ExchangeAndMerge(o, rank, d, report);
   SortChecks(report);
   ApplyOnly(report, o.only);
+  report.golden = GoldenOfReport(report);
   report.duration_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

@@ -15,12 +15,16 @@ namespace trainlock::validate {
 // Negative controls: deliberately break the resume to prove the check can fail.
 // kTornSnapshot (with --kill-during-save, the native engine): B's first save stages its tensors
 // only after the next optimizer step, so the checkpoint of step N holds step N+1's tensors.
+// kFlipBit (the native engine): the uninterrupted run flips the lowest mantissa bit of one weight
+// after its first step, before the checkpoint: its resume still agrees with itself, bitwise, and
+// only its golden digest differs from its key's peers (a node computing differently).
 enum class NegativeControl {
   kNone,
   kSkipRngRestore,
   kSkipDataRestore,
   kCorruptCheckpoint,
-  kTornSnapshot
+  kTornSnapshot,
+  kFlipBit
 };
 
 struct ValidateOptions {

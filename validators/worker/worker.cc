@@ -523,6 +523,7 @@ int RunTrain(const WorkerOptions& o) {
   PrepareFinalState(o, *trainer, prepared_state);
   while (trainer->step() < o.steps) {
     TrainOneStep(o, *trainer, measurement);
+    if (trainer->step() == o.flip_bit_at) trainer->FlipLowestMantissaBit();
     PrepareFinalState(o, *trainer, prepared_state);
     if (!o.state_at_file.empty() && trainer->step() == o.state_at)
       WriteState(o.state_at_file, trainer->FinalState(/*on_device=*/true), o.state_at, false);

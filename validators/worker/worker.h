@@ -60,6 +60,9 @@ struct WorkerOptions {
   bool restore = false;
   bool restore_rng = true;
   bool restore_data = true;
+  // --flip-bit-at STEP (--negative-control bitflip): after that step, one weight's lowest
+  // mantissa bit is flipped (Trainer::FlipLowestMantissaBit); 0: never.
+  int64_t flip_bit_at = 0;
   std::string device = "auto";
   int threads = 0;  // 0: LibTorch's default
   // --start-after FILE: started ahead of its turn, the train or portable process waits before it

@@ -225,6 +225,15 @@ double Trainer::Step() {
   return loss;
 }
 
+void Trainer::FlipLowestMantissaBit() {
+  torch::NoGradGuard no_grad;
+  torch::Tensor first = params_.front().second.view(-1).narrow(0, 0, 1);
+  const auto bits = first.element_size() == 8   ? torch::kLong
+                    : first.element_size() == 4 ? torch::kInt
+                                                : torch::kShort;
+  first.view(bits).bitwise_xor_(1);  // the same bytes, read as an integer: bit 0 is the mantissa's
+}
+
 void Trainer::ReleaseTrainingMemory() {
   for (auto& [name, p] : params_) p.mutable_grad() = torch::Tensor();
 #if defined(TRAINLOCK_WITH_CUDA)

@@ -91,6 +91,9 @@ class Trainer {
   // blocks), keeping the state: after the last step of a process that only writes its state
   // next, so that the portable process can start beside it (docs/validate.md, "What runs", D).
   void ReleaseTrainingMemory();
+  // The negative control of a node computing differently (--negative-control bitflip): the
+  // lowest-order mantissa bit of the first parameter's first element, flipped in place.
+  void FlipLowestMantissaBit();
   // Parameters and optimizer moments (on the CPU, or where they live), for bitwise
   // comparison between runs.
   std::vector<NamedTensor> FinalState(bool on_device = false);
