@@ -300,6 +300,26 @@ TEST_F(WatchKube, ARevocationOutsideTheWindowIsNotCounted) {
   EXPECT_TRUE(HasTaint(api_->Node("node-07"), Taint(kNodeGateTaint, "revoked", "NoSchedule")));
 }
 
+// The stand-in refuses, as the API server does (422, the Node unchanged), a patch kubectl
+// passes on unchecked: a label value with ':' and a taint effect that does not exist.
+TEST_F(WatchKube, TheStandInRefusesALabelOrTaintTheApiServerWouldRefuse) {
+  StartApi(Cluster(NodeObject("node-07")));
+  const json before = api_->Node("node-07");
+  for (const std::string& patch :
+       {std::string(
+            R"({"metadata":{"labels":{"trainlock.io/revoked-at":"2026-12-07T19:02:39Z"}}})"),
+        std::string(
+            R"({"spec":{"taints":[{"key":"trainlock.io/gate","effect":"NoScheduled"}]}})")}) {
+    RunResult r = testing::RunCommand(
+        {"kubectl", "patch", "node", "node-07", "--type", "merge", "-p", patch}, api_->Env());
+    EXPECT_EQ(r.exit_code, 1) << patch << r.out << r.err;
+    EXPECT_NE(r.err.find("Node \"node-07\" is invalid"), std::string::npos) << r.err;
+  }
+  for (const json& p : api_->Patches()) EXPECT_EQ(p["status"], 422) << p.dump();
+  EXPECT_EQ(api_->Patches().size(), 2u);
+  EXPECT_EQ(api_->Node("node-07"), before);
+}
+
 // tests/k8s/validate.mjs on every Node in `nodes`; "" when it cannot run.
 RunResult ValidateNodes(const fs::path& file, const std::vector<json>& nodes) {
   std::string documents;

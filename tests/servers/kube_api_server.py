@@ -25,7 +25,9 @@ label script make on Nodes, answered as the API server answers them, over plain 
     label-value value, an effect of NoSchedule, PreferNoSchedule or NoExecute and no two the
     same key and effect; name, kind and apiVersion unchanged; a stated resourceVersion must be
     the stored one (409). A refused patch is a 422 Status, as the API server answers, and the
-    Node is left as it was.
+    Node is left as it was. fieldValidation=Strict (which `kubectl taint` asks for) is not
+    enforced here: the tests check every Node a patch produced against the Kubernetes OpenAPI
+    schemas instead (tests/k8s/validate.mjs), unknown fields included.
 
 Anything else answers 404 (a watch, a label or field selector: 400), a body over 1 MiB 413, a
 request with no Content-Length 411. Every request is appended to LOG as one JSON line:
