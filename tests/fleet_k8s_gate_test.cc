@@ -310,6 +310,65 @@ TEST_F(WaitScript, ReturnsZeroWhenEveryNodeSucceeded) {
   EXPECT_EQ(Wait("Succeeded\nSucceeded\nSucceeded\n").exit_code, 0);
 }
 
+// The header's round lines, run as printed against a stand-in kubectl that answers the Job's
+// creationTimestamp and its pods' nodeName only for exactly those queries, and a stand-in
+// trainlock that records the summarize command line the lines build.
+class RoundLines : public FleetK8sGate {
+ protected:
+  // The header lines from `since=` to the summarize line, without the comment's "# ".
+  std::string Lines(const std::string& job) {
+    std::string lines;
+    bool in = false;
+    size_t at = 0;
+    while (at < job.size()) {
+      const size_t end = job.find('\n', at);
+      const std::string line = job.substr(at, end - at);
+      at = end == std::string::npos ? job.size() : end + 1;
+      if (line.starts_with("#   since=")) in = true;
+      if (in && line.starts_with("#   ")) lines += line.substr(4) + "\n";
+      if (in && line.find("trainlock fleet summarize") != std::string::npos) break;
+    }
+    return lines;
+  }
+  // The command line the lines ran trainlock with.
+  std::string Run(const std::vector<std::string>& extra) {
+    RunResult job = Fleet(extra);
+    EXPECT_EQ(job.exit_code, 0) << job.err;
+    const fs::path bin = tmp_.path() / "bin";
+    fs::create_directories(bin);
+    WriteFile(bin / "kubectl",
+              "#!/bin/sh\ncase \"$*\" in\n"
+              "  \"get job trainlock-validate-h200-pilot -o "
+              "jsonpath={.metadata.creationTimestamp}\") echo 2026-12-07T16:00:00Z ;;\n"
+              "  \"get pods -l trainlock.io/job=trainlock-validate-h200-pilot -o "
+              "jsonpath={.items[*].spec.nodeName}\") echo gpu-a gpu-b ;;\n"
+              "  *) echo \"unexpected kubectl $*\" >&2; exit 1 ;;\nesac\n");
+    WriteFile(bin / "trainlock",
+              "#!/bin/sh\necho \"$*\" > " + (tmp_.path() / "trainlock.args").string() + "\n");
+    fs::permissions(bin / "kubectl", fs::perms::owner_all);
+    fs::permissions(bin / "trainlock", fs::perms::owner_all);
+    const std::string lines = Lines(job.out);
+    RunResult r = RunCommand({"bash", "-euc", lines}, {"PATH=" + bin.string() + ":/usr/bin:/bin"});
+    EXPECT_EQ(r.exit_code, 0) << lines << r.err;
+    return fs::exists(tmp_.path() / "trainlock.args") ? ReadFile(tmp_.path() / "trainlock.args")
+                                                      : "";
+  }
+};
+
+TEST_F(RoundLines, TheJobsCreationAndItsPodsNodesAreTheRoundSummarizeJudges) {
+  if (!testing::HaveProgram("bash")) GTEST_SKIP() << "bash is not on PATH";
+  EXPECT_EQ(Run({"--nodes", "2"}),
+            "fleet summarize --nodes 2 --since 2026-12-07T16:00:00Z --node gpu-a,gpu-b "
+            "--allow-unsigned reports\n");
+}
+
+TEST_F(RoundLines, NamedNodesAreTheRoundWithoutAskingForThePods) {
+  if (!testing::HaveProgram("bash")) GTEST_SKIP() << "bash is not on PATH";
+  EXPECT_EQ(Run({"--node", "gpu-x,gpu-y"}),
+            "fleet summarize --nodes 2 --since 2026-12-07T16:00:00Z --node gpu-x,gpu-y "
+            "--allow-unsigned reports\n");
+}
+
 TEST_F(FleetK8sGate, TheJobHeaderWaitsWithTheFailureAwareLoop) {
   RunResult r = Fleet({"--nodes", "2"});
   EXPECT_NE(r.out.find("grep -qx Failed"), std::string::npos) << r.out;

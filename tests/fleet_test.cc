@@ -12,6 +12,7 @@
 #include "fleet/fleet.h"
 #include "plan/memory_model.h"
 #include "project/project.h"
+#include "report/golden_pin.h"
 #include "test_support.h"
 
 namespace trainlock {
@@ -620,6 +621,25 @@ TEST_F(FleetSlurm, RunsTheImageByDigestThroughPyxis) {
           "\"$ROUND_NODES\" --allow-unsigned \"$REPORTS\""))
       << text_;
   EXPECT_TRUE(Has("apptainer exec --nv")) << text_;
+}
+
+// A lock that pins golden digests (`lock --golden`): the job's summarize holds each report to
+// its key's pin, reading the lock where the nodes have it (the image's copy carries no pins).
+TEST_F(FleetSlurm, ALockThatPinsGoldenDigestsIsPassedToTheJobsSummarize) {
+  Script();
+  EXPECT_FALSE(Has("--lock")) << "no pins, nothing to hold the reports to";
+  const fs::path lock = project_ / kLockFile;
+  const std::string build = LoadProject(project_).lock->lock_build_sha256;
+  GoldenDigest pin;
+  pin.digest = std::string(64, 'a');
+  pin.key.gpu = "NVIDIA H200";
+  pin.key.lock_sha256 = build;
+  WriteFile(lock, LockTextWithGoldenPin(ReadFile(lock), "trainlock.lock", build, pin));
+  Script();
+  EXPECT_TRUE(Has("--allow-unsigned --lock " + NodeLockPath("h200-pilot") + " \"$REPORTS\""))
+      << text_;
+  Script({"--node-lock", "/shared/trainlock/trainlock.lock"});
+  EXPECT_TRUE(Has("--lock /shared/trainlock/trainlock.lock \"$REPORTS\"")) << text_;
 }
 
 TEST_F(FleetSlurm, HostileValuesAreQuotedAndNotExecuted) {

@@ -1,7 +1,7 @@
 // Specification of the golden digest (src/report/golden_digest.h): its format in the report, the
 // key it is comparable under, the one rule that names a node computing differently
 // (src/report/golden_compare.h), and `trainlock fleet summarize` comparing a round's reports key
-// by key.
+// by key, and with `--lock` against the digest the lock pins for a key (src/report/golden_pin.h).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +10,7 @@
 #include "report/check_metrics.h"
 #include "report/golden_compare.h"
 #include "report/golden_digest.h"
+#include "report/golden_pin.h"
 #include "report/report.h"
 #include "test_support.h"
 
@@ -190,7 +191,22 @@ class FleetGolden : public ::testing::Test {
   RunResult Summarize() {
     return testing::RunTrainlock({"fleet", "summarize", tmp_.path().string()});
   }
+  // examples/tiny's lock with `digest` pinned under the reports' key (Sample's), as `lock
+  // --golden` writes it; the lock the reports name is the key's, so the pin is accepted as its.
+  std::string LockPinning(const std::string& digest) {
+    const fs::path dir = testing::CopyExample("tiny", lock_tmp_.path() / "tiny");
+    GoldenDigest pin = Sample();
+    pin.digest = digest;
+    const fs::path lock = dir / "trainlock.lock";
+    testing::WriteFile(lock, LockTextWithGoldenPin(testing::ReadFile(lock), "trainlock.lock",
+                                                   pin.key.lock_sha256, pin));
+    return lock.string();
+  }
+  RunResult SummarizeWithLock(const std::string& lock) {
+    return testing::RunTrainlock({"fleet", "summarize", tmp_.path().string(), "--lock", lock});
+  }
   testing::TempDir tmp_;
+  testing::TempDir lock_tmp_;
 };
 
 TEST_F(FleetGolden, OfFourNodesTheOneThatComputesDifferentlyIsNamedAndFailsTheRound) {
@@ -246,6 +262,66 @@ TEST_F(FleetGolden, JsonNamesTheNodeThatComputesDifferently) {
   EXPECT_EQ(out["nodes"][2]["node"], "gpu-3");
   EXPECT_NE(out["nodes"][2]["computes_differently"].get<std::string>().find("silent data"),
             std::string::npos);
+}
+
+// ---- fleet summarize --lock: the lock's pin judges a key, as at the gate ----
+
+// One new node, validated alone: without the lock nothing compares it; with the lock's pin it is
+// named by the gate's rule and fails the round.
+TEST_F(FleetGolden, WithTheLockOneNewNodeIsNamedAgainstThePinWithoutTheOthers) {
+  Put("gpu-9", kB);
+  ASSERT_EQ(Summarize().exit_code, 0) << "alone under its key, compared with nothing";
+  RunResult r = SummarizeWithLock(LockPinning(kA));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("gpu-9  fail"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("computes differently from the lock's golden digest (suspected silent data "
+                       "corruption)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("gpu-9 computed golden digest bbbbbbbbbbbb, not the aaaaaaaaaaaa the lock "
+                       "pins for its key"),
+            std::string::npos)
+      << r.out;
+}
+
+// The pin decides, not the majority: three nodes that agree on another digest are all named.
+TEST_F(FleetGolden, WithTheLockAMajorityThatDiffersFromThePinIsNamed) {
+  for (const char* node : {"gpu-1", "gpu-2", "gpu-3"}) Put(node, kB);
+  Put("gpu-4", kA);
+  RunResult r = SummarizeWithLock(LockPinning(kA));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("gpu-1, gpu-2 and gpu-3 computed golden digest bbbbbbbbbbbb"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("gpu-4  pass"), std::string::npos) << r.out;
+}
+
+TEST_F(FleetGolden, WithTheLockNodesThatComputedThePinPass) {
+  Put("gpu-1", kA);
+  Put("gpu-2", kA);
+  RunResult r = SummarizeWithLock(LockPinning(kA));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("2 nodes computed the aaaaaaaaaaaa the lock pins"), std::string::npos)
+      << r.out;
+  RunResult j = testing::RunTrainlock(
+      {"fleet", "summarize", tmp_.path().string(), "--lock", LockPinning(kA), "--json"});
+  EXPECT_EQ(json::parse(j.out)["golden"][0]["pinned"], true) << j.out;
+}
+
+// A key the lock pins nothing for is compared among its nodes as without the lock.
+TEST_F(FleetGolden, WithTheLockAKeyItDoesNotPinIsComparedAmongItsNodes) {
+  Put("h100-1", kA, "NVIDIA H100 80GB HBM3");
+  Put("h100-2", kB, "NVIDIA H100 80GB HBM3");
+  RunResult r = SummarizeWithLock(LockPinning(kA));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("these two disagree: h100-1 and h100-2"), std::string::npos) << r.out;
+}
+
+TEST_F(FleetGolden, ALockThatIsNotThereIsBadInput) {
+  Put("gpu-1", kA);
+  RunResult r = SummarizeWithLock((lock_tmp_.path() / "trainlock.lock").string());
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("trainlock.lock"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -119,6 +119,30 @@ TEST_F(LockGolden, AFailingReportIsNotPinned) {
   EXPECT_NE(r.err.find("is not a passing report"), std::string::npos) << r.err;
 }
 
+// A pin is found by its table's name: a lock whose pin was edited (here the key's GPU) is
+// refused where it is read, at the table, rather than holding another key's reports to it.
+TEST_F(LockGolden, APinWhoseKeyWasEditedIsRefusedAtItsTable) {
+  const GoldenDigest golden = GoldenOf(project_.lock->lock_build_sha256, kA);
+  ASSERT_EQ(RunTrainlock({"lock", dir_.string(), "--golden", Report(golden).string()}).exit_code,
+            0);
+  const fs::path lock = dir_ / "trainlock.lock";
+  std::string text = testing::ReadFile(lock);
+  const std::string table = "[golden." + GoldenKeyId(golden.key) + "]";
+  const size_t at = text.find(table);
+  ASSERT_NE(at, std::string::npos) << text;
+  const size_t gpu = text.find("gpu = 'cpu'", at);
+  ASSERT_NE(gpu, std::string::npos) << text;
+  text.replace(gpu, 11, "gpu = 'NVIDIA H200'");
+  testing::WriteFile(lock, text);
+  const int line = static_cast<int>(std::count(text.begin(), text.begin() + at, '\n')) + 1;
+  RunResult r = RunTrainlock({"lock", dir_.string(), "--check"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("trainlock.lock:" + std::to_string(line) + ":"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("error: 'golden." + GoldenKeyId(golden.key) + "' is not named by its key"),
+            std::string::npos)
+      << r.err;
+}
+
 // ---- the gate ----
 
 class GateGolden : public ::testing::Test {

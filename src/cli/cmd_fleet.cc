@@ -137,6 +137,7 @@ struct SummarizeOptions {
   std::string since;                    // the round's start, RFC 3339
   std::string key;                      // verifies each report's start time
   bool allow_unsigned = false;
+  std::string lock;  // --lock: its golden pins judge the reports under their keys
   bool json = false;
 };
 
@@ -193,7 +194,16 @@ FleetRound RoundOf(const SummarizeOptions& o) {
 }
 
 int RunSummarize(const SummarizeOptions& o) {
-  FleetSummary summary = SummarizeReports(o.dir, o.dir, RoundOf(o));
+  const FleetRound round = RoundOf(o);
+  // --lock: the lock alone (as a node holds it), for its golden pins.
+  std::optional<Project> project;
+  if (!o.lock.empty()) {
+    project = LoadProject(LockDirOf(o.lock), ManifestRequirement::kLockAlone);
+    RequireLock(*project,
+                "cannot read: no such file: --lock names the lock whose golden digests "
+                "the reports are held to");
+  }
+  FleetSummary summary = SummarizeReports(o.dir, o.dir, round, project ? &*project->lock : nullptr);
   if (o.json) {
     // Report strings are valid UTF-8 (the parser checks); file names need not be.
     std::cout << DumpJsonOutput(FleetSummaryJson(summary)) << "\n";
@@ -327,9 +337,11 @@ CLI::App* AddSlurmCommand(CLI::App* fleet, FleetScriptOptions& slurm) {
   slurm_cmd->add_option("--key", slurm.fleet.key,
                         "--prolog: the Ed25519 public key (PEM) reports must be signed with, as "
                         "an absolute path every node reads");
-  slurm_cmd->add_option("--node-lock", slurm.fleet.node_lock,
-                        "--prolog: trainlock.lock as installed on the nodes (default: " +
-                            NodeLockPath("<project>") + "; not in a git work tree)");
+  slurm_cmd->add_option(
+      "--node-lock", slurm.fleet.node_lock,
+      "--prolog: trainlock.lock as installed on the nodes (default: " + NodeLockPath("<project>") +
+          "; not in a git work tree); the validation job's summarize reads it "
+          "when the lock pins golden digests");
   slurm_cmd
       ->add_option("--watch-state", slurm.fleet.watch_state,
                    "--prolog: where `trainlock watch` keeps each node's revocation record")
@@ -357,7 +369,8 @@ CLI::App* AddSummarizeCommand(CLI::App* fleet, SummarizeOptions& summarize) {
       "is not a valid report is an `unreadable` row. Warns when nodes validated different\n"
       "locks. A round (--since, --node) counts only reports its nodes started after it began,\n"
       "by their signed start time; a named node without one is missing, any other report is\n"
-      "shown as not in this round. Exit 0 all passed, 1 any failed, unreadable or missing, 2\n"
+      "shown as not in this round. With --lock, reports are held to its golden pins.\n"
+      "Exit 0 all passed, 1 any failed, unreadable or missing, 2\n"
       "no DIR or no *.json.");
   summarize_cmd->add_option("DIR", summarize.dir, "Directory of <node>.json reports")->required();
   summarize_cmd
@@ -377,6 +390,10 @@ CLI::App* AddSummarizeCommand(CLI::App* fleet, SummarizeOptions& summarize) {
                             "used) every counted report must be signed with");
   summarize_cmd->add_flag("--allow-unsigned", summarize.allow_unsigned,
                           "Take an unsigned report's start time at its word");
+  summarize_cmd->add_option("--lock", summarize.lock,
+                            "The lock (trainlock.lock or its project directory): a report under "
+                            "a key it pins a golden digest for (lock --golden) must have computed "
+                            "that digest, as at the gate");
   summarize_cmd->add_flag("--json", summarize.json, "Print the summary as JSON");
   return summarize_cmd;
 }

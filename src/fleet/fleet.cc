@@ -377,6 +377,9 @@ FleetOptions ResolveFleetOptions(const Project& project, const Catalog& catalog,
   options.image = ResolveImage(project, options.target, requested.image);
   options.project_name = lock.name;
   options.lock_sha256 = project.lock->lock_build_sha256;
+  options.lock_pins_golden = !lock.golden.empty();
+  if (options.lock_pins_golden && options.node_lock.empty())
+    options.node_lock = NodeLockPath(lock.name);
   options.name = ResolveName(requested, options.project_name);
   options.valid_for_from_lock = lock.validate.valid_for_s > 0;
   options.valid_for_s = options.valid_for_from_lock ? lock.validate.valid_for_s : kDefaultValidForS;

@@ -22,6 +22,7 @@
 #include "project/project.h"
 #include "report/golden_compare.h"
 #include "report/golden_digest.h"
+#include "report/golden_pin.h"
 
 namespace trainlock {
 
@@ -80,6 +81,9 @@ struct FleetOptions {
   // Resolved from the project, for labels and comments.
   std::string project_name;
   std::string lock_sha256;
+  // Resolved: the lock pins golden digests (`lock --golden`). The Slurm job then passes
+  // `--lock node_lock` (default NodeLockPath) to summarize, which holds each report to its pin.
+  bool lock_pins_golden = false;
 
   // Node gates (SlurmNodeGateScript): where every node finds the lock, the public key reports
   // are signed for, and trainlock; all absolute paths as the nodes see them. The lock is the
@@ -241,6 +245,7 @@ struct NodeSummary {
   // Why its golden digest names it as computing differently (CompareGolden), "" when it does
   // not; such a node fails the round whatever its verdict.
   std::string golden_problem;
+  bool golden_against_pin = false;  // golden_problem is against the lock's pin (summarize --lock)
 };
 
 // A round's reports under one golden key (CompareRoundGolden).
@@ -248,7 +253,10 @@ struct GoldenGroup {
   std::string key_sha256;
   GoldenKey key;
   std::vector<std::string> nodes;  // one witness per node, sorted
-  std::string digest;              // the digest they share, or the majority's; "" otherwise
+  std::string digest;  // the pinned digest, else the one they share or the majority's; "" otherwise
+  // The lock pins a digest for this key (`summarize --lock`): every node is held to the pin
+  // (CompareWithLockPin, the gate's rule), however many agree among themselves.
+  bool pinned = false;
   GoldenVerdict verdict;
 };
 
@@ -287,12 +295,15 @@ struct FleetSummary {
 // report that does not count in `round` goes to `outside` (fleet_round.h). Throws InputError
 // (exit 2) when `dir` is not a directory or holds no *.json file, KeyError when the round's key
 // is not an Ed25519 public key.
+// With `lock`, a key the lock pins a digest for is judged against that pin (CompareRoundGolden).
 FleetSummary SummarizeReports(const std::filesystem::path& dir, const std::string& display,
-                              const FleetRound& round = {});
+                              const FleetRound& round = {}, const Lockfile* lock = nullptr);
 
 // Compares the golden digests of the round's reports key by key (CompareGolden, one witness per
 // node) into `golden_groups`; each node named gets its golden_problem and, if it passed, fails.
-void CompareRoundGolden(FleetSummary& summary);
+// A key `lock` pins a digest for is compared with the pin instead (CompareWithLockPin, the rule
+// `trainlock gate` applies), so one new node is judged without the others present.
+void CompareRoundGolden(FleetSummary& summary, const Lockfile* lock = nullptr);
 
 // The table, warnings and footer ("4 nodes: 2 passed, 2 failed") for a terminal.
 std::string RenderFleetSummaryText(const FleetSummary& summary);

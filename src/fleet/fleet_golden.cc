@@ -1,6 +1,7 @@
 // A round's golden digests compared (fleet.h, CompareRoundGolden): the reports of the round
 // grouped by their golden key, each group judged by the one rule of report/golden_compare.h.
-// A node alone under its key is a group of one, compared with no other key.
+// A node alone under its key is a group of one, compared with no other key. A key the lock pins
+// (`summarize --lock`) is judged against the pin by the gate's rule (report/golden_pin.h).
 #include <algorithm>
 #include <map>
 
@@ -22,7 +23,8 @@ std::map<std::string, std::vector<const NodeSummary*>> RowsByKey(const FleetSumm
   return by_key;
 }
 
-GoldenGroup JudgeGroup(const std::string& key_id, const std::vector<const NodeSummary*>& rows) {
+GoldenGroup JudgeGroup(const std::string& key_id, const std::vector<const NodeSummary*>& rows,
+                       const Lockfile* lock) {
   GoldenGroup group;
   group.key_sha256 = key_id;
   group.key = rows.front()->golden->key;
@@ -30,6 +32,14 @@ GoldenGroup JudgeGroup(const std::string& key_id, const std::vector<const NodeSu
   for (const NodeSummary* row : rows) {
     group.nodes.push_back(row->node);
     witnesses.push_back({row->node, row->golden->digest});
+  }
+  if (lock) {
+    if (std::optional<GoldenVerdict> pinned = CompareWithLockPin(*lock, group.key, witnesses)) {
+      group.pinned = true;
+      group.verdict = std::move(*pinned);
+      group.digest = group.verdict.reference;
+      return group;
+    }
   }
   group.verdict = CompareGolden(witnesses);
   group.digest =
@@ -39,15 +49,16 @@ GoldenGroup JudgeGroup(const std::string& key_id, const std::vector<const NodeSu
 
 }  // namespace
 
-void CompareRoundGolden(FleetSummary& summary) {
+void CompareRoundGolden(FleetSummary& summary, const Lockfile* lock) {
   summary.golden_groups.clear();
   for (const auto& [key_id, rows] : RowsByKey(summary))
-    summary.golden_groups.push_back(JudgeGroup(key_id, rows));
+    summary.golden_groups.push_back(JudgeGroup(key_id, rows, lock));
   for (const GoldenGroup& group : summary.golden_groups) {
     for (const std::string& node : group.verdict.differing) {
       for (NodeSummary& row : summary.nodes) {
         if (row.node != node) continue;
         row.golden_problem = group.verdict.reason;
+        row.golden_against_pin = group.pinned;
         if (row.status == "pass") row.status = "fail";
       }
     }

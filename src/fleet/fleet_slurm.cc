@@ -164,10 +164,19 @@ std::string Summarize(const FleetOptions& o) {
   if (o.sign_key.empty())
     text +=
         "# The reports are unsigned (no --sign-key): their start times are taken at their word.\n";
+  // The lock pins golden digests: summarize holds each report to its key's pin, reading the lock
+  // where every node has it (the image's copy carries no pins).
+  std::string lock;
+  if (o.lock_pins_golden) {
+    text +=
+        "# The lock pins golden digests: a node whose digest differs from its key's pin fails.\n";
+    lock = " --lock " + ShellQuote(o.node_lock);
+  }
   return text +
          "if command -v trainlock >/dev/null 2>&1; then\n"
          "  trainlock fleet summarize --nodes " +
          std::to_string(o.nodes) + " --since \"$ROUND_START\" --node \"$ROUND_NODES\"" + trust +
+         lock +
          " \"$REPORTS\" && status=0 || status=$?\n"
          "else\n"
          "  echo \"reports in $REPORTS: summarise them with trainlock fleet summarize --since "

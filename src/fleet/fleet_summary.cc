@@ -198,7 +198,7 @@ std::vector<std::pair<std::string, int>> FleetSummary::Locks() const {
 }
 
 FleetSummary SummarizeReports(const fs::path& dir, const std::string& display,
-                              const FleetRound& round) {
+                              const FleetRound& round, const Lockfile* lock) {
   // A key that is no public key is the user's input at fault, before any report is judged.
   if (round.public_key_pem) PublicKeyId(*round.public_key_pem);
   FleetSummary summary;
@@ -226,7 +226,7 @@ FleetSummary SummarizeReports(const fs::path& dir, const std::string& display,
   std::sort(summary.rank_reports.begin(), summary.rank_reports.end());
   std::sort(summary.nodes.begin(), summary.nodes.end(), NodeThenFile);
   std::sort(summary.outside.begin(), summary.outside.end(), NodeThenFile);
-  CompareRoundGolden(summary);
+  CompareRoundGolden(summary, lock);
   return summary;
 }
 

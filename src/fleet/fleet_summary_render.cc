@@ -23,7 +23,11 @@ std::string FailingText(const NodeSummary& row) {
   if (row.status == "unreadable" || row.status == "error" || row.status == "partial")
     return row.reason;
   const std::string golden =
-      row.golden_problem.empty() ? "" : "computes differently (golden digest, below)";
+      row.golden_problem.empty() ? ""
+      : row.golden_against_pin
+          ? "computes differently from the lock's golden digest (suspected silent data "
+            "corruption)"
+          : "computes differently (golden digest, below)";
   if (row.failing.empty() && !golden.empty()) return golden;
   if (row.failing.empty()) return row.status == "pass" ? "-" : "(verdict fail)";
   std::string text = golden;
@@ -79,7 +83,10 @@ std::string GoldenText(const FleetSummary& summary) {
   std::string out = "golden digests:\n";
   for (const GoldenGroup& g : summary.golden_groups) {
     out += "  " + TerminalLine(KeyText(g)) + ": ";
-    if (g.nodes.size() == 1) {
+    if (g.pinned && g.verdict.differing.empty()) {
+      out += Plural(static_cast<int>(g.nodes.size()), "node") + " computed the " +
+             ShortSha(g.digest) + " the lock pins\n";
+    } else if (g.nodes.size() == 1 && !g.pinned) {
       out += TerminalLine(g.nodes.front()) + " alone under its key, compared with no other (" +
              ShortSha(g.digest) + ")\n";
     } else if (g.verdict.differing.empty()) {
@@ -99,6 +106,7 @@ nlohmann::json GoldenJson(const FleetSummary& summary) {
                       {"key", ToJson(GoldenDigest{g.digest, g.key})["key"]},
                       {"nodes", g.nodes},
                       {"digest", g.digest.empty() ? nlohmann::json() : nlohmann::json(g.digest)},
+                      {"pinned", g.pinned},
                       {"differing", g.verdict.differing},
                       {"reason", g.verdict.reason}});
   }

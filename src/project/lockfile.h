@@ -188,6 +188,11 @@ struct GoldenPin {
   std::map<std::string, std::string> key;  // the key's members as the report names them
 };
 
+// A [golden] table's name: the SHA-256 of its key's members as one compact JSON object, members
+// sorted. The loader refuses a table not named by it; report/golden_digest.h's GoldenKeyId is
+// this of a report's key, so the two cannot drift apart.
+std::string GoldenKeyIdOfMembers(const std::map<std::string, std::string>& members);
+
 struct Lockfile {
   LockfileKind kind = LockfileKind::kManifest;
   std::string path;  // the file it was read from, for messages

@@ -1,9 +1,15 @@
 // [golden.<key-sha256>] of a lock: the golden digests pinned per key (lockfile.h, GoldenPin;
 // written by `trainlock lock --golden`, report/golden_pin.h). A manifest has none.
+#include <nlohmann/json.hpp>
+
 #include "base/sha256.h"
 #include "project/lockfile_reader.h"
 
 namespace trainlock {
+
+std::string GoldenKeyIdOfMembers(const std::map<std::string, std::string>& members) {
+  return Sha256Hex(nlohmann::json(members).dump());
+}
 
 void LockfileReader::ReadGoldenPins(const toml::table& t) {
   for (auto&& [name, node] : t) {
@@ -30,6 +36,13 @@ void LockfileReader::ReadGoldenPins(const toml::table& t) {
     if (!IsSha256Hex(pin.digest))
       diags_.Error(path_, PosOf(node),
                    "'" + where + ".digest' must be 64 lower-case hex characters");
+    // A pin is looked up by its name: one whose members were edited would hold a report of
+    // another key to this digest, or none to it.
+    const std::string named = GoldenKeyIdOfMembers(pin.key);
+    if (named != key_sha256)
+      diags_.Error(path_, PosOf(node),
+                   "'" + where + "' is not named by its key: its members' SHA-256 is " + named +
+                       "; pin the report again with `trainlock lock --golden REPORT`");
     spec_.golden[key_sha256] = std::move(pin);
   }
 }

@@ -75,15 +75,16 @@ class GateRules {
           "did not pass bitwise, or did not run): validate the node with train.roundtrip");
       return;
     }
-    const GoldenPin* pin = PinnedGoldenFor(*request_.lock, view_.golden->key);
-    if (!pin) return;
     const std::string node = view_.host.hostname.empty() ? "the node" : view_.host.hostname;
-    const GoldenVerdict verdict = CompareGolden({{node, view_.golden->digest}}, pin->digest);
-    if (!verdict.differing.empty()) {
-      Refuse("golden: " + verdict.reason);
+    const std::optional<GoldenVerdict> verdict =
+        CompareWithLockPin(*request_.lock, view_.golden->key, {{node, view_.golden->digest}});
+    if (!verdict) return;
+    if (!verdict->differing.empty()) {
+      Refuse("golden: " + verdict->reason);
       return;
     }
-    decision_.facts.push_back("golden digest " + ShortSha(pin->digest) + " as the lock pins");
+    decision_.facts.push_back("golden digest " + ShortSha(verdict->reference) +
+                              " as the lock pins");
   }
 
   void Schema() {

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "base/sha256.h"
+#include "project/lockfile.h"
 #include "report/check_metrics.h"
 #include "report/report.h"
 
@@ -84,7 +85,9 @@ std::string GoldenStateDigest(const std::map<std::string, std::string>& tensor_d
 }
 
 std::string GoldenKeyId(const GoldenKey& key) {
-  return Sha256Hex(KeyJson(key).dump());
+  std::map<std::string, std::string> members;
+  for (const auto& [name, member] : KeyMembers()) members[name] = key.*member;
+  return GoldenKeyIdOfMembers(members);
 }
 
 nlohmann::json ToJson(const GoldenDigest& golden) {

@@ -36,4 +36,11 @@ const GoldenPin* PinnedGoldenFor(const Lockfile& lock, const GoldenKey& key) {
   return it == lock.golden.end() ? nullptr : &it->second;
 }
 
+std::optional<GoldenVerdict> CompareWithLockPin(const Lockfile& lock, const GoldenKey& key,
+                                                const std::vector<GoldenWitness>& witnesses) {
+  const GoldenPin* pin = PinnedGoldenFor(lock, key);
+  if (!pin) return std::nullopt;
+  return CompareGolden(witnesses, pin->digest);
+}
+
 }  // namespace trainlock

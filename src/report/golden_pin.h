@@ -1,5 +1,6 @@
 // Golden digests pinned in the lock (`trainlock lock --golden REPORT`, lockfile.h's GoldenPin): the
-// pin's one writer, and the lookup `trainlock gate` holds a report to.
+// pin's one writer, and the comparison `trainlock gate` and `fleet summarize --lock` hold reports
+// to.
 //
 // A pin is `[golden.<key-sha256>]` with the digest and the key's members as the report names them
 // (report/golden_digest.h). It is an output of validation, as [images] is of a build: it changes
@@ -7,9 +8,12 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "project/lockfile.h"
+#include "report/golden_compare.h"
 #include "report/golden_digest.h"
 
 namespace trainlock {
@@ -22,5 +26,11 @@ std::string LockTextWithGoldenPin(const std::string& lock_text, const std::strin
 
 // The pin for `key`, nullptr when the lock pins none for it.
 const GoldenPin* PinnedGoldenFor(const Lockfile& lock, const GoldenKey& key);
+
+// The one comparison with the lock's pin, which `trainlock gate` holds one report to and `fleet
+// summarize --lock` a round's reports under one key: CompareGolden of `witnesses` against the
+// digest the lock pins for `key`; nullopt when it pins none for that key (compared with nothing).
+std::optional<GoldenVerdict> CompareWithLockPin(const Lockfile& lock, const GoldenKey& key,
+                                                const std::vector<GoldenWitness>& witnesses);
 
 }  // namespace trainlock
