@@ -25,6 +25,17 @@ void WatchField(YAML::Emitter& out, const char* key, const std::string& value) {
   out << YAML::DoubleQuoted << value;
 }
 
+// `outer: {inner: {app.kubernetes.io/name: <the watch>}}`: the DaemonSet's selector and its
+// pods' labels, which must match.
+void WatchNameLabels(YAML::Emitter& out, const char* outer, const char* inner) {
+  WatchKey(out, outer);
+  out << YAML::BeginMap;
+  WatchKey(out, inner);
+  out << YAML::BeginMap;
+  WatchField(out, "app.kubernetes.io/name", kWatchName);
+  out << YAML::EndMap << YAML::EndMap;
+}
+
 void WatchMetadata(YAML::Emitter& out, const std::string& ns) {
   WatchKey(out, "metadata");
   out << YAML::BeginMap;
@@ -163,20 +174,10 @@ void WatchDaemonSet(YAML::Emitter& out, const FleetOptions& o, const std::string
   WatchMetadata(out, ns);
   WatchKey(out, "spec");
   out << YAML::BeginMap;
-  WatchKey(out, "selector");
-  out << YAML::BeginMap;
-  WatchKey(out, "matchLabels");
-  out << YAML::BeginMap;
-  WatchField(out, "app.kubernetes.io/name", kWatchName);
-  out << YAML::EndMap << YAML::EndMap;
+  WatchNameLabels(out, "selector", "matchLabels");
   WatchKey(out, "template");
   out << YAML::BeginMap;
-  WatchKey(out, "metadata");
-  out << YAML::BeginMap;
-  WatchKey(out, "labels");
-  out << YAML::BeginMap;
-  WatchField(out, "app.kubernetes.io/name", kWatchName);
-  out << YAML::EndMap << YAML::EndMap;
+  WatchNameLabels(out, "metadata", "labels");
   WatchPodSpec(out, o);
   out << YAML::EndMap << YAML::EndMap << YAML::EndMap;
 }
