@@ -317,6 +317,25 @@ TEST_F(FleetGolden, WithTheLockAKeyItDoesNotPinIsComparedAmongItsNodes) {
   EXPECT_NE(r.out.find("these two disagree: h100-1 and h100-2"), std::string::npos) << r.out;
 }
 
+// The gate refuses a report without a golden digest where the lock pins some; the round's
+// summary fails that node by the same rule, and says why, not that it computes differently.
+TEST_F(FleetGolden, WithTheLockAPassingReportWithoutAGoldenDigestFailsItsNodeAsAtTheGate) {
+  Put("gpu-1", kA);
+  json r = json::parse(testing::ReadFile(tmp_.path() / "gpu-1.json"));
+  r["host"]["hostname"] = "gpu-2";
+  r["golden"] = nullptr;
+  testing::WriteFile(tmp_.path() / "gpu-2.json", r.dump(2));
+  ASSERT_EQ(Summarize().exit_code, 0) << "without the lock nothing asks for a digest";
+  RunResult out = SummarizeWithLock(LockPinning(kA));
+  EXPECT_EQ(out.exit_code, 1) << out.out << out.err;
+  EXPECT_NE(out.out.find("gpu-2  fail"), std::string::npos) << out.out;
+  EXPECT_NE(out.out.find("the lock pins golden digests and the report carries none"),
+            std::string::npos)
+      << out.out;
+  EXPECT_EQ(out.out.find("gpu-2 computed"), std::string::npos) << out.out;
+  EXPECT_NE(out.out.find("gpu-1  pass"), std::string::npos) << out.out;
+}
+
 TEST_F(FleetGolden, ALockThatIsNotThereIsBadInput) {
   Put("gpu-1", kA);
   RunResult r = SummarizeWithLock((lock_tmp_.path() / "trainlock.lock").string());

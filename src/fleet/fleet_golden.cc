@@ -1,7 +1,8 @@
 // A round's golden digests compared (fleet.h, CompareRoundGolden): the reports of the round
 // grouped by their golden key, each group judged by the one rule of report/golden_compare.h.
 // A node alone under its key is a group of one, compared with no other key. A key the lock pins
-// (`summarize --lock`) is judged against the pin by the gate's rule (report/golden_pin.h).
+// (`summarize --lock`) is judged against the pin by the gate's rule (report/golden_pin.h), and
+// with the lock's pins a passing report without a golden digest fails as at the gate.
 #include <algorithm>
 #include <map>
 
@@ -47,6 +48,19 @@ GoldenGroup JudgeGroup(const std::string& key_id, const std::vector<const NodeSu
   return group;
 }
 
+// With the lock's pins, a passing report that carries no golden digest fails its node by the
+// gate's rule (golden_pin.h): the round cannot say that node computes what the lock pins.
+void FailPassesWithoutGolden(FleetSummary& summary, const Lockfile& lock) {
+  for (NodeSummary& row : summary.nodes) {
+    if (row.status != "pass") continue;
+    if (std::optional<std::string> missing = MissingGoldenRefusal(lock, row.golden.has_value())) {
+      row.golden_problem = *missing;
+      row.golden_against_pin = true;
+      row.status = "fail";
+    }
+  }
+}
+
 }  // namespace
 
 void CompareRoundGolden(FleetSummary& summary, const Lockfile* lock) {
@@ -63,6 +77,7 @@ void CompareRoundGolden(FleetSummary& summary, const Lockfile* lock) {
       }
     }
   }
+  if (lock) FailPassesWithoutGolden(summary, *lock);
 }
 
 }  // namespace trainlock

@@ -24,6 +24,7 @@ std::string FailingText(const NodeSummary& row) {
     return row.reason;
   const std::string golden =
       row.golden_problem.empty() ? ""
+      : !row.golden              ? row.golden_problem  // no digest to compare: the gate's reason
       : row.golden_against_pin
           ? "computes differently from the lock's golden digest (suspected silent data "
             "corruption)"
@@ -229,7 +230,8 @@ nlohmann::json FleetSummaryJson(const FleetSummary& summary) {
       row["started_at"] = n.started_at;
       row["lock_sha256"] = n.lock_sha256;
       row["failing_checks"] = failing;
-      if (!n.golden_problem.empty()) row["computes_differently"] = n.golden_problem;
+      if (!n.golden_problem.empty())
+        row[n.golden ? "computes_differently" : "golden_missing"] = n.golden_problem;
       if (n.status == "error") row["reason"] = n.reason;
     }
     nodes.push_back(row);

@@ -69,10 +69,9 @@ class GateRules {
   // key the lock pins nothing for is compared with nothing.
   void Golden() {
     if (!request_.lock || request_.lock->golden.empty()) return;
-    if (!view_.golden) {
-      Refuse(
-          "golden: the lock pins golden digests and the report carries none (train.roundtrip "
-          "did not pass bitwise, or did not run): validate the node with train.roundtrip");
+    if (std::optional<std::string> missing =
+            MissingGoldenRefusal(*request_.lock, view_.golden.has_value())) {
+      Refuse("golden: " + *missing);
       return;
     }
     const std::string node = view_.host.hostname.empty() ? "the node" : view_.host.hostname;

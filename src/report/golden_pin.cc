@@ -43,4 +43,10 @@ std::optional<GoldenVerdict> CompareWithLockPin(const Lockfile& lock, const Gold
   return CompareGolden(witnesses, pin->digest);
 }
 
+std::optional<std::string> MissingGoldenRefusal(const Lockfile& lock, bool report_has_golden) {
+  if (lock.golden.empty() || report_has_golden) return std::nullopt;
+  return "the lock pins golden digests and the report carries none (train.roundtrip did not pass "
+         "bitwise, or did not run): validate the node with train.roundtrip";
+}
+
 }  // namespace trainlock

@@ -33,4 +33,9 @@ const GoldenPin* PinnedGoldenFor(const Lockfile& lock, const GoldenKey& key);
 std::optional<GoldenVerdict> CompareWithLockPin(const Lockfile& lock, const GoldenKey& key,
                                                 const std::vector<GoldenWitness>& witnesses);
 
+// The one rule for a report that carries no golden digest (train.roundtrip did not pass bitwise,
+// or did not run) where the lock pins some: the reason `trainlock gate` refuses it and `fleet
+// summarize --lock` fails its node for; nullopt when the lock pins none or the report has one.
+std::optional<std::string> MissingGoldenRefusal(const Lockfile& lock, bool report_has_golden);
+
 }  // namespace trainlock
