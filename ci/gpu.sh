@@ -12,7 +12,8 @@
 # runs only the validator tests it names (a GoogleTest filter). SKIP_ENGINE_PILOT, SKIP_ENGINE_KDS,
 # SKIP_ENGINE_RESHARD, SKIP_ENGINE_CONTROLS (FSDP2_CONTROLS picks of rng data corrupt), SKIP_FRAMEWORKS leave out single engine stages
 # (KILL_POINTS, KILL_PROJECT=tiny for the kill stage; NATIVE_KILLS=1 adds the native engine's),
-# PILOT_DISK_STATES=1 validates the pilot a second time with its final states on disk, SKIP_PERF the pilot's
+# PILOT_DISK_STATES=1 validates the pilot a second time with its final states on disk, WATCH_BESIDE=1
+# runs `trainlock watch` beside the pilot's validations, SKIP_PERF the pilot's
 # perf.matmul and targets stages; FRAMEWORKS_STEP_ONLY=1 runs only process A of hf-trainer and
 # lightning beside their frameworks' own loops; PLAIN_SAVES=N sets the plain FSDP2 script's
 # DefaultStager saves (default 2), PLAIN_SAMPLE=1 samples where its main thread is in every save
@@ -141,8 +142,28 @@ timed_pilot() {
 }
 # PILOT_DISK_STATES=1: the pilot again with its final states on the work directory's disk
 # (--state-dir), as they were before they went to memory: the same machine's comparison.
+# WATCH_BESIDE=1: `trainlock watch` follows /dev/kmsg beside the pilot's validations (issue #63):
+# it must record no event and revoke nothing; its output and `watch --once` come back in $OUT.
+watch_start() {
+  [ -n "${WATCH_BESIDE:-}" ] || return 0
+  mkdir -p "$OUT/watch-state"
+  build-gpu/bin/trainlock watch --watch-state "$OUT/watch-state" --node gpu-node \
+    --reports-dir "$OUT/watch-reports" >"$OUT/watch.out" 2>"$OUT/watch.err" &
+  watch_pid=$!
+  echo "watch started (pid $watch_pid); /dev/kmsg: $(ls -l /dev/kmsg 2>&1)"
+}
+watch_stop() {
+  [ -n "${WATCH_BESIDE:-}" ] || return 0
+  kill -TERM "$watch_pid" 2>/dev/null; wait "$watch_pid"; echo "watch exit $? (143: stopped by SIGTERM)"
+  tail -5 "$OUT/watch.out" "$OUT/watch.err"
+  build-gpu/bin/trainlock watch --once --watch-state "$OUT/watch-state" --node gpu-node | tee "$OUT/watch-once.txt"
+  echo "watch --once exit ${PIPESTATUS[0]} (0: not revoked)"
+  build-gpu/bin/trainlock watch --replay /dev/stdin --json < <(dmesg 2>/dev/null || true) \
+    >"$OUT/watch-dmesg-replay.json" 2>&1; echo "replay of this node's dmesg: exit $?"
+}
 pilot() {
   local rc=0
+  watch_start
   timed_pilot "" "" --keep-work || rc=1
   tail -4 build-gpu/work-pilot/*/*.stderr 2>/dev/null | tail -20
   echo "  /dev/shm: $(df -h --output=size,avail /dev/shm | tail -1); $(grep -E 'MemTotal|MemAvailable' /proc/meminfo | tr -s ' ' | paste -sd ' ')"
@@ -150,6 +171,17 @@ pilot() {
     mkdir -p build-gpu/states-disk
     timed_pilot -disk-states ", final states on disk" --state-dir "$PWD/build-gpu/states-disk" -q || rc=1
   fi
+  watch_stop
+  # Issue #64: two validations on one GPU give one golden digest under one key.
+  python3 - "$OUT"/h200-pilot-report.json "$OUT"/h200-pilot-disk-states-report.json <<'PY' | tee "$OUT/golden.txt"
+import json, sys
+for path in sys.argv[1:]:
+    try:
+        g = json.load(open(path)).get("golden")
+    except (OSError, ValueError):
+        continue
+    print(path.rsplit("/", 1)[-1], json.dumps(g, sort_keys=True))
+PY
   return $rc
 }
 [ -n "${SKIP_PILOT:-}" ] || stage "h200-pilot" pilot
