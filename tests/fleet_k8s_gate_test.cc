@@ -10,6 +10,8 @@
 #include <chrono>
 
 #include "fleet/fleet.h"
+#include "project/project.h"
+#include "report/golden_pin.h"
 #include "test_support.h"
 
 namespace trainlock {
@@ -69,6 +71,18 @@ class FleetK8sGate : public ::testing::Test {
                                    (tmp_.path() / "phases.txt").string() + ";; esac\n");
     fs::permissions(bin / "kubectl", fs::perms::owner_all);
     return "PATH=" + bin.string() + ":/usr/bin:/bin";
+  }
+
+  // Pins a golden digest in the project's lock (`trainlock lock --golden`); its text after.
+  std::string PinGolden() {
+    const fs::path lock = project_ / kLockFile;
+    const std::string build = LoadProject(project_).lock->lock_build_sha256;
+    GoldenDigest pin;
+    pin.digest = std::string(64, 'c');
+    pin.key.gpu = "NVIDIA H200";
+    pin.key.lock_sha256 = build;
+    WriteFile(lock, LockTextWithGoldenPin(ReadFile(lock), "trainlock.lock", build, pin));
+    return ReadFile(lock);
   }
 
   testing::TempDir tmp_;
@@ -169,6 +183,39 @@ TEST_F(FleetK8sGate, EveryObjectIsInTheChosenNamespace) {
   }
   EXPECT_EQ(text.find("namespace: default"), std::string::npos) << text;
   EXPECT_EQ(text.find("-n default"), std::string::npos) << text;
+}
+
+// The image's copy of the lock carries no golden pins, so with pins in the project's lock the
+// pods' gate reads that lock from a ConfigMap the Job's documents carry: a node whose digest
+// differs from its key's pin is tainted, not labelled.
+TEST_F(FleetK8sGate, LabelNodesWithGoldenPinsGatesAgainstTheProjectsLockFromAConfigMap) {
+  const std::string lock_text = PinGolden();
+  std::vector<YAML::Node> docs = Documents(Labelled(), "pinned.yaml");
+  ASSERT_EQ(docs.size(), 5u);
+  const YAML::Node config_map = docs[3];
+  EXPECT_EQ(config_map["kind"].as<std::string>(), "ConfigMap");
+  EXPECT_EQ(config_map["data"]["trainlock.lock"].as<std::string>(), lock_text);
+  const YAML::Node pod = PodSpec(docs[4]);
+  const std::string script = pod["initContainers"][0]["args"][0].as<std::string>();
+  EXPECT_NE(script.find("trainlock gate \"/reports/$TRAINLOCK_NODE_NAME.json\" --lock "
+                        "/var/run/trainlock-lock/trainlock.lock "),
+            std::string::npos)
+      << script;
+  bool mounted = false;
+  for (const YAML::Node& m : pod["initContainers"][0]["volumeMounts"])
+    mounted |= m["mountPath"].as<std::string>() == "/var/run/trainlock-lock" && m["readOnly"];
+  EXPECT_TRUE(mounted);
+  bool volume = false;
+  for (const YAML::Node& v : pod["volumes"])
+    volume |= v["configMap"] && v["configMap"]["name"].as<std::string>() ==
+                                    config_map["metadata"]["name"].as<std::string>();
+  EXPECT_TRUE(volume);
+}
+
+TEST_F(FleetK8sGate, WithoutGoldenPinsThePodsGateTheImagesLockAndNoConfigMapIsWritten) {
+  std::vector<YAML::Node> docs = Documents(Labelled(), "unpinned.yaml");
+  for (const YAML::Node& doc : docs) EXPECT_NE(doc["kind"].as<std::string>(), "ConfigMap");
+  EXPECT_EQ(ReadFile(tmp_.path() / "unpinned.yaml").find("trainlock-lock"), std::string::npos);
 }
 
 // The pod's scripts (sh): the validation container's and the label container's.
@@ -369,6 +416,16 @@ TEST_F(RoundLines, NamedNodesAreTheRoundWithoutAskingForThePods) {
             "--allow-unsigned reports\n");
 }
 
+// With golden pins the round's summarize holds each report to its key's pin in the lock.
+TEST_F(RoundLines, AnyGoldenPinsInTheLockArePassedToTheRoundsSummarize) {
+  if (!testing::HaveProgram("bash")) GTEST_SKIP() << "bash is not on PATH";
+  PinGolden();
+  EXPECT_EQ(Run({"--nodes", "2"}),
+            "fleet summarize --nodes 2 --since 2026-12-07T16:00:00Z --node gpu-a,gpu-b "
+            "--allow-unsigned --lock " +
+                (project_ / kLockFile).string() + " reports\n");
+}
+
 TEST_F(FleetK8sGate, TheJobHeaderWaitsWithTheFailureAwareLoop) {
   RunResult r = Fleet({"--nodes", "2"});
   EXPECT_NE(r.out.find("grep -qx Failed"), std::string::npos) << r.out;
@@ -421,6 +478,19 @@ TEST_F(FleetK8sGate, EveryGeneratedDocumentConformsToTheKubernetesOpenApiSchemas
   WriteFile(tmp_.path() / "affinity.yaml", Fleet({"--long-run-affinity"}).out);
   r = Schema(tmp_.path() / "affinity.yaml", "V1Affinity");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST_F(FleetK8sGate, ThePinnedLocksConfigMapConformsToTheKubernetesSchemas) {
+  if (!HaveSchemas()) GTEST_SKIP() << "node or tests/k8s/node_modules missing: run ci/deps.sh";
+  PinGolden();
+  std::vector<std::string> args = Labelled();
+  args.insert(args.end(), {"--namespace", "gpu-ops"});
+  std::vector<YAML::Node> docs = Documents(args, "pinned.yaml");
+  ASSERT_EQ(docs.size(), 5u);
+  EXPECT_EQ(docs[3]["metadata"]["namespace"].as<std::string>(), "gpu-ops");
+  RunResult r = Schema(tmp_.path() / "pinned.yaml");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("5 document(s), 0 problem(s)"), std::string::npos) << r.out;
 }
 
 // `--watch-daemonset`: `trainlock watch --revoke k8s` on every node, tainted ones too, reading the

@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "base/diagnostic.h"
+#include "base/file_io.h"
 #include "base/refs.h"
 #include "base/terminal_text.h"
 #include "image/in_image_paths.h"
@@ -349,6 +350,19 @@ int64_t KubernetesMemoryGiB(double parameters, int gpus_per_node) {
   return static_cast<int64_t>(std::ceil(per_gpu * gpus_per_node / kGiB));
 }
 
+// The lock pins golden digests (`lock --golden`): the jobs hold each report to its key's pin,
+// reading the lock where the nodes have it (Slurm) or as the project holds it (Kubernetes).
+namespace {
+void ResolveGoldenPins(const Project& project, FleetOptions& options) {
+  const Lockfile& lock = *project.lock;
+  options.lock_pins_golden = !lock.golden.empty();
+  if (!options.lock_pins_golden) return;
+  if (options.node_lock.empty()) options.node_lock = NodeLockPath(lock.name);
+  options.lock_path = project.lock_path;
+  options.lock_text = ReadInputFile(project.lock_path, project.lock_path);
+}
+}  // namespace
+
 FleetOptions ResolveFleetOptions(const Project& project, const Catalog& catalog,
                                  const FleetOptions& requested) {
   const Lockfile& lock = RequireLock(
@@ -377,9 +391,7 @@ FleetOptions ResolveFleetOptions(const Project& project, const Catalog& catalog,
   options.image = ResolveImage(project, options.target, requested.image);
   options.project_name = lock.name;
   options.lock_sha256 = project.lock->lock_build_sha256;
-  options.lock_pins_golden = !lock.golden.empty();
-  if (options.lock_pins_golden && options.node_lock.empty())
-    options.node_lock = NodeLockPath(lock.name);
+  ResolveGoldenPins(project, options);
   options.name = ResolveName(requested, options.project_name);
   options.valid_for_from_lock = lock.validate.valid_for_s > 0;
   options.valid_for_s = options.valid_for_from_lock ? lock.validate.valid_for_s : kDefaultValidForS;

@@ -84,6 +84,11 @@ struct FleetOptions {
   // Resolved: the lock pins golden digests (`lock --golden`). The Slurm job then passes
   // `--lock node_lock` (default NodeLockPath) to summarize, which holds each report to its pin.
   bool lock_pins_golden = false;
+  // Resolved with lock_pins_golden: the project's lock as given (the Kubernetes round's
+  // summarize reads it) and its text (--label-nodes: a ConfigMap the pods gate against, since
+  // the image's copy of the lock carries no pins).
+  std::string lock_path;
+  std::string lock_text;
 
   // Node gates (SlurmNodeGateScript): where every node finds the lock, the public key reports
   // are signed for, and trainlock; all absolute paths as the nodes see them. The lock is the

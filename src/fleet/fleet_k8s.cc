@@ -23,6 +23,18 @@ constexpr const char* kJobLabel = "trainlock.io/job";
 constexpr const char* kKeysInContainer = "/var/run/secrets/trainlock";
 constexpr const char* kSigningKeyFile = "trainlock.key";
 constexpr const char* kPublicKeyFile = "trainlock.pub";
+// --label-nodes with a lock that pins golden digests: the ConfigMap holding the project's lock
+// and where the pod mounts it (the image's copy of the lock carries no pins).
+constexpr const char* kPinnedLockInContainer = "/var/run/trainlock-lock";
+constexpr const char* kPinnedLockFile = "trainlock.lock";
+
+// The lock the pod's gate reads: the pinned one when there are pins, else the image's.
+bool GatesAgainstPinnedLock(const FleetOptions& o) {
+  return o.label_nodes && o.lock_pins_golden;
+}
+std::string PinnedLockConfigMap(const FleetOptions& o) {
+  return o.name + "-lock";
+}
 
 // YAML reads some plain scalars as booleans, nulls or numbers ("true", "no", "8", "1e5",
 // "0x1f"); Kubernetes wants strings for names, labels and env values, so those get quoted.
@@ -187,8 +199,11 @@ std::string ValidateScript(const FleetOptions& o) {
   if (!o.label_nodes) return validate + "status=$?; " + print + "exit $status";
   // The gate, not the validator's exit code, decides here (a failed run leaves a failing
   // report, or none, which the gate refuses).
-  return validate + print + "trainlock gate \"" + report + "\" --lock " + kProjectInImage +
-         " --key " + kKeysInContainer + "/" + kPublicKeyFile +
+  const std::string lock = GatesAgainstPinnedLock(o)
+                               ? std::string(kPinnedLockInContainer) + "/" + kPinnedLockFile
+                               : std::string(kProjectInImage);
+  return validate + print + "trainlock gate \"" + report + "\" --lock " + lock + " --key " +
+         kKeysInContainer + "/" + kPublicKeyFile +
          " --image \"$TRAINLOCK_IMAGE_DIGEST\" --target " + o.target +
          " --node \"$TRAINLOCK_NODE_NAME\" > " + kReportsInContainer +
          "/gate.txt 2>&1; echo $? > " + kReportsInContainer + "/gate.status; exit 0";
@@ -240,6 +255,7 @@ void Container(YAML::Emitter& out, const FleetOptions& o) {
   Mount(out, "reports", kReportsInContainer, false);
   Mount(out, "dshm", "/dev/shm", false);
   if (o.label_nodes) Mount(out, "keys", kKeysInContainer, true);
+  if (GatesAgainstPinnedLock(o)) Mount(out, "lock", kPinnedLockInContainer, true);
   out << YAML::EndSeq;
   out << YAML::EndMap;
 }
@@ -303,6 +319,15 @@ void Volumes(YAML::Emitter& out, const FleetOptions& o) {
     StringField(out, "secretName", o.keys_secret);
     Key(out, "defaultMode");
     out << 0400;
+    out << YAML::EndMap;
+    out << YAML::EndMap;
+  }
+  if (GatesAgainstPinnedLock(o)) {
+    out << YAML::BeginMap;
+    StringField(out, "name", "lock");
+    Key(out, "configMap");
+    out << YAML::BeginMap;
+    StringField(out, "name", PinnedLockConfigMap(o));
     out << YAML::EndMap;
     out << YAML::EndMap;
   }
@@ -405,8 +430,10 @@ std::string SummarizeTheRound(const FleetOptions& o) {
   }
   const std::string trust =
       o.label_nodes ? " --key " + std::string(kPublicKeyFile) : " --allow-unsigned";
+  // The lock pins golden digests: each report is held to its key's pin.
+  const std::string lock = o.lock_pins_golden ? " --lock " + ShellQuote(o.lock_path) : "";
   return text + "  trainlock fleet summarize --nodes " + std::to_string(o.nodes) +
-         " --since \"$since\" --node \"" + nodes + "\"" + trust + " reports";
+         " --since \"$since\" --node \"" + nodes + "\"" + trust + lock + " reports";
 }
 
 std::string HowToUse(const FleetOptions& o) {
@@ -520,6 +547,30 @@ std::string LabelerRbacYaml(const FleetOptions& o) {
   return text + out.c_str() + "\n---\n";
 }
 
+// --label-nodes with golden pins: the project's lock, which the pods' gate reads.
+std::string PinnedLockYaml(const FleetOptions& o) {
+  YAML::Emitter out;
+  out.SetIndent(2);
+  out << YAML::Comment(
+      "The project's lock with its golden digests (`trainlock lock --golden`): each pod's gate\n"
+      "holds its node's report to its key's pin (the image's copy of the lock carries no pins).");
+  out << YAML::BeginMap;
+  StringField(out, "apiVersion", "v1");
+  StringField(out, "kind", "ConfigMap");
+  Key(out, "metadata");
+  out << YAML::BeginMap;
+  StringField(out, "name", PinnedLockConfigMap(o));
+  if (!o.k8s_namespace.empty()) StringField(out, "namespace", o.k8s_namespace);
+  Labels(out, o);
+  out << YAML::EndMap;
+  Key(out, "data");
+  out << YAML::BeginMap;
+  Key(out, kPinnedLockFile);
+  out << YAML::Literal << o.lock_text;
+  out << YAML::EndMap << YAML::EndMap;
+  return std::string(out.c_str()) + "\n---\n";
+}
+
 std::string JobYaml(const FleetOptions& options) {
   YAML::Emitter out;
   out.SetIndent(2);
@@ -536,7 +587,9 @@ std::string JobYaml(const FleetOptions& options) {
 }  // namespace
 
 std::string KubernetesJobYaml(const FleetOptions& options) {
-  return (options.label_nodes ? LabelerRbacYaml(options) : std::string()) + JobYaml(options);
+  return (options.label_nodes ? LabelerRbacYaml(options) : std::string()) +
+         (GatesAgainstPinnedLock(options) ? PinnedLockYaml(options) : std::string()) +
+         JobYaml(options);
 }
 
 }  // namespace trainlock
