@@ -20,6 +20,7 @@ const kinds = {
   "batch/v1/Job": ["kubernetes-models/batch/v1", "Job", "V1Job"],
   "apps/v1/DaemonSet": ["kubernetes-models/apps/v1", "DaemonSet", "V1DaemonSet"],
   "v1/ServiceAccount": ["kubernetes-models/v1", "ServiceAccount", "V1ServiceAccount"],
+  "v1/ConfigMap": ["kubernetes-models/v1", "ConfigMap", "V1ConfigMap"],
   "v1/Node": ["kubernetes-models/v1", "Node", "V1Node"],
   "rbac.authorization.k8s.io/v1/ClusterRole": [
     "kubernetes-models/rbac.authorization.k8s.io/v1", "ClusterRole", "V1ClusterRole"],
