@@ -194,6 +194,38 @@ TEST_F(WatchNvml, ARecoveryActionResetRevokes) {
   EXPECT_TRUE(Record() && Record()->revoked) << r.out;
 }
 
+TEST_F(WatchNvml, AConditionReadAgainAfterARestartIsTheRecordedRevocation) {
+  StandIn("remap=0,1,0,1");
+  ASSERT_EQ(Watch().exit_code, 0);
+  const std::string first = ReadFile(State() / "node-07.record");
+  RunResult again = Watch();
+  EXPECT_NE(again.out.find("NVML remap-failed (row remap failure): NVML: GPU 0 0000:3b:00: "
+                           "remapped rows: a remap failed: already in "),
+            std::string::npos)
+      << again.out;
+  EXPECT_EQ(ReadFile(State() / "node-07.record"), first);
+}
+
+TEST_F(WatchNvml, NvmlOffLeavesNvmlAlone) {
+  StandIn("recovery=1");
+  RunResult r = Watch({"--nvml", "off"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("NVML"), std::string::npos) << r.out;
+  EXPECT_FALSE(Record()) << r.out;
+}
+
+TEST_F(WatchNvml, TheSystemdUnitCarriesTheNvmlOptions) {
+  RunResult r = testing::RunTrainlock(
+      {"watch", "--print-systemd-unit", "--nvml", "require", "--nvml-interval", "30s"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(" --nvml require --nvml-interval 30s\n"), std::string::npos) << r.out;
+  RunResult bad = testing::RunTrainlock({"watch", "--print-systemd-unit", "--nvml-interval", "0s"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_NE(bad.err.find("--nvml-interval: error: not a duration from 1s to 1h: '0s'"),
+            std::string::npos)
+      << bad.err;
+}
+
 TEST_F(WatchNvml, WithoutNvmlAutoFollowsTheKernelLogOnly) {
   WriteFile(Log(), NvmlTestXidRecord(79, "GPU has fallen off the bus."));
   RunResult r = Watch({}, /*script=*/false);  // the stand-in's nvmlInit_v2 fails
