@@ -5,14 +5,20 @@
 // deterministic: each queued event and each reading is judged before the summary.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "base/subprocess.h"
 #include "test_support.h"
 #include "watch/node_record.h"
 
@@ -224,6 +230,37 @@ TEST_F(WatchNvml, TheSystemdUnitCarriesTheNvmlOptions) {
   EXPECT_NE(bad.err.find("--nvml-interval: error: not a duration from 1s to 1h: '0s'"),
             std::string::npos)
       << bad.err;
+}
+
+// The NVML thread waits for events at most kNvmlEventWaitMs at a time: SIGTERM still ends the
+// watch between two polls, 128 + 15, the thread joined.
+TEST_F(WatchNvml, SigtermEndsTheWatchWithItsNvmlThread) {
+  StandIn("");
+  ASSERT_EQ(::mkfifo(Log().c_str(), 0600), 0);
+  SpawnOptions spawn;
+  spawn.argv = {(testing::BinDir() / "trainlock").string(),
+                "watch",
+                "--kmsg",
+                Log().string(),
+                "--watch-state",
+                State().string(),
+                "--node",
+                "node-07"};
+  spawn.env = {{"LD_LIBRARY_PATH", TRAINLOCK_NVML_STANDIN_DIR},
+               {"TRAINLOCK_NVML_STANDIN", Script().string()}};
+  Subprocess watch(spawn);
+  ASSERT_TRUE(watch.started()) << watch.start_error();
+  std::ofstream writer(Log());  // the FIFO stays open: only the signal ends the watch
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (watch.tail().Text().find("following") == std::string::npos &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(watch.Stop(std::chrono::milliseconds(5000)), 128 + SIGTERM);
+  EXPECT_NE(watch.tail().Text().find("NVML: 1 GPU(s), events and readings every 10 s"),
+            std::string::npos)
+      << watch.tail().Text();
+  EXPECT_NE(watch.tail().Text().find("stopped by signal 15"), std::string::npos)
+      << watch.tail().Text();
 }
 
 TEST_F(WatchNvml, WithoutNvmlAutoFollowsTheKernelLogOnly) {
