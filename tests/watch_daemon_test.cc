@@ -329,7 +329,7 @@ TEST(RevokeBreaker, TripsOnlyPastTheFraction) {
 }
 
 TEST(RevokeReason, NamesTheEventAndTheReportDigest) {
-  RecordedEvent e{1796670159123456, "gpu", "0000:3b:00", "xid", 79, "fallen off the bus", ""};
+  RecordedEvent e{1796670159123456, "gpu", "0000:3b:00", "xid", 79, "fallen off the bus", "", ""};
   NodeReport none;
   EXPECT_EQ(RevocationReason(e, none),
             "trainlock: revoked gpu 0000:3b:00 Xid 79 (fallen off the bus) at "

@@ -34,8 +34,8 @@ NodeRecord RevokedRecord() {
   e.name = "fallen off the bus";
   e.kernel_line = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3\\ \x01 off the bus.";
   record.revoked = e;
-  RecordedEvent request{kEventUs + 5000000,           "gpu", "0000:5e:00", "xid", 45,
-                        "preemptive channel removal", ""};
+  RecordedEvent request{
+      kEventUs + 5000000, "gpu", "0000:5e:00", "xid", 45, "preemptive channel removal", "", ""};
   record.pending.push_back(request);
   return record;
 }
@@ -76,12 +76,32 @@ TEST(NodeRecord, ARecordReadsBackAsWritten) {
   EXPECT_EQ(FormatNodeRecord(back), text);
 }
 
+TEST(NodeRecord, AnNvmlConditionIsRecordedByItsNameAndReadBack) {
+  NodeRecord record;
+  record.node = "n";
+  record.revoked = RecordedEvent{kEventUs,
+                                 "gpu",
+                                 "0000:3b:00",
+                                 "nvml",
+                                 0,
+                                 "row remap failure",
+                                 "NVML: GPU 0 0000:3b:00: remapped rows: a remap failed",
+                                 "remap-failed"};
+  const std::string text = FormatNodeRecord(record);
+  EXPECT_NE(text.find("\ncode nvml remap-failed\n"), std::string::npos) << text;
+  const NodeRecord back = ParseNodeRecord(text, "r");
+  ASSERT_TRUE(back.revoked);
+  EXPECT_EQ(back.revoked->condition, "remap-failed");
+  EXPECT_EQ(RecordedEventText(*back.revoked).substr(0, 53),
+            "gpu 0000:3b:00 NVML remap-failed (row remap failure) ");
+}
+
 TEST(NodeRecord, OnlyTheNewestRequestsAreKept) {
   NodeRecord record;
   record.node = "n";
   for (size_t i = 0; i < kMaxPendingRequests + 5; ++i)
     record.pending.push_back(
-        {kEventUs + static_cast<int64_t>(i), "gpu", "0000:01:00", "xid", 45, "x", ""});
+        {kEventUs + static_cast<int64_t>(i), "gpu", "0000:01:00", "xid", 45, "x", "", ""});
   const NodeRecord back = ParseNodeRecord(FormatNodeRecord(record), "r");
   ASSERT_EQ(back.pending.size(), kMaxPendingRequests);
   EXPECT_EQ(back.pending.front().at_us, kEventUs + 5);

@@ -97,6 +97,40 @@ TEST(GpuEventTable, AMissingNameOrDefaultsIsRefused) {
             std::string::npos);
 }
 
+TEST(GpuEventTable, TheShippedTableSaysWhatEachNvmlConditionMeans) {
+  const GpuEventTable& table = ShippedTable();
+  for (NvmlCondition c :
+       {NvmlCondition::kDbeEvent, NvmlCondition::kUncorrectedEccRise, NvmlCondition::kRemapFailed,
+        NvmlCondition::kRecoveryActionReset, NvmlCondition::kRecoveryActionReboot,
+        NvmlCondition::kRecoveryActionDrainP2p, NvmlCondition::kRecoveryActionDrainReset,
+        NvmlCondition::kGpuLost}) {
+    EXPECT_EQ(table.Nvml(c).event_class, EventClass::kRevoke) << NvmlConditionName(c);
+  }
+  EXPECT_EQ(table.Nvml(NvmlCondition::kRemapPending).event_class, EventClass::kRevalidate);
+  EXPECT_EQ(table.Nvml(NvmlCondition::kSbeEvent).event_class, EventClass::kInfo);
+  EXPECT_EQ(table.Nvml(NvmlCondition::kCorrectedEccRise).event_class, EventClass::kInfo);
+}
+
+TEST(GpuEventTable, AnUnknownNvmlConditionIsRefusedAtItsLine) {
+  const std::string text = std::string(kDefaults) +
+                           "[[xid]]\ncode = 79\nname = \"x\"\nclass = \"revoke\"\n"
+                           "[[nvml]]\ncondition = \"ecc-storm\"\nname = \"x\"\nclass = \"info\"\n";
+  EXPECT_EQ(LoadError(text).rfind("gpu-events.toml:11:13: error: 'nvml.condition' is 'ecc-storm'; "
+                                  "one of dbe-event, sbe-event, ...",
+                                  0),
+            0u)
+      << LoadError(text);
+}
+
+TEST(GpuEventTable, AnNvmlConditionLeftOutIsRefusedNamingIt) {
+  const std::string text =
+      std::string(kDefaults) +
+      "[[xid]]\ncode = 79\nname = \"x\"\nclass = \"revoke\"\n"
+      "[[nvml]]\ncondition = \"dbe-event\"\nname = \"x\"\nclass = \"revoke\"\n";
+  EXPECT_NE(LoadError(text).find("nvml condition sbe-event is not listed"), std::string::npos)
+      << LoadError(text);
+}
+
 TEST(GpuEventTable, AnUnknownKeyAndACodeOutOfRangeAreRefused) {
   EXPECT_NE(LoadError(std::string(kDefaults) +
                       "[[xid]]\ncode = 79\nname = \"x\"\nclass = \"revoke\"\nseverity = 1\n")

@@ -1,10 +1,11 @@
 // `trainlock watch`: what a node's kernel log means for its validity (docs/watch.md).
 //   --replay FILE [--json]   replays a saved log: exit 0 nothing would revoke, 1 something would
-//   (no mode)                follows /dev/kmsg (--kmsg FILE), keeps the node's revocation record
-//                            under --watch-state, revokes through --revoke slurm|k8s
+//   (no mode)                follows /dev/kmsg (--kmsg FILE) and NVML (--nvml), keeps the node's
+//                            revocation record under --watch-state, revokes through --revoke
 //   --once [--health-check]  prints the node's state: exit 0 not revoked, 1 revoked (a report
 //                            would be refused; --health-check also drains it through Slurm)
 // Exit 2 for bad input, a record that does not read included.
+#include <chrono>
 #include <iostream>
 
 #include "base/diagnostic.h"
@@ -18,6 +19,7 @@
 #include "cli/commands.h"
 #include "image/in_image_paths.h"
 #include "watch/node_state.h"
+#include "watch/nvml_state.h"
 #include "watch/replay.h"
 #include "watch/systemd_unit.h"
 #include "watch/watch_daemon.h"
@@ -37,6 +39,8 @@ struct WatchOptions {
   std::string revoke = "none";
   double breaker_fraction = 0.5;
   std::string breaker_window = "5m";
+  std::string nvml = "auto";
+  std::string nvml_interval = "10s";
   bool print_unit = false;
 };
 
@@ -82,11 +86,36 @@ RevokeOptions RevokeOptionsOf(const WatchOptions& options) {
   return revoke;
 }
 
-// --once: the node's state; with --health-check a revoked node is drained through Slurm.
-int RunOnce(const WatchOptions& options) {
+// --nvml-interval as milliseconds: a duration from 1 s to 1 h.
+std::chrono::milliseconds NvmlIntervalOf(const WatchOptions& options) {
+  const std::optional<int64_t> seconds = ParseDurationSeconds(options.nvml_interval);
+  if (!seconds || *seconds < 1 || *seconds > 3600) {
+    throw InputError(Diagnostic{"--nvml-interval",
+                                {},
+                                "not a duration from 1s to 1h: " + Quoted(options.nvml_interval),
+                                "e.g. 10s, 1m"});
+  }
+  return std::chrono::milliseconds(*seconds * 1000);
+}
+
+NvmlMode NvmlModeOf(const WatchOptions& options) {
+  return options.nvml == "off"       ? NvmlMode::kOff
+         : options.nvml == "require" ? NvmlMode::kRequire
+                                     : NvmlMode::kAuto;
+}
+
+// --once: the node's state (and NVML's readings); with --health-check a revoked node is
+// drained through Slurm.
+int RunOnce(const WatchOptions& options, const GlobalOptions& global) {
   const RevokeOptions revoke = RevokeOptionsOf(options);
   const NodeState state = DescribeNodeState({options.state_dir, revoke.node, options.reports_dir});
   std::cout << TerminalText(state.text);
+  if (NvmlModeOf(options) != NvmlMode::kOff) {
+    const Catalog catalog = LoadCatalog(global);
+    std::cout << TerminalText(DescribeNvmlState(options.reports_dir, revoke.node,
+                                                catalog.gpu_events(),
+                                                NvmlModeOf(options) == NvmlMode::kRequire));
+  }
   if (!state.revoked) return kExitOk;
   if (revoke.scheduler != Scheduler::kNone) {
     const std::optional<NodeRecord> record = ReadNodeRecord(options.state_dir, revoke.node);
@@ -115,6 +144,10 @@ int PrintSystemdUnit(const WatchOptions& options) {
     unit.args.insert(unit.args.end(), {"--breaker-fraction", ShortNumber(options.breaker_fraction),
                                        "--breaker-window", options.breaker_window});
   }
+  NvmlIntervalOf(options);  // refused here as the daemon would refuse it
+  if (options.nvml != "auto") unit.args.insert(unit.args.end(), {"--nvml", options.nvml});
+  if (options.nvml_interval != "10s")
+    unit.args.insert(unit.args.end(), {"--nvml-interval", options.nvml_interval});
   std::cout << WatchSystemdUnit(unit);
   return kExitOk;
 }
@@ -122,12 +155,14 @@ int PrintSystemdUnit(const WatchOptions& options) {
 int RunWatch(const WatchOptions& options, const GlobalOptions& global) {
   if (!options.replay.empty()) return RunReplay(options, global);
   if (options.print_unit) return PrintSystemdUnit(options);
-  if (options.once) return RunOnce(options);
+  if (options.once) return RunOnce(options, global);
   const Catalog catalog = LoadCatalog(global);
   WatchDaemonOptions daemon;
   daemon.kmsg = options.kmsg;
   daemon.state_dir = options.state_dir;
   daemon.revoke = RevokeOptionsOf(options);
+  daemon.nvml = NvmlModeOf(options);
+  daemon.nvml_interval = NvmlIntervalOf(options);
   return RunWatchDaemon(daemon, catalog.gpu_events(), std::cout, std::cerr);
 }
 
@@ -157,6 +192,14 @@ void AddDaemonOptions(CLI::App* cmd, WatchOptions& options) {
   cmd->add_option("--breaker-window", options.breaker_window,
                   "The circuit breaker's window (default 5m)")
       ->type_name("DURATION");
+  cmd->add_option("--nvml", options.nvml,
+                  "NVML's events and readings besides the kernel log: auto (when NVML loads; the "
+                  "default), off, or require (exit 3 without it)")
+      ->check(CLI::IsMember({"auto", "off", "require"}));
+  cmd->add_option("--nvml-interval", options.nvml_interval,
+                  "How often NVML's remapped rows, ECC counts and recovery action are read "
+                  "(default 10s; 1s to 1h)")
+      ->type_name("DURATION");
 }
 
 }  // namespace
@@ -165,9 +208,11 @@ Command RegisterWatch(CLI::App& app, const GlobalOptions& global) {
   auto options = std::make_shared<WatchOptions>();
   CLI::App* cmd = app.add_subcommand(
       "watch",
-      "Turn what a node's kernel log reports into the validity the gate enforces: each NVIDIA\n"
-      "Xid and NVSwitch SXid is a revoke (the node's pass no longer holds), a revalidate or info,\n"
-      "from lockfiles/compat/gpu-events.toml. Without --replay or --once it follows /dev/kmsg,\n"
+      "Turn what a node's kernel log and NVML report into the validity the gate enforces: each\n"
+      "NVIDIA Xid, NVSwitch SXid and NVML condition (ECC, row remapping, the recovery action,\n"
+      "against the node's last passing report) is a revoke (the node's pass no longer holds), a\n"
+      "revalidate or info, from lockfiles/compat/gpu-events.toml. Without --replay or --once it "
+      "follows /dev/kmsg,\n"
       "keeps the node's revocation record under --watch-state (which `trainlock gate` reads) and\n"
       "revokes the node through --revoke slurm|k8s, behind a circuit breaker (docs/watch.md).\n"
       "Exit codes: --replay 0 nothing would revoke, 1 something would; --once 0 not revoked, 1\n"

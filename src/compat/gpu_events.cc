@@ -59,6 +59,77 @@ std::vector<GpuEventRule> ReadRules(TomlFields& root, std::string_view key, Need
   return rules;
 }
 
+constexpr std::string_view kNvmlConditionNames[kNvmlConditionCount] = {
+    "dbe-event",
+    "sbe-event",
+    "uncorrected-ecc-rise",
+    "corrected-ecc-rise",
+    "remap-failed",
+    "remap-pending",
+    "remapped-rows-rise",
+    "recovery-action-reset",
+    "recovery-action-reboot",
+    "recovery-action-drain-p2p",
+    "recovery-action-drain-and-reset",
+    "recovery-action-unknown",
+    "gpu-lost",
+};
+
+std::optional<int> NvmlConditionIndex(std::string_view name) {
+  for (int i = 0; i < kNvmlConditionCount; ++i) {
+    if (kNvmlConditionNames[i] == name) return i;
+  }
+  return std::nullopt;
+}
+
+// One `[[nvml]]` entry into `rules` (indexed by condition); an unknown condition or one listed
+// twice is an error at its `condition`.
+void ReadNvmlRule(TomlFields& f, std::vector<GpuEventRule>& rules, std::vector<SourcePos>& seen) {
+  const std::string condition = f.String("condition", Need::kRequired).value_or("");
+  GpuEventRule rule;
+  rule.name = f.String("name", Need::kRequired).value_or("");
+  rule.event_class = ReadClass(f, "class", Need::kRequired, EventClass::kInfo);
+  const std::optional<int> index = NvmlConditionIndex(condition);
+  if (!condition.empty() && !index) {
+    f.Error(f.Pos("condition"), "'nvml.condition' is " + Quoted(condition),
+            "one of " + std::string(kNvmlConditionNames[0]) + ", " +
+                std::string(kNvmlConditionNames[1]) + ", ... (docs/watch.md lists them)");
+  } else if (index && seen[*index].line != 0) {
+    f.Error(f.Pos("condition"), "nvml " + condition + " is listed twice (first at line " +
+                                    std::to_string(seen[*index].line) + ")");
+  } else if (index) {
+    seen[*index] = f.Pos("condition");
+    rules[*index] = std::move(rule);
+  }
+  f.Finish();
+}
+
+// The `[[nvml]]` entries, one per condition: a condition not listed is an error at the first
+// entry (the code has no meaning of its own to fall back on).
+std::vector<GpuEventRule> ReadNvmlRules(TomlFields& root) {
+  std::vector<GpuEventRule> rules(kNvmlConditionCount);
+  std::vector<SourcePos> seen(kNvmlConditionCount);
+  if (const toml::array* entries = root.Array("nvml", Need::kRequired)) {
+    for (const toml::node& node : *entries) {
+      const auto* table = node.as_table();
+      if (!table) {
+        root.Error(PosOf(node), "'nvml' entries must be tables");
+        continue;
+      }
+      TomlFields f(*table, "nvml", root.path(), root.diags());
+      ReadNvmlRule(f, rules, seen);
+    }
+    for (int i = 0; i < kNvmlConditionCount; ++i) {
+      if (seen[i].line == 0) {
+        root.Error(PosOf(*entries),
+                   "nvml condition " + std::string(kNvmlConditionNames[i]) + " is not listed",
+                   "every NVML condition needs an [[nvml]] entry saying what it means");
+      }
+    }
+  }
+  return rules;
+}
+
 const GpuEventRule* FindRule(const std::vector<GpuEventRule>& rules, int64_t code) {
   for (const GpuEventRule& rule : rules) {
     if (rule.code == code) return &rule;
@@ -80,6 +151,11 @@ std::string_view EventClassName(EventClass c) {
   return "info";
 }
 
+std::string_view NvmlConditionName(NvmlCondition c) {
+  const int index = static_cast<int>(c);
+  return index >= 0 && index < kNvmlConditionCount ? kNvmlConditionNames[index] : "unknown";
+}
+
 GpuEventTable GpuEventTable::Parse(const std::string& text, const std::string& display) {
   const toml::table root = ParseTomlDocument(text, display);
   Diagnostics diags;
@@ -97,6 +173,7 @@ GpuEventTable GpuEventTable::Parse(const std::string& text, const std::string& d
   }
   table.xids_ = ReadRules(f, "xid", Need::kRequired);
   table.sxids_ = ReadRules(f, "sxid", Need::kOptional);
+  table.nvml_ = ReadNvmlRules(f);
   f.Finish();
   if (!diags.empty()) throw InputError(diags);
   return table;
@@ -109,6 +186,16 @@ EventMeaning GpuEventTable::Xid(int64_t code, std::string_view text) const {
     return {EventClass::kInfo, rule->name, true};
   }
   return {rule->event_class, rule->name, true};
+}
+
+bool GpuEventTable::XidNeedsText(int64_t code) const {
+  const GpuEventRule* rule = FindRule(xids_, code);
+  return rule && !rule->info_if.empty();
+}
+
+EventMeaning GpuEventTable::Nvml(NvmlCondition condition) const {
+  const GpuEventRule& rule = nvml_.at(static_cast<size_t>(condition));
+  return {rule.event_class, rule.name, true};
 }
 
 EventMeaning GpuEventTable::SXid(int64_t code, bool fatal) const {

@@ -61,10 +61,11 @@ void KmsgFollower::Deliver(std::string_view text, const std::function<void(Kerne
 }
 
 FollowState KmsgFollower::Poll(std::chrono::milliseconds timeout,
-                               const std::function<void(KernelRecord&&)>& sink) {
-  pollfd waiting{fd_.get(), POLLIN, 0};
-  const int ready = ::poll(&waiting, 1, static_cast<int>(timeout.count()));
+                               const std::function<void(KernelRecord&&)>& sink, int wake_fd) {
+  pollfd waiting[2] = {{fd_.get(), POLLIN, 0}, {wake_fd, POLLIN, 0}};
+  const int ready = ::poll(waiting, wake_fd >= 0 ? 2 : 1, static_cast<int>(timeout.count()));
   if (ready <= 0) return FollowState::kIdle;  // timeout, or EINTR: the caller looks at signals
+  if (waiting[0].revents == 0) return FollowState::kIdle;  // only the other source woke it
   std::string buffer(kReadBufferBytes, '\0');
   FollowState state = FollowState::kIdle;
   for (int i = 0; i < kMaxReadsPerPoll; ++i) {

@@ -28,9 +28,10 @@ class KmsgFollower {
   explicit KmsgFollower(const std::filesystem::path& path);
 
   // Waits up to `timeout` for input, then reads what is there (at most kMaxReadsPerPoll reads)
-  // and hands each complete record to `sink`.
+  // and hands each complete record to `sink`. A readable `wake_fd` (another source's, -1 for
+  // none) ends the wait too, as kIdle when the log has nothing: the caller looks at that source.
   FollowState Poll(std::chrono::milliseconds timeout,
-                   const std::function<void(KernelRecord&&)>& sink);
+                   const std::function<void(KernelRecord&&)>& sink, int wake_fd = -1);
 
   const KernelLogCounts& counts() const { return counts_; }
   // EPIPE reads: records the kernel overwrote in its ring buffer before this reader got them.

@@ -138,14 +138,26 @@ void ParseDevice(const RecordReader& reader, std::string_view device, RecordedEv
   event.device = std::string(device);
 }
 
+// "xid 79", "sxid 12028" or "nvml remap-failed" (a condition of the event table's [[nvml]]).
 void ParseCode(const RecordReader& reader, std::string_view value, RecordedEvent& event,
                int column) {
+  constexpr const char* kCodeForms = "a code is xid N, sxid N or nvml CONDITION";
   const size_t space = value.find(' ');
   std::string_view kind = value.substr(0, space);
-  if (kind != "xid" && kind != "sxid") reader.Fail(column, "a code is xid N or sxid N");
+  if (kind != "xid" && kind != "sxid" && kind != "nvml") reader.Fail(column, kCodeForms);
   event.kind = std::string(kind);
-  if (space == std::string_view::npos) reader.Fail(column, "a code is xid N or sxid N");
-  event.code = RecordNumber(reader, value.substr(space + 1), column + static_cast<int>(space) + 1);
+  if (space == std::string_view::npos) reader.Fail(column, kCodeForms);
+  const std::string_view code = value.substr(space + 1);
+  const int code_column = column + static_cast<int>(space) + 1;
+  if (kind != "nvml") {
+    event.code = RecordNumber(reader, code, code_column);
+    return;
+  }
+  const bool word =
+      !code.empty() && code.size() <= 40 &&
+      code.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string_view::npos;
+  if (!word) reader.Fail(code_column, "not an NVML condition: " + Quoted(code));
+  event.condition = std::string(code);
 }
 
 void ParseRevocation(RecordReader& reader, NodeRecord& record) {
@@ -229,9 +241,15 @@ std::optional<int64_t> ParseUtcMicros(std::string_view text) {
   return int64_t{seconds} * 1000000 + micros;
 }
 
+std::string RecordedEventCode(const RecordedEvent& e) {
+  return e.kind + " " + (e.kind == "nvml" ? e.condition : std::to_string(e.code));
+}
+
 std::string RecordedEventText(const RecordedEvent& e) {
-  return e.device + " " + e.pci + (e.kind == "sxid" ? " SXid " : " Xid ") + std::to_string(e.code) +
-         " (" + e.name + ") at " + UtcMicrosText(e.at_us);
+  const std::string code = e.kind == "nvml"   ? " NVML " + e.condition
+                           : e.kind == "sxid" ? " SXid " + std::to_string(e.code)
+                                              : " Xid " + std::to_string(e.code);
+  return e.device + " " + e.pci + code + " (" + e.name + ") at " + UtcMicrosText(e.at_us);
 }
 
 std::string FormatNodeRecord(const NodeRecord& record) {
@@ -241,7 +259,7 @@ std::string FormatNodeRecord(const NodeRecord& record) {
     const RecordedEvent& e = *record.revoked;
     text += "revoked-at " + UtcMicrosText(e.at_us) + "\nclass revoke\n";
     text += "device " + e.device + "\npci " + EscapeRecordValue(e.pci) + "\n";
-    text += "code " + e.kind + " " + std::to_string(e.code) + "\n";
+    text += "code " + RecordedEventCode(e) + "\n";
     text += "name " + EscapeRecordValue(e.name) + "\n";
     text += "kernel-line " +
             EscapeRecordValue(std::string_view(e.kernel_line).substr(0, kMaxKernelLineBytes)) +
@@ -252,7 +270,7 @@ std::string FormatNodeRecord(const NodeRecord& record) {
   for (size_t i = first; i < record.pending.size(); ++i) {
     const RecordedEvent& e = record.pending[i];
     text += "revalidate " + UtcMicrosText(e.at_us) + " " + e.device + " " +
-            EscapeRecordValue(e.pci) + " " + e.kind + " " + std::to_string(e.code) + " " +
+            EscapeRecordValue(e.pci) + " " + RecordedEventCode(e) + " " +
             EscapeRecordValue(e.name) + "\n";
   }
   return text + "end\n";

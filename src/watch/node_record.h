@@ -12,9 +12,10 @@
 //   class revoke                              } none: the time in UTC (microseconds), the
 //   device gpu|nvswitch                       } event's class, device kind and PCI address
 //   pci 0000:3b:00                            } (domain:bus:device), Xid or SXid and its
-//   code xid 79                               } number, the event table's name for it and
-//   name fallen off the bus                   } the kernel log's line (its first
-//   kernel-line NVRM: Xid (PCI:0000:3b:00): 79, ...    kMaxKernelLineBytes)
+//   code xid 79                               } number (or `nvml CONDITION`), the event
+//   name fallen off the bus                   } table's name for it and the kernel log's
+//   kernel-line NVRM: Xid (PCI:0000:3b:00): 79, ...    line, or NVML's reading (its first
+//                                                      kMaxKernelLineBytes)
 //   revalidate 2026-12-07T19:05:00.000000Z gpu 0000:5e:00 xid 45 NAME   (0..kMaxPendingRequests
 //                                      re-validation requests not yet answered, oldest first)
 //   end
@@ -44,10 +45,11 @@ struct RecordedEvent {
   int64_t at_us = 0;        // UTC, microseconds since the epoch
   std::string device;       // "gpu" or "nvswitch"
   std::string pci;          // "0000:3b:00"
-  std::string kind;         // "xid" or "sxid"
-  int64_t code = 0;         // the Xid or SXid number
+  std::string kind;         // "xid", "sxid" or "nvml"
+  int64_t code = 0;         // the Xid or SXid number (0 for nvml)
   std::string name;         // the event table's name for it
-  std::string kernel_line;  // the kernel log's message (revocation only)
+  std::string kernel_line;  // the kernel log's message, or NVML's reading (revocation only)
+  std::string condition;    // nvml only: the event table's condition ("remap-failed")
 };
 
 struct NodeRecord {
@@ -78,7 +80,11 @@ void WriteNodeRecord(const std::filesystem::path& dir, const NodeRecord& record)
 std::string UtcMicrosText(int64_t at_us);
 std::optional<int64_t> ParseUtcMicros(std::string_view text);
 
-// "gpu 0000:3b:00 Xid 79 (fallen off the bus) at 2026-12-07T19:02:39.123456Z": for messages.
+// "xid 79", "sxid 12028", "nvml remap-failed": the record's code field.
+std::string RecordedEventCode(const RecordedEvent& event);
+
+// "gpu 0000:3b:00 Xid 79 (fallen off the bus) at 2026-12-07T19:02:39.123456Z" ("... NVML
+// remap-failed (row remap failure) at ..."): for messages.
 std::string RecordedEventText(const RecordedEvent& event);
 
 }  // namespace trainlock

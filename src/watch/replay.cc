@@ -50,6 +50,14 @@ std::optional<Decision> RecordJudge::Take(const KernelRecord& record, ReplayResu
   return decision;
 }
 
+std::optional<Decision> RecordJudge::TakeEvent(const NvidiaEvent& event, int64_t time_us,
+                                               ReplayResult& result) {
+  ++result.events;
+  std::optional<Decision> decision = judge_.Judge(event, time_us, 0);
+  if (decision) ++result.by_class[static_cast<int>(decision->event_class)];
+  return decision;
+}
+
 ReplayResult ReplayKernelLog(std::string_view text, const std::string& display,
                              const GpuEventTable& table) {
   ReplayResult result;

@@ -39,6 +39,10 @@ class RecordJudge {
   explicit RecordJudge(const GpuEventTable& table) : judge_(table) {}
   // The decision `record` makes; nullopt for no event, a refused or forged line, or a repeat.
   std::optional<Decision> Take(const KernelRecord& record, ReplayResult& result);
+  // The decision for an event another source saw (NVML's XidCritical event), at kernel time
+  // `time_us`: the same judge, so one fault both sources report is one decision.
+  std::optional<Decision> TakeEvent(const NvidiaEvent& event, int64_t time_us,
+                                    ReplayResult& result);
   uint64_t suppressed() const { return judge_.suppressed(); }
 
  private:

@@ -102,16 +102,21 @@ std::string PassSummary(const std::vector<std::vector<std::string>>& judged) {
 // Everything NVML reported for `g`, for the report.
 nlohmann::json DeviceMetrics(const GpuProbe& g, const std::vector<std::string>& unknown) {
   nlohmann::json d = {{"index", g.index}};
+  if (!g.pci.empty()) d["pci"] = g.pci;
   auto put = [&](const char* key, const auto& opt) {
     if (opt) d[key] = *opt;
   };
   put("ecc_enabled", g.ecc_enabled);
   put("ecc_uncorrected_volatile", g.ecc_uncorrected_volatile);
   put("ecc_uncorrected_aggregate", g.ecc_uncorrected_aggregate);
+  put("ecc_corrected_volatile", g.ecc_corrected_volatile);
+  put("ecc_corrected_aggregate", g.ecc_corrected_aggregate);
   put("retired_pages_pending", g.retired_pages_pending);
   put("remapped_rows_uncorrectable", g.remapped_rows_uncorrectable);
   put("remap_pending", g.remap_pending);
   put("remap_failed", g.remap_failed);
+  put("remapped_rows_correctable", g.remapped_rows_correctable);
+  put("recovery_action", g.recovery_action);
   put("temperature_c", g.temperature_c);
   put("temperature_slowdown_c", g.temperature_slowdown_c);
   put("power_mw", g.power_mw);

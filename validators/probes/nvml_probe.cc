@@ -1,77 +1,22 @@
-// NVML through dlopen; see nvml_probe.h. Declares only the few NVML entry points used, with
-// the C signatures of nvml.h (all return nvmlReturn_t, 0 = NVML_SUCCESS).
+// NVML's readings of the node; see nvml_probe.h. NVML itself is loaded by base/nvml_library.h;
+// the entry points used here are called with the C signatures of nvml.h.
 #include "probes/nvml_probe.h"
+
+#include "base/nvml_library.h"
 
 #include <dlfcn.h>
 
 #include <memory>
 
 namespace trainlock::validate {
-// Named, not anonymous: NvmlSession (nvml_probe.h) holds one.
-namespace nvml_dl {
-
-class Nvml {
- public:
-  Nvml() {
-    handle_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!handle_) return;
-    auto init = Sym<int (*)()>("nvmlInit_v2");
-    ok_ = init && init() == 0;
-  }
-  ~Nvml() {
-    if (ok_) {
-      if (auto shutdown = Sym<int (*)()>("nvmlShutdown")) shutdown();
-    }
-    if (handle_) dlclose(handle_);
-  }
-  Nvml(const Nvml&) = delete;
-  Nvml& operator=(const Nvml&) = delete;
-
-  bool ok() const { return ok_; }
-  bool loaded() const { return handle_ != nullptr; }
-
-  template <typename F>
-  F Sym(const char* name) const {
-    return handle_ ? reinterpret_cast<F>(dlsym(handle_, name)) : nullptr;
-  }
-  // Calls an NVML function if it exists: its nvmlReturn_t, or kMissing when the driver's NVML
-  // lacks it.
-  static constexpr int kMissing = -1;
-  template <typename... Args>
-  int Status(const char* name, Args... args) const {
-    auto f = Sym<int (*)(Args...)>(name);
-    return f ? f(args...) : kMissing;
-  }
-  // True on NVML_SUCCESS.
-  template <typename... Args>
-  bool Call(const char* name, Args... args) const {
-    return Status(name, args...) == 0;
-  }
-
- private:
-  void* handle_ = nullptr;
-  bool ok_ = false;
-};
-
-}  // namespace nvml_dl
 
 namespace {
 
-using nvml_dl::Nvml;
+using Nvml = NvmlLibrary;
 using Device = void*;
 struct Memory {
   unsigned long long total, free, used;
 };
-
-// Why `nvml` cannot be used, "" when it can.
-std::string NvmlUnavailableReason(const Nvml& nvml) {
-  if (!nvml.loaded()) {
-    return "NVML not found (libnvidia-ml.so.1 cannot be loaded): no NVIDIA driver on this node or "
-           "in this container";
-  }
-  if (!nvml.ok()) return "NVML failed to initialise: the NVIDIA driver is not running";
-  return "";
-}
 
 // The clocks-event call replaced the throttle-reasons one; older drivers have only the latter.
 const char* ClocksEventReasonsCall(const Nvml& nvml) {
@@ -79,8 +24,6 @@ const char* ClocksEventReasonsCall(const Nvml& nvml) {
              ? "nvmlDeviceGetCurrentClocksEventReasons"
              : "nvmlDeviceGetCurrentClocksThrottleReasons";
 }
-
-constexpr int kNvmlNotSupported = 3;  // NVML_ERROR_NOT_SUPPORTED
 
 // Calls `fn`; on success `read()` stores the result. A field the device does not support is
 // named in `g.not_supported`; any other failure leaves it empty, that is unknown.
@@ -90,7 +33,7 @@ void Probe(const Nvml& nvml, GpuProbe& g, const char* field, Read read, const ch
   const int status = nvml.Status(fn, args...);
   if (status == 0) {
     read();
-  } else if (status == kNvmlNotSupported) {
+  } else if (status == kNvmlErrorNotSupported) {
     g.not_supported.push_back(field);
   }
 }
@@ -118,6 +61,13 @@ void ProbeHealth(const Nvml& nvml, GpuProbe& g, Device d) {
   Probe(
       nvml, g, "ecc_uncorrected_aggregate", [&] { g.ecc_uncorrected_aggregate = count; },
       "nvmlDeviceGetTotalEccErrors", d, 1, 1, &count);
+  // errorType 0 = corrected: not judged here, the watch's baseline for single-bit errors.
+  Probe(
+      nvml, g, "ecc_corrected_volatile", [&] { g.ecc_corrected_volatile = count; },
+      "nvmlDeviceGetTotalEccErrors", d, 0, 0, &count);
+  Probe(
+      nvml, g, "ecc_corrected_aggregate", [&] { g.ecc_corrected_aggregate = count; },
+      "nvmlDeviceGetTotalEccErrors", d, 0, 1, &count);
   int pending = 0;
   Probe(
       nvml, g, "retired_pages_pending", [&] { g.retired_pages_pending = pending == 1; },
@@ -127,10 +77,15 @@ void ProbeHealth(const Nvml& nvml, GpuProbe& g, Device d) {
       nvml, g, "remapped_rows",
       [&] {
         g.remapped_rows_uncorrectable = uncorrected;
+        g.remapped_rows_correctable = corrected;
         g.remap_pending = is_pending != 0;
         g.remap_failed = failed != 0;
       },
       "nvmlDeviceGetRemappedRows", d, &corrected, &uncorrected, &is_pending, &failed);
+  unsigned long long action = 0;
+  const int action_status = NvmlFieldValue(nvml, d, kNvmlFieldGpuRecoveryAction, action);
+  if (action_status == kNvmlSuccess) g.recovery_action = static_cast<unsigned>(action);
+  if (action_status == kNvmlErrorNotSupported) g.not_supported.push_back("recovery_action");
   unsigned value = 0;
   // Sensor 0 is the GPU die; threshold 1 is NVML_TEMPERATURE_THRESHOLD_SLOWDOWN.
   Probe(
@@ -172,6 +127,7 @@ GpuProbe ProbeGpu(const Nvml& nvml, unsigned index, Device d) {
   char text[128] = {};
   if (nvml.Call("nvmlDeviceGetName", d, text, 128u)) g.name = text;
   if (nvml.Call("nvmlDeviceGetUUID", d, text, 128u)) g.uuid = text;
+  g.pci = NvmlPciAddress(nvml, d);
   Memory memory{};
   if (nvml.Call("nvmlDeviceGetMemoryInfo", d, &memory)) {
     g.memory_total_bytes = memory.total;
@@ -188,7 +144,7 @@ GpuProbe ProbeGpu(const Nvml& nvml, unsigned index, Device d) {
 NodeProbe ProbeNode() {
   NodeProbe node;
   Nvml nvml;
-  node.unavailable_reason = NvmlUnavailableReason(nvml);
+  node.unavailable_reason = nvml.UnavailableReason();
   if (!node.unavailable_reason.empty()) return node;
   node.nvml_loaded = true;
   char version[96] = {};
@@ -230,7 +186,7 @@ std::string UnopenedGpuFault(int nvml_status) {
 }
 
 NvmlSession::NvmlSession() : nvml_(std::make_unique<Nvml>()) {
-  unavailable_reason_ = NvmlUnavailableReason(*nvml_);
+  unavailable_reason_ = nvml_->UnavailableReason();
   if (!unavailable_reason_.empty()) return;
   unsigned count = 0;
   nvml_->Call("nvmlDeviceGetCount_v2", &count);

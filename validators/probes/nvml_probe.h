@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+namespace trainlock {
+class NvmlLibrary;  // base/nvml_library.h
+}
+
 namespace trainlock::validate {
 
 // One GPU as NVML reports it. A field NVML could not report is empty: when the device does not
@@ -17,13 +21,18 @@ namespace trainlock::validate {
 struct GpuProbe {
   unsigned index = 0;
   std::string name, uuid;
+  std::string pci;  // "0000:3b:00", as the kernel log and `trainlock watch` name the GPU
   uint64_t memory_total_bytes = 0, memory_used_bytes = 0;
   int cc_major = 0, cc_minor = 0;
   std::optional<bool> ecc_enabled;
   std::optional<uint64_t> ecc_uncorrected_volatile, ecc_uncorrected_aggregate;
+  std::optional<uint64_t> ecc_corrected_volatile, ecc_corrected_aggregate;
   std::optional<bool> retired_pages_pending;
-  std::optional<unsigned> remapped_rows_uncorrectable;
+  std::optional<unsigned> remapped_rows_uncorrectable, remapped_rows_correctable;
   std::optional<bool> remap_pending, remap_failed;
+  // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: 0 none, 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain
+  // and reset (nvmlDeviceGpuRecoveryAction_t); the watch's baseline.
+  std::optional<unsigned> recovery_action;
   std::optional<unsigned> temperature_c;
   std::optional<unsigned> temperature_slowdown_c;  // where the GPU starts to slow itself down
   std::optional<unsigned> power_mw, power_limit_mw;
@@ -82,10 +91,6 @@ struct NvmlGpu {
   std::optional<unsigned> max_sm_clock_mhz;        // nvmlDeviceGetMaxClockInfo(NVML_CLOCK_SM)
 };
 
-namespace nvml_dl {
-class Nvml;
-}
-
 // NVML loaded and initialised once for repeated readings, unlike ProbeNode's one-shot probe:
 // the telemetry sampler reads through one session from its own thread (NVML is thread-safe).
 class NvmlSession {
@@ -101,7 +106,7 @@ class NvmlSession {
   GpuReading Read(const NvmlGpu& gpu) const;
 
  private:
-  std::unique_ptr<nvml_dl::Nvml> nvml_;
+  std::unique_ptr<NvmlLibrary> nvml_;
   std::string unavailable_reason_;
   std::vector<NvmlGpu> gpus_;
 };
