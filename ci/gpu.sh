@@ -156,7 +156,10 @@ watch_stop() {
   [ -n "${WATCH_BESIDE:-}" ] || return 0
   kill -TERM "$watch_pid" 2>/dev/null; wait "$watch_pid"; echo "watch exit $? (143: stopped by SIGTERM)"
   tail -5 "$OUT/watch.out" "$OUT/watch.err"
-  build-gpu/bin/trainlock watch --once --watch-state "$OUT/watch-state" --node gpu-node | tee "$OUT/watch-once.txt"
+  # The first pilot's passing report is the node's baseline for NVML's counters.
+  mkdir -p "$OUT/watch-reports" && cp "$OUT/h200-pilot-report.json" "$OUT/watch-reports/gpu-node.json"
+  build-gpu/bin/trainlock watch --once --watch-state "$OUT/watch-state" --node gpu-node \
+    --reports-dir "$OUT/watch-reports" | tee "$OUT/watch-once.txt"
   echo "watch --once exit ${PIPESTATUS[0]} (0: not revoked)"
   build-gpu/bin/trainlock watch --replay /dev/stdin --json < <(dmesg 2>/dev/null || true) \
     >"$OUT/watch-dmesg-replay.json" 2>&1; echo "replay of this node's dmesg: exit $?"
