@@ -133,14 +133,19 @@ Report FinishedReport(bool bitwise) {
                             {"compute_capability", "9.0"}}});
   TrainStepMetrics step;
   step.device_name = "NVIDIA H200";
+  // As the validator writes them: the driver in env.driver (NVML), the libraries in
+  // env.versions.
+  EnvVersionMetrics driver;
+  driver.driver_version = "580.95.05";
+  driver.cuda_driver_version = "13.0";
   EnvVersionMetrics versions;
-  versions.driver_version = "580.95.05";
   versions.cuda_runtime = "13.0";
   versions.nccl = "2.27.3";
   RoundtripMetrics roundtrip;
   roundtrip.bitwise_equal = bitwise;
   roundtrip.golden_digest = kA;
-  r.checks = {{"env.versions", CheckStatus::kPass, 0, "", "", ToJson(versions)},
+  r.checks = {{"env.driver", CheckStatus::kPass, 0, "", "", ToJson(driver)},
+              {"env.versions", CheckStatus::kPass, 0, "", "", ToJson(versions)},
               {"train.step", CheckStatus::kPass, 0, "", "", ToJson(step)},
               {"train.roundtrip", bitwise ? CheckStatus::kPass : CheckStatus::kFail, 0, "x", "",
                ToJson(roundtrip)}};

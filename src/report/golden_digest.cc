@@ -53,10 +53,12 @@ std::string CapabilityOf(const Report& report, const std::string& model) {
 
 // The libraries' versions env.versions read, where it ran.
 void ReadVersions(const Report& report, GoldenKey& key) {
+  // The driver's version is env.driver's measurement (NVML); env.versions names the libraries.
+  if (const CheckResult* driver = FindResult(report, "env.driver"))
+    key.driver = ReadMetrics<EnvVersionMetrics>(driver->metrics).driver_version.value_or("");
   const CheckResult* versions = FindResult(report, "env.versions");
   if (!versions) return;
   const auto m = ReadMetrics<EnvVersionMetrics>(versions->metrics);
-  key.driver = m.driver_version.value_or("");
   key.cuda = m.cuda_runtime.value_or("");
   key.cudnn = m.cudnn.value_or("");
   key.nccl = m.nccl.value_or("");

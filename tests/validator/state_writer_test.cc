@@ -66,13 +66,25 @@ TEST(StateWriter, APreparedFileHoldsTheSameBytesAndIsRenamedToItsName) {
   const std::vector<NamedTensor> state = MixedState();
   const fs::path file = dir.path() / "final.safetensors";
   PreparedStateFile prepared(file, state);
-  const std::optional<fs::path> ready = prepared.Ready(file);
-  ASSERT_TRUE(ready.has_value());  // tmpfs and ext4 both allocate ahead
-  EXPECT_FALSE(fs::exists(file));  // nothing at the coordinator's name before the write
+  const std::optional<PreparedState> ready = prepared.Ready(file);
+  ASSERT_TRUE(ready.has_value());      // tmpfs and ext4 both allocate ahead
+  EXPECT_NE(ready->mapping, nullptr);  // and map it
+  EXPECT_FALSE(fs::exists(file));      // nothing at the coordinator's name before the write
   WriteStateFile(file, state, ready);
   WriteSafetensors(dir.path() / "serial.safetensors", state, {}, /*durable=*/false);
   EXPECT_TRUE(testing::ReadFile(file) == testing::ReadFile(dir.path() / "serial.safetensors"));
-  EXPECT_FALSE(fs::exists(*ready));
+  EXPECT_FALSE(fs::exists(ready->path));
+}
+
+// A prepared file sized for other tensors (a state that grew) is written with pwrite, whole.
+TEST(StateWriter, AStateLargerThanThePreparedMappingIsWrittenWholeWithoutIt) {
+  testing::TempDir dir;
+  const fs::path file = dir.path() / "final.safetensors";
+  PreparedStateFile prepared(file, {{"step", torch::tensor({int64_t{1}})}});
+  const std::vector<NamedTensor> state = MixedState();
+  WriteStateFile(file, state, prepared.Ready(file));
+  WriteSafetensors(dir.path() / "serial.safetensors", state, {}, /*durable=*/false);
+  EXPECT_TRUE(testing::ReadFile(file) == testing::ReadFile(dir.path() / "serial.safetensors"));
 }
 
 TEST(StateWriter, APreparedFileNeverUsedIsRemoved) {

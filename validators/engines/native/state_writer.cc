@@ -2,6 +2,7 @@
 #include "engines/native/state_writer.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -60,16 +61,31 @@ std::vector<StateSlice> SliceTensors(const std::vector<torch::Tensor>& bytes,
   return slices;
 }
 
+// Where the state's bytes go: the prepared file's mapping when there is one, else the file
+// through pwrite.
+struct StateTarget {
+  int fd = -1;
+  char* mapping = nullptr;
+  const std::filesystem::path* file = nullptr;
+
+  void Put(const char* data, size_t size, uint64_t at) const {
+    if (mapping) {
+      std::memcpy(mapping + at, data, size);
+    } else {
+      WriteAllAt(fd, data, size, at, *file);
+    }
+  }
+};
+
 // Writes one slice: a device tensor's through a pinned buffer (torch's host allocator caches
 // it, so the next slice reuses it), a host tensor's in place.
-void WriteSlice(int fd, const std::filesystem::path& file, const StateSlice& s) {
+void WriteSlice(const StateTarget& target, const StateSlice& s) {
   torch::Tensor part = s.bytes->narrow(0, s.from, s.size);
   if (!part.device().is_cpu()) {
     part = torch::empty({s.size}, torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true))
                .copy_(part);
   }
-  WriteAllAt(fd, static_cast<const char*>(part.data_ptr()), static_cast<size_t>(s.size), s.file_at,
-             file);
+  target.Put(static_cast<const char*>(part.data_ptr()), static_cast<size_t>(s.size), s.file_at);
 }
 
 // The bytes `tensors` take as a safetensors file (its header and data).
@@ -77,24 +93,33 @@ uint64_t StateFileBytes(const std::vector<NamedTensor>& tensors) {
   return LayOutSafetensors(SortedByName(tensors), {}).file_bytes;
 }
 
-// Creates `prepared` new and allocates `bytes` in it; whether it stands ready. fallocate(2)
-// rather than posix_fallocate: where the file system cannot allocate ahead, glibc's fallback
-// writes zeros, which is the cost this was to move off the critical path.
-bool AllocateStateFile(const std::filesystem::path& prepared, uint64_t bytes) {
-  const int fd =
-      ::open(prepared.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  const bool allocated = bytes <= static_cast<uint64_t>(std::numeric_limits<off_t>::max()) &&
-                         ::fallocate(fd, 0, 0, static_cast<off_t>(bytes)) == 0;
-  ::close(fd);
-  return allocated;
+// Creates `prepared` new and allocates `bytes` in it; its descriptor (read-write) when it stands
+// ready, else -1. fallocate(2) rather than posix_fallocate: where the file system cannot allocate
+// ahead, glibc's fallback writes zeros, which is the cost this was to move off the critical path.
+int AllocateStateFile(const std::filesystem::path& prepared, uint64_t bytes) {
+  const int fd = ::open(prepared.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  if (bytes > static_cast<uint64_t>(std::numeric_limits<off_t>::max()) ||
+      ::fallocate(fd, 0, 0, static_cast<off_t>(bytes)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// The allocated file's shared mapping with its pages mapped in (MAP_POPULATE: the faults are
+// taken here, beside training, not in the write), or nullptr.
+void* MapStateFile(int fd, uint64_t bytes) {
+  if (bytes == 0 || bytes > std::numeric_limits<size_t>::max()) return nullptr;
+  void* mapping = ::mmap(nullptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE,
+                         MAP_SHARED | MAP_POPULATE, fd, 0);
+  return mapping == MAP_FAILED ? nullptr : mapping;
 }
 
 // Opens the file the state is written into: the prepared one (allocated, so not truncated),
 // else `file` new or truncated. Never follows a link.
-int OpenStateFile(const std::filesystem::path& file,
-                  const std::optional<std::filesystem::path>& prepared) {
-  const std::filesystem::path& target = prepared ? *prepared : file;
+int OpenStateFile(const std::filesystem::path& file, const std::optional<PreparedState>& prepared) {
+  const std::filesystem::path& target = prepared ? prepared->path : file;
   const int flags = O_WRONLY | O_CLOEXEC | O_NOFOLLOW | (prepared ? 0 : O_CREAT | O_TRUNC);
   const int fd = ::open(target.c_str(), flags, 0644);
   if (fd < 0) throw Failure(ErrnoText(target, "open"), kExitEnvironment);
@@ -107,25 +132,49 @@ PreparedStateFile::PreparedStateFile(const std::filesystem::path& file,
                                      const std::vector<NamedTensor>& tensors)
     : file_(file), prepared_(file.string() + kPreparedStateSuffix) {
   const uint64_t bytes = StateFileBytes(tensors);
-  allocating_ = std::thread([this, bytes] { ready_ = AllocateStateFile(prepared_, bytes); });
+  allocating_ = std::thread([this, bytes] { Prepare(bytes); });
+}
+
+void PreparedStateFile::Prepare(uint64_t bytes) {
+  const int fd = AllocateStateFile(prepared_, bytes);
+  if (fd < 0) return;
+  mapping_ = MapStateFile(fd, bytes);
+  if (mapping_) mapped_bytes_ = static_cast<size_t>(bytes);
+  ::close(fd);  // the mapping holds the file
+  ready_ = true;
 }
 
 PreparedStateFile::~PreparedStateFile() {
   if (allocating_.joinable()) allocating_.join();
+  if (mapping_) ::munmap(mapping_, mapped_bytes_);
   std::error_code ec;
   if (ready_) std::filesystem::remove(prepared_, ec);  // never renamed: no state was written
 }
 
-std::optional<std::filesystem::path> PreparedStateFile::Ready(const std::filesystem::path& file) {
+std::optional<PreparedState> PreparedStateFile::Ready(const std::filesystem::path& file) {
   if (allocating_.joinable()) allocating_.join();
   if (!ready_ || file != file_) return std::nullopt;
-  ready_ = false;  // handed over: the write renames it
-  return prepared_;
+  ready_ = false;  // handed over: the write unmaps and renames it
+  PreparedState handed{prepared_, mapping_, mapped_bytes_};
+  mapping_ = nullptr;
+  mapped_bytes_ = 0;
+  return handed;
 }
+
+// The prepared file's mapping, unmapped however the write ends.
+struct Unmapper {
+  void* mapping = nullptr;
+  size_t bytes = 0;
+  ~Unmapper() {
+    if (mapping) ::munmap(mapping, bytes);
+  }
+};
 
 WrittenFile WriteStateFile(const std::filesystem::path& file,
                            const std::vector<NamedTensor>& tensors,
-                           const std::optional<std::filesystem::path>& prepared) {
+                           const std::optional<PreparedState>& prepared) {
+  const Unmapper unmapper{prepared ? prepared->mapping : nullptr,
+                          prepared ? prepared->mapped_bytes : 0};
   const std::vector<const NamedTensor*> sorted = SortedByName(tensors);
   const SafetensorsLayout layout = LayOutSafetensors(sorted, {});
   std::vector<torch::Tensor> bytes;  // each tensor as flat bytes, where it lives
@@ -139,15 +188,18 @@ WrittenFile WriteStateFile(const std::filesystem::path& file,
     ::close(*f);
     delete f;
   });
-  WriteAllAt(fd, layout.prefix.data(), layout.prefix.size(), 0, file);
+  // The mapping only where it holds the whole state (it was sized for these tensors).
+  const bool mapped = unmapper.mapping && layout.file_bytes <= unmapper.bytes;
+  const StateTarget target{fd, mapped ? static_cast<char*>(unmapper.mapping) : nullptr, &file};
+  target.Put(layout.prefix.data(), layout.prefix.size(), 0);
   const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency() / 2, 1, 8);
-  ParallelFor(slices.size(), threads, [&](size_t i) { WriteSlice(fd, file, slices[i]); });
+  ParallelFor(slices.size(), threads, [&](size_t i) { WriteSlice(target, slices[i]); });
   if (prepared) {
     if (::ftruncate(fd, static_cast<off_t>(layout.file_bytes)) != 0)
-      throw Failure(ErrnoText(*prepared, "truncate"), kExitEnvironment);
+      throw Failure(ErrnoText(prepared->path, "truncate"), kExitEnvironment);
     // rename(2) replaces the entry at `file` and follows no link there.
-    if (::rename(prepared->c_str(), file.c_str()) != 0)
-      throw Failure(ErrnoText(file, "rename from " + prepared->filename().string()),
+    if (::rename(prepared->path.c_str(), file.c_str()) != 0)
+      throw Failure(ErrnoText(file, "rename from " + prepared->path.filename().string()),
                     kExitEnvironment);
   }
   return WrittenFile{layout.file_bytes, ""};
