@@ -155,14 +155,17 @@ watch_start() {
 watch_stop() {
   [ -n "${WATCH_BESIDE:-}" ] || return 0
   kill -TERM "$watch_pid" 2>/dev/null; wait "$watch_pid"; echo "watch exit $? (143: stopped by SIGTERM)"
-  tail -5 "$OUT/watch.out" "$OUT/watch.err"
+  tail -n 5 "$OUT/watch.out" "$OUT/watch.err"
   # The first pilot's passing report is the node's baseline for NVML's counters.
   mkdir -p "$OUT/watch-reports" && cp "$OUT/h200-pilot-report.json" "$OUT/watch-reports/gpu-node.json"
   build-gpu/bin/trainlock watch --once --watch-state "$OUT/watch-state" --node gpu-node \
     --reports-dir "$OUT/watch-reports" | tee "$OUT/watch-once.txt"
   echo "watch --once exit ${PIPESTATUS[0]} (0: not revoked)"
-  build-gpu/bin/trainlock watch --replay /dev/stdin --json < <(dmesg 2>/dev/null || true) \
-    >"$OUT/watch-dmesg-replay.json" 2>&1; echo "replay of this node's dmesg: exit $?"
+  # This node's kernel log so far, replayed: what the watch would have decided on it.
+  dmesg >"$OUT/dmesg.txt" 2>"$OUT/dmesg.err" || echo "dmesg: exit $? ($(head -c 200 "$OUT/dmesg.err"))"
+  local replay_rc=0
+  build-gpu/bin/trainlock watch --replay "$OUT/dmesg.txt" --json >"$OUT/watch-dmesg-replay.json" 2>&1 || replay_rc=$?
+  echo "replay of this node's dmesg ($(wc -l <"$OUT/dmesg.txt") lines): exit $replay_rc"; head -c 600 "$OUT/watch-dmesg-replay.json"
 }
 pilot() {
   local rc=0
