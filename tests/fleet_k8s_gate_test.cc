@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <chrono>
+#include <map>
 
 #include "fleet/fleet.h"
 #include "project/project.h"
@@ -518,6 +519,22 @@ TEST_F(FleetK8sGate, TheWatchDaemonSetRunsTheWatchOnEveryNodeAndConformsToTheSch
   RunResult r = Schema(tmp_.path() / "watch.yaml");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("4 document(s), 0 problem(s)"), std::string::npos) << r.out;
+}
+
+// NVML in the watch's container: the NVIDIA container runtime mounts the driver's NVML library
+// for NVIDIA_DRIVER_CAPABILITIES=utility, every GPU named, and the pod takes no GPU from the
+// device plugin's count.
+TEST_F(FleetK8sGate, TheWatchDaemonSetAsksTheNvidiaRuntimeForNvmlWithoutTakingAGpu) {
+  std::vector<YAML::Node> docs =
+      Documents({"--watch-daemonset", "--watch-image", kKubectlImage}, "watch-nvml.yaml");
+  ASSERT_EQ(docs.size(), 4u);
+  const YAML::Node& container = docs[3]["spec"]["template"]["spec"]["containers"][0];
+  std::map<std::string, std::string> env;
+  for (const YAML::Node& e : container["env"])
+    if (e["value"]) env[e["name"].as<std::string>()] = e["value"].as<std::string>();
+  EXPECT_EQ(env["NVIDIA_VISIBLE_DEVICES"], "all");
+  EXPECT_EQ(env["NVIDIA_DRIVER_CAPABILITIES"], "utility");
+  EXPECT_FALSE(container["resources"]["limits"]["nvidia.com/gpu"]);
 }
 
 TEST_F(FleetK8sGate, TheWatchDaemonSetNeedsAnImagePinnedByDigest) {

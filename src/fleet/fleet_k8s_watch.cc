@@ -100,6 +100,30 @@ void WatchMount(YAML::Emitter& out, const char* name, const std::string& path, b
   out << YAML::TrueFalseBool << read_only << YAML::EndMap;
 }
 
+// The node's name, and NVML: the NVIDIA container runtime mounts the driver's NVML library
+// (the `utility` capability) and every GPU's device into a container that names them, without
+// the pod asking for (and so taking) a GPU, as NVIDIA's own node agents do. Without that runtime
+// the watch says once that NVML is missing and follows the kernel log alone (`--nvml auto`).
+void WatchEnv(YAML::Emitter& out) {
+  WatchKey(out, "env");
+  out << YAML::BeginSeq << YAML::BeginMap;
+  WatchField(out, "name", "NODE_NAME");
+  WatchKey(out, "valueFrom");
+  out << YAML::BeginMap;
+  WatchKey(out, "fieldRef");
+  out << YAML::BeginMap;
+  WatchField(out, "fieldPath", "spec.nodeName");
+  out << YAML::EndMap << YAML::EndMap << YAML::EndMap;
+  for (const auto& [name, value] : {std::pair{"NVIDIA_VISIBLE_DEVICES", "all"},
+                                    std::pair{"NVIDIA_DRIVER_CAPABILITIES", "utility"}}) {
+    out << YAML::BeginMap;
+    WatchField(out, "name", name);
+    WatchField(out, "value", value);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+}
+
 void WatchContainer(YAML::Emitter& out, const FleetOptions& o) {
   out << YAML::BeginSeq << YAML::BeginMap;
   WatchField(out, "name", "watch");
@@ -114,15 +138,7 @@ void WatchContainer(YAML::Emitter& out, const FleetOptions& o) {
     out << YAML::DoubleQuoted << arg;
   if (!o.reports_dir.empty()) out << YAML::DoubleQuoted << "--reports-dir" << o.reports_dir;
   out << YAML::EndSeq;
-  WatchKey(out, "env");
-  out << YAML::BeginSeq << YAML::BeginMap;
-  WatchField(out, "name", "NODE_NAME");
-  WatchKey(out, "valueFrom");
-  out << YAML::BeginMap;
-  WatchKey(out, "fieldRef");
-  out << YAML::BeginMap;
-  WatchField(out, "fieldPath", "spec.nodeName");
-  out << YAML::EndMap << YAML::EndMap << YAML::EndMap << YAML::EndSeq;
+  WatchEnv(out);
   WatchKey(out, "securityContext");
   out << YAML::BeginMap;
   WatchKey(out, "privileged");
